@@ -1,0 +1,189 @@
+/* mcpactord public tool API.
+ *
+ * Threads: registration functions run once, on the main thread, before the server starts
+ * (from a built-in toolset or from a plugin's mcpd_plugin_init). Handlers run on a tool-pool
+ * thread (or, for MCPD_TOOL_NONBLOCKING tools, on the session's actor worker) and may call
+ * every mcpd_ctx_* function from that thread only.
+ *
+ * Ownership: arguments handed to a handler are borrowed for the duration of the call. A
+ * handler returns a new reference (the result object) that the server takes. Functions whose
+ * parameter is documented "stolen" take the caller's reference in every case, success or not.
+ */
+#ifndef MCPACTORD_TOOL_H
+#define MCPACTORD_TOOL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MCPD_API_VERSION 1
+
+typedef struct mcpd_registry mcpd_registry_t;
+typedef struct mcpd_ctx mcpd_ctx_t;
+
+/* JSON-RPC error codes a handler may report through mcpd_ctx_set_error. */
+enum {
+    MCPD_ERR_INVALID_PARAMS = -32602,
+    MCPD_ERR_INTERNAL = -32603,
+    MCPD_ERR_RESOURCE_NOT_FOUND = -32002,
+};
+
+/* ---- results ------------------------------------------------------------------------ */
+
+/* {"content":[{"type":"text","text":TEXT}]} */
+json_t *mcpd_text_result(const char *text);
+/* printf-style variant of mcpd_text_result. */
+json_t *mcpd_text_resultf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* {"content":[{"type":"text","text":...}],"isError":true}: a tool-level failure the model sees. */
+json_t *mcpd_error_result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* {"type":"text","text":TEXT}, for building content arrays by hand. */
+json_t *mcpd_text_content(const char *text);
+
+/* ---- tools -------------------------------------------------------------------------- */
+
+/* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error. */
+typedef json_t *(*mcpd_tool_fn)(mcpd_ctx_t *ctx, json_t *args, void *userdata);
+
+enum {
+    /* The handler never blocks and finishes in microseconds: the server may run it inline on
+     * the session's worker instead of the tool pool. Inline handlers cannot elicit or sample. */
+    MCPD_TOOL_NONBLOCKING = 1u << 0,
+};
+
+typedef struct mcpd_tool_def {
+    const char *name;          /* required, unique */
+    const char *title;         /* optional */
+    const char *description;   /* optional */
+    const char *input_schema;  /* JSON text of an object schema; NULL means {"type":"object"} */
+    const char *output_schema; /* optional JSON text */
+    const char *annotations;   /* optional JSON text */
+    mcpd_tool_fn handler;      /* required */
+    void *userdata;
+    unsigned flags;            /* MCPD_TOOL_* */
+} mcpd_tool_def_t;
+
+/* 0, or -EINVAL (bad definition, unparsable schema), -EEXIST (name taken). */
+int mcpd_register_tool(mcpd_registry_t *reg, const mcpd_tool_def_t *def);
+
+/* ---- resources ---------------------------------------------------------------------- */
+
+/* Returns a ReadResourceResult ({"contents":[...]}) or NULL after mcpd_ctx_set_error.
+ * vars is NULL for a fixed resource, or the template's variables as a JSON object. */
+typedef json_t *(*mcpd_resource_fn)(mcpd_ctx_t *ctx, const char *uri, json_t *vars,
+                                    void *userdata);
+
+typedef struct mcpd_resource_def {
+    const char *uri;          /* a fixed URI, or NULL when uri_template is set */
+    const char *uri_template; /* RFC 6570 level-1 template such as "test://item/{id}" */
+    const char *name;         /* required */
+    const char *title;
+    const char *description;
+    const char *mime_type;
+    bool subscribable;        /* resources/subscribe accepted for it */
+    mcpd_resource_fn read;    /* required */
+    void *userdata;
+} mcpd_resource_def_t;
+
+int mcpd_register_resource(mcpd_registry_t *reg, const mcpd_resource_def_t *def);
+
+/* ---- prompts ------------------------------------------------------------------------ */
+
+/* Returns a GetPromptResult ({"messages":[...]}) or NULL after mcpd_ctx_set_error. */
+typedef json_t *(*mcpd_prompt_fn)(mcpd_ctx_t *ctx, json_t *args, void *userdata);
+
+typedef struct mcpd_prompt_def {
+    const char *name;      /* required */
+    const char *title;
+    const char *description;
+    const char *arguments; /* JSON text of the PromptArgument array, or NULL */
+    mcpd_prompt_fn get;    /* required */
+    void *userdata;
+} mcpd_prompt_def_t;
+
+int mcpd_register_prompt(mcpd_registry_t *reg, const mcpd_prompt_def_t *def);
+
+/* ---- completion --------------------------------------------------------------------- */
+
+/* ref: {"type":"ref/prompt","name":..} or {"type":"ref/resource","uri":..};
+ * returns a JSON array of candidate strings (new reference), or NULL when nothing applies. */
+typedef json_t *(*mcpd_complete_fn)(mcpd_ctx_t *ctx, json_t *ref, const char *arg_name,
+                                    const char *arg_value, json_t *context_args,
+                                    void *userdata);
+
+/* One completion provider per registry; setting it announces the `completions` capability. */
+int mcpd_set_completion(mcpd_registry_t *reg, mcpd_complete_fn fn, void *userdata);
+
+/* ---- the handler context ------------------------------------------------------------ */
+
+typedef enum {
+    MCPD_TARGET_REQUEST = 0, /* tied to the call: goes on the call's stream */
+    MCPD_TARGET_SESSION = 1, /* session-level: standalone stream, or stored for it */
+} mcpd_target_t;
+
+/* The call's arguments are the handler's `args`. These identify where it runs. */
+const char *mcpd_ctx_session_id(const mcpd_ctx_t *ctx);
+const char *mcpd_ctx_protocol_version(const mcpd_ctx_t *ctx);
+/* Set when the client cancelled the call (notifications/cancelled) or the session ended. */
+bool mcpd_ctx_cancelled(const mcpd_ctx_t *ctx);
+
+/* Sleeps up to ms milliseconds; returns early with false when the call is cancelled. */
+bool mcpd_ctx_sleep_ms(mcpd_ctx_t *ctx, long ms);
+
+/* True when the call carried a progressToken; mcpd_ctx_progress is a no-op otherwise.
+ * total < 0 means "unknown"; message may be NULL. Progress must increase. */
+bool mcpd_ctx_has_progress(const mcpd_ctx_t *ctx);
+int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char *message);
+
+/* notifications/message at `level` (debug .. emergency); dropped below the session's
+ * logging/setLevel threshold. data is stolen. */
+int mcpd_ctx_log(mcpd_ctx_t *ctx, const char *level, const char *logger, json_t *data);
+int mcpd_ctx_logf(mcpd_ctx_t *ctx, const char *level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Any server notification; params stolen (may be NULL). */
+int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params);
+
+/* A server->client request (elicitation/create, sampling/createMessage, roots/list...). Blocks
+ * the handler until the client answers or timeout_ms passes (<= 0: the server default).
+ * Returns the client's result (new reference), or NULL with mcpd_ctx_last_error() set: the
+ * client lacks the capability, no stream can carry it, the client answered with an error, the
+ * call was cancelled, or the wait timed out. params stolen. */
+json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method,
+                         json_t *params, int timeout_ms);
+/* elicitation/create with a message and a requestedSchema (stolen). */
+json_t *mcpd_ctx_elicit(mcpd_ctx_t *ctx, const char *message, json_t *requested_schema,
+                        int timeout_ms);
+/* sampling/createMessage with the given params (stolen). */
+json_t *mcpd_ctx_sample(mcpd_ctx_t *ctx, json_t *params, int timeout_ms);
+
+/* Durable per-session state, stored in the session's key range: survives hibernation and
+ * restarts, deleted with the session. Keys are 1..200 bytes. */
+json_t *mcpd_ctx_state_get(mcpd_ctx_t *ctx, const char *key);          /* new ref or NULL */
+int mcpd_ctx_state_put(mcpd_ctx_t *ctx, const char *key, json_t *value); /* stolen; NULL deletes */
+/* Atomic read-modify-write: fn runs on the session's actor with the current value (NULL when
+ * absent) and returns the new value (new reference; NULL deletes). Returns the new value
+ * (new reference) to the caller. fn must be quick and must not call back into the ctx. */
+typedef json_t *(*mcpd_state_update_fn)(json_t *current, void *arg);
+json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_update_fn fn,
+                              void *arg);
+
+/* Error reporting: a handler that returns NULL reports this code and message to the client. */
+void mcpd_ctx_set_error(mcpd_ctx_t *ctx, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *mcpd_ctx_last_error(const mcpd_ctx_t *ctx);
+
+/* ---- plugins ------------------------------------------------------------------------ */
+
+/* A plugin (--plugin PATH.so) exports this symbol; it registers its tools and returns 0.
+ * api_version is MCPD_API_VERSION of the server; refuse to load on a mismatch. */
+int mcpd_plugin_init(mcpd_registry_t *reg, int api_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1002 @@
+/* The session actor: worker thread only. See actor.h for the model.
+ *
+ * The life of a message to the client (actor_stream_send):
+ *   1. the actor picks the stream (the call's POST stream, or the standalone stream);
+ *   2. it assigns the event id <streamId>:<seq> and puts the event, the eviction of the event
+ *      --stream-cap places older, and (at turn end) the stream's metadata in the worker batch;
+ *   3. the frame is queued for the connection's HTTP thread, which receives it only after the
+ *      worker has committed the batch (worker_turn_end).
+ * A detached stream still gets step 2, so a client that resumes finds every message.
+ */
+#include "actor/actor.h"
+
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "http/sse.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/session.h"
+#include "store/keys.h"
+#include "store/records.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local stream_t *t_dirty; /* streams whose metadata changed this turn */
+
+static const char *const LOG_LEVELS[] = {"debug", "info", "notice", "warning",
+                                         "error", "critical", "alert", "emergency"};
+
+int log_level_index(const char *level)
+{
+    for (int i = 0; i < 8; i++)
+        if (level && strcmp(level, LOG_LEVELS[i]) == 0)
+            return i;
+    return -1;
+}
+
+bool actor_log_enabled(const actor_t *a, const char *level)
+{
+    if (a->log_level < 0)
+        return true;
+    int l = log_level_index(level);
+    return l < 0 || l >= a->log_level;
+}
+
+/* ---- replies on connections the actor does not keep ---- */
+
+void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header)
+{
+    if (!conn.gen) {
+        json_decref(body);
+        return;
+    }
+    hmsg_t *h = hmsg_new(HM_REPLY, conn);
+    h->status = status;
+    if (body) {
+        h->content_type = "application/json";
+        h->body = jsonrpc_dump(body, &h->len);
+        json_decref(body);
+    }
+    if (sid_header)
+        memcpy(h->session_id, sid_header, SESSION_ID_LEN + 1);
+    worker_send_http(w, h);
+}
+
+void actor_reply_error(worker_t *w, conn_ref_t conn, int status, int code, const char *msg)
+{
+    actor_reply(w, conn, status, jsonrpc_error(NULL, code, msg, NULL), NULL);
+}
+
+/* ---- stream metadata ---- */
+
+static void put_stream_meta(actor_t *a, stream_t *s)
+{
+    if (!g_cfg.event_store)
+        return;
+    streamrec_t r = {s->finished, s->num == STREAM_GET, s->seq, s->last_write_ms, s->req_ids};
+    size_t vl;
+    char *v = streamrec_encode(&r, &vl);
+    unsigned char k[KEY_STREAM_LEN];
+    key_stream(k, a->sid, s->num);
+    store_batch_put(worker_batch(a->w), CF_STREAMS, k, sizeof k, v, vl);
+    free(v);
+}
+
+static void mark_dirty(stream_t *s)
+{
+    if (s->dirty)
+        return;
+    s->dirty = true;
+    s->dirty_next = t_dirty;
+    t_dirty = s;
+}
+
+void actor_flush_dirty(worker_t *w)
+{
+    (void)w;
+    for (stream_t *s = t_dirty; s; s = s->dirty_next) {
+        put_stream_meta(s->actor, s);
+        s->dirty = false;
+    }
+    t_dirty = NULL;
+}
+
+static void unlink_dirty(stream_t *s, bool write)
+{
+    if (!s->dirty)
+        return;
+    if (write)
+        put_stream_meta(s->actor, s);
+    for (stream_t **pp = &t_dirty; *pp; pp = &(*pp)->dirty_next) {
+        if (*pp == s) {
+            *pp = s->dirty_next;
+            break;
+        }
+    }
+    s->dirty = false;
+}
+
+/* ---- streams ---- */
+
+static stream_t *stream_new(actor_t *a, uint64_t num)
+{
+    stream_t *s = xcalloc(1, sizeof *s);
+    s->actor = a;
+    s->num = num;
+    s->next = a->streams;
+    a->streams = s;
+    return s;
+}
+
+static void stream_free(actor_t *a, stream_t *s, bool write_meta)
+{
+    for (stream_t **pp = &a->streams; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    }
+    if (a->get == s)
+        a->get = NULL;
+    unlink_dirty(s, write_meta);
+    if (s->window)
+        event_free(s->window);
+    json_decref(s->responses);
+    json_decref(s->req_ids);
+    free(s);
+}
+
+/* Newest stored seq of a stream (0 when it has no events). */
+static uint64_t newest_event_seq(actor_t *a, uint64_t num)
+{
+    unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
+    key_event(lo, a->sid, num, 0);
+    key_event(hi, a->sid, num, UINT64_MAX);
+    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
+    store_iter_seek_last(it);
+    uint64_t seq = 0, st;
+    if (store_iter_valid(it)) {
+        size_t kl;
+        const unsigned char *k = store_iter_key(it, &kl);
+        if (key_event_decode(k, kl, &st, &seq) != 0)
+            seq = 0;
+    }
+    store_iter_free(it);
+    return seq;
+}
+
+/* Reads a stream record; 0 found, 1 absent. */
+static int load_stream_rec(actor_t *a, uint64_t num, streamrec_t *r)
+{
+    unsigned char k[KEY_STREAM_LEN];
+    key_stream(k, a->sid, num);
+    char *v;
+    size_t vl;
+    worker_commit(a->w);
+    int rc = store_get(worker_store(a->w), CF_STREAMS, k, sizeof k, &v, &vl);
+    if (rc != 0)
+        return 1;
+    rc = streamrec_decode(v, vl, r);
+    free(v);
+    if (rc != 0) {
+        log_warn("session %.8s: stream %llu has a malformed record", a->sid, (unsigned long long)num);
+        return 1;
+    }
+    uint64_t newest = newest_event_seq(a, num);
+    if (newest > r->seq)
+        r->seq = newest; /* an id is never issued twice */
+    return 0;
+}
+
+/* The standalone stream, loaded from the store on first use; created when `create`. */
+static stream_t *get_stream(actor_t *a, bool create)
+{
+    if (a->get)
+        return a->get;
+    streamrec_t r;
+    bool found = g_cfg.event_store && load_stream_rec(a, STREAM_GET, &r) == 0;
+    if (!found && !create)
+        return NULL;
+    stream_t *s = stream_new(a, STREAM_GET);
+    s->sse = true;
+    if (found) {
+        s->seq = r.seq;
+        s->last_write_ms = r.last_write_ms;
+        json_decref(r.req_ids);
+    }
+    a->get = s;
+    return s;
+}
+
+static stream_t *find_stream(actor_t *a, uint64_t num)
+{
+    for (stream_t *s = a->streams; s; s = s->next)
+        if (s->num == num)
+            return s;
+    return NULL;
+}
+
+/* Stores one event (when the event store is on) and frames it either into `into` or, when the
+ * stream has a connection, as an SSE_DATA message. text may be empty (a priming event). */
+static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, buf_t *into)
+{
+    char eid[EVENT_ID_MAX];
+    const char *id = NULL;
+    if (g_cfg.event_store) {
+        s->seq++;
+        event_id_format(eid, a->tag, s->num, s->seq);
+        id = eid;
+        unsigned char k[KEY_EVENT_LEN];
+        key_event(k, a->sid, s->num, s->seq);
+        store_batch_t *b = worker_batch(a->w);
+        store_batch_put(b, CF_EVENTS, k, sizeof k, text, len);
+        if (s->seq > (uint64_t)g_cfg.stream_cap) {
+            key_event(k, a->sid, s->num, s->seq - (uint64_t)g_cfg.stream_cap);
+            store_batch_delete(b, CF_EVENTS, k, sizeof k);
+            STAT_INC(events_evicted_total);
+        }
+        s->last_write_ms = now_wall_ms();
+        mark_dirty(s);
+        STAT_INC(events_stored_total);
+    }
+    if (into) {
+        sse_frame_event(into, id, text, len);
+    } else if (s->conn.gen) {
+        buf_t b = {0};
+        sse_frame_event(&b, id, text, len);
+        hmsg_t *h = hmsg_new(HM_SSE_DATA, s->conn);
+        h->stream = s->num;
+        h->body = buf_steal(&b, &h->len);
+        worker_send_http(a->w, h);
+    }
+}
+
+/* The opening bytes of a fresh SSE stream: a retry hint and a priming event (an id with empty
+ * data) for protocol versions that expect them. */
+static void stream_prime(actor_t *a, stream_t *s, buf_t *into)
+{
+    if (!a->proto->priming || !g_cfg.event_store)
+        return;
+    sse_frame_retry(into, g_cfg.retry_ms);
+    emit_event(a, s, "", 0, into);
+}
+
+static void send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive)
+{
+    hmsg_t *h = hmsg_new(HM_SSE_START, s->conn);
+    h->status = 200;
+    h->stream = s->num;
+    h->flags = keepalive ? HM_KEEPALIVE : 0;
+    h->content_type = "text/event-stream";
+    if (s->session_header)
+        memcpy(h->session_id, a->sid, SESSION_ID_LEN + 1);
+    if (body && body->len)
+        h->body = buf_steal(body, &h->len);
+    worker_send_http(a->w, h);
+}
+
+static void send_sse_end(actor_t *a, conn_ref_t conn, uint64_t num)
+{
+    hmsg_t *h = hmsg_new(HM_SSE_END, conn);
+    h->stream = num;
+    worker_send_http(a->w, h);
+}
+
+static void write_reqmap(actor_t *a, stream_t *s)
+{
+    size_t i;
+    json_t *id;
+    json_array_foreach(s->req_ids, i, id) {
+        char *t = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+        size_t tl = strlen(t);
+        unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
+        size_t kl = key_reqmap(k, a->sid, t, tl, s->num);
+        store_batch_put(worker_batch(a->w), CF_REQMAP, k, kl, "", 0);
+        free(k);
+        free(t);
+    }
+}
+
+void actor_stream_start_sse(actor_t *a, stream_t *s)
+{
+    if (s->sse)
+        return;
+    s->sse = true;
+    if (s->window) {
+        event_free(s->window);
+        s->window = NULL;
+    }
+    buf_t b = {0};
+    stream_prime(a, s, &b);
+    send_sse_start(a, s, &b, true); /* POST streams always get the keepalive */
+    buf_free(&b);
+    if (g_cfg.event_store) {
+        mark_dirty(s);
+        write_reqmap(a, s);
+    }
+}
+
+static void on_window(evutil_socket_t fd, short what, void *arg)
+{
+    stream_t *s = arg;
+    worker_t *w = s->actor->w;
+    event_free(s->window);
+    s->window = NULL;
+    actor_stream_start_sse(s->actor, s);
+    worker_turn_end(w);
+}
+
+void actor_stream_arm_window(actor_t *a, stream_t *s)
+{
+    if (s->sse || s->window)
+        return;
+    if (g_cfg.response_mode == RESPONSE_JSON)
+        return;
+    if (g_cfg.json_window_ms == 0) {
+        actor_stream_start_sse(a, s);
+        return;
+    }
+    s->window = evtimer_new(worker_base(a->w), on_window, s);
+    struct timeval tv = {g_cfg.json_window_ms / 1000, (g_cfg.json_window_ms % 1000) * 1000};
+    evtimer_add(s->window, &tv);
+}
+
+stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn)
+{
+    stream_t *s = stream_new(a, a->next_stream++);
+    s->conn = conn;
+    s->responses = json_array();
+    s->req_ids = json_array();
+    return s;
+}
+
+void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
+{
+    if (s->num != STREAM_GET && !s->sse) {
+        if (g_cfg.response_mode == RESPONSE_JSON) {
+            /* a JSON-only POST cannot carry it: it becomes session-level */
+            actor_send_session(a, msg);
+            return;
+        }
+        actor_stream_start_sse(a, s);
+    }
+    size_t len;
+    char *text = jsonrpc_dump(msg, &len);
+    json_decref(msg);
+    emit_event(a, s, text, len, NULL);
+    free(text);
+}
+
+void actor_send_session(actor_t *a, json_t *msg)
+{
+    stream_t *g = get_stream(a, true);
+    actor_stream_send(a, g, msg);
+}
+
+bool actor_stream_settle(actor_t *a, stream_t *s)
+{
+    if (s->dispatching || s->outstanding > 0 || s->num == STREAM_GET)
+        return false;
+    if (s->sse) {
+        s->finished = true;
+        mark_dirty(s);
+        if (s->conn.gen)
+            send_sse_end(a, s->conn, s->num);
+    } else if (json_array_size(s->responses) == 0) {
+        actor_reply(a->w, s->conn, 202, NULL, NULL);
+    } else {
+        json_t *body = s->batch ? json_incref(s->responses)
+                                : json_incref(json_array_get(s->responses, 0));
+        actor_reply(a->w, s->conn, 200, body, s->session_header ? a->sid : NULL);
+    }
+    stream_free(a, s, true);
+    return true;
+}
+
+/* ---- calls ---- */
+
+call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t method)
+{
+    call_t *c = xcalloc(1, sizeof *c);
+    c->id = json_deep_copy(id);
+    c->stream = s;
+    c->method = method;
+    c->started_us = now_mono_us();
+    c->next = a->calls;
+    a->calls = c;
+    json_array_append(s->req_ids, c->id);
+    return c;
+}
+
+static void unlink_call(actor_t *a, call_t *c)
+{
+    for (call_t **pp = &a->calls; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    }
+    if (c->job)
+        c->job->call = NULL;
+}
+
+void actor_complete_call(actor_t *a, call_t *c, json_t *response)
+{
+    stream_t *s = c->stream;
+    unlink_call(a, c);
+    s->outstanding--;
+    if (s->sse) {
+        size_t len;
+        char *text = jsonrpc_dump(response, &len);
+        emit_event(a, s, text, len, NULL);
+        free(text);
+        json_decref(response);
+    } else {
+        json_array_append_new(s->responses, response);
+    }
+    json_decref(c->id);
+    free(c);
+    actor_stream_settle(a, s);
+}
+
+void actor_drop_call(actor_t *a, call_t *c)
+{
+    stream_t *s = c->stream;
+    unlink_call(a, c);
+    s->outstanding--;
+    json_decref(c->id);
+    free(c);
+    actor_stream_settle(a, s);
+}
+
+static void drop_pending_of(actor_t *a, job_t *j)
+{
+    pending_t **pp = &a->pending;
+    while (*pp) {
+        if ((*pp)->job == j) {
+            pending_t *p = *pp;
+            *pp = p->next;
+            free(p);
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+}
+
+/* ---- session metadata ---- */
+
+void actor_persist_meta(actor_t *a)
+{
+    json_t *m = json_object();
+    json_object_set_new(m, "v", json_string(a->proto->version));
+    json_object_set(m, "ci", a->client_info ? a->client_info : json_null());
+    json_object_set(m, "cc", a->client_caps ? a->client_caps : json_null());
+    json_object_set_new(m, "ll", json_integer(a->log_level));
+    json_object_set_new(m, "c", json_integer(a->created_ms));
+    json_object_set_new(m, "t", json_integer(a->touched_ms));
+    json_object_set_new(m, "i", json_boolean(a->initialized));
+    json_object_set_new(m, "a", json_string(a->auth_name));
+    if (a->subscriptions && json_object_size(a->subscriptions))
+        json_object_set(m, "sub", a->subscriptions);
+    size_t len;
+    char *text = jsonrpc_dump(m, &len);
+    json_decref(m);
+    store_batch_put(worker_batch(a->w), CF_SESSIONS, a->sid, SESSION_ID_LEN, text, len);
+    free(text);
+}
+
+actor_t *actor_create(worker_t *w, const char *sid)
+{
+    actor_t *a = xcalloc(1, sizeof *a);
+    memcpy(a->sid, sid, SESSION_ID_LEN + 1);
+    a->tag = session_tag(sid);
+    a->w = w;
+    a->proto = proto_latest();
+    a->log_level = -1;
+    a->next_stream = 1;
+    a->next_req_num = 1;
+    a->created_ms = a->touched_ms = now_wall_ms();
+    worker_add_actor(w, a);
+    return a;
+}
+
+/* Wakes a session from the store; NULL when it does not exist. */
+static actor_t *actor_load(worker_t *w, const char *sid)
+{
+    worker_commit(w); /* a delete earlier in this turn must be visible */
+    char *v;
+    size_t vl;
+    if (store_get(worker_store(w), CF_SESSIONS, sid, SESSION_ID_LEN, &v, &vl) != 0)
+        return NULL;
+    json_error_t e;
+    json_t *m = json_loadb(v, vl, 0, &e);
+    free(v);
+    const proto_t *p = proto_find(json_string_value(json_object_get(m, "v")));
+    if (!json_is_object(m) || !p) {
+        log_error("session %.8s: unreadable metadata, treating it as unknown", sid);
+        json_decref(m);
+        return NULL;
+    }
+    actor_t *a = actor_create(w, sid);
+    a->proto = p;
+    json_t *ci = json_object_get(m, "ci"), *cc = json_object_get(m, "cc");
+    a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
+    a->client_caps = json_is_object(cc) ? json_incref(cc) : NULL;
+    a->log_level = (int)json_integer_value(json_object_get(m, "ll"));
+    a->created_ms = json_integer_value(json_object_get(m, "c"));
+    a->touched_ms = json_integer_value(json_object_get(m, "t"));
+    a->initialized = json_is_true(json_object_get(m, "i"));
+    snprintf(a->auth_name, sizeof a->auth_name, "%s",
+             json_string_value(json_object_get(m, "a")) ? json_string_value(json_object_get(m, "a")) : "");
+    json_t *sub = json_object_get(m, "sub");
+    a->subscriptions = json_is_object(sub) ? json_incref(sub) : NULL;
+    json_decref(m);
+
+    /* POST stream numbers continue after the newest stored stream */
+    unsigned char lo[KEY_STREAM_LEN], hi[KEY_STREAM_LEN];
+    key_stream(lo, sid, 0);
+    key_stream(hi, sid, UINT64_MAX);
+    store_iter_t *it = store_iter_new(worker_store(w), CF_STREAMS, lo, sizeof lo, hi, sizeof hi);
+    store_iter_seek_last(it);
+    if (store_iter_valid(it)) {
+        size_t kl;
+        uint64_t num;
+        if (key_stream_decode(store_iter_key(it, &kl), kl, &num) == 0 && num >= a->next_stream)
+            a->next_stream = num + 1;
+    }
+    store_iter_free(it);
+    STAT_INC(wakes_total);
+    log_debug("session %.8s woken from the store", sid);
+    return a;
+}
+
+static void actor_free(actor_t *a)
+{
+    while (a->streams)
+        stream_free(a, a->streams, false);
+    while (a->calls) {
+        call_t *c = a->calls;
+        a->calls = c->next;
+        json_decref(c->id);
+        free(c);
+    }
+    while (a->pending) {
+        pending_t *p = a->pending;
+        a->pending = p->next;
+        free(p);
+    }
+    json_decref(a->client_info);
+    json_decref(a->client_caps);
+    json_decref(a->subscriptions);
+    free(a);
+}
+
+/* Detaches every job from the actor and cancels it: the worker frees each at WM_TOOL_DONE. */
+static void orphan_jobs(actor_t *a)
+{
+    for (call_t *c = a->calls; c; c = c->next) {
+        if (c->job) {
+            c->job->actor = NULL;
+            c->job->call = NULL;
+            job_cancel(c->job);
+            c->job = NULL;
+        }
+    }
+}
+
+static void end_connections(actor_t *a, const char *why)
+{
+    for (stream_t *s = a->streams; s; s = s->next) {
+        if (!s->conn.gen)
+            continue;
+        if (s->sse)
+            send_sse_end(a, s->conn, s->num);
+        else
+            actor_reply_error(a->w, s->conn, 404, MCP_ERR_SESSION_NOT_FOUND, why);
+        s->conn.gen = 0;
+    }
+}
+
+void actor_delete(actor_t *a)
+{
+    worker_t *w = a->w;
+    end_connections(a, "Session not found: it was deleted");
+    orphan_jobs(a);
+    /* the streams' metadata must not be written back after the range deletes */
+    for (stream_t *s = a->streams; s; s = s->next)
+        unlink_dirty(s, false);
+    unsigned char hi[SESSION_ID_LEN];
+    key_session_upper(hi, a->sid);
+    store_batch_t *b = worker_batch(w);
+    const store_cf_t cfs[] = {CF_SESSIONS, CF_STREAMS, CF_EVENTS, CF_REQMAP, CF_STATE};
+    for (size_t i = 0; i < sizeof cfs / sizeof cfs[0]; i++)
+        store_batch_delete_range(b, cfs[i], a->sid, SESSION_ID_LEN, hi, sizeof hi);
+    STAT_INC(sessions_deleted_total);
+    log_info("session %.8s deleted", a->sid);
+    worker_remove_actor(w, a);
+    actor_free(a);
+}
+
+static void cancel_jobs_of(actor_t *a, void *arg)
+{
+    (void)arg;
+    for (call_t *c = a->calls; c; c = c->next)
+        if (c->job)
+            job_cancel(c->job);
+}
+
+void actor_cancel_all_jobs(worker_t *w)
+{
+    /* shutdown: handlers see the flag and return; their results still reach the store */
+    worker_foreach_actor(w, cancel_jobs_of, NULL);
+}
+
+static void destroy_one(actor_t *a, void *arg)
+{
+    (void)arg;
+    orphan_jobs(a);
+    for (stream_t *s = a->streams; s; s = s->next)
+        unlink_dirty(s, true);
+    worker_remove_actor(a->w, a);
+    actor_free(a);
+}
+
+void actor_destroy_all(worker_t *w)
+{
+    worker_foreach_actor(w, destroy_one, NULL);
+}
+
+/* ---- GET: open or resume ---- */
+
+static void open_standalone(actor_t *a, conn_ref_t conn)
+{
+    stream_t *g = get_stream(a, true);
+    if (g->conn.gen)
+        send_sse_end(a, g->conn, g->num); /* a new GET replaces the previous one */
+    g->conn = conn;
+    buf_t b = {0};
+    stream_prime(a, g, &b);
+    /* with an event store, idle drops are recovered with Last-Event-ID: no keepalive */
+    send_sse_start(a, g, &b, !g_cfg.event_store);
+    buf_free(&b);
+}
+
+/* Appends every stored event of stream num after `after` to out; returns the count. */
+static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
+{
+    worker_commit(a->w); /* this turn's events too */
+    unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
+    key_event(lo, a->sid, num, after + 1);
+    key_event(hi, a->sid, num + 1, 0);
+    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
+    long n = 0;
+    bool first = true;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl, vl;
+        uint64_t st, seq;
+        const unsigned char *k = store_iter_key(it, &kl);
+        if (key_event_decode(k, kl, &st, &seq) != 0 || st != num)
+            break;
+        if (first && seq != after + 1) {
+            STAT_INC(replay_gaps_total); /* evicted by the cap: replay from the oldest kept */
+            log_info("session %.8s: resume after seq %llu finds the oldest kept event at %llu",
+                     a->sid, (unsigned long long)after, (unsigned long long)seq);
+        }
+        first = false;
+        const char *v = store_iter_value(it, &vl);
+        if (vl == 0)
+            continue; /* a priming event: nothing to replay */
+        char eid[EVENT_ID_MAX];
+        event_id_format(eid, a->tag, num, seq);
+        sse_frame_event(out, eid, v, vl);
+        n++;
+    }
+    store_iter_free(it);
+    STAT_ADD(events_replayed_total, n);
+    return n;
+}
+
+static void resume(actor_t *a, wmsg_t *m)
+{
+    if (m->resume_tag != a->tag) {
+        actor_reply_error(a->w, m->conn, 404, MCP_ERR_BAD_REQUEST,
+                          "Last-Event-ID does not name a stream of this session");
+        return;
+    }
+    uint64_t num = m->resume_stream;
+    stream_t *s = num == STREAM_GET ? get_stream(a, false) : find_stream(a, num);
+    bool finished = false;
+    if (!s && num != STREAM_GET) {
+        streamrec_t r;
+        if (load_stream_rec(a, num, &r) == 0) {
+            finished = true; /* not live: every response was written (or the process restarted) */
+            json_decref(r.req_ids);
+        } else {
+            actor_reply_error(a->w, m->conn, 404, MCP_ERR_BAD_REQUEST,
+                              "Last-Event-ID names a stream this session does not have");
+            return;
+        }
+    } else if (!s || !s->sse) {
+        actor_reply_error(a->w, m->conn, 404, MCP_ERR_BAD_REQUEST,
+                          "Last-Event-ID names a stream this session does not have");
+        return;
+    }
+    buf_t b = {0};
+    if (a->proto->priming) {
+        sse_frame_retry(&b, g_cfg.retry_ms);
+        buf_add(&b, "\n", 1);
+    }
+    long n = replay_after(a, num, m->resume_seq, &b);
+    log_debug("session %.8s: resumed stream %llu after %llu, %ld events replayed", a->sid,
+              (unsigned long long)num, (unsigned long long)m->resume_seq, n);
+    if (finished) {
+        stream_t tmp = {.num = num, .conn = m->conn};
+        send_sse_start(a, &tmp, &b, false);
+        send_sse_end(a, m->conn, num);
+        buf_free(&b);
+        return;
+    }
+    /* the connection takes the stream over; an older connection on it is ended */
+    if (s->conn.gen && !conn_ref_eq(s->conn, m->conn))
+        send_sse_end(a, s->conn, s->num);
+    s->conn = m->conn;
+    send_sse_start(a, s, &b, num != STREAM_GET || !g_cfg.event_store);
+    buf_free(&b);
+}
+
+static void handle_get(actor_t *a, wmsg_t *m)
+{
+    if (m->has_last_event_id)
+        resume(a, m);
+    else
+        open_standalone(a, m->conn);
+}
+
+static void handle_conn_closed(actor_t *a, wmsg_t *m)
+{
+    stream_t *s = find_stream(a, m->stream);
+    if (s && conn_ref_eq(s->conn, m->conn))
+        s->conn.gen = 0;
+}
+
+/* ---- tool messages ---- */
+
+static const char *capability_for(const char *method)
+{
+    if (strcmp(method, "elicitation/create") == 0)
+        return "elicitation";
+    if (strcmp(method, "sampling/createMessage") == 0)
+        return "sampling";
+    if (strcmp(method, "roots/list") == 0)
+        return "roots";
+    return NULL;
+}
+
+/* The stream for a message with no related request, when the standalone stream is closed:
+ * the single unfinished POST stream, if there is exactly one. */
+static stream_t *single_active_post(actor_t *a, int *count)
+{
+    stream_t *found = NULL;
+    *count = 0;
+    for (stream_t *s = a->streams; s; s = s->next) {
+        if (s->num != STREAM_GET && s->outstanding > 0) {
+            (*count)++;
+            found = s;
+        }
+    }
+    return *count == 1 ? found : NULL;
+}
+
+static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
+{
+    const char *method = json_string_value(json_object_get(m->payload, "method"));
+    if (j->inline_mode) {
+        job_reply(j, NULL, "a non-blocking tool cannot send requests to the client");
+        return;
+    }
+    const char *cap = capability_for(method);
+    if (cap && !json_object_get(a->client_caps, cap)) {
+        char why[160];
+        snprintf(why, sizeof why, "the client did not declare the %s capability", cap);
+        job_reply(j, NULL, why);
+        return;
+    }
+    stream_t *route = NULL;
+    bool json_only = g_cfg.response_mode == RESPONSE_JSON;
+    if (m->target == MCPD_TARGET_REQUEST && j->call && !json_only) {
+        route = j->call->stream;
+    } else {
+        stream_t *g = get_stream(a, false);
+        int n = 0;
+        if (g && g->conn.gen)
+            route = g;
+        else if (!json_only)
+            route = single_active_post(a, &n);
+        if (!route) {
+            char why[200];
+            snprintf(why, sizeof why,
+                     "no stream can carry %s: the standalone GET stream is not open and %d "
+                     "POST streams are active",
+                     method, n);
+            job_reply(j, NULL, why);
+            return;
+        }
+    }
+    pending_t *p = xcalloc(1, sizeof *p);
+    p->num = a->next_req_num++;
+    p->job = j;
+    p->next = a->pending;
+    a->pending = p;
+    json_t *req = json_object();
+    json_object_set_new(req, "jsonrpc", json_string("2.0"));
+    json_object_set_new(req, "id", json_integer((json_int_t)p->num));
+    json_object_update(req, m->payload);
+    actor_stream_send(a, route, req);
+}
+
+static void handle_tool_out(actor_t *a, job_t *j, wmsg_t *m)
+{
+    json_t *msg = m->payload;
+    m->payload = NULL;
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (method && strcmp(method, "notifications/message") == 0) {
+        const char *lvl = json_string_value(json_object_get(json_object_get(msg, "params"), "level"));
+        if (!actor_log_enabled(a, lvl)) {
+            json_decref(msg);
+            return;
+        }
+    }
+    if (m->target == MCPD_TARGET_SESSION) {
+        actor_send_session(a, msg);
+    } else if (j->call) {
+        actor_stream_send(a, j->call->stream, msg);
+    } else {
+        json_decref(msg); /* the call was cancelled: nothing more goes out for it */
+    }
+}
+
+static void handle_tool_state(actor_t *a, job_t *j)
+{
+    unsigned char k[KEY_STATE_MAX];
+    long kl = key_state(k, a->sid, j->state_key);
+    if (kl < 0) {
+        job_reply(j, NULL, "bad state key");
+        return;
+    }
+    json_t *cur = NULL;
+    if (j->state_op != STATE_PUT) {
+        worker_commit(a->w);
+        char *v;
+        size_t vl;
+        if (store_get(worker_store(a->w), CF_STATE, k, (size_t)kl, &v, &vl) == 0) {
+            json_error_t e;
+            cur = json_loadb(v, vl, JSON_DECODE_ANY, &e);
+            free(v);
+        }
+    }
+    json_t *out = NULL;
+    switch (j->state_op) {
+    case STATE_GET:
+        job_reply(j, cur ? cur : json_null(), NULL);
+        return;
+    case STATE_PUT:
+        out = j->state_value;
+        j->state_value = NULL;
+        break;
+    case STATE_UPDATE:
+        out = j->state_fn(cur, j->state_arg);
+        json_decref(cur);
+        break;
+    }
+    if (out) {
+        char *text = json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
+        store_batch_put(worker_batch(a->w), CF_STATE, k, (size_t)kl, text, strlen(text));
+        free(text);
+    } else {
+        store_batch_delete(worker_batch(a->w), CF_STATE, k, (size_t)kl);
+    }
+    if (j->state_op == STATE_PUT) {
+        json_decref(out);
+        job_reply(j, json_true(), NULL);
+    } else {
+        job_reply(j, out ? out : json_null(), NULL);
+    }
+}
+
+static void handle_tool_msg(worker_t *w, wmsg_t *m)
+{
+    job_t *j = m->job;
+    actor_t *a = j->actor;
+    switch (m->type) {
+    case WM_TOOL_DONE:
+        if (a) {
+            drop_pending_of(a, j);
+            mcp_job_done(a, j);
+        }
+        job_free(j);
+        break;
+    case WM_TOOL_OUT:
+        if (a)
+            handle_tool_out(a, j, m);
+        break;
+    case WM_TOOL_REQ:
+        if (a)
+            handle_tool_req(a, j, m);
+        else
+            job_reply(j, NULL, "the session has ended");
+        break;
+    case WM_TOOL_ABANDON:
+        if (a)
+            drop_pending_of(a, j);
+        break;
+    case WM_TOOL_STATE:
+        if (a)
+            handle_tool_state(a, j);
+        else
+            job_reply(j, NULL, "the session has ended");
+        break;
+    default:
+        break;
+    }
+    (void)w;
+}
+
+/* ---- dispatch ---- */
+
+void actor_dispatch(worker_t *w, wmsg_t *m)
+{
+    switch (m->type) {
+    case WM_TOOL_DONE:
+    case WM_TOOL_OUT:
+    case WM_TOOL_REQ:
+    case WM_TOOL_ABANDON:
+    case WM_TOOL_STATE:
+        handle_tool_msg(w, m);
+        wmsg_free(m);
+        return;
+    case WM_POST:
+        if (m->create) {
+            mcp_handle_initialize(w, m);
+            wmsg_free(m);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    actor_t *a = worker_find_actor(w, m->sid);
+    if (!a && m->type == WM_CONN_CLOSED) {
+        wmsg_free(m);
+        return;
+    }
+    if (!a)
+        a = actor_load(w, m->sid);
+    if (!a) {
+        actor_reply_error(w, m->conn, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found");
+        wmsg_free(m);
+        return;
+    }
+    a->touched_ms = now_wall_ms();
+    switch (m->type) {
+    case WM_POST:
+        mcp_handle_post(a, m);
+        break;
+    case WM_GET:
+        handle_get(a, m);
+        break;
+    case WM_DELETE: {
+        conn_ref_t conn = m->conn;
+        actor_delete(a);
+        actor_reply(w, conn, 200, NULL, NULL);
+        break;
+    }
+    case WM_CONN_CLOSED:
+        handle_conn_closed(a, m);
+        break;
+    default:
+        break;
+    }
+    wmsg_free(m);
+}

@@ -1,0 +1,120 @@
+/* The session actor: one MCP session, pinned to a worker, touched only by that worker.
+ *
+ * State in memory is a cache of the store: protocol version, client capabilities, log level,
+ * counters, and the streams that are in use (an attached connection or unanswered requests).
+ * Everything a later wake needs is written to the store in the worker's turn batch.
+ *
+ * Streams. Number 0 is the standalone GET stream; POST streams are numbered from 1 per session.
+ * A POST stream starts as a pending HTTP request and becomes an SSE stream when it has to carry
+ * more than one JSON response: at its first request-related message, when the call stays silent
+ * past --json-window (auto mode), or at once (--response-mode sse). Once SSE, every message gets
+ * an event id <streamId>:<seq> and is stored before it is sent.
+ */
+#ifndef MCPD_ACTOR_ACTOR_H
+#define MCPD_ACTOR_ACTOR_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "actor/msg.h"
+#include "actor/worker.h"
+#include "core/stats.h"
+#include "mcp/proto.h"
+#include "tools/job.h"
+
+struct event;
+struct actor;
+
+typedef struct stream {
+    struct stream *next;     /* actor->streams */
+    struct stream *dirty_next;
+    struct actor *actor;
+    uint64_t num;            /* 0 = standalone GET stream */
+    uint64_t seq;            /* last event seq issued */
+    int64_t last_write_ms;   /* wall clock of the last stored event */
+    conn_ref_t conn;         /* attached connection, gen 0 = none */
+    bool sse;                /* the connection carries SSE (ids assigned) */
+    bool finished;           /* every response written */
+    bool dirty;              /* metadata to write at turn end */
+    bool batch;              /* JSON mode answers with an array */
+    int outstanding;         /* requests not yet answered */
+    json_t *responses;       /* JSON mode: responses collected so far */
+    json_t *req_ids;         /* request ids this stream serves (persisted) */
+    struct event *window;    /* auto mode: switch a silent call to SSE */
+    bool session_header;     /* add Mcp-Session-Id to the response (initialize) */
+    bool dispatching;        /* its POST body is being dispatched: do not settle yet */
+} stream_t;
+
+typedef struct call {
+    struct call *next;
+    json_t *id;              /* the client's request id */
+    stream_t *stream;
+    job_t *job;              /* NULL when answered synchronously */
+    stats_method_t method;
+    int64_t started_us;
+} call_t;
+
+typedef struct pending {     /* a server->client request waiting for the client's answer */
+    struct pending *next;
+    uint64_t num;            /* the JSON-RPC id we sent */
+    job_t *job;
+} pending_t;
+
+typedef struct actor {
+    struct actor *hnext;     /* worker table chain */
+    char sid[SESSION_ID_LEN + 1];
+    uint32_t tag;            /* stream-id tag (keys.h) */
+    worker_t *w;
+    const proto_t *proto;
+    json_t *client_info;
+    json_t *client_caps;
+    json_t *subscriptions;   /* {uri: true} */
+    int log_level;           /* index into the syslog levels, -1 = not set */
+    bool initialized;
+    char auth_name[64];
+    int64_t created_ms;
+    int64_t touched_ms;
+    uint64_t next_stream;
+    uint64_t next_req_num;
+    stream_t *streams;
+    stream_t *get;           /* the standalone stream, loaded on first use */
+    call_t *calls;
+    pending_t *pending;
+} actor_t;
+
+/* Worker entry points. */
+void actor_dispatch(worker_t *w, wmsg_t *m);
+void actor_flush_dirty(worker_t *w);
+void actor_cancel_all_jobs(worker_t *w);
+void actor_destroy_all(worker_t *w);
+
+/* Used by the MCP layer (mcp/session.c), worker thread. */
+actor_t *actor_create(worker_t *w, const char *sid);
+void actor_persist_meta(actor_t *a);
+stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn);
+call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t method);
+/* Answers a call: response stolen. Frees the call. */
+void actor_complete_call(actor_t *a, call_t *c, json_t *response);
+/* Drops a call without a response (cancelled). */
+void actor_drop_call(actor_t *a, call_t *c);
+/* Sends a message on a stream (stored first when the stream is SSE). msg stolen. */
+void actor_stream_send(actor_t *a, stream_t *s, json_t *msg);
+/* Session-level message (no related request): standalone stream, or stored for it. */
+void actor_send_session(actor_t *a, json_t *msg);
+/* Ends the POST exchange when nothing is outstanding. true when s was freed. */
+bool actor_stream_settle(actor_t *a, stream_t *s);
+/* Auto mode: arms the timer that switches a silent POST stream to SSE. */
+void actor_stream_arm_window(actor_t *a, stream_t *s);
+/* Switches a pending POST stream to SSE now. */
+void actor_stream_start_sse(actor_t *a, stream_t *s);
+void actor_delete(actor_t *a);
+/* Replies on a connection the actor does not keep (errors, 202s, DELETE). */
+void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header);
+void actor_reply_error(worker_t *w, conn_ref_t conn, int status, int code, const char *msg);
+/* The session's log threshold: true when a message at `level` is to be sent. */
+bool actor_log_enabled(const actor_t *a, const char *level);
+/* Index of a logging level name (debug=0 .. emergency=7), -1 when unknown. */
+int log_level_index(const char *level);
+
+#endif

@@ -1,0 +1,336 @@
+/* Actor workers. Each worker thread runs its own event_base; see worker.h for the turn.
+ *
+ * Mailbox bound: an HTTP thread admits a request only while the session's count of queued,
+ * unprocessed requests is below --mailbox; the count lives in a per-worker array of atomic
+ * counters indexed by a hash of the session id (4096 shards), so admission needs no lock and
+ * no lookup of the actor. Two sessions share a shard with probability 1/4096; they then share
+ * the bound, which errs on the side of refusing. Internal messages (tool output, closed
+ * connections) are never refused: they must not be lost.
+ */
+#include "actor/worker.h"
+
+#include "actor/actor.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "http/server.h"
+#include "tools/job.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MBOX_SHARDS 4096
+
+typedef struct outq {
+    mq_node_t *first, *last;
+    size_t n;
+} outq_t;
+
+struct worker {
+    int idx;
+    pthread_t thread;
+    struct event_base *base;
+    mq_t inbox;
+    struct event *inbox_ev;
+    store_batch_t *batch;
+    outq_t *out; /* one per HTTP thread */
+    int n_http;
+    atomic_int mbox[MBOX_SHARDS];
+    /* actor table: chained hash on the session id, chains through actor->hnext */
+    struct actor **buckets;
+    size_t nbuckets, nactors;
+    atomic_llong live;
+    bool stop;
+};
+
+static worker_t *W;
+static int NW;
+static store_t *STORE;
+static const mcpd_registry_t *REG;
+
+static unsigned mbox_shard(const char *sid)
+{
+    return (unsigned)(hash_bytes(sid, SESSION_ID_LEN) >> 40) % MBOX_SHARDS;
+}
+
+worker_t *worker_for_session(const char *sid)
+{
+    return &W[hash_bytes(sid, SESSION_ID_LEN) % (uint64_t)NW];
+}
+
+int worker_count(void)
+{
+    return NW;
+}
+
+const mcpd_registry_t *worker_registry(void)
+{
+    return REG;
+}
+
+long worker_config_request_timeout_ms(void)
+{
+    return (long)g_cfg.request_timeout_ms;
+}
+
+store_t *worker_store(worker_t *w)
+{
+    (void)w;
+    return STORE;
+}
+
+store_batch_t *worker_batch(worker_t *w)
+{
+    return w->batch;
+}
+
+struct event_base *worker_base(worker_t *w)
+{
+    return w->base;
+}
+
+long long workers_live_actors(void)
+{
+    long long n = 0;
+    for (int i = 0; i < NW; i++)
+        n += atomic_load_explicit(&W[i].live, memory_order_relaxed);
+    return n;
+}
+
+void worker_push(worker_t *w, wmsg_t *m)
+{
+    mq_push(&w->inbox, &m->link);
+}
+
+bool worker_admit(worker_t *w, wmsg_t *m)
+{
+    unsigned s = mbox_shard(m->sid);
+    int depth = atomic_fetch_add_explicit(&w->mbox[s], 1, memory_order_relaxed) + 1;
+    if (depth > g_cfg.mailbox) {
+        atomic_fetch_sub_explicit(&w->mbox[s], 1, memory_order_relaxed);
+        STAT_INC(mailbox_full_total);
+        return false;
+    }
+    stats_note_mailbox_depth(depth);
+    m->counted = true;
+    return true;
+}
+
+void worker_commit(worker_t *w)
+{
+    store_commit(STORE, w->batch);
+}
+
+void worker_send_http(worker_t *w, hmsg_t *m)
+{
+    outq_t *q = &w->out[m->conn.thread];
+    m->link.next = NULL;
+    if (q->last)
+        q->last->next = &m->link;
+    else
+        q->first = &m->link;
+    q->last = &m->link;
+    q->n++;
+}
+
+void worker_turn_end(worker_t *w)
+{
+    actor_flush_dirty(w);
+    worker_commit(w);
+    for (int i = 0; i < w->n_http; i++) {
+        outq_t *q = &w->out[i];
+        if (!q->first)
+            continue;
+        http_deliver((uint32_t)i, q->first, q->last, q->n);
+        q->first = q->last = NULL;
+        q->n = 0;
+    }
+}
+
+static void handle(worker_t *w, wmsg_t *m)
+{
+    bool counted = m->counted;
+    unsigned shard = counted ? mbox_shard(m->sid) : 0;
+    actor_dispatch(w, m); /* takes m */
+    if (counted)
+        atomic_fetch_sub_explicit(&w->mbox[shard], 1, memory_order_relaxed);
+}
+
+void worker_deliver(worker_t *w, wmsg_t *m, bool now)
+{
+    if (now)
+        handle(w, m);
+    else
+        worker_push(w, m);
+}
+
+static void on_inbox(evutil_socket_t fd, short what, void *arg)
+{
+    worker_t *w = arg;
+    mq_node_t *n = mq_take_all(&w->inbox);
+    while (n) {
+        mq_node_t *next = n->next;
+        handle(w, (wmsg_t *)n);
+        n = next;
+    }
+    worker_turn_end(w);
+    if (w->stop && atomic_load(&w->inbox.depth) == 0)
+        event_base_loopbreak(w->base);
+}
+
+/* ---- actor table ---- */
+
+static size_t bucket_of(worker_t *w, const char *sid)
+{
+    return (size_t)(hash_bytes(sid, SESSION_ID_LEN) >> 7) & (w->nbuckets - 1);
+}
+
+struct actor *worker_find_actor(worker_t *w, const char *sid)
+{
+    for (struct actor *a = w->buckets[bucket_of(w, sid)]; a; a = a->hnext) {
+        if (memcmp(a->sid, sid, SESSION_ID_LEN) == 0)
+            return a;
+    }
+    return NULL;
+}
+
+static void table_grow(worker_t *w)
+{
+    size_t old_n = w->nbuckets;
+    struct actor **old = w->buckets;
+    w->nbuckets = old_n * 2;
+    w->buckets = xcalloc(w->nbuckets, sizeof *w->buckets);
+    for (size_t i = 0; i < old_n; i++) {
+        struct actor *a = old[i];
+        while (a) {
+            struct actor *next = a->hnext;
+            size_t b = bucket_of(w, a->sid);
+            a->hnext = w->buckets[b];
+            w->buckets[b] = a;
+            a = next;
+        }
+    }
+    free(old);
+}
+
+void worker_add_actor(worker_t *w, struct actor *a)
+{
+    if (w->nactors + 1 > w->nbuckets)
+        table_grow(w);
+    size_t b = bucket_of(w, a->sid);
+    a->hnext = w->buckets[b];
+    w->buckets[b] = a;
+    w->nactors++;
+    atomic_fetch_add_explicit(&w->live, 1, memory_order_relaxed);
+    STAT_INC(sessions_live);
+}
+
+void worker_remove_actor(worker_t *w, struct actor *a)
+{
+    struct actor **pp = &w->buckets[bucket_of(w, a->sid)];
+    while (*pp && *pp != a)
+        pp = &(*pp)->hnext;
+    REQUIRE(*pp == a);
+    *pp = a->hnext;
+    a->hnext = NULL;
+    w->nactors--;
+    atomic_fetch_sub_explicit(&w->live, 1, memory_order_relaxed);
+    STAT_DEC(sessions_live);
+}
+
+void worker_foreach_actor(worker_t *w, void (*fn)(struct actor *, void *), void *arg)
+{
+    for (size_t i = 0; i < w->nbuckets; i++) {
+        struct actor *a = w->buckets[i];
+        while (a) {
+            struct actor *next = a->hnext;
+            fn(a, arg);
+            a = next;
+        }
+    }
+}
+
+/* ---- lifecycle ---- */
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    char name[16];
+    snprintf(name, sizeof name, "worker%d", w->idx);
+    log_set_thread_name(name);
+    event_base_dispatch(w->base);
+    /* final drain: anything pushed after the loop stopped (late tool results) */
+    on_inbox(-1, 0, w);
+    actor_destroy_all(w);
+    worker_turn_end(w);
+    return NULL;
+}
+
+int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_threads)
+{
+    STORE = store;
+    REG = reg;
+    NW = n;
+    W = xcalloc((size_t)n, sizeof *W);
+    for (int i = 0; i < n; i++) {
+        worker_t *w = &W[i];
+        w->idx = i;
+        w->base = event_base_new();
+        if (!w->base || mq_init(&w->inbox) != 0)
+            return -1;
+        w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST, on_inbox, w);
+        event_add(w->inbox_ev, NULL);
+        w->batch = store_batch_new(store);
+        w->n_http = n_http_threads;
+        w->out = xcalloc((size_t)n_http_threads, sizeof *w->out);
+        w->nbuckets = 1024;
+        w->buckets = xcalloc(w->nbuckets, sizeof *w->buckets);
+        for (int s = 0; s < MBOX_SHARDS; s++)
+            atomic_init(&w->mbox[s], 0);
+    }
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&W[i].thread, NULL, worker_main, &W[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void on_cancel_all(evutil_socket_t fd, short what, void *arg)
+{
+    worker_t *w = arg;
+    actor_cancel_all_jobs(w);
+    worker_turn_end(w);
+}
+
+void workers_cancel_all(void)
+{
+    for (int i = 0; i < NW; i++)
+        event_base_once(W[i].base, -1, EV_TIMEOUT, on_cancel_all, &W[i], NULL);
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    worker_t *w = arg;
+    w->stop = true;
+    event_base_loopbreak(w->base);
+}
+
+void workers_stop(void)
+{
+    for (int i = 0; i < NW; i++)
+        event_base_once(W[i].base, -1, EV_TIMEOUT, on_stop, &W[i], NULL);
+    for (int i = 0; i < NW; i++) {
+        pthread_join(W[i].thread, NULL);
+        event_free(W[i].inbox_ev);
+        event_base_free(W[i].base);
+        mq_destroy(&W[i].inbox);
+        store_batch_free(W[i].batch);
+        free(W[i].out);
+        free(W[i].buckets);
+    }
+    free(W);
+    W = NULL;
+    NW = 0;
+}

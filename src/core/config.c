@@ -1,0 +1,301 @@
+/* Command-line flags: main thread, before any other thread starts.
+ *
+ * One table drives both parsing and --help, so a flag cannot exist without its help line. */
+#include "core/config.h"
+
+#include "core/log.h"
+#include "core/util.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef MCPD_VERSION
+#define MCPD_VERSION "unknown"
+#endif
+
+config_t g_cfg;
+
+typedef enum { K_HOSTPORT, K_ADMIN, K_STR, K_INT, K_LIST, K_BOOL, K_LEVEL, K_MODE } kind_t;
+
+typedef struct flag {
+    const char *name;
+    const char *arg; /* NULL: no argument */
+    kind_t kind;
+    size_t off;      /* offset in config_t */
+    int64_t min, max;
+    const char *help;
+} flag_t;
+
+#define OFF(f) offsetof(config_t, f)
+
+static const flag_t FLAGS[] = {
+    {"listen", "HOST:PORT", K_HOSTPORT, OFF(listen_host), 0, 0,
+     "MCP endpoint address (default 127.0.0.1:8080); the endpoint path is /mcp"},
+    {"admin-listen", "HOST:PORT", K_ADMIN, OFF(admin_host), 0, 0,
+     "admin listener for /healthz and /stats (default 127.0.0.1:8081; 'off' disables)"},
+    {"data-dir", "DIR", K_STR, OFF(data_dir), 0, 0,
+     "RocksDB data directory, created if missing (default ./mcpactord-data)"},
+    {"http-threads", "N", K_INT, OFF(http_threads), 1, 64, "HTTP threads (default 1)"},
+    {"workers", "N", K_INT, OFF(workers), 1, 256, "actor worker threads (default 1)"},
+    {"tool-threads", "N", K_INT, OFF(tool_threads), 1, 1024,
+     "tool handler threads (default 4)"},
+    {"toolset", "NAME[,NAME]", K_LIST, OFF(toolsets), 0, 0,
+     "built-in toolsets to serve (default demo)"},
+    {"plugin", "PATH.so", K_LIST, OFF(plugins), 0, 0,
+     "load tools from a shared object (repeatable)"},
+    {"allowed-host", "HOST[:PORT]", K_LIST, OFF(allowed_hosts), 0, 0,
+     "accept this Host header besides the --listen address (repeatable)"},
+    {"allowed-origin", "ORIGIN", K_LIST, OFF(allowed_origins), 0, 0,
+     "accept this Origin besides http(s)://<listen address> (repeatable)"},
+    {"log-level", "LEVEL", K_LEVEL, OFF(log_level), 0, 0,
+     "error, warn, info or debug (default info)"},
+    {"max-body", "BYTES", K_INT, OFF(max_body), 1024, 1LL << 30,
+     "largest POST body (default 4194304); larger gets 413"},
+    {"max-headers", "BYTES", K_INT, OFF(max_headers), 1024, 1LL << 20,
+     "largest request header block (default 16384); larger gets 431/400"},
+    {"mailbox", "N", K_INT, OFF(mailbox), 1, 1 << 20,
+     "messages queued per session before 503 + Retry-After (default 1024)"},
+    {"page-size", "N", K_INT, OFF(page_size), 1, 10000,
+     "items per tools/list, resources/list and prompts/list page (default 100)"},
+    {"response-mode", "MODE", K_MODE, OFF(response_mode), 0, 0,
+     "auto (JSON unless the call streams), sse or json (default auto)"},
+    {"json-window", "MS", K_INT, OFF(json_window_ms), 0, 3600000,
+     "auto mode: a silent call switches to SSE after this long (default 1000)"},
+    {"keepalive", "SECS", K_INT, OFF(keepalive_s), 1, 86400,
+     "keepalive comment interval on POST streams (default 25)"},
+    {"retry-ms", "MS", K_INT, OFF(retry_ms), 0, 3600000,
+     "SSE retry: hint for 2025-11-25 sessions (default 1000)"},
+    {"stream-cap", "N", K_INT, OFF(stream_cap), 1, 1 << 24,
+     "events kept per stream, oldest evicted (default 256)"},
+    {"no-event-store", NULL, K_BOOL, OFF(event_store), 0, 0,
+     "turn resumability off: no event log, keepalive on GET streams too"},
+    {"request-timeout", "MS", K_INT, OFF(request_timeout_ms), 1, 86400000,
+     "default wait for a client's answer to elicitation/sampling (default 300000)"},
+    {"sync", NULL, K_BOOL, OFF(sync), 0, 0,
+     "fsync the write-ahead log (group commit): survives a machine crash"},
+    {"read-timeout", "SECS", K_INT, OFF(read_timeout_s), 1, 3600,
+     "drop a connection that does not finish sending its request in time (default 30)"},
+    {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
+    {"version", NULL, K_BOOL, 0, 0, 0, "print the version and exit"},
+};
+#define NFLAGS (sizeof FLAGS / sizeof FLAGS[0])
+
+void config_defaults(config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    strcpy(c->listen_host, "127.0.0.1");
+    c->listen_port = 8080;
+    c->admin_enabled = true;
+    strcpy(c->admin_host, "127.0.0.1");
+    c->admin_port = 8081;
+    strcpy(c->data_dir, "./mcpactord-data");
+    c->http_threads = 1;
+    c->workers = 1;
+    c->tool_threads = 4;
+    c->log_level = LOG_INFO;
+    c->max_body = 4 * 1024 * 1024;
+    c->max_headers = 16 * 1024;
+    c->mailbox = 1024;
+    c->page_size = 100;
+    c->response_mode = RESPONSE_AUTO;
+    c->json_window_ms = 1000;
+    c->keepalive_s = 25;
+    c->retry_ms = 1000;
+    c->stream_cap = 256;
+    c->event_store = true;
+    c->request_timeout_ms = 300000;
+    c->idle_timeout_s = 60;
+    c->event_ttl_s = 86400;
+    c->finished_stream_ttl_s = 600;
+    c->session_ttl_s = 604800;
+    c->sync = false;
+    c->read_timeout_s = 30;
+}
+
+static void print_help(const char *prog)
+{
+    printf("usage: %s [FLAGS]\n\n"
+           "mcpactord %s: a Model Context Protocol server (Streamable HTTP, versions 2025-03-26,\n"
+           "2025-06-18, 2025-11-25) whose sessions are durable actors stored in RocksDB.\n\n"
+           "flags:\n",
+           prog, MCPD_VERSION);
+    for (size_t i = 0; i < NFLAGS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", FLAGS[i].name, FLAGS[i].arg ? " " : "",
+                 FLAGS[i].arg ? FLAGS[i].arg : "");
+        printf("  %-28s %s\n", left, FLAGS[i].help);
+    }
+    printf("\nexample: %s --listen 127.0.0.1:8080 --data-dir ./mcpactord-data\n", prog);
+}
+
+static int add_list(char **list, int *n, const char *value, const char *flag)
+{
+    /* comma-separated values append; each is one entry */
+    const char *p = value;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0) {
+            fprintf(stderr, "mcpactord: --%s: empty value\n", flag);
+            return -1;
+        }
+        if (*n >= CFG_MAX_LIST) {
+            fprintf(stderr, "mcpactord: --%s: at most %d values\n", flag, CFG_MAX_LIST);
+            return -1;
+        }
+        list[(*n)++] = xstrndup(p, len);
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+static int apply(config_t *c, const flag_t *f, const char *val)
+{
+    char *base = (char *)c + f->off;
+    switch (f->kind) {
+    case K_HOSTPORT:
+        if (parse_host_port(val, c->listen_host, sizeof c->listen_host, &c->listen_port) != 0)
+            goto bad;
+        return 0;
+    case K_ADMIN:
+        if (strcmp(val, "off") == 0) {
+            c->admin_enabled = false;
+            return 0;
+        }
+        c->admin_enabled = true;
+        if (parse_host_port(val, c->admin_host, sizeof c->admin_host, &c->admin_port) != 0)
+            goto bad;
+        return 0;
+    case K_STR:
+        if (!*val || strlen(val) >= sizeof c->data_dir)
+            goto bad;
+        strcpy(base, val);
+        return 0;
+    case K_INT: {
+        int64_t v;
+        if (parse_int64(val, f->min, f->max, &v) != 0) {
+            fprintf(stderr, "mcpactord: --%s: expected an integer in %lld..%lld, got '%s'\n",
+                    f->name, (long long)f->min, (long long)f->max, val);
+            return -1;
+        }
+        if (f->off == OFF(http_threads) || f->off == OFF(workers) ||
+            f->off == OFF(tool_threads))
+            *(int *)base = (int)v;
+        else
+            *(int64_t *)base = v;
+        return 0;
+    }
+    case K_LIST:
+        if (f->off == OFF(toolsets)) {
+            /* an explicit --toolset replaces the default */
+            return add_list(c->toolsets, &c->n_toolsets, val, f->name);
+        }
+        if (f->off == OFF(plugins))
+            return add_list(c->plugins, &c->n_plugins, val, f->name);
+        if (f->off == OFF(allowed_hosts))
+            return add_list(c->allowed_hosts, &c->n_allowed_hosts, val, f->name);
+        return add_list(c->allowed_origins, &c->n_allowed_origins, val, f->name);
+    case K_LEVEL: {
+        log_level_t lv;
+        if (log_level_parse(val, &lv) != 0) {
+            fprintf(stderr, "mcpactord: --log-level: expected error, warn, info or debug, got '%s'\n", val);
+            return -1;
+        }
+        c->log_level = (int)lv;
+        return 0;
+    }
+    case K_MODE:
+        if (strcmp(val, "auto") == 0)
+            c->response_mode = RESPONSE_AUTO;
+        else if (strcmp(val, "sse") == 0)
+            c->response_mode = RESPONSE_SSE;
+        else if (strcmp(val, "json") == 0)
+            c->response_mode = RESPONSE_JSON;
+        else {
+            fprintf(stderr, "mcpactord: --response-mode: expected auto, sse or json, got '%s'\n", val);
+            return -1;
+        }
+        return 0;
+    case K_BOOL:
+        return 0;
+    }
+bad:
+    fprintf(stderr, "mcpactord: --%s: malformed value '%s' (expected %s)\n", f->name, val, f->arg);
+    return -1;
+}
+
+int config_parse(config_t *c, int argc, char **argv)
+{
+    struct option longopts[NFLAGS + 1];
+    for (size_t i = 0; i < NFLAGS; i++) {
+        longopts[i] = (struct option){FLAGS[i].name, FLAGS[i].arg ? required_argument : no_argument,
+                                      NULL, (int)(i + 1000)};
+    }
+    longopts[NFLAGS] = (struct option){0, 0, 0, 0};
+    opterr = 0;
+    optind = 1;
+    bool toolset_given = false;
+    for (;;) {
+        int prev = optind;
+        int opt = getopt_long(argc, argv, "", longopts, NULL);
+        if (opt == -1)
+            break;
+        if (opt == '?' || opt == ':') {
+            const char *bad = prev < argc ? argv[prev] : "?";
+            if (opt == ':' || (optopt >= 1000 && optopt < (int)(1000 + NFLAGS)))
+                fprintf(stderr, "mcpactord: %s needs a value (see --help)\n", bad);
+            else
+                fprintf(stderr, "mcpactord: unknown flag %s (see --help)\n", bad);
+            return 2;
+        }
+        const flag_t *f = &FLAGS[opt - 1000];
+        if (strcmp(f->name, "help") == 0) {
+            print_help(argv[0]);
+            return 1;
+        }
+        if (strcmp(f->name, "version") == 0) {
+            printf("mcpactord %s\n", MCPD_VERSION);
+            return 1;
+        }
+        if (f->kind == K_BOOL) {
+            if (strcmp(f->name, "no-event-store") == 0)
+                c->event_store = false;
+            else if (strcmp(f->name, "sync") == 0)
+                c->sync = true;
+            continue;
+        }
+        if (f->off == OFF(toolsets) && !toolset_given) {
+            toolset_given = true;
+            for (int i = 0; i < c->n_toolsets; i++)
+                free(c->toolsets[i]);
+            c->n_toolsets = 0;
+        }
+        if (apply(c, f, optarg) != 0)
+            return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "mcpactord: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return 2;
+    }
+    if (c->n_toolsets == 0 && !toolset_given)
+        c->toolsets[c->n_toolsets++] = xstrdup("demo");
+    return 0;
+}
+
+void config_free(config_t *c)
+{
+    for (int i = 0; i < c->n_toolsets; i++)
+        free(c->toolsets[i]);
+    for (int i = 0; i < c->n_plugins; i++)
+        free(c->plugins[i]);
+    for (int i = 0; i < c->n_allowed_hosts; i++)
+        free(c->allowed_hosts[i]);
+    for (int i = 0; i < c->n_allowed_origins; i++)
+        free(c->allowed_origins[i]);
+    c->n_toolsets = c->n_plugins = c->n_allowed_hosts = c->n_allowed_origins = 0;
+}

@@ -1,0 +1,59 @@
+/* Server configuration from the command line. Parsed once on the main thread, then read-only
+ * (every thread may read g_cfg after startup). */
+#ifndef MCPD_CORE_CONFIG_H
+#define MCPD_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CFG_MAX_LIST 16
+
+typedef enum { RESPONSE_AUTO = 0, RESPONSE_SSE, RESPONSE_JSON } response_mode_t;
+
+typedef struct config {
+    char listen_host[256];
+    int listen_port;
+    bool admin_enabled;
+    char admin_host[256];
+    int admin_port;
+    char data_dir[1024];
+    int http_threads;
+    int workers;
+    int tool_threads;
+    char *toolsets[CFG_MAX_LIST];
+    int n_toolsets;
+    char *plugins[CFG_MAX_LIST];
+    int n_plugins;
+    char *allowed_hosts[CFG_MAX_LIST];
+    int n_allowed_hosts;
+    char *allowed_origins[CFG_MAX_LIST];
+    int n_allowed_origins;
+    int log_level;
+    int64_t max_body;          /* bytes */
+    int64_t max_headers;       /* bytes */
+    int64_t mailbox;           /* messages queued per session */
+    int64_t page_size;         /* items per tools/list page */
+    response_mode_t response_mode;
+    int64_t json_window_ms;    /* auto mode: silent calls switch to SSE after this */
+    int64_t keepalive_s;       /* POST stream keepalive comment interval */
+    int64_t retry_ms;          /* SSE retry: hint for 2025-11-25 sessions */
+    int64_t stream_cap;        /* events kept per stream */
+    bool event_store;          /* resumability on */
+    int64_t request_timeout_ms;/* default wait for a server->client request */
+    int64_t idle_timeout_s;
+    int64_t event_ttl_s;
+    int64_t finished_stream_ttl_s;
+    int64_t session_ttl_s;
+    bool sync;
+    int64_t read_timeout_s;    /* a request that does not finish sending in time is dropped */
+} config_t;
+
+extern config_t g_cfg;
+
+void config_defaults(config_t *c);
+/* Parses argv into c. Returns 0 to run, 1 when --help/--version was printed (exit 0), or 2
+ * after printing a one-line error to stderr (exit 2). */
+int config_parse(config_t *c, int argc, char **argv);
+void config_free(config_t *c);
+
+#endif

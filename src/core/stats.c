@@ -1,0 +1,60 @@
+/* Process-wide counters. Any thread. */
+#include "core/stats.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+stats_t g_stats;
+
+static const char *const method_names[] = {
+    "initialize", "ping", "tools/list", "tools/call", "logging/setLevel",
+    "resources/list", "resources/read", "resources/templates/list", "resources/subscribe",
+    "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
+    "notification", "response", "other",
+};
+_Static_assert(sizeof method_names / sizeof method_names[0] == SM__COUNT, "method names");
+
+stats_method_t stats_method_of(const char *method)
+{
+    if (strncmp(method, "notifications/", 14) == 0)
+        return SM_notification;
+    for (int i = 0; i < SM_notification; i++) {
+        if (strcmp(method, method_names[i]) == 0)
+            return (stats_method_t)i;
+    }
+    return SM_other;
+}
+
+const char *stats_method_name(stats_method_t m)
+{
+    return method_names[m];
+}
+
+void stats_count_status(int status)
+{
+    if (status >= 100 && status < 600)
+        atomic_fetch_add_explicit(&g_stats.http_responses[status], 1, memory_order_relaxed);
+}
+
+void stats_note_mailbox_depth(long long depth)
+{
+    long long cur = atomic_load_explicit(&g_stats.mailbox_depth_max, memory_order_relaxed);
+    while (depth > cur &&
+           !atomic_compare_exchange_weak_explicit(&g_stats.mailbox_depth_max, &cur, depth,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+    }
+}
+
+long long stats_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return -1;
+    long long size = 0, rss = 0;
+    int n = fscanf(f, "%lld %lld", &size, &rss);
+    fclose(f);
+    if (n != 2)
+        return -1;
+    return rss * sysconf(_SC_PAGESIZE);
+}

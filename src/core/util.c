@@ -1,0 +1,168 @@
+/* Small helpers: clocks, ids, hashing. Any thread. */
+#include "core/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+void require_failed(const char *cond, const char *file, int line)
+{
+    fprintf(stderr, "mcpactord: invariant broken: %s at %s:%d\n", cond, file, line);
+    abort();
+}
+
+int64_t now_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t now_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t now_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int session_id_new(char *out)
+{
+    unsigned char raw[SESSION_ID_LEN / 2];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        got += (size_t)n;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof raw; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[SESSION_ID_LEN] = '\0';
+    return 0;
+}
+
+bool session_id_valid(const char *s)
+{
+    size_t i = 0;
+    for (; s[i]; i++) {
+        if (i >= SESSION_ID_LEN)
+            return false;
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return false;
+    }
+    return i == SESSION_ID_LEN;
+}
+
+uint64_t hash_bytes(const void *data, size_t len)
+{
+    /* FNV-1a then a final avalanche so that consecutive ids spread over workers. */
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return h;
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    REQUIRE(p != NULL);
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    REQUIRE(p != NULL);
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    REQUIRE(q != NULL);
+    return q;
+}
+
+char *xstrdup(const char *s)
+{
+    char *p = strdup(s);
+    REQUIRE(p != NULL);
+    return p;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = strndup(s, n);
+    REQUIRE(p != NULL);
+    return p;
+}
+
+int parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    if (!s || !*s)
+        return -1;
+    int64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        if (v > (INT64_MAX - (*p - '0')) / 10)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    if (v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int parse_host_port(const char *s, char *host, size_t hostlen, int *port)
+{
+    const char *colon;
+    const char *hs = s;
+    size_t hl;
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':')
+            return -1;
+        hs = s + 1;
+        hl = (size_t)(end - hs);
+        colon = end + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return -1;
+        hl = (size_t)(colon - s);
+    }
+    if (hl == 0 || hl >= hostlen)
+        return -1;
+    int64_t p;
+    if (parse_int64(colon + 1, 0, 65535, &p) != 0)
+        return -1;
+    memcpy(host, hs, hl);
+    host[hl] = '\0';
+    *port = (int)p;
+    return 0;
+}

@@ -1,0 +1,42 @@
+/* Small helpers: clocks, ids, hashing. Any thread. */
+#ifndef MCPD_CORE_UTIL_H
+#define MCPD_CORE_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Always-on invariant check: a broken invariant aborts with its location. */
+#define REQUIRE(cond)                                                                      \
+    do {                                                                                   \
+        if (!(cond))                                                                       \
+            require_failed(#cond, __FILE__, __LINE__);                                     \
+    } while (0)
+_Noreturn void require_failed(const char *cond, const char *file, int line);
+
+int64_t now_mono_ms(void);
+int64_t now_mono_us(void);
+int64_t now_wall_ms(void);
+
+#define SESSION_ID_LEN 32 /* 128 bits as lowercase hex */
+
+/* Fills out[SESSION_ID_LEN + 1] with a fresh id from the OS CSPRNG. 0 or -errno. */
+int session_id_new(char *out);
+/* True when s is exactly SESSION_ID_LEN lowercase hex characters. */
+bool session_id_valid(const char *s);
+
+uint64_t hash_bytes(const void *data, size_t len);
+
+/* Allocation that aborts on failure: out of memory is not a recoverable condition here. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+/* Parses a non-negative decimal integer that fits in [min, max]. 0 or -1. */
+int parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
+/* "HOST:PORT" (HOST may be "[v6]"), port 0..65535. Writes host into host[hostlen]. */
+int parse_host_port(const char *s, char *host, size_t hostlen, int *port);
+
+#endif

@@ -1,0 +1,236 @@
+/* HTTP request checks. Pure functions, any thread. */
+#include "http/checks.h"
+
+#include "core/util.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *skip_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+/* Compares [s, s+n) with the NUL-terminated t, case-insensitively, ignoring trailing space. */
+static bool token_eq(const char *s, size_t n, const char *t)
+{
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    return strlen(t) == n && strncasecmp(s, t, n) == 0;
+}
+
+static bool range_has_zero_q(const char *params, size_t n)
+{
+    /* looks for ";q=0", ";q=0.0", ";q=0.000" among the parameters */
+    const char *p = params, *end = params + n;
+    while (p < end) {
+        const char *semi = memchr(p, ';', (size_t)(end - p));
+        if (!semi)
+            break;
+        p = skip_ws(semi + 1);
+        if ((p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+            const char *v = p + 2;
+            if (*v != '0')
+                return false;
+            v++;
+            if (*v == '.') {
+                v++;
+                while (v < end && *v == '0')
+                    v++;
+            }
+            while (v < end && (*v == ' ' || *v == '\t'))
+                v++;
+            return v >= end || *v == ';' || *v == ',';
+        }
+    }
+    return false;
+}
+
+bool accept_allows(const char *accept, const char *type)
+{
+    if (!accept)
+        return false;
+    const char *slash = strchr(type, '/');
+    size_t major_len = (size_t)(slash - type);
+    const char *p = accept;
+    while (*p) {
+        p = skip_ws(p);
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *semi = memchr(p, ';', len);
+        size_t mlen = semi ? (size_t)(semi - p) : len;
+        bool match = token_eq(p, mlen, type) || token_eq(p, mlen, "*/*");
+        if (!match && mlen == major_len + 2 && strncasecmp(p, type, major_len) == 0 &&
+            p[major_len] == '/' && p[major_len + 1] == '*')
+            match = true;
+        if (match && !(semi && range_has_zero_q(semi, len - mlen)))
+            return true;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return false;
+}
+
+bool content_type_is_json(const char *ct)
+{
+    if (!ct)
+        return false;
+    ct = skip_ws(ct);
+    const char *semi = strchr(ct, ';');
+    size_t n = semi ? (size_t)(semi - ct) : strlen(ct);
+    return token_eq(ct, n, "application/json");
+}
+
+bool header_is_visible_ascii(const char *v, size_t max)
+{
+    size_t i = 0;
+    for (; v[i]; i++) {
+        if (i >= max)
+            return false;
+        unsigned char c = (unsigned char)v[i];
+        if (c < 0x21 || c > 0x7e)
+            return false;
+    }
+    return i > 0;
+}
+
+static char *lower_dup(const char *s)
+{
+    char *d = xstrdup(s);
+    for (char *p = d; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    /* a trailing slash on an origin is not part of it */
+    size_t n = strlen(d);
+    if (n > 0 && d[n - 1] == '/')
+        d[n - 1] = '\0';
+    return d;
+}
+
+/* Adds "host:port"; an IPv6 literal gets its brackets. */
+static void add_host(hostcheck_t *hc, const char *h, int port)
+{
+    if (hc->n_hosts >= HOSTCHECK_MAX)
+        return;
+    char tmp[300];
+    bool v6 = strchr(h, ':') && h[0] != '[';
+    snprintf(tmp, sizeof tmp, "%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "", port);
+    hc->hosts[hc->n_hosts++] = lower_dup(tmp);
+}
+
+static void add_origin(hostcheck_t *hc, const char *s)
+{
+    if (hc->n_origins < HOSTCHECK_MAX)
+        hc->origins[hc->n_origins++] = lower_dup(s);
+}
+
+static bool is_wildcard(const char *h)
+{
+    return strcmp(h, "0.0.0.0") == 0 || strcmp(h, "::") == 0 || strcmp(h, "*") == 0;
+}
+
+static bool is_loopback(const char *h)
+{
+    return strcmp(h, "127.0.0.1") == 0 || strcmp(h, "localhost") == 0 || strcmp(h, "::1") == 0;
+}
+
+void hostcheck_init(hostcheck_t *hc, const char *listen_host, int port,
+                    char *const *extra_hosts, int n_extra_hosts,
+                    char *const *extra_origins, int n_extra_origins)
+{
+    memset(hc, 0, sizeof *hc);
+    bool wild = is_wildcard(listen_host);
+    hc->check_host = !wild || n_extra_hosts > 0;
+    hc->check_origin = !wild || n_extra_origins > 0 || n_extra_hosts > 0;
+    if (is_loopback(listen_host)) {
+        /* any loopback spelling reaches the same socket */
+        static const char *const names[] = {"127.0.0.1", "localhost", "[::1]"};
+        for (int i = 0; i < 3; i++)
+            add_host(hc, names[i], port);
+    } else if (!wild) {
+        add_host(hc, listen_host, port);
+    }
+    for (int i = 0; i < n_extra_hosts; i++) {
+        if (hc->n_hosts < HOSTCHECK_MAX)
+            hc->hosts[hc->n_hosts++] = lower_dup(extra_hosts[i]);
+    }
+    /* origins: the allowed hosts under http and https, plus explicit ones */
+    int nh = hc->n_hosts;
+    for (int i = 0; i < nh; i++) {
+        char tmp[320];
+        snprintf(tmp, sizeof tmp, "http://%s", hc->hosts[i]);
+        add_origin(hc, tmp);
+        snprintf(tmp, sizeof tmp, "https://%s", hc->hosts[i]);
+        add_origin(hc, tmp);
+    }
+    for (int i = 0; i < n_extra_origins; i++)
+        add_origin(hc, extra_origins[i]);
+}
+
+void hostcheck_free(hostcheck_t *hc)
+{
+    for (int i = 0; i < hc->n_hosts; i++)
+        free(hc->hosts[i]);
+    for (int i = 0; i < hc->n_origins; i++)
+        free(hc->origins[i]);
+    hc->n_hosts = hc->n_origins = 0;
+}
+
+/* "host:port" matches an entry "host:port" exactly, or an entry "host" (no port) by name. */
+static bool host_matches(const char *entry, const char *value)
+{
+    if (strcasecmp(entry, value) == 0)
+        return true;
+    if (strchr(entry, ':') && entry[0] != '[')
+        return false; /* entry has a port */
+    if (entry[0] == '[' && strstr(entry, "]:"))
+        return false;
+    /* entry without a port: compare the value's host part */
+    const char *vend;
+    if (value[0] == '[') {
+        vend = strchr(value, ']');
+        if (!vend)
+            return false;
+        vend++;
+    } else {
+        vend = strrchr(value, ':');
+        if (!vend)
+            vend = value + strlen(value);
+    }
+    size_t n = (size_t)(vend - value);
+    return strlen(entry) == n && strncasecmp(entry, value, n) == 0;
+}
+
+bool hostcheck_host_ok(const hostcheck_t *hc, const char *host)
+{
+    if (!hc->check_host)
+        return true;
+    if (!host || !*host)
+        return false;
+    for (int i = 0; i < hc->n_hosts; i++) {
+        if (host_matches(hc->hosts[i], host))
+            return true;
+    }
+    return false;
+}
+
+bool hostcheck_origin_ok(const hostcheck_t *hc, const char *origin)
+{
+    if (!origin)
+        return true;
+    if (!hc->check_origin)
+        return true;
+    size_t n = strlen(origin);
+    while (n > 0 && origin[n - 1] == '/')
+        n--;
+    for (int i = 0; i < hc->n_origins; i++) {
+        if (strlen(hc->origins[i]) == n && strncasecmp(hc->origins[i], origin, n) == 0)
+            return true;
+    }
+    return false;
+}

@@ -1,0 +1,38 @@
+/* HTTP request checks: media types, Host and Origin allow-lists. Pure functions, any thread. */
+#ifndef MCPD_HTTP_CHECKS_H
+#define MCPD_HTTP_CHECKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* True when the Accept header value admits the media type `type` ("application/json"):
+ * an exact range, "type/ *" or "* / *", with a q-value above zero. NULL accept admits nothing. */
+bool accept_allows(const char *accept, const char *type);
+/* True when a Content-Type value is application/json (parameters such as charset allowed). */
+bool content_type_is_json(const char *ct);
+/* True when every byte is visible ASCII (0x21..0x7E) and the length is 1..max. */
+bool header_is_visible_ascii(const char *v, size_t max);
+
+#define HOSTCHECK_MAX 64
+
+/* DNS-rebinding protection. Built once from --listen / --allowed-host / --allowed-origin. */
+typedef struct hostcheck {
+    bool check_host;    /* false when listening on a wildcard address with no --allowed-host */
+    bool check_origin;  /* false when listening on a wildcard address with no --allowed-origin */
+    char *hosts[HOSTCHECK_MAX];   /* lowercase "host:port" or "host" (any port) */
+    int n_hosts;
+    char *origins[HOSTCHECK_MAX]; /* lowercase "scheme://host[:port]" */
+    int n_origins;
+} hostcheck_t;
+
+/* listen_host/port are the bound address; extra_* come from the flags. */
+void hostcheck_init(hostcheck_t *hc, const char *listen_host, int port,
+                    char *const *extra_hosts, int n_extra_hosts,
+                    char *const *extra_origins, int n_extra_origins);
+void hostcheck_free(hostcheck_t *hc);
+/* Host header value: NULL (absent, HTTP/1.0) is refused when checking. */
+bool hostcheck_host_ok(const hostcheck_t *hc, const char *host);
+/* Origin header value: NULL (absent) is always allowed; "null" is refused when checking. */
+bool hostcheck_origin_ok(const hostcheck_t *hc, const char *origin);
+
+#endif

@@ -1,0 +1,747 @@
+/* The MCP endpoint: HTTP threads. See server.h.
+ *
+ * Every request to /mcp gets an hconn in the thread's slot table; its {thread, slot, gen} is
+ * the conn_ref_t that travels to the actor. The slot's generation changes when the hconn is
+ * freed, so a message for a connection that is gone is recognised and dropped.
+ *
+ * libevent facts this relies on (2.1):
+ *  - after the body is read, evhttp stops reading the socket, so a client that disconnects
+ *    while its request is pending is noticed only when we write the reply (harmless: a
+ *    disconnect is not a cancellation);
+ *  - after evhttp_send_reply_start, evhttp reads again to detect a close; on EOF the request is
+ *    detached from its connection (evcon NULL) and left to us: the close callback finishes it
+ *    with evhttp_send_reply_end, which then only frees it;
+ *  - when the whole evhttp is freed (shutdown) the close callback also runs, but the request is
+ *    still attached and libevent frees it itself.
+ */
+#include "http/server.h"
+
+#include "actor/msg.h"
+#include "actor/worker.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "http/checks.h"
+#include "http/sse.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/proto.h"
+#include "store/keys.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* A slow SSE reader whose unsent output passes this is cut off; it can resume. */
+#define SSE_MAX_PENDING_BYTES (8u << 20)
+
+typedef enum { H_PENDING = 0, H_SSE } hstate_t;
+
+typedef struct http_thread http_thread_t;
+
+typedef struct hconn {
+    http_thread_t *t;
+    struct evhttp_request *req;
+    struct evhttp_connection *evcon;
+    uint32_t slot;
+    uint32_t gen;
+    hstate_t state;
+    uint64_t stream;
+    char sid[SESSION_ID_LEN + 1];
+    struct event *keepalive;
+} hconn_t;
+
+struct http_thread {
+    uint32_t idx;
+    pthread_t thread;
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    evutil_socket_t fd;
+    mq_t inbox;
+    struct event *inbox_ev;
+    hconn_t **slots;
+    uint32_t *gens;
+    uint32_t *free_slots;
+    uint32_t nslots, nfree, cap;
+    bool stopping;
+};
+
+static http_thread_t *T;
+static int NT;
+static hostcheck_t HC;
+
+/* ---- replies ---- */
+
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 202: return "Accepted";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Status";
+    }
+}
+
+static void send_reply(struct evhttp_request *req, int status, const char *ctype, const char *body,
+                       size_t len, const char *sid, const char *retry_after)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    if (ctype)
+        evhttp_add_header(out, "Content-Type", ctype);
+    if (sid && *sid)
+        evhttp_add_header(out, "Mcp-Session-Id", sid);
+    if (retry_after)
+        evhttp_add_header(out, "Retry-After", retry_after);
+    struct evbuffer *b = evhttp_request_get_output_buffer(req);
+    if (body && len)
+        evbuffer_add(b, body, len);
+    stats_count_status(status);
+    evhttp_send_reply(req, status, reason_of(status), NULL);
+}
+
+static void reply_error(struct evhttp_request *req, int status, int code, const char *msg,
+                        const char *retry_after)
+{
+    json_t *e = jsonrpc_error(NULL, code, msg, NULL);
+    size_t len;
+    char *text = jsonrpc_dump(e, &len);
+    json_decref(e);
+    send_reply(req, status, "application/json", text, len, NULL, retry_after);
+    free(text);
+}
+
+/* ---- slots ---- */
+
+static hconn_t *hconn_new(http_thread_t *t, struct evhttp_request *req)
+{
+    uint32_t slot;
+    if (t->nfree) {
+        slot = t->free_slots[--t->nfree];
+    } else {
+        if (t->nslots == t->cap) {
+            t->cap = t->cap ? t->cap * 2 : 256;
+            t->slots = xrealloc(t->slots, t->cap * sizeof *t->slots);
+            t->gens = xrealloc(t->gens, t->cap * sizeof *t->gens);
+            t->free_slots = xrealloc(t->free_slots, t->cap * sizeof *t->free_slots);
+        }
+        slot = t->nslots++;
+        t->gens[slot] = 0;
+    }
+    hconn_t *c = xcalloc(1, sizeof *c);
+    c->t = t;
+    c->req = req;
+    c->evcon = evhttp_request_get_connection(req);
+    c->slot = slot;
+    if (++t->gens[slot] == 0)
+        t->gens[slot] = 1; /* 0 means "no connection" */
+    c->gen = t->gens[slot];
+    t->slots[slot] = c;
+    return c;
+}
+
+static void hconn_free(hconn_t *c)
+{
+    http_thread_t *t = c->t;
+    t->slots[c->slot] = NULL;
+    t->gens[c->slot]++; /* invalidate refs still in flight */
+    t->free_slots[t->nfree++] = c->slot;
+    if (c->keepalive)
+        event_free(c->keepalive);
+    if (c->state == H_SSE) {
+        if (c->stream == STREAM_GET)
+            STAT_DEC(streams_open_get);
+        else
+            STAT_DEC(streams_open_post);
+    }
+    free(c);
+}
+
+static hconn_t *hconn_get(http_thread_t *t, conn_ref_t ref)
+{
+    if (ref.slot >= t->nslots)
+        return NULL;
+    hconn_t *c = t->slots[ref.slot];
+    return c && c->gen == ref.gen ? c : NULL;
+}
+
+static conn_ref_t ref_of(const hconn_t *c)
+{
+    return (conn_ref_t){c->t->idx, c->slot, c->gen};
+}
+
+/* Tells the actor that the client's SSE connection is gone (it may resume later). */
+static void notify_closed(hconn_t *c)
+{
+    wmsg_t *m = wmsg_new(WM_CONN_CLOSED);
+    memcpy(m->sid, c->sid, SESSION_ID_LEN + 1);
+    m->conn = ref_of(c);
+    m->stream = c->stream;
+    worker_push(worker_for_session(c->sid), m);
+}
+
+static void on_close(struct evhttp_connection *evcon, void *arg)
+{
+    hconn_t *c = arg;
+    evhttp_connection_set_closecb(evcon, NULL, NULL);
+    log_debug("SSE client of session %.8s stream %llu disconnected", c->sid,
+              (unsigned long long)c->stream);
+    notify_closed(c);
+    if (evhttp_request_get_connection(c->req) == NULL)
+        evhttp_send_reply_end(c->req); /* detached: this only frees it */
+    hconn_free(c);
+}
+
+static void end_stream(hconn_t *c)
+{
+    if (c->evcon)
+        evhttp_connection_set_closecb(c->evcon, NULL, NULL);
+    evhttp_send_reply_end(c->req);
+    hconn_free(c);
+}
+
+static size_t pending_output(hconn_t *c)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    if (!evcon)
+        return 0;
+    return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)));
+}
+
+/* Writes SSE bytes; false when the stream was cut for a slow reader (c is freed). */
+static bool sse_write(hconn_t *c, const char *data, size_t len)
+{
+    if (pending_output(c) > SSE_MAX_PENDING_BYTES) {
+        log_warn("session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
+                 c->sid, pending_output(c));
+        notify_closed(c);
+        end_stream(c);
+        return false;
+    }
+    struct evbuffer *b = evbuffer_new();
+    evbuffer_add(b, data, len);
+    evhttp_send_reply_chunk(c->req, b);
+    evbuffer_free(b);
+    return true;
+}
+
+static void on_keepalive(evutil_socket_t fd, short what, void *arg)
+{
+    hconn_t *c = arg;
+    sse_write(c, SSE_KEEPALIVE, sizeof SSE_KEEPALIVE - 1);
+}
+
+static void start_sse(hconn_t *c, hmsg_t *m)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(c->req);
+    evhttp_add_header(out, "Content-Type", "text/event-stream");
+    evhttp_add_header(out, "Cache-Control", "no-cache, no-transform");
+    evhttp_add_header(out, "X-Accel-Buffering", "no");
+    if (m->session_id[0])
+        evhttp_add_header(out, "Mcp-Session-Id", m->session_id);
+    stats_count_status(200);
+    evhttp_send_reply_start(c->req, 200, "OK");
+    c->state = H_SSE;
+    c->stream = m->stream;
+    if (c->stream == STREAM_GET)
+        STAT_INC(streams_open_get);
+    else
+        STAT_INC(streams_open_post);
+    if (c->evcon) {
+        evhttp_connection_set_closecb(c->evcon, on_close, c);
+        /* a stream is quiet for as long as it likes: no read timeout; a reader that stops
+         * reading is still cut by the write timeout */
+        struct timeval wt = {60, 0};
+        bufferevent_set_timeouts(evhttp_connection_get_bufferevent(c->evcon), NULL, &wt);
+    }
+    if (m->flags & HM_KEEPALIVE) {
+        c->keepalive = event_new(c->t->base, -1, EV_PERSIST, on_keepalive, c);
+        struct timeval tv = {g_cfg.keepalive_s, 0};
+        event_add(c->keepalive, &tv);
+    }
+}
+
+static void handle_hmsg(http_thread_t *t, hmsg_t *m)
+{
+    hconn_t *c = hconn_get(t, m->conn);
+    if (!c)
+        return; /* the connection is gone; the actor learns it from WM_CONN_CLOSED */
+    switch (m->type) {
+    case HM_REPLY:
+        if (c->state == H_SSE) {
+            end_stream(c);
+            break;
+        }
+        send_reply(c->req, m->status, m->content_type, m->body, m->len, m->session_id,
+                   m->retry_after);
+        hconn_free(c);
+        break;
+    case HM_SSE_START:
+        if (c->state != H_SSE)
+            start_sse(c, m);
+        if (m->len)
+            sse_write(c, m->body, m->len);
+        break;
+    case HM_SSE_DATA:
+        if (c->state == H_SSE)
+            sse_write(c, m->body, m->len);
+        break;
+    case HM_SSE_END:
+        if (c->state == H_SSE) {
+            end_stream(c);
+        } else {
+            /* ended before it started (replaced, deleted): an empty reply */
+            send_reply(c->req, 202, NULL, NULL, 0, NULL, NULL);
+            hconn_free(c);
+        }
+        break;
+    }
+}
+
+static void on_inbox(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
+    mq_node_t *n = mq_take_all(&t->inbox);
+    while (n) {
+        mq_node_t *next = n->next;
+        handle_hmsg(t, (hmsg_t *)n);
+        hmsg_free((hmsg_t *)n);
+        n = next;
+    }
+}
+
+void http_deliver(uint32_t thread, mq_node_t *first, mq_node_t *last, size_t n)
+{
+    mq_push_chain(&T[thread].inbox, first, last, n);
+}
+
+/* ---- request handling ---- */
+
+static const char *hdr(struct evhttp_request *req, const char *name)
+{
+    return evhttp_find_header(evhttp_request_get_input_headers(req), name);
+}
+
+/* Checks the session id header; on failure replies and returns false. */
+static bool check_session_header(struct evhttp_request *req, const char *sid)
+{
+    if (!sid) {
+        reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+                    "Bad Request: the Mcp-Session-Id header is required (send initialize first to get one)",
+                    NULL);
+        return false;
+    }
+    if (!header_is_visible_ascii(sid, 256)) {
+        reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+                    "Bad Request: Mcp-Session-Id must be 1..256 visible ASCII characters", NULL);
+        return false;
+    }
+    if (!session_id_valid(sid)) {
+        reply_error(req, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found", NULL);
+        return false;
+    }
+    return true;
+}
+
+/* Checks MCP-Protocol-Version; copies it into out. false after replying 400. */
+static bool check_version_header(struct evhttp_request *req, char out[32])
+{
+    const char *v = hdr(req, "MCP-Protocol-Version");
+    out[0] = '\0';
+    if (!v)
+        return true; /* absent: 2025-03-26 is assumed */
+    if (!proto_find(v)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Bad Request: unsupported MCP-Protocol-Version '%.40s' (supported: %s)",
+                 v, proto_supported_list());
+        reply_error(req, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
+        return false;
+    }
+    snprintf(out, 32, "%s", v);
+    return true;
+}
+
+/* Queues m for its session's worker, or answers 503 when the session's mailbox is full. */
+static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m)
+{
+    worker_t *w = worker_for_session(m->sid);
+    if (!worker_admit(w, m)) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "Server busy: this session has %lld messages queued (the --mailbox limit); retry shortly",
+                 (long long)g_cfg.mailbox);
+        reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        wmsg_free(m);
+        return;
+    }
+    hconn_t *c = hconn_new(t, req);
+    memcpy(c->sid, m->sid, SESSION_ID_LEN + 1);
+    m->conn = ref_of(c);
+    worker_push(w, m);
+}
+
+/* Validates a POST body's JSON-RPC shape. On failure replies 400 and returns false. */
+static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_init)
+{
+    const char *why;
+    *is_init = false;
+    if (json_is_array(body)) {
+        size_t n = json_array_size(body);
+        if (n == 0) {
+            reply_error(req, 400, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL);
+            return false;
+        }
+        for (size_t i = 0; i < n; i++) {
+            json_t *m = json_array_get(body, i);
+            if (jsonrpc_classify(m, &why) == JR_INVALID) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "Invalid Request: batch item %zu: %s", i, why);
+                reply_error(req, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
+                return false;
+            }
+            const char *method = json_string_value(json_object_get(m, "method"));
+            if (method && strcmp(method, "initialize") == 0) {
+                reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+                            "Invalid Request: initialize must not be part of a batch", NULL);
+                return false;
+            }
+        }
+        return true;
+    }
+    jr_kind_t k = jsonrpc_classify(body, &why);
+    if (k == JR_INVALID) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Invalid Request: %s", why);
+        reply_error(req, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
+        return false;
+    }
+    const char *method = json_string_value(json_object_get(body, "method"));
+    if (method && strcmp(method, "initialize") == 0) {
+        if (k != JR_REQUEST) {
+            reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+                        "Invalid Request: initialize must be a request (with an id)", NULL);
+            return false;
+        }
+        *is_init = true;
+    }
+    return true;
+}
+
+static void handle_post(http_thread_t *t, struct evhttp_request *req)
+{
+    const char *accept = hdr(req, "Accept");
+    if (!accept_allows(accept, "application/json") || !accept_allows(accept, "text/event-stream")) {
+        reply_error(req, 406, MCP_ERR_BAD_REQUEST,
+                    "Not Acceptable: the Accept header must list both application/json and text/event-stream",
+                    NULL);
+        return;
+    }
+    if (!content_type_is_json(hdr(req, "Content-Type"))) {
+        reply_error(req, 415, MCP_ERR_BAD_REQUEST,
+                    "Unsupported Media Type: Content-Type must be application/json", NULL);
+        return;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    json_error_t e;
+    json_t *body = json_loadb(data, len, JSON_ALLOW_NUL, &e);
+    if (!body) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Parse error: %s (at byte %d)", e.text, e.position);
+        reply_error(req, 400, JSONRPC_PARSE_ERROR, msg, NULL);
+        return;
+    }
+    bool is_init;
+    if (!validate_body(req, body, &is_init)) {
+        json_decref(body);
+        return;
+    }
+    const char *sid = hdr(req, "Mcp-Session-Id");
+    wmsg_t *m = wmsg_new(WM_POST);
+    if (is_init) {
+        if (sid) {
+            reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+                        "Invalid Request: initialize starts a new session and must be sent without Mcp-Session-Id",
+                        NULL);
+            json_decref(body);
+            wmsg_free(m);
+            return;
+        }
+        if (session_id_new(m->sid) != 0) {
+            reply_error(req, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a session id", NULL);
+            json_decref(body);
+            wmsg_free(m);
+            return;
+        }
+        m->create = true;
+    } else {
+        if (!check_session_header(req, sid) || !check_version_header(req, m->proto_hdr)) {
+            json_decref(body);
+            wmsg_free(m);
+            return;
+        }
+        memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    }
+    m->body = body; /* ownership moves to the actor with the message */
+    submit(t, req, m);
+}
+
+static void handle_get(http_thread_t *t, struct evhttp_request *req)
+{
+    if (!accept_allows(hdr(req, "Accept"), "text/event-stream")) {
+        reply_error(req, 406, MCP_ERR_BAD_REQUEST,
+                    "Not Acceptable: a GET must accept text/event-stream", NULL);
+        return;
+    }
+    const char *sid = hdr(req, "Mcp-Session-Id");
+    wmsg_t *m = wmsg_new(WM_GET);
+    if (!check_session_header(req, sid) || !check_version_header(req, m->proto_hdr)) {
+        wmsg_free(m);
+        return;
+    }
+    memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    const char *last = hdr(req, "Last-Event-ID");
+    if (last) {
+        if (!g_cfg.event_store) {
+            reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+                        "Bad Request: this server runs with --no-event-store and cannot resume streams",
+                        NULL);
+            wmsg_free(m);
+            return;
+        }
+        if (event_id_parse(last, &m->resume_tag, &m->resume_stream, &m->resume_seq) != 0) {
+            reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+                        "Bad Request: malformed Last-Event-ID (expected <streamId>:<16 hex digits>)",
+                        NULL);
+            wmsg_free(m);
+            return;
+        }
+        m->has_last_event_id = true;
+    }
+    submit(t, req, m);
+}
+
+static void handle_delete(http_thread_t *t, struct evhttp_request *req)
+{
+    const char *sid = hdr(req, "Mcp-Session-Id");
+    wmsg_t *m = wmsg_new(WM_DELETE);
+    if (!check_session_header(req, sid) || !check_version_header(req, m->proto_hdr)) {
+        wmsg_free(m);
+        return;
+    }
+    memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    submit(t, req, m);
+}
+
+static void on_mcp(struct evhttp_request *req, void *arg)
+{
+    http_thread_t *t = arg;
+    if (t->stopping) {
+        reply_error(req, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+        return;
+    }
+    const char *origin = hdr(req, "Origin");
+    if (!hostcheck_origin_ok(&HC, origin)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin)", origin);
+        reply_error(req, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
+        return;
+    }
+    const char *host = hdr(req, "Host");
+    if (!hostcheck_host_ok(&HC, host)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Forbidden: Host '%.200s' is not allowed (see --allowed-host)",
+                 host ? host : "");
+        reply_error(req, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
+        return;
+    }
+    switch (evhttp_request_get_command(req)) {
+    case EVHTTP_REQ_POST:
+        handle_post(t, req);
+        return;
+    case EVHTTP_REQ_GET:
+        handle_get(t, req);
+        return;
+    case EVHTTP_REQ_DELETE:
+        handle_delete(t, req);
+        return;
+    default:
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");
+        reply_error(req, 405, MCP_ERR_BAD_REQUEST, "Method Not Allowed: use POST, GET or DELETE", NULL);
+        return;
+    }
+}
+
+static void on_other(struct evhttp_request *req, void *arg)
+{
+    reply_error(req, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
+}
+
+/* ---- threads ---- */
+
+static evutil_socket_t bind_reuseport(const char *host, int port)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    int rc = getaddrinfo(host, ps, &hints, &res);
+    if (rc != 0) {
+        log_error("cannot resolve %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    evutil_socket_t fd = -1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+            break;
+        log_error("cannot listen on %s:%d: %s", host, port, strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int bound_port_of(evutil_socket_t fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void *http_main(void *arg)
+{
+    http_thread_t *t = arg;
+    char name[16];
+    snprintf(name, sizeof name, "http%u", t->idx);
+    log_set_thread_name(name);
+    event_base_dispatch(t->base);
+    return NULL;
+}
+
+int http_start(int n, const char *host, int port, int *bound_port)
+{
+    NT = n;
+    T = xcalloc((size_t)n, sizeof *T);
+    for (int i = 0; i < n; i++) {
+        http_thread_t *t = &T[i];
+        t->idx = (uint32_t)i;
+        t->fd = bind_reuseport(host, port);
+        if (t->fd < 0)
+            return -1;
+        if (port == 0)
+            port = bound_port_of(t->fd); /* the other threads join the same port */
+        t->base = event_base_new();
+        t->http = evhttp_new(t->base);
+        if (!t->base || !t->http || mq_init(&t->inbox) != 0)
+            return -1;
+        evhttp_set_allowed_methods(t->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
+                                                EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+                                                EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
+        evhttp_set_max_body_size(t->http, g_cfg.max_body);
+        evhttp_set_max_headers_size(t->http, g_cfg.max_headers);
+        evhttp_set_timeout(t->http, (int)g_cfg.read_timeout_s);
+        evhttp_set_cb(t->http, "/mcp", on_mcp, t);
+        evhttp_set_gencb(t->http, on_other, t);
+        t->bound = evhttp_accept_socket_with_handle(t->http, t->fd);
+        if (!t->bound)
+            return -1;
+        t->inbox_ev = event_new(t->base, t->inbox.efd, EV_READ | EV_PERSIST, on_inbox, t);
+        event_add(t->inbox_ev, NULL);
+    }
+    *bound_port = port;
+    hostcheck_init(&HC, host, port, g_cfg.allowed_hosts, g_cfg.n_allowed_hosts,
+                   g_cfg.allowed_origins, g_cfg.n_allowed_origins);
+    if (!HC.check_host)
+        log_warn("listening on a wildcard address without --allowed-host: Host and Origin are not checked");
+    for (int i = 0; i < n; i++) {
+        if (pthread_create(&T[i].thread, NULL, http_main, &T[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
+    t->stopping = true;
+    if (t->bound) {
+        evhttp_del_accept_socket(t->http, t->bound);
+        t->bound = NULL;
+    }
+    for (uint32_t i = 0; i < t->nslots; i++) {
+        hconn_t *c = t->slots[i];
+        if (!c)
+            continue;
+        if (c->state == H_SSE) {
+            end_stream(c);
+        } else {
+            reply_error(c->req, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+            hconn_free(c);
+        }
+    }
+    event_base_loopexit(t->base, NULL);
+}
+
+void http_stop(void)
+{
+    for (int i = 0; i < NT; i++)
+        event_base_once(T[i].base, -1, EV_TIMEOUT, on_stop, &T[i], NULL);
+    for (int i = 0; i < NT; i++)
+        pthread_join(T[i].thread, NULL);
+}
+
+void http_free(void)
+{
+    for (int i = 0; i < NT; i++) {
+        http_thread_t *t = &T[i];
+        mq_node_t *n = mq_take_all(&t->inbox);
+        while (n) {
+            mq_node_t *next = n->next;
+            hmsg_free((hmsg_t *)n);
+            n = next;
+        }
+        event_free(t->inbox_ev);
+        evhttp_free(t->http);
+        event_base_free(t->base);
+        mq_destroy(&t->inbox);
+        free(t->slots);
+        free(t->gens);
+        free(t->free_slots);
+    }
+    free(T);
+    T = NULL;
+    NT = 0;
+    hostcheck_free(&HC);
+}

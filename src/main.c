@@ -1,0 +1,121 @@
+/* mcpactord: flags, start and stop order. Main thread.
+ *
+ * Start: registry (toolsets, plugins) -> store -> workers -> tool pool -> HTTP -> admin.
+ * Stop (SIGTERM/SIGINT): HTTP stops accepting and ends its streams -> every job is cancelled
+ * -> the tool pool drains -> workers drain (results reach the store) -> store flushed and
+ * closed. A watchdog ends the process if a handler ignores cancellation past the deadline:
+ * everything committed is in RocksDB's write-ahead log by then.
+ */
+#include "actor/worker.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "core/util.h"
+#include "http/admin.h"
+#include "http/server.h"
+#include "store/store.h"
+#include "tools/job.h"
+#include "tools/registry.h"
+
+#include <event2/thread.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SHUTDOWN_DEADLINE_S 4
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    sleep(SHUTDOWN_DEADLINE_S);
+    log_error("shutdown did not finish in %d s (a tool handler ignores cancellation); exiting now",
+              SHUTDOWN_DEADLINE_S);
+    _exit(0);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    config_defaults(&g_cfg);
+    int rc = config_parse(&g_cfg, argc, argv);
+    if (rc != 0) {
+        config_free(&g_cfg);
+        return rc == 1 ? 0 : 2;
+    }
+    g_log_level = (log_level_t)g_cfg.log_level;
+    g_stats.started_ms = now_mono_ms();
+    evthread_use_pthreads();
+    signal(SIGPIPE, SIG_IGN);
+
+    /* every thread inherits this mask; the main thread alone takes the signals */
+    sigset_t stopset;
+    sigemptyset(&stopset);
+    sigaddset(&stopset, SIGTERM);
+    sigaddset(&stopset, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stopset, NULL);
+
+    mcpd_registry_t *reg = registry_new();
+    for (int i = 0; i < g_cfg.n_toolsets; i++)
+        if (toolset_register(reg, g_cfg.toolsets[i]) != 0)
+            return 2;
+    for (int i = 0; i < g_cfg.n_plugins; i++)
+        if (plugin_load(reg, g_cfg.plugins[i]) != 0)
+            return 1;
+
+    char err[512];
+    store_t *store = store_open(g_cfg.data_dir, g_cfg.sync, err, sizeof err);
+    if (!store) {
+        log_error("%s", err);
+        return 1;
+    }
+    if (workers_start(g_cfg.workers, store, reg, g_cfg.http_threads) != 0 ||
+        pool_start(g_cfg.tool_threads) != 0) {
+        log_error("cannot start threads");
+        return 1;
+    }
+    int port = 0, admin_port = 0;
+    if (http_start(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &port) != 0)
+        return 1;
+    if (g_cfg.admin_enabled &&
+        admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)
+        return 1;
+
+    char toolsets[256] = "";
+    for (int i = 0; i < g_cfg.n_toolsets; i++)
+        snprintf(toolsets + strlen(toolsets), sizeof toolsets - strlen(toolsets), "%s%s",
+                 i ? "," : "", g_cfg.toolsets[i]);
+    const char *h = g_cfg.listen_host;
+    bool v6 = strchr(h, ':') != NULL;
+    log_info("mcpactord %s listening on http://%s%s%s:%d/mcp (data %s, toolsets %s, %d http, %d "
+             "workers, %d tool threads)",
+             MCPD_VERSION, v6 ? "[" : "", h, v6 ? "]" : "", port, g_cfg.data_dir, toolsets,
+             g_cfg.http_threads, g_cfg.workers, g_cfg.tool_threads);
+    if (g_cfg.admin_enabled)
+        log_info("admin listening on http://%s:%d (/healthz, /stats)", g_cfg.admin_host, admin_port);
+    /* a machine-readable line for scripts and tests */
+    printf("READY port=%d admin_port=%d\n", port, admin_port);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stopset, &sig);
+    log_info("received %s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    pthread_t wd;
+    pthread_create(&wd, NULL, watchdog, NULL);
+    pthread_detach(wd);
+
+    http_stop();
+    workers_cancel_all();
+    pool_stop();
+    workers_stop();
+    http_free();
+    admin_stop();
+    store_flush(store);
+    store_close(store);
+    registry_free(reg);
+    config_free(&g_cfg);
+    log_info("stopped");
+    return 0;
+}

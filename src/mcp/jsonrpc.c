@@ -1,0 +1,117 @@
+/* JSON-RPC 2.0 message validation and construction. Pure functions, any thread. */
+#include "mcp/jsonrpc.h"
+
+#include "core/util.h"
+
+#include <string.h>
+
+bool jsonrpc_id_valid(const json_t *id)
+{
+    return id && (json_is_string(id) || json_is_integer(id));
+}
+
+jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
+{
+    if (!json_is_object(msg)) {
+        *why = "a JSON-RPC message must be an object";
+        return JR_INVALID;
+    }
+    const json_t *ver = json_object_get(msg, "jsonrpc");
+    if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
+        *why = "\"jsonrpc\" must be \"2.0\"";
+        return JR_INVALID;
+    }
+    const json_t *method = json_object_get(msg, "method");
+    const json_t *id = json_object_get(msg, "id");
+    const json_t *result = json_object_get(msg, "result");
+    const json_t *error = json_object_get(msg, "error");
+    if (method) {
+        if (!json_is_string(method) || json_string_length(method) == 0) {
+            *why = "\"method\" must be a non-empty string";
+            return JR_INVALID;
+        }
+        if (result || error) {
+            *why = "a message cannot carry both \"method\" and \"result\"/\"error\"";
+            return JR_INVALID;
+        }
+        const json_t *params = json_object_get(msg, "params");
+        if (params && !json_is_object(params)) {
+            *why = "\"params\" must be an object";
+            return JR_INVALID;
+        }
+        if (!id)
+            return JR_NOTIFICATION;
+        if (!jsonrpc_id_valid(id)) {
+            *why = "a request \"id\" must be a string or an integer";
+            return JR_INVALID;
+        }
+        return JR_REQUEST;
+    }
+    if (result && error) {
+        *why = "a response cannot carry both \"result\" and \"error\"";
+        return JR_INVALID;
+    }
+    if (!result && !error) {
+        *why = "a message needs \"method\" (request or notification) or \"result\"/\"error\" (response)";
+        return JR_INVALID;
+    }
+    if (error) {
+        const json_t *code = json_object_get(error, "code");
+        if (!json_is_object(error) || !json_is_integer(code)) {
+            *why = "\"error\" must be an object with an integer \"code\"";
+            return JR_INVALID;
+        }
+        if (!id || !(jsonrpc_id_valid(id) || json_is_null(id))) {
+            *why = "an error response \"id\" must be a string, an integer or null";
+            return JR_INVALID;
+        }
+        return JR_RESPONSE;
+    }
+    if (!jsonrpc_id_valid(id)) {
+        *why = "a response \"id\" must be a string or an integer";
+        return JR_INVALID;
+    }
+    return JR_RESPONSE;
+}
+
+json_t *jsonrpc_result(const json_t *id, json_t *result)
+{
+    json_t *m = json_object();
+    json_object_set_new(m, "jsonrpc", json_string("2.0"));
+    json_object_set(m, "id", (json_t *)id);
+    json_object_set_new(m, "result", result ? result : json_object());
+    return m;
+}
+
+json_t *jsonrpc_error(const json_t *id, int code, const char *message, json_t *data)
+{
+    json_t *err = json_object();
+    json_object_set_new(err, "code", json_integer(code));
+    json_object_set_new(err, "message", json_string(message));
+    if (data)
+        json_object_set_new(err, "data", data);
+    json_t *m = json_object();
+    json_object_set_new(m, "jsonrpc", json_string("2.0"));
+    json_object_set(m, "id", id ? (json_t *)id : json_null());
+    json_object_set_new(m, "error", err);
+    return m;
+}
+
+json_t *jsonrpc_notification(const char *method, json_t *params)
+{
+    json_t *m = json_object();
+    json_object_set_new(m, "jsonrpc", json_string("2.0"));
+    json_object_set_new(m, "method", json_string(method));
+    if (params)
+        json_object_set_new(m, "params", params);
+    return m;
+}
+
+char *jsonrpc_dump(const json_t *msg, size_t *len)
+{
+    char *s = json_dumps(msg, JSON_COMPACT);
+    REQUIRE(s != NULL);
+    if (len)
+        *len = strlen(s);
+    return s;
+}

@@ -1,0 +1,43 @@
+/* JSON-RPC 2.0 message validation and construction. Pure functions, any thread. */
+#ifndef MCPD_MCP_JSONRPC_H
+#define MCPD_MCP_JSONRPC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+enum {
+    JSONRPC_PARSE_ERROR = -32700,
+    JSONRPC_INVALID_REQUEST = -32600,
+    JSONRPC_METHOD_NOT_FOUND = -32601,
+    JSONRPC_INVALID_PARAMS = -32602,
+    JSONRPC_INTERNAL_ERROR = -32603,
+    /* implementation-defined server errors */
+    MCP_ERR_BAD_REQUEST = -32000,
+    MCP_ERR_SESSION_NOT_FOUND = -32001,
+    MCP_ERR_RESOURCE_NOT_FOUND = -32002,
+    MCP_ERR_OVERLOADED = -32003,
+    MCP_ERR_REQUEST_CANCELLED = -32800,
+};
+
+typedef enum {
+    JR_INVALID = -1,
+    JR_REQUEST = 0,
+    JR_NOTIFICATION,
+    JR_RESPONSE, /* result or error */
+} jr_kind_t;
+
+/* Classifies one message; on JR_INVALID, *why says what is wrong (a static string). */
+jr_kind_t jsonrpc_classify(const json_t *msg, const char **why);
+/* A request id is a string or an integer (never null, a bool, a real, an object). */
+bool jsonrpc_id_valid(const json_t *id);
+
+/* {"jsonrpc":"2.0","id":id,"result":result}; result stolen, id borrowed. */
+json_t *jsonrpc_result(const json_t *id, json_t *result);
+/* {"jsonrpc":"2.0","id":id|null,"error":{code,message[,data]}}; data stolen, id borrowed. */
+json_t *jsonrpc_error(const json_t *id, int code, const char *message, json_t *data);
+/* {"jsonrpc":"2.0","method":method[,"params":params]}; params stolen (may be NULL). */
+json_t *jsonrpc_notification(const char *method, json_t *params);
+/* Compact one-line serialization (caller frees). */
+char *jsonrpc_dump(const json_t *msg, size_t *len);
+
+#endif

@@ -1,0 +1,474 @@
+/* The MCP methods of a session: worker thread only.
+ *
+ * A POST body is dispatched in order: notifications and responses take effect at once;
+ * requests become calls on one POST stream. The stream's outstanding count is set before the
+ * first request runs and the stream is settled once after the last, so a body whose requests
+ * all answer synchronously gets one JSON reply (an array for a batch). */
+#include "mcp/session.h"
+
+#include "core/config.h"
+#include "core/log.h"
+#include "mcp/jsonrpc.h"
+#include "tools/schema.h"
+
+#include <string.h>
+
+#ifndef MCPD_VERSION
+#define MCPD_VERSION "unknown"
+#endif
+
+static const mcpd_registry_t *reg(void)
+{
+    return worker_registry();
+}
+
+static void answer(actor_t *a, call_t *c, json_t *result)
+{
+    actor_complete_call(a, c, jsonrpc_result(c->id, result));
+}
+
+static void answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data)
+{
+    actor_complete_call(a, c, jsonrpc_error(c->id, code, msg, data));
+}
+
+static json_t *server_info(void)
+{
+    return json_pack("{s:s,s:s,s:s}", "name", "mcpactord", "title", "mcpactord", "version",
+                     MCPD_VERSION);
+}
+
+/* ---- initialize ---- */
+
+void mcp_handle_initialize(worker_t *w, wmsg_t *m)
+{
+    json_t *params = json_object_get(m->body, "params");
+    json_t *id = json_object_get(m->body, "id");
+    json_t *pv = json_object_get(params, "protocolVersion");
+    json_t *caps = json_object_get(params, "capabilities");
+    json_t *info = json_object_get(params, "clientInfo");
+    const char *bad = NULL;
+    if (!json_is_string(pv))
+        bad = "initialize needs params.protocolVersion (a string)";
+    else if (caps && !json_is_object(caps))
+        bad = "params.capabilities must be an object";
+    else if (info && !json_is_object(info))
+        bad = "params.clientInfo must be an object";
+    if (bad) {
+        actor_reply(w, m->conn, 400, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, bad, NULL), NULL);
+        return;
+    }
+    actor_t *a = actor_create(w, m->sid);
+    a->proto = proto_negotiate(json_string_value(pv));
+    a->client_caps = caps ? json_incref(caps) : json_object();
+    a->client_info = info ? json_incref(info) : NULL;
+    snprintf(a->auth_name, sizeof a->auth_name, "%s", m->auth_name);
+    actor_persist_meta(a);
+    STAT_INC(sessions_created_total);
+    STAT_INC(requests_total[SM_initialize]);
+    log_info("session %.8s created: protocol %s, client %s", a->sid, a->proto->version,
+             json_string_value(json_object_get(info, "name")) ? json_string_value(json_object_get(info, "name")) : "?");
+
+    stream_t *s = actor_new_post_stream(a, m->conn);
+    s->session_header = true;
+    s->outstanding = 1;
+    s->dispatching = true;
+    if (g_cfg.response_mode == RESPONSE_SSE)
+        actor_stream_start_sse(a, s);
+    call_t *c = actor_add_call(a, s, id, SM_initialize);
+    json_t *result = json_object();
+    json_object_set_new(result, "protocolVersion", json_string(a->proto->version));
+    json_object_set_new(result, "capabilities", registry_capabilities(reg()));
+    json_object_set_new(result, "serverInfo", server_info());
+    json_object_set_new(result, "instructions",
+                        json_string("mcpactord: durable MCP sessions. Tools are listed by tools/list."));
+    answer(a, c, result);
+    s->dispatching = false;
+    actor_stream_settle(a, s);
+}
+
+/* ---- requests ---- */
+
+static const char *cursor_of(json_t *params, bool *bad)
+{
+    json_t *c = json_object_get(params, "cursor");
+    *bad = c && !json_is_string(c);
+    return json_string_value(c);
+}
+
+static void do_list(actor_t *a, call_t *c, json_t *params, list_kind_t kind)
+{
+    bool bad;
+    const char *cursor = cursor_of(params, &bad);
+    json_t *r = bad ? NULL : registry_list(reg(), kind, cursor, (size_t)g_cfg.page_size);
+    if (!r)
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, "Invalid cursor", NULL);
+    else
+        answer(a, c, r);
+}
+
+/* Starts a job on the pool (or inline) for call c. */
+static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
+{
+    j->actor = a;
+    j->call = c;
+    c->job = j;
+    if (run_inline) {
+        j->inline_mode = true;
+        job_run(j);
+        mcp_job_done(a, j);
+        job_free(j);
+        return;
+    }
+    pool_submit(j);
+}
+
+static void do_tools_call(actor_t *a, call_t *c, json_t *params)
+{
+    json_t *name = json_object_get(params, "name");
+    if (!json_is_string(name)) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, "tools/call needs params.name (a string)", NULL);
+        return;
+    }
+    const tool_t *t = registry_find_tool(reg(), json_string_value(name));
+    if (!t) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Unknown tool: %.200s", json_string_value(name));
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
+        return;
+    }
+    json_t *args = json_object_get(params, "arguments");
+    if (args && !json_is_object(args)) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, "params.arguments must be an object", NULL);
+        return;
+    }
+    char why[300];
+    json_t *empty = NULL;
+    if (!args)
+        args = empty = json_object();
+    if (!schema_validate(t->input_schema, args, why, sizeof why)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "Invalid arguments for tool %s: %s", t->name, why);
+        json_decref(empty);
+        if (a->proto->tool_input_errors_as_results)
+            answer(a, c, mcpd_error_result("%s", msg));
+        else
+            answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
+        return;
+    }
+    job_t *j = job_new(JOB_TOOL, a->w, a->sid, a->proto);
+    j->tool = t;
+    /* the handler owns its arguments: taken out of the request, never shared */
+    j->args = empty ? empty : json_incref(args);
+    if (!empty)
+        json_object_del(params, "arguments");
+    json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (json_is_string(tok) || json_is_integer(tok))
+        j->progress_token = json_deep_copy(tok);
+    STAT_INC(tool_calls_total);
+    start_job(a, c, j, (t->flags & MCPD_TOOL_NONBLOCKING) != 0);
+}
+
+static void do_resources_read(actor_t *a, call_t *c, json_t *params)
+{
+    json_t *uri = json_object_get(params, "uri");
+    if (!json_is_string(uri)) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, "resources/read needs params.uri (a string)", NULL);
+        return;
+    }
+    json_t *vars;
+    const resource_t *r = registry_find_resource(reg(), json_string_value(uri), &vars);
+    if (!r) {
+        answer_error(a, c, MCP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
+                     json_pack("{s:O}", "uri", uri));
+        return;
+    }
+    job_t *j = job_new(JOB_RESOURCE, a->w, a->sid, a->proto);
+    j->resource = r;
+    j->uri = xstrdup(json_string_value(uri));
+    j->args = vars;
+    start_job(a, c, j, false);
+}
+
+static void do_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
+{
+    json_t *uri = json_object_get(params, "uri");
+    if (!json_is_string(uri)) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, "params.uri must be a string", NULL);
+        return;
+    }
+    json_t *vars;
+    const resource_t *r = registry_find_resource(reg(), json_string_value(uri), &vars);
+    json_decref(vars);
+    if (!r) {
+        answer_error(a, c, MCP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
+                     json_pack("{s:O}", "uri", uri));
+        return;
+    }
+    if (!a->subscriptions)
+        a->subscriptions = json_object();
+    if (on)
+        json_object_set_new(a->subscriptions, json_string_value(uri), json_true());
+    else
+        json_object_del(a->subscriptions, json_string_value(uri));
+    actor_persist_meta(a);
+    answer(a, c, json_object());
+}
+
+static void do_prompts_get(actor_t *a, call_t *c, json_t *params)
+{
+    json_t *name = json_object_get(params, "name");
+    const prompt_t *p = json_is_string(name) ? registry_find_prompt(reg(), json_string_value(name)) : NULL;
+    if (!p) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, json_is_string(name) ? "Unknown prompt" : "prompts/get needs params.name", NULL);
+        return;
+    }
+    json_t *args = json_object_get(params, "arguments");
+    if (args && !json_is_object(args)) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, "params.arguments must be an object", NULL);
+        return;
+    }
+    /* required arguments are checked here, so handlers can rely on them */
+    size_t i;
+    json_t *pa;
+    json_array_foreach(p->arguments, i, pa) {
+        const char *an = json_string_value(json_object_get(pa, "name"));
+        if (an && json_is_true(json_object_get(pa, "required")) && !json_object_get(args, an)) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "Missing required argument: %s", an);
+            answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
+            return;
+        }
+    }
+    job_t *j = job_new(JOB_PROMPT, a->w, a->sid, a->proto);
+    j->prompt = p;
+    j->args = args ? json_deep_copy(args) : json_object();
+    start_job(a, c, j, false);
+}
+
+static void do_complete(actor_t *a, call_t *c, json_t *params)
+{
+    if (!reg()->complete) {
+        answer_error(a, c, JSONRPC_METHOD_NOT_FOUND, "Method not found: completion/complete", NULL);
+        return;
+    }
+    json_t *ref = json_object_get(params, "ref");
+    json_t *arg = json_object_get(params, "argument");
+    if (!json_is_object(ref) || !json_is_object(arg) ||
+        !json_is_string(json_object_get(arg, "name")) || !json_is_string(json_object_get(arg, "value"))) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS,
+                     "completion/complete needs params.ref and params.argument {name, value}", NULL);
+        return;
+    }
+    job_t *j = job_new(JOB_COMPLETE, a->w, a->sid, a->proto);
+    j->extra = json_deep_copy(params);
+    start_job(a, c, j, false);
+}
+
+static void do_set_level(actor_t *a, call_t *c, json_t *params)
+{
+    int lvl = log_level_index(json_string_value(json_object_get(params, "level")));
+    if (lvl < 0) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS,
+                     "params.level must be one of debug, info, notice, warning, error, critical, alert, emergency",
+                     NULL);
+        return;
+    }
+    a->log_level = lvl;
+    actor_persist_meta(a);
+    answer(a, c, json_object());
+}
+
+static void dispatch_request(actor_t *a, call_t *c, json_t *msg)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *params = json_object_get(msg, "params");
+    STAT_INC(requests_total[c->method]);
+    switch (c->method) {
+    case SM_ping:
+        answer(a, c, json_object());
+        return;
+    case SM_tools_list:
+        do_list(a, c, params, LIST_TOOLS);
+        return;
+    case SM_tools_call:
+        do_tools_call(a, c, params);
+        return;
+    case SM_logging_setLevel:
+        do_set_level(a, c, params);
+        return;
+    case SM_resources_list:
+        do_list(a, c, params, LIST_RESOURCES);
+        return;
+    case SM_resources_templates_list:
+        do_list(a, c, params, LIST_TEMPLATES);
+        return;
+    case SM_resources_read:
+        do_resources_read(a, c, params);
+        return;
+    case SM_resources_subscribe:
+    case SM_resources_unsubscribe:
+        do_subscribe(a, c, params, c->method == SM_resources_subscribe);
+        return;
+    case SM_prompts_list:
+        do_list(a, c, params, LIST_PROMPTS);
+        return;
+    case SM_prompts_get:
+        do_prompts_get(a, c, params);
+        return;
+    case SM_completion_complete:
+        do_complete(a, c, params);
+        return;
+    case SM_initialize:
+        answer_error(a, c, JSONRPC_INVALID_REQUEST,
+                     "Invalid Request: this session is already initialized", NULL);
+        return;
+    default: {
+        char m[300];
+        snprintf(m, sizeof m, "Method not found: %.200s", method);
+        answer_error(a, c, JSONRPC_METHOD_NOT_FOUND, m, NULL);
+        return;
+    }
+    }
+}
+
+/* ---- notifications and responses from the client ---- */
+
+static void do_cancelled(actor_t *a, json_t *params)
+{
+    json_t *rid = json_object_get(params, "requestId");
+    if (!rid)
+        return;
+    /* ids may repeat across streams; the newest matching call is the one meant */
+    for (call_t *c = a->calls; c; c = c->next) {
+        if (json_equal(c->id, rid)) {
+            if (c->method == SM_initialize)
+                return; /* initialize is never cancelled */
+            log_debug("session %.8s: call cancelled by the client", a->sid);
+            if (c->job)
+                job_cancel(c->job);
+            actor_drop_call(a, c);
+            return;
+        }
+    }
+}
+
+static void handle_notification(actor_t *a, json_t *msg)
+{
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    STAT_INC(requests_total[SM_notification]);
+    if (strcmp(method, "notifications/initialized") == 0) {
+        if (!a->initialized) {
+            a->initialized = true;
+            actor_persist_meta(a);
+        }
+    } else if (strcmp(method, "notifications/cancelled") == 0) {
+        do_cancelled(a, json_object_get(msg, "params"));
+    }
+    /* other notifications (roots/list_changed, progress) need no action */
+}
+
+static void handle_response(actor_t *a, json_t *msg)
+{
+    STAT_INC(requests_total[SM_response]);
+    json_t *id = json_object_get(msg, "id");
+    if (json_is_integer(id)) {
+        for (pending_t **pp = &a->pending; *pp; pp = &(*pp)->next) {
+            pending_t *p = *pp;
+            if ((json_int_t)p->num != json_integer_value(id))
+                continue;
+            *pp = p->next;
+            json_t *err = json_object_get(msg, "error");
+            if (err) {
+                char why[256];
+                snprintf(why, sizeof why, "the client answered with error %lld: %s",
+                         (long long)json_integer_value(json_object_get(err, "code")),
+                         json_string_value(json_object_get(err, "message"))
+                             ? json_string_value(json_object_get(err, "message")) : "");
+                job_reply(p->job, NULL, why);
+            } else {
+                job_reply(p->job, json_incref(json_object_get(msg, "result")), NULL);
+            }
+            free(p);
+            return;
+        }
+    }
+    STAT_INC(client_responses_unknown_total);
+    log_info("session %.8s: a response to an unknown server request was ignored", a->sid);
+}
+
+void mcp_handle_post(actor_t *a, wmsg_t *m)
+{
+    json_t *body = m->body;
+    bool batch = json_is_array(body);
+    if (batch && !a->proto->batches) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Invalid Request: JSON-RPC batches are not supported in protocol version %s",
+                 a->proto->version);
+        actor_reply_error(a->w, m->conn, 400, JSONRPC_INVALID_REQUEST, msg);
+        return;
+    }
+    size_t n = batch ? json_array_size(body) : 1;
+    int requests = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *msg = batch ? json_array_get(body, i) : body;
+        const char *why;
+        jr_kind_t k = jsonrpc_classify(msg, &why);
+        if (k == JR_REQUEST)
+            requests++;
+        else if (k == JR_NOTIFICATION)
+            handle_notification(a, msg);
+        else if (k == JR_RESPONSE)
+            handle_response(a, msg);
+    }
+    if (requests == 0) {
+        actor_reply(a->w, m->conn, 202, NULL, NULL);
+        return;
+    }
+    stream_t *s = actor_new_post_stream(a, m->conn);
+    s->batch = batch;
+    s->outstanding = requests;
+    s->dispatching = true;
+    if (g_cfg.response_mode == RESPONSE_SSE)
+        actor_stream_start_sse(a, s);
+    for (size_t i = 0; i < n; i++) {
+        json_t *msg = batch ? json_array_get(body, i) : body;
+        const char *why;
+        if (jsonrpc_classify(msg, &why) != JR_REQUEST)
+            continue;
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        call_t *c = actor_add_call(a, s, json_object_get(msg, "id"), stats_method_of(method));
+        dispatch_request(a, c, msg);
+    }
+    s->dispatching = false;
+    if (!actor_stream_settle(a, s))
+        actor_stream_arm_window(a, s);
+}
+
+/* ---- job results ---- */
+
+void mcp_job_done(actor_t *a, job_t *j)
+{
+    call_t *c = j->call;
+    if (!c)
+        return; /* cancelled: no response is sent */
+    c->job = NULL;
+    json_t *r = j->result;
+    j->result = NULL;
+    if (!r) {
+        answer_error(a, c, j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR,
+                     j->err[0] ? j->err : "internal error", NULL);
+        return;
+    }
+    if (j->kind == JOB_COMPLETE) {
+        json_t *values = json_is_array(r) ? r : json_array();
+        if (values != r)
+            json_decref(r);
+        size_t total = json_array_size(values);
+        while (json_array_size(values) > 100)
+            json_array_remove(values, 100);
+        r = json_pack("{s:{s:o,s:I,s:b}}", "completion", "values", values, "total",
+                      (json_int_t)total, "hasMore", total > 100);
+    }
+    answer(a, c, r);
+}

@@ -1,0 +1,48 @@
+/* Value encodings of store records. Pure functions, any thread. */
+#include "store/records.h"
+
+#include "core/util.h"
+#include "store/keys.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define STREAMREC_HDR 18
+
+char *streamrec_encode(const streamrec_t *r, size_t *len)
+{
+    char *ids = r->req_ids && json_array_size(r->req_ids) ? json_dumps(r->req_ids, JSON_COMPACT) : NULL;
+    size_t idlen = ids ? strlen(ids) : 0;
+    unsigned char *v = xmalloc(STREAMREC_HDR + idlen);
+    v[0] = 'S';
+    v[1] = (unsigned char)((r->finished ? 1 : 0) | (r->is_get ? 2 : 0));
+    key_put_u64(v + 2, r->seq);
+    key_put_u64(v + 10, (uint64_t)r->last_write_ms);
+    if (ids)
+        memcpy(v + STREAMREC_HDR, ids, idlen);
+    free(ids);
+    *len = STREAMREC_HDR + idlen;
+    return (char *)v;
+}
+
+int streamrec_decode(const char *v, size_t len, streamrec_t *r)
+{
+    const unsigned char *u = (const unsigned char *)v;
+    memset(r, 0, sizeof *r);
+    if (len < STREAMREC_HDR || u[0] != 'S')
+        return -1;
+    r->finished = u[1] & 1;
+    r->is_get = (u[1] & 2) != 0;
+    r->seq = key_get_u64(u + 2);
+    r->last_write_ms = (int64_t)key_get_u64(u + 10);
+    if (len > STREAMREC_HDR) {
+        json_error_t e;
+        r->req_ids = json_loadb(v + STREAMREC_HDR, len - STREAMREC_HDR, 0, &e);
+        if (!json_is_array(r->req_ids)) {
+            json_decref(r->req_ids);
+            r->req_ids = NULL;
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* Value encodings of store records. Pure functions, any thread.
+ *
+ * Stream record (column family "streams"), binary so that the per-event metadata update is
+ * cheap:  'S' | flags u8 | seq u64 | last_write_ms u64 | request ids as JSON text (may be empty)
+ *   flags: bit 0 finished (every response written), bit 1 standalone GET stream.
+ */
+#ifndef MCPD_STORE_RECORDS_H
+#define MCPD_STORE_RECORDS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct streamrec {
+    bool finished;
+    bool is_get;
+    uint64_t seq;
+    int64_t last_write_ms;
+    json_t *req_ids; /* array or NULL */
+} streamrec_t;
+
+/* Returns a malloc'd value and its length. */
+char *streamrec_encode(const streamrec_t *r, size_t *len);
+/* 0, or -1 when malformed. r->req_ids is a new reference (or NULL). */
+int streamrec_decode(const char *v, size_t len, streamrec_t *r);
+
+#endif

@@ -1,0 +1,69 @@
+/* The RocksDB store: one database, a few column families by record kind (see keys.h).
+ *
+ * Threads: store_open/store_close on the main thread; everything else from any thread
+ * (RocksDB is thread-safe). By convention only the actor owning a session writes its keys, so
+ * there is no cross-session locking; writes are grouped in one batch per worker turn.
+ */
+#ifndef MCPD_STORE_STORE_H
+#define MCPD_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    CF_SESSIONS = 0,
+    CF_STREAMS,
+    CF_EVENTS,
+    CF_REQMAP,
+    CF_STATE,
+    CF_ALARMS,
+    CF__COUNT
+} store_cf_t;
+
+typedef struct store store_t;
+typedef struct store_batch store_batch_t;
+typedef struct store_iter store_iter_t;
+
+/* Opens (creating if needed) the database in dir. On failure returns NULL and a message. */
+store_t *store_open(const char *dir, bool sync, char *err, size_t errlen);
+void store_close(store_t *s);
+
+store_batch_t *store_batch_new(store_t *s);
+void store_batch_free(store_batch_t *b);
+void store_batch_put(store_batch_t *b, store_cf_t cf, const void *k, size_t kl, const void *v,
+                     size_t vl);
+void store_batch_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl);
+void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, size_t lol,
+                              const void *hi, size_t hil);
+size_t store_batch_count(const store_batch_t *b);
+/* Writes and clears the batch. 0, or -EIO (logged and counted). */
+int store_commit(store_t *s, store_batch_t *b);
+
+/* 0 found (*val malloc'd, caller frees), 1 not found, -EIO on error. */
+int store_get(store_t *s, store_cf_t cf, const void *k, size_t kl, char **val, size_t *vl);
+/* 1 when the key exists, 0 when not, -EIO on error. */
+int store_exists(store_t *s, store_cf_t cf, const void *k, size_t kl);
+
+/* Iterator over [lo, hi) in one column family. */
+store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t lol,
+                             const void *hi, size_t hil);
+void store_iter_seek(store_iter_t *it, const void *k, size_t kl);
+void store_iter_seek_first(store_iter_t *it);
+void store_iter_seek_last(store_iter_t *it);
+bool store_iter_valid(store_iter_t *it);
+void store_iter_next(store_iter_t *it);
+void store_iter_prev(store_iter_t *it);
+const unsigned char *store_iter_key(store_iter_t *it, size_t *len);
+const char *store_iter_value(store_iter_t *it, size_t *len);
+void store_iter_free(store_iter_t *it);
+
+/* Sum of an integer property over all column families ("rocksdb.cur-size-all-mem-tables"). */
+uint64_t store_property_sum(store_t *s, const char *prop);
+/* Flushes memtables (shutdown, or after bulk deletions leave range tombstones). */
+int store_flush(store_t *s);
+/* Bytes of the shared block cache and the memtable budget, for documentation and /stats. */
+uint64_t store_cache_budget(const store_t *s);
+uint64_t store_memtable_budget(const store_t *s);
+
+#endif

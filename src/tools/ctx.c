@@ -1,0 +1,381 @@
+/* The handler context (mcpd_ctx_* functions): runs on the handler's thread, a tool-pool thread
+ * or, for inline jobs, the session's worker. Every effect on the session goes to the actor as a
+ * message (worker_deliver runs it at once for inline jobs), so the actor stays the only one
+ * touching session state. */
+#include "tools/job.h"
+
+#include "actor/msg.h"
+#include "actor/worker.h"
+#include "core/log.h"
+#include "mcp/jsonrpc.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+job_t *job_new(job_kind_t kind, struct worker *w, const char *sid, const proto_t *proto)
+{
+    job_t *j = xcalloc(1, sizeof *j);
+    j->kind = kind;
+    j->w = w;
+    memcpy(j->sid, sid, SESSION_ID_LEN + 1);
+    j->proto = proto;
+    j->last_progress = -1e300;
+    atomic_init(&j->cancelled, false);
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return j;
+}
+
+void job_free(job_t *j)
+{
+    if (!j)
+        return;
+    free(j->uri);
+    json_decref(j->args);
+    json_decref(j->extra);
+    json_decref(j->progress_token);
+    json_decref(j->result);
+    json_decref(j->reply);
+    free(j->state_key);
+    json_decref(j->state_value);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+void job_cancel(job_t *j)
+{
+    pthread_mutex_lock(&j->mu);
+    atomic_store(&j->cancelled, true);
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+void job_reply(job_t *j, json_t *result, const char *err)
+{
+    pthread_mutex_lock(&j->mu);
+    if (!j->waiting || j->reply_ready) {
+        /* the handler gave up waiting (timeout): nobody will read this answer */
+        pthread_mutex_unlock(&j->mu);
+        json_decref(result);
+        return;
+    }
+    j->reply = result;
+    snprintf(j->reply_err, sizeof j->reply_err, "%s", err ? err : "");
+    j->reply_ready = true;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void deadline_after(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Sends m to the actor and, when wait_ms != 0, waits for the reply slot.
+ * Returns the reply (new ref) or NULL with j->err set. wait_ms < 0 waits without limit. */
+static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms)
+{
+    pthread_mutex_lock(&j->mu);
+    j->waiting = true;
+    j->reply_ready = false;
+    j->reply = NULL;
+    j->reply_err[0] = '\0';
+    pthread_mutex_unlock(&j->mu);
+
+    worker_deliver(j->w, m, j->inline_mode);
+
+    struct timespec deadline;
+    if (wait_ms > 0)
+        deadline_after(&deadline, wait_ms);
+    pthread_mutex_lock(&j->mu);
+    int rc = 0;
+    while (!j->reply_ready && rc != ETIMEDOUT && !atomic_load(&j->cancelled)) {
+        if (j->inline_mode)
+            break; /* inline: the actor answered synchronously or never will */
+        if (wait_ms > 0)
+            rc = pthread_cond_timedwait(&j->cv, &j->mu, &deadline);
+        else
+            pthread_cond_wait(&j->cv, &j->mu);
+    }
+    json_t *reply = NULL;
+    if (j->reply_ready) {
+        reply = j->reply;
+        j->reply = NULL;
+        if (!reply)
+            mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "%s", j->reply_err);
+    } else if (atomic_load(&j->cancelled)) {
+        mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the call was cancelled");
+    } else if (j->inline_mode) {
+        mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL,
+                           "a non-blocking tool cannot wait for the client");
+    } else {
+        mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "timed out after %ld ms waiting for the client",
+                           wait_ms);
+    }
+    bool gave_up = !j->reply_ready;
+    j->waiting = false;
+    j->reply_ready = false;
+    pthread_mutex_unlock(&j->mu);
+    if (gave_up && m->type == WM_TOOL_REQ && !j->inline_mode) {
+        wmsg_t *ab = wmsg_new(WM_TOOL_ABANDON);
+        ab->job = j;
+        worker_deliver(j->w, ab, false);
+    }
+    return reply;
+}
+
+void job_run(job_t *j)
+{
+    json_t *r = NULL;
+    switch (j->kind) {
+    case JOB_TOOL:
+        r = j->tool->fn(j, j->args, j->tool->ud);
+        break;
+    case JOB_RESOURCE:
+        r = j->resource->read(j, j->uri, j->args, j->resource->ud);
+        break;
+    case JOB_PROMPT:
+        r = j->prompt->get(j, j->args, j->prompt->ud);
+        break;
+    case JOB_COMPLETE: {
+        const mcpd_registry_t *reg = worker_registry();
+        json_t *arg = json_object_get(j->extra, "argument");
+        json_t *ctxargs = json_object_get(json_object_get(j->extra, "context"), "arguments");
+        r = reg->complete(j, json_object_get(j->extra, "ref"),
+                          json_string_value(json_object_get(arg, "name")),
+                          json_string_value(json_object_get(arg, "value")), ctxargs,
+                          reg->complete_ud);
+        break;
+    }
+    }
+    if (!r && j->err_code == 0)
+        mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the handler failed without saying why");
+    j->result = r;
+}
+
+/* ---- public API ---- */
+
+const char *mcpd_ctx_session_id(const mcpd_ctx_t *ctx)
+{
+    return ctx->sid;
+}
+
+const char *mcpd_ctx_protocol_version(const mcpd_ctx_t *ctx)
+{
+    return ctx->proto->version;
+}
+
+bool mcpd_ctx_cancelled(const mcpd_ctx_t *ctx)
+{
+    return atomic_load(&((mcpd_ctx_t *)ctx)->cancelled);
+}
+
+bool mcpd_ctx_sleep_ms(mcpd_ctx_t *ctx, long ms)
+{
+    if (ms <= 0)
+        return !mcpd_ctx_cancelled(ctx);
+    struct timespec deadline;
+    deadline_after(&deadline, ms);
+    pthread_mutex_lock(&ctx->mu);
+    int rc = 0;
+    while (!atomic_load(&ctx->cancelled) && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&ctx->cv, &ctx->mu, &deadline);
+    pthread_mutex_unlock(&ctx->mu);
+    return !atomic_load(&ctx->cancelled);
+}
+
+bool mcpd_ctx_has_progress(const mcpd_ctx_t *ctx)
+{
+    return ctx->progress_token != NULL;
+}
+
+static int send_out(mcpd_ctx_t *ctx, mcpd_target_t target, json_t *msg)
+{
+    wmsg_t *m = wmsg_new(WM_TOOL_OUT);
+    m->job = ctx;
+    m->payload = msg;
+    m->target = (int)target;
+    worker_deliver(ctx->w, m, ctx->inline_mode);
+    return 0;
+}
+
+int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char *message)
+{
+    if (!ctx->progress_token)
+        return 0;
+    if (progress <= ctx->last_progress)
+        return -EINVAL; /* progress must increase */
+    ctx->last_progress = progress;
+    json_t *params = json_object();
+    json_object_set(params, "progressToken", ctx->progress_token);
+    json_object_set_new(params, "progress", json_real(progress));
+    if (total >= 0)
+        json_object_set_new(params, "total", json_real(total));
+    if (message)
+        json_object_set_new(params, "message", json_string(message));
+    return send_out(ctx, MCPD_TARGET_REQUEST, jsonrpc_notification("notifications/progress", params));
+}
+
+static bool level_valid(const char *level)
+{
+    static const char *const levels[] = {"debug", "info", "notice", "warning", "error",
+                                         "critical", "alert", "emergency"};
+    for (int i = 0; i < 8; i++)
+        if (level && strcmp(level, levels[i]) == 0)
+            return true;
+    return false;
+}
+
+int mcpd_ctx_log(mcpd_ctx_t *ctx, const char *level, const char *logger, json_t *data)
+{
+    if (!level_valid(level)) {
+        json_decref(data);
+        return -EINVAL;
+    }
+    json_t *params = json_object();
+    json_object_set_new(params, "level", json_string(level));
+    if (logger)
+        json_object_set_new(params, "logger", json_string(logger));
+    json_object_set_new(params, "data", data ? data : json_null());
+    return send_out(ctx, MCPD_TARGET_REQUEST, jsonrpc_notification("notifications/message", params));
+}
+
+int mcpd_ctx_logf(mcpd_ctx_t *ctx, const char *level, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -ENOMEM;
+    int rc = mcpd_ctx_log(ctx, level, NULL, json_string(s));
+    free(s);
+    return rc;
+}
+
+int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params)
+{
+    if (!method || !*method) {
+        json_decref(params);
+        return -EINVAL;
+    }
+    return send_out(ctx, target, jsonrpc_notification(method, params));
+}
+
+json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method,
+                         json_t *params, int timeout_ms)
+{
+    if (!method || !*method) {
+        json_decref(params);
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "a request needs a method");
+        return NULL;
+    }
+    wmsg_t *m = wmsg_new(WM_TOOL_REQ);
+    m->job = ctx;
+    m->target = (int)target;
+    m->payload = json_object();
+    json_object_set_new(m->payload, "method", json_string(method));
+    if (params)
+        json_object_set_new(m->payload, "params", params);
+    long wait = timeout_ms > 0 ? timeout_ms : (long)worker_config_request_timeout_ms();
+    return send_and_wait(ctx, m, wait);
+}
+
+json_t *mcpd_ctx_elicit(mcpd_ctx_t *ctx, const char *message, json_t *requested_schema,
+                        int timeout_ms)
+{
+    json_t *params = json_object();
+    json_object_set_new(params, "message", json_string(message ? message : ""));
+    json_object_set_new(params, "requestedSchema",
+                        requested_schema ? requested_schema : json_pack("{s:s,s:{}}", "type", "object", "properties"));
+    return mcpd_ctx_request(ctx, MCPD_TARGET_REQUEST, "elicitation/create", params, timeout_ms);
+}
+
+json_t *mcpd_ctx_sample(mcpd_ctx_t *ctx, json_t *params, int timeout_ms)
+{
+    return mcpd_ctx_request(ctx, MCPD_TARGET_REQUEST, "sampling/createMessage", params, timeout_ms);
+}
+
+static json_t *state_op(mcpd_ctx_t *ctx, state_op_t op, const char *key, json_t *value,
+                        mcpd_state_update_fn fn, void *arg)
+{
+    if (!key || !*key || strlen(key) > 200) {
+        json_decref(value);
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS, "state keys are 1..200 bytes");
+        return NULL;
+    }
+    free(ctx->state_key);
+    ctx->state_key = xstrdup(key);
+    ctx->state_op = op;
+    json_decref(ctx->state_value);
+    ctx->state_value = value;
+    ctx->state_fn = fn;
+    ctx->state_arg = arg;
+    wmsg_t *m = wmsg_new(WM_TOOL_STATE);
+    m->job = ctx;
+    return send_and_wait(ctx, m, -1);
+}
+
+json_t *mcpd_ctx_state_get(mcpd_ctx_t *ctx, const char *key)
+{
+    json_t *r = state_op(ctx, STATE_GET, key, NULL, NULL, NULL);
+    if (json_is_null(r)) {
+        json_decref(r);
+        return NULL; /* absent */
+    }
+    return r;
+}
+
+int mcpd_ctx_state_put(mcpd_ctx_t *ctx, const char *key, json_t *value)
+{
+    json_t *r = state_op(ctx, STATE_PUT, key, value, NULL, NULL);
+    if (!r)
+        return -EIO;
+    json_decref(r);
+    return 0;
+}
+
+json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_update_fn fn,
+                              void *arg)
+{
+    if (!fn) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "state update needs a function");
+        return NULL;
+    }
+    json_t *r = state_op(ctx, STATE_UPDATE, key, NULL, fn, arg);
+    if (json_is_null(r)) {
+        json_decref(r);
+        return NULL;
+    }
+    return r;
+}
+
+void mcpd_ctx_set_error(mcpd_ctx_t *ctx, int code, const char *fmt, ...)
+{
+    ctx->err_code = code ? code : MCPD_ERR_INTERNAL;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
+}
+
+const char *mcpd_ctx_last_error(const mcpd_ctx_t *ctx)
+{
+    return ctx->err;
+}

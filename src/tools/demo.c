@@ -1,0 +1,155 @@
+/* The demo toolset (--toolset demo). Handlers run on the tool pool (echo and add inline).
+ * Names and behaviour are relied on by the tests, the README and mcpbench. */
+#include <mcpactord/tool.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int toolset_demo_register(mcpd_registry_t *reg);
+
+static json_t *echo(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)ctx;
+    (void)ud;
+    return mcpd_text_result(json_string_value(json_object_get(args, "text")));
+}
+
+static json_t *add(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)ctx;
+    (void)ud;
+    double a = json_number_value(json_object_get(args, "a"));
+    double b = json_number_value(json_object_get(args, "b"));
+    double sum = a + b;
+    if (json_is_integer(json_object_get(args, "a")) && json_is_integer(json_object_get(args, "b")))
+        return mcpd_text_resultf("%lld", (long long)json_integer_value(json_object_get(args, "a")) +
+                                             (long long)json_integer_value(json_object_get(args, "b")));
+    return mcpd_text_resultf("%.17g", sum);
+}
+
+static json_t *slow(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)ud;
+    double seconds = json_number_value(json_object_get(args, "seconds"));
+    json_t *st = json_object_get(args, "steps");
+    long steps = st ? (long)json_integer_value(st) : 5;
+    long step_ms = steps > 0 ? (long)(seconds * 1000.0 / (double)steps) : (long)(seconds * 1000.0);
+    long done = 0;
+    for (long i = 1; i <= steps; i++) {
+        if (!mcpd_ctx_sleep_ms(ctx, step_ms))
+            return mcpd_error_result("cancelled after %ld of %ld steps", done, steps);
+        done = i;
+        char msg[64];
+        snprintf(msg, sizeof msg, "step %ld of %ld", i, steps);
+        mcpd_ctx_progress(ctx, (double)i, (double)steps, msg);
+    }
+    if (steps <= 0 && !mcpd_ctx_sleep_ms(ctx, step_ms))
+        return mcpd_error_result("cancelled");
+    return mcpd_text_resultf("done after %ld steps", done);
+}
+
+static json_t *counter_add(json_t *current, void *arg)
+{
+    long long by = *(long long *)arg;
+    long long v = json_is_integer(current) ? (long long)json_integer_value(current) : 0;
+    return json_integer(v + by);
+}
+
+static json_t *counter(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)ud;
+    json_t *byj = json_object_get(args, "by");
+    long long by = byj ? (long long)json_integer_value(byj) : 1;
+    json_t *v = mcpd_ctx_state_update(ctx, "counter", counter_add, &by);
+    if (!v)
+        return NULL; /* the error is set */
+    json_t *r = mcpd_text_resultf("%lld", (long long)json_integer_value(v));
+    json_decref(v);
+    return r;
+}
+
+static json_t *elicit_name(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)args;
+    (void)ud;
+    json_t *schema = json_pack("{s:s,s:{s:{s:s,s:s}},s:[s]}", "type", "object", "properties", "name",
+                               "type", "string", "description", "Your name", "required", "name");
+    json_t *r = mcpd_ctx_elicit(ctx, "What is your name?", schema, 0);
+    if (!r)
+        return mcpd_error_result("elicitation failed: %s", mcpd_ctx_last_error(ctx));
+    const char *action = json_string_value(json_object_get(r, "action"));
+    const char *name = json_string_value(json_object_get(json_object_get(r, "content"), "name"));
+    json_t *out;
+    if (action && strcmp(action, "accept") == 0 && name)
+        out = mcpd_text_resultf("Hello, %s!", name);
+    else
+        out = mcpd_text_result("declined");
+    json_decref(r);
+    return out;
+}
+
+static json_t *notify(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)ud;
+    long count = (long)json_integer_value(json_object_get(args, "count"));
+    const char *target = json_string_value(json_object_get(args, "target"));
+    bool session = target && strcmp(target, "session") == 0;
+    for (long i = 1; i <= count; i++) {
+        json_t *params = json_pack("{s:s,s:s,s:{s:I,s:I}}", "level", "info", "logger", "notify",
+                                   "data", "n", (json_int_t)i, "of", (json_int_t)count);
+        if (session)
+            mcpd_ctx_notify(ctx, MCPD_TARGET_SESSION, "notifications/message", params);
+        else
+            mcpd_ctx_log(ctx, "info", "notify", json_incref(json_object_get(params, "data"))),
+                json_decref(params);
+    }
+    return mcpd_text_resultf("sent %ld", count);
+}
+
+int toolset_demo_register(mcpd_registry_t *reg)
+{
+    const mcpd_tool_def_t tools[] = {
+        {.name = "echo",
+         .description = "Returns its text argument unchanged.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},"
+                         "\"required\":[\"text\"]}",
+         .handler = echo,
+         .flags = MCPD_TOOL_NONBLOCKING},
+        {.name = "add",
+         .description = "Adds two numbers.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},"
+                         "\"b\":{\"type\":\"number\"}},\"required\":[\"a\",\"b\"]}",
+         .handler = add,
+         .flags = MCPD_TOOL_NONBLOCKING},
+        {.name = "slow",
+         .description = "Sends `steps` progress notifications spread over `seconds`, then "
+                        "returns 'done after N steps'.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"seconds\":{\"type\":\"number\","
+                         "\"minimum\":0,\"maximum\":3600},\"steps\":{\"type\":\"integer\","
+                         "\"minimum\":0,\"maximum\":10000}},\"required\":[\"seconds\"]}",
+         .handler = slow},
+        {.name = "counter",
+         .description = "Adds `by` (default 1) to a durable per-session counter and returns "
+                        "the new value.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"by\":{\"type\":\"integer\"}}}",
+         .handler = counter},
+        {.name = "elicit_name",
+         .description = "Asks the user for their name (elicitation) and greets them.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{}}",
+         .handler = elicit_name},
+        {.name = "notify",
+         .description = "Sends `count` log notifications, tied to this call (target "
+                        "'request') or session-level (target 'session').",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"count\":{\"type\":\"integer\","
+                         "\"minimum\":0,\"maximum\":100000},\"target\":{\"type\":\"string\","
+                         "\"enum\":[\"request\",\"session\"]}},\"required\":[\"count\"]}",
+         .handler = notify},
+    };
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
+        int rc = mcpd_register_tool(reg, &tools[i]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* A job: one handler invocation (tool call, resource read, prompt get, completion). The job is
+ * the handler's mcpd_ctx_t.
+ *
+ * Ownership and threads:
+ *   - the actor (worker thread) creates the job, hands it to the tool pool (or runs it inline
+ *     for MCPD_TOOL_NONBLOCKING tools), and frees it after WM_TOOL_DONE;
+ *   - the tool thread owns `args`, `result` and the error fields while the handler runs, and
+ *     never touches the job after pushing WM_TOOL_DONE;
+ *   - `actor` and `call` are touched only by the worker (NULL once the session is gone);
+ *   - `cancelled` and the reply slot (mu/cv) are shared: the actor answers a waiting handler
+ *     by filling the slot under mu and signalling cv.
+ */
+#ifndef MCPD_TOOLS_JOB_H
+#define MCPD_TOOLS_JOB_H
+
+#include <mcpactord/tool.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/util.h"
+#include "mcp/proto.h"
+#include "tools/registry.h"
+
+struct worker;
+struct actor;
+struct call;
+
+typedef enum { JOB_TOOL, JOB_RESOURCE, JOB_PROMPT, JOB_COMPLETE } job_kind_t;
+
+typedef enum { STATE_GET, STATE_PUT, STATE_UPDATE } state_op_t;
+
+struct mcpd_ctx {
+    struct mcpd_ctx *pool_next; /* tool pool queue link */
+    job_kind_t kind;
+    /* fixed at creation */
+    struct worker *w;
+    char sid[SESSION_ID_LEN + 1];
+    const proto_t *proto;
+    const tool_t *tool;
+    const resource_t *resource;
+    const prompt_t *prompt;
+    char *uri;
+    json_t *args;           /* tool arguments, prompt arguments, template vars */
+    json_t *extra;          /* completion: {ref, argument, context} */
+    json_t *progress_token; /* NULL when the call has none */
+    bool inline_mode;
+    atomic_bool cancelled;
+
+    /* handler thread only */
+    double last_progress;
+    int err_code;
+    char err[256];
+    json_t *result;
+
+    /* the reply slot for blocking requests and state operations */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool waiting;
+    bool reply_ready;
+    json_t *reply;
+    char reply_err[256];
+    state_op_t state_op;
+    char *state_key;
+    json_t *state_value;
+    mcpd_state_update_fn state_fn;
+    void *state_arg;
+
+    /* worker only */
+    struct actor *actor;
+    struct call *call;
+};
+
+typedef struct mcpd_ctx job_t;
+
+job_t *job_new(job_kind_t kind, struct worker *w, const char *sid, const proto_t *proto);
+void job_free(job_t *j);
+/* Actor side: cancel (sets the flag and wakes a waiting handler). */
+void job_cancel(job_t *j);
+/* Actor side: answer the handler's pending wait with a result (stolen) or an error message. */
+void job_reply(job_t *j, json_t *result, const char *err);
+/* Runs the handler (tool thread, or the worker for inline jobs) and stores its outcome. */
+void job_run(job_t *j);
+
+/* Tool pool: started before the HTTP threads, stopped after them. */
+int pool_start(int nthreads);
+void pool_submit(job_t *j);
+void pool_stop(void);
+
+#endif

@@ -1,0 +1,300 @@
+/* A small JSON Schema validator. Pure, any thread. */
+#include "tools/schema.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct vctx {
+    const json_t *root;
+    char *err;
+    size_t errlen;
+    int depth;
+} vctx_t;
+
+static bool fail(vctx_t *c, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static bool fail(vctx_t *c, const char *path, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    snprintf(c->err, c->errlen, "%s: %s", path, why);
+    return false;
+}
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "object";
+    case JSON_ARRAY: return "array";
+    case JSON_STRING: return "string";
+    case JSON_INTEGER: return "integer";
+    case JSON_REAL: return "number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "boolean";
+    case JSON_NULL: return "null";
+    }
+    return "unknown";
+}
+
+static bool is_type(const json_t *v, const char *t)
+{
+    if (strcmp(t, "object") == 0) return json_is_object(v);
+    if (strcmp(t, "array") == 0) return json_is_array(v);
+    if (strcmp(t, "string") == 0) return json_is_string(v);
+    if (strcmp(t, "boolean") == 0) return json_is_boolean(v);
+    if (strcmp(t, "null") == 0) return json_is_null(v);
+    if (strcmp(t, "number") == 0) return json_is_number(v);
+    if (strcmp(t, "integer") == 0) {
+        if (json_is_integer(v))
+            return true;
+        if (json_is_real(v)) {
+            double d = json_real_value(v);
+            return isfinite(d) && floor(d) == d;
+        }
+        return false;
+    }
+    return true; /* unknown type names do not reject */
+}
+
+static size_t utf8_len(const char *s, size_t n)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xc0) != 0x80)
+            count++;
+    return count;
+}
+
+static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const char *path);
+
+static const json_t *resolve_ref(vctx_t *c, const char *ref)
+{
+    const char *name = NULL;
+    const json_t *defs = NULL;
+    if (strncmp(ref, "#/$defs/", 8) == 0) {
+        defs = json_object_get(c->root, "$defs");
+        name = ref + 8;
+    } else if (strncmp(ref, "#/definitions/", 14) == 0) {
+        defs = json_object_get(c->root, "definitions");
+        name = ref + 14;
+    } else if (strcmp(ref, "#") == 0) {
+        return c->root;
+    }
+    return defs && name ? json_object_get(defs, name) : NULL;
+}
+
+static bool check_number(vctx_t *c, const json_t *schema, const json_t *v, const char *path)
+{
+    double d = json_number_value(v);
+    const json_t *k;
+    char lim[64];
+    if ((k = json_object_get(schema, "minimum")) && json_is_number(k) && d < json_number_value(k)) {
+        snprintf(lim, sizeof lim, "%g", json_number_value(k));
+        return fail(c, path, "must be >= %s", lim);
+    }
+    if ((k = json_object_get(schema, "maximum")) && json_is_number(k) && d > json_number_value(k)) {
+        snprintf(lim, sizeof lim, "%g", json_number_value(k));
+        return fail(c, path, "must be <= %s", lim);
+    }
+    if ((k = json_object_get(schema, "exclusiveMinimum")) && json_is_number(k) &&
+        d <= json_number_value(k)) {
+        snprintf(lim, sizeof lim, "%g", json_number_value(k));
+        return fail(c, path, "must be > %s", lim);
+    }
+    if ((k = json_object_get(schema, "exclusiveMaximum")) && json_is_number(k) &&
+        d >= json_number_value(k)) {
+        snprintf(lim, sizeof lim, "%g", json_number_value(k));
+        return fail(c, path, "must be < %s", lim);
+    }
+    return true;
+}
+
+static bool check_object(vctx_t *c, const json_t *schema, const json_t *v, const char *path)
+{
+    const json_t *props = json_object_get(schema, "properties");
+    const json_t *req = json_object_get(schema, "required");
+    char sub[512];
+    if (json_is_array(req)) {
+        size_t i;
+        const json_t *name;
+        json_array_foreach(req, i, name) {
+            if (json_is_string(name) && !json_object_get(v, json_string_value(name)))
+                return fail(c, path, "missing required property \"%s\"", json_string_value(name));
+        }
+    }
+    const json_t *addl = json_object_get(schema, "additionalProperties");
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)v, key, val) {
+        snprintf(sub, sizeof sub, "%s.%s", path, key);
+        const json_t *ps = json_is_object(props) ? json_object_get(props, key) : NULL;
+        if (ps) {
+            if (!validate(c, ps, val, sub))
+                return false;
+        } else if (json_is_false(addl)) {
+            return fail(c, path, "unexpected property \"%s\"", key);
+        } else if (json_is_object(addl)) {
+            if (!validate(c, addl, val, sub))
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool check_array(vctx_t *c, const json_t *schema, const json_t *v, const char *path)
+{
+    const json_t *k;
+    size_t n = json_array_size(v);
+    if ((k = json_object_get(schema, "minItems")) && json_is_integer(k) &&
+        (json_int_t)n < json_integer_value(k))
+        return fail(c, path, "has too few items");
+    if ((k = json_object_get(schema, "maxItems")) && json_is_integer(k) &&
+        (json_int_t)n > json_integer_value(k))
+        return fail(c, path, "has too many items");
+    const json_t *items = json_object_get(schema, "items");
+    if (json_is_object(items)) {
+        char sub[512];
+        for (size_t i = 0; i < n; i++) {
+            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+            if (!validate(c, items, json_array_get(v, i), sub))
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const char *path)
+{
+    if (json_is_true(schema) || !schema)
+        return true;
+    if (json_is_false(schema))
+        return fail(c, path, "is not allowed");
+    if (!json_is_object(schema))
+        return true;
+    if (++c->depth > 64) {
+        c->depth--;
+        return fail(c, path, "schema nesting too deep");
+    }
+    bool ok = false;
+    const json_t *k;
+    if ((k = json_object_get(schema, "$ref")) && json_is_string(k)) {
+        const json_t *target = resolve_ref(c, json_string_value(k));
+        if (!target) {
+            fail(c, path, "unresolvable $ref %s", json_string_value(k));
+            goto out;
+        }
+        if (!validate(c, target, v, path))
+            goto out;
+    }
+    if ((k = json_object_get(schema, "type"))) {
+        bool match = false;
+        if (json_is_string(k)) {
+            match = is_type(v, json_string_value(k));
+        } else if (json_is_array(k)) {
+            size_t i;
+            const json_t *t;
+            json_array_foreach(k, i, t) {
+                if (json_is_string(t) && is_type(v, json_string_value(t)))
+                    match = true;
+            }
+        } else {
+            match = true;
+        }
+        if (!match) {
+            char want[128];
+            if (json_is_string(k))
+                snprintf(want, sizeof want, "expected %s, got %s", json_string_value(k), type_name(v));
+            else
+                snprintf(want, sizeof want, "has the wrong type (%s)", type_name(v));
+            fail(c, path, "%s", want);
+            goto out;
+        }
+    }
+    if ((k = json_object_get(schema, "enum")) && json_is_array(k)) {
+        bool found = false;
+        size_t i;
+        const json_t *e;
+        json_array_foreach(k, i, e) {
+            if (json_equal(e, (json_t *)v))
+                found = true;
+        }
+        if (!found) {
+            fail(c, path, "is not one of the allowed values");
+            goto out;
+        }
+    }
+    if ((k = json_object_get(schema, "const")) && !json_equal(k, (json_t *)v)) {
+        fail(c, path, "does not equal the required constant");
+        goto out;
+    }
+    if (json_is_string(v)) {
+        size_t n = utf8_len(json_string_value(v), json_string_length(v));
+        if ((k = json_object_get(schema, "minLength")) && json_is_integer(k) &&
+            (json_int_t)n < json_integer_value(k)) {
+            fail(c, path, "is too short");
+            goto out;
+        }
+        if ((k = json_object_get(schema, "maxLength")) && json_is_integer(k) &&
+            (json_int_t)n > json_integer_value(k)) {
+            fail(c, path, "is too long");
+            goto out;
+        }
+    }
+    if (json_is_number(v) && !check_number(c, schema, v, path))
+        goto out;
+    if (json_is_object(v) && !check_object(c, schema, v, path))
+        goto out;
+    if (json_is_array(v) && !check_array(c, schema, v, path))
+        goto out;
+    if ((k = json_object_get(schema, "allOf")) && json_is_array(k)) {
+        size_t i;
+        const json_t *s;
+        json_array_foreach(k, i, s) {
+            if (!validate(c, s, v, path))
+                goto out;
+        }
+    }
+    const char *alts[] = {"anyOf", "oneOf"};
+    for (int a = 0; a < 2; a++) {
+        if ((k = json_object_get(schema, alts[a])) && json_is_array(k)) {
+            size_t i, matches = 0;
+            const json_t *s;
+            char saved[256];
+            snprintf(saved, sizeof saved, "%s", c->err);
+            json_array_foreach(k, i, s) {
+                if (validate(c, s, v, path))
+                    matches++;
+            }
+            snprintf(c->err, c->errlen, "%s", saved);
+            if (matches == 0 || (a == 1 && matches > 1)) {
+                fail(c, path, "%s", a == 0 ? "matches none of anyOf" : "must match exactly one of oneOf");
+                goto out;
+            }
+        }
+    }
+    if ((k = json_object_get(schema, "not"))) {
+        if (validate(c, k, v, path)) {
+            fail(c, path, "matches a schema it must not match");
+            goto out;
+        }
+        c->err[0] = '\0';
+    }
+    ok = true;
+out:
+    c->depth--;
+    return ok;
+}
+
+bool schema_validate(const json_t *schema, const json_t *value, char *err, size_t errlen)
+{
+    vctx_t c = {schema, err, errlen, 0};
+    if (errlen)
+        err[0] = '\0';
+    return validate(&c, schema, value, "arguments");
+}
