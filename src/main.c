@@ -57,31 +57,46 @@ int main(int argc, char **argv)
     sigaddset(&stopset, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stopset, NULL);
 
+    int exit_code = 0;
+    store_t *store = NULL;
     mcpd_registry_t *reg = registry_new();
-    for (int i = 0; i < g_cfg.n_toolsets; i++)
-        if (toolset_register(reg, g_cfg.toolsets[i]) != 0)
-            return 2;
-    for (int i = 0; i < g_cfg.n_plugins; i++)
-        if (plugin_load(reg, g_cfg.plugins[i]) != 0)
-            return 1;
+    for (int i = 0; i < g_cfg.n_toolsets; i++) {
+        if (toolset_register(reg, g_cfg.toolsets[i]) != 0) {
+            exit_code = 2;
+            goto early_exit;
+        }
+    }
+    for (int i = 0; i < g_cfg.n_plugins; i++) {
+        if (plugin_load(reg, g_cfg.plugins[i]) != 0) {
+            exit_code = 1;
+            goto early_exit;
+        }
+    }
 
     char err[512];
-    store_t *store = store_open(g_cfg.data_dir, g_cfg.sync, err, sizeof err);
+    store = store_open(g_cfg.data_dir, g_cfg.sync, err, sizeof err);
     if (!store) {
         log_error("%s", err);
-        return 1;
+        exit_code = 1;
+        goto early_exit;
     }
     if (workers_start(g_cfg.workers, store, reg, g_cfg.http_threads) != 0 ||
         pool_start(g_cfg.tool_threads) != 0) {
         log_error("cannot start threads");
-        return 1;
+        return 1; /* threads may be running: no orderly teardown from here */
     }
     int port = 0, admin_port = 0;
-    if (http_start(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &port) != 0)
-        return 1;
-    if (g_cfg.admin_enabled &&
-        admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)
-        return 1;
+    if (http_start(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &port) != 0 ||
+        (g_cfg.admin_enabled &&
+         admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)) {
+        http_stop();
+        pool_stop();
+        workers_stop();
+        http_free();
+        admin_stop();
+        exit_code = 1;
+        goto early_exit;
+    }
 
     char toolsets[256] = "";
     for (int i = 0; i < g_cfg.n_toolsets; i++)
@@ -118,4 +133,10 @@ int main(int argc, char **argv)
     config_free(&g_cfg);
     log_info("stopped");
     return 0;
+
+early_exit:
+    store_close(store);
+    registry_free(reg);
+    config_free(&g_cfg);
+    return exit_code;
 }

@@ -34,12 +34,18 @@ void buf_adds(buf_t *b, const char *s)
 
 void buf_printf(buf_t *b, const char *fmt, ...)
 {
+    /* format into a stack buffer first: most calls fit, and no NULL-buffer sizing pass */
+    char small[256];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
     if (n <= 0)
         return;
+    if ((size_t)n < sizeof small) {
+        buf_add(b, small, (size_t)n);
+        return;
+    }
     buf_reserve(b, (size_t)n);
     va_start(ap, fmt);
     vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);

@@ -238,10 +238,10 @@ int config_parse(config_t *c, int argc, char **argv)
     }
     longopts[NFLAGS] = (struct option){0, 0, 0, 0};
     opterr = 0;
-    optind = 1;
+    optind = 0; /* 0, not 1: glibc then also resets its scan state (the previous argv) */
     bool toolset_given = false;
     for (;;) {
-        int prev = optind;
+        int prev = optind ? optind : 1; /* optind is 0 before the first call */
         int opt = getopt_long(argc, argv, "", longopts, NULL);
         if (opt == -1)
             break;

@@ -57,6 +57,9 @@ bool accept_allows(const char *accept, const char *type)
         return false;
     const char *slash = strchr(type, '/');
     size_t major_len = (size_t)(slash - type);
+    /* RFC 9110 12.5.1: the most specific matching range decides (exact > type/ * > * / *) */
+    int best = 0;
+    bool best_allows = false;
     const char *p = accept;
     while (*p) {
         p = skip_ws(p);
@@ -64,17 +67,26 @@ bool accept_allows(const char *accept, const char *type)
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         const char *semi = memchr(p, ';', len);
         size_t mlen = semi ? (size_t)(semi - p) : len;
-        bool match = token_eq(p, mlen, type) || token_eq(p, mlen, "*/*");
-        if (!match && mlen == major_len + 2 && strncasecmp(p, type, major_len) == 0 &&
-            p[major_len] == '/' && p[major_len + 1] == '*')
-            match = true;
-        if (match && !(semi && range_has_zero_q(semi, len - mlen)))
-            return true;
+        while (mlen > 0 && (p[mlen - 1] == ' ' || p[mlen - 1] == '\t'))
+            mlen--;
+        int spec = 0;
+        if (token_eq(p, mlen, type))
+            spec = 3;
+        else if (mlen == major_len + 2 && strncasecmp(p, type, major_len) == 0 &&
+                 p[major_len] == '/' && p[major_len + 1] == '*')
+            spec = 2;
+        else if (token_eq(p, mlen, "*/*"))
+            spec = 1;
+        if (spec > 0 && spec >= best) {
+            bool allows = !(semi && range_has_zero_q(semi, len - (size_t)(semi - p)));
+            best_allows = spec > best ? allows : (best_allows || allows);
+            best = spec;
+        }
         if (!comma)
             break;
         p = comma + 1;
     }
-    return false;
+    return best > 0 && best_allows;
 }
 
 bool content_type_is_json(const char *ct)
@@ -129,6 +141,14 @@ static void add_origin(hostcheck_t *hc, const char *s)
         hc->origins[hc->n_origins++] = lower_dup(s);
 }
 
+/* True when a "host[:port]" value ends in a port ("[v6]:port" or "name:port"). */
+static bool has_port(const char *h)
+{
+    if (h[0] == '[')
+        return strstr(h, "]:") != NULL;
+    return strchr(h, ':') != NULL;
+}
+
 static bool is_wildcard(const char *h)
 {
     return strcmp(h, "0.0.0.0") == 0 || strcmp(h, "::") == 0 || strcmp(h, "*") == 0;
@@ -162,10 +182,12 @@ void hostcheck_init(hostcheck_t *hc, const char *listen_host, int port,
     /* origins: the allowed hosts under http and https, plus explicit ones */
     int nh = hc->n_hosts;
     for (int i = 0; i < nh; i++) {
+        /* a host allowed on any port allows its origins on any port: "scheme://host:*" */
+        const char *any = has_port(hc->hosts[i]) ? "" : ":*";
         char tmp[320];
-        snprintf(tmp, sizeof tmp, "http://%s", hc->hosts[i]);
+        snprintf(tmp, sizeof tmp, "http://%s%s", hc->hosts[i], any);
         add_origin(hc, tmp);
-        snprintf(tmp, sizeof tmp, "https://%s", hc->hosts[i]);
+        snprintf(tmp, sizeof tmp, "https://%s%s", hc->hosts[i], any);
         add_origin(hc, tmp);
     }
     for (int i = 0; i < n_extra_origins; i++)
@@ -186,9 +208,7 @@ static bool host_matches(const char *entry, const char *value)
 {
     if (strcasecmp(entry, value) == 0)
         return true;
-    if (strchr(entry, ':') && entry[0] != '[')
-        return false; /* entry has a port */
-    if (entry[0] == '[' && strstr(entry, "]:"))
+    if (has_port(entry))
         return false;
     /* entry without a port: compare the value's host part */
     const char *vend;
@@ -216,6 +236,46 @@ bool hostcheck_host_ok(const hostcheck_t *hc, const char *host)
         if (host_matches(hc->hosts[i], host))
             return true;
     }
+    if (!has_port(host)) {
+        /* RFC 9110 7.2: a Host without a port names the default port, 80 for http */
+        char with_port[300];
+        if ((size_t)snprintf(with_port, sizeof with_port, "%s:80", host) < sizeof with_port) {
+            for (int i = 0; i < hc->n_hosts; i++) {
+                if (host_matches(hc->hosts[i], with_port))
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* origin[0, n) against an entry "scheme://host[:port]", or "scheme://host:*" (any port or none). */
+static bool origin_matches(const char *entry, const char *origin, size_t n)
+{
+    size_t el = strlen(entry);
+    if (el >= 2 && strcmp(entry + el - 2, ":*") == 0) {
+        size_t hl = el - 2;
+        if (n < hl || strncasecmp(entry, origin, hl) != 0)
+            return false;
+        if (n == hl)
+            return true;
+        if (origin[hl] != ':' || n == hl + 1)
+            return false;
+        for (size_t i = hl + 1; i < n; i++) {
+            if (origin[i] < '0' || origin[i] > '9')
+                return false;
+        }
+        return true;
+    }
+    return el == n && strncasecmp(entry, origin, n) == 0;
+}
+
+static bool origin_listed(const hostcheck_t *hc, const char *origin, size_t n)
+{
+    for (int i = 0; i < hc->n_origins; i++) {
+        if (origin_matches(hc->origins[i], origin, n))
+            return true;
+    }
     return false;
 }
 
@@ -228,9 +288,21 @@ bool hostcheck_origin_ok(const hostcheck_t *hc, const char *origin)
     size_t n = strlen(origin);
     while (n > 0 && origin[n - 1] == '/')
         n--;
-    for (int i = 0; i < hc->n_origins; i++) {
-        if (strlen(hc->origins[i]) == n && strncasecmp(hc->origins[i], origin, n) == 0)
-            return true;
-    }
-    return false;
+    if (origin_listed(hc, origin, n))
+        return true;
+    /* an origin without a port names its scheme's default port */
+    size_t off = strncasecmp(origin, "http://", 7) == 0    ? 7
+                 : strncasecmp(origin, "https://", 8) == 0 ? 8
+                                                           : 0;
+    if (off == 0 || n <= off || n - off >= 256)
+        return false;
+    char host[256];
+    memcpy(host, origin + off, n - off);
+    host[n - off] = '\0';
+    if (has_port(host))
+        return false;
+    int port = off == 7 ? 80 : 443;
+    char with_port[300];
+    int m = snprintf(with_port, sizeof with_port, "%.*s:%d", (int)n, origin, port);
+    return m > 0 && (size_t)m < sizeof with_port && origin_listed(hc, with_port, (size_t)m);
 }

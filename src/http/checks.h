@@ -5,8 +5,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* True when the Accept header value admits the media type `type` ("application/json"):
- * an exact range, "type/ *" or "* / *", with a q-value above zero. NULL accept admits nothing. */
+/* True when the Accept header value admits the media type `type` ("application/json"): the
+ * most specific matching range (exact, then "type/ *", then "* / *") has a q-value above zero.
+ * NULL accept admits nothing. */
 bool accept_allows(const char *accept, const char *type);
 /* True when a Content-Type value is application/json (parameters such as charset allowed). */
 bool content_type_is_json(const char *ct);
@@ -21,7 +22,7 @@ typedef struct hostcheck {
     bool check_origin;  /* false when listening on a wildcard address with no --allowed-origin */
     char *hosts[HOSTCHECK_MAX];   /* lowercase "host:port" or "host" (any port) */
     int n_hosts;
-    char *origins[HOSTCHECK_MAX]; /* lowercase "scheme://host[:port]" */
+    char *origins[HOSTCHECK_MAX]; /* lowercase "scheme://host[:port]", or "scheme://host:*" */
     int n_origins;
 } hostcheck_t;
 
@@ -30,9 +31,10 @@ void hostcheck_init(hostcheck_t *hc, const char *listen_host, int port,
                     char *const *extra_hosts, int n_extra_hosts,
                     char *const *extra_origins, int n_extra_origins);
 void hostcheck_free(hostcheck_t *hc);
-/* Host header value: NULL (absent, HTTP/1.0) is refused when checking. */
+/* Host header value: NULL (absent, HTTP/1.0) is refused when checking; no port means 80. */
 bool hostcheck_host_ok(const hostcheck_t *hc, const char *host);
-/* Origin header value: NULL (absent) is always allowed; "null" is refused when checking. */
+/* Origin header value: NULL (absent) is always allowed; "null" is refused when checking.
+ * No port means the scheme's default (http 80, https 443). */
 bool hostcheck_origin_ok(const hostcheck_t *hc, const char *origin);
 
 #endif

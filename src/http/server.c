@@ -69,6 +69,7 @@ struct http_thread {
     evutil_socket_t fd;
     mq_t inbox;
     struct event *inbox_ev;
+    bool started;
     hconn_t **slots;
     uint32_t *gens;
     uint32_t *free_slots;
@@ -598,7 +599,21 @@ static void on_other(struct evhttp_request *req, void *arg)
 
 /* ---- threads ---- */
 
-static evutil_socket_t bind_reuseport(const char *host, int port)
+/* SO_REUSEPORT would let a second server silently share the port with us (same user): a
+ * plain bind tells whether anyone already holds it. */
+static bool port_taken(const struct addrinfo *ai)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    bool taken = bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno == EADDRINUSE;
+    close(fd);
+    return taken;
+}
+
+static evutil_socket_t bind_reuseport(const char *host, int port, bool first)
 {
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_family = AF_UNSPEC;
@@ -613,6 +628,10 @@ static evutil_socket_t bind_reuseport(const char *host, int port)
     }
     evutil_socket_t fd = -1;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (first && port != 0 && port_taken(ai)) {
+            log_error("cannot listen on %s:%d: address already in use", host, port);
+            break;
+        }
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
             continue;
@@ -654,10 +673,12 @@ int http_start(int n, const char *host, int port, int *bound_port)
 {
     NT = n;
     T = xcalloc((size_t)n, sizeof *T);
+    for (int i = 0; i < n; i++)
+        T[i].fd = -1;
     for (int i = 0; i < n; i++) {
         http_thread_t *t = &T[i];
         t->idx = (uint32_t)i;
-        t->fd = bind_reuseport(host, port);
+        t->fd = bind_reuseport(host, port, i == 0);
         if (t->fd < 0)
             return -1;
         if (port == 0)
@@ -688,6 +709,7 @@ int http_start(int n, const char *host, int port, int *bound_port)
     for (int i = 0; i < n; i++) {
         if (pthread_create(&T[i].thread, NULL, http_main, &T[i]) != 0)
             return -1;
+        T[i].started = true;
     }
     return 0;
 }
@@ -717,25 +739,35 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 void http_stop(void)
 {
     for (int i = 0; i < NT; i++)
-        event_base_once(T[i].base, -1, EV_TIMEOUT, on_stop, &T[i], NULL);
-    for (int i = 0; i < NT; i++)
-        pthread_join(T[i].thread, NULL);
+        if (T[i].started)
+            event_base_once(T[i].base, -1, EV_TIMEOUT, on_stop, &T[i], NULL);
+    for (int i = 0; i < NT; i++) {
+        if (T[i].started)
+            pthread_join(T[i].thread, NULL);
+        T[i].started = false;
+    }
 }
 
 void http_free(void)
 {
     for (int i = 0; i < NT; i++) {
         http_thread_t *t = &T[i];
-        mq_node_t *n = mq_take_all(&t->inbox);
-        while (n) {
-            mq_node_t *next = n->next;
-            hmsg_free((hmsg_t *)n);
-            n = next;
+        if (t->inbox_ev) {
+            mq_node_t *n = mq_take_all(&t->inbox);
+            while (n) {
+                mq_node_t *next = n->next;
+                hmsg_free((hmsg_t *)n);
+                n = next;
+            }
+            event_free(t->inbox_ev);
+            mq_destroy(&t->inbox);
         }
-        event_free(t->inbox_ev);
-        evhttp_free(t->http);
-        event_base_free(t->base);
-        mq_destroy(&t->inbox);
+        if (t->http)
+            evhttp_free(t->http);
+        else if (t->fd >= 0)
+            close(t->fd);
+        if (t->base)
+            event_base_free(t->base);
         free(t->slots);
         free(t->gens);
         free(t->free_slots);

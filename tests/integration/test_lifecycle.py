@@ -1,0 +1,251 @@
+"""Process lifecycle: restarts on the same data directory, shutdown, flags, the admin listener
+and plugins."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+from mcptest import BINARY, Server, Session, run
+
+PLUGIN = os.environ.get("MCPD_HELLO_PLUGIN", "build/src/plugins/libmcpd_hello.so")
+STALL = os.environ.get("MCPD_STALL_PLUGIN", "build/tests/plugin/libmcpd_test_stall.so")
+
+
+def text_of(msg):
+    return msg["result"]["content"][0]["text"]
+
+
+class Restart(unittest.TestCase):
+    def setUp(self):
+        self.server = Server()
+
+    def tearDown(self):
+        self.server.cleanup()
+
+    def test_the_counter_survives_a_restart_on_the_same_data_directory(self):
+        s = Session(self.server)
+        s.tool("counter", {"by": 41})
+        self.assertEqual(text_of(s.tool("counter")[1]), "42")
+        rc, took = self.server.stop()
+        self.assertEqual(rc, 0)
+        self.server.start()
+        self.assertEqual(text_of(s.tool("counter")[1]), "43")
+
+    def test_the_counter_survives_kill_9(self):
+        s = Session(self.server)
+        s.tool("counter", {"by": 7})
+        self.server.kill9()
+        self.server.start()
+        self.assertEqual(text_of(s.tool("counter")[1]), "8")
+
+    def test_a_restored_session_keeps_its_protocol_version_and_log_level(self):
+        s = Session(self.server, version="2025-06-18")
+        s.call("logging/setLevel", {"level": "error"})
+        self.server.restart()
+        # 2025-06-18: a schema failure is a protocol error, not a tool result
+        _, m = s.tool("add", {"a": 1})
+        self.assertEqual(m["error"]["code"], -32602)
+        r, m = s.tool("notify", {"count": 2, "target": "request"})
+        self.assertFalse([x for x in r.messages() if x.get("method") == "notifications/message"])
+
+    def test_a_deleted_session_stays_deleted_after_a_restart(self):
+        s = Session(self.server)
+        s.tool("counter")
+        self.assertEqual(s.delete().status, 200)
+        self.server.restart()
+        r, _ = s.call("ping")
+        self.assertEqual(r.status, 404)
+
+    def test_sigterm_exits_0_within_5_seconds_with_streams_and_calls_open(self):
+        s = Session(self.server)
+        get = s.open_get()
+        _, post = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 30, "steps": 30},
+                                               "_meta": {"progressToken": "p"}})
+        self.assertIsNotNone(post.next_message(5))
+        rc, took = self.server.stop()
+        self.assertEqual(rc, 0)
+        self.assertLess(took, 5)
+        # both streams were ended by the server, not left hanging
+        get.read_until_end(3)
+        post.read_until_end(3)
+        self.assertTrue(get.ended and post.ended)
+        get.close()
+        post.close()
+
+    def test_sigint_exits_0(self):
+        Session(self.server)
+        rc, _ = self.server.stop(signal.SIGINT)
+        self.assertEqual(rc, 0)
+
+
+class Flags(unittest.TestCase):
+    def run_binary(self, *args):
+        return subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=10)
+
+    def test_help_lists_the_flags_and_exits_0(self):
+        r = self.run_binary("--help")
+        self.assertEqual(r.returncode, 0)
+        for flag in ("--listen", "--data-dir", "--admin-listen", "--http-threads", "--workers",
+                     "--tool-threads", "--toolset", "--plugin", "--log-level", "--version"):
+            self.assertIn(flag, r.stdout)
+
+    def test_version_prints_and_exits_0(self):
+        r = self.run_binary("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^mcpactord \d+\.\d+\.\d+")
+
+    def test_an_unknown_flag_is_a_one_line_error_with_exit_2(self):
+        r = self.run_binary("--no-such-flag")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+        self.assertIn("--no-such-flag", r.stderr)
+
+    def test_a_malformed_value_is_a_one_line_error_with_exit_2(self):
+        for args in (("--workers", "zero"), ("--listen", "nohost"), ("--log-level", "loud"),
+                     ("--workers",)):
+            r = self.run_binary(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_an_unknown_toolset_exits_2(self):
+        r = self.run_binary("--toolset", "nope", "--data-dir", "/tmp/mcpd-never-created",
+                            "--listen", "127.0.0.1:0", "--admin-listen", "off")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("nope", r.stderr)
+
+
+class PortInUse(unittest.TestCase):
+    def test_a_second_server_on_a_taken_port_exits_1_instead_of_sharing_it(self):
+        first = Server()
+        try:
+            r = subprocess.run([BINARY, "--listen", f"127.0.0.1:{first.port}", "--admin-listen", "off",
+                                "--data-dir", first.data_dir + "-second"],
+                               capture_output=True, text=True, timeout=10)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("already in use", r.stderr)
+            self.assertServerAnswers(first)
+        finally:
+            first.cleanup()
+            subprocess.run(["rm", "-rf", first.data_dir + "-second"])
+
+    def assertServerAnswers(self, server):
+        s = Session(server)
+        self.assertEqual(s.call("ping")[0].status, 200)
+
+
+class Admin(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def test_healthz_says_ok(self):
+        r = self.server.admin("/healthz")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.text.strip(), "ok")
+
+    def test_stats_reports_sessions_requests_statuses_and_rocksdb(self):
+        before = self.server.stats()
+        s = Session(self.server)
+        s.tool("echo", {"text": "x"})
+        s.tool("slow", {"seconds": 0.1, "steps": 1}, meta={"progressToken": 1})
+        st = self.server.stats()
+        for key in ("uptime_s", "sessions_live", "sessions_created_total", "requests_total",
+                    "http_responses_total", "streams_open", "events_stored_total",
+                    "mailbox_depth_max", "rss_bytes", "rocksdb"):
+            self.assertIn(key, st)
+        self.assertEqual(st["sessions_created_total"], before["sessions_created_total"] + 1)
+        self.assertGreaterEqual(st["sessions_live"], 1)
+        self.assertEqual(st["requests_total"]["tools/call"],
+                         before["requests_total"].get("tools/call", 0) + 2)
+        self.assertGreater(st["http_responses_total"]["200"], before["http_responses_total"].get("200", 0))
+        self.assertGreater(st["events_stored_total"], before["events_stored_total"])
+        self.assertGreater(st["rss_bytes"], 1 << 20)
+        self.assertIn("estimate_live_data_size_bytes", st["rocksdb"])
+        self.assertIn("memtable_bytes", st["rocksdb"])
+        self.assertEqual(set(st["streams_open"]), {"post", "get"})
+
+    def test_streams_open_counts_an_open_get_stream(self):
+        s = Session(self.server)
+        before = self.server.stats()["streams_open"]["get"]
+        g = s.open_get()
+        g.next_event(2)
+        self.assertEqual(self.server.stats()["streams_open"]["get"], before + 1)
+        g.close()
+        deadline = time.time() + 3
+        while time.time() < deadline and self.server.stats()["streams_open"]["get"] != before:
+            time.sleep(0.05)
+        self.assertEqual(self.server.stats()["streams_open"]["get"], before)
+
+    def test_unknown_admin_paths_get_404(self):
+        self.assertEqual(self.server.admin("/nope").status, 404)
+
+
+@unittest.skipUnless(os.path.exists(PLUGIN), "example plugin not built")
+class Plugin(unittest.TestCase):
+    def test_the_example_plugin_adds_a_tool_with_durable_state(self):
+        server = Server("--plugin", os.path.abspath(PLUGIN))
+        try:
+            s = Session(server)
+            _, m = s.call("tools/list")
+            names = [t["name"] for t in m["result"]["tools"]]
+            self.assertIn("greet", names)
+            self.assertIn("echo", names)  # the default toolset is still there
+            _, m = s.tool("greet", {"name": "Ada"})
+            self.assertEqual(text_of(m), "Hello, Ada! (greeting #1 in this session)")
+            server.restart()
+            _, m = s.tool("greet", {"name": "Bob"})
+            self.assertEqual(text_of(m), "Hello, Bob! (greeting #2 in this session)")
+        finally:
+            server.cleanup()
+
+    def test_a_missing_plugin_stops_startup_with_a_clear_error(self):
+        r = subprocess.run([BINARY, "--plugin", "/nonexistent/plugin.so", "--listen", "127.0.0.1:0",
+                            "--admin-listen", "off", "--data-dir", "/tmp/mcpd-never-created"],
+                           capture_output=True, text=True, timeout=10)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("/nonexistent/plugin.so", r.stderr)
+
+
+@unittest.skipUnless(os.path.exists(STALL), "test plugin not built")
+class Mailbox(unittest.TestCase):
+    def test_a_full_mailbox_gets_503_with_retry_after_and_the_session_recovers(self):
+        server = Server("--plugin", os.path.abspath(STALL), "--mailbox", "2")
+        try:
+            s = Session(server)
+            other = Session(server)
+            results = []
+            blocker = threading.Thread(target=lambda: s.tool("stall", {"ms": 1500}))
+            blocker.start()
+            time.sleep(0.3)  # the worker is now asleep inside the stall tool
+
+            def ping(sess):
+                r, _ = sess.call("ping")
+                results.append((sess is s, r.status, r.header("retry-after"), r.text))
+
+            threads = [threading.Thread(target=ping, args=(s,)) for _ in range(6)]
+            [t.start() for t in threads]
+            [t.join() for t in threads]
+            blocker.join()
+            busy = [x for x in results if x[1] == 503]
+            ok = [x for x in results if x[1] == 200]
+            self.assertEqual(len(busy) + len(ok), 6)
+            self.assertGreaterEqual(len(busy), 4, results)  # at most 2 fit in the mailbox
+            self.assertTrue(all(b[2] == "1" for b in busy))
+            self.assertTrue(all(json.loads(b[3])["error"]["code"] == -32000 for b in busy))
+            self.assertGreaterEqual(server.stats()["mailbox_full_total"], 4)
+            # once drained, the same session and others are served again
+            self.assertEqual(s.call("ping")[0].status, 200)
+            self.assertEqual(other.call("ping")[0].status, 200)
+        finally:
+            server.cleanup()
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,267 @@
+"""MCP methods and the demo toolset, over the real binary."""
+import json
+import threading
+import time
+
+from mcptest import ServerTest, Session, run
+
+
+def text_of(msg):
+    return msg["result"]["content"][0]["text"]
+
+
+class Methods(ServerTest):
+    SERVER_FLAGS = ("--page-size", "2")
+
+    def test_ping_answers_an_empty_result(self):
+        s = Session(self.server)
+        r, m = s.call("ping")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(m["result"], {})
+
+    def test_tools_list_pages_through_every_demo_tool(self):
+        s = Session(self.server)
+        names, cursor, pages = [], None, 0
+        while True:
+            _, m = s.call("tools/list", {"cursor": cursor} if cursor else {})
+            pages += 1
+            names += [t["name"] for t in m["result"]["tools"]]
+            self.assertLessEqual(len(m["result"]["tools"]), 2)
+            cursor = m["result"].get("nextCursor")
+            if not cursor:
+                break
+        self.assertEqual(sorted(names), ["add", "counter", "echo", "elicit_name", "notify", "slow"])
+        self.assertEqual(pages, 3)
+        for t in names:
+            self.assertEqual(names.count(t), 1)
+
+    def test_a_bad_cursor_is_invalid_params(self):
+        s = Session(self.server)
+        _, m = s.call("tools/list", {"cursor": "not-a-cursor"})
+        self.assertEqual(m["error"]["code"], -32602)
+
+    def test_every_tool_has_an_object_input_schema(self):
+        s = Session(self.server, )
+        _, m = s.call("tools/list")
+        for t in m["result"]["tools"]:
+            self.assertEqual(t["inputSchema"]["type"], "object")
+            self.assertTrue(t["description"])
+
+    def test_an_unknown_method_is_method_not_found(self):
+        s = Session(self.server)
+        _, m = s.call("no/such/method")
+        self.assertEqual(m["error"]["code"], -32601)
+        self.assertServerHealthy()
+
+    def test_an_unknown_tool_is_invalid_params(self):
+        s = Session(self.server)
+        _, m = s.tool("no_such_tool")
+        self.assertEqual(m["error"]["code"], -32602)
+        self.assertIn("no_such_tool", m["error"]["message"])
+
+    def test_tools_call_without_a_name_is_invalid_params(self):
+        s = Session(self.server)
+        _, m = s.call("tools/call", {"arguments": {}})
+        self.assertEqual(m["error"]["code"], -32602)
+
+    def test_bad_arguments_are_a_tool_error_result_on_2025_11_25(self):
+        s = Session(self.server)
+        _, m = s.tool("add", {"a": "one", "b": 2})
+        self.assertTrue(m["result"]["isError"])
+        self.assertIn("arguments.a", text_of(m))
+
+    def test_bad_arguments_are_invalid_params_on_2025_06_18(self):
+        s = Session(self.server, version="2025-06-18")
+        _, m = s.tool("add", {"a": 1})
+        self.assertEqual(m["error"]["code"], -32602)
+        self.assertIn("b", m["error"]["message"])
+
+    def test_resources_are_not_served_by_the_demo_toolset(self):
+        s = Session(self.server)
+        _, m = s.call("resources/read", {"uri": "test://nothing"})
+        self.assertEqual(m["error"]["code"], -32002)
+        _, m = s.call("completion/complete", {"ref": {"type": "ref/prompt", "name": "x"},
+                                              "argument": {"name": "a", "value": ""}})
+        self.assertEqual(m["error"]["code"], -32601)
+
+    def test_set_level_rejects_an_unknown_level(self):
+        s = Session(self.server)
+        _, m = s.call("logging/setLevel", {"level": "loud"})
+        self.assertEqual(m["error"]["code"], -32602)
+        _, m = s.call("logging/setLevel", {"level": "warning"})
+        self.assertEqual(m["result"], {})
+
+    def test_a_second_initialize_inside_the_session_is_refused(self):
+        s = Session(self.server)
+        r, _ = s.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["code"], -32600)
+        self.assertServerHealthy()
+
+
+class DemoTools(ServerTest):
+    SERVER_FLAGS = ("--tool-threads", "4")
+
+    def test_echo_returns_its_text(self):
+        s = Session(self.server)
+        r, m = s.tool("echo", {"text": "héllo wörld"})
+        self.assertEqual(r.header("content-type"), "application/json")
+        self.assertEqual(m["result"]["content"], [{"type": "text", "text": "héllo wörld"}])
+
+    def test_add_returns_the_sum(self):
+        s = Session(self.server)
+        _, m = s.tool("add", {"a": 2, "b": 40})
+        self.assertEqual(text_of(m), "42")
+        _, m = s.tool("add", {"a": 0.5, "b": 0.25})
+        self.assertEqual(float(text_of(m)), 0.75)
+
+    def test_counter_adds_per_session(self):
+        a, b = Session(self.server), Session(self.server)
+        self.assertEqual(text_of(a.tool("counter")[1]), "1")
+        self.assertEqual(text_of(a.tool("counter", {"by": 5})[1]), "6")
+        self.assertEqual(text_of(b.tool("counter")[1]), "1")
+        self.assertEqual(text_of(a.tool("counter", {"by": -2})[1]), "4")
+
+    def test_concurrent_counter_calls_lose_no_update(self):
+        s = Session(self.server)
+        errors = []
+
+        def bump():
+            try:
+                for _ in range(10):
+                    s.tool("counter")
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=bump) for _ in range(4)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        self.assertEqual(errors, [])
+        self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), "40")
+
+    def test_slow_sends_progress_then_the_result_on_an_sse_stream(self):
+        s = Session(self.server)
+        r, m = s.tool("slow", {"seconds": 0.3, "steps": 3}, meta={"progressToken": "tok"})
+        self.assertTrue(r.header("content-type").startswith("text/event-stream"))
+        msgs = r.messages()
+        progress = [x for x in msgs if x.get("method") == "notifications/progress"]
+        self.assertEqual([p["params"]["progress"] for p in progress], [1, 2, 3])
+        self.assertTrue(all(p["params"]["progressToken"] == "tok" for p in progress))
+        self.assertEqual(text_of(msgs[-1]), "done after 3 steps")
+        ids = [e["id"] for e in r.events()]
+        self.assertEqual(len(ids), len(set(ids)), "event ids are unique")
+
+    def test_slow_without_a_progress_token_sends_no_progress(self):
+        s = Session(self.server)
+        r, m = s.tool("slow", {"seconds": 0.2, "steps": 4})
+        self.assertEqual(text_of(m), "done after 4 steps")
+        self.assertFalse([x for x in r.messages() if x.get("method") == "notifications/progress"])
+
+    def test_a_silent_call_switches_to_sse_after_the_json_window(self):
+        s = Session(self.server)
+        r, m = s.tool("slow", {"seconds": 1.5, "steps": 1})
+        self.assertTrue(r.header("content-type").startswith("text/event-stream"))
+        self.assertEqual(text_of(m), "done after 1 steps")
+
+    def test_notify_with_target_request_arrives_on_the_call_stream(self):
+        s = Session(self.server)
+        r, m = s.tool("notify", {"count": 3, "target": "request"})
+        logs = [x for x in r.messages() if x.get("method") == "notifications/message"]
+        self.assertEqual(len(logs), 3)
+        self.assertEqual(text_of(m), "sent 3")
+
+    def test_notify_with_target_session_arrives_on_the_get_stream(self):
+        s = Session(self.server)
+        st = s.open_get()
+        self.assertEqual(st.status, 200)
+        r, m = s.tool("notify", {"count": 2, "target": "session"})
+        self.assertEqual(text_of(m), "sent 2")
+        self.assertFalse([x for x in r.messages() if x.get("method") == "notifications/message"])
+        got = [st.next_message(5) for _ in range(2)]
+        self.assertTrue(all(g is not None for g in got))
+        self.assertEqual([g["message"]["params"]["data"]["n"] for g in got], [1, 2])
+        st.close()
+
+    def test_set_level_filters_log_notifications(self):
+        s = Session(self.server)
+        s.call("logging/setLevel", {"level": "error"})
+        r, m = s.tool("notify", {"count": 3, "target": "request"})
+        self.assertEqual(text_of(m), "sent 3")
+        self.assertFalse([x for x in r.messages() if x.get("method") == "notifications/message"])
+        s.call("logging/setLevel", {"level": "debug"})
+        r, m = s.tool("notify", {"count": 1, "target": "request"})
+        self.assertEqual(len([x for x in r.messages() if x.get("method") == "notifications/message"]), 1)
+
+    def test_elicit_name_asks_the_client_and_greets_it(self):
+        s = Session(self.server, capabilities={"elicitation": {}})
+        rid, st = s.stream_post("tools/call", {"name": "elicit_name", "arguments": {}})
+        self.assertEqual(st.status, 200)
+        req = st.next_message(5)
+        self.assertIsNotNone(req, "the elicitation request arrives on the call's stream")
+        self.assertEqual(req["message"]["method"], "elicitation/create")
+        self.assertIn("name", req["message"]["params"]["requestedSchema"]["properties"])
+        r = s.post({"jsonrpc": "2.0", "id": req["message"]["id"],
+                    "result": {"action": "accept", "content": {"name": "Ada"}}})
+        self.assertEqual(r.status, 202)
+        final = st.next_message(5)
+        self.assertEqual(final["message"]["id"], rid)
+        self.assertEqual(text_of(final["message"]), "Hello, Ada!")
+        self.assertIsNone(st.next_event(2), "the stream ends after the response")
+        st.close()
+
+    def test_elicit_name_reports_declined(self):
+        s = Session(self.server, capabilities={"elicitation": {}})
+        rid, st = s.stream_post("tools/call", {"name": "elicit_name", "arguments": {}})
+        req = st.next_message(5)
+        s.post({"jsonrpc": "2.0", "id": req["message"]["id"], "result": {"action": "decline"}})
+        self.assertEqual(text_of(st.next_message(5)["message"]), "declined")
+        st.close()
+
+    def test_elicitation_without_the_client_capability_fails_at_once(self):
+        s = Session(self.server)
+        t0 = time.time()
+        _, m = s.tool("elicit_name")
+        self.assertLess(time.time() - t0, 3)
+        self.assertTrue(m["result"].get("isError"))
+        self.assertIn("elicitation capability", text_of(m))
+
+    def test_a_response_to_an_unknown_server_request_gets_202(self):
+        s = Session(self.server)
+        before = self.server.stats()["client_responses_unknown_total"]
+        r = s.post({"jsonrpc": "2.0", "id": 987654, "result": {}})
+        self.assertEqual(r.status, 202)
+        self.assertEqual(self.server.stats()["client_responses_unknown_total"], before + 1)
+
+    def test_cancelling_a_call_ends_its_stream_without_a_response(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 5, "steps": 5},
+                                               "_meta": {"progressToken": 1}})
+        first = st.next_message(5)
+        self.assertEqual(first["message"]["method"], "notifications/progress")
+        t0 = time.time()
+        r = s.notify("notifications/cancelled", {"requestId": rid, "reason": "test"})
+        self.assertEqual(r.status, 202)
+        rest = st.read_until_end(5)
+        self.assertLess(time.time() - t0, 3)
+        self.assertFalse([e for e in rest if e.get("data") and json.loads(e["data"]).get("id") == rid])
+        st.close()
+        self.assertServerHealthy()
+
+    def test_concurrent_posts_each_get_their_own_response(self):
+        s = Session(self.server)
+        results = {}
+
+        def one(i):
+            _, m = s.tool("slow", {"seconds": 0.2, "steps": 1}) if i % 2 else s.tool("echo", {"text": str(i)})
+            results[i] = m
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        for i in range(8):
+            expect = "done after 1 steps" if i % 2 else str(i)
+            self.assertEqual(text_of(results[i]), expect)
+
+
+if __name__ == "__main__":
+    run()

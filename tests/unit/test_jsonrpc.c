@@ -1,0 +1,333 @@
+/* Unit tests: JSON-RPC 2.0 classification and construction (src/mcp/jsonrpc.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mcp/jsonrpc.h"
+
+/* Classifies the JSON text; *why is set only on JR_INVALID (NULL otherwise). */
+static jr_kind_t classify_text(const char *text, const char **why)
+{
+    json_error_t e;
+    json_t *msg = json_loads(text, JSON_DECODE_ANY, &e);
+    assert_non_null(msg);
+    const char *w = NULL;
+    jr_kind_t k = jsonrpc_classify(msg, &w);
+    json_decref(msg);
+    if (k == JR_INVALID) {
+        assert_non_null(w);
+        assert_true(strlen(w) > 0);
+    }
+    if (why)
+        *why = w;
+    return k;
+}
+
+static void assert_invalid(const char *text)
+{
+    const char *why = NULL;
+    jr_kind_t k = classify_text(text, &why);
+    if (k != JR_INVALID)
+        fail_msg("expected %s to be invalid, got kind %d", text, (int)k);
+}
+
+/* ---- valid shapes ---- */
+
+static void a_request_with_an_integer_id_is_a_request(void **state)
+{
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", NULL),
+                     JR_REQUEST);
+}
+
+static void a_request_with_a_string_id_and_object_params_is_a_request(void **state)
+{
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"tools/call\","
+                                   "\"params\":{\"name\":\"x\"}}", NULL),
+                     JR_REQUEST);
+}
+
+static void a_request_with_a_negative_integer_id_is_a_request(void **state)
+{
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":-7,\"method\":\"m\"}", NULL),
+                     JR_REQUEST);
+}
+
+static void a_message_with_a_method_and_no_id_is_a_notification(void **state)
+{
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+                                   NULL),
+                     JR_NOTIFICATION);
+}
+
+static void a_notification_may_carry_object_params(void **state)
+{
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":{}}", NULL),
+                     JR_NOTIFICATION);
+}
+
+static void a_result_with_an_id_is_a_response(void **state)
+{
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", NULL),
+                     JR_RESPONSE);
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"result\":null}", NULL),
+                     JR_RESPONSE);
+}
+
+static void an_error_with_an_integer_code_is_a_response(void **state)
+{
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":3,"
+                                   "\"error\":{\"code\":-32601,\"message\":\"no\"}}", NULL),
+                     JR_RESPONSE);
+}
+
+static void an_error_response_with_a_null_id_is_valid(void **state)
+{
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":null,"
+                                   "\"error\":{\"code\":-32700,\"message\":\"parse\"}}", NULL),
+                     JR_RESPONSE);
+}
+
+/* ---- invalid shapes ---- */
+
+static void a_non_object_message_is_invalid(void **state)
+{
+    assert_invalid("[]");
+    assert_invalid("[{\"jsonrpc\":\"2.0\",\"method\":\"m\"}]");
+    assert_invalid("\"2.0\"");
+    assert_invalid("42");
+    assert_invalid("null");
+    assert_invalid("true");
+}
+
+static void a_missing_or_wrong_jsonrpc_member_is_invalid(void **state)
+{
+    assert_invalid("{\"id\":1,\"method\":\"m\"}");
+    assert_invalid("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"m\"}");
+    assert_invalid("{\"jsonrpc\":2.0,\"id\":1,\"method\":\"m\"}");
+    assert_invalid("{\"jsonrpc\":\"2.0 \",\"id\":1,\"method\":\"m\"}");
+    assert_invalid("{\"jsonrpc\":null,\"id\":1,\"method\":\"m\"}");
+}
+
+static void a_non_string_or_empty_method_is_invalid(void **state)
+{
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":null}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"method\":[\"m\"]}");
+}
+
+static void params_that_are_not_an_object_are_invalid(void **state)
+{
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":[1,2]}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":\"x\"}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":3}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":null}");
+}
+
+static void a_request_id_that_is_null_bool_real_or_object_is_invalid(void **state)
+{
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"m\"}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":true,\"method\":\"m\"}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":false,\"method\":\"m\"}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"m\"}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"m\"}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"m\"}");
+}
+
+static void a_method_together_with_result_or_error_is_invalid(void **state)
+{
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"result\":{}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\","
+                   "\"error\":{\"code\":1,\"message\":\"x\"}}");
+}
+
+static void a_response_with_both_result_and_error_is_invalid(void **state)
+{
+    const char *why = NULL;
+    assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},"
+                                   "\"error\":{\"code\":1,\"message\":\"x\"}}", &why),
+                     JR_INVALID);
+    assert_non_null(strstr(why, "both"));
+}
+
+static void a_message_with_neither_method_nor_result_nor_error_is_invalid(void **state)
+{
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1}");
+    assert_invalid("{\"jsonrpc\":\"2.0\"}");
+}
+
+static void an_error_without_an_integer_code_is_invalid(void **state)
+{
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"message\":\"x\"}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":\"-1\",\"message\":\"x\"}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1.5,\"message\":\"x\"}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":\"boom\"}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":[1]}");
+}
+
+static void an_error_response_id_must_be_present_and_not_bool_or_real(void **state)
+{
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"error\":{\"code\":1,\"message\":\"x\"}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":true,\"error\":{\"code\":1,\"message\":\"x\"}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":2.5,\"error\":{\"code\":1,\"message\":\"x\"}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{\"code\":1,\"message\":\"x\"}}");
+}
+
+static void a_result_response_needs_a_string_or_integer_id(void **state)
+{
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"result\":{}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":false,\"result\":{}}");
+    assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1.0,\"result\":{}}");
+}
+
+/* ---- jsonrpc_id_valid ---- */
+
+static void only_strings_and_integers_are_valid_ids(void **state)
+{
+    json_t *s = json_string("x"), *i = json_integer(0), *r = json_real(1.0), *n = json_null(),
+           *t = json_true(), *o = json_object(), *a = json_array();
+    assert_true(jsonrpc_id_valid(s));
+    assert_true(jsonrpc_id_valid(i));
+    assert_false(jsonrpc_id_valid(r));
+    assert_false(jsonrpc_id_valid(n));
+    assert_false(jsonrpc_id_valid(t));
+    assert_false(jsonrpc_id_valid(o));
+    assert_false(jsonrpc_id_valid(a));
+    assert_false(jsonrpc_id_valid(NULL));
+    json_t *all[] = {s, i, r, n, t, o, a};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        json_decref(all[k]);
+}
+
+/* ---- construction ---- */
+
+static void a_result_message_carries_the_id_and_the_stolen_result(void **state)
+{
+    json_t *id = json_string("req-1");
+    json_t *m = jsonrpc_result(id, json_pack("{s:i}", "n", 5));
+    const char *why = NULL;
+    assert_int_equal(jsonrpc_classify(m, &why), JR_RESPONSE);
+    assert_string_equal(json_string_value(json_object_get(m, "jsonrpc")), "2.0");
+    assert_true(json_equal(json_object_get(m, "id"), id));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "result"), "n")), 5);
+    json_decref(m);
+    /* the id was borrowed: still ours and still alive */
+    assert_string_equal(json_string_value(id), "req-1");
+    json_decref(id);
+}
+
+static void a_result_message_with_a_null_result_carries_an_empty_object(void **state)
+{
+    json_t *id = json_integer(9);
+    json_t *m = jsonrpc_result(id, NULL);
+    json_t *res = json_object_get(m, "result");
+    assert_true(json_is_object(res));
+    assert_int_equal(json_object_size(res), 0);
+    json_decref(m);
+    json_decref(id);
+}
+
+static void an_error_message_has_code_message_and_data(void **state)
+{
+    json_t *id = json_integer(4);
+    json_t *m = jsonrpc_error(id, JSONRPC_INVALID_PARAMS, "bad args", json_string("detail"));
+    const char *why = NULL;
+    assert_int_equal(jsonrpc_classify(m, &why), JR_RESPONSE);
+    json_t *err = json_object_get(m, "error");
+    assert_int_equal(json_integer_value(json_object_get(err, "code")), -32602);
+    assert_string_equal(json_string_value(json_object_get(err, "message")), "bad args");
+    assert_string_equal(json_string_value(json_object_get(err, "data")), "detail");
+    assert_int_equal(json_integer_value(json_object_get(m, "id")), 4);
+    json_decref(m);
+    json_decref(id);
+}
+
+static void an_error_message_without_an_id_has_a_null_id_and_no_data(void **state)
+{
+    json_t *m = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR, "parse error", NULL);
+    json_t *id = json_object_get(m, "id");
+    assert_non_null(id);
+    assert_true(json_is_null(id));
+    assert_null(json_object_get(json_object_get(m, "error"), "data"));
+    const char *why = NULL;
+    assert_int_equal(jsonrpc_classify(m, &why), JR_RESPONSE);
+    json_decref(m);
+}
+
+static void a_notification_message_has_no_id(void **state)
+{
+    json_t *m = jsonrpc_notification("notifications/progress", json_pack("{s:i}", "progress", 1));
+    const char *why = NULL;
+    assert_int_equal(jsonrpc_classify(m, &why), JR_NOTIFICATION);
+    assert_null(json_object_get(m, "id"));
+    assert_string_equal(json_string_value(json_object_get(m, "method")), "notifications/progress");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "params"), "progress")), 1);
+    json_decref(m);
+
+    m = jsonrpc_notification("n", NULL);
+    assert_null(json_object_get(m, "params"));
+    assert_int_equal(jsonrpc_classify(m, &why), JR_NOTIFICATION);
+    json_decref(m);
+}
+
+static void dump_is_compact_one_line_and_reports_its_length(void **state)
+{
+    json_t *id = json_integer(1);
+    json_t *m = jsonrpc_result(id, json_pack("{s:s}", "text", "a\nb"));
+    size_t len = 0;
+    char *s = jsonrpc_dump(m, &len);
+    assert_int_equal(len, strlen(s));
+    assert_null(strchr(s, '\n'));
+    assert_null(strstr(s, ", "));
+    assert_null(strstr(s, ": "));
+    json_error_t e;
+    json_t *back = json_loads(s, 0, &e);
+    assert_non_null(back);
+    assert_true(json_equal(back, m));
+    json_decref(back);
+    free(s);
+    s = jsonrpc_dump(m, NULL);
+    assert_non_null(s);
+    free(s);
+    json_decref(m);
+    json_decref(id);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_request_with_an_integer_id_is_a_request),
+        cmocka_unit_test(a_request_with_a_string_id_and_object_params_is_a_request),
+        cmocka_unit_test(a_request_with_a_negative_integer_id_is_a_request),
+        cmocka_unit_test(a_message_with_a_method_and_no_id_is_a_notification),
+        cmocka_unit_test(a_notification_may_carry_object_params),
+        cmocka_unit_test(a_result_with_an_id_is_a_response),
+        cmocka_unit_test(an_error_with_an_integer_code_is_a_response),
+        cmocka_unit_test(an_error_response_with_a_null_id_is_valid),
+        cmocka_unit_test(a_non_object_message_is_invalid),
+        cmocka_unit_test(a_missing_or_wrong_jsonrpc_member_is_invalid),
+        cmocka_unit_test(a_non_string_or_empty_method_is_invalid),
+        cmocka_unit_test(params_that_are_not_an_object_are_invalid),
+        cmocka_unit_test(a_request_id_that_is_null_bool_real_or_object_is_invalid),
+        cmocka_unit_test(a_method_together_with_result_or_error_is_invalid),
+        cmocka_unit_test(a_response_with_both_result_and_error_is_invalid),
+        cmocka_unit_test(a_message_with_neither_method_nor_result_nor_error_is_invalid),
+        cmocka_unit_test(an_error_without_an_integer_code_is_invalid),
+        cmocka_unit_test(an_error_response_id_must_be_present_and_not_bool_or_real),
+        cmocka_unit_test(a_result_response_needs_a_string_or_integer_id),
+        cmocka_unit_test(only_strings_and_integers_are_valid_ids),
+        cmocka_unit_test(a_result_message_carries_the_id_and_the_stolen_result),
+        cmocka_unit_test(a_result_message_with_a_null_result_carries_an_empty_object),
+        cmocka_unit_test(an_error_message_has_code_message_and_data),
+        cmocka_unit_test(an_error_message_without_an_id_has_a_null_id_and_no_data),
+        cmocka_unit_test(a_notification_message_has_no_id),
+        cmocka_unit_test(dump_is_compact_one_line_and_reports_its_length),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

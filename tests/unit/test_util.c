@@ -1,0 +1,212 @@
+/* Unit tests: ids, integer and address parsing, hashing (src/core/util.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/util.h"
+
+/* ---- session ids ---- */
+
+static void a_new_session_id_is_32_lowercase_hex_characters(void **state)
+{
+    char id[SESSION_ID_LEN + 1];
+    memset(id, 'X', sizeof id);
+    assert_int_equal(session_id_new(id), 0);
+    assert_int_equal(strlen(id), 32);
+    for (int i = 0; i < 32; i++) {
+        char c = id[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            fail_msg("character %d of '%s' is not lowercase hex", i, id);
+    }
+    assert_true(session_id_valid(id));
+}
+
+static void two_new_session_ids_differ(void **state)
+{
+    char a[SESSION_ID_LEN + 1], b[SESSION_ID_LEN + 1];
+    assert_int_equal(session_id_new(a), 0);
+    assert_int_equal(session_id_new(b), 0);
+    assert_string_not_equal(a, b);
+}
+
+static void session_id_valid_requires_exactly_32_lowercase_hex(void **state)
+{
+    assert_true(session_id_valid("0123456789abcdef0123456789abcdef"));
+    assert_false(session_id_valid("0123456789abcdef0123456789abcde"));   /* 31 */
+    assert_false(session_id_valid("0123456789abcdef0123456789abcdef0")); /* 33 */
+    assert_false(session_id_valid("0123456789ABCDEF0123456789abcdef"));
+    assert_false(session_id_valid("0123456789abcdef0123456789abcdeg"));
+    assert_false(session_id_valid("0123456789abcdef 123456789abcdef"));
+    assert_false(session_id_valid("0123456789abcdef-0123456789abcde"));
+    assert_false(session_id_valid(""));
+    char longer[200];
+    memset(longer, 'a', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    assert_false(session_id_valid(longer));
+}
+
+/* ---- hashing ---- */
+
+static void hashing_is_deterministic_and_input_sensitive(void **state)
+{
+    assert_true(hash_bytes("abc", 3) == hash_bytes("abc", 3));
+    assert_true(hash_bytes("abc", 3) != hash_bytes("abd", 3));
+    assert_true(hash_bytes("abc", 3) != hash_bytes("abc", 2));
+}
+
+/* ---- parse_int64 ---- */
+
+static void parse_int64_accepts_decimal_within_bounds(void **state)
+{
+    int64_t v = -1;
+    assert_int_equal(parse_int64("0", 0, 10, &v), 0);
+    assert_true(v == 0);
+    assert_int_equal(parse_int64("10", 0, 10, &v), 0);
+    assert_true(v == 10);
+    assert_int_equal(parse_int64("007", 0, 10, &v), 0);
+    assert_true(v == 7);
+    assert_int_equal(parse_int64("9223372036854775807", 0, INT64_MAX, &v), 0);
+    assert_true(v == INT64_MAX);
+}
+
+static void parse_int64_rejects_values_outside_the_bounds(void **state)
+{
+    int64_t v = 123;
+    assert_int_equal(parse_int64("11", 0, 10, &v), -1);
+    assert_int_equal(parse_int64("0", 1, 10, &v), -1);
+    assert_int_equal(parse_int64("1024", 1025, 2048, &v), -1);
+    assert_true(v == 123);
+}
+
+static void parse_int64_rejects_overflow(void **state)
+{
+    int64_t v = 123;
+    assert_int_equal(parse_int64("9223372036854775808", 0, INT64_MAX, &v), -1);
+    assert_int_equal(parse_int64("99999999999999999999", 0, INT64_MAX, &v), -1);
+    assert_int_equal(parse_int64("18446744073709551617", 0, INT64_MAX, &v), -1);
+    assert_true(v == 123);
+}
+
+static void parse_int64_rejects_junk_signs_and_spaces(void **state)
+{
+    int64_t v = 123;
+    const char *bad[] = {"", "-1", "+1", " 1", "1 ", "1x", "x1", "1.0", "0x10", "1e3", "\xd9\xa1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (parse_int64(bad[i], INT64_MIN, INT64_MAX, &v) != -1)
+            fail_msg("'%s' was accepted", bad[i]);
+    }
+    assert_int_equal(parse_int64(NULL, 0, 10, &v), -1);
+    assert_true(v == 123);
+}
+
+/* ---- parse_host_port ---- */
+
+static void host_and_port_are_split(void **state)
+{
+    char host[64];
+    int port = -1;
+    assert_int_equal(parse_host_port("127.0.0.1:8080", host, sizeof host, &port), 0);
+    assert_string_equal(host, "127.0.0.1");
+    assert_int_equal(port, 8080);
+    assert_int_equal(parse_host_port("example.com:0", host, sizeof host, &port), 0);
+    assert_string_equal(host, "example.com");
+    assert_int_equal(port, 0);
+    assert_int_equal(parse_host_port("h:65535", host, sizeof host, &port), 0);
+    assert_int_equal(port, 65535);
+}
+
+static void a_bracketed_ipv6_host_loses_its_brackets(void **state)
+{
+    char host[64];
+    int port = -1;
+    assert_int_equal(parse_host_port("[::1]:80", host, sizeof host, &port), 0);
+    assert_string_equal(host, "::1");
+    assert_int_equal(port, 80);
+    assert_int_equal(parse_host_port("[fe80::1:2]:9000", host, sizeof host, &port), 0);
+    assert_string_equal(host, "fe80::1:2");
+    assert_int_equal(port, 9000);
+}
+
+static void a_missing_port_is_rejected(void **state)
+{
+    char host[64];
+    int port = -1;
+    assert_int_equal(parse_host_port("localhost", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("localhost:", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("[::1]", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("[::1]:", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("[::1", host, sizeof host, &port), -1);
+    assert_int_equal(port, -1);
+}
+
+static void a_port_out_of_range_or_malformed_is_rejected(void **state)
+{
+    char host[64];
+    int port = -1;
+    assert_int_equal(parse_host_port("localhost:70000", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("localhost:65536", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("localhost:-1", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("localhost:80a", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("[::1]x80", host, sizeof host, &port), -1);
+    assert_int_equal(port, -1);
+}
+
+static void an_empty_host_is_rejected(void **state)
+{
+    char host[64];
+    int port = -1;
+    assert_int_equal(parse_host_port(":8080", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("[]:8080", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("", host, sizeof host, &port), -1);
+    assert_int_equal(port, -1);
+}
+
+static void a_host_too_long_for_the_buffer_is_rejected(void **state)
+{
+    char host[8];
+    int port = -1;
+    assert_int_equal(parse_host_port("abcdefgh:1", host, sizeof host, &port), -1);
+    assert_int_equal(parse_host_port("abcdefg:1", host, sizeof host, &port), 0);
+    assert_string_equal(host, "abcdefg");
+}
+
+/* ---- allocation helpers ---- */
+
+static void string_duplicates_are_independent_copies(void **state)
+{
+    const char *src = "hello world";
+    char *a = xstrdup(src);
+    char *b = xstrndup(src, 5);
+    assert_string_equal(a, src);
+    assert_true(a != src);
+    assert_string_equal(b, "hello");
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_new_session_id_is_32_lowercase_hex_characters),
+        cmocka_unit_test(two_new_session_ids_differ),
+        cmocka_unit_test(session_id_valid_requires_exactly_32_lowercase_hex),
+        cmocka_unit_test(hashing_is_deterministic_and_input_sensitive),
+        cmocka_unit_test(parse_int64_accepts_decimal_within_bounds),
+        cmocka_unit_test(parse_int64_rejects_values_outside_the_bounds),
+        cmocka_unit_test(parse_int64_rejects_overflow),
+        cmocka_unit_test(parse_int64_rejects_junk_signs_and_spaces),
+        cmocka_unit_test(host_and_port_are_split),
+        cmocka_unit_test(a_bracketed_ipv6_host_loses_its_brackets),
+        cmocka_unit_test(a_missing_port_is_rejected),
+        cmocka_unit_test(a_port_out_of_range_or_malformed_is_rejected),
+        cmocka_unit_test(an_empty_host_is_rejected),
+        cmocka_unit_test(a_host_too_long_for_the_buffer_is_rejected),
+        cmocka_unit_test(string_duplicates_are_independent_copies),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

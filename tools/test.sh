@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds everything and runs `meson test`. Extra arguments go to meson test
+# (e.g. --suite unit). With --sanitize first, builds in build-asan with AddressSanitizer and
+# UndefinedBehaviorSanitizer and runs the unit and integration suites there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/deps.sh test
+dir=build
+setup=()
+if [ "${1:-}" = --sanitize ]; then
+  shift
+  dir=build-asan
+  setup=(-Db_sanitize=address,undefined -Db_lundef=false)
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  [ $# -gt 0 ] || set -- --suite unit --suite integration
+fi
+[ -d "$dir" ] || meson setup "$dir" "${setup[@]}" >/dev/null
+ninja -C "$dir"
+meson test -C "$dir" --print-errorlogs "$@"
