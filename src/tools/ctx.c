@@ -214,6 +214,14 @@ static int send_out(mcpd_ctx_t *ctx, mcpd_target_t target, json_t *msg)
     return 0;
 }
 
+/* Integral values as JSON integers ("3", not "3.0"). */
+static json_t *json_number_of(double v)
+{
+    if (v == (double)(json_int_t)v && v > -9e15 && v < 9e15)
+        return json_integer((json_int_t)v);
+    return json_real(v);
+}
+
 int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char *message)
 {
     if (!ctx->progress_token)
@@ -223,9 +231,9 @@ int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char
     ctx->last_progress = progress;
     json_t *params = json_object();
     json_object_set(params, "progressToken", ctx->progress_token);
-    json_object_set_new(params, "progress", json_real(progress));
+    json_object_set_new(params, "progress", json_number_of(progress));
     if (total >= 0)
-        json_object_set_new(params, "total", json_real(total));
+        json_object_set_new(params, "total", json_number_of(total));
     if (message)
         json_object_set_new(params, "message", json_string(message));
     return send_out(ctx, MCPD_TARGET_REQUEST, jsonrpc_notification("notifications/progress", params));
