@@ -725,8 +725,13 @@ static void resume(actor_t *a, wmsg_t *m)
     }
     buf_t b = {0};
     if (a->proto->priming) {
+        /* The priming event of a resumed connection re-asserts the client's own position: a
+         * fresh id here, ahead of the replay, would make a drop before the first replayed
+         * event skip the whole replay on the next resume. */
+        char eid[EVENT_ID_MAX];
+        event_id_format(eid, a->tag, num, m->resume_seq);
         sse_frame_retry(&b, g_cfg.retry_ms);
-        buf_add(&b, "\n", 1);
+        sse_frame_event(&b, eid, "", 0);
     }
     long n = replay_after(a, num, m->resume_seq, &b);
     log_debug("session %.8s: resumed stream %llu after %llu, %ld events replayed", a->sid,

@@ -11,7 +11,7 @@ import unittest
 from mcptest import BINARY, Server, Session, run
 
 PLUGIN = os.environ.get("MCPD_HELLO_PLUGIN", "build/src/plugins/libmcpd_hello.so")
-STALL = os.environ.get("MCPD_STALL_PLUGIN", "build/tests/plugin/libmcpd_test_stall.so")
+TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 
 
 def text_of(msg):
@@ -187,7 +187,6 @@ class Admin(unittest.TestCase):
         self.assertEqual(self.server.admin("/nope").status, 404)
 
 
-@unittest.skipUnless(os.path.exists(PLUGIN), "example plugin not built")
 class Plugin(unittest.TestCase):
     def test_the_example_plugin_adds_a_tool_with_durable_state(self):
         server = Server("--plugin", os.path.abspath(PLUGIN))
@@ -213,10 +212,9 @@ class Plugin(unittest.TestCase):
         self.assertIn("/nonexistent/plugin.so", r.stderr)
 
 
-@unittest.skipUnless(os.path.exists(STALL), "test plugin not built")
 class Mailbox(unittest.TestCase):
     def test_a_full_mailbox_gets_503_with_retry_after_and_the_session_recovers(self):
-        server = Server("--plugin", os.path.abspath(STALL), "--mailbox", "2")
+        server = Server("--plugin", os.path.abspath(TESTKIT), "--mailbox", "2")
         try:
             s = Session(server)
             other = Session(server)
