@@ -6,6 +6,8 @@
  * closed. A watchdog ends the process if a handler ignores cancellation past the deadline:
  * everything committed is in RocksDB's write-ahead log by then.
  */
+#include "actor/actor.h"
+#include "actor/alarm.h"
 #include "actor/worker.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -85,11 +87,17 @@ int main(int argc, char **argv)
         log_error("cannot start threads");
         return 1; /* threads may be running: no orderly teardown from here */
     }
+    /* before the first request: answer the calls a crash interrupted, then arm the alarms */
+    long interrupted = actors_recover_all(store);
+    if (interrupted)
+        log_info("recovery: %ld requests were in flight when the process stopped", interrupted);
+    alarms_start(store);
     int port = 0, admin_port = 0;
     if (http_start(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &port) != 0 ||
         (g_cfg.admin_enabled &&
          admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)) {
         http_stop();
+        alarms_stop();
         pool_stop();
         workers_stop();
         http_free();
@@ -122,6 +130,7 @@ int main(int argc, char **argv)
     pthread_detach(wd);
 
     http_stop();
+    alarms_stop();
     workers_cancel_all();
     pool_stop();
     workers_stop();

@@ -130,7 +130,7 @@ static stream_t *stream_new(actor_t *a, uint64_t num)
     return s;
 }
 
-static void stream_free(actor_t *a, stream_t *s, bool write_meta)
+void actor_free_stream(actor_t *a, stream_t *s, bool write_meta)
 {
     for (stream_t **pp = &a->streams; *pp; pp = &(*pp)->next) {
         if (*pp == s) {
@@ -148,8 +148,7 @@ static void stream_free(actor_t *a, stream_t *s, bool write_meta)
     free(s);
 }
 
-/* Newest stored seq of a stream (0 when it has no events). */
-static uint64_t newest_event_seq(actor_t *a, uint64_t num)
+uint64_t actor_newest_seq(actor_t *a, uint64_t num)
 {
     unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
     key_event(lo, a->sid, num, 0);
@@ -184,14 +183,13 @@ static int load_stream_rec(actor_t *a, uint64_t num, streamrec_t *r)
         log_warn("session %.8s: stream %llu has a malformed record", a->sid, (unsigned long long)num);
         return 1;
     }
-    uint64_t newest = newest_event_seq(a, num);
+    uint64_t newest = actor_newest_seq(a, num);
     if (newest > r->seq)
         r->seq = newest; /* an id is never issued twice */
     return 0;
 }
 
-/* The standalone stream, loaded from the store on first use; created when `create`. */
-static stream_t *get_stream(actor_t *a, bool create)
+stream_t *actor_get_stream(actor_t *a, bool create)
 {
     if (a->get)
         return a->get;
@@ -210,12 +208,30 @@ static stream_t *get_stream(actor_t *a, bool create)
     return s;
 }
 
-static stream_t *find_stream(actor_t *a, uint64_t num)
+stream_t *actor_find_stream(actor_t *a, uint64_t num)
 {
     for (stream_t *s = a->streams; s; s = s->next)
         if (s->num == num)
             return s;
     return NULL;
+}
+
+stream_t *actor_load_stream(actor_t *a, uint64_t num)
+{
+    stream_t *s = actor_find_stream(a, num);
+    if (s)
+        return s;
+    streamrec_t r;
+    if (!g_cfg.event_store || load_stream_rec(a, num, &r) != 0)
+        return NULL;
+    s = stream_new(a, num);
+    s->sse = true;
+    s->seq = r.seq;
+    s->last_write_ms = r.last_write_ms;
+    s->finished = r.finished;
+    s->req_ids = r.req_ids ? r.req_ids : json_array();
+    s->responses = json_array();
+    return s;
 }
 
 /* Stores one event (when the event store is on) and frames it either into `into` or, when the
@@ -240,6 +256,8 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         s->last_write_ms = now_wall_ms();
         mark_dirty(s);
         STAT_INC(events_stored_total);
+        if (s->num == STREAM_GET)
+            actor_alarm_ensure(a, s->last_write_ms + g_cfg.event_ttl_s * 1000);
     }
     if (into) {
         sse_frame_event(into, id, text, len);
@@ -284,19 +302,30 @@ static void send_sse_end(actor_t *a, conn_ref_t conn, uint64_t num)
     worker_send_http(a->w, h);
 }
 
-static void write_reqmap(actor_t *a, stream_t *s)
+/* The in-flight index: a reqmap key per unanswered request of an SSE stream, deleted with its
+ * answer; what is left at startup was interrupted by a crash (actors_recover_all). */
+static void reqmap_key(actor_t *a, call_t *c, bool put)
 {
-    size_t i;
-    json_t *id;
-    json_array_foreach(s->req_ids, i, id) {
-        char *t = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
-        size_t tl = strlen(t);
-        unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
-        size_t kl = key_reqmap(k, a->sid, t, tl, s->num);
+    char *t = json_dumps(c->id, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t tl = strlen(t);
+    unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
+    size_t kl = key_reqmap(k, a->sid, t, tl, c->stream->num);
+    if (put)
         store_batch_put(worker_batch(a->w), CF_REQMAP, k, kl, "", 0);
-        free(k);
-        free(t);
-    }
+    else
+        store_batch_delete(worker_batch(a->w), CF_REQMAP, k, kl);
+    free(k);
+    free(t);
+    c->mapped = put;
+}
+
+static void map_calls(actor_t *a, stream_t *s)
+{
+    if (!g_cfg.event_store)
+        return;
+    for (call_t *c = a->calls; c; c = c->next)
+        if (c->stream == s && !c->mapped)
+            reqmap_key(a, c, true);
 }
 
 void actor_stream_start_sse(actor_t *a, stream_t *s)
@@ -310,11 +339,21 @@ void actor_stream_start_sse(actor_t *a, stream_t *s)
     }
     buf_t b = {0};
     stream_prime(a, s, &b);
+    /* responses already collected for a JSON reply (a batch) go out first, as events */
+    size_t i;
+    json_t *r;
+    json_array_foreach(s->responses, i, r) {
+        size_t len;
+        char *text = jsonrpc_dump(r, &len);
+        emit_event(a, s, text, len, &b);
+        free(text);
+    }
+    json_array_clear(s->responses);
     send_sse_start(a, s, &b, true); /* POST streams always get the keepalive */
     buf_free(&b);
     if (g_cfg.event_store) {
         mark_dirty(s);
-        write_reqmap(a, s);
+        map_calls(a, s);
     }
 }
 
@@ -371,7 +410,7 @@ void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
 
 void actor_send_session(actor_t *a, json_t *msg)
 {
-    stream_t *g = get_stream(a, true);
+    stream_t *g = actor_get_stream(a, true);
     actor_stream_send(a, g, msg);
 }
 
@@ -382,6 +421,8 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
     if (s->sse) {
         s->finished = true;
         mark_dirty(s);
+        if (g_cfg.event_store)
+            actor_stream_finished(a, s);
         if (s->conn.gen)
             send_sse_end(a, s->conn, s->num);
     } else if (json_array_size(s->responses) == 0) {
@@ -391,7 +432,7 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
                                 : json_incref(json_array_get(s->responses, 0));
         actor_reply(a->w, s->conn, 200, body, s->session_header ? a->sid : NULL);
     }
-    stream_free(a, s, true);
+    actor_free_stream(a, s, true);
     return true;
 }
 
@@ -407,11 +448,15 @@ call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t
     c->next = a->calls;
     a->calls = c;
     json_array_append(s->req_ids, c->id);
+    if (s->sse && g_cfg.event_store)
+        reqmap_key(a, c, true);
     return c;
 }
 
 static void unlink_call(actor_t *a, call_t *c)
 {
+    if (c->mapped)
+        reqmap_key(a, c, false);
     for (call_t **pp = &a->calls; *pp; pp = &(*pp)->next) {
         if (*pp == c) {
             *pp = c->next;
@@ -478,6 +523,8 @@ void actor_persist_meta(actor_t *a)
     json_object_set_new(m, "t", json_integer(a->touched_ms));
     json_object_set_new(m, "i", json_boolean(a->initialized));
     json_object_set_new(m, "a", json_string(a->auth_name));
+    json_object_set_new(m, "al", json_integer(a->alarm_due));
+    json_object_set_new(m, "ns", json_integer((json_int_t)a->next_stream));
     if (a->subscriptions && json_object_size(a->subscriptions))
         json_object_set(m, "sub", a->subscriptions);
     size_t len;
@@ -485,6 +532,7 @@ void actor_persist_meta(actor_t *a)
     json_decref(m);
     store_batch_put(worker_batch(a->w), CF_SESSIONS, a->sid, SESSION_ID_LEN, text, len);
     free(text);
+    a->touched_stored_ms = a->touched_ms;
 }
 
 actor_t *actor_create(worker_t *w, const char *sid)
@@ -528,6 +576,11 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     a->created_ms = json_integer_value(json_object_get(m, "c"));
     a->touched_ms = json_integer_value(json_object_get(m, "t"));
     a->initialized = json_is_true(json_object_get(m, "i"));
+    a->alarm_due = json_integer_value(json_object_get(m, "al"));
+    a->touched_stored_ms = a->touched_ms;
+    json_int_t ns = json_integer_value(json_object_get(m, "ns"));
+    if (ns > 1)
+        a->next_stream = (uint64_t)ns;
     snprintf(a->auth_name, sizeof a->auth_name, "%s",
              json_string_value(json_object_get(m, "a")) ? json_string_value(json_object_get(m, "a")) : "");
     json_t *sub = json_object_get(m, "sub");
@@ -543,7 +596,8 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     if (store_iter_valid(it)) {
         size_t kl;
         uint64_t num;
-        if (key_stream_decode(store_iter_key(it, &kl), kl, &num) == 0 && num >= a->next_stream)
+        const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
+        if (key_stream_decode(key, kl, &num) == 0 && num >= a->next_stream)
             a->next_stream = num + 1;
     }
     store_iter_free(it);
@@ -555,7 +609,7 @@ static actor_t *actor_load(worker_t *w, const char *sid)
 static void actor_free(actor_t *a)
 {
     while (a->streams)
-        stream_free(a, a->streams, false);
+        actor_free_stream(a, a->streams, false);
     while (a->calls) {
         call_t *c = a->calls;
         a->calls = c->next;
@@ -610,7 +664,14 @@ void actor_delete(actor_t *a)
     unsigned char hi[SESSION_ID_LEN];
     key_session_upper(hi, a->sid);
     store_batch_t *b = worker_batch(w);
-    const store_cf_t cfs[] = {CF_SESSIONS, CF_STREAMS, CF_EVENTS, CF_REQMAP, CF_STATE};
+    if (a->alarm_due) {
+        unsigned char ak[KEY_ALARM_LEN];
+        key_alarm(ak, a->alarm_due, a->sid);
+        store_batch_delete(b, CF_ALARMS, ak, sizeof ak);
+        STAT_DEC(alarms_pending);
+        a->alarm_due = 0;
+    }
+    const store_cf_t cfs[] = {CF_SESSIONS, CF_STREAMS, CF_EVENTS, CF_REQMAP, CF_STATE, CF_EXPIRY};
     for (size_t i = 0; i < sizeof cfs / sizeof cfs[0]; i++)
         store_batch_delete_range(b, cfs[i], a->sid, SESSION_ID_LEN, hi, sizeof hi);
     STAT_INC(sessions_deleted_total);
@@ -648,11 +709,37 @@ void actor_destroy_all(worker_t *w)
     worker_foreach_actor(w, destroy_one, NULL);
 }
 
+/* ---- hibernation ---- */
+
+bool actor_is_idle(const actor_t *a)
+{
+    if (a->calls || a->pending)
+        return false;
+    for (const stream_t *s = a->streams; s; s = s->next)
+        if (s->conn.gen)
+            return false;
+    return true;
+}
+
+void actor_hibernate(actor_t *a)
+{
+    worker_t *w = a->w;
+    REQUIRE(actor_is_idle(a));
+    /* everything else is already in the store; the metadata gets the latest touch */
+    actor_persist_meta(a);
+    while (a->streams)
+        actor_free_stream(a, a->streams, true);
+    STAT_INC(hibernations_total);
+    log_debug("session %.8s hibernated", a->sid);
+    worker_remove_actor(w, a);
+    actor_free(a);
+}
+
 /* ---- GET: open or resume ---- */
 
 static void open_standalone(actor_t *a, conn_ref_t conn)
 {
-    stream_t *g = get_stream(a, true);
+    stream_t *g = actor_get_stream(a, true);
     if (g->conn.gen)
         send_sse_end(a, g->conn, g->num); /* a new GET replaces the previous one */
     g->conn = conn;
@@ -706,7 +793,7 @@ static void resume(actor_t *a, wmsg_t *m)
         return;
     }
     uint64_t num = m->resume_stream;
-    stream_t *s = num == STREAM_GET ? get_stream(a, false) : find_stream(a, num);
+    stream_t *s = num == STREAM_GET ? actor_get_stream(a, false) : actor_find_stream(a, num);
     bool finished = false;
     if (!s && num != STREAM_GET) {
         streamrec_t r;
@@ -761,7 +848,7 @@ static void handle_get(actor_t *a, wmsg_t *m)
 
 static void handle_conn_closed(actor_t *a, wmsg_t *m)
 {
-    stream_t *s = find_stream(a, m->stream);
+    stream_t *s = actor_find_stream(a, m->stream);
     if (s && conn_ref_eq(s->conn, m->conn))
         s->conn.gen = 0;
 }
@@ -813,7 +900,7 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
     if (m->target == MCPD_TARGET_REQUEST && j->call && !json_only) {
         route = j->call->stream;
     } else {
-        stream_t *g = get_stream(a, false);
+        stream_t *g = actor_get_stream(a, false);
         int n = 0;
         if (g && g->conn.gen)
             route = g;
@@ -950,6 +1037,9 @@ static void handle_tool_msg(worker_t *w, wmsg_t *m)
 
 /* ---- dispatch ---- */
 
+/* How stale the stored touch time may get before a request rewrites it (session TTL). */
+#define TOUCH_PERSIST_MS (3600 * 1000)
+
 void actor_dispatch(worker_t *w, wmsg_t *m)
 {
     switch (m->type) {
@@ -957,13 +1047,20 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     case WM_TOOL_OUT:
     case WM_TOOL_REQ:
     case WM_TOOL_ABANDON:
-    case WM_TOOL_STATE:
+    case WM_TOOL_STATE: {
+        actor_t *a = m->job->actor;
         handle_tool_msg(w, m);
         wmsg_free(m);
+        if (a)
+            worker_note_activity(w, a);
         return;
+    }
     case WM_POST:
         if (m->create) {
             mcp_handle_initialize(w, m);
+            actor_t *a = worker_find_actor(w, m->sid);
+            if (a)
+                worker_note_activity(w, a);
             wmsg_free(m);
             return;
         }
@@ -979,29 +1076,44 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     if (!a)
         a = actor_load(w, m->sid);
     if (!a) {
-        actor_reply_error(w, m->conn, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found");
+        if (m->type != WM_ALARM && m->type != WM_RECOVER)
+            actor_reply_error(w, m->conn, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found");
         wmsg_free(m);
         return;
     }
-    a->touched_ms = now_wall_ms();
+    bool alive = true;
     switch (m->type) {
     case WM_POST:
+        a->touched_ms = now_wall_ms();
         mcp_handle_post(a, m);
         break;
     case WM_GET:
+        a->touched_ms = now_wall_ms();
         handle_get(a, m);
         break;
     case WM_DELETE: {
         conn_ref_t conn = m->conn;
         actor_delete(a);
         actor_reply(w, conn, 200, NULL, NULL);
+        alive = false;
         break;
     }
     case WM_CONN_CLOSED:
         handle_conn_closed(a, m);
         break;
+    case WM_ALARM:
+        alive = actor_on_alarm(a, m->alarm_due);
+        break;
+    case WM_RECOVER:
+        actor_recover(a, m->payload);
+        break;
     default:
         break;
+    }
+    if (alive) {
+        if (a->touched_ms - a->touched_stored_ms > TOUCH_PERSIST_MS)
+            actor_persist_meta(a);
+        worker_note_activity(w, a);
     }
     wmsg_free(m);
 }

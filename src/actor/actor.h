@@ -52,6 +52,7 @@ typedef struct call {
     stream_t *stream;
     job_t *job;              /* NULL when answered synchronously */
     stats_method_t method;
+    bool mapped;             /* its reqmap key (the in-flight index) is written */
     int64_t started_us;
 } call_t;
 
@@ -63,6 +64,9 @@ typedef struct pending {     /* a server->client request waiting for the client'
 
 typedef struct actor {
     struct actor *hnext;     /* worker table chain */
+    struct actor *lru_prev, *lru_next; /* the worker's idle list (hibernation candidates) */
+    bool in_lru;
+    int64_t idle_since_ms;   /* monotonic */
     char sid[SESSION_ID_LEN + 1];
     uint32_t tag;            /* stream-id tag (keys.h) */
     worker_t *w;
@@ -75,6 +79,8 @@ typedef struct actor {
     char auth_name[64];
     int64_t created_ms;
     int64_t touched_ms;
+    int64_t touched_stored_ms; /* the touched_ms last written to the store */
+    int64_t alarm_due;       /* its one alarm (wall ms), 0 = none */
     uint64_t next_stream;
     uint64_t next_req_num;
     stream_t *streams;
@@ -112,6 +118,42 @@ void actor_delete(actor_t *a);
 /* Replies on a connection the actor does not keep (errors, 202s, DELETE). */
 void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header);
 void actor_reply_error(worker_t *w, conn_ref_t conn, int status, int code, const char *msg);
+/* Hibernation: true when nothing is attached, running or awaited. */
+bool actor_is_idle(const actor_t *a);
+/* Writes what a wake needs and frees the actor (idle actors only). */
+void actor_hibernate(actor_t *a);
+
+/* ---- shared by the files of src/actor (worker thread) ---- */
+
+/* The standalone stream (loaded on first use; created when `create`). */
+stream_t *actor_get_stream(actor_t *a, bool create);
+/* A stream in memory, or NULL. */
+stream_t *actor_find_stream(actor_t *a, uint64_t num);
+/* A POST stream from its stored record, put in memory; NULL when the session has no such stream. */
+stream_t *actor_load_stream(actor_t *a, uint64_t num);
+void actor_free_stream(actor_t *a, stream_t *s, bool write_meta);
+/* Newest stored seq of a stream (0 when it has no events). */
+uint64_t actor_newest_seq(actor_t *a, uint64_t num);
+
+/* sweep.c: alarms, expiry, sweep, recovery. */
+/* Moves the session's alarm to `due` (0 clears it). */
+void actor_alarm_set(actor_t *a, int64_t due);
+/* Makes sure the alarm is due no later than `due`. */
+void actor_alarm_ensure(actor_t *a, int64_t due);
+/* A POST stream finished: index its expiry and make sure the alarm covers it. */
+void actor_stream_finished(actor_t *a, stream_t *s);
+/* Handles the alarm due at `due`. Returns false when the session was deleted (a is freed). */
+bool actor_on_alarm(actor_t *a, int64_t due);
+/* Writes the restart error for requests that were in flight when the process died. */
+void actor_recover(actor_t *a, json_t *list);
+/* The sweep's re-arm decision (pure): the earliest of the session's expiry, the first
+ * finished-stream expiry and the standalone stream's expiry (0 = none); SWEEP_SOON_MS after
+ * now when the run hit its limit (`more`) or something already due was left. */
+int64_t sweep_next_due(int64_t now, bool more, int64_t session_expiry,
+                       int64_t first_finished_expiry, int64_t standalone_expiry);
+/* Main thread, at startup: finds in-flight requests in the store and sends WM_RECOVER. */
+long actors_recover_all(store_t *store);
+
 /* The session's log threshold: true when a message at `level` is to be sent. */
 bool actor_log_enabled(const actor_t *a, const char *level);
 /* Index of a logging level name (debug=0 .. emergency=7), -1 when unknown. */

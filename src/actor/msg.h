@@ -41,6 +41,8 @@ typedef enum {
     WM_TOOL_ABANDON, /* the tool stopped waiting for server request `req_num` */
     WM_TOOL_STATE,   /* a tool's state get/put/update, answer via job */
     WM_TOOL_DONE,    /* the job finished: result or error in the job */
+    WM_ALARM,        /* the session's alarm at alarm_due is due */
+    WM_RECOVER,      /* startup: these requests were in flight when the process died */
 } wmsg_type_t;
 
 typedef struct wmsg {
@@ -58,9 +60,11 @@ typedef struct wmsg {
     uint64_t stream;           /* WM_CONN_CLOSED */
     char auth_name[64];        /* the token name that sent it ("" without auth) */
     struct mcpd_ctx *job;         /* WM_TOOL_* */
-    json_t *payload;           /* WM_TOOL_OUT / WM_TOOL_REQ: the message (owned) */
+    json_t *payload;           /* WM_TOOL_OUT / WM_TOOL_REQ: the message (owned);
+                                  WM_RECOVER: [[stream, request id], ...] */
     int target;                /* mcpd_target_t */
     uint64_t req_num;          /* WM_TOOL_ABANDON */
+    int64_t alarm_due;         /* WM_ALARM */
 } wmsg_t;
 
 wmsg_t *wmsg_new(wmsg_type_t type);

@@ -10,6 +10,7 @@
 #include "actor/worker.h"
 
 #include "actor/actor.h"
+#include "actor/alarm.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/stats.h"
@@ -43,6 +44,11 @@ struct worker {
     size_t nbuckets, nactors;
     atomic_llong live;
     bool stop;
+    /* hibernation: idle actors, oldest first, and one timer for the oldest */
+    struct actor *lru_head, *lru_tail;
+    struct event *idle_timer;
+    int64_t idle_armed_ms; /* monotonic deadline the timer is armed for, 0 = none */
+    int64_t alarm_hint;    /* lowest alarm set this turn, 0 = none */
 };
 
 static worker_t *W;
@@ -135,10 +141,20 @@ void worker_send_http(worker_t *w, hmsg_t *m)
     q->n++;
 }
 
+void worker_note_alarm(worker_t *w, int64_t due)
+{
+    if (!w->alarm_hint || due < w->alarm_hint)
+        w->alarm_hint = due;
+}
+
 void worker_turn_end(worker_t *w)
 {
     actor_flush_dirty(w);
     worker_commit(w);
+    if (w->alarm_hint) {
+        alarms_hint(w->alarm_hint); /* the key is committed: the scheduler can read it */
+        w->alarm_hint = 0;
+    }
     for (int i = 0; i < w->n_http; i++) {
         outq_t *q = &w->out[i];
         if (!q->first)
@@ -178,6 +194,82 @@ static void on_inbox(evutil_socket_t fd, short what, void *arg)
     worker_turn_end(w);
     if (w->stop && atomic_load(&w->inbox.depth) == 0)
         event_base_loopbreak(w->base);
+}
+
+/* ---- hibernation: the idle list ---- */
+
+static void lru_remove(worker_t *w, struct actor *a)
+{
+    if (!a->in_lru)
+        return;
+    if (a->lru_prev)
+        a->lru_prev->lru_next = a->lru_next;
+    else
+        w->lru_head = a->lru_next;
+    if (a->lru_next)
+        a->lru_next->lru_prev = a->lru_prev;
+    else
+        w->lru_tail = a->lru_prev;
+    a->lru_prev = a->lru_next = NULL;
+    a->in_lru = false;
+}
+
+static void lru_append(worker_t *w, struct actor *a)
+{
+    a->lru_prev = w->lru_tail;
+    a->lru_next = NULL;
+    if (w->lru_tail)
+        w->lru_tail->lru_next = a;
+    else
+        w->lru_head = a;
+    w->lru_tail = a;
+    a->in_lru = true;
+}
+
+/* Arms the one idle timer for the oldest idle actor, or disarms it. */
+static void idle_rearm(worker_t *w)
+{
+    if (!w->lru_head) {
+        if (w->idle_armed_ms) {
+            evtimer_del(w->idle_timer);
+            w->idle_armed_ms = 0;
+        }
+        return;
+    }
+    int64_t deadline = w->lru_head->idle_since_ms + g_cfg.idle_timeout_s * 1000;
+    if (w->idle_armed_ms && w->idle_armed_ms <= deadline)
+        return; /* fires no later than needed; it re-arms itself then */
+    int64_t wait = deadline - now_mono_ms();
+    if (wait < 0)
+        wait = 0;
+    struct timeval tv = {wait / 1000, (wait % 1000) * 1000};
+    evtimer_add(w->idle_timer, &tv);
+    w->idle_armed_ms = deadline;
+}
+
+void worker_note_activity(worker_t *w, struct actor *a)
+{
+    lru_remove(w, a);
+    if (!actor_is_idle(a))
+        return;
+    a->idle_since_ms = now_mono_ms();
+    lru_append(w, a);
+    idle_rearm(w);
+}
+
+static void on_idle_timer(evutil_socket_t fd, short what, void *arg)
+{
+    worker_t *w = arg;
+    STAT_INC(timer_wakeups_total);
+    w->idle_armed_ms = 0;
+    int64_t now = now_mono_ms();
+    while (w->lru_head && w->lru_head->idle_since_ms + g_cfg.idle_timeout_s * 1000 <= now) {
+        struct actor *a = w->lru_head;
+        lru_remove(w, a);
+        actor_hibernate(a);
+    }
+    idle_rearm(w);
+    worker_turn_end(w);
 }
 
 /* ---- actor table ---- */
@@ -229,6 +321,9 @@ void worker_add_actor(worker_t *w, struct actor *a)
 
 void worker_remove_actor(worker_t *w, struct actor *a)
 {
+    lru_remove(w, a);
+    if (!w->lru_head)
+        idle_rearm(w); /* nothing left to hibernate: no timer */
     struct actor **pp = &w->buckets[bucket_of(w, a->sid)];
     while (*pp && *pp != a)
         pp = &(*pp)->hnext;
@@ -285,6 +380,7 @@ int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_
         w->batch = store_batch_new(store);
         w->n_http = n_http_threads;
         w->out = xcalloc((size_t)n_http_threads, sizeof *w->out);
+        w->idle_timer = evtimer_new(w->base, on_idle_timer, w);
         w->nbuckets = 1024;
         w->buckets = xcalloc(w->nbuckets, sizeof *w->buckets);
         for (int s = 0; s < MBOX_SHARDS; s++)
@@ -324,6 +420,7 @@ void workers_stop(void)
     for (int i = 0; i < NW; i++) {
         pthread_join(W[i].thread, NULL);
         event_free(W[i].inbox_ev);
+        event_free(W[i].idle_timer);
         event_base_free(W[i].base);
         mq_destroy(&W[i].inbox);
         store_batch_free(W[i].batch);

@@ -52,6 +52,10 @@ void worker_turn_end(worker_t *w);
 struct actor *worker_find_actor(worker_t *w, const char *sid);
 void worker_add_actor(worker_t *w, struct actor *a);
 void worker_remove_actor(worker_t *w, struct actor *a);
+/* After handling a message of a: keeps the idle list (hibernation) in order. */
+void worker_note_activity(worker_t *w, struct actor *a);
+/* An alarm was set at due in this turn: the scheduler hears of it after the commit. */
+void worker_note_alarm(worker_t *w, int64_t due);
 /* Calls fn for every live actor; fn may remove (and free) the actor it is given. */
 void worker_foreach_actor(worker_t *w, void (*fn)(struct actor *, void *), void *arg);
 

@@ -63,7 +63,8 @@ void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     a->client_caps = caps ? json_incref(caps) : json_object();
     a->client_info = info ? json_incref(info) : NULL;
     snprintf(a->auth_name, sizeof a->auth_name, "%s", m->auth_name);
-    actor_persist_meta(a);
+    /* every session holds one alarm while it exists: at the latest, its own expiry */
+    actor_alarm_set(a, a->created_ms + g_cfg.session_ttl_s * 1000); /* persists the metadata */
     STAT_INC(sessions_created_total);
     STAT_INC(requests_total[SM_initialize]);
     log_info("session %.8s created: protocol %s, client %s", a->sid, a->proto->version,

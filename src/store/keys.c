@@ -42,6 +42,14 @@ size_t key_alarm(unsigned char *out, int64_t due_ms, const char *sid)
     return KEY_ALARM_LEN;
 }
 
+size_t key_expiry(unsigned char *out, const char *sid, int64_t expiry_ms, uint64_t stream)
+{
+    memcpy(out, sid, SESSION_ID_LEN);
+    key_put_u64(out + SESSION_ID_LEN, (uint64_t)(expiry_ms < 0 ? 0 : expiry_ms));
+    key_put_u64(out + SESSION_ID_LEN + 8, stream);
+    return KEY_EXPIRY_LEN;
+}
+
 long key_state(unsigned char *out, const char *sid, const char *name)
 {
     size_t n = strlen(name);
@@ -98,6 +106,15 @@ int key_alarm_decode(const unsigned char *k, size_t len, int64_t *due_ms, char *
 uint32_t session_tag(const char *sid)
 {
     return (uint32_t)(hash_bytes(sid, SESSION_ID_LEN) >> 32);
+}
+
+int key_expiry_decode(const unsigned char *k, size_t len, int64_t *expiry_ms, uint64_t *stream)
+{
+    if (len != KEY_EXPIRY_LEN)
+        return -1;
+    *expiry_ms = (int64_t)key_get_u64(k + SESSION_ID_LEN);
+    *stream = key_get_u64(k + SESSION_ID_LEN + 8);
+    return 0;
 }
 
 size_t stream_id_format(char *out, uint32_t tag, uint64_t stream)

@@ -9,7 +9,8 @@
  *   events    sid | stream u64 | seq u64           -> message text (empty = priming event)
  *   reqmap    sid | request-id JSON | 0 | stream u64 -> (empty)   reverse of stream's ids
  *   state     sid | name                           -> tool state value (JSON)
- *   alarms    due_ms u64 | sid                     -> (empty)
+ *   alarms    due_ms u64 | sid                     -> (empty)   one per session, by due time
+ *   expiry    sid | expiry_ms u64 | stream u64      -> (empty)   finished POST streams, by expiry
  *
  * Event ids are "<streamId>:<seq>". streamId is "<tag>-get" for the standalone stream (number 0)
  * or "<tag>-p<hex>" for POST stream number n >= 1, where tag is 8 hex digits derived from the
@@ -30,6 +31,7 @@
 #define KEY_STREAM_LEN (SESSION_ID_LEN + 8)
 #define KEY_EVENT_LEN (SESSION_ID_LEN + 16)
 #define KEY_ALARM_LEN (8 + SESSION_ID_LEN)
+#define KEY_EXPIRY_LEN (SESSION_ID_LEN + 16)
 #define KEY_STATE_MAX (SESSION_ID_LEN + 200)
 #define EVENT_ID_MAX 64
 
@@ -39,6 +41,7 @@ uint64_t key_get_u64(const unsigned char *p);
 size_t key_stream(unsigned char *out, const char *sid, uint64_t stream);
 size_t key_event(unsigned char *out, const char *sid, uint64_t stream, uint64_t seq);
 size_t key_alarm(unsigned char *out, int64_t due_ms, const char *sid);
+size_t key_expiry(unsigned char *out, const char *sid, int64_t expiry_ms, uint64_t stream);
 /* -1 when name is empty or longer than 200 bytes. */
 long key_state(unsigned char *out, const char *sid, const char *name);
 /* out must hold SESSION_ID_LEN + idlen + 9 bytes. */
@@ -51,6 +54,7 @@ void key_session_upper(unsigned char *out, const char *sid);
 int key_event_decode(const unsigned char *k, size_t len, uint64_t *stream, uint64_t *seq);
 int key_stream_decode(const unsigned char *k, size_t len, uint64_t *stream);
 int key_alarm_decode(const unsigned char *k, size_t len, int64_t *due_ms, char *sid_out);
+int key_expiry_decode(const unsigned char *k, size_t len, int64_t *expiry_ms, uint64_t *stream);
 
 /* The session's 32-bit stream-id tag. */
 uint32_t session_tag(const char *sid);

@@ -27,7 +27,7 @@
 #define CF_WRITE_BUFFER_BYTES (16ULL << 20)
 
 static const char *const cf_names[CF__COUNT + 1] = {
-    "default", "sessions", "streams", "events", "reqmap", "state", "alarms",
+    "default", "sessions", "streams", "events", "reqmap", "state", "alarms", "expiry",
 };
 
 struct store {
@@ -77,6 +77,9 @@ store_t *store_open(const char *dir, bool sync, char *err, size_t errlen)
     rocksdb_options_set_max_open_files(s->opts, 512);
     rocksdb_options_set_keep_log_file_num(s->opts, 4);
     rocksdb_options_set_block_based_table_factory(s->opts, s->table);
+    /* quiescent means quiescent: no periodic statistics work */
+    rocksdb_options_set_stats_dump_period_sec(s->opts, 0);
+    rocksdb_options_set_stats_persist_period_sec(s->opts, 0);
 
     s->cf_opts = rocksdb_options_create_copy(s->opts);
     rocksdb_options_set_write_buffer_size(s->cf_opts, CF_WRITE_BUFFER_BYTES);
@@ -303,6 +306,19 @@ int store_flush(store_t *s)
     }
     rocksdb_flushoptions_destroy(fo);
     return rc;
+}
+
+void store_flush_async(store_t *s, store_cf_t cf)
+{
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 0);
+    char *err = NULL;
+    rocksdb_flush_cf(s->db, fo, cfh(s, cf), &err);
+    if (err) {
+        log_warn("store: flush failed: %s", err);
+        rocksdb_free(err);
+    }
+    rocksdb_flushoptions_destroy(fo);
 }
 
 uint64_t store_cache_budget(const store_t *s)

@@ -18,6 +18,7 @@ typedef enum {
     CF_REQMAP,
     CF_STATE,
     CF_ALARMS,
+    CF_EXPIRY,
     CF__COUNT
 } store_cf_t;
 
@@ -62,6 +63,8 @@ void store_iter_free(store_iter_t *it);
 uint64_t store_property_sum(store_t *s, const char *prop);
 /* Flushes memtables (shutdown, or after bulk deletions leave range tombstones). */
 int store_flush(store_t *s);
+/* Starts a flush of one column family without waiting (range tombstones after a sweep). */
+void store_flush_async(store_t *s, store_cf_t cf);
 /* Bytes of the shared block cache and the memtable budget, for documentation and /stats. */
 uint64_t store_cache_budget(const store_t *s);
 uint64_t store_memtable_budget(const store_t *s);

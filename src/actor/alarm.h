@@ -1,0 +1,27 @@
+/* Durable one-shot alarms: the process-wide timer. Its own thread.
+ *
+ * Each session has at most one alarm, a key (due_ms, sid) in the `alarms` column family that
+ * its actor writes in its turn batch (and notes in its metadata). This scheduler arms one timer
+ * for the earliest due key; when it fires it sends WM_ALARM {sid, due} to the session's worker
+ * for every key due by then (the actor wakes from the store if it hibernates), and re-arms at
+ * the next key, or not at all. It never writes: the actor deletes or moves its key when it
+ * handles the alarm, in the same batch as the work the alarm did.
+ *
+ * Keys it has dispatched are not dispatched again (a floor moves past them), unless an actor
+ * hints a due time below the floor; the actor ignores a WM_ALARM whose due time is not its
+ * current alarm, so a duplicate is harmless. */
+#ifndef MCPD_ACTOR_ALARM_H
+#define MCPD_ACTOR_ALARM_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* Main thread, after the workers started: counts the stored alarms and arms the timer. */
+int alarms_start(store_t *store);
+/* Main thread, before the workers stop. */
+void alarms_stop(void);
+/* Any thread, after the key is committed: an alarm was set at due_ms. */
+void alarms_hint(int64_t due_ms);
+
+#endif

@@ -1,0 +1,294 @@
+/* Alarms, expiry, the sweep and crash recovery of a session: worker thread only (except
+ * actors_recover_all, main thread at startup).
+ *
+ * Every session holds exactly one durable alarm while it exists: the earliest of
+ *   - its oldest finished POST stream's expiry (last response + --finished-stream-ttl), found
+ *     as the first key of the session's range in the `expiry` index;
+ *   - its standalone stream's expiry (last write + --event-ttl), while it has events;
+ *   - its own expiry (last touch + --session-ttl).
+ * When the alarm fires, the sweep deletes what has expired, reading the expiry index (one key
+ * per finished stream) and never the events, so a run costs O(expired streams): at most
+ * SWEEP_BATCH streams per write batch and SWEEP_BATCHES batches per run; if more are due it
+ * re-arms SWEEP_SOON_MS later, else at exactly the next expiry.
+ *
+ * POST streams that are still running are in memory whenever the actor is (a session with a
+ * running call does not hibernate), so they need no index; a running call is never expired.
+ * Events of a deleted stream go with one DeleteRange; the standalone stream keeps its record
+ * (its seq) when its events expire, so an event id is never issued twice.
+ */
+#include "actor/actor.h"
+
+#include "actor/alarm.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "mcp/jsonrpc.h"
+#include "store/keys.h"
+#include "store/records.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SWEEP_BATCH 256
+#define SWEEP_BATCHES 10
+#define SWEEP_SOON_MS 100
+/* Range tombstones slow later seeks until flushed (DESIGN.md): flush after this many. */
+#define TOMBSTONES_BEFORE_FLUSH 4096
+
+static _Atomic long g_tombstones;
+
+void actor_alarm_set(actor_t *a, int64_t due)
+{
+    if (due == a->alarm_due)
+        return;
+    store_batch_t *b = worker_batch(a->w);
+    unsigned char k[KEY_ALARM_LEN];
+    if (a->alarm_due) {
+        key_alarm(k, a->alarm_due, a->sid);
+        store_batch_delete(b, CF_ALARMS, k, sizeof k);
+    }
+    if (due) {
+        key_alarm(k, due, a->sid);
+        store_batch_put(b, CF_ALARMS, k, sizeof k, "", 0);
+        worker_note_alarm(a->w, due);
+    }
+    if (!a->alarm_due && due)
+        STAT_INC(alarms_pending);
+    else if (a->alarm_due && !due)
+        STAT_DEC(alarms_pending);
+    a->alarm_due = due;
+    actor_persist_meta(a); /* the metadata names the key, so a wake can move it */
+}
+
+void actor_alarm_ensure(actor_t *a, int64_t due)
+{
+    if (!a->alarm_due || due < a->alarm_due)
+        actor_alarm_set(a, due);
+}
+
+void actor_stream_finished(actor_t *a, stream_t *s)
+{
+    int64_t expiry = s->last_write_ms + g_cfg.finished_stream_ttl_s * 1000;
+    unsigned char k[KEY_EXPIRY_LEN];
+    key_expiry(k, a->sid, expiry, s->num);
+    store_batch_put(worker_batch(a->w), CF_EXPIRY, k, sizeof k, "", 0);
+    actor_alarm_ensure(a, expiry);
+}
+
+/* The first finished-stream expiry still indexed for the session (0 = none). */
+static int64_t first_finished_expiry(actor_t *a)
+{
+    unsigned char lo[KEY_EXPIRY_LEN], hi[SESSION_ID_LEN];
+    key_expiry(lo, a->sid, 0, 0);
+    key_session_upper(hi, a->sid);
+    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EXPIRY, lo, sizeof lo, hi, sizeof hi);
+    store_iter_seek_first(it);
+    int64_t expiry = 0;
+    uint64_t num;
+    if (store_iter_valid(it)) {
+        size_t kl;
+        const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
+        if (key_expiry_decode(key, kl, &expiry, &num) != 0)
+            expiry = 0;
+    }
+    store_iter_free(it);
+    return expiry;
+}
+
+/* Deletes one finished POST stream: events, record, index key. */
+static void delete_stream(actor_t *a, store_batch_t *b, const unsigned char *expiry_key,
+                          uint64_t num)
+{
+    unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN], sk[KEY_STREAM_LEN];
+    key_event(lo, a->sid, num, 0);
+    key_event(hi, a->sid, num + 1, 0);
+    store_batch_delete_range(b, CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
+    key_stream(sk, a->sid, num);
+    store_batch_delete(b, CF_STREAMS, sk, sizeof sk);
+    store_batch_delete(b, CF_EXPIRY, expiry_key, KEY_EXPIRY_LEN);
+    g_tombstones++;
+    STAT_INC(streams_expired_total);
+}
+
+/* Deletes finished streams expired by `now`; true when more are due than one run takes. */
+static bool sweep_finished(actor_t *a, int64_t now, long *deleted)
+{
+    unsigned char lo[KEY_EXPIRY_LEN], hi[KEY_EXPIRY_LEN];
+    key_expiry(lo, a->sid, 0, 0);
+    key_expiry(hi, a->sid, now + 1, 0);
+    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EXPIRY, lo, sizeof lo, hi, sizeof hi);
+    store_batch_t *b = worker_batch(a->w);
+    long n = 0, in_batch = 0;
+    bool more = false;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        if (n == SWEEP_BATCH * SWEEP_BATCHES) {
+            more = true;
+            break;
+        }
+        size_t kl;
+        const unsigned char *k = store_iter_key(it, &kl);
+        int64_t expiry;
+        uint64_t num;
+        if (key_expiry_decode(k, kl, &expiry, &num) != 0)
+            continue;
+        if (actor_find_stream(a, num))
+            continue; /* resumed right now: it goes at the next sweep */
+        delete_stream(a, b, k, num);
+        n++;
+        if (++in_batch == SWEEP_BATCH) {
+            worker_commit(a->w); /* bounded write batches */
+            in_batch = 0;
+        }
+    }
+    store_iter_free(it);
+    *deleted = n;
+    return more;
+}
+
+/* The standalone stream's events, when it has had no write for --event-ttl. */
+static void sweep_standalone(actor_t *a, int64_t now)
+{
+    stream_t *g = actor_get_stream(a, false);
+    if (!g || g->conn.gen || !actor_newest_seq(a, STREAM_GET))
+        return;
+    if (g->last_write_ms + g_cfg.event_ttl_s * 1000 > now)
+        return;
+    unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
+    key_event(lo, a->sid, STREAM_GET, 0);
+    key_event(hi, a->sid, STREAM_GET + 1, 0);
+    store_batch_delete_range(worker_batch(a->w), CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
+    g_tombstones++;
+    STAT_INC(streams_expired_total);
+    /* the record stays: its seq keeps ids unique when the stream is used again */
+    log_debug("session %.8s: standalone stream events expired", a->sid);
+}
+
+int64_t sweep_next_due(int64_t now, bool more, int64_t session_expiry,
+                       int64_t first_finished_expiry, int64_t standalone_expiry)
+{
+    int64_t due = session_expiry;
+    if (more) /* a run's limit was hit: the rest soon, not at the next expiry */
+        return now + SWEEP_SOON_MS < due ? now + SWEEP_SOON_MS : due;
+    if (first_finished_expiry && first_finished_expiry < due)
+        due = first_finished_expiry;
+    if (standalone_expiry && standalone_expiry < due)
+        due = standalone_expiry;
+    /* something due now was skipped (a stream being resumed): look again soon */
+    return due > now ? due : now + SWEEP_SOON_MS;
+}
+
+/* The next due time: the earliest of what is left. */
+static int64_t next_due(actor_t *a, int64_t now, bool more)
+{
+    stream_t *g = actor_get_stream(a, false);
+    int64_t ge = g && actor_newest_seq(a, STREAM_GET) ? g->last_write_ms + g_cfg.event_ttl_s * 1000 : 0;
+    return sweep_next_due(now, more, a->touched_ms + g_cfg.session_ttl_s * 1000,
+                          more ? 0 : first_finished_expiry(a), ge);
+}
+
+bool actor_on_alarm(actor_t *a, int64_t due)
+{
+    if (due != a->alarm_due)
+        return true; /* moved since it was dispatched */
+    int64_t now = now_wall_ms();
+    STAT_INC(sweeps_total);
+    if (a->touched_ms + g_cfg.session_ttl_s * 1000 <= now && actor_is_idle(a)) {
+        log_info("session %.8s expired: untouched for %lld s (--session-ttl)", a->sid,
+                 (long long)((now - a->touched_ms) / 1000));
+        actor_delete(a);
+        return false;
+    }
+    worker_commit(a->w); /* the iterators below must see this turn's writes */
+    long deleted = 0;
+    bool more = sweep_finished(a, now, &deleted);
+    sweep_standalone(a, now);
+    worker_commit(a->w);
+    int64_t next = next_due(a, now, more);
+    actor_alarm_set(a, next);
+    if (deleted)
+        log_debug("session %.8s: sweep deleted %ld streams; next alarm in %lld ms", a->sid,
+                  deleted, (long long)(next - now));
+    if (g_tombstones > TOMBSTONES_BEFORE_FLUSH) {
+        g_tombstones = 0;
+        store_flush_async(worker_store(a->w), CF_EVENTS);
+    }
+    return true;
+}
+
+/* ---- crash recovery ---- */
+
+void actor_recover(actor_t *a, json_t *list)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item) {
+        uint64_t num = (uint64_t)json_integer_value(json_array_get(item, 0));
+        json_t *id = json_array_get(item, 1);
+        /* the key goes whether or not its stream is still there */
+        char *t = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+        size_t tl = strlen(t);
+        unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
+        size_t kl = key_reqmap(k, a->sid, t, tl, num);
+        store_batch_delete(worker_batch(a->w), CF_REQMAP, k, kl);
+        free(k);
+        free(t);
+        if (num == STREAM_GET)
+            continue;
+        stream_t *s = actor_load_stream(a, num);
+        if (!s || s->outstanding)
+            continue; /* gone, or live (never at startup) */
+        actor_stream_send(a, s, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR,
+                                              "The server restarted while this request was in "
+                                              "flight; its result is lost. Send the request again.",
+                                              NULL));
+    }
+    /* every POST stream loaded above is over: finish it so the sweep can expire it */
+    stream_t *s = a->streams;
+    while (s) {
+        stream_t *next = s->next;
+        if (s->num != STREAM_GET && !s->outstanding) {
+            if (!s->finished) {
+                s->finished = true;
+                actor_stream_finished(a, s);
+            }
+            actor_free_stream(a, s, true);
+        }
+        s = next;
+    }
+    log_info("session %.8s: %zu interrupted requests answered with the restart error", a->sid,
+             json_array_size(list));
+}
+
+long actors_recover_all(store_t *store)
+{
+    store_iter_t *it = store_iter_new(store, CF_REQMAP, NULL, 0, NULL, 0);
+    long n = 0;
+    wmsg_t *m = NULL;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl;
+        const unsigned char *k = store_iter_key(it, &kl);
+        if (kl < SESSION_ID_LEN + 10 || k[kl - 9] != 0)
+            continue;
+        if (m && memcmp(m->sid, k, SESSION_ID_LEN) != 0) {
+            worker_push(worker_for_session(m->sid), m);
+            m = NULL;
+        }
+        if (!m) {
+            m = wmsg_new(WM_RECOVER);
+            memcpy(m->sid, k, SESSION_ID_LEN);
+            m->sid[SESSION_ID_LEN] = '\0';
+            m->payload = json_array();
+        }
+        json_error_t e;
+        json_t *id = json_loadb((const char *)k + SESSION_ID_LEN, kl - SESSION_ID_LEN - 9,
+                                JSON_DECODE_ANY, &e);
+        if (!id)
+            continue;
+        json_array_append_new(m->payload,
+                              json_pack("[I,o]", (json_int_t)key_get_u64(k + kl - 8), id));
+        n++;
+    }
+    if (m)
+        worker_push(worker_for_session(m->sid), m);
+    store_iter_free(it);
+    return n;
+}

@@ -1,0 +1,276 @@
+"""Hibernation, durability across restarts and crashes, durable alarms and the sweep.
+Real binary, real sockets, RocksDB on disk."""
+import json
+import os
+import time
+import unittest
+
+from mcptest import Server, Session, run
+
+
+def text_of(msg):
+    return msg["result"]["content"][0]["text"]
+
+
+def seq_of(event_id):
+    return int(event_id.rsplit(":", 1)[1], 16)
+
+
+def wait_for(pred, timeout=10, step=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+class ServerCase(unittest.TestCase):
+    FLAGS = ()
+
+    def setUp(self):
+        self.server = Server(*self.FLAGS)
+
+    def tearDown(self):
+        rc, _ = self.server.stop()
+        log = self.server.log_tail()
+        self.server.cleanup()
+        if rc not in (0, None):
+            raise AssertionError(f"server exited with {rc}: {log}")
+
+    def stats(self):
+        return self.server.stats()
+
+
+class Hibernation(ServerCase):
+    FLAGS = ("--idle-timeout", "1")
+
+    def test_a_counter_survives_hibernate_and_wake(self):
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        self.assertTrue(wait_for(lambda: self.stats()["hibernations_total"] >= 1, 5))
+        st = self.stats()
+        self.assertEqual(st["sessions_live"], 0, "hibernated sessions hold no memory")
+        wakes = st["wakes_total"]
+        self.assertEqual(text_of(s.tool("counter")[1]), "6")
+        self.assertEqual(self.stats()["wakes_total"], wakes + 1)
+        self.assertEqual(self.stats()["sessions_live"], 1)
+
+    def test_a_woken_session_keeps_version_capabilities_and_log_level(self):
+        s = Session(self.server, version="2025-06-18", capabilities={"elicitation": {}})
+        s.call("logging/setLevel", {"level": "error"})
+        self.assertTrue(wait_for(lambda: self.stats()["sessions_live"] == 0, 5))
+        _, m = s.tool("add", {"a": 1})  # 2025-06-18: protocol error, not a tool result
+        self.assertEqual(m["error"]["code"], -32602)
+        r, _ = s.tool("notify", {"count": 2, "target": "request"})
+        self.assertFalse([x for x in r.messages() if x.get("method") == "notifications/message"])
+        rid, st = s.stream_post("tools/call", {"name": "elicit_name", "arguments": {}})
+        req = st.next_message(5)
+        self.assertEqual(req["message"]["method"], "elicitation/create", "capabilities came back")
+        s.post({"jsonrpc": "2.0", "id": req["message"]["id"], "result": {"action": "decline"}})
+        self.assertEqual(text_of(st.next_message(5)["message"]), "declined")
+        st.close()
+
+    def test_event_ids_continue_after_a_wake(self):
+        s = Session(self.server)
+        g = s.open_get()
+        first = g.next_event(5)["id"]
+        s.tool("notify", {"count": 2, "target": "session"})
+        last = [g.next_message(5) for _ in range(2)][-1]["id"]
+        g.close()
+        self.assertTrue(wait_for(lambda: self.stats()["sessions_live"] == 0, 5))
+        g2 = s.open_get()
+        again = g2.next_event(5)["id"]
+        self.assertGreater(seq_of(again), seq_of(last), "no event id is issued twice")
+        self.assertGreater(seq_of(last), seq_of(first))
+        g2.close()
+
+    def test_a_resumed_stream_works_after_hibernation(self):
+        s = Session(self.server)
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.close()
+        s.tool("notify", {"count": 2, "target": "session"})
+        self.assertTrue(wait_for(lambda: self.stats()["sessions_live"] == 0, 5))
+        g2 = s.open_get(last_event_id=priming["id"])
+        got = [g2.next_message(5) for _ in range(2)]
+        self.assertEqual([x["message"]["params"]["data"]["n"] for x in got], [1, 2])
+        g2.close()
+
+    def test_an_open_get_stream_keeps_its_session_awake(self):
+        s = Session(self.server)
+        g = s.open_get()
+        g.next_event(5)
+        time.sleep(2.2)
+        self.assertEqual(self.stats()["sessions_live"], 1)
+        g.close()
+        self.assertTrue(wait_for(lambda: self.stats()["sessions_live"] == 0, 5))
+
+    def test_a_tool_waiting_on_an_elicitation_keeps_its_session_awake(self):
+        s = Session(self.server, capabilities={"elicitation": {}})
+        rid, st = s.stream_post("tools/call", {"name": "elicit_name", "arguments": {}})
+        req = st.next_message(5)
+        st.close()  # the connection goes; the tool still waits for the answer
+        time.sleep(2.2)
+        self.assertEqual(self.stats()["sessions_live"], 1)
+        s.post({"jsonrpc": "2.0", "id": req["message"]["id"],
+                "result": {"action": "accept", "content": {"name": "Kay"}}})
+        self.assertTrue(wait_for(lambda: self.stats()["sessions_live"] == 0, 5))
+
+    def test_a_quiescent_server_makes_no_timer_wakeups(self):
+        for _ in range(30):
+            Session(self.server).tool("counter")
+        self.assertTrue(wait_for(lambda: self.stats()["sessions_live"] == 0, 6))
+        before = self.stats()["timer_wakeups_total"]
+        time.sleep(3)
+        self.assertEqual(self.stats()["timer_wakeups_total"], before)
+        self.assertGreater(self.stats()["hibernations_total"], 29)
+
+
+class Crash(ServerCase):
+    def test_the_counter_survives_kill_9_and_restart(self):
+        s = Session(self.server)
+        s.tool("counter", {"by": 10})
+        self.server.kill9()
+        self.server.start()
+        self.assertEqual(text_of(s.tool("counter")[1]), "11")
+
+    def test_a_stream_resumed_after_kill_9_gets_every_later_event_once_and_the_restart_error(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 4, "steps": 8},
+                                               "_meta": {"progressToken": "k"}})
+        first = st.next_message(5)
+        self.assertEqual(first["message"]["params"]["progress"], 1)
+        time.sleep(1.3)  # more progress is written while the client reads nothing
+        self.server.kill9()
+        st.close()
+        self.server.start()
+        g = s.open_get(last_event_id=first["id"])
+        self.assertEqual(g.status, 200)
+        events = [e for e in g.read_until_end(5) if e.get("data")]
+        self.assertTrue(g.ended)
+        msgs = [json.loads(e["data"]) for e in events]
+        progress = [m["params"]["progress"] for m in msgs if m.get("method") == "notifications/progress"]
+        self.assertGreaterEqual(len(progress), 1, "events written before the crash are replayed")
+        self.assertEqual(progress, list(range(2, 2 + len(progress))), "each once, in order")
+        final = msgs[-1]
+        self.assertEqual(final["id"], rid)
+        self.assertEqual(final["error"]["code"], -32603)
+        self.assertIn("restarted", final["error"]["message"])
+        seqs = [seq_of(e["id"]) for e in events]
+        self.assertEqual(seqs, sorted(set(seqs)))
+        g.close()
+
+    def test_a_standalone_backlog_survives_kill_9(self):
+        s = Session(self.server)
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.close()
+        s.tool("notify", {"count": 3, "target": "session"})
+        self.server.kill9()
+        self.server.start()
+        g2 = s.open_get(last_event_id=priming["id"])
+        got = [g2.next_message(5) for _ in range(3)]
+        self.assertEqual([x["message"]["params"]["data"]["n"] for x in got], [1, 2, 3])
+        s.tool("notify", {"count": 1, "target": "session"})
+        later = g2.next_message(5)
+        self.assertGreater(seq_of(later["id"]), seq_of(got[-1]["id"]))
+        g2.close()
+
+    def test_a_sigterm_during_a_call_answers_it_before_exit(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 20, "steps": 20},
+                                               "_meta": {"progressToken": "t"}})
+        first = st.next_message(5)
+        st.close()
+        rc, took = self.server.stop()
+        self.assertEqual(rc, 0)
+        self.assertLess(took, 5)
+        self.server.start()
+        g = s.open_get(last_event_id=first["id"])
+        msgs = [json.loads(e["data"]) for e in g.read_until_end(5) if e.get("data")]
+        final = [m for m in msgs if m.get("id") == rid]
+        self.assertEqual(len(final), 1, "the cancelled call was answered once")
+        g.close()
+
+
+class Alarms(ServerCase):
+    FLAGS = ("--finished-stream-ttl", "2", "--idle-timeout", "1")
+
+    def resume_status(self, s, event_id):
+        r = self.server.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": s.sid,
+                                                "Last-Event-ID": event_id})
+        return r.status
+
+    def finished_stream(self, s):
+        r, _ = s.tool("slow", {"seconds": 0.05, "steps": 1}, meta={"progressToken": 1})
+        return r.events()[0]["id"]
+
+    def test_no_alarm_exists_when_nothing_is_stored(self):
+        self.assertEqual(self.stats()["alarms_pending"], 0)
+        s = Session(self.server)
+        self.assertEqual(self.stats()["alarms_pending"], 1, "a session holds exactly one alarm")
+        self.finished_stream(s)
+        self.assertEqual(self.stats()["alarms_pending"], 1)
+        s.delete()
+        self.assertEqual(self.stats()["alarms_pending"], 0)
+
+    def test_the_sweep_deletes_only_expired_streams_and_rearms_at_the_next_expiry(self):
+        s = Session(self.server)
+        a = self.finished_stream(s)
+        time.sleep(1.2)
+        b = self.finished_stream(s)
+        # after a's expiry, before b's: a is gone, b is still resumable
+        self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 1, 3))
+        self.assertEqual(self.resume_status(s, a), 404)
+        self.assertEqual(self.resume_status(s, b), 200)
+        self.assertEqual(self.stats()["streams_expired_total"], 1, "only the expired one")
+        # the alarm was re-armed for b's expiry, not later
+        self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 2, 3))
+        self.assertEqual(self.resume_status(s, b), 404)
+        self.assertGreaterEqual(self.stats()["sweeps_total"], 2)
+        # the session itself is still there
+        self.assertEqual(s.call("ping")[0].status, 200)
+
+    def test_an_alarm_set_before_a_restart_fires_after_it(self):
+        s = Session(self.server)
+        a = self.finished_stream(s)
+        self.server.restart()
+        self.assertEqual(self.stats()["alarms_pending"], 1, "the alarm is still stored")
+        self.assertEqual(self.stats()["streams_expired_total"], 0)
+        self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 1, 4))
+        self.assertEqual(self.resume_status(s, a), 404)
+
+
+class Ttl(ServerCase):
+    FLAGS = ("--session-ttl", "2", "--event-ttl", "1", "--idle-timeout", "1")
+
+    def test_a_session_past_its_ttl_is_deleted_and_answers_404(self):
+        s = Session(self.server)
+        s.tool("counter")
+        self.assertTrue(wait_for(lambda: self.stats()["sessions_deleted_total"] >= 1, 5))
+        r, _ = s.call("ping")
+        self.assertEqual(r.status, 404)
+        self.assertEqual(self.stats()["alarms_pending"], 0)
+
+    def test_a_touched_session_lives_past_its_first_ttl(self):
+        s = Session(self.server)
+        for _ in range(4):
+            time.sleep(0.8)
+            self.assertEqual(s.call("ping")[0].status, 200)
+
+    def test_the_standalone_streams_events_expire_after_the_event_ttl(self):
+        s = Session(self.server, capabilities={})
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.close()
+        s.tool("notify", {"count": 2, "target": "session"})
+        self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 1, 4))
+        s.call("ping")  # keep the session alive
+        g2 = s.open_get(last_event_id=priming["id"])
+        self.assertIsNone(g2.next_message(1), "nothing left to replay")
+        g2.close()
+
+
+if __name__ == "__main__":
+    run()
