@@ -470,6 +470,7 @@ static void unlink_call(actor_t *a, call_t *c)
 void actor_complete_call(actor_t *a, call_t *c, json_t *response)
 {
     stream_t *s = c->stream;
+    stats_observe_latency(c->method, now_mono_us() - c->started_us);
     unlink_call(a, c);
     s->outstanding--;
     if (s->sse) {

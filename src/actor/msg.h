@@ -49,6 +49,7 @@ typedef struct wmsg {
     mq_node_t link;
     wmsg_type_t type;
     bool counted;              /* counted against the session's mailbox bound */
+    int64_t recv_us;           /* when the HTTP thread received it (monotonic), 0 = internal */
     char sid[SESSION_ID_LEN + 1];
     conn_ref_t conn;
     json_t *body;              /* WM_POST */

@@ -7,6 +7,22 @@
 
 stats_t g_stats;
 
+const double stats_latency_bounds[STATS_LATENCY_BUCKETS] = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+    0.025,   0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   10.0,
+};
+
+void stats_observe_latency(stats_method_t m, long long us)
+{
+    double secs = (double)us / 1e6;
+    int b = 0;
+    while (b < STATS_LATENCY_BUCKETS && secs > stats_latency_bounds[b])
+        b++;
+    atomic_fetch_add_explicit(&g_stats.latency_buckets[m][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_stats.latency_sum_us[m], us, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_stats.latency_count[m], 1, memory_order_relaxed);
+}
+
 static const char *const method_names[] = {
     "initialize", "ping", "tools/list", "tools/call", "logging/setLevel",
     "resources/list", "resources/read", "resources/templates/list", "resources/subscribe",

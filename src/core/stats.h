@@ -20,6 +20,10 @@ typedef enum {
     SM__COUNT
 } stats_method_t;
 
+/* Request latency histogram bucket bounds, seconds (Prometheus `le`); the last is +Inf. */
+#define STATS_LATENCY_BUCKETS 16
+extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
+
 typedef struct stats {
     int64_t started_ms;
     atomic_llong sessions_live;
@@ -45,6 +49,10 @@ typedef struct stats {
     atomic_llong timer_wakeups_total;
     atomic_llong store_write_batches_total;
     atomic_llong store_errors_total;
+    /* per method: cumulative-free bucket counts (+1 overflow), sum of microseconds, count */
+    atomic_llong latency_buckets[SM__COUNT][STATS_LATENCY_BUCKETS + 1];
+    atomic_llong latency_sum_us[SM__COUNT];
+    atomic_llong latency_count[SM__COUNT];
 } stats_t;
 
 extern stats_t g_stats;
@@ -59,6 +67,8 @@ stats_method_t stats_method_of(const char *method);
 const char *stats_method_name(stats_method_t m);
 void stats_count_status(int status);
 void stats_note_mailbox_depth(long long depth);
+/* A request of method m was answered after us microseconds. */
+void stats_observe_latency(stats_method_t m, long long us);
 /* Resident set size in bytes from /proc/self/statm, or -1. */
 long long stats_rss_bytes(void);
 

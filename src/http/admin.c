@@ -91,11 +91,105 @@ static json_t *stats_json(void)
     return o;
 }
 
+/* ---- Prometheus text exposition (version 0.0.4) ---- */
+
+static void metric_head(struct evbuffer *b, const char *name, const char *type, const char *help)
+{
+    evbuffer_add_printf(b, "# HELP mcpactord_%s %s\n# TYPE mcpactord_%s %s\n", name, help, name, type);
+}
+
+static void metric_value(struct evbuffer *b, const char *name, const char *type, const char *help,
+                         long long v)
+{
+    metric_head(b, name, type, help);
+    evbuffer_add_printf(b, "mcpactord_%s %lld\n", name, v);
+}
+
+static void metrics_latency(struct evbuffer *b)
+{
+    metric_head(b, "request_duration_seconds", "histogram",
+                "Time from receipt of a JSON-RPC request to its answer, by method.");
+    for (int m = 0; m < SM__COUNT; m++) {
+        if (m == SM_notification || m == SM_response)
+            continue; /* not requests: nothing is answered */
+        const char *name = stats_method_name((stats_method_t)m);
+        long long cum = 0;
+        for (int i = 0; i <= STATS_LATENCY_BUCKETS; i++) {
+            cum += atomic_load_explicit(&g_stats.latency_buckets[m][i], memory_order_relaxed);
+            if (i < STATS_LATENCY_BUCKETS)
+                evbuffer_add_printf(b, "mcpactord_request_duration_seconds_bucket{method=\"%s\",le=\"%g\"} %lld\n",
+                                    name, stats_latency_bounds[i], cum);
+            else
+                evbuffer_add_printf(b, "mcpactord_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %lld\n",
+                                    name, cum);
+        }
+        long long sum = atomic_load_explicit(&g_stats.latency_sum_us[m], memory_order_relaxed);
+        evbuffer_add_printf(b, "mcpactord_request_duration_seconds_sum{method=\"%s\"} %.6f\n", name,
+                            (double)sum / 1e6);
+        evbuffer_add_printf(b, "mcpactord_request_duration_seconds_count{method=\"%s\"} %lld\n", name,
+                            atomic_load_explicit(&g_stats.latency_count[m], memory_order_relaxed));
+    }
+}
+
+static void metrics_text(struct evbuffer *b)
+{
+    metric_value(b, "uptime_seconds", "gauge", "Seconds since the server started.",
+                 (now_mono_ms() - g_stats.started_ms) / 1000);
+    metric_head(b, "requests_total", "counter", "JSON-RPC messages received, by method.");
+    for (int m = 0; m < SM__COUNT; m++)
+        evbuffer_add_printf(b, "mcpactord_requests_total{method=\"%s\"} %lld\n",
+                            stats_method_name((stats_method_t)m),
+                            atomic_load_explicit(&g_stats.requests_total[m], memory_order_relaxed));
+    metrics_latency(b);
+    metric_head(b, "http_responses_total", "counter", "HTTP responses sent, by status code.");
+    for (int code = 100; code < 600; code++) {
+        long long v = atomic_load_explicit(&g_stats.http_responses[code], memory_order_relaxed);
+        if (v)
+            evbuffer_add_printf(b, "mcpactord_http_responses_total{code=\"%d\"} %lld\n", code, v);
+    }
+    metric_head(b, "streams_open", "gauge", "Open SSE connections, by stream kind.");
+    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"post\"} %lld\n", STAT_GET(streams_open_post));
+    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"get\"} %lld\n", STAT_GET(streams_open_get));
+#define COUNTER(f, help) metric_value(b, #f, "counter", help, STAT_GET(f))
+#define GAUGE(f, help) metric_value(b, #f, "gauge", help, STAT_GET(f))
+    GAUGE(sessions_live, "Sessions in memory (not hibernated).");
+    COUNTER(sessions_created_total, "Sessions created by initialize.");
+    COUNTER(sessions_deleted_total, "Sessions deleted (DELETE or session TTL).");
+    COUNTER(events_stored_total, "SSE events written to the event log.");
+    COUNTER(events_replayed_total, "Events replayed to resuming clients.");
+    COUNTER(events_evicted_total, "Events evicted by the per-stream cap.");
+    COUNTER(replay_gaps_total, "Resumes from an id older than the oldest kept event.");
+    COUNTER(hibernations_total, "Sessions hibernated (freed from memory).");
+    COUNTER(wakes_total, "Sessions woken from the store.");
+    GAUGE(alarms_pending, "Sessions holding a durable alarm.");
+    COUNTER(sweeps_total, "Sweep alarms run.");
+    COUNTER(streams_expired_total, "Streams deleted by the sweep.");
+    COUNTER(timer_wakeups_total, "Timer callbacks run (hibernation, alarms, keepalive, JSON window).");
+    GAUGE(mailbox_depth_max, "Deepest session mailbox seen since start.");
+    COUNTER(mailbox_full_total, "Requests refused with 503 because a session mailbox was full.");
+    COUNTER(tool_calls_total, "Tool calls started.");
+    COUNTER(client_responses_unknown_total, "Client responses to unknown server requests.");
+    COUNTER(store_write_batches_total, "RocksDB write batches committed.");
+    COUNTER(store_errors_total, "RocksDB read or write errors.");
+#undef COUNTER
+#undef GAUGE
+    metric_value(b, "resident_memory_bytes", "gauge", "Resident set size of the process.",
+                 stats_rss_bytes());
+    metric_value(b, "rocksdb_live_data_bytes", "gauge", "RocksDB estimated live data size.",
+                 (long long)store_property_sum(A.store, "rocksdb.estimate-live-data-size"));
+    metric_value(b, "rocksdb_memtable_bytes", "gauge", "RocksDB memtable bytes in use.",
+                 (long long)store_property_sum(A.store, "rocksdb.cur-size-all-mem-tables"));
+    metric_value(b, "rocksdb_keys", "gauge", "RocksDB estimated number of keys.",
+                 (long long)store_property_sum(A.store, "rocksdb.estimate-num-keys"));
+    metric_value(b, "rocksdb_sst_bytes", "gauge", "RocksDB total size of SST files.",
+                 (long long)store_property_sum(A.store, "rocksdb.total-sst-files-size"));
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     if (evhttp_request_get_command(req) != EVHTTP_REQ_GET || !path) {
-        send_text(req, 404, "text/plain", "not found: GET /healthz or /stats\n");
+        send_text(req, 404, "text/plain", "not found: GET /healthz, /stats or /metrics\n");
         return;
     }
     if (strcmp(path, "/healthz") == 0) {
@@ -106,8 +200,14 @@ static void on_request(struct evhttp_request *req, void *arg)
         json_decref(o);
         send_text(req, 200, "application/json", s);
         free(s);
+    } else if (strcmp(path, "/metrics") == 0) {
+        struct evbuffer *b = evhttp_request_get_output_buffer(req);
+        metrics_text(b);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          "text/plain; version=0.0.4; charset=utf-8");
+        evhttp_send_reply(req, 200, "OK", NULL);
     } else {
-        send_text(req, 404, "text/plain", "not found: GET /healthz or /stats\n");
+        send_text(req, 404, "text/plain", "not found: GET /healthz, /stats or /metrics\n");
     }
 }
 

@@ -396,6 +396,7 @@ static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m)
     hconn_t *c = hconn_new(t, req);
     memcpy(c->sid, m->sid, SESSION_ID_LEN + 1);
     m->conn = ref_of(c);
+    m->recv_us = now_mono_us();
     worker_push(w, m);
 }
 

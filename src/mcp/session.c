@@ -77,6 +77,8 @@ void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     if (g_cfg.response_mode == RESPONSE_SSE)
         actor_stream_start_sse(a, s);
     call_t *c = actor_add_call(a, s, id, SM_initialize);
+    if (m->recv_us)
+        c->started_us = m->recv_us;
     json_t *result = json_object();
     json_object_set_new(result, "protocolVersion", json_string(a->proto->version));
     json_object_set_new(result, "capabilities", registry_capabilities(reg()));
@@ -439,6 +441,8 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
             continue;
         const char *method = json_string_value(json_object_get(msg, "method"));
         call_t *c = actor_add_call(a, s, json_object_get(msg, "id"), stats_method_of(method));
+        if (m->recv_us)
+            c->started_us = m->recv_us; /* latency counts from receipt, queueing included */
         dispatch_request(a, c, msg);
     }
     s->dispatching = false;

@@ -2,6 +2,7 @@
 and plugins."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -182,6 +183,30 @@ class Admin(unittest.TestCase):
         while time.time() < deadline and self.server.stats()["streams_open"]["get"] != before:
             time.sleep(0.05)
         self.assertEqual(self.server.stats()["streams_open"]["get"], before)
+
+    def test_metrics_pass_promtool_and_carry_the_documented_series(self):
+        s = Session(self.server)
+        s.tool("echo", {"text": "m"})
+        s.tool("slow", {"seconds": 0.05, "steps": 1}, meta={"progressToken": 1})
+        r = self.server.admin("/metrics")
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.header("content-type").startswith("text/plain"))
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool is installed by tools/deps.sh test (Debian prometheus)")
+        check = subprocess.run([promtool, "check", "metrics"], input=r.data, capture_output=True, timeout=30)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        self.assertEqual(check.stdout + check.stderr, b"", "no lint findings")
+        for series in ('mcpactord_request_duration_seconds_bucket{method="tools/call",le="+Inf"}',
+                       'mcpactord_http_responses_total{code="200"}', 'mcpactord_streams_open{kind="get"}',
+                       "mcpactord_events_stored_total", "mcpactord_events_replayed_total",
+                       "mcpactord_replay_gaps_total", "mcpactord_sessions_live", "mcpactord_hibernations_total",
+                       "mcpactord_wakes_total", "mcpactord_alarms_pending", "mcpactord_sweeps_total",
+                       "mcpactord_mailbox_depth_max", "mcpactord_resident_memory_bytes",
+                       "mcpactord_rocksdb_live_data_bytes", "mcpactord_rocksdb_memtable_bytes"):
+            self.assertIn(series + " ", r.text)
+        count = [l for l in r.text.splitlines()
+                 if l.startswith('mcpactord_request_duration_seconds_count{method="tools/call"}')][0]
+        self.assertGreaterEqual(int(count.split()[-1]), 2)
 
     def test_unknown_admin_paths_get_404(self):
         self.assertEqual(self.server.admin("/nope").status, 404)
