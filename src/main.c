@@ -14,6 +14,7 @@
 #include "core/stats.h"
 #include "core/util.h"
 #include "http/admin.h"
+#include "http/auth.h"
 #include "http/server.h"
 #include "store/store.h"
 #include "tools/job.h"
@@ -61,6 +62,15 @@ int main(int argc, char **argv)
 
     int exit_code = 0;
     store_t *store = NULL;
+    char aerr[512];
+    if ((g_cfg.auth_tokens[0] && auth_load(&g_auth, g_cfg.auth_tokens, aerr, sizeof aerr) != 0) ||
+        (g_cfg.admin_token[0] && auth_load(&g_admin_auth, g_cfg.admin_token, aerr, sizeof aerr) != 0)) {
+        log_error("authentication: %s", aerr);
+        config_free(&g_cfg);
+        return 1;
+    }
+    if (g_auth.n)
+        log_info("authentication on: %zu tokens from %s", g_auth.n, g_cfg.auth_tokens);
     mcpd_registry_t *reg = registry_new();
     for (int i = 0; i < g_cfg.n_toolsets; i++) {
         if (toolset_register(reg, g_cfg.toolsets[i]) != 0) {
@@ -139,11 +149,15 @@ int main(int argc, char **argv)
     store_flush(store);
     store_close(store);
     registry_free(reg);
+    auth_free(&g_auth);
+    auth_free(&g_admin_auth);
     config_free(&g_cfg);
     log_info("stopped");
     return 0;
 
 early_exit:
+    auth_free(&g_auth);
+    auth_free(&g_admin_auth);
     store_close(store);
     registry_free(reg);
     config_free(&g_cfg);

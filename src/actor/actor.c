@@ -1076,6 +1076,13 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     }
     if (!a)
         a = actor_load(w, m->sid);
+    bool from_client = m->type == WM_POST || m->type == WM_GET || m->type == WM_DELETE;
+    if (a && from_client && strcmp(a->auth_name, m->auth_name) != 0) {
+        /* a session belongs to the token that created it: to anyone else it does not exist */
+        log_debug("session %.8s: request from another token refused as unknown", a->sid);
+        worker_note_activity(w, a);
+        a = NULL;
+    }
     if (!a) {
         if (m->type != WM_ALARM && m->type != WM_RECOVER)
             actor_reply_error(w, m->conn, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found");

@@ -38,6 +38,10 @@ static const flag_t FLAGS[] = {
      "admin listener for /healthz and /stats (default 127.0.0.1:8081; 'off' disables)"},
     {"data-dir", "DIR", K_STR, OFF(data_dir), 0, 0,
      "RocksDB data directory, created if missing (default ./mcpactord-data)"},
+    {"auth-tokens", "FILE", K_STR, OFF(auth_tokens), 0, 0,
+     "require Authorization: Bearer on /mcp; FILE has name:token lines, mode 600"},
+    {"admin-token", "FILE", K_STR, OFF(admin_token), 0, 0,
+     "require Authorization: Bearer on the admin listener; FILE as for --auth-tokens"},
     {"http-threads", "N", K_INT, OFF(http_threads), 1, 64, "HTTP threads (default 1)"},
     {"workers", "N", K_INT, OFF(workers), 1, 256, "actor worker threads (default 1)"},
     {"tool-threads", "N", K_INT, OFF(tool_threads), 1, 1024,
@@ -180,6 +184,7 @@ static int apply(config_t *c, const flag_t *f, const char *val)
             goto bad;
         return 0;
     case K_STR:
+        /* every K_STR field is a 1024-byte path */
         if (!*val || strlen(val) >= sizeof c->data_dir)
             goto bad;
         strcpy(base, val);

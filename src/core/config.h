@@ -17,6 +17,8 @@ typedef struct config {
     char admin_host[256];
     int admin_port;
     char data_dir[1024];
+    char auth_tokens[1024];    /* --auth-tokens FILE ("" = no authentication) */
+    char admin_token[1024];    /* --admin-token FILE ("" = admin listener open) */
     int http_threads;
     int workers;
     int tool_threads;

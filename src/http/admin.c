@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/util.h"
+#include "http/auth.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -29,7 +30,7 @@ static void send_text(struct evhttp_request *req, int status, const char *ctype,
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
     evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
-    evhttp_send_reply(req, status, status == 200 ? "OK" : "Not Found", NULL);
+    evhttp_send_reply(req, status, status == 200 ? "OK" : status == 401 ? "Unauthorized" : "Not Found", NULL);
 }
 
 static json_t *stats_json(void)
@@ -187,6 +188,13 @@ static void metrics_text(struct evbuffer *b)
 
 static void on_request(struct evhttp_request *req, void *arg)
 {
+    if (g_admin_auth.n &&
+        !auth_check(&g_admin_auth, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"))) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                          "Bearer realm=\"mcpactord-admin\"");
+        send_text(req, 401, "text/plain", "unauthorized: send Authorization: Bearer <admin token>\n");
+        return;
+    }
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     if (evhttp_request_get_command(req) != EVHTTP_REQ_GET || !path) {
         send_text(req, 404, "text/plain", "not found: GET /healthz, /stats or /metrics\n");

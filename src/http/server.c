@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "http/auth.h"
 #include "http/checks.h"
 #include "http/sse.h"
 #include "mcp/jsonrpc.h"
@@ -381,8 +382,9 @@ static bool check_version_header(struct evhttp_request *req, char out[32])
 }
 
 /* Queues m for its session's worker, or answers 503 when the session's mailbox is full. */
-static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m)
+static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const char *who)
 {
+    snprintf(m->auth_name, sizeof m->auth_name, "%s", who);
     worker_t *w = worker_for_session(m->sid);
     if (!worker_admit(w, m)) {
         char msg[160];
@@ -447,7 +449,7 @@ static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_ini
     return true;
 }
 
-static void handle_post(http_thread_t *t, struct evhttp_request *req)
+static void handle_post(http_thread_t *t, struct evhttp_request *req, const char *who)
 {
     const char *accept = hdr(req, "Accept");
     if (!accept_allows(accept, "application/json") || !accept_allows(accept, "text/event-stream")) {
@@ -504,10 +506,10 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req)
         memcpy(m->sid, sid, SESSION_ID_LEN + 1);
     }
     m->body = body; /* ownership moves to the actor with the message */
-    submit(t, req, m);
+    submit(t, req, m, who);
 }
 
-static void handle_get(http_thread_t *t, struct evhttp_request *req)
+static void handle_get(http_thread_t *t, struct evhttp_request *req, const char *who)
 {
     if (!accept_allows(hdr(req, "Accept"), "text/event-stream")) {
         reply_error(req, 406, MCP_ERR_BAD_REQUEST,
@@ -539,10 +541,10 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req)
         }
         m->has_last_event_id = true;
     }
-    submit(t, req, m);
+    submit(t, req, m, who);
 }
 
-static void handle_delete(http_thread_t *t, struct evhttp_request *req)
+static void handle_delete(http_thread_t *t, struct evhttp_request *req, const char *who)
 {
     const char *sid = hdr(req, "Mcp-Session-Id");
     wmsg_t *m = wmsg_new(WM_DELETE);
@@ -551,7 +553,7 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req)
         return;
     }
     memcpy(m->sid, sid, SESSION_ID_LEN + 1);
-    submit(t, req, m);
+    submit(t, req, m, who);
 }
 
 static void on_mcp(struct evhttp_request *req, void *arg)
@@ -576,15 +578,30 @@ static void on_mcp(struct evhttp_request *req, void *arg)
         reply_error(req, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
+    const char *who = "";
+    if (g_auth.n) {
+        const char *authz = hdr(req, "Authorization");
+        who = auth_check(&g_auth, authz);
+        if (!who) {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                              authz ? "Bearer realm=\"mcpactord\", error=\"invalid_token\""
+                                    : "Bearer realm=\"mcpactord\"");
+            reply_error(req, 401, MCP_ERR_BAD_REQUEST,
+                        authz ? "Unauthorized: the bearer token is not valid"
+                              : "Unauthorized: send Authorization: Bearer <token>",
+                        NULL);
+            return;
+        }
+    }
     switch (evhttp_request_get_command(req)) {
     case EVHTTP_REQ_POST:
-        handle_post(t, req);
+        handle_post(t, req, who);
         return;
     case EVHTTP_REQ_GET:
-        handle_get(t, req);
+        handle_get(t, req, who);
         return;
     case EVHTTP_REQ_DELETE:
-        handle_delete(t, req);
+        handle_delete(t, req, who);
         return;
     default:
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");

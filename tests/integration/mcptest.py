@@ -310,15 +310,16 @@ class SSEStream:
 class Session:
     """An initialized MCP session on a Server."""
 
-    def __init__(self, server, version=LATEST, capabilities=None, initialized=True):
+    def __init__(self, server, version=LATEST, capabilities=None, initialized=True, token=None):
         self.server = server
         self.version = version
         self.next_id = 100
+        self.auth = {"Authorization": f"Bearer {token}"} if token else {}
         r = server.request("POST", {
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": version, "capabilities": capabilities or {},
                        "clientInfo": {"name": "mcptest", "version": "1"}}},
-            headers={"Content-Type": "application/json", "Accept": ACCEPT_BOTH})
+            headers=dict({"Content-Type": "application/json", "Accept": ACCEPT_BOTH}, **self.auth))
         if r.status != 200:
             raise RuntimeError(f"initialize failed: {r.status} {r.text}")
         self.init_result = r.messages()[0]["result"]
@@ -329,6 +330,7 @@ class Session:
     def headers(self, extra=None):
         h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH,
              "Mcp-Session-Id": self.sid, "MCP-Protocol-Version": self.version}
+        h.update(self.auth)
         h.update(extra or {})
         return h
 
@@ -372,13 +374,15 @@ class Session:
     def open_get(self, last_event_id=None):
         h = {"Accept": "text/event-stream", "Mcp-Session-Id": self.sid,
              "MCP-Protocol-Version": self.version}
+        h.update(self.auth)
         if last_event_id:
             h["Last-Event-ID"] = last_event_id
         return SSEStream(self.server.port, "GET", h)
 
     def delete(self):
-        return self.server.request("DELETE", headers={"Mcp-Session-Id": self.sid,
-                                                       "MCP-Protocol-Version": self.version})
+        return self.server.request("DELETE", headers=dict({"Mcp-Session-Id": self.sid,
+                                                            "MCP-Protocol-Version": self.version},
+                                                           **self.auth))
 
 
 class ServerTest(unittest.TestCase):

@@ -1,0 +1,165 @@
+/* Bearer-token authentication. See auth.h. */
+#include "http/auth.h"
+
+#include "core/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+auth_t g_auth, g_admin_auth;
+
+static bool name_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > AUTH_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-' && s[i] != '.')
+            return false;
+    return true;
+}
+
+int auth_parse(auth_t *a, const char *text, char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    int lineno = 0;
+    const char *p = text;
+    while (*p) {
+        lineno++;
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        while (len && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        const char *line = p;
+        p = eol ? eol + 1 : p + strlen(p);
+        while (len && (*line == ' ' || *line == '\t')) {
+            line++;
+            len--;
+        }
+        if (len == 0 || line[0] == '#')
+            continue;
+        const char *colon = memchr(line, ':', len);
+        if (!colon) {
+            snprintf(err, errlen, "line %d: expected name:token", lineno);
+            goto fail;
+        }
+        size_t nl = (size_t)(colon - line), tl = len - nl - 1;
+        if (!name_ok(line, nl)) {
+            snprintf(err, errlen, "line %d: a name is 1..%d of A-Z a-z 0-9 _ - .", lineno, AUTH_NAME_MAX);
+            goto fail;
+        }
+        if (tl < AUTH_TOKEN_MIN || tl > AUTH_TOKEN_MAX) {
+            snprintf(err, errlen, "line %d: a token is %d..%d characters", lineno, AUTH_TOKEN_MIN,
+                     AUTH_TOKEN_MAX);
+            goto fail;
+        }
+        for (size_t i = 0; i < tl; i++) {
+            unsigned char c = (unsigned char)colon[1 + i];
+            if (c < 0x21 || c > 0x7e) {
+                snprintf(err, errlen, "line %d: a token is visible ASCII without spaces", lineno);
+                goto fail;
+            }
+        }
+        for (size_t i = 0; i < a->n; i++) {
+            if (strlen(a->entries[i].name) == nl && memcmp(a->entries[i].name, line, nl) == 0) {
+                snprintf(err, errlen, "line %d: the name %.*s appears twice", lineno, (int)nl, line);
+                goto fail;
+            }
+        }
+        a->entries = xrealloc(a->entries, (a->n + 1) * sizeof *a->entries);
+        auth_entry_t *e = &a->entries[a->n++];
+        memset(e, 0, sizeof *e);
+        memcpy(e->name, line, nl);
+        memcpy(e->token, colon + 1, tl);
+        e->len = tl;
+    }
+    if (a->n == 0) {
+        snprintf(err, errlen, "no name:token lines");
+        goto fail;
+    }
+    return 0;
+fail:
+    auth_free(a);
+    return -1;
+}
+
+int auth_load(auth_t *a, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (st.st_mode & 077) {
+        snprintf(err, errlen, "%s is accessible by group or others (mode %04o); chmod 600 it",
+                 path, (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *text = xcalloc(1, (size_t)st.st_size + 1);
+    size_t got = fread(text, 1, (size_t)st.st_size, f);
+    fclose(f);
+    text[got] = '\0';
+    char inner[200];
+    int rc = auth_parse(a, text, inner, sizeof inner);
+    memset(text, 0, got); /* tokens do not linger in freed memory */
+    free(text);
+    if (rc != 0)
+        snprintf(err, errlen, "%s: %s", path, inner);
+    return rc;
+}
+
+void auth_free(auth_t *a)
+{
+    if (a->entries)
+        memset(a->entries, 0, a->n * sizeof *a->entries);
+    free(a->entries);
+    a->entries = NULL;
+    a->n = 0;
+}
+
+/* 0 when equal. Time depends only on AUTH_TOKEN_MAX, not on where bytes differ. */
+static unsigned ct_diff(const unsigned char *t, size_t tl, const unsigned char *p, size_t pl)
+{
+    unsigned d = (unsigned)(tl ^ pl);
+    for (size_t i = 0; i < AUTH_TOKEN_MAX; i++) {
+        unsigned char x = i < tl ? t[i] : 0;
+        unsigned char y = i < pl ? p[i] : 0;
+        d |= (unsigned)(x ^ y);
+    }
+    return d;
+}
+
+const char *auth_check(const auth_t *a, const char *authorization)
+{
+    if (!authorization)
+        return NULL;
+    while (*authorization == ' ')
+        authorization++;
+    if (strncasecmp(authorization, "Bearer ", 7) != 0)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)authorization + 7;
+    while (*p == ' ')
+        p++;
+    size_t pl = strlen((const char *)p);
+    while (pl && p[pl - 1] == ' ')
+        pl--;
+    if (pl == 0 || pl > AUTH_TOKEN_MAX)
+        return NULL;
+    const char *found = NULL;
+    for (size_t i = 0; i < a->n; i++) {
+        /* no early exit: every entry costs the same */
+        unsigned d = ct_diff(a->entries[i].token, a->entries[i].len, p, pl);
+        if (d == 0 && !found)
+            found = a->entries[i].name;
+    }
+    return found;
+}

@@ -1,0 +1,39 @@
+/* Bearer-token authentication. Loaded on the main thread; read-only afterwards (any thread).
+ *
+ * A token file has one `name:token` per line (blank lines and lines starting with '#' are
+ * ignored); it must not be readable or writable by group or others. The name identifies the
+ * client in logs and binds its sessions; the token never leaves this module (never logged). */
+#ifndef MCPD_HTTP_AUTH_H
+#define MCPD_HTTP_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define AUTH_TOKEN_MAX 255
+#define AUTH_TOKEN_MIN 16
+#define AUTH_NAME_MAX 63
+
+typedef struct auth_entry {
+    char name[AUTH_NAME_MAX + 1];
+    unsigned char token[AUTH_TOKEN_MAX + 1];
+    size_t len;
+} auth_entry_t;
+
+typedef struct auth {
+    auth_entry_t *entries;
+    size_t n;
+} auth_t;
+
+/* --auth-tokens (the MCP endpoint) and --admin-token (the admin listener); n == 0: open. */
+extern auth_t g_auth, g_admin_auth;
+
+/* 0, or -1 with a message in err (the token text is never in it). */
+int auth_load(auth_t *a, const char *path, char *err, size_t errlen);
+void auth_free(auth_t *a);
+/* The name whose token the Authorization header value carries ("Bearer <token>"), or NULL.
+ * Every entry is compared in constant time, whichever matches. */
+const char *auth_check(const auth_t *a, const char *authorization);
+/* Parses the lines of a token file (exposed for unit tests). */
+int auth_parse(auth_t *a, const char *text, char *err, size_t errlen);
+
+#endif
