@@ -160,6 +160,14 @@ json_t *mcpd_ctx_elicit(mcpd_ctx_t *ctx, const char *message, json_t *requested_
 /* sampling/createMessage with the given params (stolen). */
 json_t *mcpd_ctx_sample(mcpd_ctx_t *ctx, json_t *params, int timeout_ms);
 
+/* Ends the HTTP connection that carries the call's response stream, without ending the call
+ * (SEP-1699 polling). The stream is switched to SSE first, so the client holds an event id and the
+ * retry hint; the call goes on, everything it sends is stored, and the client resumes with
+ * GET + Last-Event-ID. Returns 0, or -ENOTSUP with mcpd_ctx_last_error() set when the client
+ * could not resume: the event store is off, the session's protocol version has no priming events
+ * (before 2025-11-25), --response-mode json, or the tool runs inline. */
+int mcpd_ctx_close_stream(mcpd_ctx_t *ctx);
+
 /* Durable per-session state, stored in the session's key range: survives hibernation and
  * restarts, deleted with the session. Keys are 1..200 bytes. */
 json_t *mcpd_ctx_state_get(mcpd_ctx_t *ctx, const char *key);          /* new ref or NULL */

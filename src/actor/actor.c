@@ -75,7 +75,8 @@ static void put_stream_meta(actor_t *a, stream_t *s)
 {
     if (!g_cfg.event_store)
         return;
-    streamrec_t r = {s->finished, s->num == STREAM_GET, s->seq, s->last_write_ms, s->req_ids};
+    streamrec_t r = {s->finished, s->num == STREAM_GET, s->delivered, s->seq, s->last_write_ms,
+                     s->req_ids};
     size_t vl;
     char *v = streamrec_encode(&r, &vl);
     unsigned char k[KEY_STREAM_LEN];
@@ -202,6 +203,7 @@ stream_t *actor_get_stream(actor_t *a, bool create)
     if (found) {
         s->seq = r.seq;
         s->last_write_ms = r.last_write_ms;
+        s->delivered = r.delivered;
         json_decref(r.req_ids);
     }
     a->get = s;
@@ -738,6 +740,8 @@ void actor_hibernate(actor_t *a)
 
 /* ---- GET: open or resume ---- */
 
+static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out);
+
 static void open_standalone(actor_t *a, conn_ref_t conn)
 {
     stream_t *g = actor_get_stream(a, true);
@@ -745,7 +749,23 @@ static void open_standalone(actor_t *a, conn_ref_t conn)
         send_sse_end(a, g->conn, g->num); /* a new GET replaces the previous one */
     g->conn = conn;
     buf_t b = {0};
-    stream_prime(a, g, &b);
+    long backlog = 0;
+    if (!g->delivered && g->seq > 0 && g_cfg.event_store) {
+        /* The session's first GET: its client cannot have seen anything stored for it yet
+         * (session-level messages sent before it connected), so it gets all of it. Later
+         * GETs without Last-Event-ID start fresh, as the client asked. */
+        if (a->proto->priming)
+            sse_frame_retry(&b, g_cfg.retry_ms);
+        backlog = replay_after(a, STREAM_GET, 0, &b);
+        if (backlog == 0)
+            buf_free(&b);
+    }
+    if (backlog == 0)
+        stream_prime(a, g, &b);
+    if (!g->delivered && g_cfg.event_store) {
+        g->delivered = true;
+        mark_dirty(g);
+    }
     /* with an event store, idle drops are recovered with Last-Event-ID: no keepalive */
     send_sse_start(a, g, &b, !g_cfg.event_store);
     buf_free(&b);
@@ -950,6 +970,19 @@ static void handle_tool_out(actor_t *a, job_t *j, wmsg_t *m)
     }
 }
 
+/* Ends the connection of the call's stream, leaving the stream live for a resume. */
+static void handle_tool_close(actor_t *a, job_t *j)
+{
+    if (!j->call)
+        return;
+    stream_t *s = j->call->stream;
+    actor_stream_start_sse(a, s);
+    if (s->conn.gen) {
+        send_sse_end(a, s->conn, s->num);
+        s->conn.gen = 0;
+    }
+}
+
 static void handle_tool_state(actor_t *a, job_t *j)
 {
     unsigned char k[KEY_STATE_MAX];
@@ -1024,6 +1057,10 @@ static void handle_tool_msg(worker_t *w, wmsg_t *m)
         if (a)
             drop_pending_of(a, j);
         break;
+    case WM_TOOL_CLOSE:
+        if (a)
+            handle_tool_close(a, j);
+        break;
     case WM_TOOL_STATE:
         if (a)
             handle_tool_state(a, j);
@@ -1048,7 +1085,8 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     case WM_TOOL_OUT:
     case WM_TOOL_REQ:
     case WM_TOOL_ABANDON:
-    case WM_TOOL_STATE: {
+    case WM_TOOL_STATE:
+    case WM_TOOL_CLOSE: {
         actor_t *a = m->job->actor;
         handle_tool_msg(w, m);
         wmsg_free(m);

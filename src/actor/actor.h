@@ -44,6 +44,7 @@ typedef struct stream {
     struct event *window;    /* auto mode: switch a silent call to SSE */
     bool session_header;     /* add Mcp-Session-Id to the response (initialize) */
     bool dispatching;        /* its POST body is being dispatched: do not settle yet */
+    bool delivered;          /* standalone stream: a GET has been attached to it before */
 } stream_t;
 
 typedef struct call {

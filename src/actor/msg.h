@@ -41,6 +41,7 @@ typedef enum {
     WM_TOOL_ABANDON, /* the tool stopped waiting for server request `req_num` */
     WM_TOOL_STATE,   /* a tool's state get/put/update, answer via job */
     WM_TOOL_DONE,    /* the job finished: result or error in the job */
+    WM_TOOL_CLOSE,   /* end the connection of the job's call stream; the call goes on */
     WM_ALARM,        /* the session's alarm at alarm_due is due */
     WM_RECOVER,      /* startup: these requests were in flight when the process died */
 } wmsg_type_t;

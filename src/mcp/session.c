@@ -249,6 +249,51 @@ static void do_prompts_get(actor_t *a, call_t *c, json_t *params)
     start_job(a, c, j, false);
 }
 
+/* True when template t has the variable {name}. */
+static bool template_has_var(const char *t, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strchr(t, '{'); p; p = strchr(p + 1, '{')) {
+        if (strncmp(p + 1, name, n) == 0 && p[1 + n] == '}')
+            return true;
+    }
+    return false;
+}
+
+/* What a completion request names must exist (spec: an invalid prompt name is -32602): a prompt
+ * and one of its arguments, or a resource template (by its URI template) and one of its
+ * variables. NULL when valid, else the error message. */
+static const char *complete_ref_error(json_t *ref, const char *arg_name)
+{
+    const char *type = json_string_value(json_object_get(ref, "type"));
+    if (type && strcmp(type, "ref/prompt") == 0) {
+        const char *name = json_string_value(json_object_get(ref, "name"));
+        const prompt_t *p = name ? registry_find_prompt(reg(), name) : NULL;
+        if (!p)
+            return "Invalid prompt name";
+        size_t i;
+        json_t *pa;
+        json_array_foreach(p->arguments, i, pa) {
+            const char *an = json_string_value(json_object_get(pa, "name"));
+            if (an && strcmp(an, arg_name) == 0)
+                return NULL;
+        }
+        return "The prompt has no argument of that name";
+    }
+    if (type && strcmp(type, "ref/resource") == 0) {
+        const char *uri = json_string_value(json_object_get(ref, "uri"));
+        if (!uri)
+            return "ref.uri must be a string";
+        for (size_t i = 0; i < reg()->n_templates; i++) {
+            if (strcmp(reg()->templates[i].uri_template, uri) == 0)
+                return template_has_var(uri, arg_name) ? NULL
+                                                       : "The resource template has no variable of that name";
+        }
+        return "Unknown resource template";
+    }
+    return "ref.type must be ref/prompt or ref/resource";
+}
+
 static void do_complete(actor_t *a, call_t *c, json_t *params)
 {
     if (!reg()->complete) {
@@ -261,6 +306,11 @@ static void do_complete(actor_t *a, call_t *c, json_t *params)
         !json_is_string(json_object_get(arg, "name")) || !json_is_string(json_object_get(arg, "value"))) {
         answer_error(a, c, JSONRPC_INVALID_PARAMS,
                      "completion/complete needs params.ref and params.argument {name, value}", NULL);
+        return;
+    }
+    const char *bad = complete_ref_error(ref, json_string_value(json_object_get(arg, "name")));
+    if (bad) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, bad, NULL);
         return;
     }
     job_t *j = job_new(JOB_COMPLETE, a->w, a->sid, a->proto);

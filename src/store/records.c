@@ -15,7 +15,7 @@ char *streamrec_encode(const streamrec_t *r, size_t *len)
     size_t idlen = ids ? strlen(ids) : 0;
     unsigned char *v = xmalloc(STREAMREC_HDR + idlen);
     v[0] = 'S';
-    v[1] = (unsigned char)((r->finished ? 1 : 0) | (r->is_get ? 2 : 0));
+    v[1] = (unsigned char)((r->finished ? 1 : 0) | (r->is_get ? 2 : 0) | (r->delivered ? 4 : 0));
     key_put_u64(v + 2, r->seq);
     key_put_u64(v + 10, (uint64_t)r->last_write_ms);
     if (ids)
@@ -33,6 +33,7 @@ int streamrec_decode(const char *v, size_t len, streamrec_t *r)
         return -1;
     r->finished = u[1] & 1;
     r->is_get = (u[1] & 2) != 0;
+    r->delivered = (u[1] & 4) != 0;
     r->seq = key_get_u64(u + 2);
     r->last_write_ms = (int64_t)key_get_u64(u + 10);
     if (len > STREAMREC_HDR) {

@@ -2,7 +2,8 @@
  *
  * Stream record (column family "streams"), binary so that the per-event metadata update is
  * cheap:  'S' | flags u8 | seq u64 | last_write_ms u64 | request ids as JSON text (may be empty)
- *   flags: bit 0 finished (every response written), bit 1 standalone GET stream.
+ *   flags: bit 0 finished (every response written), bit 1 standalone GET stream, bit 2
+ *          delivered (a GET connection has been attached to it at least once).
  */
 #ifndef MCPD_STORE_RECORDS_H
 #define MCPD_STORE_RECORDS_H
@@ -15,6 +16,7 @@
 typedef struct streamrec {
     bool finished;
     bool is_get;
+    bool delivered;
     uint64_t seq;
     int64_t last_write_ms;
     json_t *req_ids; /* array or NULL */

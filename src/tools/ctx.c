@@ -6,6 +6,7 @@
 
 #include "actor/msg.h"
 #include "actor/worker.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "mcp/jsonrpc.h"
 
@@ -163,6 +164,8 @@ void job_run(job_t *j)
         break;
     }
     }
+    if (!r && j->err_code == 0 && j->kind == JOB_COMPLETE)
+        r = json_array(); /* a provider's NULL without an error: nothing to suggest */
     if (!r && j->err_code == 0)
         mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the handler failed without saying why");
     j->result = r;
@@ -303,6 +306,27 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
         json_object_set_new(m->payload, "params", params);
     long wait = timeout_ms > 0 ? timeout_ms : (long)worker_config_request_timeout_ms();
     return send_and_wait(ctx, m, wait);
+}
+
+int mcpd_ctx_close_stream(mcpd_ctx_t *ctx)
+{
+    const char *why = NULL;
+    if (!g_cfg.event_store)
+        why = "the event store is off (--no-event-store): the client could not resume";
+    else if (!ctx->proto->priming)
+        why = "the session's protocol version has no priming events: the client could not resume";
+    else if (g_cfg.response_mode == RESPONSE_JSON)
+        why = "--response-mode json: the call has no stream";
+    else if (ctx->inline_mode)
+        why = "a non-blocking tool cannot close its stream";
+    if (why) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "%s", why);
+        return -ENOTSUP;
+    }
+    wmsg_t *m = wmsg_new(WM_TOOL_CLOSE);
+    m->job = ctx;
+    worker_deliver(ctx->w, m, false);
+    return 0;
 }
 
 json_t *mcpd_ctx_elicit(mcpd_ctx_t *ctx, const char *message, json_t *requested_schema,

@@ -357,17 +357,19 @@ json_t *mcpd_error_result(const char *fmt, ...)
 /* ---- toolsets and plugins ---- */
 
 int toolset_demo_register(mcpd_registry_t *reg);
+int toolset_conformance_register(mcpd_registry_t *reg);
 
 static const struct {
     const char *name;
     int (*fn)(mcpd_registry_t *);
 } TOOLSETS[] = {
     {"demo", toolset_demo_register},
+    {"conformance", toolset_conformance_register},
 };
 
 const char *toolset_names(void)
 {
-    return "demo";
+    return "demo, conformance";
 }
 
 int toolset_register(mcpd_registry_t *reg, const char *name)

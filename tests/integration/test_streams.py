@@ -119,6 +119,27 @@ class Resume(ServerTest):
         self.assertEqual([x["message"]["params"]["data"]["n"] for x in got], [1, 2])
         g2.close()
 
+    def test_a_sessions_first_get_receives_what_was_sent_before_it_connected(self):
+        s = Session(self.server)
+        s.tool("notify", {"count": 2, "target": "session"})  # no GET yet: stored
+        g = s.open_get()
+        first = g.next_event(5)
+        self.assertEqual(first.get("retry"), "1000")
+        got = [first] if first.get("data") else []
+        while len(got) < 2:
+            m = g.next_message(5)
+            self.assertIsNotNone(m, "the backlog arrives on the first GET")
+            got.append(m)
+        self.assertEqual([json.loads(e["data"])["params"]["data"]["n"] for e in got], [1, 2])
+        g.close()
+        time.sleep(0.2)
+        s.tool("notify", {"count": 1, "target": "session"})
+        g2 = s.open_get()  # a later GET without Last-Event-ID starts fresh
+        e = g2.next_event(5)
+        self.assertEqual(e.get("data", ""), "", "a priming event, not the stored notification")
+        self.assertIsNone(g2.next_message(1))
+        g2.close()
+
     def test_an_event_id_from_another_session_replays_nothing(self):
         a, b = Session(self.server), Session(self.server)
         ra, _ = a.tool("slow", {"seconds": 0.1, "steps": 2}, meta={"progressToken": 1})
