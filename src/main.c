@@ -97,6 +97,8 @@ int main(int argc, char **argv)
         log_error("cannot start threads");
         return 1; /* threads may be running: no orderly teardown from here */
     }
+    atomic_store(&g_stats.sessions_stored, (long long)store_count_keys(store, CF_SESSIONS));
+    log_info("store: %lld sessions in %s", (long long)STAT_GET(sessions_stored), g_cfg.data_dir);
     /* before the first request: answer the calls a crash interrupted, then arm the alarms */
     long interrupted = actors_recover_all(store);
     if (interrupted)

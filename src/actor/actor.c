@@ -69,6 +69,30 @@ void actor_reply_error(worker_t *w, conn_ref_t conn, int status, int code, const
     actor_reply(w, conn, status, jsonrpc_error(NULL, code, msg, NULL), NULL);
 }
 
+void actor_reply_retry(worker_t *w, conn_ref_t conn, int status, const char *msg,
+                       const char *retry_after)
+{
+    if (!conn.gen)
+        return;
+    json_t *body = jsonrpc_error(NULL, MCP_ERR_BAD_REQUEST, msg, NULL);
+    hmsg_t *h = hmsg_new(HM_REPLY, conn);
+    h->status = status;
+    h->content_type = "application/json";
+    h->body = jsonrpc_dump(body, &h->len);
+    h->retry_after = retry_after;
+    json_decref(body);
+    worker_send_http(w, h);
+}
+
+int actor_open_post_streams(const actor_t *a)
+{
+    int n = 0;
+    for (const stream_t *s = a->streams; s; s = s->next)
+        if (s->num != STREAM_GET && s->outstanding > 0)
+            n++;
+    return n;
+}
+
 /* ---- stream metadata ---- */
 
 static void put_stream_meta(actor_t *a, stream_t *s)
@@ -678,6 +702,7 @@ void actor_delete(actor_t *a)
     for (size_t i = 0; i < sizeof cfs / sizeof cfs[0]; i++)
         store_batch_delete_range(b, cfs[i], a->sid, SESSION_ID_LEN, hi, sizeof hi);
     STAT_INC(sessions_deleted_total);
+    STAT_DEC(sessions_stored);
     log_info("session %.8s deleted", a->sid);
     worker_remove_actor(w, a);
     actor_free(a);

@@ -62,6 +62,14 @@ static const flag_t FLAGS[] = {
      "largest request header block (default 16384); larger gets 431/400"},
     {"mailbox", "N", K_INT, OFF(mailbox), 1, 1 << 20,
      "messages queued per session before 503 + Retry-After (default 1024)"},
+    {"max-connections", "N", K_INT, OFF(max_connections), 1, 1 << 24,
+     "open client connections before new ones get 503 (default 10000)"},
+    {"max-sessions", "N", K_INT, OFF(max_sessions), 1, 1LL << 40,
+     "stored sessions (live or hibernated) before initialize gets 503 (default 1000000)"},
+    {"max-streams", "N", K_INT, OFF(max_streams), 1, 1 << 20,
+     "requests in flight per session (open POST streams) before 429 (default 64)"},
+    {"sse-buffer", "BYTES", K_INT, OFF(sse_buffer), 4096, 1LL << 32,
+     "unsent bytes on one SSE connection before it is ended; the client resumes (default 8388608)"},
     {"page-size", "N", K_INT, OFF(page_size), 1, 10000,
      "items per tools/list, resources/list and prompts/list page (default 100)"},
     {"response-mode", "MODE", K_MODE, OFF(response_mode), 0, 0,
@@ -111,6 +119,10 @@ void config_defaults(config_t *c)
     c->max_body = 4 * 1024 * 1024;
     c->max_headers = 16 * 1024;
     c->mailbox = 1024;
+    c->max_connections = 10000;
+    c->max_sessions = 1000000;
+    c->max_streams = 64;
+    c->sse_buffer = 8 * 1024 * 1024;
     c->page_size = 100;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;

@@ -39,6 +39,9 @@ typedef struct stats {
     atomic_llong events_evicted_total;
     atomic_llong mailbox_depth_max;
     atomic_llong mailbox_full_total;
+    atomic_llong sessions_stored;
+    atomic_llong connections_open;
+    atomic_llong limit_refusals_total; /* connections, sessions, streams refused */
     atomic_llong tool_calls_total;
     atomic_llong client_responses_unknown_total;
     atomic_llong hibernations_total;

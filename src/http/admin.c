@@ -67,6 +67,9 @@ static json_t *stats_json(void)
     NUM(replay_gaps_total);
     NUM(mailbox_depth_max);
     NUM(mailbox_full_total);
+    NUM(sessions_stored);
+    NUM(connections_open);
+    NUM(limit_refusals_total);
     NUM(tool_calls_total);
     NUM(client_responses_unknown_total);
     NUM(hibernations_total);
@@ -168,6 +171,9 @@ static void metrics_text(struct evbuffer *b)
     COUNTER(timer_wakeups_total, "Timer callbacks run (hibernation, alarms, keepalive, JSON window).");
     GAUGE(mailbox_depth_max, "Deepest session mailbox seen since start.");
     COUNTER(mailbox_full_total, "Requests refused with 503 because a session mailbox was full.");
+    GAUGE(sessions_stored, "Sessions stored (live or hibernated).");
+    GAUGE(connections_open, "Client connections open on the MCP endpoint.");
+    COUNTER(limit_refusals_total, "Requests refused by --max-connections, --max-sessions or --max-streams.");
     COUNTER(tool_calls_total, "Tool calls started.");
     COUNTER(client_responses_unknown_total, "Client responses to unknown server requests.");
     COUNTER(store_write_batches_total, "RocksDB write batches committed.");

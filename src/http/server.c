@@ -20,6 +20,7 @@
 #include "actor/worker.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/ptrmap.h"
 #include "core/stats.h"
 #include "http/auth.h"
 #include "http/checks.h"
@@ -42,15 +43,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* A slow SSE reader whose unsent output passes this is cut off; it can resume. */
-#define SSE_MAX_PENDING_BYTES (8u << 20)
-
 typedef enum { H_PENDING = 0, H_SSE } hstate_t;
 
 typedef struct http_thread http_thread_t;
+typedef struct hconn hconn_t;
 
-typedef struct hconn {
+/* One per client connection that has sent a request to /mcp: counts it against
+ * --max-connections and is the one close callback of its connection, which also ends the SSE
+ * stream the connection carries, if any. */
+typedef struct hlink {
     http_thread_t *t;
+    struct evhttp_connection *evcon;
+    hconn_t *sse;
+} hlink_t;
+
+struct hconn {
+    http_thread_t *t;
+    hlink_t *link;
     struct evhttp_request *req;
     struct evhttp_connection *evcon;
     uint32_t slot;
@@ -59,7 +68,7 @@ typedef struct hconn {
     uint64_t stream;
     char sid[SESSION_ID_LEN + 1];
     struct event *keepalive;
-} hconn_t;
+};
 
 struct http_thread {
     uint32_t idx;
@@ -75,6 +84,7 @@ struct http_thread {
     uint32_t *gens;
     uint32_t *free_slots;
     uint32_t nslots, nfree, cap;
+    ptrmap_t links; /* evhttp_connection -> hlink_t */
     bool stopping;
 };
 
@@ -97,6 +107,7 @@ static const char *reason_of(int status)
     case 406: return "Not Acceptable";
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Status";
@@ -133,7 +144,7 @@ static void reply_error(struct evhttp_request *req, int status, int code, const 
 
 /* ---- slots ---- */
 
-static hconn_t *hconn_new(http_thread_t *t, struct evhttp_request *req)
+static hconn_t *hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *link)
 {
     uint32_t slot;
     if (t->nfree) {
@@ -152,6 +163,7 @@ static hconn_t *hconn_new(http_thread_t *t, struct evhttp_request *req)
     c->t = t;
     c->req = req;
     c->evcon = evhttp_request_get_connection(req);
+    c->link = link;
     c->slot = slot;
     if (++t->gens[slot] == 0)
         t->gens[slot] = 1; /* 0 means "no connection" */
@@ -200,22 +212,46 @@ static void notify_closed(hconn_t *c)
     worker_push(worker_for_session(c->sid), m);
 }
 
-static void on_close(struct evhttp_connection *evcon, void *arg)
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
-    hconn_t *c = arg;
-    evhttp_connection_set_closecb(evcon, NULL, NULL);
-    log_debug("SSE client of session %.8s stream %llu disconnected", c->sid,
-              (unsigned long long)c->stream);
-    notify_closed(c);
-    if (evhttp_request_get_connection(c->req) == NULL)
-        evhttp_send_reply_end(c->req); /* detached: this only frees it */
-    hconn_free(c);
+    hlink_t *l = arg;
+    hconn_t *c = l->sse;
+    if (c) {
+        log_debug("SSE client of session %.8s stream %llu disconnected", c->sid,
+                  (unsigned long long)c->stream);
+        notify_closed(c);
+        if (evhttp_request_get_connection(c->req) == NULL)
+            evhttp_send_reply_end(c->req); /* detached: this only frees it */
+        hconn_free(c);
+    }
+    ptrmap_del(&l->t->links, evcon);
+    STAT_DEC(connections_open);
+    free(l);
+}
+
+/* The connection's tracker, made at its first request; NULL when --max-connections is
+ * reached (the request is then refused). */
+static hlink_t *link_of(http_thread_t *t, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    hlink_t *l = ptrmap_get(&t->links, evcon);
+    if (l)
+        return l;
+    if (STAT_GET(connections_open) >= g_cfg.max_connections)
+        return NULL;
+    l = xcalloc(1, sizeof *l);
+    l->t = t;
+    l->evcon = evcon;
+    ptrmap_put(&t->links, evcon, l);
+    STAT_INC(connections_open);
+    evhttp_connection_set_closecb(evcon, on_conn_close, l);
+    return l;
 }
 
 static void end_stream(hconn_t *c)
 {
-    if (c->evcon)
-        evhttp_connection_set_closecb(c->evcon, NULL, NULL);
+    if (c->link)
+        c->link->sse = NULL;
     evhttp_send_reply_end(c->req);
     hconn_free(c);
 }
@@ -231,7 +267,7 @@ static size_t pending_output(hconn_t *c)
 /* Writes SSE bytes; false when the stream was cut for a slow reader (c is freed). */
 static bool sse_write(hconn_t *c, const char *data, size_t len)
 {
-    if (pending_output(c) > SSE_MAX_PENDING_BYTES) {
+    if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
         log_warn("session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
                  c->sid, pending_output(c));
         notify_closed(c);
@@ -268,7 +304,8 @@ static void start_sse(hconn_t *c, hmsg_t *m)
     else
         STAT_INC(streams_open_post);
     if (c->evcon) {
-        evhttp_connection_set_closecb(c->evcon, on_close, c);
+        if (c->link)
+            c->link->sse = c;
         /* a stream is quiet for as long as it likes: no read timeout; a reader that stops
          * reading is still cut by the write timeout */
         struct timeval wt = {60, 0};
@@ -382,7 +419,8 @@ static bool check_version_header(struct evhttp_request *req, char out[32])
 }
 
 /* Queues m for its session's worker, or answers 503 when the session's mailbox is full. */
-static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const char *who)
+static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const char *who,
+                   hlink_t *link)
 {
     snprintf(m->auth_name, sizeof m->auth_name, "%s", who);
     worker_t *w = worker_for_session(m->sid);
@@ -395,7 +433,7 @@ static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, cons
         wmsg_free(m);
         return;
     }
-    hconn_t *c = hconn_new(t, req);
+    hconn_t *c = hconn_new(t, req, link);
     memcpy(c->sid, m->sid, SESSION_ID_LEN + 1);
     m->conn = ref_of(c);
     m->recv_us = now_mono_us();
@@ -449,7 +487,8 @@ static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_ini
     return true;
 }
 
-static void handle_post(http_thread_t *t, struct evhttp_request *req, const char *who)
+static void handle_post(http_thread_t *t, struct evhttp_request *req, const char *who,
+                        hlink_t *link)
 {
     const char *accept = hdr(req, "Accept");
     if (!accept_allows(accept, "application/json") || !accept_allows(accept, "text/event-stream")) {
@@ -490,6 +529,16 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const char
             wmsg_free(m);
             return;
         }
+        if (STAT_GET(sessions_stored) >= g_cfg.max_sessions) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "Server busy: %lld sessions are stored (--max-sessions); retry later",
+                     (long long)g_cfg.max_sessions);
+            STAT_INC(limit_refusals_total);
+            reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "30");
+            json_decref(body);
+            wmsg_free(m);
+            return;
+        }
         if (session_id_new(m->sid) != 0) {
             reply_error(req, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a session id", NULL);
             json_decref(body);
@@ -506,10 +555,11 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const char
         memcpy(m->sid, sid, SESSION_ID_LEN + 1);
     }
     m->body = body; /* ownership moves to the actor with the message */
-    submit(t, req, m, who);
+    submit(t, req, m, who, link);
 }
 
-static void handle_get(http_thread_t *t, struct evhttp_request *req, const char *who)
+static void handle_get(http_thread_t *t, struct evhttp_request *req, const char *who,
+                        hlink_t *link)
 {
     if (!accept_allows(hdr(req, "Accept"), "text/event-stream")) {
         reply_error(req, 406, MCP_ERR_BAD_REQUEST,
@@ -541,10 +591,11 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const char 
         }
         m->has_last_event_id = true;
     }
-    submit(t, req, m, who);
+    submit(t, req, m, who, link);
 }
 
-static void handle_delete(http_thread_t *t, struct evhttp_request *req, const char *who)
+static void handle_delete(http_thread_t *t, struct evhttp_request *req, const char *who,
+                        hlink_t *link)
 {
     const char *sid = hdr(req, "Mcp-Session-Id");
     wmsg_t *m = wmsg_new(WM_DELETE);
@@ -553,7 +604,7 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req, const ch
         return;
     }
     memcpy(m->sid, sid, SESSION_ID_LEN + 1);
-    submit(t, req, m, who);
+    submit(t, req, m, who, link);
 }
 
 static void on_mcp(struct evhttp_request *req, void *arg)
@@ -561,6 +612,16 @@ static void on_mcp(struct evhttp_request *req, void *arg)
     http_thread_t *t = arg;
     if (t->stopping) {
         reply_error(req, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+        return;
+    }
+    hlink_t *link = link_of(t, req);
+    if (!link) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Server busy: %lld client connections are open (--max-connections); retry shortly",
+                 (long long)g_cfg.max_connections);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        STAT_INC(limit_refusals_total);
+        reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "1");
         return;
     }
     const char *origin = hdr(req, "Origin");
@@ -595,13 +656,13 @@ static void on_mcp(struct evhttp_request *req, void *arg)
     }
     switch (evhttp_request_get_command(req)) {
     case EVHTTP_REQ_POST:
-        handle_post(t, req, who);
+        handle_post(t, req, who, link);
         return;
     case EVHTTP_REQ_GET:
-        handle_get(t, req, who);
+        handle_get(t, req, who, link);
         return;
     case EVHTTP_REQ_DELETE:
-        handle_delete(t, req, who);
+        handle_delete(t, req, who, link);
         return;
     default:
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");
@@ -784,6 +845,7 @@ void http_free(void)
             evhttp_free(t->http);
         else if (t->fd >= 0)
             close(t->fd);
+        ptrmap_free(&t->links); /* evhttp_free ran every connection's close callback */
         if (t->base)
             event_base_free(t->base);
         free(t->slots);

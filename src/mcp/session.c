@@ -66,6 +66,7 @@ void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     /* every session holds one alarm while it exists: at the latest, its own expiry */
     actor_alarm_set(a, a->created_ms + g_cfg.session_ttl_s * 1000); /* persists the metadata */
     STAT_INC(sessions_created_total);
+    STAT_INC(sessions_stored);
     STAT_INC(requests_total[SM_initialize]);
     log_info("session %.8s created: protocol %s, client %s", a->sid, a->proto->version,
              json_string_value(json_object_get(info, "name")) ? json_string_value(json_object_get(info, "name")) : "?");
@@ -476,6 +477,16 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
     }
     if (requests == 0) {
         actor_reply(a->w, m->conn, 202, NULL, NULL);
+        return;
+    }
+    if (actor_open_post_streams(a) >= g_cfg.max_streams) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "Too Many Requests: this session has %lld requests in flight (--max-streams); "
+                 "retry when one finishes",
+                 (long long)g_cfg.max_streams);
+        STAT_INC(limit_refusals_total);
+        actor_reply_retry(a->w, m->conn, 429, msg, "1");
         return;
     }
     stream_t *s = actor_new_post_stream(a, m->conn);

@@ -279,6 +279,16 @@ void store_iter_free(store_iter_t *it)
     free(it);
 }
 
+uint64_t store_count_keys(store_t *s, store_cf_t cf)
+{
+    store_iter_t *it = store_iter_new(s, cf, NULL, 0, NULL, 0);
+    uint64_t n = 0;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it))
+        n++;
+    store_iter_free(it);
+    return n;
+}
+
 uint64_t store_property_sum(store_t *s, const char *prop)
 {
     uint64_t total = 0;

@@ -59,6 +59,8 @@ const unsigned char *store_iter_key(store_iter_t *it, size_t *len);
 const char *store_iter_value(store_iter_t *it, size_t *len);
 void store_iter_free(store_iter_t *it);
 
+/* Counts the keys of a column family (startup only: O(keys)). */
+uint64_t store_count_keys(store_t *s, store_cf_t cf);
 /* Sum of an integer property over all column families ("rocksdb.cur-size-all-mem-tables"). */
 uint64_t store_property_sum(store_t *s, const char *prop);
 /* Flushes memtables (shutdown, or after bulk deletions leave range tombstones). */

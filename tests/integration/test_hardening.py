@@ -137,5 +137,175 @@ class TokenFiles(unittest.TestCase):
         self.assertIn("/nonexistent/tokens", r.stderr)
 
 
+def raw_request(port, data, timeout=5):
+    """Sends raw bytes on a fresh socket; returns (socket, first response bytes or b'')."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock.sendall(data)
+    try:
+        return sock, sock.recv(65536)
+    except socket.timeout:
+        return sock, b""
+
+
+def closed_within(sock, seconds):
+    """True when the peer closes the socket (EOF or reset) within `seconds`."""
+    sock.settimeout(seconds)
+    try:
+        while True:
+            d = sock.recv(65536)
+            if not d:
+                return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+class Limits(unittest.TestCase):
+    def server(self, *flags):
+        srv = Server(*flags)
+        self.addCleanup(srv.cleanup)
+        return srv
+
+    def test_past_max_connections_a_new_connection_gets_503_and_is_closed(self):
+        srv = self.server("--max-connections", "3")
+        held = []
+        for _ in range(3):  # three keep-alive connections, each past its first request
+            s, head = raw_request(srv.port, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                                           b"Accept: text/event-stream\r\n\r\n" % srv.port)
+            self.assertIn(b" 400 ", head.split(b"\r\n")[0])
+            held.append(s)
+        s4, head = raw_request(srv.port, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % srv.port)
+        self.assertIn(b" 503 ", head.split(b"\r\n")[0])
+        self.assertIn(b"Retry-After: 1", head)
+        self.assertIn(b"--max-connections", head)
+        self.assertTrue(closed_within(s4, 3), "the refused connection is closed")
+        self.assertEqual(srv.stats()["connections_open"], 3)
+        held[0].close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 2))
+        Session(srv).tool("echo", {"text": "room again"})
+        for s in held[1:] + [s4]:
+            s.close()
+
+    def test_past_max_sessions_initialize_gets_503_until_one_is_deleted(self):
+        srv = self.server("--max-sessions", "2")
+        a, b = Session(srv), Session(srv)
+        with self.assertRaises(RuntimeError) as cm:
+            Session(srv)
+        self.assertIn("503", str(cm.exception))
+        self.assertIn("--max-sessions", str(cm.exception))
+        r = srv.request("POST", Authentication.INIT,
+                        {"Content-Type": "application/json", "Accept": ACCEPT_BOTH})
+        self.assertEqual(r.header("retry-after"), "30")
+        self.assertEqual(a.call("ping")[0].status, 200, "existing sessions keep working")
+        b.delete()
+        Session(srv)
+        self.assertEqual(srv.stats()["sessions_stored"], 2)
+
+    def test_max_sessions_counts_sessions_stored_before_a_restart(self):
+        srv = self.server("--max-sessions", "1")
+        Session(srv)
+        srv.restart()
+        self.assertEqual(srv.stats()["sessions_stored"], 1)
+        with self.assertRaises(RuntimeError):
+            Session(srv)
+
+    def test_past_max_streams_a_request_gets_429_and_the_session_recovers(self):
+        srv = self.server("--max-streams", "2")
+        s = Session(srv)
+        streams = [s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 2, "steps": 8},
+                                                "_meta": {"progressToken": i}})[1] for i in range(2)]
+        for st in streams:
+            st.next_event(5)
+        r, _ = s.call("ping")
+        self.assertEqual(r.status, 429)
+        self.assertEqual(r.header("retry-after"), "1")
+        self.assertIn("--max-streams", r.json()["error"]["message"])
+        self.assertEqual(s.notify("notifications/initialized").status, 202, "notifications still pass")
+        for st in streams:
+            st.read_until_end(5)
+            st.close()
+        self.assertEqual(s.call("ping")[0].status, 200)
+
+    def test_a_slow_sse_reader_is_cut_and_resumes_without_loss(self):
+        srv = self.server("--sse-buffer", "4096", "--stream-cap", "100000")
+        s = Session(srv)
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        n = 20000
+        s.tool("notify", {"count": n, "target": "session"})  # the GET client reads nothing
+        self.assertTrue(wait_until(lambda: srv.stats()["streams_open"]["get"] == 0, 10),
+                        "the stream of a reader that does not read is ended")
+        self.assertLess(srv.stats()["rss_bytes"], 200 << 20, "memory stays bounded")
+        g.close()
+        g2 = s.open_get(last_event_id=priming["id"])
+        got = 0
+        last = None
+        while True:
+            m = g2.next_message(3)
+            if m is None:
+                break
+            got += 1
+            last = m["message"]["params"]["data"]["n"]
+        self.assertEqual(got, n, "every notification is replayed from the store")
+        self.assertEqual(last, n)
+        g2.close()
+
+
+class HostileClients(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--read-timeout", "1")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def healthy(self):
+        _, m = Session(self.server).tool("echo", {"text": "ok"})
+        self.assertEqual(m["result"]["content"][0]["text"], "ok")
+
+    def test_a_request_that_never_finishes_its_headers_times_out(self):
+        sock, _ = raw_request(self.server.port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", timeout=0.2)
+        self.assertTrue(closed_within(sock, 4), "the connection is dropped after --read-timeout")
+        sock.close()
+        self.healthy()
+
+    def test_a_request_that_never_finishes_its_body_times_out_and_frees_the_connection(self):
+        before = self.server.stats()["connections_open"]
+        sock, _ = raw_request(self.server.port,
+                              b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                              b"Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n"
+                              b'{"jsonrpc":', timeout=0.2)
+        self.assertTrue(closed_within(sock, 4))
+        sock.close()
+        self.assertEqual(self.server.stats()["connections_open"], before)
+        self.healthy()
+
+    def test_headers_over_the_limit_are_refused(self):
+        big = b"X-Filler: " + b"a" * 20000 + b"\r\n"
+        sock, head = raw_request(self.server.port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + big + b"\r\n")
+        status = head.split(b"\r\n")[0]
+        self.assertTrue(status == b"" or b" 4" in status, status)  # 4xx, or the connection dropped
+        sock.close()
+        self.healthy()
+
+    def test_garbage_instead_of_http_is_dropped(self):
+        sock, head = raw_request(self.server.port, b"\x00\x01\x02 not http at all\r\n\r\n")
+        self.assertTrue(head == b"" or head.startswith(b"HTTP/1.1 400"), head[:60])
+        sock.close()
+        self.healthy()
+
+
+def wait_until(pred, timeout=5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
 if __name__ == "__main__":
     run()
