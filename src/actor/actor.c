@@ -99,8 +99,9 @@ static void put_stream_meta(actor_t *a, stream_t *s)
 {
     if (!g_cfg.event_store)
         return;
-    streamrec_t r = {s->finished, s->num == STREAM_GET, s->delivered, s->seq, s->last_write_ms,
-                     s->req_ids};
+    streamrec_t r = {.finished = s->finished, .is_get = s->num == STREAM_GET,
+                     .delivered = s->delivered, .seq = s->seq, .last_write_ms = s->last_write_ms,
+                     .bytes = s->bytes, .req_ids = s->req_ids};
     size_t vl;
     char *v = streamrec_encode(&r, &vl);
     unsigned char k[KEY_STREAM_LEN];
@@ -116,6 +117,11 @@ static void mark_dirty(stream_t *s)
     s->dirty = true;
     s->dirty_next = t_dirty;
     t_dirty = s;
+}
+
+void actor_stream_dirty(stream_t *s)
+{
+    mark_dirty(s);
 }
 
 void actor_flush_dirty(worker_t *w)
@@ -227,6 +233,7 @@ stream_t *actor_get_stream(actor_t *a, bool create)
     if (found) {
         s->seq = r.seq;
         s->last_write_ms = r.last_write_ms;
+        s->bytes = r.bytes;
         s->delivered = r.delivered;
         json_decref(r.req_ids);
     }
@@ -254,6 +261,7 @@ stream_t *actor_load_stream(actor_t *a, uint64_t num)
     s->sse = true;
     s->seq = r.seq;
     s->last_write_ms = r.last_write_ms;
+    s->bytes = r.bytes;
     s->finished = r.finished;
     s->req_ids = r.req_ids ? r.req_ids : json_array();
     s->responses = json_array();
@@ -274,8 +282,15 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         key_event(k, a->sid, s->num, s->seq);
         store_batch_t *b = worker_batch(a->w);
         store_batch_put(b, CF_EVENTS, k, sizeof k, text, len);
+        s->bytes += len;
+        a->log_bytes += len;
         if (s->seq > (uint64_t)g_cfg.stream_cap) {
             key_event(k, a->sid, s->num, s->seq - (uint64_t)g_cfg.stream_cap);
+            size_t old = 0; /* the evicted event's size, for the byte budget */
+            if (store_get(worker_store(a->w), CF_EVENTS, k, sizeof k, NULL, &old) != 0)
+                old = 0;
+            s->bytes -= old < s->bytes ? old : s->bytes;
+            a->log_bytes -= old < a->log_bytes ? old : a->log_bytes;
             store_batch_delete(b, CF_EVENTS, k, sizeof k);
             STAT_INC(events_evicted_total);
         }
@@ -284,6 +299,8 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         STAT_INC(events_stored_total);
         if (s->num == STREAM_GET)
             actor_alarm_ensure(a, s->last_write_ms + g_cfg.event_ttl_s * 1000);
+        if (a->log_bytes > (uint64_t)g_cfg.session_log_bytes)
+            actor_trim_log(a);
     }
     if (into) {
         sse_frame_event(into, id, text, len);
@@ -552,6 +569,7 @@ void actor_persist_meta(actor_t *a)
     json_object_set_new(m, "a", json_string(a->auth_name));
     json_object_set_new(m, "al", json_integer(a->alarm_due));
     json_object_set_new(m, "ns", json_integer((json_int_t)a->next_stream));
+    json_object_set_new(m, "lb", json_integer((json_int_t)a->log_bytes));
     if (a->subscriptions && json_object_size(a->subscriptions))
         json_object_set(m, "sub", a->subscriptions);
     size_t len;
@@ -605,6 +623,7 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     a->initialized = json_is_true(json_object_get(m, "i"));
     a->alarm_due = json_integer_value(json_object_get(m, "al"));
     a->touched_stored_ms = a->touched_ms;
+    a->log_bytes = (uint64_t)json_integer_value(json_object_get(m, "lb"));
     json_int_t ns = json_integer_value(json_object_get(m, "ns"));
     if (ns > 1)
         a->next_stream = (uint64_t)ns;

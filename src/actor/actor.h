@@ -32,6 +32,7 @@ typedef struct stream {
     struct actor *actor;
     uint64_t num;            /* 0 = standalone GET stream */
     uint64_t seq;            /* last event seq issued */
+    uint64_t bytes;          /* payload bytes of the events it keeps */
     int64_t last_write_ms;   /* wall clock of the last stored event */
     conn_ref_t conn;         /* attached connection, gen 0 = none */
     bool sse;                /* the connection carries SSE (ids assigned) */
@@ -84,6 +85,7 @@ typedef struct actor {
     int64_t alarm_due;       /* its one alarm (wall ms), 0 = none */
     uint64_t next_stream;
     uint64_t next_req_num;
+    uint64_t log_bytes;      /* payload bytes kept in its event log (--session-log-bytes) */
     stream_t *streams;
     stream_t *get;           /* the standalone stream, loaded on first use */
     call_t *calls;
@@ -138,6 +140,8 @@ stream_t *actor_find_stream(actor_t *a, uint64_t num);
 /* A POST stream from its stored record, put in memory; NULL when the session has no such stream. */
 stream_t *actor_load_stream(actor_t *a, uint64_t num);
 void actor_free_stream(actor_t *a, stream_t *s, bool write_meta);
+/* Its metadata is written at the end of the turn. */
+void actor_stream_dirty(stream_t *s);
 /* Newest stored seq of a stream (0 when it has no events). */
 uint64_t actor_newest_seq(actor_t *a, uint64_t num);
 
@@ -148,6 +152,9 @@ void actor_alarm_set(actor_t *a, int64_t due);
 void actor_alarm_ensure(actor_t *a, int64_t due);
 /* A POST stream finished: index its expiry and make sure the alarm covers it. */
 void actor_stream_finished(actor_t *a, stream_t *s);
+/* Past --session-log-bytes: deletes the oldest finished POST streams until the session is
+ * back under three quarters of it. */
+void actor_trim_log(actor_t *a);
 /* Handles the alarm due at `due`. Returns false when the session was deleted (a is freed). */
 bool actor_on_alarm(actor_t *a, int64_t due);
 /* Writes the restart error for requests that were in flight when the process died. */

@@ -94,10 +94,28 @@ static int64_t first_finished_expiry(actor_t *a)
     return expiry;
 }
 
+/* The payload bytes a stored stream keeps (from its record). */
+static uint64_t stored_stream_bytes(actor_t *a, uint64_t num)
+{
+    unsigned char k[KEY_STREAM_LEN];
+    key_stream(k, a->sid, num);
+    char *v;
+    size_t vl;
+    if (store_get(worker_store(a->w), CF_STREAMS, k, sizeof k, &v, &vl) != 0)
+        return 0;
+    streamrec_t r;
+    uint64_t bytes = streamrec_decode(v, vl, &r) == 0 ? r.bytes : 0;
+    json_decref(r.req_ids);
+    free(v);
+    return bytes;
+}
+
 /* Deletes one finished POST stream: events, record, index key. */
 static void delete_stream(actor_t *a, store_batch_t *b, const unsigned char *expiry_key,
                           uint64_t num)
 {
+    uint64_t bytes = stored_stream_bytes(a, num);
+    a->log_bytes -= bytes < a->log_bytes ? bytes : a->log_bytes;
     unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN], sk[KEY_STREAM_LEN];
     key_event(lo, a->sid, num, 0);
     key_event(hi, a->sid, num + 1, 0);
@@ -158,6 +176,9 @@ static void sweep_standalone(actor_t *a, int64_t now)
     store_batch_delete_range(worker_batch(a->w), CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
     g_tombstones++;
     STAT_INC(streams_expired_total);
+    a->log_bytes -= g->bytes < a->log_bytes ? g->bytes : a->log_bytes;
+    g->bytes = 0;
+    actor_stream_dirty(g);
     /* the record stays: its seq keeps ids unique when the stream is used again */
     log_debug("session %.8s: standalone stream events expired", a->sid);
 }
@@ -212,6 +233,43 @@ bool actor_on_alarm(actor_t *a, int64_t due)
         store_flush_async(worker_store(a->w), CF_EVENTS);
     }
     return true;
+}
+
+/* At most this many streams go in one trim, so one write is never stuck behind a huge one. */
+#define TRIM_MAX_STREAMS 1024
+
+void actor_trim_log(actor_t *a)
+{
+    uint64_t target = (uint64_t)g_cfg.session_log_bytes / 4 * 3;
+    worker_commit(a->w); /* the iterator and the records must see this turn's writes */
+    unsigned char lo[KEY_EXPIRY_LEN], hi[SESSION_ID_LEN];
+    key_expiry(lo, a->sid, 0, 0);
+    key_session_upper(hi, a->sid);
+    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EXPIRY, lo, sizeof lo, hi, sizeof hi);
+    store_batch_t *b = worker_batch(a->w);
+    long n = 0;
+    uint64_t before = a->log_bytes;
+    for (store_iter_seek_first(it); store_iter_valid(it) && a->log_bytes > target &&
+                                    n < TRIM_MAX_STREAMS;
+         store_iter_next(it)) {
+        size_t kl;
+        const unsigned char *k = store_iter_key(it, &kl);
+        int64_t expiry;
+        uint64_t num;
+        if (key_expiry_decode(k, kl, &expiry, &num) != 0 || actor_find_stream(a, num))
+            continue;
+        delete_stream(a, b, k, num); /* oldest finished first: the index is in expiry order */
+        n++;
+        STAT_INC(log_trims_total);
+    }
+    store_iter_free(it);
+    if (n)
+        log_info("session %.8s: over --session-log-bytes (%llu bytes), deleted its %ld oldest "
+                 "finished streams (%llu bytes kept)",
+                 a->sid, (unsigned long long)before, n, (unsigned long long)a->log_bytes);
+    else
+        log_debug("session %.8s: over --session-log-bytes with no finished stream to delete",
+                  a->sid);
 }
 
 /* ---- crash recovery ---- */

@@ -70,6 +70,8 @@ static const flag_t FLAGS[] = {
      "requests in flight per session (open POST streams) before 429 (default 64)"},
     {"sse-buffer", "BYTES", K_INT, OFF(sse_buffer), 4096, 1LL << 32,
      "unsent bytes on one SSE connection before it is ended; the client resumes (default 8388608)"},
+    {"session-log-bytes", "BYTES", K_INT, OFF(session_log_bytes), 4096, 1LL << 40,
+     "event-log bytes per session; past it the oldest finished streams go (default 67108864)"},
     {"page-size", "N", K_INT, OFF(page_size), 1, 10000,
      "items per tools/list, resources/list and prompts/list page (default 100)"},
     {"response-mode", "MODE", K_MODE, OFF(response_mode), 0, 0,
@@ -123,6 +125,7 @@ void config_defaults(config_t *c)
     c->max_sessions = 1000000;
     c->max_streams = 64;
     c->sse_buffer = 8 * 1024 * 1024;
+    c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;

@@ -38,6 +38,7 @@ typedef struct config {
     int64_t max_sessions;      /* stored sessions (live or hibernated) */
     int64_t max_streams;       /* unfinished POST streams per session */
     int64_t sse_buffer;        /* unsent bytes on one SSE connection before it is cut */
+    int64_t session_log_bytes; /* event-log bytes per session before old streams are trimmed */
     int64_t page_size;         /* items per tools/list page */
     response_mode_t response_mode;
     int64_t json_window_ms;    /* auto mode: silent calls switch to SSE after this */

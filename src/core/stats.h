@@ -42,6 +42,7 @@ typedef struct stats {
     atomic_llong sessions_stored;
     atomic_llong connections_open;
     atomic_llong limit_refusals_total; /* connections, sessions, streams refused */
+    atomic_llong log_trims_total;      /* streams deleted early for --session-log-bytes */
     atomic_llong tool_calls_total;
     atomic_llong client_responses_unknown_total;
     atomic_llong hibernations_total;

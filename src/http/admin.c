@@ -70,6 +70,7 @@ static json_t *stats_json(void)
     NUM(sessions_stored);
     NUM(connections_open);
     NUM(limit_refusals_total);
+    NUM(log_trims_total);
     NUM(tool_calls_total);
     NUM(client_responses_unknown_total);
     NUM(hibernations_total);
@@ -174,6 +175,7 @@ static void metrics_text(struct evbuffer *b)
     GAUGE(sessions_stored, "Sessions stored (live or hibernated).");
     GAUGE(connections_open, "Client connections open on the MCP endpoint.");
     COUNTER(limit_refusals_total, "Requests refused by --max-connections, --max-sessions or --max-streams.");
+    COUNTER(log_trims_total, "Finished streams deleted early to keep a session under --session-log-bytes.");
     COUNTER(tool_calls_total, "Tool calls started.");
     COUNTER(client_responses_unknown_total, "Client responses to unknown server requests.");
     COUNTER(store_write_batches_total, "RocksDB write batches committed.");

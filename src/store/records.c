@@ -7,17 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STREAMREC_HDR 18
+#define STREAMREC_HDR_S 18 /* 'S': no bytes field */
+#define STREAMREC_HDR 26
 
 char *streamrec_encode(const streamrec_t *r, size_t *len)
 {
     char *ids = r->req_ids && json_array_size(r->req_ids) ? json_dumps(r->req_ids, JSON_COMPACT) : NULL;
     size_t idlen = ids ? strlen(ids) : 0;
     unsigned char *v = xmalloc(STREAMREC_HDR + idlen);
-    v[0] = 'S';
+    v[0] = 'T';
     v[1] = (unsigned char)((r->finished ? 1 : 0) | (r->is_get ? 2 : 0) | (r->delivered ? 4 : 0));
     key_put_u64(v + 2, r->seq);
     key_put_u64(v + 10, (uint64_t)r->last_write_ms);
+    key_put_u64(v + 18, r->bytes);
     if (ids)
         memcpy(v + STREAMREC_HDR, ids, idlen);
     free(ids);
@@ -29,16 +31,19 @@ int streamrec_decode(const char *v, size_t len, streamrec_t *r)
 {
     const unsigned char *u = (const unsigned char *)v;
     memset(r, 0, sizeof *r);
-    if (len < STREAMREC_HDR || u[0] != 'S')
+    size_t hdr = u && len && u[0] == 'S' ? STREAMREC_HDR_S : STREAMREC_HDR;
+    if (len < hdr || (u[0] != 'S' && u[0] != 'T'))
         return -1;
     r->finished = u[1] & 1;
     r->is_get = (u[1] & 2) != 0;
     r->delivered = (u[1] & 4) != 0;
     r->seq = key_get_u64(u + 2);
     r->last_write_ms = (int64_t)key_get_u64(u + 10);
-    if (len > STREAMREC_HDR) {
+    if (hdr == STREAMREC_HDR)
+        r->bytes = key_get_u64(u + 18);
+    if (len > hdr) {
         json_error_t e;
-        r->req_ids = json_loadb(v + STREAMREC_HDR, len - STREAMREC_HDR, 0, &e);
+        r->req_ids = json_loadb(v + hdr, len - hdr, 0, &e);
         if (!json_is_array(r->req_ids)) {
             json_decref(r->req_ids);
             r->req_ids = NULL;

@@ -1,7 +1,9 @@
 /* Value encodings of store records. Pure functions, any thread.
  *
  * Stream record (column family "streams"), binary so that the per-event metadata update is
- * cheap:  'S' | flags u8 | seq u64 | last_write_ms u64 | request ids as JSON text (may be empty)
+ * cheap:  'T' | flags u8 | seq u64 | last_write_ms u64 | bytes u64 | request ids as JSON text
+ * (may be empty). bytes: the payload bytes of the events the stream keeps (the session's
+ * event-log budget counts them). The older form 'S' has no bytes field; it decodes as 0.
  *   flags: bit 0 finished (every response written), bit 1 standalone GET stream, bit 2
  *          delivered (a GET connection has been attached to it at least once).
  */
@@ -19,6 +21,7 @@ typedef struct streamrec {
     bool delivered;
     uint64_t seq;
     int64_t last_write_ms;
+    uint64_t bytes;
     json_t *req_ids; /* array or NULL */
 } streamrec_t;
 

@@ -227,6 +227,26 @@ class Limits(unittest.TestCase):
             st.close()
         self.assertEqual(s.call("ping")[0].status, 200)
 
+    def test_past_the_session_log_budget_the_oldest_finished_streams_go(self):
+        srv = self.server("--session-log-bytes", "8192")
+        s = Session(srv)
+        firsts = []
+        for i in range(12):  # each call keeps ~1.1 KB: ten notifications and the result
+            r, _ = s.tool("notify", {"count": 10, "target": "request"})
+            firsts.append(r.events()[0]["id"])
+        st = srv.stats()
+        self.assertGreater(st["log_trims_total"], 0)
+
+        def status(eid):
+            return srv.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": s.sid,
+                                               "Last-Event-ID": eid}).status
+        self.assertEqual(status(firsts[0]), 404, "the oldest stream was deleted")
+        self.assertEqual(status(firsts[-1]), 200, "the newest is kept")
+        # a different session is not touched by this one's budget
+        other = Session(srv)
+        r, _ = other.tool("notify", {"count": 2, "target": "request"})
+        self.assertEqual(status_of(srv, other, r.events()[0]["id"]), 200)
+
     def test_a_slow_sse_reader_is_cut_and_resumes_without_loss(self):
         srv = self.server("--sse-buffer", "4096", "--stream-cap", "100000")
         s = Session(srv)
@@ -296,6 +316,11 @@ class HostileClients(unittest.TestCase):
         self.assertTrue(head == b"" or head.startswith(b"HTTP/1.1 400"), head[:60])
         sock.close()
         self.healthy()
+
+
+def status_of(srv, sess, eid):
+    return srv.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": sess.sid,
+                                       "Last-Event-ID": eid}).status
 
 
 def wait_until(pred, timeout=5):

@@ -10,7 +10,7 @@
 
 #include "store/records.h"
 
-#define HDR 18
+#define HDR 26
 
 static void a_record_without_request_ids_round_trips(void **state)
 {
@@ -19,7 +19,7 @@ static void a_record_without_request_ids_round_trips(void **state)
     size_t len = 0;
     char *v = streamrec_encode(&in, &len);
     assert_int_equal(len, HDR);
-    assert_int_equal(v[0], 'S');
+    assert_int_equal(v[0], 'T');
     streamrec_t out;
     memset(&out, 0x5a, sizeof out);
     assert_int_equal(streamrec_decode(v, len, &out), 0);
@@ -86,13 +86,32 @@ static void each_flag_is_encoded_independently(void **state)
 
 static void integers_are_stored_big_endian_after_magic_and_flags(void **state)
 {
-    streamrec_t in = {.seq = 0x0102030405060708ULL, .last_write_ms = 0x1112131415161718LL};
+    streamrec_t in = {.seq = 0x0102030405060708ULL, .last_write_ms = 0x1112131415161718LL,
+                      .bytes = 0x2122232425262728ULL};
     size_t len;
     unsigned char *v = (unsigned char *)streamrec_encode(&in, &len);
-    const unsigned char want[HDR] = {'S', 0, 1, 2, 3, 4, 5, 6, 7, 8,
-                                     0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18};
+    const unsigned char want[HDR] = {'T', 0, 1, 2, 3, 4, 5, 6, 7, 8,
+                                     0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+                                     0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28};
     assert_memory_equal(v, want, HDR);
+    streamrec_t out;
+    assert_int_equal(streamrec_decode((char *)v, len, &out), 0);
+    assert_true(out.bytes == in.bytes);
     free(v);
+}
+
+static void an_older_record_without_a_bytes_field_decodes_with_zero_bytes(void **state)
+{
+    const unsigned char old[] = {'S', 1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 7,
+                                 '[', '1', ']'};
+    streamrec_t out;
+    assert_int_equal(streamrec_decode((const char *)old, sizeof old, &out), 0);
+    assert_true(out.finished);
+    assert_true(out.seq == 9);
+    assert_true(out.last_write_ms == 7);
+    assert_true(out.bytes == 0);
+    assert_int_equal(json_array_size(out.req_ids), 1);
+    json_decref(out.req_ids);
 }
 
 static void a_negative_last_write_time_round_trips(void **state)
@@ -164,6 +183,7 @@ int main(void)
         cmocka_unit_test(a_record_with_request_ids_round_trips),
         cmocka_unit_test(each_flag_is_encoded_independently),
         cmocka_unit_test(integers_are_stored_big_endian_after_magic_and_flags),
+        cmocka_unit_test(an_older_record_without_a_bytes_field_decodes_with_zero_bytes),
         cmocka_unit_test(a_negative_last_write_time_round_trips),
         cmocka_unit_test(a_value_shorter_than_the_header_is_malformed),
         cmocka_unit_test(a_value_with_the_wrong_magic_is_malformed),
