@@ -137,6 +137,116 @@ class TokenFiles(unittest.TestCase):
         self.assertIn("/nonexistent/tokens", r.stderr)
 
 
+class BadInputTable(unittest.TestCase):
+    """One row per kind of bad input: the exact HTTP status and JSON-RPC error code, and after
+    each row a healthy session is still served end to end."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server("--max-body", "4096", "--max-headers", "8192")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def rows(self):
+        srv = self.server
+        s = Session(srv)
+        s06 = Session(srv, version="2025-06-18")
+        other = Session(srv)
+        r, _ = other.tool("slow", {"seconds": 0.01, "steps": 1}, meta={"progressToken": 1})
+        foreign_id = r.events()[0]["id"]
+        H = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        sh = s.headers()
+        get = {"Accept": "text/event-stream", "Mcp-Session-Id": s.sid}
+
+        def post(body, headers=sh):
+            return lambda: srv.request("POST", body, headers)
+
+        def call(method, params):
+            return lambda: s.post({"jsonrpc": "2.0", "id": 77, "method": method, "params": params})
+
+        raw_big_headers = lambda: raw_status(srv.port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-F: %s\r\n\r\n"
+                                             % (srv.port, b"a" * 10000))
+        # (name, request, status, JSON-RPC code or None for no JSON body, extra check)
+        return [
+            ("malformed JSON", post('{"jsonrpc":"2.0",', sh), 400, -32700, None),
+            ("valid JSON that is not JSON-RPC", post([1, 2], s06.headers()), 400, -32600, None),
+            ("an object that is not JSON-RPC", post({"hello": 1}), 400, -32600, None),
+            ("wrong jsonrpc version", post(dict(ping, jsonrpc="1.0")), 400, -32600, None),
+            ("request id null", post(dict(ping, id=None)), 400, -32600, None),
+            ("request id of a wrong type", post(dict(ping, id=[1])), 400, -32600, None),
+            ("request id a boolean", post(dict(ping, id=True)), 400, -32600, None),
+            ("a batch where the version forbids it", post([ping], s06.headers()), 400, -32600, None),
+            ("initialize inside a batch", post([{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                                  "params": {"protocolVersion": "2025-03-26"}}], H),
+             400, -32600, None),
+            ("a second initialize on a live session",
+             post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
+             400, -32600, None),
+            ("missing Accept", post(ping, dict(sh, Accept="")), 406, -32000, None),
+            ("partial Accept", post(ping, dict(sh, Accept="application/json")), 406, -32000, None),
+            ("wrong Content-Type", post(ping, dict(sh, **{"Content-Type": "text/plain"})), 415, -32000, None),
+            ("body over the limit", post(dict(ping, params={"x": "a" * 5000})), 413, None, None),
+            ("headers over the limit", raw_big_headers, 400, None, None),
+            ("missing session id", post(ping, H), 400, -32000, None),
+            ("unknown session id", post(ping, dict(sh, **{"Mcp-Session-Id": "f" * 32})), 404, -32001, None),
+            ("session id with invalid characters", post(ping, dict(sh, **{"Mcp-Session-Id": "bad id\t"})),
+             400, -32000, None),
+            ("unsupported MCP-Protocol-Version", post(ping, dict(sh, **{"MCP-Protocol-Version": "2099-01-01"})),
+             400, -32000, None),
+            ("disallowed Origin", post(ping, dict(sh, Origin="https://evil.example")), 403, -32000, None),
+            ("disallowed Host", post(ping, dict(sh, Host="evil.example")), 403, -32000, None),
+            ("malformed Last-Event-ID", lambda: srv.request("GET", headers=dict(get, **{"Last-Event-ID": "p1:zz"})),
+             400, -32000, None),
+            ("an event id from another session",
+             lambda: srv.request("GET", headers=dict(get, **{"Last-Event-ID": foreign_id})), 404, -32000, None),
+            ("unknown method", call("tools/destroy", {}), 200, -32601, None),
+            ("bad params", call("tools/call", {"arguments": "not an object"}), 200, -32602, None),
+            ("an unknown tool", call("tools/call", {"name": "no_such_tool"}), 200, -32602, None),
+            ("a tool argument that fails the schema", call("tools/call", {"name": "add", "arguments": {"a": "x"}}),
+             200, None, lambda r: self.assertTrue(r.json()["result"]["isError"])),
+            ("a response to an unknown server request",
+             post({"jsonrpc": "2.0", "id": 424242, "result": {}}), 202, None,
+             lambda r: self.assertEqual(r.data, b"")),
+            ("a cancel for an unknown request",
+             post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}}),
+             202, None, lambda r: self.assertEqual(r.data, b"")),
+        ]
+
+    def test_every_bad_input_gets_its_status_and_code_and_the_server_keeps_serving(self):
+        for name, send, status, code, extra in self.rows():
+            with self.subTest(name):
+                r = send()
+                self.assertEqual(r.status, status, f"{name}: {r.text[:200]}")
+                if code is not None:
+                    body = r.json()
+                    if isinstance(body, list):
+                        body = body[0]
+                    self.assertEqual(body["error"]["code"], code, name)
+                    self.assertTrue(body["error"]["message"])
+                if extra:
+                    extra(r)
+                healthy = Session(self.server)
+                _, m = healthy.tool("echo", {"text": name})
+                self.assertEqual(m["result"]["content"][0]["text"], name)
+
+
+class RawStatus:
+    def __init__(self, status, data):
+        self.status = status
+        self.data = data
+        self.text = data.decode(errors="replace")
+
+
+def raw_status(port, data):
+    sock, head = raw_request(port, data)
+    sock.close()
+    line = head.split(b"\r\n")[0].split()
+    return RawStatus(int(line[1]) if len(line) > 1 else 0, head)
+
+
 def raw_request(port, data, timeout=5):
     """Sends raw bytes on a fresh socket; returns (socket, first response bytes or b'')."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
