@@ -112,6 +112,7 @@ int main(int argc, char **argv)
         alarms_stop();
         pool_stop();
         workers_stop();
+        alarms_free();
         http_free();
         admin_stop();
         exit_code = 1;
@@ -146,6 +147,7 @@ int main(int argc, char **argv)
     workers_cancel_all();
     pool_stop();
     workers_stop();
+    alarms_free();
     http_free();
     admin_stop();
     store_flush(store);

@@ -8,6 +8,8 @@
  * Ownership: arguments handed to a handler are borrowed for the duration of the call. A
  * handler returns a new reference (the result object) that the server takes. Functions whose
  * parameter is documented "stolen" take the caller's reference in every case, success or not.
+ * A stolen value crosses to another thread: the handler must keep no reference to it or to
+ * any part of it (build a fresh object, or json_deep_copy what you also keep).
  */
 #ifndef MCPACTORD_TOOL_H
 #define MCPACTORD_TOOL_H

@@ -10,6 +10,7 @@
 
 #include <event2/event.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 static struct {
@@ -22,7 +23,7 @@ static struct {
     int64_t floor_ms;   /* keys below were dispatched (scheduler thread) */
     int64_t hint_ms;    /* lowest hinted due since the last re-arm (under mu) */
     int64_t armed_ms;   /* 0 = no timer (scheduler thread) */
-    bool running;
+    atomic_bool running; /* read by workers (hints), written by the main thread */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Arms the timer for the first key at or after the floor, or disarms it. */
@@ -98,7 +99,7 @@ static void on_rearm(evutil_socket_t fd, short what, void *arg)
 
 void alarms_hint(int64_t due_ms)
 {
-    if (!S.running)
+    if (!atomic_load(&S.running))
         return;
     pthread_mutex_lock(&S.mu);
     bool wake = !S.hint_ms || due_ms < S.hint_ms;
@@ -135,7 +136,7 @@ int alarms_start(store_t *store)
     if (S.armed_ms)
         log_info("alarms: %lld stored, the earliest due in %lld s", count,
                  (long long)((S.armed_ms - now_wall_ms()) / 1000));
-    S.running = true;
+    atomic_store(&S.running, true);
     return pthread_create(&S.thread, NULL, alarm_main, NULL) == 0 ? 0 : -1;
 }
 
@@ -146,12 +147,19 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 
 void alarms_stop(void)
 {
-    if (!S.running)
+    if (!atomic_load(&S.running))
         return;
-    S.running = false;
+    atomic_store(&S.running, false);
     event_base_once(S.base, -1, EV_TIMEOUT, on_stop, NULL, NULL);
     pthread_join(S.thread, NULL);
+}
+
+void alarms_free(void)
+{
+    if (!S.base)
+        return;
     event_free(S.timer);
     event_free(S.rearm);
     event_base_free(S.base);
+    S.base = NULL;
 }

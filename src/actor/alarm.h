@@ -19,8 +19,10 @@
 
 /* Main thread, after the workers started: counts the stored alarms and arms the timer. */
 int alarms_start(store_t *store);
-/* Main thread, before the workers stop. */
+/* Main thread, before the workers stop: no more dispatches; hints are ignored from then on. */
 void alarms_stop(void);
+/* Main thread, after the workers stopped (a late hint may still touch the events until then). */
+void alarms_free(void);
 /* Any thread, after the key is committed: an alarm was set at due_ms. */
 void alarms_hint(int64_t due_ms);
 

@@ -441,7 +441,8 @@ static void handle_response(actor_t *a, json_t *msg)
                              ? json_string_value(json_object_get(err, "message")) : "");
                 job_reply(p->job, NULL, why);
             } else {
-                job_reply(p->job, json_incref(json_object_get(msg, "result")), NULL);
+                /* a copy: the body stays with this worker, the result goes to the tool thread */
+                job_reply(p->job, json_deep_copy(json_object_get(msg, "result")), NULL);
             }
             free(p);
             return;

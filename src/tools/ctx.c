@@ -233,7 +233,8 @@ int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char
         return -EINVAL; /* progress must increase */
     ctx->last_progress = progress;
     json_t *params = json_object();
-    json_object_set(params, "progressToken", ctx->progress_token);
+    /* a copy: the message goes to the worker, the token stays with this thread */
+    json_object_set_new(params, "progressToken", json_deep_copy(ctx->progress_token));
     json_object_set_new(params, "progress", json_number_of(progress));
     if (total >= 0)
         json_object_set_new(params, "total", json_number_of(total));

@@ -96,13 +96,13 @@ static json_t *notify(mcpd_ctx_t *ctx, json_t *args, void *ud)
     const char *target = json_string_value(json_object_get(args, "target"));
     bool session = target && strcmp(target, "session") == 0;
     for (long i = 1; i <= count; i++) {
-        json_t *params = json_pack("{s:s,s:s,s:{s:I,s:I}}", "level", "info", "logger", "notify",
-                                   "data", "n", (json_int_t)i, "of", (json_int_t)count);
+        /* each message is built whole and handed over: nothing of it stays on this thread */
+        json_t *data = json_pack("{s:I,s:I}", "n", (json_int_t)i, "of", (json_int_t)count);
         if (session)
-            mcpd_ctx_notify(ctx, MCPD_TARGET_SESSION, "notifications/message", params);
+            mcpd_ctx_notify(ctx, MCPD_TARGET_SESSION, "notifications/message",
+                            json_pack("{s:s,s:s,s:o}", "level", "info", "logger", "notify", "data", data));
         else
-            mcpd_ctx_log(ctx, "info", "notify", json_incref(json_object_get(params, "data"))),
-                json_decref(params);
+            mcpd_ctx_log(ctx, "info", "notify", data);
     }
     return mcpd_text_resultf("sent %ld", count);
 }

@@ -88,14 +88,20 @@ class Server:
         self.start()
 
     def cleanup(self):
+        """Stops the server gracefully and fails when it did not exit 0 (a sanitizer report
+        inside the server makes it exit non-zero)."""
+        rc = None
         if self.proc is not None:
-            self.stop(signal.SIGKILL)
+            rc, _ = self.stop(signal.SIGTERM)
+        log = self.log_tail()
         if self.own_dir and not os.environ.get("MCPD_TEST_KEEP"):
             shutil.rmtree(self.data_dir, ignore_errors=True)
             try:
                 os.unlink(self.stderr_path)
             except OSError:
                 pass
+        if rc not in (0, None):
+            raise AssertionError(f"mcpactord exited with {rc} at the end of the test:\n{log}")
 
     # ---- plain HTTP ----
 
@@ -396,11 +402,7 @@ class ServerTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        rc, _ = cls.server.stop()
-        log = cls.server.log_tail()
         cls.server.cleanup()
-        if rc not in (0, None):
-            raise AssertionError(f"server exited with {rc}: {log}")
 
     def assertServerHealthy(self):
         """The server still serves a fresh session end to end."""
