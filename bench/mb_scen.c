@@ -319,6 +319,69 @@ int mb_scen_handshake(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     return 0;
 }
 
+/* ---- one request per session (wake pings, sessions --events) ---- */
+
+typedef struct ping_ctx {
+    mb_sess_t *sess;
+    long n, next;
+    const char *tool; /* NULL: ping; else tools/call tool with args */
+    const char *args;
+} ping_ctx_t;
+
+typedef struct ping_op {
+    mb_op_t op;
+    mb_rpc_t rpc;
+    char *body;
+    size_t blen;
+    mb_sess_t *sess;
+    struct ping_ctx *x;
+} ping_op_t;
+
+static void ping_done(mb_rpc_t *r, mb_err_t err)
+{
+    ping_op_t *o = r->ud;
+    if (err == MB_OK) {
+        err = mb_rpc_verdict(r);
+        o->op.status = r->status;
+    }
+    mb_engine_op_done(&o->op, err, -1);
+}
+
+static void ping_start(mb_op_t *op)
+{
+    ping_op_t *o = (ping_op_t *)op;
+    int64_t id = o->sess->next_id++;
+    o->body = o->x->tool ? mb_body_call(id, o->x->tool, o->x->args, &o->blen) : mb_body_ping(id, &o->blen);
+    o->rpc.id = id;
+    o->rpc.done = ping_done;
+    o->rpc.ud = o;
+    mb_rpc_post(&o->rpc, op->slot->conn, o->sess, o->body, o->blen);
+}
+
+static void ping_destroy(mb_op_t *op)
+{
+    ping_op_t *o = (ping_op_t *)op;
+    mb_rpc_clear(&o->rpc);
+    free(o->body);
+    free(o);
+}
+
+static mb_op_t *ping_next(mb_engine_t *e, mb_slot_t *s)
+{
+    ping_ctx_t *x = e->cfg.ud;
+    while (x->next < x->n && !x->sess[x->next].ready)
+        x->next++;
+    if (x->next >= x->n) {
+        mb_engine_finish(e);
+        return NULL;
+    }
+    ping_op_t *o = mb_xcalloc(1, sizeof *o);
+    mb_op_init(&o->op, ping_start, ping_destroy);
+    o->sess = &x->sess[x->next++];
+    o->x = x;
+    return &o->op;
+}
+
 /* ---- sessions ---- */
 
 int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
@@ -379,6 +442,28 @@ int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     if (failed == n)
         mb_result_fail(r, "no session could be initialized");
 
+    if (c->events > 0 && failed < n) {
+        /* each session stores c->events session-level events (no GET is open: they are kept
+         * for a later resume), so hibernation has real streams to leave on disk */
+        char *args = mb_args_with_count(p->notify_args, c->events, false);
+        ping_ctx_t ex = {.sess = sess, .n = n, .tool = p->notify_tool, .args = args};
+        mb_engine_cfg_t ec = {
+            .label = "events",
+            .slots = c->connections,
+            .max_ops = n,
+            .timeout_us = mb_cfg_timeout_us(c),
+            .progress = mb_cfg_progress(c),
+            .next_op = ping_next,
+            .ud = &ex,
+        };
+        mb_engine_t e;
+        mb_engine_init(&e, &t, &ec);
+        mb_engine_run(&e);
+        mb_result_num(r, "events_per_session", (double)c->events);
+        mb_result_num(r, "event_calls_ok", (double)e.total.ok);
+        mb_engine_free(&e);
+        free(args);
+    }
     mb_sleep_loop(c->base, 500000); /* let the server finish what the last responses started */
     int64_t rss1 = have_rss ? mb_read_rss(c->base, p->stats_url, p->pid, c->allow_remote, &st1) : -1;
     mb_result_num(r, "sessions_created", (double)st.ok);
@@ -410,65 +495,6 @@ int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     json_decref(st1);
     free(sess);
     return 0;
-}
-
-/* ---- wake ---- */
-
-typedef struct ping_ctx {
-    mb_sess_t *sess;
-    long n, next;
-} ping_ctx_t;
-
-typedef struct ping_op {
-    mb_op_t op;
-    mb_rpc_t rpc;
-    char *body;
-    size_t blen;
-    mb_sess_t *sess;
-} ping_op_t;
-
-static void ping_done(mb_rpc_t *r, mb_err_t err)
-{
-    ping_op_t *o = r->ud;
-    if (err == MB_OK) {
-        err = mb_rpc_verdict(r);
-        o->op.status = r->status;
-    }
-    mb_engine_op_done(&o->op, err, -1);
-}
-
-static void ping_start(mb_op_t *op)
-{
-    ping_op_t *o = (ping_op_t *)op;
-    int64_t id = o->sess->next_id++;
-    o->body = mb_body_ping(id, &o->blen);
-    o->rpc.id = id;
-    o->rpc.done = ping_done;
-    o->rpc.ud = o;
-    mb_rpc_post(&o->rpc, op->slot->conn, o->sess, o->body, o->blen);
-}
-
-static void ping_destroy(mb_op_t *op)
-{
-    ping_op_t *o = (ping_op_t *)op;
-    mb_rpc_clear(&o->rpc);
-    free(o->body);
-    free(o);
-}
-
-static mb_op_t *ping_next(mb_engine_t *e, mb_slot_t *s)
-{
-    ping_ctx_t *x = e->cfg.ud;
-    while (x->next < x->n && !x->sess[x->next].ready)
-        x->next++;
-    if (x->next >= x->n) {
-        mb_engine_finish(e);
-        return NULL;
-    }
-    ping_op_t *o = mb_xcalloc(1, sizeof *o);
-    mb_op_init(&o->op, ping_start, ping_destroy);
-    o->sess = &x->sess[x->next++];
-    return &o->op;
 }
 
 int mb_scen_wake(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)

@@ -46,7 +46,8 @@ static const char usage_text[] =
     "  --notify-args JSON     its arguments (default {\"count\":1,\"target\":\"session\"});\n"
     "                         for the SDK peer: --notify-tool emit --notify-args\n"
     "                         '{\"count\":1,\"standalone\":true}'\n"
-    "  --events K             resume: events per resume (default 256; mixed 16)\n"
+    "  --events K             resume: events per resume (default 256; mixed 16); sessions:\n"
+    "                         store K events on each new session with the notify tool (default 0)\n"
     "  --resume-via get|post  resume the standalone GET stream (default) or a finished POST stream\n"
     "  --resume-first MODE    auto|priming|notify: how the first event id is obtained (default auto)\n"
     "  --resume-args JSON     arguments of the producing call (default: notify args with count K)\n"
@@ -309,7 +310,7 @@ int main(int argc, char **argv)
     if (c.settle_s < 0)
         c.settle_s = strcmp(c.scenario, "wake") == 0 ? 3 : 0;
     if (c.events < 0)
-        c.events = is_mixed ? 16 : 256;
+        c.events = is_mixed ? 16 : strcmp(c.scenario, "sessions") == 0 ? 0 : 256;
     if (c.rate < 0)
         c.rate = is_mixed ? 200 : 0;
     if (c.sessions < 1)

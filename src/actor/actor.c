@@ -24,6 +24,7 @@
 #include <string.h>
 
 static _Thread_local stream_t *t_dirty; /* streams whose metadata changed this turn */
+static _Thread_local actor_t *t_meta_dirty; /* actors whose metadata changed this turn */
 
 static const char *const LOG_LEVELS[] = {"debug", "info", "notice", "warning",
                                          "error", "critical", "alert", "emergency"};
@@ -99,6 +100,7 @@ static void put_stream_meta(actor_t *a, stream_t *s)
 {
     if (!g_cfg.event_store)
         return;
+    a->stored_more = true;
     streamrec_t r = {.finished = s->finished, .is_get = s->num == STREAM_GET,
                      .delivered = s->delivered, .seq = s->seq, .last_write_ms = s->last_write_ms,
                      .bytes = s->bytes, .req_ids = s->req_ids};
@@ -127,6 +129,12 @@ void actor_stream_dirty(stream_t *s)
 void actor_flush_dirty(worker_t *w)
 {
     (void)w;
+    while (t_meta_dirty) {
+        actor_t *a = t_meta_dirty;
+        t_meta_dirty = a->meta_next;
+        a->meta_dirty = false;
+        actor_write_meta(a);
+    }
     for (stream_t *s = t_dirty; s; s = s->dirty_next) {
         put_stream_meta(s->actor, s);
         s->dirty = false;
@@ -282,6 +290,7 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         key_event(k, a->sid, s->num, s->seq);
         store_batch_t *b = worker_batch(a->w);
         store_batch_put(b, CF_EVENTS, k, sizeof k, text, len);
+        a->stored_more = true;
         s->bytes += len;
         a->log_bytes += len;
         if (s->seq > (uint64_t)g_cfg.stream_cap) {
@@ -349,6 +358,7 @@ static void send_sse_end(actor_t *a, conn_ref_t conn, uint64_t num)
  * answer; what is left at startup was interrupted by a crash (actors_recover_all). */
 static void reqmap_key(actor_t *a, call_t *c, bool put)
 {
+    a->stored_more = true;
     char *t = json_dumps(c->id, JSON_COMPACT | JSON_ENCODE_ANY);
     size_t tl = strlen(t);
     unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
@@ -558,6 +568,30 @@ static void drop_pending_of(actor_t *a, job_t *j)
 
 void actor_persist_meta(actor_t *a)
 {
+    if (a->meta_dirty)
+        return;
+    a->meta_dirty = true;
+    a->meta_next = t_meta_dirty;
+    t_meta_dirty = a;
+}
+
+/* Drops a from the turn's dirty list without writing (deleted, or written now). */
+static void meta_undirty(actor_t *a)
+{
+    if (!a->meta_dirty)
+        return;
+    for (actor_t **pp = &t_meta_dirty; *pp; pp = &(*pp)->meta_next) {
+        if (*pp == a) {
+            *pp = a->meta_next;
+            break;
+        }
+    }
+    a->meta_dirty = false;
+}
+
+void actor_write_meta(actor_t *a)
+{
+    meta_undirty(a);
     json_t *m = json_object();
     json_object_set_new(m, "v", json_string(a->proto->version));
     json_object_set(m, "ci", a->client_info ? a->client_info : json_null());
@@ -614,6 +648,7 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     }
     actor_t *a = actor_create(w, sid);
     a->proto = p;
+    a->stored_more = true; /* unknown: it may have streams or state from before */
     json_t *ci = json_object_get(m, "ci"), *cc = json_object_get(m, "cc");
     a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
     a->client_caps = json_is_object(cc) ? json_incref(cc) : NULL;
@@ -654,6 +689,7 @@ static actor_t *actor_load(worker_t *w, const char *sid)
 
 static void actor_free(actor_t *a)
 {
+    REQUIRE(!a->meta_dirty); /* a freed actor on the turn's dirty list would be written later */
     while (a->streams)
         actor_free_stream(a, a->streams, false);
     while (a->calls) {
@@ -707,6 +743,7 @@ void actor_delete(actor_t *a)
     /* the streams' metadata must not be written back after the range deletes */
     for (stream_t *s = a->streams; s; s = s->next)
         unlink_dirty(s, false);
+    meta_undirty(a);
     unsigned char hi[SESSION_ID_LEN];
     key_session_upper(hi, a->sid);
     store_batch_t *b = worker_batch(w);
@@ -717,9 +754,15 @@ void actor_delete(actor_t *a)
         STAT_DEC(alarms_pending);
         a->alarm_due = 0;
     }
-    const store_cf_t cfs[] = {CF_SESSIONS, CF_STREAMS, CF_EVENTS, CF_REQMAP, CF_STATE, CF_EXPIRY};
-    for (size_t i = 0; i < sizeof cfs / sizeof cfs[0]; i++)
-        store_batch_delete_range(b, cfs[i], a->sid, SESSION_ID_LEN, hi, sizeof hi);
+    if (a->stored_more) {
+        const store_cf_t cfs[] = {CF_SESSIONS, CF_STREAMS, CF_EVENTS, CF_REQMAP, CF_STATE, CF_EXPIRY};
+        for (size_t i = 0; i < sizeof cfs / sizeof cfs[0]; i++)
+            store_batch_delete_range(b, cfs[i], a->sid, SESSION_ID_LEN, hi, sizeof hi);
+    } else {
+        /* it never stored a stream or state: its metadata is its only key (no range
+         * tombstones, which slow later reads) */
+        store_batch_delete(b, CF_SESSIONS, a->sid, SESSION_ID_LEN);
+    }
     STAT_INC(sessions_deleted_total);
     STAT_DEC(sessions_stored);
     log_info("session %.8s deleted", a->sid);
@@ -747,6 +790,7 @@ static void destroy_one(actor_t *a, void *arg)
     orphan_jobs(a);
     for (stream_t *s = a->streams; s; s = s->next)
         unlink_dirty(s, true);
+    actor_write_meta(a); /* shutdown: the latest touch and counters, like a hibernation */
     worker_remove_actor(a->w, a);
     actor_free(a);
 }
@@ -773,7 +817,7 @@ void actor_hibernate(actor_t *a)
     worker_t *w = a->w;
     REQUIRE(actor_is_idle(a));
     /* everything else is already in the store; the metadata gets the latest touch */
-    actor_persist_meta(a);
+    actor_write_meta(a);
     while (a->streams)
         actor_free_stream(a, a->streams, true);
     STAT_INC(hibernations_total);
@@ -1062,6 +1106,7 @@ static void handle_tool_state(actor_t *a, job_t *j)
     }
     if (out) {
         char *text = json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
+        a->stored_more = true;
         store_batch_put(worker_batch(a->w), CF_STATE, k, (size_t)kl, text, strlen(text));
         free(text);
     } else {

@@ -68,6 +68,9 @@ typedef struct actor {
     struct actor *hnext;     /* worker table chain */
     struct actor *lru_prev, *lru_next; /* the worker's idle list (hibernation candidates) */
     bool in_lru;
+    bool meta_dirty;         /* metadata to write at the end of the turn */
+    bool stored_more;        /* it may have keys beyond metadata and alarm (streams, state) */
+    struct actor *meta_next; /* the turn's list of actors with dirty metadata */
     int64_t idle_since_ms;   /* monotonic */
     char sid[SESSION_ID_LEN + 1];
     uint32_t tag;            /* stream-id tag (keys.h) */
@@ -100,7 +103,10 @@ void actor_destroy_all(worker_t *w);
 
 /* Used by the MCP layer (mcp/session.c), worker thread. */
 actor_t *actor_create(worker_t *w, const char *sid);
+/* The metadata changed: it is written once, at the end of the turn. */
 void actor_persist_meta(actor_t *a);
+/* Writes the metadata into the batch now (hibernation). */
+void actor_write_meta(actor_t *a);
 stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn);
 call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t method);
 /* Answers a call: response stolen. Frees the call. */

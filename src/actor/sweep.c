@@ -71,6 +71,7 @@ void actor_stream_finished(actor_t *a, stream_t *s)
     unsigned char k[KEY_EXPIRY_LEN];
     key_expiry(k, a->sid, expiry, s->num);
     store_batch_put(worker_batch(a->w), CF_EXPIRY, k, sizeof k, "", 0);
+    a->stored_more = true;
     actor_alarm_ensure(a, expiry);
 }
 

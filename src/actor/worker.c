@@ -18,11 +18,13 @@
 #include "tools/job.h"
 
 #include <event2/event.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MBOX_SHARDS 4096
+#define TRIM_AFTER_HIBERNATIONS 256
 
 typedef struct outq {
     mq_node_t *first, *last;
@@ -49,6 +51,7 @@ struct worker {
     struct event *idle_timer;
     int64_t idle_armed_ms; /* monotonic deadline the timer is armed for, 0 = none */
     int64_t alarm_hint;    /* lowest alarm set this turn, 0 = none */
+    long hibernated_since_trim;
 };
 
 static worker_t *W;
@@ -262,14 +265,25 @@ static void on_idle_timer(evutil_socket_t fd, short what, void *arg)
     worker_t *w = arg;
     STAT_INC(timer_wakeups_total);
     w->idle_armed_ms = 0;
-    int64_t now = now_mono_ms();
+    /* actors due within the slack go now too: one wakeup per slack window, not per actor */
+    int64_t slack = g_cfg.idle_timeout_s * 1000 / 10 < 1000 ? g_cfg.idle_timeout_s * 1000 / 10 : 1000;
+    int64_t now = now_mono_ms() + slack;
     while (w->lru_head && w->lru_head->idle_since_ms + g_cfg.idle_timeout_s * 1000 <= now) {
         struct actor *a = w->lru_head;
         lru_remove(w, a);
         actor_hibernate(a);
+        w->hibernated_since_trim++;
     }
     idle_rearm(w);
     worker_turn_end(w);
+    /* Freed actors stay in malloc's arenas. After many hibernations, once nothing else is
+     * waiting to hibernate, hand the free pages back so hibernated sessions cost no resident
+     * memory (malloc_trim walks every arena: not something to do per actor). */
+    if (w->hibernated_since_trim >= TRIM_AFTER_HIBERNATIONS &&
+        (!w->lru_head || w->hibernated_since_trim >= 32 * TRIM_AFTER_HIBERNATIONS)) {
+        malloc_trim(0);
+        w->hibernated_since_trim = 0;
+    }
 }
 
 /* ---- actor table ---- */

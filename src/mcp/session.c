@@ -412,10 +412,9 @@ static void handle_notification(actor_t *a, json_t *msg)
     const char *method = json_string_value(json_object_get(msg, "method"));
     STAT_INC(requests_total[SM_notification]);
     if (strcmp(method, "notifications/initialized") == 0) {
-        if (!a->initialized) {
-            a->initialized = true;
-            actor_persist_meta(a);
-        }
+        /* kept in memory; the next metadata write (at the latest, hibernation) carries it:
+         * nothing depends on it across a crash, and it saves a write per session */
+        a->initialized = true;
     } else if (strcmp(method, "notifications/cancelled") == 0) {
         do_cancelled(a, json_object_get(msg, "params"));
     }
