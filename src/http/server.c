@@ -39,8 +39,10 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -375,9 +377,42 @@ void http_deliver(uint32_t thread, mq_node_t *first, mq_node_t *last, size_t n)
 
 /* ---- request handling ---- */
 
-static const char *hdr(struct evhttp_request *req, const char *name)
+/* The request headers this endpoint reads, found in one pass over the header list (seven
+ * evhttp_find_header calls were seven case-insensitive scans per request). */
+typedef struct rhdr {
+    const char *origin, *host, *authorization, *accept, *content_type, *session_id, *version,
+        *last_event_id;
+} rhdr_t;
+
+static void read_headers(struct evhttp_request *req, rhdr_t *h)
 {
-    return evhttp_find_header(evhttp_request_get_input_headers(req), name);
+    memset(h, 0, sizeof *h);
+    static const struct {
+        const char *name;
+        size_t len;
+        size_t off;
+    } WANT[] = {
+        {"Accept", 6, offsetof(rhdr_t, accept)},
+        {"Host", 4, offsetof(rhdr_t, host)},
+        {"Origin", 6, offsetof(rhdr_t, origin)},
+        {"Content-Type", 12, offsetof(rhdr_t, content_type)},
+        {"Mcp-Session-Id", 14, offsetof(rhdr_t, session_id)},
+        {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version)},
+        {"Authorization", 13, offsetof(rhdr_t, authorization)},
+        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id)},
+    };
+    struct evkeyval *kv;
+    for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
+        size_t kl = strlen(kv->key);
+        for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
+            if (kl == WANT[i].len && strcasecmp(kv->key, WANT[i].name) == 0) {
+                const char **slot = (const char **)((char *)h + WANT[i].off);
+                if (!*slot) /* the first of repeated headers, as evhttp_find_header did */
+                    *slot = kv->value;
+                break;
+            }
+        }
+    }
 }
 
 /* Checks the session id header; on failure replies and returns false. */
@@ -402,9 +437,9 @@ static bool check_session_header(struct evhttp_request *req, const char *sid)
 }
 
 /* Checks MCP-Protocol-Version; copies it into out. false after replying 400. */
-static bool check_version_header(struct evhttp_request *req, char out[32])
+static bool check_version_header(struct evhttp_request *req, const rhdr_t *h, char out[32])
 {
-    const char *v = hdr(req, "MCP-Protocol-Version");
+    const char *v = h->version;
     out[0] = '\0';
     if (!v)
         return true; /* absent: 2025-03-26 is assumed */
@@ -488,17 +523,17 @@ static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_ini
     return true;
 }
 
-static void handle_post(http_thread_t *t, struct evhttp_request *req, const char *who,
-                        hlink_t *link)
+static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
+                        const char *who, hlink_t *link)
 {
-    const char *accept = hdr(req, "Accept");
+    const char *accept = h->accept;
     if (!accept_allows(accept, "application/json") || !accept_allows(accept, "text/event-stream")) {
         reply_error(req, 406, MCP_ERR_BAD_REQUEST,
                     "Not Acceptable: the Accept header must list both application/json and text/event-stream",
                     NULL);
         return;
     }
-    if (!content_type_is_json(hdr(req, "Content-Type"))) {
+    if (!content_type_is_json(h->content_type)) {
         reply_error(req, 415, MCP_ERR_BAD_REQUEST,
                     "Unsupported Media Type: Content-Type must be application/json", NULL);
         return;
@@ -519,7 +554,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const char
         json_decref(body);
         return;
     }
-    const char *sid = hdr(req, "Mcp-Session-Id");
+    const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_POST);
     if (is_init) {
         if (sid) {
@@ -548,7 +583,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const char
         }
         m->create = true;
     } else {
-        if (!check_session_header(req, sid) || !check_version_header(req, m->proto_hdr)) {
+        if (!check_session_header(req, sid) || !check_version_header(req, h, m->proto_hdr)) {
             json_decref(body);
             wmsg_free(m);
             return;
@@ -559,22 +594,22 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const char
     submit(t, req, m, who, link);
 }
 
-static void handle_get(http_thread_t *t, struct evhttp_request *req, const char *who,
-                        hlink_t *link)
+static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
+                        const char *who, hlink_t *link)
 {
-    if (!accept_allows(hdr(req, "Accept"), "text/event-stream")) {
+    if (!accept_allows(h->accept, "text/event-stream")) {
         reply_error(req, 406, MCP_ERR_BAD_REQUEST,
                     "Not Acceptable: a GET must accept text/event-stream", NULL);
         return;
     }
-    const char *sid = hdr(req, "Mcp-Session-Id");
+    const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_GET);
-    if (!check_session_header(req, sid) || !check_version_header(req, m->proto_hdr)) {
+    if (!check_session_header(req, sid) || !check_version_header(req, h, m->proto_hdr)) {
         wmsg_free(m);
         return;
     }
     memcpy(m->sid, sid, SESSION_ID_LEN + 1);
-    const char *last = hdr(req, "Last-Event-ID");
+    const char *last = h->last_event_id;
     if (last) {
         if (!g_cfg.event_store) {
             reply_error(req, 400, MCP_ERR_BAD_REQUEST,
@@ -595,12 +630,12 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const char 
     submit(t, req, m, who, link);
 }
 
-static void handle_delete(http_thread_t *t, struct evhttp_request *req, const char *who,
-                        hlink_t *link)
+static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
+                        const char *who, hlink_t *link)
 {
-    const char *sid = hdr(req, "Mcp-Session-Id");
+    const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_DELETE);
-    if (!check_session_header(req, sid) || !check_version_header(req, m->proto_hdr)) {
+    if (!check_session_header(req, sid) || !check_version_header(req, h, m->proto_hdr)) {
         wmsg_free(m);
         return;
     }
@@ -625,14 +660,16 @@ static void on_mcp(struct evhttp_request *req, void *arg)
         reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "1");
         return;
     }
-    const char *origin = hdr(req, "Origin");
+    rhdr_t hs, *h = &hs;
+    read_headers(req, h);
+    const char *origin = h->origin;
     if (!hostcheck_origin_ok(&HC, origin)) {
         char msg[300];
         snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin)", origin);
         reply_error(req, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
-    const char *host = hdr(req, "Host");
+    const char *host = h->host;
     if (!hostcheck_host_ok(&HC, host)) {
         char msg[300];
         snprintf(msg, sizeof msg, "Forbidden: Host '%.200s' is not allowed (see --allowed-host)",
@@ -642,7 +679,7 @@ static void on_mcp(struct evhttp_request *req, void *arg)
     }
     const char *who = "";
     if (g_auth.n) {
-        const char *authz = hdr(req, "Authorization");
+        const char *authz = h->authorization;
         who = auth_check(&g_auth, authz);
         if (!who) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
@@ -657,13 +694,13 @@ static void on_mcp(struct evhttp_request *req, void *arg)
     }
     switch (evhttp_request_get_command(req)) {
     case EVHTTP_REQ_POST:
-        handle_post(t, req, who, link);
+        handle_post(t, req, h, who, link);
         return;
     case EVHTTP_REQ_GET:
-        handle_get(t, req, who, link);
+        handle_get(t, req, h, who, link);
         return;
     case EVHTTP_REQ_DELETE:
-        handle_delete(t, req, who, link);
+        handle_delete(t, req, h, who, link);
         return;
     default:
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");

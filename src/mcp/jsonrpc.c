@@ -2,6 +2,7 @@
 #include "mcp/jsonrpc.h"
 
 #include "core/util.h"
+#include "mcp/jsondump.h"
 
 #include <string.h>
 
@@ -109,9 +110,5 @@ json_t *jsonrpc_notification(const char *method, json_t *params)
 
 char *jsonrpc_dump(const json_t *msg, size_t *len)
 {
-    char *s = json_dumps(msg, JSON_COMPACT);
-    REQUIRE(s != NULL);
-    if (len)
-        *len = strlen(s);
-    return s;
+    return json_dump_compact(msg, len);
 }

@@ -1,0 +1,170 @@
+/* Compact JSON serialisation. Pure, any thread. See jsondump.h. */
+#include "mcp/jsondump.h"
+
+#include "core/util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_DEPTH 2048
+
+static void dump_string(buf_t *out, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF"; /* as jansson writes \u001F */
+    buf_reserve(out, n + 2);
+    out->p[out->len++] = '"';
+    size_t run = 0; /* start of the pending run of bytes that need no escape */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        buf_add(out, s + run, i - run);
+        run = i + 1;
+        char esc[7] = {'\\', 0};
+        size_t el = 2;
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            el = 6;
+        }
+        buf_add(out, esc, el);
+    }
+    buf_add(out, s + run, n - run);
+    buf_add(out, "\"", 1);
+}
+
+static void dump_int(buf_t *out, json_int_t v)
+{
+    char tmp[24];
+    char *p = tmp + sizeof tmp;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    buf_add(out, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+static void dump_real(buf_t *out, double d)
+{
+    char tmp[48];
+    int n = snprintf(tmp, sizeof tmp, "%.17g", d);
+    if (n <= 0 || n >= (int)sizeof tmp - 2)
+        return;
+    /* as jansson writes it: an integral value keeps a fraction (so it reads back as a real),
+     * and an exponent loses its '+' and leading zeros ("1e+05" -> "1e5") */
+    if (!strpbrk(tmp, ".e")) {
+        tmp[n++] = '.';
+        tmp[n++] = '0';
+        tmp[n] = '\0';
+    }
+    char *e = strchr(tmp, 'e');
+    if (e) {
+        char *start = e + 1;
+        char *end = start + 1;
+        if (*start == '-')
+            start++;
+        while (*end == '0')
+            end++;
+        if (end != start) {
+            memmove(start, end, (size_t)(tmp + n - end) + 1);
+            n -= (int)(end - start);
+        }
+    }
+    buf_add(out, tmp, (size_t)n);
+}
+
+static bool dump(buf_t *out, const json_t *v, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return false;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        buf_add(out, "{", 1);
+        const char *key;
+        size_t klen;
+        json_t *val;
+        bool first = true;
+        void *iter = json_object_iter((json_t *)v);
+        while (iter) {
+            key = json_object_iter_key(iter);
+            klen = json_object_iter_key_len(iter);
+            val = json_object_iter_value(iter);
+            if (!first)
+                buf_add(out, ",", 1);
+            first = false;
+            dump_string(out, key, klen);
+            buf_add(out, ":", 1);
+            if (!dump(out, val, depth + 1))
+                return false;
+            iter = json_object_iter_next((json_t *)v, iter);
+        }
+        buf_add(out, "}", 1);
+        return true;
+    }
+    case JSON_ARRAY: {
+        buf_add(out, "[", 1);
+        size_t n = json_array_size(v);
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                buf_add(out, ",", 1);
+            if (!dump(out, json_array_get(v, i), depth + 1))
+                return false;
+        }
+        buf_add(out, "]", 1);
+        return true;
+    }
+    case JSON_STRING:
+        dump_string(out, json_string_value(v), json_string_length(v));
+        return true;
+    case JSON_INTEGER:
+        dump_int(out, json_integer_value(v));
+        return true;
+    case JSON_REAL:
+        dump_real(out, json_real_value(v));
+        return true;
+    case JSON_TRUE:
+        buf_add(out, "true", 4);
+        return true;
+    case JSON_FALSE:
+        buf_add(out, "false", 5);
+        return true;
+    case JSON_NULL:
+        buf_add(out, "null", 4);
+        return true;
+    }
+    return false;
+}
+
+bool json_dump_into(buf_t *out, const json_t *v)
+{
+    return v && dump(out, v, 0);
+}
+
+char *json_dump_compact(const json_t *v, size_t *len)
+{
+    buf_t b = {0};
+    buf_reserve(&b, 256);
+    if (!json_dump_into(&b, v)) {
+        buf_free(&b);
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY); /* too deep for us: jansson's */
+        REQUIRE(s != NULL);
+        if (len)
+            *len = strlen(s);
+        return s;
+    }
+    return buf_steal(&b, len);
+}
