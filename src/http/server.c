@@ -25,6 +25,7 @@
 #include "http/auth.h"
 #include "http/checks.h"
 #include "http/sse.h"
+#include "mcp/jsonparse.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/proto.h"
 #include "store/keys.h"
@@ -541,11 +542,12 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    json_error_t e;
-    json_t *body = json_loadb(data, len, JSON_ALLOW_NUL, &e);
+    char perr[160];
+    size_t ppos = 0;
+    json_t *body = json_parse_buf(data, len, perr, sizeof perr, &ppos);
     if (!body) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Parse error: %s (at byte %d)", e.text, e.position);
+        snprintf(msg, sizeof msg, "Parse error: %s (at byte %zu)", perr, ppos);
         reply_error(req, 400, JSONRPC_PARSE_ERROR, msg, NULL);
         return;
     }

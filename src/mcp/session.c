@@ -464,10 +464,13 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
     }
     size_t n = batch ? json_array_size(body) : 1;
     int requests = 0;
+    /* the HTTP thread validated every message; here only their kind matters, classified once */
+    jr_kind_t kinds_small[16];
+    jr_kind_t *kinds = n <= 16 ? kinds_small : xmalloc(n * sizeof *kinds);
     for (size_t i = 0; i < n; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
         const char *why;
-        jr_kind_t k = jsonrpc_classify(msg, &why);
+        jr_kind_t k = kinds[i] = jsonrpc_classify(msg, &why);
         if (k == JR_REQUEST)
             requests++;
         else if (k == JR_NOTIFICATION)
@@ -477,7 +480,7 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
     }
     if (requests == 0) {
         actor_reply(a->w, m->conn, 202, NULL, NULL);
-        return;
+        goto out;
     }
     if (actor_open_post_streams(a) >= g_cfg.max_streams) {
         char msg[200];
@@ -487,7 +490,7 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
                  (long long)g_cfg.max_streams);
         STAT_INC(limit_refusals_total);
         actor_reply_retry(a->w, m->conn, 429, msg, "1");
-        return;
+        goto out;
     }
     stream_t *s = actor_new_post_stream(a, m->conn);
     s->batch = batch;
@@ -497,8 +500,7 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
         actor_stream_start_sse(a, s);
     for (size_t i = 0; i < n; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
-        const char *why;
-        if (jsonrpc_classify(msg, &why) != JR_REQUEST)
+        if (kinds[i] != JR_REQUEST)
             continue;
         const char *method = json_string_value(json_object_get(msg, "method"));
         call_t *c = actor_add_call(a, s, json_object_get(msg, "id"), stats_method_of(method));
@@ -509,6 +511,9 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
     s->dispatching = false;
     if (!actor_stream_settle(a, s))
         actor_stream_arm_window(a, s);
+out:
+    if (kinds != kinds_small)
+        free(kinds);
 }
 
 /* ---- job results ---- */

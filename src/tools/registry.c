@@ -313,14 +313,20 @@ json_t *registry_capabilities(const mcpd_registry_t *reg)
 
 json_t *mcpd_text_content(const char *text)
 {
-    return json_pack("{s:s,s:s}", "type", "text", "text", text ? text : "");
+    /* built directly: json_pack parses its format string on every call (a hot path) */
+    json_t *c = json_object();
+    json_object_set_new_nocheck(c, "type", json_string_nocheck("text"));
+    json_object_set_new_nocheck(c, "text", json_string(text ? text : ""));
+    return c;
 }
 
 json_t *mcpd_text_result(const char *text)
 {
     json_t *content = json_array();
     json_array_append_new(content, mcpd_text_content(text));
-    return json_pack("{s:o}", "content", content);
+    json_t *r = json_object();
+    json_object_set_new_nocheck(r, "content", content);
+    return r;
 }
 
 static char *vfmt(const char *fmt, va_list ap)

@@ -1,0 +1,126 @@
+/* Unit tests: the buffer JSON parser accepts and builds what json_loadb does, and refuses what
+ * it refuses (src/mcp/jsonparse.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mcp/jsonparse.h"
+
+static void agrees_with_jansson(const char *text, size_t len)
+{
+    json_error_t e;
+    json_t *want = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+    char err[160];
+    size_t pos = 0;
+    json_t *got = json_parse_buf(text, len, err, sizeof err, &pos);
+    if (!want) {
+        if (got)
+            fail_msg("jansson refuses [%.*s] (%s) but we accept it", (int)len, text, e.text);
+        assert_true(err[0] != '\0');
+        assert_true(pos <= len);
+        return;
+    }
+    if (!got)
+        fail_msg("jansson accepts [%.*s] but we refuse it: %s", (int)len, text, err);
+    assert_true(json_equal(want, got));
+    /* types must match too (json_equal says 1 == 1.0 is false already, keep it explicit) */
+    assert_int_equal(json_typeof(want), json_typeof(got));
+    json_decref(want);
+    json_decref(got);
+}
+
+#define AGREE(s) agrees_with_jansson((s), sizeof(s) - 1)
+
+static void valid_documents_build_the_same_values(void **state)
+{
+    AGREE("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+          "\"arguments\":{\"text\":\"hello\"}}}");
+    AGREE("[1,2.5,-3,-0,0.0,1e10,1E-3,-1.5e+2,true,false,null,\"s\",[],{},[[]],{\"a\":{}}]");
+    AGREE("  \n\t\r{ \"a\" : [ 1 , { \"b\" : null } ] }  \n");
+    AGREE("\"just a string\"");
+    AGREE("42");
+    AGREE("-9223372036854775808");
+    AGREE("9223372036854775807");
+    AGREE("1.7976931348623157e308");
+    AGREE("1e-400");
+    AGREE("{\"dup\":1,\"dup\":2}");
+    AGREE("{\"\":\"empty key\"}");
+}
+
+static void escapes_and_unicode_match(void **state)
+{
+    AGREE("\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t\"");
+    AGREE("\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00\"");
+    AGREE("\"h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80\"");
+    AGREE("\"nul \\u0000 inside\"");
+    AGREE("{\"k\\u0000ey\":1}");
+    AGREE("{\"a\\nb\":\"c\\td\",\"x\":\"\\u00e9\"}");
+}
+
+static void invalid_documents_are_refused(void **state)
+{
+    const char *bad[] = {
+        "", " ", "{", "}", "[", "[1,]", "[1 2]", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{a:1}",
+        "'single'", "tru", "nul", "falsey", "01", "1.", ".5", "-", "1e", "1e+", "+1", "0x10",
+        "NaN", "Infinity", "\"unterminated", "\"bad \\x escape\"", "\"\\u12\"", "\"\\uZZZZ\"",
+        "\"\\ud83d\"", "\"\\ude00\"", "\"\\ud83d\\u0041\"", "\"tab\tinside\"", "\"nl\ninside\"",
+        "1 2", "{} []", "[1]x", "9223372036854775808", "-9223372036854775809", "1e400",
+        "\"\xc3\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xf5\x80\x80\x80\"", "\"\xff\"",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        agrees_with_jansson(bad[i], strlen(bad[i]));
+    agrees_with_jansson("\"a\0b\"", 5); /* a raw NUL byte is a control character */
+}
+
+static void nesting_is_bounded_like_jansson(void **state)
+{
+    for (size_t depth = 2040; depth <= 2056; depth += 4) {
+        char *s = malloc(2 * depth + 1);
+        memset(s, '[', depth);
+        memset(s + depth, ']', depth);
+        agrees_with_jansson(s, 2 * depth);
+        free(s);
+    }
+}
+
+static void an_error_points_at_the_problem(void **state)
+{
+    char err[160];
+    size_t pos = 0;
+    const char *t = "{\"a\":1,\"b\":tru}";
+    assert_null(json_parse_buf(t, strlen(t), err, sizeof err, &pos));
+    assert_int_equal(pos, 11);
+    assert_string_equal(err, "invalid token");
+}
+
+static void long_keys_and_strings_round_trip(void **state)
+{
+    char buf[5000];
+    int n = snprintf(buf, sizeof buf, "{\"");
+    for (int i = 0; i < 300; i++)
+        buf[n++] = (char)('a' + i % 26);
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "\\n\":\"");
+    for (int i = 0; i < 3000; i++)
+        buf[n++] = (char)('A' + i % 26);
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "\\\"\"}");
+    agrees_with_jansson(buf, (size_t)n);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(valid_documents_build_the_same_values),
+        cmocka_unit_test(escapes_and_unicode_match),
+        cmocka_unit_test(invalid_documents_are_refused),
+        cmocka_unit_test(nesting_is_bounded_like_jansson),
+        cmocka_unit_test(an_error_points_at_the_problem),
+        cmocka_unit_test(long_keys_and_strings_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
