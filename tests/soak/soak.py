@@ -1,0 +1,111 @@
+"""Soak: a bounded mixed load on loopback (tools/call, handshakes, standalone streams, resumes)
+against the real server with a short --idle-timeout, so sessions hibernate and wake throughout.
+Samples the server's RSS and open file descriptors; passes when, after warm-up, RSS stays within
+10 % of its median, descriptors do not grow, and the load saw no error at all.
+
+Usage: soak.py [SECONDS]   (default: $SOAK_SECONDS, else 300; env MCPACTORD, MCPBENCH)
+Prints the figures and a SOAK {json} line.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+BINARY = os.environ.get("MCPACTORD", "build/src/mcpactord")
+BENCH = os.environ.get("MCPBENCH", "build/bench/mcpbench")
+
+
+def stats(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as r:
+        return json.load(r)
+
+
+def fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def main():
+    duration = int(sys.argv[1]) if len(sys.argv) > 1 else int(os.environ.get("SOAK_SECONDS", "300"))
+    data = tempfile.mkdtemp(prefix="mcpd-soak-")
+    proc = subprocess.Popen([BINARY, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+                             "--data-dir", data, "--idle-timeout", "2", "--log-level", "warn"],
+                            stdout=subprocess.PIPE, stderr=open(data + ".log", "wb"))
+    line = proc.stdout.readline().decode()
+    parts = dict(kv.split("=") for kv in line.split()[1:])
+    port, admin = int(parts["port"]), int(parts["admin_port"])
+    url = f"http://127.0.0.1:{port}/mcp"
+    samples = []
+    stop = threading.Event()
+
+    def sampler():
+        while not stop.wait(2):
+            st = stats(admin)
+            samples.append((time.time(), st["rss_bytes"], fds(proc.pid), st["sessions_live"],
+                            st["hibernations_total"], st["wakes_total"]))
+
+    t = threading.Thread(target=sampler, daemon=True)
+    t0 = time.time()
+    t.start()
+    bench = subprocess.run([BENCH, "mixed", "--duration", str(duration), "--rate", "400",
+                            "--connections", "16", "--mix", "call=60,handshake=15,stream=15,resume=10",
+                            "--events", "16", "--json", "--quiet", url],
+                           capture_output=True, text=True, timeout=duration + 120)
+    stop.set()
+    t.join()
+    final = stats(admin)
+    proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(15)
+    results = [json.loads(l) for l in bench.stdout.splitlines() if l.startswith("{")]
+    shutil.rmtree(data, ignore_errors=True)
+
+    warm = [s for s in samples if s[0] - t0 >= max(10, duration * 0.2)]
+    rss = sorted(s[1] for s in warm)
+    median = rss[len(rss) // 2] if rss else 0
+    spread = max(abs(r - median) for r in rss) / median if median else 1.0
+    fd_first, fd_last, fd_max = (warm[0][2], warm[-1][2], max(s[2] for s in warm)) if warm else (0, 0, 0)
+    errors = sum(sum(r.get("errors", {}).values()) if isinstance(r.get("errors"), dict) else 0 for r in results)
+    ok = sum(r.get("ok", 0) for r in results)
+    report = {
+        "duration_s": duration, "operations_ok": ok, "errors": errors, "bench_exit": bench.returncode,
+        "rss_median_mb": round(median / 1e6, 1), "rss_min_mb": round(rss[0] / 1e6, 1) if rss else 0,
+        "rss_max_mb": round(rss[-1] / 1e6, 1) if rss else 0, "rss_spread_pct": round(100 * spread, 1),
+        "fd_first": fd_first, "fd_last": fd_last, "fd_max": fd_max,
+        "hibernations": final["hibernations_total"], "wakes": final["wakes_total"],
+        "server_exit": rc,
+    }
+    for r in results:
+        for k in ("kinds", "per_kind"):
+            if k in r:
+                report[k] = r[k]
+    print(f"soak {duration}s: {ok} operations ok, {errors} errors; RSS after warm-up "
+          f"{report['rss_min_mb']}..{report['rss_max_mb']} MB (median {report['rss_median_mb']}, "
+          f"spread {report['rss_spread_pct']} %); fds {fd_first} -> {fd_last} (max {fd_max}); "
+          f"{report['hibernations']} hibernations, {report['wakes']} wakes; server exit {rc}")
+    print("SOAK " + json.dumps(report))
+    failures = []
+    if bench.returncode != 0 or errors:
+        failures.append(f"the load saw errors (mcpbench exit {bench.returncode}, {errors} errors): "
+                        + bench.stderr[-2000:])
+    if ok == 0:
+        failures.append("no operation succeeded")
+    if spread > 0.10:
+        failures.append(f"RSS moved {100 * spread:.1f} % from its median after warm-up")
+    if fd_last > fd_first + 8:
+        failures.append(f"file descriptors grew from {fd_first} to {fd_last}")
+    if report["hibernations"] == 0 or report["wakes"] == 0:
+        failures.append("no session hibernated and woke: the soak did not exercise hibernation")
+    if rc != 0:
+        failures.append(f"the server exited {rc}")
+    for f in failures:
+        print("FAIL: " + f)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
