@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "http/sse.h"
+#include "core/jsonparse.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/session.h"
 #include "store/keys.h"
@@ -637,8 +638,8 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     size_t vl;
     if (store_get(worker_store(w), CF_SESSIONS, sid, SESSION_ID_LEN, &v, &vl) != 0)
         return NULL;
-    json_error_t e;
-    json_t *m = json_loadb(v, vl, 0, &e);
+    /* our own writer's text: it may hold U+0000 (a client's strings), which jansson refuses */
+    json_t *m = json_parse_buf(v, vl, NULL, 0, NULL);
     free(v);
     const proto_t *p = proto_find(json_string_value(json_object_get(m, "v")));
     if (!json_is_object(m) || !p) {
@@ -1085,8 +1086,7 @@ static void handle_tool_state(actor_t *a, job_t *j)
         char *v;
         size_t vl;
         if (store_get(worker_store(a->w), CF_STATE, k, (size_t)kl, &v, &vl) == 0) {
-            json_error_t e;
-            cur = json_loadb(v, vl, JSON_DECODE_ANY, &e);
+            cur = json_parse_buf(v, vl, NULL, 0, NULL);
             free(v);
         }
     }

@@ -21,6 +21,7 @@
 #include "actor/alarm.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/jsonparse.h"
 #include "mcp/jsonrpc.h"
 #include "store/keys.h"
 #include "store/records.h"
@@ -337,9 +338,8 @@ long actors_recover_all(store_t *store)
             m->sid[SESSION_ID_LEN] = '\0';
             m->payload = json_array();
         }
-        json_error_t e;
-        json_t *id = json_loadb((const char *)k + SESSION_ID_LEN, kl - SESSION_ID_LEN - 9,
-                                JSON_DECODE_ANY, &e);
+        json_t *id = json_parse_buf((const char *)k + SESSION_ID_LEN, kl - SESSION_ID_LEN - 9,
+                                    NULL, 0, NULL);
         if (!id)
             continue;
         json_array_append_new(m->payload,

@@ -25,7 +25,7 @@
 #include "http/auth.h"
 #include "http/checks.h"
 #include "http/sse.h"
-#include "mcp/jsonparse.h"
+#include "core/jsonparse.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/proto.h"
 #include "store/keys.h"

@@ -2,7 +2,7 @@
 #include "mcp/jsonrpc.h"
 
 #include "core/util.h"
-#include "mcp/jsondump.h"
+#include "core/jsondump.h"
 
 #include <string.h>
 

@@ -2,6 +2,7 @@
 #include "store/records.h"
 
 #include "core/util.h"
+#include "core/jsonparse.h"
 #include "store/keys.h"
 
 #include <stdlib.h>
@@ -42,8 +43,7 @@ int streamrec_decode(const char *v, size_t len, streamrec_t *r)
     if (hdr == STREAMREC_HDR)
         r->bytes = key_get_u64(u + 18);
     if (len > hdr) {
-        json_error_t e;
-        r->req_ids = json_loadb(v + hdr, len - hdr, 0, &e);
+        r->req_ids = json_parse_buf(v + hdr, len - hdr, NULL, 0, NULL); /* ids may hold U+0000 */
         if (!json_is_array(r->req_ids)) {
             json_decref(r->req_ids);
             r->req_ids = NULL;

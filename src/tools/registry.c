@@ -329,6 +329,8 @@ json_t *mcpd_text_result(const char *text)
     return r;
 }
 
+static char *vfmt(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+
 static char *vfmt(const char *fmt, va_list ap)
 {
     char *s = NULL;

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/jsondump.h"
+#include "core/jsondump.h"
 
 static void assert_same_as_jansson(json_t *v)
 {

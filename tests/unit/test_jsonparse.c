@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/jsonparse.h"
+#include "core/jsonparse.h"
 
 static void agrees_with_jansson(const char *text, size_t len)
 {

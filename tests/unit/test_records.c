@@ -175,6 +175,36 @@ static void a_tail_that_is_not_a_json_array_is_malformed(void **state)
     assert_tail_rejected("[1] x");
 }
 
+/* Found by tests/fuzz/fuzz_records (input: tests/fuzz/corpus/records/regression_nul_in_request_id).
+ * A request id may hold U+0000 (request bodies are parsed with JSON_ALLOW_NUL), so the stored
+ * ids hold "\u0000"; the record must decode, or the stream cannot be resumed once it is out of
+ * memory (404, "malformed record"). */
+static void a_request_id_with_a_nul_character_round_trips(void **state)
+{
+    json_error_t e;
+    const char text[] = "[\"a\\u0000b\",7]";
+    json_t *ids = json_loadb(text, strlen(text), JSON_ALLOW_NUL, &e);
+    assert_non_null(ids);
+    assert_int_equal(json_string_length(json_array_get(ids, 0)), 3);
+    streamrec_t in = {.seq = 1, .last_write_ms = 1, .bytes = 1, .req_ids = ids};
+    size_t len;
+    char *v = streamrec_encode(&in, &len);
+    streamrec_t out;
+    assert_int_equal(streamrec_decode(v, len, &out), 0);
+    assert_non_null(out.req_ids);
+    assert_true(json_equal(out.req_ids, ids));
+    json_decref(out.req_ids);
+    free(v);
+    json_decref(ids);
+
+    /* the fuzzer's input, a stored value as it is */
+    const char stored[] = "T\0\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0\1[\"a\\u0000b\"]";
+    assert_int_equal(streamrec_decode(stored, sizeof stored - 1, &out), 0);
+    assert_int_equal(json_string_length(json_array_get(out.req_ids, 0)), 3);
+    assert_memory_equal(json_string_value(json_array_get(out.req_ids, 0)), "a\0b", 3);
+    json_decref(out.req_ids);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,6 +218,7 @@ int main(void)
         cmocka_unit_test(a_value_shorter_than_the_header_is_malformed),
         cmocka_unit_test(a_value_with_the_wrong_magic_is_malformed),
         cmocka_unit_test(a_tail_that_is_not_a_json_array_is_malformed),
+        cmocka_unit_test(a_request_id_with_a_nul_character_round_trips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -367,9 +367,26 @@ static void the_error_is_truncated_to_the_buffer(void **state)
     json_decref(value);
 }
 
+static void a_recursive_schema_that_would_take_exponential_time_fails_quickly(void **state)
+{
+    json_t *schema = json_loads("{\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", 0, NULL);
+    json_t *notted = json_loads("{\"not\":{\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}}", 0, NULL);
+    json_t *value = json_object();
+    char err[256];
+    assert_false(schema_validate(schema, value, err, sizeof err));
+    assert_non_null(strstr(err, "too complex"));
+    /* out of budget under a "not" must not turn into a pass */
+    assert_false(schema_validate(notted, value, err, sizeof err));
+    assert_non_null(strstr(err, "too complex"));
+    json_decref(schema);
+    json_decref(notted);
+    json_decref(value);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_recursive_schema_that_would_take_exponential_time_fails_quickly),
         cmocka_unit_test(each_type_accepts_its_own_kind_only),
         cmocka_unit_test(integer_accepts_whole_reals_but_not_fractions),
         cmocka_unit_test(a_type_array_accepts_any_listed_type),

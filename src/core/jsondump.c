@@ -1,5 +1,5 @@
 /* Compact JSON serialisation. Pure, any thread. See jsondump.h. */
-#include "mcp/jsondump.h"
+#include "core/jsondump.h"
 
 #include "core/util.h"
 

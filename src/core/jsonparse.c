@@ -7,7 +7,7 @@
  * surrogates, control characters in strings, NUL in keys, integers beyond json_int_t, reals
  * beyond double, nesting deeper than 2048, trailing text. Duplicate keys keep the last value, as jansson does.
  */
-#include "mcp/jsonparse.h"
+#include "core/jsonparse.h"
 
 #include <errno.h>
 #include <math.h>

@@ -4,8 +4,8 @@
  *
  * Why not json_dumps: it goes through a generic string buffer and snprintf for every number,
  * and showed as 12% of a tools/call in callgrind; this writer is the hot path of every reply. */
-#ifndef MCPD_MCP_JSONDUMP_H
-#define MCPD_MCP_JSONDUMP_H
+#ifndef MCPD_CORE_JSONDUMP_H
+#define MCPD_CORE_JSONDUMP_H
 
 #include <jansson.h>
 #include <stdbool.h>
