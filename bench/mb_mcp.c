@@ -72,11 +72,99 @@ char *mb_body_ping(int64_t id, size_t *len)
     return dump_take(o, len);
 }
 
+/* Skips one JSON value at *p (no validation beyond structure); false on malformed input. */
+static bool skip_value(const char **pp, const char *end)
+{
+    const char *p = *pp;
+    int depth = 0;
+    do {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',' || *p == ':'))
+            p++;
+        if (p >= end)
+            return false;
+        char c = *p;
+        if (c == '"') {
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\')
+                    p++;
+            if (p >= end)
+                return false;
+            p++;
+        } else if (c == '{' || c == '[') {
+            depth++;
+            p++;
+        } else if (c == '}' || c == ']') {
+            depth--;
+            p++;
+        } else {
+            while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != ':')
+                p++;
+        }
+    } while (depth > 0);
+    *pp = p;
+    return true;
+}
+
+/* Classifies a JSON-RPC message by its top-level keys without building it: the load generator
+ * reads every event of a stream and must not be the bottleneck (jansson took ~23k
+ * instructions per event). NULL-free, allocation-free; MB_MSG_BAD when it is not an object. */
+static mb_msg_t scan_classify(const char *s, size_t len, int64_t *id)
+{
+    const char *p = s, *end = s + len;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    if (p >= end || *p != '{')
+        return MB_MSG_BAD;
+    p++;
+    bool method = false, has_id = false, result = false, error = false;
+    int64_t num = -1;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ',' || *p == '\t' || *p == '\n' || *p == '\r'))
+            p++;
+        if (p < end && *p == '}')
+            break;
+        if (p >= end || *p != '"')
+            return MB_MSG_BAD;
+        const char *k = ++p;
+        while (p < end && *p != '"')
+            p += *p == '\\' ? 2 : 1;
+        if (p >= end)
+            return MB_MSG_BAD;
+        size_t kl = (size_t)(p - k);
+        p++;
+        while (p < end && (*p == ' ' || *p == ':'))
+            p++;
+        const char *v = p;
+        if (!skip_value(&p, end))
+            return MB_MSG_BAD;
+        if (kl == 6 && memcmp(k, "method", 6) == 0)
+            method = true;
+        else if (kl == 6 && memcmp(k, "result", 6) == 0)
+            result = true;
+        else if (kl == 5 && memcmp(k, "error", 5) == 0)
+            error = true;
+        else if (kl == 2 && memcmp(k, "id", 2) == 0) {
+            has_id = v < end && *v != 'n'; /* null is no id */
+            char *e;
+            long long n = strtoll(v, &e, 10);
+            if (e != v && (e >= end || *e == ',' || *e == '}' || *e == ' '))
+                num = n;
+        }
+    }
+    if (method)
+        return has_id ? MB_MSG_REQUEST : MB_MSG_NOTIFICATION;
+    if (!result && !error)
+        return MB_MSG_BAD;
+    *id = num; /* responses only, as before; a string id stays -1: not one of ours */
+    return result ? MB_MSG_RESPONSE : MB_MSG_ERROR;
+}
+
 mb_msg_t mb_msg_classify(const char *data, size_t len, int64_t *id, json_t **keep)
 {
     *id = -1;
-    if (keep)
-        *keep = NULL;
+    if (!keep)
+        return scan_classify(data, len, id);
+    *keep = NULL;
     json_t *o = json_loadb(data, len, 0, NULL);
     if (!o || !json_is_object(o)) {
         json_decref(o);

@@ -92,7 +92,19 @@ int main(int argc, char **argv)
         exit_code = 1;
         goto early_exit;
     }
-    if (workers_start(g_cfg.workers, store, reg, g_cfg.http_threads) != 0 ||
+    /* HTTP loops first (bound, not running): co-located workers run on them */
+    int port = 0, admin_port = 0;
+    if (http_init(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &port) != 0) {
+        http_free();
+        exit_code = 1;
+        goto early_exit;
+    }
+    bool colocated = g_cfg.workers == 0;
+    int nworkers = colocated ? g_cfg.http_threads : g_cfg.workers;
+    struct event_base *hosts[64];
+    for (int i = 0; colocated && i < g_cfg.http_threads; i++)
+        hosts[i] = http_base(i);
+    if (workers_start(nworkers, store, reg, g_cfg.http_threads, colocated ? hosts : NULL) != 0 ||
         pool_start(g_cfg.tool_threads) != 0) {
         log_error("cannot start threads");
         return 1; /* threads may be running: no orderly teardown from here */
@@ -103,15 +115,21 @@ int main(int argc, char **argv)
     long interrupted = actors_recover_all(store);
     if (interrupted)
         log_info("recovery: %ld requests were in flight when the process stopped", interrupted);
+    if (colocated)
+        workers_drain_now(); /* their loops are not running yet: recovery goes first */
     alarms_start(store);
-    int port = 0, admin_port = 0;
-    if (http_start(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &port) != 0 ||
+    if (http_run() != 0 ||
         (g_cfg.admin_enabled &&
          admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)) {
-        http_stop();
+        http_quiesce();
         alarms_stop();
+        workers_cancel_all();
         pool_stop();
-        workers_stop();
+        if (!colocated)
+            workers_stop();
+        http_stop();
+        if (colocated)
+            workers_stop();
         alarms_free();
         http_free();
         admin_stop();
@@ -125,10 +143,15 @@ int main(int argc, char **argv)
                  i ? "," : "", g_cfg.toolsets[i]);
     const char *h = g_cfg.listen_host;
     bool v6 = strchr(h, ':') != NULL;
-    log_info("mcpactord %s listening on http://%s%s%s:%d/mcp (data %s, toolsets %s, %d http, %d "
-             "workers, %d tool threads)",
+    char workers[64];
+    if (colocated)
+        snprintf(workers, sizeof workers, "actors on the HTTP threads");
+    else
+        snprintf(workers, sizeof workers, "%d workers", nworkers);
+    log_info("mcpactord %s listening on http://%s%s%s:%d/mcp (data %s, toolsets %s, %d http, %s, "
+             "%d tool threads)",
              MCPD_VERSION, v6 ? "[" : "", h, v6 ? "]" : "", port, g_cfg.data_dir, toolsets,
-             g_cfg.http_threads, g_cfg.workers, g_cfg.tool_threads);
+             g_cfg.http_threads, workers, g_cfg.tool_threads);
     if (g_cfg.admin_enabled)
         log_info("admin listening on http://%s:%d (/healthz, /stats)", g_cfg.admin_host, admin_port);
     /* a machine-readable line for scripts and tests */
@@ -142,11 +165,17 @@ int main(int argc, char **argv)
     pthread_create(&wd, NULL, watchdog, NULL);
     pthread_detach(wd);
 
-    http_stop();
+    /* streams end and requests are answered first; the loops keep running until the tool
+     * pool has drained, since co-located workers live on them */
+    http_quiesce();
     alarms_stop();
     workers_cancel_all();
     pool_stop();
-    workers_stop();
+    if (!colocated)
+        workers_stop();
+    http_stop();
+    if (colocated)
+        workers_stop();
     alarms_free();
     http_free();
     admin_stop();

@@ -52,6 +52,7 @@ struct worker {
     int64_t idle_armed_ms; /* monotonic deadline the timer is armed for, 0 = none */
     int64_t alarm_hint;    /* lowest alarm set this turn, 0 = none */
     long hibernated_since_trim;
+    bool colocated;        /* runs on an HTTP thread's event_base, no thread of its own */
 };
 
 static worker_t *W;
@@ -377,7 +378,8 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_threads)
+int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_threads,
+                  struct event_base **host_bases)
 {
     STORE = store;
     REG = reg;
@@ -386,7 +388,8 @@ int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_
     for (int i = 0; i < n; i++) {
         worker_t *w = &W[i];
         w->idx = i;
-        w->base = event_base_new();
+        w->colocated = host_bases != NULL;
+        w->base = w->colocated ? host_bases[i] : event_base_new();
         if (!w->base || mq_init(&w->inbox) != 0)
             return -1;
         w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST, on_inbox, w);
@@ -400,11 +403,18 @@ int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_
         for (int s = 0; s < MBOX_SHARDS; s++)
             atomic_init(&w->mbox[s], 0);
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !host_bases; i++) {
         if (pthread_create(&W[i].thread, NULL, worker_main, &W[i]) != 0)
             return -1;
     }
     return 0;
+}
+
+void workers_drain_now(void)
+{
+    for (int i = 0; i < NW; i++)
+        if (W[i].colocated)
+            on_inbox(-1, 0, &W[i]);
 }
 
 static void on_cancel_all(evutil_socket_t fd, short what, void *arg)
@@ -430,12 +440,22 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 void workers_stop(void)
 {
     for (int i = 0; i < NW; i++)
-        event_base_once(W[i].base, -1, EV_TIMEOUT, on_stop, &W[i], NULL);
+        if (!W[i].colocated)
+            event_base_once(W[i].base, -1, EV_TIMEOUT, on_stop, &W[i], NULL);
     for (int i = 0; i < NW; i++) {
-        pthread_join(W[i].thread, NULL);
+        if (W[i].colocated) {
+            /* the HTTP threads that ran it have exited: the final drain happens here, on the
+             * only thread left, like worker_main's after its loop */
+            on_inbox(-1, 0, &W[i]);
+            actor_destroy_all(&W[i]);
+            worker_turn_end(&W[i]);
+        } else {
+            pthread_join(W[i].thread, NULL);
+        }
         event_free(W[i].inbox_ev);
         event_free(W[i].idle_timer);
-        event_base_free(W[i].base);
+        if (!W[i].colocated)
+            event_base_free(W[i].base);
         mq_destroy(&W[i].inbox);
         store_batch_free(W[i].batch);
         free(W[i].out);

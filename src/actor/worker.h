@@ -19,11 +19,17 @@ typedef struct worker worker_t;
 struct actor;
 struct event_base;
 
-/* Main thread. */
-int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_threads);
+/* Main thread. With host_bases (n of them), worker i runs on host_bases[i], an HTTP thread's
+ * loop ("co-located": no thread of its own, no thread switch between HTTP and actor);
+ * otherwise each worker gets its own thread and event_base. */
+int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_threads,
+                  struct event_base **host_bases);
+/* Main thread, before co-located workers' loops run: handles what is already queued. */
+void workers_drain_now(void);
 /* Main thread, at shutdown: cancel every job so handlers return; workers keep running. */
 void workers_cancel_all(void);
-/* Main thread: drain and stop the workers (after the tool pool has stopped). */
+/* Main thread: drain and stop the workers (after the tool pool has stopped; co-located workers
+ * after their HTTP threads have stopped). */
 void workers_stop(void);
 
 /* Any thread. */

@@ -7,6 +7,7 @@
 #include "core/util.h"
 
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,9 @@ static const flag_t FLAGS[] = {
     {"admin-token", "FILE", K_STR, OFF(admin_token), 0, 0,
      "require Authorization: Bearer on the admin listener; FILE as for --auth-tokens"},
     {"http-threads", "N", K_INT, OFF(http_threads), 1, 64, "HTTP threads (default 1)"},
-    {"workers", "N", K_INT, OFF(workers), 1, 256, "actor worker threads (default 1)"},
+    {"workers", "N", K_INT, OFF(workers), 0, 64,
+     "actor worker threads; 0 runs the actors on the HTTP threads (default 1, or 0 when the "
+     "process may use only one CPU)"},
     {"tool-threads", "N", K_INT, OFF(tool_threads), 1, 1024,
      "tool handler threads (default 4)"},
     {"toolset", "NAME[,NAME]", K_LIST, OFF(toolsets), 0, 0,
@@ -115,7 +118,7 @@ void config_defaults(config_t *c)
     c->admin_port = 8081;
     strcpy(c->data_dir, "./mcpactord-data");
     c->http_threads = 1;
-    c->workers = 1;
+    c->workers = -1; /* decided after parsing: see config_parse */
     c->tool_threads = 4;
     c->log_level = LOG_INFO;
     c->max_body = 4 * 1024 * 1024;
@@ -312,6 +315,12 @@ int config_parse(config_t *c, int argc, char **argv)
     }
     if (c->n_toolsets == 0 && !toolset_given)
         c->toolsets[c->n_toolsets++] = xstrdup("demo");
+    if (c->workers < 0) {
+        /* on one CPU separate worker threads only add a thread switch to every request */
+        cpu_set_t set;
+        int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
+        c->workers = cpus <= 1 ? 0 : 1;
+    }
     return 0;
 }
 

@@ -791,7 +791,7 @@ static void *http_main(void *arg)
     return NULL;
 }
 
-int http_start(int n, const char *host, int port, int *bound_port)
+int http_init(int n, const char *host, int port, int *bound_port)
 {
     NT = n;
     T = xcalloc((size_t)n, sizeof *T);
@@ -828,7 +828,17 @@ int http_start(int n, const char *host, int port, int *bound_port)
                    g_cfg.allowed_origins, g_cfg.n_allowed_origins);
     if (!HC.check_host)
         log_warn("listening on a wildcard address without --allowed-host: Host and Origin are not checked");
-    for (int i = 0; i < n; i++) {
+    return 0;
+}
+
+struct event_base *http_base(int i)
+{
+    return T[i].base;
+}
+
+int http_run(void)
+{
+    for (int i = 0; i < NT; i++) {
         if (pthread_create(&T[i].thread, NULL, http_main, &T[i]) != 0)
             return -1;
         T[i].started = true;
@@ -836,7 +846,11 @@ int http_start(int n, const char *host, int port, int *bound_port)
     return 0;
 }
 
-static void on_stop(evutil_socket_t fd, short what, void *arg)
+static pthread_mutex_t quiesce_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t quiesce_cv = PTHREAD_COND_INITIALIZER;
+static int quiesced;
+
+static void on_quiesce(evutil_socket_t fd, short what, void *arg)
 {
     http_thread_t *t = arg;
     t->stopping = true;
@@ -855,6 +869,31 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
             hconn_free(c);
         }
     }
+    pthread_mutex_lock(&quiesce_mu);
+    quiesced++;
+    pthread_cond_broadcast(&quiesce_cv);
+    pthread_mutex_unlock(&quiesce_mu);
+}
+
+void http_quiesce(void)
+{
+    int n = 0;
+    for (int i = 0; i < NT; i++) {
+        if (T[i].started) {
+            event_base_once(T[i].base, -1, EV_TIMEOUT, on_quiesce, &T[i], NULL);
+            n++;
+        }
+    }
+    pthread_mutex_lock(&quiesce_mu);
+    while (quiesced < n)
+        pthread_cond_wait(&quiesce_cv, &quiesce_mu);
+    quiesced = 0;
+    pthread_mutex_unlock(&quiesce_mu);
+}
+
+static void on_exit_loop(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
     event_base_loopexit(t->base, NULL);
 }
 
@@ -862,7 +901,7 @@ void http_stop(void)
 {
     for (int i = 0; i < NT; i++)
         if (T[i].started)
-            event_base_once(T[i].base, -1, EV_TIMEOUT, on_stop, &T[i], NULL);
+            event_base_once(T[i].base, -1, EV_TIMEOUT, on_exit_loop, &T[i], NULL);
     for (int i = 0; i < NT; i++) {
         if (T[i].started)
             pthread_join(T[i].thread, NULL);

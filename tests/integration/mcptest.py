@@ -1,7 +1,8 @@
 """Integration-test harness: starts the real mcpactord binary on a free loopback port with a
 temporary data directory and speaks HTTP/SSE to it. Python standard library only.
 
-Environment: MCPACTORD (path to the binary, set by meson), MCPD_TEST_KEEP=1 keeps data dirs.
+Environment: MCPACTORD (path to the binary, set by meson), MCPD_TEST_KEEP=1 keeps data dirs,
+MCPD_TEST_FLAGS (extra flags for every server, e.g. "--workers 0").
 """
 import http.client
 import json
@@ -36,7 +37,8 @@ class Server:
 
     def start(self):
         args = [BINARY, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-                "--data-dir", self.data_dir, "--log-level", "debug"] + self.flags
+                "--data-dir", self.data_dir, "--log-level", "debug"] + \
+            os.environ.get("MCPD_TEST_FLAGS", "").split() + self.flags
         self.errlog = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.errlog)
         deadline = time.time() + 15

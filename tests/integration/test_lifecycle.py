@@ -239,7 +239,9 @@ class Plugin(unittest.TestCase):
 
 class Mailbox(unittest.TestCase):
     def test_a_full_mailbox_gets_503_with_retry_after_and_the_session_recovers(self):
-        server = Server("--plugin", os.path.abspath(TESTKIT), "--mailbox", "2")
+        # separate worker threads: with actors on the HTTP threads, a stalled actor stalls its
+        # HTTP thread too and requests wait unread instead of filling the mailbox
+        server = Server("--plugin", os.path.abspath(TESTKIT), "--mailbox", "2", "--workers", "1")
         try:
             s = Session(server)
             other = Session(server)

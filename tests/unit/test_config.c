@@ -1,6 +1,8 @@
 /* Unit tests: command-line parsing (src/core/config.c). config_parse prints errors and help. */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,7 +83,10 @@ static void no_flags_give_the_documented_defaults(void **state)
     assert_int_equal(g_c.admin_port, 8081);
     assert_string_equal(g_c.data_dir, "./mcpactord-data");
     assert_int_equal(g_c.http_threads, 1);
-    assert_int_equal(g_c.workers, 1);
+    /* the default follows the CPUs the process may use (see the test below) */
+    cpu_set_t set;
+    bool one_cpu = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
+    assert_int_equal(g_c.workers, one_cpu ? 0 : 1);
     assert_int_equal(g_c.tool_threads, 4);
     assert_int_equal(g_c.n_toolsets, 1);
     assert_string_equal(g_c.toolsets[0], "demo");
@@ -175,7 +180,7 @@ static void integer_flags_set_their_fields(void **state)
 static void malformed_or_out_of_range_integers_return_2(void **state)
 {
     const char *bad[][2] = {
-        {"--workers", "abc"}, {"--workers", "0"},     {"--workers", "257"},
+        {"--workers", "abc"}, {"--workers", "65"},    {"--workers", "257"},
         {"--workers", "-1"},  {"--workers", "1.5"},   {"--workers", ""},
         {"--max-body", "1023"}, {"--page-size", "99999999999999999999"},
         {"--keepalive", "5s"}, {"--tool-threads", " 4"},
@@ -295,7 +300,7 @@ static void a_malformed_integer_error_names_the_flag_and_its_range(void **state)
 {
     assert_int_equal(PARSE_QUIET("--workers", "abc"), 2);
     assert_non_null(strstr(g_stderr, "--workers"));
-    assert_non_null(strstr(g_stderr, "1..256"));
+    assert_non_null(strstr(g_stderr, "0..64"));
     assert_non_null(strstr(g_stderr, "'abc'"));
 }
 
@@ -333,9 +338,36 @@ static void parsing_twice_gives_the_same_result(void **state)
     }
 }
 
+static void workers_default_to_separate_threads_unless_the_process_has_one_cpu(void **state)
+{
+    cpu_set_t saved, one;
+    assert_int_equal(sched_getaffinity(0, sizeof saved, &saved), 0);
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, &saved)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    }
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    assert_int_equal(parse_args((const char *const[]){NULL}), 0);
+    assert_int_equal(g_c.workers, 0); /* one CPU: actors on the HTTP threads */
+    config_free(&g_c);
+    assert_int_equal(PARSE("--workers", "3"), 0);
+    assert_int_equal(g_c.workers, 3); /* an explicit choice always wins */
+    config_free(&g_c);
+    assert_int_equal(sched_setaffinity(0, sizeof saved, &saved), 0);
+    if (CPU_COUNT(&saved) > 1) {
+        assert_int_equal(parse_args((const char *const[]){NULL}), 0);
+        assert_int_equal(g_c.workers, 1);
+        config_free(&g_c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(workers_default_to_separate_threads_unless_the_process_has_one_cpu),
         cmocka_unit_test_teardown(no_flags_give_the_documented_defaults, teardown),
         cmocka_unit_test_teardown(listen_sets_host_and_port, teardown),
         cmocka_unit_test_teardown(a_malformed_listen_address_returns_2, teardown),
