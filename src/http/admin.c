@@ -91,6 +91,7 @@ static json_t *stats_json(void)
     json_object_set_new(rdb, "estimate_num_keys",
                         json_integer((json_int_t)store_property_sum(A.store, "rocksdb.estimate-num-keys")));
     json_object_set_new(rdb, "block_cache_budget_bytes", json_integer((json_int_t)store_cache_budget(A.store)));
+    json_object_set_new(rdb, "block_cache_bytes", json_integer((json_int_t)store_cache_usage(A.store)));
     json_object_set_new(rdb, "memtable_budget_bytes", json_integer((json_int_t)store_memtable_budget(A.store)));
     json_object_set_new(o, "rocksdb", rdb);
     return o;
@@ -188,6 +189,8 @@ static void metrics_text(struct evbuffer *b)
                  (long long)store_property_sum(A.store, "rocksdb.estimate-live-data-size"));
     metric_value(b, "rocksdb_memtable_bytes", "gauge", "RocksDB memtable bytes in use.",
                  (long long)store_property_sum(A.store, "rocksdb.cur-size-all-mem-tables"));
+    metric_value(b, "rocksdb_block_cache_bytes", "gauge", "RocksDB block cache bytes in use.",
+                 (long long)store_cache_usage(A.store));
     metric_value(b, "rocksdb_keys", "gauge", "RocksDB estimated number of keys.",
                  (long long)store_property_sum(A.store, "rocksdb.estimate-num-keys"));
     metric_value(b, "rocksdb_sst_bytes", "gauge", "RocksDB total size of SST files.",

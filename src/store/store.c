@@ -347,6 +347,11 @@ uint64_t store_cache_budget(const store_t *s)
     return BLOCK_CACHE_BYTES;
 }
 
+uint64_t store_cache_usage(const store_t *s)
+{
+    return (uint64_t)rocksdb_cache_get_usage(s->cache);
+}
+
 uint64_t store_memtable_budget(const store_t *s)
 {
     (void)s;

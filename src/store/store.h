@@ -69,6 +69,8 @@ int store_flush(store_t *s);
 void store_flush_async(store_t *s, store_cf_t cf);
 /* Bytes of the shared block cache and the memtable budget, for documentation and /stats. */
 uint64_t store_cache_budget(const store_t *s);
+/* Bytes held in the block cache now. */
+uint64_t store_cache_usage(const store_t *s);
 uint64_t store_memtable_budget(const store_t *s);
 
 #endif
