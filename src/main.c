@@ -41,6 +41,25 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
+/* Stops everything that runs, in the order that loses nothing: open streams end and requests
+ * are answered first; the HTTP loops keep running until the tool pool has drained, since
+ * co-located workers live on them. */
+static void stop_runtime(bool colocated)
+{
+    http_quiesce();
+    alarms_stop();
+    workers_cancel_all();
+    pool_stop();
+    if (!colocated)
+        workers_stop();
+    http_stop();
+    if (colocated)
+        workers_stop();
+    alarms_free();
+    http_free();
+    admin_stop();
+}
+
 int main(int argc, char **argv)
 {
     config_defaults(&g_cfg);
@@ -126,18 +145,7 @@ int main(int argc, char **argv)
     if (http_run() != 0 ||
         (g_cfg.admin_enabled &&
          admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)) {
-        http_quiesce();
-        alarms_stop();
-        workers_cancel_all();
-        pool_stop();
-        if (!colocated)
-            workers_stop();
-        http_stop();
-        if (colocated)
-            workers_stop();
-        alarms_free();
-        http_free();
-        admin_stop();
+        stop_runtime(colocated);
         exit_code = 1;
         goto early_exit;
     }
@@ -158,7 +166,7 @@ int main(int argc, char **argv)
              MCPD_VERSION, v6 ? "[" : "", h, v6 ? "]" : "", port, g_cfg.data_dir, toolsets,
              g_cfg.http_threads, workers, g_cfg.tool_threads);
     if (g_cfg.admin_enabled)
-        log_info("admin listening on http://%s:%d (/healthz, /stats)", g_cfg.admin_host, admin_port);
+        log_info("admin listening on http://%s:%d (/healthz, /stats, /metrics)", g_cfg.admin_host, admin_port);
     /* a machine-readable line for scripts and tests */
     printf("READY port=%d admin_port=%d\n", port, admin_port);
     fflush(stdout);
@@ -170,20 +178,7 @@ int main(int argc, char **argv)
     pthread_create(&wd, NULL, watchdog, NULL);
     pthread_detach(wd);
 
-    /* streams end and requests are answered first; the loops keep running until the tool
-     * pool has drained, since co-located workers live on them */
-    http_quiesce();
-    alarms_stop();
-    workers_cancel_all();
-    pool_stop();
-    if (!colocated)
-        workers_stop();
-    http_stop();
-    if (colocated)
-        workers_stop();
-    alarms_free();
-    http_free();
-    admin_stop();
+    stop_runtime(colocated);
     store_flush(store);
     store_close(store);
     registry_free(reg);
