@@ -123,6 +123,7 @@ class HttpErrors(ServerTest):
         s = Session(self.server)
         r = s.notify("notifications/initialized")
         self.assertEqual(r.status, 202)
+        self.assertIsNone(r.header("Content-Type"), "an empty 202 names no content type")
         self.assertEqual(r.data, b"")
 
     def test_a_request_without_a_session_id_gets_400(self):
