@@ -6,8 +6,11 @@
 void sse_frame_event(buf_t *out, const char *id, const char *data, size_t len)
 {
     if (id) {
+        /* a line break inside the id would end the field and start another one: drop it */
         buf_adds(out, "id: ");
-        buf_adds(out, id);
+        for (const char *p = id; *p; p++)
+            if (*p != '\n' && *p != '\r')
+                buf_add(out, p, 1);
         buf_add(out, "\n", 1);
     }
     size_t start = 0;

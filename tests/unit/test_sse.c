@@ -28,6 +28,11 @@ static void an_event_with_an_id_has_an_id_line_then_data(void **state)
                  "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n");
 }
 
+static void line_breaks_in_an_id_are_dropped_so_it_stays_one_field(void **state)
+{
+    assert_frame("a\r\nevent: x\nb", "{}", 2, "id: aevent: xb\ndata: {}\n\n");
+}
+
 static void an_event_without_an_id_has_only_data(void **state)
 {
     assert_frame(NULL, "{}", 2, "data: {}\n\n");
@@ -122,6 +127,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_event_with_an_id_has_an_id_line_then_data),
         cmocka_unit_test(an_event_without_an_id_has_only_data),
+        cmocka_unit_test(line_breaks_in_an_id_are_dropped_so_it_stays_one_field),
         cmocka_unit_test(a_priming_event_has_an_id_and_one_empty_data_line),
         cmocka_unit_test(an_empty_event_without_an_id_is_one_empty_data_line),
         cmocka_unit_test(only_len_bytes_of_data_are_framed),
