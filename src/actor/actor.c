@@ -472,6 +472,11 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
 {
     if (s->dispatching || s->outstanding > 0 || s->num == STREAM_GET)
         return false;
+    if (!s->sse && json_array_size(s->responses) == 0 && json_array_size(s->req_ids) > 0)
+        /* Every request it carried was cancelled: no response is sent for them, yet a POST
+         * that carried requests is not answered 202. It becomes an event stream that ends
+         * (every client accepts one: the Accept check requires it). */
+        actor_stream_start_sse(a, s);
     if (s->sse) {
         s->finished = true;
         mark_dirty(s);
@@ -544,7 +549,15 @@ void actor_complete_call(actor_t *a, call_t *c, json_t *response)
 void actor_drop_call(actor_t *a, call_t *c)
 {
     stream_t *s = c->stream;
+    job_t *j = c->job;
     unlink_call(a, c);
+    if (j) {
+        /* The handler runs on until it sees the flag. The actor keeps the job until its
+         * WM_TOOL_DONE: the session stays awake, and a DELETE or expiry detaches it. */
+        job_cancel(j);
+        j->detached_next = a->detached;
+        a->detached = j;
+    }
     s->outstanding--;
     json_decref(c->id);
     free(c);
@@ -713,6 +726,13 @@ static void actor_free(actor_t *a)
 /* Detaches every job from the actor and cancels it: the worker frees each at WM_TOOL_DONE. */
 static void orphan_jobs(actor_t *a)
 {
+    while (a->detached) {
+        job_t *j = a->detached;
+        a->detached = j->detached_next;
+        j->detached_next = NULL;
+        j->actor = NULL;
+        job_cancel(j);
+    }
     for (call_t *c = a->calls; c; c = c->next) {
         if (c->job) {
             c->job->actor = NULL;
@@ -805,7 +825,7 @@ void actor_destroy_all(worker_t *w)
 
 bool actor_is_idle(const actor_t *a)
 {
-    if (a->calls || a->pending)
+    if (a->calls || a->pending || a->detached)
         return false;
     for (const stream_t *s = a->streams; s; s = s->next)
         if (s->conn.gen)
@@ -1127,6 +1147,12 @@ static void handle_tool_msg(worker_t *w, wmsg_t *m)
     switch (m->type) {
     case WM_TOOL_DONE:
         if (a) {
+            for (job_t **pp = &a->detached; *pp; pp = &(*pp)->detached_next) {
+                if (*pp == j) {
+                    *pp = j->detached_next;
+                    break;
+                }
+            }
             drop_pending_of(a, j);
             mcp_job_done(a, j);
         }

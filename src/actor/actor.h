@@ -93,6 +93,7 @@ typedef struct actor {
     stream_t *get;           /* the standalone stream, loaded on first use */
     call_t *calls;
     pending_t *pending;
+    job_t *detached;         /* jobs still running whose call was cancelled (until done) */
 } actor_t;
 
 /* Worker entry points. */

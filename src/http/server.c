@@ -252,25 +252,57 @@ static hlink_t *link_of(http_thread_t *t, struct evhttp_request *req)
     return l;
 }
 
+/* What a client may send on a connection while it carries an SSE response before the server
+ * stops reading it: evhttp keeps reading such a connection only to notice a close, and keeps
+ * what arrives. Past this, the rest waits in the kernel and the stream is ended at its next
+ * write (the client can resume). */
+#define SSE_INPUT_MAX (64 * 1024)
+
+/* The connection's bufferevent, or NULL when the request is detached from it (closed). */
+static struct bufferevent *conn_bev(hconn_t *c)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    return evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+}
+
 static void end_stream(hconn_t *c)
 {
     if (c->link)
         c->link->sse = NULL;
+    struct bufferevent *bev = conn_bev(c);
+    if (bev) {
+        /* an ordinary keep-alive connection again: --read-timeout (evhttp_set_timeout sets it
+         * both ways) and unbounded reads, as evhttp left them before the stream */
+        struct timeval rt = {g_cfg.read_timeout_s, 0};
+        bufferevent_set_timeouts(bev, &rt, &rt);
+        bufferevent_setwatermark(bev, EV_READ, 0, 0);
+    }
     evhttp_send_reply_end(c->req);
     hconn_free(c);
 }
 
 static size_t pending_output(hconn_t *c)
 {
-    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
-    if (!evcon)
-        return 0;
-    return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon)));
+    struct bufferevent *bev = conn_bev(c);
+    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+static size_t pending_input(hconn_t *c)
+{
+    struct bufferevent *bev = conn_bev(c);
+    return bev ? evbuffer_get_length(bufferevent_get_input(bev)) : 0;
 }
 
 /* Writes SSE bytes; false when the stream was cut for a slow reader (c is freed). */
 static bool sse_write(hconn_t *c, const char *data, size_t len)
 {
+    if (pending_input(c) >= SSE_INPUT_MAX) {
+        log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream",
+                 c->sid, pending_input(c));
+        notify_closed(c);
+        end_stream(c);
+        return false;
+    }
     if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
         log_warn("session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
                  c->sid, pending_output(c));
@@ -311,9 +343,12 @@ static void start_sse(hconn_t *c, hmsg_t *m)
         if (c->link)
             c->link->sse = c;
         /* a stream is quiet for as long as it likes: no read timeout; a reader that stops
-         * reading is still cut by the write timeout */
+         * reading is still cut by the write timeout. What the client sends meanwhile is
+         * bounded (SSE_INPUT_MAX). */
+        struct bufferevent *bev = evhttp_connection_get_bufferevent(c->evcon);
         struct timeval wt = {60, 0};
-        bufferevent_set_timeouts(evhttp_connection_get_bufferevent(c->evcon), NULL, &wt);
+        bufferevent_set_timeouts(bev, NULL, &wt);
+        bufferevent_setwatermark(bev, EV_READ, 0, SSE_INPUT_MAX);
     }
     if (m->flags & HM_KEEPALIVE) {
         c->keepalive = event_new(c->t->base, -1, EV_PERSIST, on_keepalive, c);

@@ -399,9 +399,7 @@ static void do_cancelled(actor_t *a, json_t *params)
             if (c->method == SM_initialize)
                 return; /* initialize is never cancelled */
             log_debug("session %.8s: call cancelled by the client", a->sid);
-            if (c->job)
-                job_cancel(c->job);
-            actor_drop_call(a, c);
+            actor_drop_call(a, c); /* cancels its job */
             return;
         }
     }

@@ -69,6 +69,7 @@ struct mcpd_ctx {
     /* worker only */
     struct actor *actor;
     struct call *call;
+    struct mcpd_ctx *detached_next; /* the actor's list of jobs whose call was cancelled */
 };
 
 typedef struct mcpd_ctx job_t;

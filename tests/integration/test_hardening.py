@@ -421,6 +421,52 @@ class HostileClients(unittest.TestCase):
         sock.close()
         self.healthy()
 
+    def test_a_connection_that_carried_an_sse_response_times_out_when_idle_again(self):
+        sess = Session(self.server)
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                           "params": {"name": "slow", "arguments": {"seconds": 0.2, "steps": 2},
+                                      "_meta": {"progressToken": "p"}}}).encode()
+        head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.server.port}\r\n{head}Content-Length: {len(body)}\r\n\r\n"
+                     .encode() + body)
+        got = b""
+        while not got.endswith(b"0\r\n\r\n"):  # the SSE response, up to its last chunk
+            d = sock.recv(65536)
+            self.assertTrue(d, "the SSE response ended early")
+            got += d
+        self.assertIn(b"text/event-stream", got)
+        self.assertIn(b"done after 2 steps", got)
+        t0 = time.time()
+        self.assertTrue(closed_within(sock, 5), "the idle keep-alive connection is closed after --read-timeout")
+        self.assertLess(time.time() - t0, 4)
+        sock.close()
+        self.healthy()
+
+    def test_what_a_client_sends_on_an_sse_stream_is_bounded_and_the_stream_ends(self):
+        sess = Session(self.server)
+        rss0 = self.server.stats()["rss_bytes"]
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall((f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.server.port}\r\nAccept: text/event-stream\r\n"
+                      f"Mcp-Session-Id: {sess.sid}\r\nMCP-Protocol-Version: {sess.version}\r\n\r\n").encode())
+        self.assertIn(b"200", sock.recv(65536).split(b"\r\n")[0])
+        # 64 MiB of junk: the server stops reading after a little, so the sends block
+        sock.settimeout(1)
+        sent, chunk = 0, b"x" * (1 << 20)
+        try:
+            while sent < (64 << 20):
+                sent += sock.send(chunk)
+        except socket.timeout:
+            pass
+        self.assertLess(sent, 32 << 20, "the server kept reading what the client sent on its SSE stream")
+        self.assertLess(self.server.stats()["rss_bytes"] - rss0, 16 << 20)
+        # the next message for the stream finds the input and ends the stream instead
+        _, m = sess.tool("notify", {"count": 1, "target": "session"})
+        self.assertEqual(m["result"]["content"][0]["text"], "sent 1")
+        self.assertTrue(closed_within(sock, 5), "the stream is ended and the connection dropped")
+        sock.close()
+        self.healthy()
+
     def test_garbage_instead_of_http_is_dropped(self):
         sock, head = raw_request(self.server.port, b"\x00\x01\x02 not http at all\r\n\r\n")
         self.assertTrue(head == b"" or head.startswith(b"HTTP/1.1 400"), head[:60])

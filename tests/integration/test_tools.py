@@ -1,9 +1,11 @@
 """MCP methods and the demo toolset, over the real binary."""
+import http.client
 import json
 import threading
 import time
+import unittest
 
-from mcptest import ServerTest, Session, run
+from mcptest import Server, ServerTest, Session, run
 
 
 def text_of(msg):
@@ -261,6 +263,88 @@ class DemoTools(ServerTest):
         for i in range(8):
             expect = "done after 1 steps" if i % 2 else str(i)
             self.assertEqual(text_of(results[i]), expect)
+
+
+class CancelledCalls(unittest.TestCase):
+    """Cancellations while the job is still queued: one tool thread, kept busy by another session."""
+
+    def setUp(self):
+        self.server = Server("--tool-threads", "1", "--idle-timeout", "1")
+
+    def tearDown(self):
+        self.server.cleanup()
+
+    def start_call(self, sess, rid, args, meta=None):
+        """Sends a slow call without waiting for its response; returns the connection."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=15)
+        params = {"name": "slow", "arguments": args}
+        if meta:
+            params["_meta"] = meta
+        conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                                 "params": params}), sess.headers())
+        return conn
+
+    def occupy_the_tool_thread(self, seconds):
+        busy = Session(self.server)
+        conn = self.start_call(busy, 1, {"seconds": seconds, "steps": 1})
+        time.sleep(0.3)
+        return conn
+
+    def cancel(self, sess, rid):
+        r = sess.notify("notifications/cancelled", {"requestId": rid, "reason": "test"})
+        self.assertEqual(r.status, 202)
+
+    def test_a_request_cancelled_before_its_response_started_gets_an_event_stream_that_ends(self):
+        busy = self.occupy_the_tool_thread(2)
+        s = Session(self.server)
+        conn = self.start_call(s, 7, {"seconds": 0.1, "steps": 1})
+        time.sleep(0.2)
+        self.cancel(s, 7)
+        r = conn.getresponse()
+        body = r.read().decode()
+        self.assertEqual(r.status, 200, "a POST that carried a request is never answered 202")
+        self.assertEqual(r.getheader("Content-Type"), "text/event-stream")
+        self.assertNotIn('"id":7', body.replace(" ", ""), "no response for a cancelled request")
+        self.assertIn("done after 1 steps", busy.getresponse().read().decode())
+        busy.close()
+        conn.close()
+
+    def test_a_cancelled_call_whose_job_is_still_queued_keeps_its_session_awake_until_the_job_ends(self):
+        busy = self.occupy_the_tool_thread(3)
+        s = Session(self.server)
+        conn = self.start_call(s, 7, {"seconds": 0.1, "steps": 1})
+        time.sleep(0.2)
+        self.cancel(s, 7)
+        conn.getresponse().read()
+        conn.close()
+        time.sleep(2)  # past --idle-timeout: the session would hibernate if it forgot its job
+        st = self.server.stats()
+        self.assertEqual(st["hibernations_total"], 0)
+        self.assertEqual(st["sessions_live"], 2)
+        busy.getresponse().read()
+        busy.close()
+        deadline = time.time() + 10  # the job ran (and saw the flag); now the session may sleep
+        while time.time() < deadline and self.server.stats()["hibernations_total"] < 2:
+            time.sleep(0.2)
+        self.assertEqual(self.server.stats()["hibernations_total"], 2)
+        _, m = s.tool("echo", {"text": "woken"})
+        self.assertEqual(m["result"]["content"][0]["text"], "woken")
+
+    def test_deleting_a_session_whose_cancelled_job_is_still_queued_is_safe(self):
+        busy = self.occupy_the_tool_thread(1.5)
+        s = Session(self.server)
+        conn = self.start_call(s, 7, {"seconds": 0.1, "steps": 1})
+        time.sleep(0.2)
+        self.cancel(s, 7)
+        conn.getresponse().read()
+        conn.close()
+        self.assertEqual(s.delete().status, 200)
+        busy.getresponse().read()
+        busy.close()
+        time.sleep(0.5)  # the orphaned job runs and ends after its session is gone
+        _, m = Session(self.server).tool("echo", {"text": "still-alive"})
+        self.assertEqual(m["result"]["content"][0]["text"], "still-alive")
+        self.assertEqual(s.post({"jsonrpc": "2.0", "id": 8, "method": "ping"}).status, 404)
 
 
 if __name__ == "__main__":
