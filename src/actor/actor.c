@@ -1014,15 +1014,20 @@ static stream_t *single_active_post(actor_t *a, int *count)
 static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
 {
     const char *method = json_string_value(json_object_get(m->payload, "method"));
+    if (atomic_load(&j->cancelled) || (m->target == MCPD_TARGET_REQUEST && !j->call)) {
+        /* the call was cancelled (or the server is stopping): nothing goes to the client */
+        job_reply(j, m->wait_seq, NULL, "the call was cancelled");
+        return;
+    }
     if (j->inline_mode) {
-        job_reply(j, NULL, "a non-blocking tool cannot send requests to the client");
+        job_reply(j, m->wait_seq, NULL, "a non-blocking tool cannot send requests to the client");
         return;
     }
     const char *cap = capability_for(method);
     if (cap && !json_object_get(a->client_caps, cap)) {
         char why[160];
         snprintf(why, sizeof why, "the client did not declare the %s capability", cap);
-        job_reply(j, NULL, why);
+        job_reply(j, m->wait_seq, NULL, why);
         return;
     }
     stream_t *route = NULL;
@@ -1042,13 +1047,14 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
                      "no stream can carry %s: the standalone GET stream is not open and %d "
                      "POST streams are active",
                      method, n);
-            job_reply(j, NULL, why);
+            job_reply(j, m->wait_seq, NULL, why);
             return;
         }
     }
     pending_t *p = xcalloc(1, sizeof *p);
     p->num = a->next_req_num++;
     p->job = j;
+    p->wait_seq = m->wait_seq;
     p->next = a->pending;
     a->pending = p;
     json_t *req = json_object();
@@ -1092,12 +1098,12 @@ static void handle_tool_close(actor_t *a, job_t *j)
     }
 }
 
-static void handle_tool_state(actor_t *a, job_t *j)
+static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
 {
     unsigned char k[KEY_STATE_MAX];
     long kl = key_state(k, a->sid, j->state_key);
     if (kl < 0) {
-        job_reply(j, NULL, "bad state key");
+        job_reply(j, m->wait_seq, NULL, "bad state key");
         return;
     }
     json_t *cur = NULL;
@@ -1113,7 +1119,7 @@ static void handle_tool_state(actor_t *a, job_t *j)
     json_t *out = NULL;
     switch (j->state_op) {
     case STATE_GET:
-        job_reply(j, cur ? cur : json_null(), NULL);
+        job_reply(j, m->wait_seq, cur ? cur : json_null(), NULL);
         return;
     case STATE_PUT:
         out = j->state_value;
@@ -1134,9 +1140,9 @@ static void handle_tool_state(actor_t *a, job_t *j)
     }
     if (j->state_op == STATE_PUT) {
         json_decref(out);
-        job_reply(j, json_true(), NULL);
+        job_reply(j, m->wait_seq, json_true(), NULL);
     } else {
-        job_reply(j, out ? out : json_null(), NULL);
+        job_reply(j, m->wait_seq, out ? out : json_null(), NULL);
     }
 }
 
@@ -1166,7 +1172,7 @@ static void handle_tool_msg(worker_t *w, wmsg_t *m)
         if (a)
             handle_tool_req(a, j, m);
         else
-            job_reply(j, NULL, "the session has ended");
+            job_reply(j, m->wait_seq, NULL, "the session has ended");
         break;
     case WM_TOOL_ABANDON:
         if (a)
@@ -1178,9 +1184,9 @@ static void handle_tool_msg(worker_t *w, wmsg_t *m)
         break;
     case WM_TOOL_STATE:
         if (a)
-            handle_tool_state(a, j);
+            handle_tool_state(a, j, m);
         else
-            job_reply(j, NULL, "the session has ended");
+            job_reply(j, m->wait_seq, NULL, "the session has ended");
         break;
     default:
         break;

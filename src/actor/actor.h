@@ -62,6 +62,7 @@ typedef struct pending {     /* a server->client request waiting for the client'
     struct pending *next;
     uint64_t num;            /* the JSON-RPC id we sent */
     job_t *job;
+    uint32_t wait_seq;       /* the job's wait the answer is for */
 } pending_t;
 
 typedef struct actor {

@@ -66,6 +66,7 @@ typedef struct wmsg {
                                   WM_RECOVER: [[stream, request id], ...] */
     int target;                /* mcpd_target_t */
     uint64_t req_num;          /* WM_TOOL_ABANDON */
+    uint32_t wait_seq;         /* WM_TOOL_REQ / WM_TOOL_STATE: the job's wait it belongs to */
     int64_t alarm_due;         /* WM_ALARM */
 } wmsg_t;
 

@@ -203,7 +203,12 @@ int64_t sweep_next_due(int64_t now, bool more, int64_t session_expiry,
 static int64_t next_due(actor_t *a, int64_t now, bool more)
 {
     stream_t *g = actor_get_stream(a, false);
-    int64_t ge = g && actor_newest_seq(a, STREAM_GET) ? g->last_write_ms + g_cfg.event_ttl_s * 1000 : 0;
+    int64_t ge = 0;
+    if (g && actor_newest_seq(a, STREAM_GET)) {
+        ge = g->last_write_ms + g_cfg.event_ttl_s * 1000;
+        if (g->conn.gen && ge <= now) /* attached: not swept now (sweep_standalone); a TTL on */
+            ge = now + g_cfg.event_ttl_s * 1000;
+    }
     return sweep_next_due(now, more, a->touched_ms + g_cfg.session_ttl_s * 1000,
                           more ? 0 : first_finished_expiry(a), ge);
 }
@@ -219,6 +224,13 @@ bool actor_on_alarm(actor_t *a, int64_t due)
                  (long long)((now - a->touched_ms) / 1000));
         actor_delete(a);
         return false;
+    }
+    if (a->touched_ms + g_cfg.session_ttl_s * 1000 <= now) {
+        /* past its TTL yet in use (a stream attached, a job running): in use is a touch, so
+         * it is not deleted under its client, and its alarm moves a whole TTL on */
+        log_debug("session %.8s: past --session-ttl but in use: touched", a->sid);
+        a->touched_ms = now;
+        actor_persist_meta(a);
     }
     worker_commit(a->w); /* the iterators below must see this turn's writes */
     long deleted = 0;

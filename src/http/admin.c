@@ -244,6 +244,10 @@ int admin_start(const char *host, int port, store_t *store, int *bound_port)
     A.http = evhttp_new(A.base);
     evhttp_set_gencb(A.http, on_request, NULL);
     evhttp_set_timeout(A.http, 30);
+    /* every admin request is a GET: a body is refused (413) before it is buffered, and the
+     * header block is small, so nothing is read in bulk before the --admin-token check */
+    evhttp_set_max_body_size(A.http, 1024);
+    evhttp_set_max_headers_size(A.http, 8192);
     struct evhttp_bound_socket *b = evhttp_bind_socket_with_handle(A.http, host, (ev_uint16_t)port);
     if (!b) {
         log_error("cannot listen for admin on %s:%d", host, port);

@@ -436,10 +436,10 @@ static void handle_response(actor_t *a, json_t *msg)
                          (long long)json_integer_value(json_object_get(err, "code")),
                          json_string_value(json_object_get(err, "message"))
                              ? json_string_value(json_object_get(err, "message")) : "");
-                job_reply(p->job, NULL, why);
+                job_reply(p->job, p->wait_seq, NULL, why);
             } else {
                 /* a copy: the body stays with this worker, the result goes to the tool thread */
-                job_reply(p->job, json_deep_copy(json_object_get(msg, "result")), NULL);
+                job_reply(p->job, p->wait_seq, json_deep_copy(json_object_get(msg, "result")), NULL);
             }
             free(p);
             return;

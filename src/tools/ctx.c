@@ -60,11 +60,12 @@ void job_cancel(job_t *j)
     pthread_mutex_unlock(&j->mu);
 }
 
-void job_reply(job_t *j, json_t *result, const char *err)
+void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err)
 {
     pthread_mutex_lock(&j->mu);
-    if (!j->waiting || j->reply_ready) {
-        /* the handler gave up waiting (timeout): nobody will read this answer */
+    if (!j->waiting || j->reply_ready || wait_seq != j->wait_seq) {
+        /* the handler gave up waiting (timeout, cancel), perhaps already waits for something
+         * else: nobody will read this answer */
         pthread_mutex_unlock(&j->mu);
         json_decref(result);
         return;
@@ -87,15 +88,19 @@ static void deadline_after(struct timespec *ts, long ms)
     }
 }
 
-/* Sends m to the actor and, when wait_ms != 0, waits for the reply slot.
- * Returns the reply (new ref) or NULL with j->err set. wait_ms < 0 waits without limit. */
-static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms)
+/* Sends m to the actor and waits for the reply slot. Returns the reply (new ref) or NULL with
+ * j->err set. wait_ms < 0 waits without limit. A cancel ends the wait unless until_answered:
+ * state operations wait for their answer regardless, since the worker reads their parameters
+ * from the job and must be done with them before the handler goes on. */
+static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms, bool until_answered)
 {
+    const bool is_request = m->type == WM_TOOL_REQ; /* m belongs to the worker once delivered */
     pthread_mutex_lock(&j->mu);
     j->waiting = true;
     j->reply_ready = false;
     j->reply = NULL;
     j->reply_err[0] = '\0';
+    m->wait_seq = ++j->wait_seq;
     pthread_mutex_unlock(&j->mu);
 
     worker_deliver(j->w, m, j->inline_mode);
@@ -105,7 +110,7 @@ static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms)
         deadline_after(&deadline, wait_ms);
     pthread_mutex_lock(&j->mu);
     int rc = 0;
-    while (!j->reply_ready && rc != ETIMEDOUT && !atomic_load(&j->cancelled)) {
+    while (!j->reply_ready && rc != ETIMEDOUT && (until_answered || !atomic_load(&j->cancelled))) {
         if (j->inline_mode)
             break; /* inline: the actor answered synchronously or never will */
         if (wait_ms > 0)
@@ -132,7 +137,7 @@ static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms)
     j->waiting = false;
     j->reply_ready = false;
     pthread_mutex_unlock(&j->mu);
-    if (gave_up && m->type == WM_TOOL_REQ && !j->inline_mode) {
+    if (gave_up && is_request && !j->inline_mode) {
         wmsg_t *ab = wmsg_new(WM_TOOL_ABANDON);
         ab->job = j;
         worker_deliver(j->w, ab, false);
@@ -306,7 +311,7 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
     if (params)
         json_object_set_new(m->payload, "params", params);
     long wait = timeout_ms > 0 ? timeout_ms : (long)worker_config_request_timeout_ms();
-    return send_and_wait(ctx, m, wait);
+    return send_and_wait(ctx, m, wait, false);
 }
 
 int mcpd_ctx_close_stream(mcpd_ctx_t *ctx)
@@ -362,7 +367,7 @@ static json_t *state_op(mcpd_ctx_t *ctx, state_op_t op, const char *key, json_t 
     ctx->state_arg = arg;
     wmsg_t *m = wmsg_new(WM_TOOL_STATE);
     m->job = ctx;
-    return send_and_wait(ctx, m, -1);
+    return send_and_wait(ctx, m, -1, true);
 }
 
 json_t *mcpd_ctx_state_get(mcpd_ctx_t *ctx, const char *key)

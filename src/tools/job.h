@@ -58,6 +58,7 @@ struct mcpd_ctx {
     pthread_cond_t cv;
     bool waiting;
     bool reply_ready;
+    uint32_t wait_seq;      /* which wait the slot serves: a reply meant for an older one is dropped */
     json_t *reply;
     char reply_err[256];
     state_op_t state_op;
@@ -79,7 +80,7 @@ void job_free(job_t *j);
 /* Actor side: cancel (sets the flag and wakes a waiting handler). */
 void job_cancel(job_t *j);
 /* Actor side: answer the handler's pending wait with a result (stolen) or an error message. */
-void job_reply(job_t *j, json_t *result, const char *err);
+void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err);
 /* Runs the handler (tool thread, or the worker for inline jobs) and stores its outcome. */
 void job_run(job_t *j);
 

@@ -260,6 +260,19 @@ class Ttl(ServerCase):
             time.sleep(0.8)
             self.assertEqual(s.call("ping")[0].status, 200)
 
+    def test_a_session_in_use_past_its_ttl_is_kept_and_its_alarm_does_not_spin(self):
+        s = Session(self.server)
+        g = s.open_get()  # a listening client: the session is in use, though untouched, and
+        # its stream's priming event outlives --event-ttl while it is attached
+        g.next_event(5)
+        time.sleep(5)
+        st = self.stats()
+        self.assertEqual(st["sessions_deleted_total"], 0)
+        # a sweep per TTL (1 and 2 s here) or so, not one every 100 ms
+        self.assertLess(st["sweeps_total"], 12, st["sweeps_total"])
+        g.close()
+        self.assertEqual(s.call("ping")[0].status, 200)
+
     def test_the_standalone_streams_events_expire_after_the_event_ttl(self):
         s = Session(self.server, capabilities={})
         g = s.open_get()

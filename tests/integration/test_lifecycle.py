@@ -2,6 +2,7 @@
 and plugins."""
 import json
 import os
+import socket
 import shutil
 import signal
 import subprocess
@@ -207,6 +208,27 @@ class Admin(unittest.TestCase):
         count = [l for l in r.text.splitlines()
                  if l.startswith('mcpactord_request_duration_seconds_count{method="tools/call"}')][0]
         self.assertGreaterEqual(int(count.split()[-1]), 2)
+
+    def test_a_request_body_to_the_admin_listener_is_refused_before_it_is_read(self):
+        rss0 = self.server.stats()["rss_bytes"]
+        sock = socket.create_connection(("127.0.0.1", self.server.admin_port), timeout=5)
+        sock.sendall(b"POST /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 104857600\r\n\r\n")
+        sock.settimeout(1)
+        sent = 0
+        try:
+            while sent < (100 << 20):
+                sent += sock.send(b"x" * (1 << 20))
+        except OSError:  # a timeout (nobody reads) or a reset (the server closed it)
+            pass
+        sock.settimeout(5)
+        try:
+            head = sock.recv(4096)
+        except OSError:
+            head = b""
+        sock.close()
+        self.assertTrue(head == b"" or head.startswith(b"HTTP/1.1 413"), head[:40])
+        self.assertLess(sent, 50 << 20, "the admin listener read the whole body")
+        self.assertLess(self.server.stats()["rss_bytes"] - rss0, 16 << 20)
 
     def test_unknown_admin_paths_get_404(self):
         self.assertEqual(self.server.admin("/nope").status, 404)

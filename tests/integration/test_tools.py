@@ -1,11 +1,14 @@
 """MCP methods and the demo toolset, over the real binary."""
 import http.client
 import json
+import os
 import threading
 import time
 import unittest
 
 from mcptest import Server, ServerTest, Session, run
+
+TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 
 
 def text_of(msg):
@@ -330,6 +333,30 @@ class CancelledCalls(unittest.TestCase):
         _, m = s.tool("echo", {"text": "woken"})
         self.assertEqual(m["result"]["content"][0]["text"], "woken")
 
+    def test_a_cancelled_calls_elicitation_is_never_sent_to_the_client(self):
+        busy = self.occupy_the_tool_thread(1.5)
+        s = Session(self.server, capabilities={"elicitation": {}})
+        get = s.open_get()
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=15)
+        conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                                 "params": {"name": "elicit_name", "arguments": {}}}),
+                     s.headers())
+        time.sleep(0.2)
+        self.cancel(s, 7)
+        conn.getresponse().read()
+        conn.close()
+        busy.getresponse().read()
+        busy.close()
+        time.sleep(0.5)  # the queued job has run, seen the flag, and asked anyway
+        seen = []
+        while True:
+            m = get.next_message(0.5)
+            if m is None:
+                break
+            seen.append(m["message"].get("method"))
+        get.close()
+        self.assertNotIn("elicitation/create", seen)
+
     def test_deleting_a_session_whose_cancelled_job_is_still_queued_is_safe(self):
         busy = self.occupy_the_tool_thread(1.5)
         s = Session(self.server)
@@ -345,6 +372,45 @@ class CancelledCalls(unittest.TestCase):
         _, m = Session(self.server).tool("echo", {"text": "still-alive"})
         self.assertEqual(m["result"]["content"][0]["text"], "still-alive")
         self.assertEqual(s.post({"jsonrpc": "2.0", "id": 8, "method": "ping"}).status, 404)
+
+
+class ToolContext(ServerTest):
+    """The tool context API at its edges (tests/plugin/testkit.c)."""
+    SERVER_FLAGS = ("--plugin", os.path.abspath(TESTKIT), "--response-mode", "sse")
+
+    def test_a_late_answer_to_a_timed_out_elicitation_does_not_answer_the_next_one(self):
+        s = Session(self.server, capabilities={"elicitation": {}})
+        _, st = s.stream_post("tools/call", {"name": "ask_twice",
+                                             "arguments": {"first_ms": 300, "second_ms": 1500}})
+        first = st.next_message(5)["message"]
+        second = st.next_message(5)["message"]  # asked after the first timed out
+        self.assertEqual(second["method"], "elicitation/create")
+        self.assertNotEqual(first["id"], second["id"])
+        r = s.post({"jsonrpc": "2.0", "id": first["id"],
+                    "result": {"action": "accept", "content": {"name": "late"}}})
+        self.assertEqual(r.status, 202)
+        final = st.next_message(8)["message"]
+        st.close()
+        self.assertIn("the second got no answer: timed out", text_of(final))
+
+    def test_a_state_update_made_after_a_cancel_completes_before_the_handler_goes_on(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "count_cancel", "arguments": {}})
+        time.sleep(0.3)
+        self.cancel_and_wait(s, rid, st)
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            _, m = s.tool("state_read", {"key": "cancels"})
+            if text_of(m) == "7":
+                break
+            time.sleep(0.1)
+        self.assertEqual(text_of(m), "7")
+
+    def cancel_and_wait(self, s, rid, st):
+        r = s.notify("notifications/cancelled", {"requestId": rid})
+        self.assertEqual(r.status, 202)
+        st.read_until_end(5)
+        st.close()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,12 @@
  *                               requests queue up behind it (fills a mailbox deterministically);
  *   session_request {method}    sends a session-level server->client request (no related
  *                               request) and returns the client's result as JSON text, or an
- *                               isError result saying why it could not be routed. */
+ *                               isError result saying why it could not be routed;
+ *   ask_twice {first_ms, second_ms}  elicits with a first_ms timeout; when that times out,
+ *                               elicits again with second_ms and returns what the second got;
+ *   count_cancel {}             sleeps until cancelled, then adds 7 to its state "cancels"
+ *                               through state_update with a heap argument it frees after;
+ *   state_read {key}            returns the session's state value for key as JSON text. */
 #include <mcpactord/tool.h>
 
 #include <stdlib.h>
@@ -33,6 +38,58 @@ static json_t *session_request(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     return out;
 }
 
+static json_t *ask_twice(mcpd_ctx_t *ctx, json_t *args, void *userdata)
+{
+    (void)userdata;
+    int first_ms = (int)json_integer_value(json_object_get(args, "first_ms"));
+    int second_ms = (int)json_integer_value(json_object_get(args, "second_ms"));
+    json_t *r = mcpd_ctx_elicit(ctx, "first question", NULL, first_ms);
+    if (r) {
+        json_decref(r);
+        return mcpd_text_result("the first was answered in time");
+    }
+    r = mcpd_ctx_elicit(ctx, "second question", NULL, second_ms);
+    if (!r)
+        return mcpd_text_resultf("the second got no answer: %s", mcpd_ctx_last_error(ctx));
+    char *text = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(r);
+    json_t *out = mcpd_text_resultf("the second got %s", text);
+    free(text);
+    return out;
+}
+
+static json_t *add_arg(json_t *cur, void *arg)
+{
+    long by = *(const long *)arg;
+    return json_integer((json_is_integer(cur) ? json_integer_value(cur) : 0) + by);
+}
+
+static json_t *count_cancel(mcpd_ctx_t *ctx, json_t *args, void *userdata)
+{
+    (void)args;
+    (void)userdata;
+    mcpd_ctx_sleep_ms(ctx, 20000);
+    long *by = malloc(sizeof *by);
+    *by = 7;
+    json_t *v = mcpd_ctx_state_update(ctx, "cancels", add_arg, by);
+    free(by); /* the update is over when state_update returns */
+    json_decref(v);
+    return mcpd_text_result("cancelled");
+}
+
+static json_t *state_read(mcpd_ctx_t *ctx, json_t *args, void *userdata)
+{
+    (void)userdata;
+    json_t *v = mcpd_ctx_state_get(ctx, json_string_value(json_object_get(args, "key")));
+    if (!v)
+        return mcpd_error_result("%s", mcpd_ctx_last_error(ctx));
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(v);
+    json_t *out = mcpd_text_result(text);
+    free(text);
+    return out;
+}
+
 int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
 {
     if (api_version != MCPD_API_VERSION)
@@ -48,6 +105,20 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
          .input_schema = "{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"}},"
                          "\"required\":[\"method\"]}",
          .handler = session_request},
+        {.name = "ask_twice",
+         .description = "Test only: an elicitation asked again after its timeout.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"first_ms\":{\"type\":\"integer\"},"
+                         "\"second_ms\":{\"type\":\"integer\"}}}",
+         .handler = ask_twice},
+        {.name = "count_cancel",
+         .description = "Test only: counts its cancellation in durable state.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{}}",
+         .handler = count_cancel},
+        {.name = "state_read",
+         .description = "Test only: reads a state key.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\"}},"
+                         "\"required\":[\"key\"]}",
+         .handler = state_read},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         int rc = mcpd_register_tool(reg, &defs[i]);
