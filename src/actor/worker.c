@@ -19,6 +19,7 @@
 
 #include <event2/event.h>
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -424,8 +425,17 @@ static void on_cancel_all(evutil_socket_t fd, short what, void *arg)
     worker_turn_end(w);
 }
 
+static atomic_bool g_stopping;
+
+bool workers_stopping(void)
+{
+    return atomic_load(&g_stopping);
+}
+
 void workers_cancel_all(void)
 {
+    /* jobs started from here on (requests still in a mailbox) start cancelled */
+    atomic_store(&g_stopping, true);
     for (int i = 0; i < NW; i++)
         event_base_once(W[i].base, -1, EV_TIMEOUT, on_cancel_all, &W[i], NULL);
 }

@@ -28,6 +28,8 @@ int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_
 void workers_drain_now(void);
 /* Main thread, at shutdown: cancel every job so handlers return; workers keep running. */
 void workers_cancel_all(void);
+/* true once workers_cancel_all ran: a job created now starts cancelled. Any thread. */
+bool workers_stopping(void);
 /* Main thread: drain and stop the workers (after the tool pool has stopped; co-located workers
  * after their HTTP threads have stopped). */
 void workers_stop(void);
