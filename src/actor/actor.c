@@ -618,6 +618,7 @@ void actor_write_meta(actor_t *a)
     json_object_set_new(m, "al", json_integer(a->alarm_due));
     json_object_set_new(m, "ns", json_integer((json_int_t)a->next_stream));
     json_object_set_new(m, "lb", json_integer((json_int_t)a->log_bytes));
+    json_object_set_new(m, "rq", json_integer((json_int_t)a->next_req_num));
     if (a->subscriptions && json_object_size(a->subscriptions))
         json_object_set(m, "sub", a->subscriptions);
     size_t len;
@@ -676,6 +677,10 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     json_int_t ns = json_integer_value(json_object_get(m, "ns"));
     if (ns > 1)
         a->next_stream = (uint64_t)ns;
+    /* server->client request ids are never reused in a session, across wakes and restarts */
+    json_int_t rq = json_integer_value(json_object_get(m, "rq"));
+    if (rq > 1)
+        a->next_req_num = (uint64_t)rq;
     snprintf(a->auth_name, sizeof a->auth_name, "%s",
              json_string_value(json_object_get(m, "a")) ? json_string_value(json_object_get(m, "a")) : "");
     json_t *sub = json_object_get(m, "sub");
@@ -1023,6 +1028,13 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
         job_reply(j, m->wait_seq, NULL, "a non-blocking tool cannot send requests to the client");
         return;
     }
+    if (strcmp(method, "elicitation/create") == 0 && !a->proto->elicitation) {
+        char why[160];
+        snprintf(why, sizeof why, "elicitation does not exist in protocol version %s",
+                 a->proto->version);
+        job_reply(j, m->wait_seq, NULL, why);
+        return;
+    }
     const char *cap = capability_for(method);
     if (cap && !json_object_get(a->client_caps, cap)) {
         char why[160];
@@ -1053,6 +1065,7 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
     }
     pending_t *p = xcalloc(1, sizeof *p);
     p->num = a->next_req_num++;
+    actor_persist_meta(a); /* the counter goes to the store with this turn's events */
     p->job = j;
     p->wait_seq = m->wait_seq;
     p->next = a->pending;

@@ -99,14 +99,14 @@ static void on_rearm(evutil_socket_t fd, short what, void *arg)
 
 void alarms_hint(int64_t due_ms)
 {
-    if (!atomic_load(&S.running))
-        return;
+    /* Before the scheduler runs (recovery, during alarms_start's scan) the hint is kept, and
+     * alarms_start looks at it once it runs: an alarm committed then is not missed. */
     pthread_mutex_lock(&S.mu);
     bool wake = !S.hint_ms || due_ms < S.hint_ms;
     if (wake)
         S.hint_ms = due_ms;
     pthread_mutex_unlock(&S.mu);
-    if (wake)
+    if (wake && atomic_load(&S.running))
         event_active(S.rearm, EV_READ, 0);
 }
 
@@ -137,6 +137,11 @@ int alarms_start(store_t *store)
         log_info("alarms: %lld stored, the earliest due in %lld s", count,
                  (long long)((S.armed_ms - now_wall_ms()) / 1000));
     atomic_store(&S.running, true);
+    pthread_mutex_lock(&S.mu);
+    bool hinted = S.hint_ms != 0; /* a hint that came while it was not running yet */
+    pthread_mutex_unlock(&S.mu);
+    if (hinted)
+        event_active(S.rearm, EV_READ, 0);
     return pthread_create(&S.thread, NULL, alarm_main, NULL) == 0 ? 0 : -1;
 }
 

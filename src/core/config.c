@@ -50,7 +50,7 @@ static const flag_t FLAGS[] = {
     {"tool-threads", "N", K_INT, OFF(tool_threads), 1, 1024,
      "tool handler threads (default 4)"},
     {"toolset", "NAME[,NAME]", K_LIST, OFF(toolsets), 0, 0,
-     "built-in toolsets to serve (default demo)"},
+     "built-in toolsets to serve (default demo; '' for none: plugins only)"},
     {"plugin", "PATH.so", K_LIST, OFF(plugins), 0, 0,
      "load tools from a shared object (repeatable)"},
     {"allowed-host", "HOST[:PORT]", K_LIST, OFF(allowed_hosts), 0, 0,

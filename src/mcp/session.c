@@ -209,6 +209,11 @@ static void do_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
                      json_pack("{s:O}", "uri", uri));
         return;
     }
+    if (on && !r->subscribable) {
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, "this resource does not support subscriptions",
+                     json_pack("{s:O}", "uri", uri));
+        return;
+    }
     if (!a->subscriptions)
         a->subscriptions = json_object();
     if (on)

@@ -7,8 +7,11 @@
 #include <string.h>
 
 /* Steps (schema nodes visited) one validation may take: a recursive schema whose anyOf
- * branches both follow $ref doubles the work per level, and a worker must never spin on it. */
+ * branches both follow $ref doubles the work per level, and a worker must never spin on it.
+ * The budget is MAX_STEPS plus STEPS_PER_VALUE for every value in the arguments, so large but
+ * plain arguments (an array of 100k numbers) are checked in full. */
 #define MAX_STEPS 100000
+#define STEPS_PER_VALUE 16
 
 typedef struct vctx {
     const json_t *root;
@@ -16,6 +19,7 @@ typedef struct vctx {
     size_t errlen;
     int depth;
     long steps;
+    long max_steps;
 } vctx_t;
 
 static bool fail(vctx_t *c, const char *path, const char *fmt, ...)
@@ -182,7 +186,7 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
         return fail(c, path, "is not allowed");
     if (!json_is_object(schema))
         return true;
-    if (++c->steps > MAX_STEPS)
+    if (++c->steps > c->max_steps)
         return false; /* schema_validate reports it */
     if (++c->depth > 64) {
         c->depth--;
@@ -298,13 +302,33 @@ out:
     return ok;
 }
 
+/* Values in v (v itself included), counting no further than limit. */
+static long count_values(const json_t *v, long limit)
+{
+    long n = 1;
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v) && n < limit; i++)
+            n += count_values(json_array_get(v, i), limit - n);
+    } else if (json_is_object(v)) {
+        const char *key;
+        const json_t *item;
+        json_object_foreach((json_t *)v, key, item) {
+            n += count_values(item, limit - n);
+            if (n >= limit)
+                break;
+        }
+    }
+    return n;
+}
+
 bool schema_validate(const json_t *schema, const json_t *value, char *err, size_t errlen)
 {
-    vctx_t c = {schema, err, errlen, 0, 0};
+    vctx_t c = {schema, err, errlen, 0, 0, MAX_STEPS};
+    c.max_steps += STEPS_PER_VALUE * count_values(value, 10L * 1000 * 1000);
     if (errlen)
         err[0] = '\0';
     bool ok = validate(&c, schema, value, "arguments");
-    if (c.steps > MAX_STEPS) {
+    if (c.steps > c.max_steps) {
         /* out of budget somewhere (perhaps under a "not"): fail closed, whatever came back */
         snprintf(err, errlen, "arguments: the schema is too complex to check these arguments");
         return false;

@@ -192,6 +192,12 @@ class Resources(ServerTest):
             _, m = s.call(method, {"uri": "test://watched-resource"})
             self.assertEqual(m["result"], {}, method)
 
+    def test_a_resource_that_is_not_subscribable_refuses_a_subscription(self):
+        s = Session(self.server)
+        _, m = s.call("resources/subscribe", {"uri": "test://static-text"})
+        self.assertEqual(m["error"]["code"], -32602)
+        self.assertIn("subscriptions", m["error"]["message"])
+
 
 class Prompts(ServerTest):
     SERVER_FLAGS = ("--toolset", "conformance")

@@ -117,6 +117,27 @@ class Hibernation(ServerCase):
                 "result": {"action": "accept", "content": {"name": "Kay"}}})
         self.assertTrue(wait_for(lambda: self.stats()["sessions_live"] == 0, 5))
 
+    def test_server_requests_never_reuse_an_id_across_wakes_and_restarts(self):
+        s = Session(self.server, capabilities={"elicitation": {}})
+        ids = []
+
+        def elicit_once():
+            _, st = s.stream_post("tools/call", {"name": "elicit_name", "arguments": {}})
+            req = st.next_message(5)["message"]
+            self.assertEqual(req["method"], "elicitation/create")
+            ids.append(req["id"])
+            s.post({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "decline"}})
+            st.read_until_end(5)
+            st.close()
+
+        elicit_once()
+        hib = self.stats()["hibernations_total"]
+        self.assertTrue(wait_for(lambda: self.stats()["hibernations_total"] > hib, 5))
+        elicit_once()  # after a wake
+        self.server.restart()
+        elicit_once()  # after a restart
+        self.assertEqual(len(set(ids)), 3, ids)
+
     def test_a_quiescent_server_makes_no_timer_wakeups(self):
         for _ in range(30):
             Session(self.server).tool("counter")

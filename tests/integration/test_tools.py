@@ -222,6 +222,12 @@ class DemoTools(ServerTest):
         self.assertEqual(text_of(st.next_message(5)["message"]), "declined")
         st.close()
 
+    def test_elicitation_on_2025_03_26_fails_at_once_even_with_the_capability(self):
+        s = Session(self.server, version="2025-03-26", capabilities={"elicitation": {}})
+        _, m = s.tool("elicit_name")
+        self.assertTrue(m["result"].get("isError"))
+        self.assertIn("does not exist in protocol version 2025-03-26", text_of(m))
+
     def test_elicitation_without_the_client_capability_fails_at_once(self):
         s = Session(self.server)
         t0 = time.time()

@@ -383,10 +383,28 @@ static void a_recursive_schema_that_would_take_exponential_time_fails_quickly(vo
     json_decref(value);
 }
 
+static void a_large_plain_array_is_checked_in_full(void **state)
+{
+    json_t *schema = json_loads("{\"type\":\"object\",\"properties\":{\"xs\":{\"type\":\"array\","
+                                "\"items\":{\"type\":\"integer\"}}}}", 0, NULL);
+    json_t *xs = json_array();
+    for (int i = 0; i < 200000; i++)
+        json_array_append_new(xs, json_integer(i));
+    json_t *value = json_pack("{s:o}", "xs", xs);
+    char err[256];
+    assert_true(schema_validate(schema, value, err, sizeof err));
+    json_array_append_new(xs, json_string("not a number")); /* and the last one is still looked at */
+    assert_false(schema_validate(schema, value, err, sizeof err));
+    assert_non_null(strstr(err, "arguments.xs[200000]"));
+    json_decref(schema);
+    json_decref(value);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_recursive_schema_that_would_take_exponential_time_fails_quickly),
+        cmocka_unit_test(a_large_plain_array_is_checked_in_full),
         cmocka_unit_test(each_type_accepts_its_own_kind_only),
         cmocka_unit_test(integer_accepts_whole_reals_but_not_fractions),
         cmocka_unit_test(a_type_array_accepts_any_listed_type),
