@@ -474,7 +474,7 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
         json_t *msg = batch ? json_array_get(body, i) : body;
         const char *why;
         jr_kind_t k = kinds[i] = jsonrpc_classify(msg, &why);
-        if (k == JR_REQUEST)
+        if (k == JR_REQUEST || k == JR_INVALID) /* an invalid batch item gets an error answer */
             requests++;
         else if (k == JR_NOTIFICATION)
             handle_notification(a, msg);
@@ -503,6 +503,20 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
         actor_stream_start_sse(a, s);
     for (size_t i = 0; i < n; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
+        if (kinds[i] == JR_INVALID) {
+            /* JSON-RPC 2.0: an invalid item of a batch is answered with -32600, id null, and
+             * the rest of the batch is served (only a batch can get here: the HTTP thread
+             * refuses an invalid single message) */
+            const char *why;
+            jsonrpc_classify(msg, &why);
+            char text[300];
+            snprintf(text, sizeof text, "Invalid Request: batch item %zu: %s", i, why);
+            json_t *null_id = json_null();
+            call_t *c = actor_add_call(a, s, null_id, SM_other);
+            json_decref(null_id);
+            answer_error(a, c, JSONRPC_INVALID_REQUEST, text, NULL);
+            continue;
+        }
         if (kinds[i] != JR_REQUEST)
             continue;
         const char *method = json_string_value(json_object_get(msg, "method"));

@@ -113,6 +113,24 @@ class HttpErrors(ServerTest):
         echo = [m for m in body if m["id"] == 6][0]
         self.assertEqual(echo["result"]["content"][0]["text"], "b")
 
+    def test_an_invalid_item_of_a_batch_gets_its_own_error_and_the_rest_is_served(self):
+        s = Session(self.server, version="2025-03-26")
+        r = s.post([{"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                     "params": {"name": "echo", "arguments": {"text": "served"}}},
+                    {"method": 5},
+                    {"jsonrpc": "1.0", "id": 8, "method": "ping"}])
+        self.assertEqual(r.status, 200, r.text)
+        body = r.json()
+        self.assertIsInstance(body, list)
+        self.assertEqual(len(body), 3)
+        ok = [m for m in body if m.get("id") == 7]
+        self.assertEqual(ok[0]["result"]["content"][0]["text"], "served")
+        errors = [m for m in body if m.get("id") is None]
+        self.assertEqual(len(errors), 2)
+        for e in errors:
+            self.assertEqual(e["error"]["code"], -32600)
+            self.assertIn("batch item", e["error"]["message"])
+
     def test_a_batch_of_only_notifications_gets_202(self):
         s = Session(self.server, version="2025-03-26")
         r = s.post([{"jsonrpc": "2.0", "method": "notifications/initialized"}])
