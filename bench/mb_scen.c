@@ -91,6 +91,16 @@ int mb_scen_setup(const mb_cfg_t *c, mb_target_t *t, mb_sess_t *sess, long n, mb
     return 0;
 }
 
+int mb_scen_target(mb_target_t *t, const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
+{
+    char err[512];
+    if (mb_target_parse(t, c->base, p->url, c->allow_remote, err, sizeof err) != 0) {
+        mb_result_fail(r, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- call ---- */
 
 struct mb_call_ctx {
@@ -222,12 +232,9 @@ static mb_op_t *call_next(mb_engine_t *e, mb_slot_t *s)
 
 int mb_scen_call(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
 {
-    char err[512];
     mb_target_t t;
-    if (mb_target_parse(&t, c->base, p->url, c->allow_remote, err, sizeof err) != 0) {
-        mb_result_fail(r, "%s", err);
+    if (mb_scen_target(&t, c, p, r) != 0)
         return -1;
-    }
     r->unit = "calls/s";
     mb_sess_t *sess = mb_xcalloc((size_t)c->sessions, sizeof *sess);
     int rc = -1;
@@ -285,12 +292,9 @@ static mb_op_t *hs_next(mb_engine_t *e, mb_slot_t *s)
 
 int mb_scen_handshake(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
 {
-    char err[512];
     mb_target_t t;
-    if (mb_target_parse(&t, c->base, p->url, c->allow_remote, err, sizeof err) != 0) {
-        mb_result_fail(r, "%s", err);
+    if (mb_scen_target(&t, c, p, r) != 0)
         return -1;
-    }
     r->unit = "sessions/s";
     r->sessions = 0;
     mb_engine_cfg_t ec = {
@@ -386,12 +390,9 @@ static mb_op_t *ping_next(mb_engine_t *e, mb_slot_t *s)
 
 int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
 {
-    char err[512];
     mb_target_t t;
-    if (mb_target_parse(&t, c->base, p->url, c->allow_remote, err, sizeof err) != 0) {
-        mb_result_fail(r, "%s", err);
+    if (mb_scen_target(&t, c, p, r) != 0)
         return -1;
-    }
     r->unit = "sessions/s";
     long n = c->sessions;
     bool have_rss = p->stats_url || p->pid > 0;
@@ -499,12 +500,9 @@ int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
 
 int mb_scen_wake(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
 {
-    char err[512];
     mb_target_t t;
-    if (mb_target_parse(&t, c->base, p->url, c->allow_remote, err, sizeof err) != 0) {
-        mb_result_fail(r, "%s", err);
+    if (mb_scen_target(&t, c, p, r) != 0)
         return -1;
-    }
     r->unit = "wakes/s";
     long n = c->sessions;
     mb_sess_t *sess = mb_xcalloc((size_t)n, sizeof *sess);

@@ -133,6 +133,9 @@ typedef struct mb_resume_cfg {
 } mb_resume_cfg_t;
 mb_op_t *mb_resume_op_new(mb_resume_cfg_t *rc, mb_sess_t *sess);
 
+/* A scenario's target from the peer's URL; on failure the result says why and it returns -1. */
+int mb_scen_target(mb_target_t *t, const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r);
+
 /* The report: a human table or one JSON line per result, and the A/B ratio. */
 void mb_report(const mb_cfg_t *c, const mb_result_t *r);
 void mb_report_compare(const mb_cfg_t *c, const mb_result_t *a, const mb_result_t *b);

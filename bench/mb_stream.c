@@ -213,12 +213,9 @@ static mb_op_t *trig_next(mb_engine_t *e, mb_slot_t *slot)
 
 int mb_scen_streams(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
 {
-    char err[512];
     mb_target_t t;
-    if (mb_target_parse(&t, c->base, p->url, c->allow_remote, err, sizeof err) != 0) {
-        mb_result_fail(r, "%s", err);
+    if (mb_scen_target(&t, c, p, r) != 0)
         return -1;
-    }
     r->unit = "notifications/s";
     long n = c->sessions;
     mb_sess_t *sess = mb_xcalloc((size_t)n, sizeof *sess);
@@ -566,12 +563,9 @@ static mb_op_t *resume_next(mb_engine_t *e, mb_slot_t *s)
 
 int mb_scen_resume(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
 {
-    char err[512];
     mb_target_t t;
-    if (mb_target_parse(&t, c->base, p->url, c->allow_remote, err, sizeof err) != 0) {
-        mb_result_fail(r, "%s", err);
+    if (mb_scen_target(&t, c, p, r) != 0)
         return -1;
-    }
     r->unit = "resumes/s";
     int n = c->connections;
     resume_ctx_t x;
@@ -799,14 +793,12 @@ static int parse_mix(const char *mix, int *w, char *err, size_t errlen)
 
 int mb_scen_mixed(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
 {
-    char err[512];
     mb_target_t t;
-    if (mb_target_parse(&t, c->base, p->url, c->allow_remote, err, sizeof err) != 0) {
-        mb_result_fail(r, "%s", err);
+    if (mb_scen_target(&t, c, p, r) != 0)
         return -1;
-    }
     r->unit = "ops/s";
     mixed_ctx_t x = {.c = c, .p = p, .rng = 0x9e3779b97f4a7c15ULL};
+    char err[512];
     if (parse_mix(c->mix, x.weight, err, sizeof err) != 0) {
         mb_result_fail(r, "%s", err);
         return -1;

@@ -1019,7 +1019,7 @@ static stream_t *single_active_post(actor_t *a, int *count)
 static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
 {
     const char *method = json_string_value(json_object_get(m->payload, "method"));
-    if (atomic_load(&j->cancelled) || (m->target == MCPD_TARGET_REQUEST && !j->call)) {
+    if (atomic_load(&j->cancelled)) {
         /* the call was cancelled (or the server is stopping): nothing goes to the client */
         job_reply(j, m->wait_seq, NULL, "the call was cancelled");
         return;

@@ -283,55 +283,55 @@ class CancelledCalls(unittest.TestCase):
     def tearDown(self):
         self.server.cleanup()
 
-    def start_call(self, sess, rid, args, meta=None):
-        """Sends a slow call without waiting for its response; returns the connection."""
+    def start_call(self, sess, rid, name, args):
+        """Sends a tools/call without waiting for its response; returns the connection."""
         conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=15)
-        params = {"name": "slow", "arguments": args}
-        if meta:
-            params["_meta"] = meta
         conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                                                 "params": params}), sess.headers())
+                                                 "params": {"name": name, "arguments": args}}),
+                     sess.headers())
         return conn
 
     def occupy_the_tool_thread(self, seconds):
         busy = Session(self.server)
-        conn = self.start_call(busy, 1, {"seconds": seconds, "steps": 1})
+        conn = self.start_call(busy, 1, "slow", {"seconds": seconds, "steps": 1})
         time.sleep(0.3)
         return conn
 
-    def cancel(self, sess, rid):
-        r = sess.notify("notifications/cancelled", {"requestId": rid, "reason": "test"})
+    def release(self, busy):
+        """Waits for the call that occupies the tool thread; returns its response body."""
+        body = busy.getresponse().read().decode()
+        busy.close()
+        return body
+
+    def queue_and_cancel(self, sess, name, args):
+        """Queues call 7 behind the busy tool thread and cancels it; returns its response
+        (status, Content-Type, body)."""
+        conn = self.start_call(sess, 7, name, args)
+        time.sleep(0.2)
+        r = sess.notify("notifications/cancelled", {"requestId": 7, "reason": "test"})
         self.assertEqual(r.status, 202)
+        resp = conn.getresponse()
+        out = resp.status, resp.getheader("Content-Type"), resp.read().decode()
+        conn.close()
+        return out
 
     def test_a_request_cancelled_before_its_response_started_gets_an_event_stream_that_ends(self):
         busy = self.occupy_the_tool_thread(2)
-        s = Session(self.server)
-        conn = self.start_call(s, 7, {"seconds": 0.1, "steps": 1})
-        time.sleep(0.2)
-        self.cancel(s, 7)
-        r = conn.getresponse()
-        body = r.read().decode()
-        self.assertEqual(r.status, 200, "a POST that carried a request is never answered 202")
-        self.assertEqual(r.getheader("Content-Type"), "text/event-stream")
+        status, ctype, body = self.queue_and_cancel(Session(self.server), "slow", {"seconds": 0.1, "steps": 1})
+        self.assertEqual(status, 200, "a POST that carried a request is never answered 202")
+        self.assertEqual(ctype, "text/event-stream")
         self.assertNotIn('"id":7', body.replace(" ", ""), "no response for a cancelled request")
-        self.assertIn("done after 1 steps", busy.getresponse().read().decode())
-        busy.close()
-        conn.close()
+        self.assertIn("done after 1 steps", self.release(busy))
 
     def test_a_cancelled_call_whose_job_is_still_queued_keeps_its_session_awake_until_the_job_ends(self):
         busy = self.occupy_the_tool_thread(3)
         s = Session(self.server)
-        conn = self.start_call(s, 7, {"seconds": 0.1, "steps": 1})
-        time.sleep(0.2)
-        self.cancel(s, 7)
-        conn.getresponse().read()
-        conn.close()
+        self.queue_and_cancel(s, "slow", {"seconds": 0.1, "steps": 1})
         time.sleep(2)  # past --idle-timeout: the session would hibernate if it forgot its job
         st = self.server.stats()
         self.assertEqual(st["hibernations_total"], 0)
         self.assertEqual(st["sessions_live"], 2)
-        busy.getresponse().read()
-        busy.close()
+        self.release(busy)
         deadline = time.time() + 10  # the job ran (and saw the flag); now the session may sleep
         while time.time() < deadline and self.server.stats()["hibernations_total"] < 2:
             time.sleep(0.2)
@@ -343,16 +343,8 @@ class CancelledCalls(unittest.TestCase):
         busy = self.occupy_the_tool_thread(1.5)
         s = Session(self.server, capabilities={"elicitation": {}})
         get = s.open_get()
-        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=15)
-        conn.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                                                 "params": {"name": "elicit_name", "arguments": {}}}),
-                     s.headers())
-        time.sleep(0.2)
-        self.cancel(s, 7)
-        conn.getresponse().read()
-        conn.close()
-        busy.getresponse().read()
-        busy.close()
+        self.queue_and_cancel(s, "elicit_name", {})
+        self.release(busy)
         time.sleep(0.5)  # the queued job has run, seen the flag, and asked anyway
         seen = []
         while True:
@@ -366,14 +358,9 @@ class CancelledCalls(unittest.TestCase):
     def test_deleting_a_session_whose_cancelled_job_is_still_queued_is_safe(self):
         busy = self.occupy_the_tool_thread(1.5)
         s = Session(self.server)
-        conn = self.start_call(s, 7, {"seconds": 0.1, "steps": 1})
-        time.sleep(0.2)
-        self.cancel(s, 7)
-        conn.getresponse().read()
-        conn.close()
+        self.queue_and_cancel(s, "slow", {"seconds": 0.1, "steps": 1})
         self.assertEqual(s.delete().status, 200)
-        busy.getresponse().read()
-        busy.close()
+        self.release(busy)
         time.sleep(0.5)  # the orphaned job runs and ends after its session is gone
         _, m = Session(self.server).tool("echo", {"text": "still-alive"})
         self.assertEqual(m["result"]["content"][0]["text"], "still-alive")
