@@ -41,6 +41,13 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
+/* The store accepts writes again after refusing them: alarms whose handling was refused in
+ * the meantime are below the scheduler's floor; an early hint makes it look at them again. */
+static void on_store_writable(void)
+{
+    alarms_hint(1);
+}
+
 /* Stops everything that runs, in the order that loses nothing: open streams end and requests
  * are answered first; the HTTP loops keep running until the tool pool has drained, since
  * co-located workers live on them. */
@@ -142,6 +149,7 @@ int main(int argc, char **argv)
     if (colocated)
         workers_drain_now(); /* their loops are not running yet: recovery goes first */
     alarms_start(store);
+    store_on_writable(store, on_store_writable);
     if (http_run() != 0 ||
         (g_cfg.admin_enabled &&
          admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)) {

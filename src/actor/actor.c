@@ -10,6 +10,7 @@
  */
 #include "actor/actor.h"
 
+#include "actor/refuse.h"
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -95,6 +96,12 @@ int actor_open_post_streams(const actor_t *a)
     return n;
 }
 
+store_batch_t *actor_batch(actor_t *a)
+{
+    worker_touch(a->w, a);
+    return worker_batch(a->w);
+}
+
 /* ---- stream metadata ---- */
 
 static void put_stream_meta(actor_t *a, stream_t *s)
@@ -109,7 +116,7 @@ static void put_stream_meta(actor_t *a, stream_t *s)
     char *v = streamrec_encode(&r, &vl);
     unsigned char k[KEY_STREAM_LEN];
     key_stream(k, a->sid, s->num);
-    store_batch_put(worker_batch(a->w), CF_STREAMS, k, sizeof k, v, vl);
+    store_batch_put(actor_batch(a), CF_STREAMS, k, sizeof k, v, vl);
     free(v);
 }
 
@@ -289,7 +296,7 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         id = eid;
         unsigned char k[KEY_EVENT_LEN];
         key_event(k, a->sid, s->num, s->seq);
-        store_batch_t *b = worker_batch(a->w);
+        store_batch_t *b = actor_batch(a);
         store_batch_put(b, CF_EVENTS, k, sizeof k, text, len);
         a->stored_more = true;
         s->bytes += len;
@@ -302,11 +309,11 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
             s->bytes -= old < s->bytes ? old : s->bytes;
             a->log_bytes -= old < a->log_bytes ? old : a->log_bytes;
             store_batch_delete(b, CF_EVENTS, k, sizeof k);
-            STAT_INC(events_evicted_total);
+            worker_stat_add(a->w, DS_EVENTS_EVICTED, 1);
         }
         s->last_write_ms = now_wall_ms();
         mark_dirty(s);
-        STAT_INC(events_stored_total);
+        worker_stat_add(a->w, DS_EVENTS_STORED, 1);
         if (s->num == STREAM_GET)
             actor_alarm_ensure(a, s->last_write_ms + g_cfg.event_ttl_s * 1000);
         if (a->log_bytes > (uint64_t)g_cfg.session_log_bytes)
@@ -315,6 +322,7 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
     if (into) {
         sse_frame_event(into, id, text, len);
     } else if (s->conn.gen) {
+        worker_touch(a->w, a);
         buf_t b = {0};
         sse_frame_event(&b, id, text, len);
         hmsg_t *h = hmsg_new(HM_SSE_DATA, s->conn);
@@ -336,6 +344,7 @@ static void stream_prime(actor_t *a, stream_t *s, buf_t *into)
 
 static void send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive)
 {
+    worker_touch(a->w, a); /* if the turn fails, the stream's connection is not SSE after all */
     hmsg_t *h = hmsg_new(HM_SSE_START, s->conn);
     h->status = 200;
     h->stream = s->num;
@@ -345,6 +354,8 @@ static void send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive)
         memcpy(h->session_id, a->sid, SESSION_ID_LEN + 1);
     if (body && body->len)
         h->body = buf_steal(body, &h->len);
+    if (s->num != STREAM_GET && json_array_size(s->req_ids) == 1)
+        h->req_id = json_dumps(json_array_get(s->req_ids, 0), JSON_COMPACT | JSON_ENCODE_ANY);
     worker_send_http(a->w, h);
 }
 
@@ -365,9 +376,9 @@ static void reqmap_key(actor_t *a, call_t *c, bool put)
     unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
     size_t kl = key_reqmap(k, a->sid, t, tl, c->stream->num);
     if (put)
-        store_batch_put(worker_batch(a->w), CF_REQMAP, k, kl, "", 0);
+        store_batch_put(actor_batch(a), CF_REQMAP, k, kl, "", 0);
     else
-        store_batch_delete(worker_batch(a->w), CF_REQMAP, k, kl);
+        store_batch_delete(actor_batch(a), CF_REQMAP, k, kl);
     free(k);
     free(t);
     c->mapped = put;
@@ -624,7 +635,7 @@ void actor_write_meta(actor_t *a)
     size_t len;
     char *text = jsonrpc_dump(m, &len);
     json_decref(m);
-    store_batch_put(worker_batch(a->w), CF_SESSIONS, a->sid, SESSION_ID_LEN, text, len);
+    store_batch_put(actor_batch(a), CF_SESSIONS, a->sid, SESSION_ID_LEN, text, len);
     free(text);
     a->touched_stored_ms = a->touched_ms;
 }
@@ -706,6 +717,19 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     return a;
 }
 
+/* A failed turn reset a (and its in-flight requests lost their jobs): once the store takes
+ * writes again, they are answered as after a crash, with a stored error a resuming client
+ * finds. While it refuses, reads and replays go on and this waits. */
+static void recover_after_reset(actor_t *a)
+{
+    if (!store_writable(worker_store(a->w)) || !worker_take_recover_mark(a->w, a->sid))
+        return;
+    json_t *list = actor_inflight(a);
+    if (json_array_size(list))
+        actor_recover(a, list, REFUSE_MESSAGE);
+    json_decref(list);
+}
+
 static void actor_free(actor_t *a)
 {
     REQUIRE(!a->meta_dirty); /* a freed actor on the turn's dirty list would be written later */
@@ -772,12 +796,12 @@ void actor_delete(actor_t *a)
     meta_undirty(a);
     unsigned char hi[SESSION_ID_LEN];
     key_session_upper(hi, a->sid);
-    store_batch_t *b = worker_batch(w);
+    store_batch_t *b = actor_batch(a);
     if (a->alarm_due) {
         unsigned char ak[KEY_ALARM_LEN];
         key_alarm(ak, a->alarm_due, a->sid);
         store_batch_delete(b, CF_ALARMS, ak, sizeof ak);
-        STAT_DEC(alarms_pending);
+        worker_stat_add(w, DS_ALARMS_PENDING, -1);
         a->alarm_due = 0;
     }
     if (a->stored_more) {
@@ -789,10 +813,66 @@ void actor_delete(actor_t *a)
          * tombstones, which slow later reads) */
         store_batch_delete(b, CF_SESSIONS, a->sid, SESSION_ID_LEN);
     }
-    STAT_INC(sessions_deleted_total);
-    STAT_DEC(sessions_stored);
+    worker_stat_add(w, DS_SESSIONS_DELETED, 1);
+    worker_stat_add(w, DS_SESSIONS_STORED, -1);
     log_info("session %.8s deleted", a->sid);
     worker_remove_actor(w, a);
+    actor_free(a);
+}
+
+/* The client side of a refused turn: every request still open on an attached stream gets the
+ * storage error (an SSE event without an id: it is not stored), a response that has not
+ * started gets 503. */
+static void refuse_connections(actor_t *a)
+{
+    for (stream_t *s = a->streams; s; s = s->next) {
+        if (!s->conn.gen)
+            continue;
+        if (!s->sse) {
+            const json_t *id = json_array_size(s->req_ids) == 1 ? json_array_get(s->req_ids, 0)
+                                                                : NULL;
+            hmsg_t *h = hmsg_new(HM_REPLY, s->conn);
+            h->status = 503;
+            h->content_type = "application/json";
+            h->retry_after = REFUSE_RETRY_AFTER;
+            json_t *err = refuse_error(id);
+            h->body = jsonrpc_dump(err, &h->len);
+            json_decref(err);
+            worker_send_http(a->w, h);
+        } else {
+            buf_t b = {0};
+            for (call_t *c = a->calls; c; c = c->next) {
+                if (c->stream != s)
+                    continue;
+                json_t *err = refuse_error(c->id);
+                size_t len;
+                char *text = jsonrpc_dump(err, &len);
+                sse_frame_event(&b, NULL, text, len);
+                free(text);
+                json_decref(err);
+            }
+            if (b.len) {
+                hmsg_t *h = hmsg_new(HM_SSE_DATA, s->conn);
+                h->stream = s->num;
+                h->body = buf_steal(&b, &h->len);
+                worker_send_http(a->w, h);
+            }
+            send_sse_end(a, s->conn, s->num);
+        }
+        s->conn.gen = 0;
+    }
+}
+
+void actor_reset(actor_t *a)
+{
+    refuse_connections(a);
+    orphan_jobs(a);
+    for (stream_t *s = a->streams; s; s = s->next)
+        unlink_dirty(s, false);
+    meta_undirty(a);
+    log_info("session %.8s: its writes were refused; it is reloaded from the store at its next "
+             "request (%s)", a->sid, a->calls ? "its open requests got the storage error" : "nothing was open");
+    worker_remove_actor(a->w, a);
     actor_free(a);
 }
 
@@ -1146,16 +1226,27 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
     if (out) {
         char *text = json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
         a->stored_more = true;
-        store_batch_put(worker_batch(a->w), CF_STATE, k, (size_t)kl, text, strlen(text));
+        store_batch_put(actor_batch(a), CF_STATE, k, (size_t)kl, text, strlen(text));
         free(text);
     } else {
-        store_batch_delete(worker_batch(a->w), CF_STATE, k, (size_t)kl);
+        store_batch_delete(actor_batch(a), CF_STATE, k, (size_t)kl);
     }
+    json_t *answer = out ? out : json_null();
     if (j->state_op == STATE_PUT) {
         json_decref(out);
-        job_reply(j, m->wait_seq, json_true(), NULL);
+        answer = json_true();
+    }
+    /* The handler learns the new value only once it is stored: it may tell the client. An
+     * inline handler is waiting on this very thread, so its write is committed now. */
+    if (j->inline_mode) {
+        if (worker_commit(a->w) == 0)
+            job_reply(j, m->wait_seq, answer, NULL);
+        else {
+            json_decref(answer);
+            job_reply(j, m->wait_seq, NULL, REFUSE_MESSAGE);
+        }
     } else {
-        job_reply(j, m->wait_seq, out ? out : json_null(), NULL);
+        worker_defer_reply(a->w, j, m->wait_seq, answer);
     }
 }
 
@@ -1261,6 +1352,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         wmsg_free(m);
         return;
     }
+    recover_after_reset(a);
     bool alive = true;
     switch (m->type) {
     case WM_POST:
@@ -1285,7 +1377,9 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         alive = actor_on_alarm(a, m->alarm_due);
         break;
     case WM_RECOVER:
-        actor_recover(a, m->payload);
+        actor_recover(a, m->payload,
+                      "The server restarted while this request was in flight; its result is "
+                      "lost. Send the request again.");
         break;
     default:
         break;

@@ -72,6 +72,7 @@ typedef struct actor {
     bool meta_dirty;         /* metadata to write at the end of the turn */
     bool stored_more;        /* it may have keys beyond metadata and alarm (streams, state) */
     struct actor *meta_next; /* the turn's list of actors with dirty metadata */
+    uint64_t touch_epoch;    /* worker_touch: touched since the worker's last good commit */
     int64_t idle_since_ms;   /* monotonic */
     char sid[SESSION_ID_LEN + 1];
     uint32_t tag;            /* stream-id tag (keys.h) */
@@ -126,6 +127,12 @@ void actor_stream_arm_window(actor_t *a, stream_t *s);
 /* Switches a pending POST stream to SSE now. */
 void actor_stream_start_sse(actor_t *a, stream_t *s);
 void actor_delete(actor_t *a);
+/* The turn's writes were refused (worker.h): the client side of every stream is told (an
+ * error for each request still open, 503 for a response not started), its jobs are cancelled,
+ * and a is freed without writing; its next message reloads it from the store. */
+void actor_reset(actor_t *a);
+/* The worker's turn batch, for writes on behalf of a (marks a touched: worker_touch). */
+store_batch_t *actor_batch(actor_t *a);
 /* Replies on a connection the actor does not keep (errors, 202s, DELETE). */
 void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header);
 void actor_reply_error(worker_t *w, conn_ref_t conn, int status, int code, const char *msg);
@@ -165,8 +172,11 @@ void actor_stream_finished(actor_t *a, stream_t *s);
 void actor_trim_log(actor_t *a);
 /* Handles the alarm due at `due`. Returns false when the session was deleted (a is freed). */
 bool actor_on_alarm(actor_t *a, int64_t due);
-/* Writes the restart error for requests that were in flight when the process died. */
-void actor_recover(actor_t *a, json_t *list);
+/* Writes an error for requests that were in flight when the process died (or when a failed
+ * turn reset the actor): list is [[stream, id], ...], why the error message. */
+void actor_recover(actor_t *a, json_t *list, const char *why);
+/* The session's requests in the in-flight index ([[stream, id], ...]; new array). */
+json_t *actor_inflight(actor_t *a);
 /* The sweep's re-arm decision (pure): the earliest of the session's expiry, the first
  * finished-stream expiry and the standalone stream's expiry (0 = none); SWEEP_SOON_MS after
  * now when the run hit its limit (`more`) or something already due was left. */

@@ -33,5 +33,6 @@ void hmsg_free(hmsg_t *m)
     if (!m)
         return;
     free(m->body);
+    free(m->req_id);
     free(m);
 }

@@ -96,6 +96,8 @@ typedef struct hmsg {
     const char *retry_after;       /* Retry-After header when non-NULL (static string) */
     char *body;                    /* owned, may be NULL */
     size_t len;
+    char *req_id;                  /* SSE_START of a POST stream serving one request: its id
+                                      (JSON text, owned), for an error that replaces the frame */
 } hmsg_t;
 
 hmsg_t *hmsg_new(hmsg_type_t type, conn_ref_t conn);

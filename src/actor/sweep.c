@@ -41,7 +41,7 @@ void actor_alarm_set(actor_t *a, int64_t due)
 {
     if (due == a->alarm_due)
         return;
-    store_batch_t *b = worker_batch(a->w);
+    store_batch_t *b = actor_batch(a);
     unsigned char k[KEY_ALARM_LEN];
     if (a->alarm_due) {
         key_alarm(k, a->alarm_due, a->sid);
@@ -53,9 +53,9 @@ void actor_alarm_set(actor_t *a, int64_t due)
         worker_note_alarm(a->w, due);
     }
     if (!a->alarm_due && due)
-        STAT_INC(alarms_pending);
+        worker_stat_add(a->w, DS_ALARMS_PENDING, 1);
     else if (a->alarm_due && !due)
-        STAT_DEC(alarms_pending);
+        worker_stat_add(a->w, DS_ALARMS_PENDING, -1);
     a->alarm_due = due;
     actor_persist_meta(a); /* the metadata names the key, so a wake can move it */
 }
@@ -71,7 +71,7 @@ void actor_stream_finished(actor_t *a, stream_t *s)
     int64_t expiry = s->last_write_ms + g_cfg.finished_stream_ttl_s * 1000;
     unsigned char k[KEY_EXPIRY_LEN];
     key_expiry(k, a->sid, expiry, s->num);
-    store_batch_put(worker_batch(a->w), CF_EXPIRY, k, sizeof k, "", 0);
+    store_batch_put(actor_batch(a), CF_EXPIRY, k, sizeof k, "", 0);
     a->stored_more = true;
     actor_alarm_ensure(a, expiry);
 }
@@ -126,7 +126,7 @@ static void delete_stream(actor_t *a, store_batch_t *b, const unsigned char *exp
     store_batch_delete(b, CF_STREAMS, sk, sizeof sk);
     store_batch_delete(b, CF_EXPIRY, expiry_key, KEY_EXPIRY_LEN);
     g_tombstones++;
-    STAT_INC(streams_expired_total);
+    worker_stat_add(a->w, DS_STREAMS_EXPIRED, 1);
 }
 
 /* Deletes finished streams expired by `now`; true when more are due than one run takes. */
@@ -136,7 +136,7 @@ static bool sweep_finished(actor_t *a, int64_t now, long *deleted)
     key_expiry(lo, a->sid, 0, 0);
     key_expiry(hi, a->sid, now + 1, 0);
     store_iter_t *it = store_iter_new(worker_store(a->w), CF_EXPIRY, lo, sizeof lo, hi, sizeof hi);
-    store_batch_t *b = worker_batch(a->w);
+    store_batch_t *b = actor_batch(a);
     long n = 0, in_batch = 0;
     bool more = false;
     for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
@@ -155,7 +155,9 @@ static bool sweep_finished(actor_t *a, int64_t now, long *deleted)
         delete_stream(a, b, k, num);
         n++;
         if (++in_batch == SWEEP_BATCH) {
-            worker_commit(a->w); /* bounded write batches */
+            if (worker_commit(a->w) != 0) /* bounded write batches */
+                break; /* the turn failed: it is all undone */
+            worker_touch(a->w, a);
             in_batch = 0;
         }
     }
@@ -175,9 +177,9 @@ static void sweep_standalone(actor_t *a, int64_t now)
     unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
     key_event(lo, a->sid, STREAM_GET, 0);
     key_event(hi, a->sid, STREAM_GET + 1, 0);
-    store_batch_delete_range(worker_batch(a->w), CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
+    store_batch_delete_range(actor_batch(a), CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
     g_tombstones++;
-    STAT_INC(streams_expired_total);
+    worker_stat_add(a->w, DS_STREAMS_EXPIRED, 1);
     a->log_bytes -= g->bytes < a->log_bytes ? g->bytes : a->log_bytes;
     g->bytes = 0;
     actor_stream_dirty(g);
@@ -260,7 +262,7 @@ void actor_trim_log(actor_t *a)
     key_expiry(lo, a->sid, 0, 0);
     key_session_upper(hi, a->sid);
     store_iter_t *it = store_iter_new(worker_store(a->w), CF_EXPIRY, lo, sizeof lo, hi, sizeof hi);
-    store_batch_t *b = worker_batch(a->w);
+    store_batch_t *b = actor_batch(a);
     long n = 0;
     uint64_t before = a->log_bytes;
     for (store_iter_seek_first(it); store_iter_valid(it) && a->log_bytes > target &&
@@ -274,7 +276,7 @@ void actor_trim_log(actor_t *a)
             continue;
         delete_stream(a, b, k, num); /* oldest finished first: the index is in expiry order */
         n++;
-        STAT_INC(log_trims_total);
+        worker_stat_add(a->w, DS_LOG_TRIMS, 1);
     }
     store_iter_free(it);
     if (n)
@@ -288,7 +290,29 @@ void actor_trim_log(actor_t *a)
 
 /* ---- crash recovery ---- */
 
-void actor_recover(actor_t *a, json_t *list)
+json_t *actor_inflight(actor_t *a)
+{
+    unsigned char hi[SESSION_ID_LEN];
+    key_session_upper(hi, a->sid);
+    worker_commit(a->w);
+    store_iter_t *it = store_iter_new(worker_store(a->w), CF_REQMAP, a->sid, SESSION_ID_LEN, hi,
+                                      sizeof hi);
+    json_t *list = json_array();
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl;
+        const unsigned char *k = store_iter_key(it, &kl);
+        if (kl < SESSION_ID_LEN + 10 || k[kl - 9] != 0)
+            continue;
+        json_t *id = json_parse_buf((const char *)k + SESSION_ID_LEN, kl - SESSION_ID_LEN - 9,
+                                    NULL, 0, NULL);
+        if (id)
+            json_array_append_new(list, json_pack("[I,o]", (json_int_t)key_get_u64(k + kl - 8), id));
+    }
+    store_iter_free(it);
+    return list;
+}
+
+void actor_recover(actor_t *a, json_t *list, const char *why)
 {
     size_t i;
     json_t *item;
@@ -300,7 +324,7 @@ void actor_recover(actor_t *a, json_t *list)
         size_t tl = strlen(t);
         unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
         size_t kl = key_reqmap(k, a->sid, t, tl, num);
-        store_batch_delete(worker_batch(a->w), CF_REQMAP, k, kl);
+        store_batch_delete(actor_batch(a), CF_REQMAP, k, kl);
         free(k);
         free(t);
         if (num == STREAM_GET)
@@ -308,10 +332,7 @@ void actor_recover(actor_t *a, json_t *list)
         stream_t *s = actor_load_stream(a, num);
         if (!s || s->outstanding)
             continue; /* gone, or live (never at startup) */
-        actor_stream_send(a, s, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR,
-                                              "The server restarted while this request was in "
-                                              "flight; its result is lost. Send the request again.",
-                                              NULL));
+        actor_stream_send(a, s, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, why, NULL));
     }
     /* every POST stream loaded above is over: finish it so the sweep can expire it */
     stream_t *s = a->streams;
@@ -326,8 +347,8 @@ void actor_recover(actor_t *a, json_t *list)
         }
         s = next;
     }
-    log_info("session %.8s: %zu interrupted requests answered with the restart error", a->sid,
-             json_array_size(list));
+    log_info("session %.8s: %zu interrupted requests answered with an error (%.60s...)", a->sid,
+             json_array_size(list), why);
 }
 
 long actors_recover_all(store_t *store)

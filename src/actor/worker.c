@@ -11,12 +11,15 @@
 
 #include "actor/actor.h"
 #include "actor/alarm.h"
+#include "actor/refuse.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/ptrmap.h"
 #include "core/stats.h"
 #include "http/server.h"
 #include "tools/job.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <malloc.h>
 #include <stdatomic.h>
@@ -30,7 +33,14 @@
 typedef struct outq {
     mq_node_t *first, *last;
     size_t n;
+    mq_node_t *safe; /* the last frame queued before the turn's last good commit, or NULL */
 } outq_t;
+
+typedef struct deferred {
+    job_t *job;
+    uint32_t wait_seq;
+    json_t *value;
+} deferred_t;
 
 struct worker {
     int idx;
@@ -54,6 +64,15 @@ struct worker {
     int64_t alarm_hint;    /* lowest alarm set this turn, 0 = none */
     long hibernated_since_trim;
     bool colocated;        /* runs on an HTTP thread's event_base, no thread of its own */
+    /* a failed turn (see worker_commit): what it must undo */
+    bool turn_failed;
+    uint64_t epoch;        /* advances at every good commit: actors' touch marks expire */
+    char (*touched)[SESSION_ID_LEN + 1]; /* actors touched since the last good commit */
+    size_t ntouched, cap_touched;
+    deferred_t *deferred;  /* state answers waiting for the commit */
+    size_t ndeferred, cap_deferred;
+    long long dstats[DS__COUNT]; /* store-backed counters of the uncommitted writes */
+    ptrmap_t recover;      /* hash(sid) of sessions reset by a failed turn */
 };
 
 static worker_t *W;
@@ -129,9 +148,135 @@ bool worker_admit(worker_t *w, wmsg_t *m)
     return true;
 }
 
-void worker_commit(worker_t *w)
+bool worker_turn_failed(const worker_t *w)
 {
-    store_commit(STORE, w->batch);
+    return w->turn_failed;
+}
+
+void worker_touch(worker_t *w, struct actor *a)
+{
+    if (a->touch_epoch == w->epoch)
+        return;
+    a->touch_epoch = w->epoch;
+    if (w->ntouched == w->cap_touched) {
+        w->cap_touched = w->cap_touched ? w->cap_touched * 2 : 16;
+        w->touched = xrealloc(w->touched, w->cap_touched * sizeof *w->touched);
+    }
+    memcpy(w->touched[w->ntouched++], a->sid, SESSION_ID_LEN + 1);
+}
+
+void worker_defer_reply(worker_t *w, job_t *j, uint32_t wait_seq, json_t *value)
+{
+    if (w->ndeferred == w->cap_deferred) {
+        w->cap_deferred = w->cap_deferred ? w->cap_deferred * 2 : 16;
+        w->deferred = xrealloc(w->deferred, w->cap_deferred * sizeof *w->deferred);
+    }
+    w->deferred[w->ndeferred++] = (deferred_t){j, wait_seq, value};
+}
+
+void worker_stat_add(worker_t *w, dstat_t which, long long n)
+{
+    w->dstats[which] += n;
+}
+
+static void *recover_key(const char *sid)
+{
+    return (void *)(uintptr_t)(hash_bytes(sid, SESSION_ID_LEN) | 1);
+}
+
+bool worker_take_recover_mark(worker_t *w, const char *sid)
+{
+    /* a hash collision only costs a needless scan of an empty range */
+    return w->recover.n && ptrmap_del(&w->recover, recover_key(sid)) != NULL;
+}
+
+/* Everything so far is stored: frames queued until now may go, counters count it, waiting
+ * state operations get their answers. */
+static void commit_succeeded(worker_t *w)
+{
+    for (int i = 0; i < w->n_http; i++)
+        w->out[i].safe = w->out[i].last;
+    w->epoch++;
+    w->ntouched = 0;
+    static atomic_llong *const target[DS__COUNT] = {
+        [DS_EVENTS_STORED] = &g_stats.events_stored_total,
+        [DS_EVENTS_EVICTED] = &g_stats.events_evicted_total,
+        [DS_SESSIONS_STORED] = &g_stats.sessions_stored,
+        [DS_SESSIONS_DELETED] = &g_stats.sessions_deleted_total,
+        [DS_ALARMS_PENDING] = &g_stats.alarms_pending,
+        [DS_STREAMS_EXPIRED] = &g_stats.streams_expired_total,
+        [DS_LOG_TRIMS] = &g_stats.log_trims_total,
+    };
+    for (int i = 0; i < DS__COUNT; i++) {
+        if (w->dstats[i])
+            atomic_fetch_add_explicit(target[i], w->dstats[i], memory_order_relaxed);
+        w->dstats[i] = 0;
+    }
+    for (size_t i = 0; i < w->ndeferred; i++)
+        job_reply(w->deferred[i].job, w->deferred[i].wait_seq, w->deferred[i].value, NULL);
+    w->ndeferred = 0;
+}
+
+int worker_commit(worker_t *w)
+{
+    if (w->turn_failed) {
+        /* later writes of a failed turn may build on what was lost: none of them is kept */
+        store_batch_clear(w->batch);
+        return -EIO;
+    }
+    if (store_batch_count(w->batch) && store_commit(STORE, w->batch) != 0) {
+        w->turn_failed = true;
+        return -EIO;
+    }
+    commit_succeeded(w);
+    return 0;
+}
+
+/* The end of a turn whose writes the store refused: nothing it queued after its last good
+ * commit goes out as it was (refuse.h), every actor it touched is reset, and whatever waited
+ * for the commit learns that it failed. */
+static void fail_turn(worker_t *w)
+{
+    STAT_INC(turns_refused_total);
+    for (int i = 0; i < w->n_http; i++) {
+        outq_t *q = &w->out[i];
+        mq_node_t *n = q->safe ? q->safe->next : q->first;
+        if (q->safe)
+            q->safe->next = NULL;
+        else
+            q->first = NULL;
+        q->last = q->safe;
+        while (n) {
+            mq_node_t *next = n->next;
+            q->n--;
+            hmsg_t *r = refuse_frame((hmsg_t *)n);
+            if (r)
+                worker_send_http(w, r);
+            n = next;
+        }
+    }
+    /* the list is taken first: a reset queues frames, which touches nothing new */
+    size_t n = w->ntouched;
+    char(*touched)[SESSION_ID_LEN + 1] = w->touched;
+    w->touched = NULL;
+    w->ntouched = w->cap_touched = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct actor *a = worker_find_actor(w, touched[i]);
+        if (a) {
+            ptrmap_put(&w->recover, recover_key(a->sid), (void *)1);
+            actor_reset(a);
+        }
+    }
+    free(touched);
+    for (size_t i = 0; i < w->ndeferred; i++) {
+        json_decref(w->deferred[i].value);
+        job_reply(w->deferred[i].job, w->deferred[i].wait_seq, NULL, REFUSE_MESSAGE);
+    }
+    w->ndeferred = 0;
+    memset(w->dstats, 0, sizeof w->dstats);
+    w->alarm_hint = 0;
+    w->turn_failed = false;
+    w->epoch++;
 }
 
 void worker_send_http(worker_t *w, hmsg_t *m)
@@ -156,12 +301,15 @@ void worker_turn_end(worker_t *w)
 {
     actor_flush_dirty(w);
     worker_commit(w);
+    if (w->turn_failed)
+        fail_turn(w);
     if (w->alarm_hint) {
         alarms_hint(w->alarm_hint); /* the key is committed: the scheduler can read it */
         w->alarm_hint = 0;
     }
     for (int i = 0; i < w->n_http; i++) {
         outq_t *q = &w->out[i];
+        q->safe = NULL;
         if (!q->first)
             continue;
         http_deliver((uint32_t)i, q->first, q->last, q->n);
@@ -401,6 +549,7 @@ int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_
         w->idle_timer = evtimer_new(w->base, on_idle_timer, w);
         w->nbuckets = 1024;
         w->buckets = xcalloc(w->nbuckets, sizeof *w->buckets);
+        w->epoch = 1; /* a new actor's mark (0) is never current */
         for (int s = 0; s < MBOX_SHARDS; s++)
             atomic_init(&w->mbox[s], 0);
     }
@@ -470,6 +619,9 @@ void workers_stop(void)
         store_batch_free(W[i].batch);
         free(W[i].out);
         free(W[i].buckets);
+        free(W[i].touched);
+        free(W[i].deferred);
+        ptrmap_free(&W[i].recover);
     }
     free(W);
     W = NULL;

@@ -50,8 +50,35 @@ long long workers_live_actors(void);
 /* The owning worker thread only. */
 store_t *worker_store(worker_t *w);
 store_batch_t *worker_batch(worker_t *w);
-/* Commits pending writes now: called before any read that must see them. */
-void worker_commit(worker_t *w);
+/* Commits pending writes now: called before any read that must see them. 0, or -EIO when the
+ * store refused them (or refused an earlier commit of this turn): then the whole turn fails
+ * (worker_turn_end replaces its frames, refuse.h, and resets the actors it touched). */
+int worker_commit(worker_t *w);
+/* True once a commit of the current turn failed. */
+bool worker_turn_failed(const worker_t *w);
+/* a wrote to the batch or queued a frame: if the turn fails, a is reset (freed without
+ * writing and reloaded from the store at its next message), so memory never runs ahead of
+ * the disk. */
+void worker_touch(worker_t *w, struct actor *a);
+/* The answer to a state operation, handed to the waiting handler only after the turn's
+ * commit (value stolen); if the commit fails the handler gets an error instead. */
+struct mcpd_ctx;
+void worker_defer_reply(worker_t *w, struct mcpd_ctx *j, uint32_t wait_seq, json_t *value);
+/* Counters that describe stored data change only when the writes they count are committed. */
+typedef enum {
+    DS_EVENTS_STORED,
+    DS_EVENTS_EVICTED,
+    DS_SESSIONS_STORED,
+    DS_SESSIONS_DELETED,
+    DS_ALARMS_PENDING,
+    DS_STREAMS_EXPIRED,
+    DS_LOG_TRIMS,
+    DS__COUNT
+} dstat_t;
+void worker_stat_add(worker_t *w, dstat_t which, long long n);
+/* A session reset by a failed turn has interrupted requests to answer when it is next loaded:
+ * true (and forgotten) when sid is such a session. */
+bool worker_take_recover_mark(worker_t *w, const char *sid);
 /* Queues m for its HTTP thread; sent after the turn's commit. */
 void worker_send_http(worker_t *w, hmsg_t *m);
 struct event_base *worker_base(worker_t *w);

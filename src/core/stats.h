@@ -53,6 +53,7 @@ typedef struct stats {
     atomic_llong timer_wakeups_total;
     atomic_llong store_write_batches_total;
     atomic_llong store_errors_total;
+    atomic_llong turns_refused_total; /* worker turns whose writes the store refused */
     /* per method: cumulative-free bucket counts (+1 overflow), sum of microseconds, count */
     atomic_llong latency_buckets[SM__COUNT][STATS_LATENCY_BUCKETS + 1];
     atomic_llong latency_sum_us[SM__COUNT];

@@ -81,6 +81,8 @@ static json_t *stats_json(void)
     NUM(timer_wakeups_total);
     NUM(store_write_batches_total);
     NUM(store_errors_total);
+    NUM(turns_refused_total);
+    json_object_set_new(o, "store_writable", json_boolean(store_writable(A.store)));
 #undef NUM
     json_object_set_new(o, "rss_bytes", json_integer(stats_rss_bytes()));
     json_t *rdb = json_object();
@@ -181,8 +183,12 @@ static void metrics_text(struct evbuffer *b)
     COUNTER(client_responses_unknown_total, "Client responses to unknown server requests.");
     COUNTER(store_write_batches_total, "RocksDB write batches committed.");
     COUNTER(store_errors_total, "RocksDB read or write errors.");
+    COUNTER(turns_refused_total, "Worker turns whose writes the store refused (their replies became errors).");
 #undef COUNTER
 #undef GAUGE
+    metric_value(b, "store_writable", "gauge",
+                 "1 while the store accepts writes, 0 while it refuses them (disk full, I/O error).",
+                 store_writable(A.store) ? 1 : 0);
     metric_value(b, "resident_memory_bytes", "gauge", "Resident set size of the process.",
                  stats_rss_bytes());
     metric_value(b, "rocksdb_live_data_bytes", "gauge", "RocksDB estimated live data size.",
@@ -212,7 +218,18 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     if (strcmp(path, "/healthz") == 0) {
-        send_text(req, 200, "text/plain", "ok\n");
+        char why[256], text[400];
+        int64_t since = 0;
+        if (store_write_error(A.store, why, sizeof why, &since)) {
+            /* the process runs, but requests that write are refused: a balancer should send
+             * new sessions elsewhere */
+            snprintf(text, sizeof text, "unhealthy: the store refuses writes for %lld s: %s\n",
+                     (long long)((now_wall_ms() - since) / 1000), why);
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "5");
+            send_text(req, 503, "text/plain", text);
+        } else {
+            send_text(req, 200, "text/plain", "ok\n");
+        }
     } else if (strcmp(path, "/stats") == 0) {
         json_t *o = stats_json();
         char *s = json_dumps(o, JSON_INDENT(1) | JSON_SORT_KEYS);

@@ -66,7 +66,7 @@ void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     /* every session holds one alarm while it exists: at the latest, its own expiry */
     actor_alarm_set(a, a->created_ms + g_cfg.session_ttl_s * 1000); /* persists the metadata */
     STAT_INC(sessions_created_total);
-    STAT_INC(sessions_stored);
+    worker_stat_add(w, DS_SESSIONS_STORED, 1);
     STAT_INC(requests_total[SM_initialize]);
     log_info("session %.8s created: protocol %s, client %s", a->sid, a->proto->version,
              json_string_value(json_object_get(info, "name")) ? json_string_value(json_object_get(info, "name")) : "?");
@@ -75,11 +75,11 @@ void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     s->session_header = true;
     s->outstanding = 1;
     s->dispatching = true;
-    if (g_cfg.response_mode == RESPONSE_SSE)
-        actor_stream_start_sse(a, s);
     call_t *c = actor_add_call(a, s, id, SM_initialize);
     if (m->recv_us)
         c->started_us = m->recv_us;
+    if (g_cfg.response_mode == RESPONSE_SSE)
+        actor_stream_start_sse(a, s);
     json_t *result = json_object();
     json_object_set_new(result, "protocolVersion", json_string(a->proto->version));
     json_object_set_new(result, "capabilities", registry_capabilities(reg()));
@@ -499,6 +499,23 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
     s->batch = batch;
     s->outstanding = requests;
     s->dispatching = true;
+    /* the calls join the stream before it starts: its first frame names them */
+    call_t *calls_small[16];
+    call_t **calls = n <= 16 ? calls_small : xmalloc(n * sizeof *calls);
+    for (size_t i = 0; i < n; i++) {
+        json_t *msg = batch ? json_array_get(body, i) : body;
+        calls[i] = NULL;
+        if (kinds[i] == JR_INVALID) {
+            json_t *null_id = json_null();
+            calls[i] = actor_add_call(a, s, null_id, SM_other);
+            json_decref(null_id);
+        } else if (kinds[i] == JR_REQUEST) {
+            const char *method = json_string_value(json_object_get(msg, "method"));
+            calls[i] = actor_add_call(a, s, json_object_get(msg, "id"), stats_method_of(method));
+            if (m->recv_us)
+                calls[i]->started_us = m->recv_us; /* latency counts from receipt, queueing included */
+        }
+    }
     if (g_cfg.response_mode == RESPONSE_SSE)
         actor_stream_start_sse(a, s);
     for (size_t i = 0; i < n; i++) {
@@ -511,20 +528,13 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
             jsonrpc_classify(msg, &why);
             char text[300];
             snprintf(text, sizeof text, "Invalid Request: batch item %zu: %s", i, why);
-            json_t *null_id = json_null();
-            call_t *c = actor_add_call(a, s, null_id, SM_other);
-            json_decref(null_id);
-            answer_error(a, c, JSONRPC_INVALID_REQUEST, text, NULL);
-            continue;
+            answer_error(a, calls[i], JSONRPC_INVALID_REQUEST, text, NULL);
+        } else if (kinds[i] == JR_REQUEST) {
+            dispatch_request(a, calls[i], msg);
         }
-        if (kinds[i] != JR_REQUEST)
-            continue;
-        const char *method = json_string_value(json_object_get(msg, "method"));
-        call_t *c = actor_add_call(a, s, json_object_get(msg, "id"), stats_method_of(method));
-        if (m->recv_us)
-            c->started_us = m->recv_us; /* latency counts from receipt, queueing included */
-        dispatch_request(a, c, msg);
     }
+    if (calls != calls_small)
+        free(calls);
     s->dispatching = false;
     if (!actor_stream_settle(a, s))
         actor_stream_arm_window(a, s);

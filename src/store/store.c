@@ -8,6 +8,19 @@
  * Memory is capped by a shared block cache and db_write_buffer_size (the 7.8 C API has no
  * WriteBufferManager). Durability: WAL always on; fsync per commit only with --sync, where
  * RocksDB's write groups turn concurrent worker commits into one fsync (group commit).
+ *
+ * A full disk (or any write error). RocksDB's answer to a failed write-ahead-log append is a
+ * background error: every later write is refused at once, without touching the log, until its
+ * error recovery succeeds (for ENOSPC its SstFileManager polls the free space every 5 s and
+ * resumes once a memtable's worth is free: it flushes the memtables and starts a new log). Two
+ * things would abort the process instead, because Debian's librocksdb keeps its assertions and
+ * a WritableFileWriter that saw an error asserts at its next append or flush:
+ *   - RocksDB's own info LOG, written on the same disk: a failed append there is followed by
+ *     the next message (the SstFileManager logs every 5 s). The info log is therefore kept at
+ *     FATAL (open-time header lines only); our own log says what happened.
+ *   - a flush we start (store_flush, store_flush_async) or rocksdb_close: both flush the
+ *     current WAL writer. So neither runs while writes are refused (store_writable), and a
+ *     shutdown in that state leaves the database unclosed: what was acknowledged is in the WAL.
  */
 #include "store/store.h"
 
@@ -16,15 +29,22 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <rocksdb/c.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define BLOCK_CACHE_BYTES (32ULL << 20)
 #define MEMTABLE_BUDGET_BYTES (64ULL << 20)
 #define CF_WRITE_BUFFER_BYTES (16ULL << 20)
+/* RocksDB's InfoLogLevel: header lines at open only (see the file comment). */
+#define ROCKSDB_INFO_LOG_FATAL 4
+/* How often the watcher probes a refusing store. */
+#define PROBE_INTERVAL_MS 1000
 
 static const char *const cf_names[CF__COUNT + 1] = {
     "default", "sessions", "streams", "events", "reqmap", "state", "alarms", "expiry",
@@ -40,6 +60,15 @@ struct store {
     rocksdb_writeoptions_t *wopts;
     rocksdb_readoptions_t *ropts;
     rocksdb_column_family_handle_t *cf[CF__COUNT + 1]; /* [0] is "default" */
+    /* write health: `refusing` is read lock-free on every commit; the rest under mu */
+    atomic_bool refusing;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char why[256];
+    int64_t since_ms;
+    bool watcher_running, closing;
+    pthread_t watcher;
+    void (*on_writable)(void);
 };
 
 struct store_batch {
@@ -88,6 +117,10 @@ store_t *store_open(const char *dir, bool sync, char *err, size_t errlen)
     /* quiescent means quiescent: no periodic statistics work */
     rocksdb_options_set_stats_dump_period_sec(s->opts, 0);
     rocksdb_options_set_stats_persist_period_sec(s->opts, 0);
+    /* a failed write stops all writes (background error) instead of being retried on a log
+     * writer that already failed; this is RocksDB's default, relied on here */
+    rocksdb_options_set_paranoid_checks(s->opts, 1);
+    rocksdb_options_set_info_log_level(s->opts, ROCKSDB_INFO_LOG_FATAL);
 
     s->cf_opts = rocksdb_options_create_copy(s->opts);
     rocksdb_options_set_write_buffer_size(s->cf_opts, CF_WRITE_BUFFER_BYTES);
@@ -112,6 +145,12 @@ store_t *store_open(const char *dir, bool sync, char *err, size_t errlen)
     s->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(s->wopts, sync ? 1 : 0);
     s->ropts = rocksdb_readoptions_create();
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
     return s;
 }
 
@@ -119,6 +158,20 @@ void store_close(store_t *s)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    pthread_cond_broadcast(&s->cv);
+    while (s->watcher_running) /* detached: it says when it is done with s */
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    if (!store_writable(s)) {
+        /* rocksdb_close would flush the failed log writer (an assertion abort in Debian's
+         * build). Everything acknowledged is in the write-ahead log; the next start replays
+         * it. The handles are left to the process exit. */
+        log_warn("store: writes are still refused; the database is left unclosed (its "
+                 "write-ahead log holds every acknowledged write)");
+        return;
+    }
     for (int i = 0; i <= CF__COUNT; i++)
         rocksdb_column_family_handle_destroy(s->cf[i]);
     rocksdb_close(s->db);
@@ -129,7 +182,109 @@ void store_close(store_t *s)
     rocksdb_block_based_options_destroy(s->table);
     rocksdb_cache_destroy(s->cache);
     rocksdb_env_destroy(s->env);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
     free(s);
+}
+
+/* ---- write health ---- */
+
+bool store_writable(const store_t *s)
+{
+    return !atomic_load_explicit(&((store_t *)s)->refusing, memory_order_acquire);
+}
+
+bool store_write_error(store_t *s, char *why, size_t whylen, int64_t *since_ms)
+{
+    if (store_writable(s))
+        return false;
+    pthread_mutex_lock(&s->mu);
+    snprintf(why, whylen, "%s", s->why);
+    if (since_ms)
+        *since_ms = s->since_ms;
+    pthread_mutex_unlock(&s->mu);
+    return true;
+}
+
+void store_on_writable(store_t *s, void (*fn)(void))
+{
+    s->on_writable = fn;
+}
+
+static void mark_writable(store_t *s, const char *how)
+{
+    pthread_mutex_lock(&s->mu);
+    bool changed = atomic_load(&s->refusing);
+    if (changed) {
+        atomic_store_explicit(&s->refusing, false, memory_order_release);
+        log_info("store: writes succeed again (%s) after %lld s of refusals; serving normally",
+                 how, (long long)((now_wall_ms() - s->since_ms) / 1000));
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (changed && s->on_writable)
+        s->on_writable();
+}
+
+/* One tiny write: succeeds once RocksDB has recovered from its background error. */
+static bool probe_write(store_t *s)
+{
+    static const char key[] = "mcpd-write-probe";
+    char v[24];
+    int n = snprintf(v, sizeof v, "%lld", (long long)now_wall_ms());
+    char *err = NULL;
+    rocksdb_put_cf(s->db, s->wopts, s->cf[0], key, sizeof key - 1, v, (size_t)n, &err);
+    if (err) {
+        rocksdb_free(err);
+        return false;
+    }
+    return true;
+}
+
+static void *watcher_main(void *arg)
+{
+    store_t *s = arg;
+    log_set_thread_name("store-probe");
+    pthread_mutex_lock(&s->mu);
+    while (!s->closing && atomic_load(&s->refusing)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += PROBE_INTERVAL_MS / 1000;
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        if (s->closing || !atomic_load(&s->refusing))
+            break;
+        pthread_mutex_unlock(&s->mu);
+        bool ok = probe_write(s);
+        if (ok)
+            mark_writable(s, "a probe write");
+        pthread_mutex_lock(&s->mu);
+    }
+    s->watcher_running = false;
+    pthread_cond_broadcast(&s->cv); /* store_close may wait for this */
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* A write failed: counted every time, logged once per transition, watched until it heals. */
+static void mark_refusing(store_t *s, const char *err)
+{
+    STAT_INC(store_errors_total);
+    pthread_mutex_lock(&s->mu);
+    if (!atomic_load(&s->refusing)) {
+        snprintf(s->why, sizeof s->why, "%s", err);
+        s->since_ms = now_wall_ms();
+        atomic_store_explicit(&s->refusing, true, memory_order_release);
+        log_error("store: a write failed (%s); writes are refused until the store recovers "
+                  "(requests that need a write get 503 or a -32603 error, /healthz says 503)",
+                  err);
+        if (!s->watcher_running && !s->closing &&
+            pthread_create(&s->watcher, NULL, watcher_main, s) == 0) {
+            pthread_detach(s->watcher);
+            s->watcher_running = true;
+        }
+    } else {
+        log_debug("store: write refused: %s", err);
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 store_batch_t *store_batch_new(store_t *s)
@@ -170,6 +325,11 @@ size_t store_batch_count(const store_batch_t *b)
     return (size_t)rocksdb_writebatch_count(b->wb);
 }
 
+void store_batch_clear(store_batch_t *b)
+{
+    rocksdb_writebatch_clear(b->wb);
+}
+
 int store_commit(store_t *s, store_batch_t *b)
 {
     if (rocksdb_writebatch_count(b->wb) == 0)
@@ -177,13 +337,14 @@ int store_commit(store_t *s, store_batch_t *b)
     char *err = NULL;
     rocksdb_write(s->db, s->wopts, b->wb, &err);
     rocksdb_writebatch_clear(b->wb);
-    STAT_INC(store_write_batches_total);
     if (err) {
-        log_error("store: write failed: %s", err);
+        mark_refusing(s, err);
         rocksdb_free(err);
-        STAT_INC(store_errors_total);
         return -EIO;
     }
+    STAT_INC(store_write_batches_total);
+    if (!store_writable(s))
+        mark_writable(s, "a write");
     return 0;
 }
 
@@ -312,6 +473,8 @@ uint64_t store_property_sum(store_t *s, const char *prop)
 
 int store_flush(store_t *s)
 {
+    if (!store_writable(s))
+        return -EIO; /* see the file comment: a flush now would touch the failed log writer */
     rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
     rocksdb_flushoptions_set_wait(fo, 1);
     int rc = 0;
@@ -330,6 +493,8 @@ int store_flush(store_t *s)
 
 void store_flush_async(store_t *s, store_cf_t cf)
 {
+    if (!store_writable(s))
+        return;
     rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
     rocksdb_flushoptions_set_wait(fo, 0);
     char *err = NULL;

@@ -38,8 +38,23 @@ void store_batch_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t k
 void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, size_t lol,
                               const void *hi, size_t hil);
 size_t store_batch_count(const store_batch_t *b);
-/* Writes and clears the batch. 0, or -EIO (logged and counted). */
+/* Writes and clears the batch. 0, or -EIO (counted; logged once per change of health, see
+ * store_write_health). The batch is cleared either way: what it held was not stored. */
 int store_commit(store_t *s, store_batch_t *b);
+/* Clears the batch without writing it (a turn that must not reach the store). */
+void store_batch_clear(store_batch_t *b);
+
+/* Write health. After a failed write RocksDB refuses every write (a background error) until it
+ * recovers by itself (for a full disk: once enough space is free again, checked by its
+ * SstFileManager). While refusing, a watcher thread probes with a tiny write once a second and
+ * marks the store healthy again at the first success, so /healthz turns back without traffic;
+ * no flush is ever started while refusing (a flush would touch the failed write-ahead log
+ * writer, which RocksDB's assertions turn into an abort). Any thread. */
+bool store_writable(const store_t *s);
+/* fn runs (on whichever thread noticed) each time the store accepts writes again. */
+void store_on_writable(store_t *s, void (*fn)(void));
+/* The reason writes are refused and since when (wall ms); false when writable. */
+bool store_write_error(store_t *s, char *why, size_t whylen, int64_t *since_ms);
 
 /* 0 found (*val malloc'd, caller frees), 1 not found, -EIO on error. */
 int store_get(store_t *s, store_cf_t cf, const void *k, size_t kl, char **val, size_t *vl);

@@ -25,14 +25,15 @@ LATEST = "2025-11-25"
 class Server:
     """One mcpactord process. Stop it with stop(); a restart keeps the data directory."""
 
-    def __init__(self, *flags, data_dir=None):
+    def __init__(self, *flags, data_dir=None, log_path=None):
         self.flags = list(flags)
         self.own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="mcpd-test-")
         self.proc = None
         self.port = None
         self.admin_port = None
-        self.stderr_path = os.path.join(self.data_dir, "..", os.path.basename(self.data_dir) + ".log")
+        self.stderr_path = log_path or os.path.join(self.data_dir, "..",
+                                                    os.path.basename(self.data_dir) + ".log")
         self.start()
 
     def start(self):

@@ -1,0 +1,137 @@
+/* Frames of a refused turn: see refuse.h. Any thread. */
+#include "actor/refuse.h"
+
+#include "core/buf.h"
+#include "core/jsonparse.h"
+#include "http/sse.h"
+#include "mcp/jsonrpc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+json_t *refuse_error(const json_t *id)
+{
+    return jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, REFUSE_MESSAGE, NULL);
+}
+
+static bool is_response(const json_t *msg)
+{
+    return json_is_object(msg) && jsonrpc_id_valid(json_object_get(msg, "id")) &&
+           (json_object_get(msg, "result") || json_object_get(msg, "error"));
+}
+
+/* Appends the ids of the responses in one event's data to ids. */
+static void collect_ids(json_t *ids, const char *data, size_t len)
+{
+    if (len == 0)
+        return;
+    json_t *msg = json_parse_buf(data, len, NULL, 0, NULL);
+    size_t n = json_is_array(msg) ? json_array_size(msg) : 1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *one = json_is_array(msg) ? json_array_get(msg, i) : msg;
+        if (is_response(one))
+            json_array_append(ids, json_object_get(one, "id"));
+    }
+    json_decref(msg);
+}
+
+json_t *refuse_response_ids_in_sse(const char *text, size_t len)
+{
+    json_t *ids = json_array();
+    buf_t data = {0};
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        size_t ll = (size_t)(le - p);
+        if (ll && p[ll - 1] == '\r')
+            ll--;
+        if (ll == 0) { /* the end of an event */
+            collect_ids(ids, data.p ? data.p : "", data.len);
+            data.len = 0;
+        } else if (ll >= 5 && memcmp(p, "data:", 5) == 0) {
+            size_t skip = ll > 5 && p[5] == ' ' ? 6 : 5;
+            if (data.len)
+                buf_add(&data, "\n", 1);
+            buf_add(&data, p + skip, ll - skip);
+        }
+        p = nl ? nl + 1 : end;
+    }
+    collect_ids(ids, data.p ? data.p : "", data.len); /* an unterminated last event */
+    buf_free(&data);
+    return ids;
+}
+
+/* The one request id a replaced body answers, or NULL (none, several, or not JSON-RPC). */
+static json_t *single_id(const hmsg_t *m)
+{
+    if (m->req_id)
+        return json_parse_buf(m->req_id, strlen(m->req_id), NULL, 0, NULL);
+    if (!m->body || !m->len)
+        return NULL;
+    json_t *ids;
+    if (m->type == HM_REPLY) {
+        ids = json_array();
+        collect_ids(ids, m->body, m->len);
+    } else {
+        ids = refuse_response_ids_in_sse(m->body, m->len);
+    }
+    json_t *id = json_array_size(ids) == 1 ? json_incref(json_array_get(ids, 0)) : NULL;
+    json_decref(ids);
+    return id;
+}
+
+static hmsg_t *refused_reply(hmsg_t *m)
+{
+    json_t *id = single_id(m);
+    json_t *err = refuse_error(id);
+    json_decref(id);
+    hmsg_t *r = hmsg_new(HM_REPLY, m->conn);
+    r->status = 503;
+    r->content_type = "application/json";
+    r->retry_after = REFUSE_RETRY_AFTER;
+    r->body = jsonrpc_dump(err, &r->len);
+    json_decref(err);
+    hmsg_free(m);
+    return r;
+}
+
+/* An SSE continuation: an id-less error event per response it carried, nothing else. */
+static hmsg_t *refused_sse_data(hmsg_t *m)
+{
+    json_t *ids = refuse_response_ids_in_sse(m->body ? m->body : "", m->len);
+    buf_t out = {0};
+    size_t i;
+    json_t *id;
+    json_array_foreach(ids, i, id) {
+        json_t *err = refuse_error(id);
+        size_t len;
+        char *text = jsonrpc_dump(err, &len);
+        sse_frame_event(&out, NULL, text, len);
+        free(text);
+        json_decref(err);
+    }
+    json_decref(ids);
+    if (!out.len) {
+        buf_free(&out);
+        hmsg_free(m);
+        return NULL;
+    }
+    free(m->body);
+    m->body = buf_steal(&out, &m->len);
+    return m;
+}
+
+hmsg_t *refuse_frame(hmsg_t *m)
+{
+    switch (m->type) {
+    case HM_REPLY:
+    case HM_SSE_START:
+        return refused_reply(m);
+    case HM_SSE_DATA:
+        return refused_sse_data(m);
+    case HM_SSE_END:
+        return m;
+    }
+    return m;
+}

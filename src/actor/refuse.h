@@ -1,0 +1,35 @@
+/* What a client gets instead of a turn's frames when the store refused the turn's writes.
+ * Pure functions, any thread (the worker calls them at the end of a failed turn).
+ *
+ * The rule is "stored before sent": a frame queued after the turn's last successful commit may
+ * describe something the store does not have (an event, a counter's new value, a session that
+ * was never written). None of them goes out. What replaces each:
+ *   - a complete reply (JSON, 202, a DELETE's 200) and the start of an SSE response: the
+ *     response has not started, so 503 + Retry-After with a JSON-RPC -32603 "storage
+ *     unavailable" error, echoing the request id when the replaced body names exactly one;
+ *   - more bytes of an SSE response already under way: for every JSON-RPC response among them,
+ *     an error for the same request id as an event without an id (it is not stored, so it must
+ *     not take a place in the stream's numbering); everything else in them is dropped;
+ *   - the end of a stream is kept (it promises nothing).
+ */
+#ifndef MCPD_ACTOR_REFUSE_H
+#define MCPD_ACTOR_REFUSE_H
+
+#include <jansson.h>
+
+#include "actor/msg.h"
+
+/* Seconds a refused client is asked to wait (RocksDB looks at the free space every 5 s). */
+#define REFUSE_RETRY_AFTER "5"
+#define REFUSE_MESSAGE                                                                      \
+    "Storage unavailable: the server could not store this request's effects (its disk is " \
+    "full or failing), so nothing of it was kept. Retry later."
+
+/* The JSON-RPC error a refused request gets (new reference); id may be NULL. */
+json_t *refuse_error(const json_t *id);
+/* Replaces m (which it frees) by what the client gets instead; NULL when nothing is sent. */
+hmsg_t *refuse_frame(hmsg_t *m);
+/* The ids of the JSON-RPC responses carried in SSE text (new array). */
+json_t *refuse_response_ids_in_sse(const char *text, size_t len);
+
+#endif

@@ -1,0 +1,254 @@
+"""A full disk under the real server: the data directory is a small tmpfs mounted by the test
+(CI runs as root; where mount is not permitted the tests are skipped with the reason).
+
+What must hold (stored before sent): no reply acknowledges a write the store refused; a refused
+request gets 503 + Retry-After, or a -32603 error on a stream that had started; /healthz says
+503 with the reason; what was stored still replays; when space comes back the server writes
+again without a restart; nothing acknowledged is lost across a restart; the process never
+aborts (the harness fails a test whose server does not exit 0).
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import mcptest
+
+MB = 1 << 20
+
+
+class Tmpfs:
+    """A tmpfs of `size_mb` at a fresh directory, with a filler file to take its space."""
+
+    def __init__(self, size_mb):
+        self.parent = tempfile.mkdtemp(prefix="mcpd-diskfull-")
+        self.mnt = os.path.join(self.parent, "mnt")
+        os.mkdir(self.mnt)
+        mount = mcptest.require_program("mount") if hasattr(mcptest, "require_program") else "mount"
+        r = subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", self.mnt],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            shutil.rmtree(self.parent, ignore_errors=True)
+            raise unittest.SkipTest(f"cannot mount a tmpfs here ({r.stderr.strip()}): the "
+                                    "disk-full tests need root (CI runs them as root)")
+        self.data = os.path.join(self.mnt, "data")
+        self.filler = os.path.join(self.mnt, "filler")
+
+    def free(self):
+        st = os.statvfs(self.mnt)
+        return st.f_bavail * st.f_frsize
+
+    def fill(self, leave=0):
+        """Takes all the free space, then gives `leave` bytes back."""
+        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            for size in (MB, 4096):
+                block = b"\0" * size
+                while True:
+                    try:
+                        if os.write(fd, block) < size:
+                            break
+                    except OSError:
+                        break
+        finally:
+            os.close(fd)
+        if leave:
+            size = os.path.getsize(self.filler)
+            os.truncate(self.filler, max(0, size - leave))
+
+    def release(self):
+        if os.path.exists(self.filler):
+            os.unlink(self.filler)
+
+    def cleanup(self):
+        subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+        shutil.rmtree(self.parent, ignore_errors=True)
+
+
+def counter_value(session):
+    """(status, value or None, message) of one counter call."""
+    r, m = session.tool("counter", {})
+    if r.status == 200 and m and "result" in m and not m["result"].get("isError"):
+        return r.status, int(m["result"]["content"][0]["text"]), m
+    return r.status, None, m or r.text
+
+
+class DiskFull(unittest.TestCase):
+    def setUp(self):
+        self.fs = Tmpfs(48)
+        self.addCleanup(self.fs.cleanup)
+        self.server = mcptest.Server("--response-mode", "sse", data_dir=self.fs.data,
+                                     log_path=os.path.join(self.fs.parent, "server.log"))
+        self.addCleanup(self.server.cleanup)
+
+    def fill_and_restart(self, leave):
+        """Fills the disk, leaving `leave` bytes, across a restart: RocksDB preallocates its
+        write-ahead log when it creates it (fallocate), so with space at that moment writes
+        would succeed for many megabytes; a log created on a nearly full disk fails soon."""
+        rc, _ = self.server.stop()
+        self.assertEqual(rc, 0)
+        self.fs.fill(leave=leave)
+        self.server.start()
+
+    def fill_until_refused(self, session, acked=None):
+        """Writes (notify events) until the store refuses; returns the acknowledged counter."""
+        if acked is None:
+            acked = self.peek_counter(session)
+        for _ in range(200):
+            status, value, _ = counter_value(session)
+            if value is not None:
+                self.assertEqual(value, acked + 1, "each acknowledged increment adds exactly one")
+                acked = value
+            else:
+                self.assertEqual(status, 503, f"a refused counter call answers 503: {status}")
+                return acked
+            r, _ = session.tool("notify", {"count": 200})
+            if r.status == 503:
+                continue
+        self.fail("the store never refused a write on a full disk")
+
+    def peek_counter(self, session):
+        """The counter's current value (an increment by 0 writes nothing new)."""
+        _, m = session.tool("counter", {"by": 0})
+        return int(m["result"]["content"][0]["text"])
+
+    def wait_health(self, status, timeout=30):
+        deadline = time.time() + timeout
+        r = None
+        while time.time() < deadline:
+            r = self.server.admin("/healthz")
+            if r.status == status:
+                return r
+            time.sleep(0.2)
+        self.fail(f"/healthz stayed {r.status if r else None} ({r.text if r else ''}), wanted {status}")
+
+    def test_a_full_disk_refuses_writes_without_acknowledging_them_and_recovers(self):
+        s = mcptest.Session(self.server)
+        # events the client saw while the disk had space: they must stay replayable
+        _, first = s.tool("notify", {"count": 3})
+        r = s.post({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                    "params": {"name": "notify", "arguments": {"count": 3}}})
+        seen = [e["id"] for e in r.events() if e.get("data")]
+        self.assertEqual(len(seen), 4, "three notifications and the result, each with an id")
+        self.assertEqual(self.server.admin("/healthz").status, 200)
+
+        _, m = s.tool("counter", {})
+        self.assertEqual(m["result"]["content"][0]["text"], "1")
+        self.fill_and_restart(leave=512 * 1024)
+        acked = self.fill_until_refused(s)
+        self.assertGreater(acked, 1, "writes succeed until the space is gone")
+        stored_before = self.server.stats()["events_stored_total"]
+
+        health = self.wait_health(503)
+        self.assertIn("refuses writes", health.text)
+        self.assertIn("No space left", health.text, "the reason is the store's own error")
+        self.assertEqual(health.header("retry-after"), "5")
+        st = self.server.stats()
+        self.assertFalse(st["store_writable"])
+        self.assertGreater(st["store_errors_total"], 0)
+        self.assertGreater(st["turns_refused_total"], 0)
+        metrics = self.server.admin("/metrics").text
+        self.assertIn("mcpactord_store_writable 0", metrics)
+
+        # a refused call: 503 + Retry-After and a JSON-RPC error echoing its id; not counted
+        r = s.post({"jsonrpc": "2.0", "id": "refused-1", "method": "tools/call",
+                    "params": {"name": "counter", "arguments": {}}})
+        self.assertEqual(r.status, 503, r.text)
+        self.assertEqual(r.header("retry-after"), "5")
+        body = r.json()
+        self.assertEqual(body["id"], "refused-1")
+        self.assertEqual(body["error"]["code"], -32603)
+        self.assertIn("Storage unavailable", body["error"]["message"])
+        r, _ = s.tool("notify", {"count": 50})
+        self.assertEqual(r.status, 503)
+        self.assertEqual(self.server.stats()["events_stored_total"], stored_before,
+                         "refused events are not counted as stored")
+
+        # a session created while full is not acknowledged
+        r = self.server.request("POST", {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": mcptest.LATEST, "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}},
+            headers={"Content-Type": "application/json", "Accept": mcptest.ACCEPT_BOTH})
+        self.assertEqual(r.status, 503, r.text)
+        self.assertIsNone(r.header("mcp-session-id"), "no session id for a session never stored")
+        self.assertEqual(r.json()["id"], 1)
+
+        # what was stored still replays while the disk is full
+        g = s.open_get(last_event_id=seen[0])
+        self.assertEqual(g.status, 200)
+        replayed = [e["id"] for e in g.read_until_end(timeout=5) if e.get("data")]
+        g.close()
+        self.assertEqual(replayed, seen[1:], "events after the resumed id replay from the store")
+
+        # space comes back: writes resume without a restart, and the log says so
+        self.fs.release()
+        self.wait_health(200, timeout=40)
+        self.assertIn("writes succeed again", self.server.log_tail(200000))
+        status, value, m = counter_value(s)
+        self.assertEqual(value, acked + 1, f"the first write after recovery counts once: {m}")
+        acked = value
+        self.assertTrue(self.server.stats()["store_writable"])
+
+        # after a restart nothing acknowledged is lost and stored ids still replay
+        self.server.restart()
+        status, value, m = counter_value(s)
+        self.assertEqual(value, acked + 1, f"acknowledged increments survive a restart: {m}")
+        g = s.open_get(last_event_id=seen[0])
+        replayed = [e["id"] for e in g.read_until_end(timeout=5) if e.get("data")]
+        g.close()
+        self.assertEqual(replayed, seen[1:])
+
+    def test_a_call_streaming_when_the_disk_fills_gets_an_error_and_nothing_unstored(self):
+        s = mcptest.Session(self.server)
+        other = mcptest.Session(self.server)
+        self.fill_and_restart(leave=256 * 1024)
+        rid, stream = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 6, "steps": 12},
+                                                   "_meta": {"progressToken": "p"}})
+        first = stream.next_message(timeout=5)
+        self.assertIsNotNone(first, "the call streams its progress")
+        ids_before = [first.get("id")]
+        self.fill_until_refused(other)
+        msgs = []
+        while True:
+            e = stream.next_message(timeout=10)
+            if e is None:
+                break
+            msgs.append(e)
+        stream.close()
+        final = [e for e in msgs if e["message"].get("id") == rid]
+        self.assertTrue(final, f"the call got an answer on its stream: {msgs}")
+        answer = final[-1]
+        self.assertEqual(answer["message"].get("error", {}).get("code"), -32603, answer)
+        self.assertNotIn("id", answer, "an error that could not be stored has no event id")
+        for e in msgs:
+            if "id" in e:
+                ids_before.append(e["id"])
+        # every event id the client saw is stored: after space returns, they all replay
+        self.fs.release()
+        self.wait_health(200, timeout=40)
+        g = s.open_get(last_event_id=ids_before[0])
+        if g.status == 200:
+            replayed = [e.get("id") for e in g.read_until_end(timeout=5) if e.get("data")]
+            g.close()
+            for i in ids_before[1:]:
+                self.assertIn(i, replayed, "an id the client saw replays")
+
+    def test_a_stop_while_the_disk_is_full_exits_cleanly_and_keeps_what_was_acknowledged(self):
+        s = mcptest.Session(self.server)
+        self.fill_and_restart(leave=128 * 1024)
+        acked = self.fill_until_refused(s)
+        rc, took = self.server.stop()
+        self.assertEqual(rc, 0, "no abort on a storage error: " + self.server.log_tail())
+        self.assertLess(took, 8)
+        self.fs.release()
+        self.server.start()
+        status, value, m = counter_value(s)
+        self.assertEqual(value, acked + 1, f"the acknowledged counter survives: {m}")
+
+
+if __name__ == "__main__":
+    mcptest.run()
