@@ -968,6 +968,8 @@ static void open_standalone(actor_t *a, conn_ref_t conn)
 /* Appends every stored event of stream num after `after` to out; returns the count. */
 static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
 {
+    if (after == UINT64_MAX)
+        return 0; /* nothing can follow it (and after + 1 would wrap to the stream's start) */
     worker_commit(a->w); /* this turn's events too */
     unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
     key_event(lo, a->sid, num, after + 1);

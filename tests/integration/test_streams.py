@@ -93,6 +93,17 @@ class Resume(ServerTest):
         self.assertEqual([e for e in replay if e.get("data")], [])
         g.close()
 
+    def test_a_resume_from_the_largest_seq_replays_nothing_rather_than_everything(self):
+        s = Session(self.server)
+        r, m = s.tool("slow", {"seconds": 0.1, "steps": 2}, meta={"progressToken": 1})
+        stream_id = r.events()[0]["id"].rsplit(":", 1)[0]
+        g = s.open_get(last_event_id=stream_id + ":ffffffffffffffff")
+        self.assertEqual(g.status, 200)
+        replay = g.read_until_end(5)
+        self.assertEqual([e for e in replay if e.get("data")], [],
+                         "nothing comes after the largest seq (after + 1 must not wrap to 0)")
+        g.close()
+
     def test_a_resumed_connection_on_2025_11_25_starts_with_retry_and_its_own_position(self):
         s = Session(self.server)
         r, _ = s.tool("slow", {"seconds": 0.1, "steps": 2}, meta={"progressToken": 1})
