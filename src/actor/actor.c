@@ -87,12 +87,12 @@ void actor_reply_retry(worker_t *w, conn_ref_t conn, int status, const char *msg
     worker_send_http(w, h);
 }
 
-int actor_open_post_streams(const actor_t *a)
+int actor_requests_in_flight(const actor_t *a)
 {
     int n = 0;
     for (const stream_t *s = a->streams; s; s = s->next)
-        if (s->num != STREAM_GET && s->outstanding > 0)
-            n++;
+        if (s->num != STREAM_GET)
+            n += s->outstanding;
     return n;
 }
 

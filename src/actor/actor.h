@@ -139,8 +139,8 @@ void actor_reply_error(worker_t *w, conn_ref_t conn, int status, int code, const
 /* An error reply with Retry-After (a static string). */
 void actor_reply_retry(worker_t *w, conn_ref_t conn, int status, const char *msg,
                        const char *retry_after);
-/* Unfinished POST streams (requests in flight) of the session. */
-int actor_open_post_streams(const actor_t *a);
+/* Requests of the session not answered yet (every request of a batch counts). */
+int actor_requests_in_flight(const actor_t *a);
 /* Hibernation: true when nothing is attached, running or awaited. */
 bool actor_is_idle(const actor_t *a);
 /* Writes what a wake needs and frees the actor (idle actors only). */

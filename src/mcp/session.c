@@ -485,12 +485,14 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
         actor_reply(a->w, m->conn, 202, NULL, NULL);
         goto out;
     }
-    if (actor_open_post_streams(a) >= g_cfg.max_streams) {
-        char msg[200];
+    /* every request of a batch counts: a batch is no way around the limit */
+    int in_flight = actor_requests_in_flight(a);
+    if (in_flight + requests > g_cfg.max_streams) {
+        char msg[240];
         snprintf(msg, sizeof msg,
-                 "Too Many Requests: this session has %lld requests in flight (--max-streams); "
-                 "retry when one finishes",
-                 (long long)g_cfg.max_streams);
+                 "Too Many Requests: this session has %d requests in flight and this message "
+                 "carries %d; the limit is %lld (--max-streams); retry when one finishes",
+                 in_flight, requests, (long long)g_cfg.max_streams);
         STAT_INC(limit_refusals_total);
         actor_reply_retry(a->w, m->conn, 429, msg, "1");
         goto out;

@@ -337,6 +337,25 @@ class Limits(unittest.TestCase):
             st.close()
         self.assertEqual(s.call("ping")[0].status, 200)
 
+    def test_a_batch_counts_each_of_its_requests_against_max_streams(self):
+        srv = self.server("--max-streams", "4")
+        s = Session(srv, version="2025-03-26")
+        calls = lambda n: [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(n)]
+        r = s.post(calls(5))
+        self.assertEqual(r.status, 429, "five requests in one batch are five in flight")
+        self.assertIn("carries 5", r.json()["error"]["message"])
+        r = s.post(calls(4))
+        self.assertEqual(r.status, 200)
+        self.assertEqual(sorted(m["id"] for m in r.json()), [0, 1, 2, 3])
+        # one slow call in flight leaves room for three more, not four
+        _, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 1, "steps": 2},
+                                             "_meta": {"progressToken": 1}})
+        st.next_event(5)
+        self.assertEqual(s.post(calls(4)).status, 429)
+        self.assertEqual(s.post(calls(3)).status, 200)
+        st.read_until_end(5)
+        st.close()
+
     def test_past_the_session_log_budget_the_oldest_finished_streams_go(self):
         srv = self.server("--session-log-bytes", "8192")
         s = Session(srv)
