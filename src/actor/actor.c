@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void unqueue_job(actor_t *a, job_t *j);
+static void release_queued_jobs(actor_t *a);
+
 static _Thread_local stream_t *t_dirty; /* streams whose metadata changed this turn */
 static _Thread_local actor_t *t_meta_dirty; /* actors whose metadata changed this turn */
 
@@ -568,11 +571,30 @@ void actor_drop_call(actor_t *a, call_t *c)
         job_cancel(j);
         j->detached_next = a->detached;
         a->detached = j;
+        unqueue_job(a, j);
     }
     s->outstanding--;
     json_decref(c->id);
     free(c);
     actor_stream_settle(a, s);
+}
+
+/* A cancelled job still waiting for a place ends now, without taking one. */
+static void unqueue_job(actor_t *a, job_t *j)
+{
+    for (job_t **pp = &a->jobs_queued; *pp; pp = &(*pp)->queue_next) {
+        if (*pp == j) {
+            *pp = j->queue_next;
+            if (a->jobs_queued_tail == j) {
+                a->jobs_queued_tail = NULL;
+                for (job_t *q = a->jobs_queued; q; q = q->queue_next)
+                    a->jobs_queued_tail = q;
+            }
+            j->queue_next = NULL;
+            pool_submit(j);
+            return;
+        }
+    }
 }
 
 static void drop_pending_of(actor_t *a, job_t *j)
@@ -770,6 +792,7 @@ static void orphan_jobs(actor_t *a)
             c->job = NULL;
         }
     }
+    release_queued_jobs(a);
 }
 
 static void end_connections(actor_t *a, const char *why)
@@ -882,6 +905,7 @@ static void cancel_jobs_of(actor_t *a, void *arg)
     for (call_t *c = a->calls; c; c = c->next)
         if (c->job)
             job_cancel(c->job);
+    release_queued_jobs(a); /* cancelled: they end at once, before the pool stops */
 }
 
 void actor_cancel_all_jobs(worker_t *w)
@@ -1252,6 +1276,64 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
     }
 }
 
+/* ---- the session's share of the tool pool ---- */
+
+void actor_submit_job(actor_t *a, job_t *j)
+{
+    if (a->jobs_running < g_cfg.session_jobs || workers_stopping()) {
+        /* at shutdown every job starts cancelled and ends at once: none may wait for a place
+         * the pool will not give after it stops */
+        j->counted = true;
+        a->jobs_running++;
+        pool_submit(j);
+        return;
+    }
+    j->queue_next = NULL;
+    if (a->jobs_queued_tail)
+        a->jobs_queued_tail->queue_next = j;
+    else
+        a->jobs_queued = j;
+    a->jobs_queued_tail = j;
+    log_debug("session %.8s: %d handlers running (--session-jobs); a call waits its turn", a->sid,
+              a->jobs_running);
+}
+
+static job_t *dequeue_job(actor_t *a)
+{
+    job_t *j = a->jobs_queued;
+    if (j) {
+        a->jobs_queued = j->queue_next;
+        if (!a->jobs_queued)
+            a->jobs_queued_tail = NULL;
+        j->queue_next = NULL;
+    }
+    return j;
+}
+
+/* A counted job finished: its place goes to the oldest waiting job. */
+static void job_place_freed(actor_t *a, job_t *done)
+{
+    if (!done->counted)
+        return;
+    done->counted = false;
+    a->jobs_running--;
+    job_t *next;
+    while (a->jobs_running < g_cfg.session_jobs && (next = dequeue_job(a))) {
+        next->counted = true;
+        a->jobs_running++;
+        pool_submit(next);
+    }
+}
+
+/* Jobs that never got a place go to the pool regardless (the caller cancelled them, so they
+ * end at once and come back as WM_TOOL_DONE like every other job). */
+static void release_queued_jobs(actor_t *a)
+{
+    job_t *j;
+    while ((j = dequeue_job(a)))
+        pool_submit(j);
+}
+
 static void handle_tool_msg(worker_t *w, wmsg_t *m)
 {
     job_t *j = m->job;
@@ -1266,6 +1348,7 @@ static void handle_tool_msg(worker_t *w, wmsg_t *m)
                 }
             }
             drop_pending_of(a, j);
+            job_place_freed(a, j);
             mcp_job_done(a, j);
         }
         job_free(j);

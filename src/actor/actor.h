@@ -96,6 +96,8 @@ typedef struct actor {
     call_t *calls;
     pending_t *pending;
     job_t *detached;         /* jobs still running whose call was cancelled (until done) */
+    int jobs_running;        /* jobs on the pool holding a --session-jobs place */
+    job_t *jobs_queued, *jobs_queued_tail; /* waiting for a place, oldest first */
 } actor_t;
 
 /* Worker entry points. */
@@ -141,6 +143,9 @@ void actor_reply_retry(worker_t *w, conn_ref_t conn, int status, const char *msg
                        const char *retry_after);
 /* Requests of the session not answered yet (every request of a batch counts). */
 int actor_requests_in_flight(const actor_t *a);
+/* Hands j to the tool pool, or queues it on the actor while the session runs --session-jobs
+ * handlers already (fairness: one session never holds the whole pool). */
+void actor_submit_job(actor_t *a, job_t *j);
 /* Hibernation: true when nothing is attached, running or awaited. */
 bool actor_is_idle(const actor_t *a);
 /* Writes what a wake needs and frees the actor (idle actors only). */

@@ -567,11 +567,19 @@ void workers_drain_now(void)
             on_inbox(-1, 0, &W[i]);
 }
 
+static pthread_mutex_t cancel_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cancel_cv = PTHREAD_COND_INITIALIZER;
+static int cancelled_workers;
+
 static void on_cancel_all(evutil_socket_t fd, short what, void *arg)
 {
     worker_t *w = arg;
     actor_cancel_all_jobs(w);
     worker_turn_end(w);
+    pthread_mutex_lock(&cancel_mu);
+    cancelled_workers++;
+    pthread_cond_broadcast(&cancel_cv);
+    pthread_mutex_unlock(&cancel_mu);
 }
 
 static atomic_bool g_stopping;
@@ -587,6 +595,13 @@ void workers_cancel_all(void)
     atomic_store(&g_stopping, true);
     for (int i = 0; i < NW; i++)
         event_base_once(W[i].base, -1, EV_TIMEOUT, on_cancel_all, &W[i], NULL);
+    /* wait: the pool stops next, and jobs an actor kept waiting for a place must be on it
+     * by then */
+    pthread_mutex_lock(&cancel_mu);
+    while (cancelled_workers < NW)
+        pthread_cond_wait(&cancel_cv, &cancel_mu);
+    cancelled_workers = 0;
+    pthread_mutex_unlock(&cancel_mu);
 }
 
 static void on_stop(evutil_socket_t fd, short what, void *arg)

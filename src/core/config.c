@@ -49,6 +49,9 @@ static const flag_t FLAGS[] = {
      "process may use only one CPU)"},
     {"tool-threads", "N", K_INT, OFF(tool_threads), 1, 1024,
      "tool handler threads (default 4)"},
+    {"session-jobs", "N", K_INT, OFF(session_jobs), 1, 1024,
+     "tool handlers one session may run at once; its other calls wait their turn, so one "
+     "session cannot take the whole pool (default half of --tool-threads, at least 1)"},
     {"toolset", "NAME[,NAME]", K_LIST, OFF(toolsets), 0, 0,
      "built-in toolsets to serve (default demo; '' for none: plugins only)"},
     {"plugin", "PATH.so", K_LIST, OFF(plugins), 0, 0,
@@ -70,7 +73,7 @@ static const flag_t FLAGS[] = {
     {"max-sessions", "N", K_INT, OFF(max_sessions), 1, 1LL << 40,
      "stored sessions (live or hibernated) before initialize gets 503 (default 1000000)"},
     {"max-streams", "N", K_INT, OFF(max_streams), 1, 1 << 20,
-     "requests in flight per session (open POST streams) before 429 (default 64)"},
+     "requests in flight per session (every request of a batch counts) before 429 (default 64)"},
     {"sse-buffer", "BYTES", K_INT, OFF(sse_buffer), 4096, 1LL << 32,
      "unsent bytes on one SSE connection before it is ended; the client resumes (default 8388608)"},
     {"session-log-bytes", "BYTES", K_INT, OFF(session_log_bytes), 4096, 1LL << 40,
@@ -120,6 +123,7 @@ void config_defaults(config_t *c)
     c->http_threads = 1;
     c->workers = -1; /* decided after parsing: see config_parse */
     c->tool_threads = 4;
+    c->session_jobs = -1; /* decided after parsing: half of --tool-threads */
     c->log_level = LOG_INFO;
     c->max_body = 4 * 1024 * 1024;
     c->max_headers = 16 * 1024;
@@ -315,6 +319,8 @@ int config_parse(config_t *c, int argc, char **argv)
     }
     if (c->n_toolsets == 0 && !toolset_given)
         c->toolsets[c->n_toolsets++] = xstrdup("demo");
+    if (c->session_jobs < 0)
+        c->session_jobs = c->tool_threads / 2 > 1 ? c->tool_threads / 2 : 1;
     if (c->workers < 0) {
         /* on one CPU separate worker threads only add a thread switch to every request */
         cpu_set_t set;

@@ -22,6 +22,7 @@ typedef struct config {
     int http_threads;
     int workers;
     int tool_threads;
+    int64_t session_jobs;      /* handlers one session runs at once; the rest wait on the actor */
     char *toolsets[CFG_MAX_LIST];
     int n_toolsets;
     char *plugins[CFG_MAX_LIST];
@@ -36,7 +37,7 @@ typedef struct config {
     int64_t mailbox;           /* messages queued per session */
     int64_t max_connections;   /* open client connections across HTTP threads */
     int64_t max_sessions;      /* stored sessions (live or hibernated) */
-    int64_t max_streams;       /* unfinished POST streams per session */
+    int64_t max_streams;       /* requests in flight per session */
     int64_t sse_buffer;        /* unsent bytes on one SSE connection before it is cut */
     int64_t session_log_bytes; /* event-log bytes per session before old streams are trimmed */
     int64_t page_size;         /* items per tools/list page */

@@ -124,7 +124,7 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
         job_free(j);
         return;
     }
-    pool_submit(j);
+    actor_submit_job(a, j);
 }
 
 static void do_tools_call(actor_t *a, call_t *c, json_t *params)

@@ -70,6 +70,8 @@ struct mcpd_ctx {
     /* worker only */
     struct actor *actor;
     struct call *call;
+    bool counted;                   /* holds one of its session's --session-jobs places */
+    struct mcpd_ctx *queue_next;    /* the actor's queue of jobs waiting for a place */
     struct mcpd_ctx *detached_next; /* the actor's list of jobs whose call was cancelled */
 };
 

@@ -367,6 +367,60 @@ class CancelledCalls(unittest.TestCase):
         self.assertEqual(s.post({"jsonrpc": "2.0", "id": 8, "method": "ping"}).status, 404)
 
 
+class PoolFairness(ServerTest):
+    """One session's calls cannot take the whole tool pool (--session-jobs, default half of
+    --tool-threads): another session's call starts at once. (SSE mode: each call's response
+    head comes at once, so the test can start all of them before any ends.)"""
+    SERVER_FLAGS = ("--tool-threads", "4", "--response-mode", "sse")
+
+    def test_a_busy_session_leaves_room_for_another_sessions_call(self):
+        a = Session(self.server)
+        streams = []
+        for i in range(4):
+            _, st = a.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 3, "steps": 3},
+                                                 "_meta": {"progressToken": i}})
+            streams.append(st)
+        time.sleep(0.3)  # let the pool take what it may of session a's calls
+        b = Session(self.server)
+        t0 = time.time()
+        _, m = b.tool("counter", {})
+        took = time.time() - t0
+        print(f"another session's counter took {took:.3f} s", flush=True)
+        self.assertEqual(m["result"]["content"][0]["text"], "1")
+        self.assertLess(took, 1.0, f"another session's call waited {took:.2f} s for the pool")
+        # session a's calls that waited for a place still run, each to its end
+        for st in streams:
+            msgs = [json.loads(e["data"]) for e in st.read_until_end(15) if e.get("data")]
+            st.close()
+            final = [m for m in msgs if "result" in m]
+            self.assertEqual(len(final), 1, msgs)
+            self.assertEqual(final[0]["result"]["content"][0]["text"], "done after 3 steps")
+
+    def test_calls_past_the_sessions_share_wait_and_a_cancelled_waiting_call_ends_at_once(self):
+        a = Session(self.server)
+        first = [a.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 2, "steps": 2},
+                                              "_meta": {"progressToken": i}})[1] for i in range(2)]
+        rid, waiting = a.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 2, "steps": 2},
+                                                   "_meta": {"progressToken": 9}})
+        time.sleep(0.2)
+        t0 = time.time()
+        a.notify("notifications/cancelled", {"requestId": rid})
+        waiting.read_until_end(5)
+        waiting.close()
+        self.assertLess(time.time() - t0, 1.0, "a cancelled call that waited for a place ends at once")
+        t0 = time.time()
+        _, st = a.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 0.2, "steps": 1},
+                                             "_meta": {"progressToken": 10}})
+        msgs = [json.loads(e["data"]) for e in st.read_until_end(10) if e.get("data")]
+        took = time.time() - t0
+        st.close()
+        self.assertTrue(any("result" in m for m in msgs))
+        self.assertGreater(took, 1.2, "the session's two places were taken: the call waited its turn")
+        for s in first:
+            s.read_until_end(10)
+            s.close()
+
+
 class ToolContext(ServerTest):
     """The tool context API at its edges (tests/plugin/testkit.c)."""
     SERVER_FLAGS = ("--plugin", os.path.abspath(TESTKIT), "--response-mode", "sse")
