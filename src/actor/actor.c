@@ -1356,6 +1356,7 @@ static void handle_tool_msg(worker_t *w, wmsg_t *m)
     case WM_TOOL_OUT:
         if (a)
             handle_tool_out(a, j, m);
+        job_out_done(j);
         break;
     case WM_TOOL_REQ:
         if (a)

@@ -29,6 +29,11 @@
 
 #define MBOX_SHARDS 4096
 #define TRIM_AFTER_HIBERNATIONS 256
+/* A turn that handled this many messages, or committed this many bytes, was a burst: once the
+ * worker has had no such turn for TRIM_QUIET_MS, free heap pages go back to the kernel. */
+#define BURST_MESSAGES 512
+#define BURST_BYTES (4u << 20)
+#define TRIM_QUIET_MS 1000
 
 typedef struct outq {
     mq_node_t *first, *last;
@@ -63,6 +68,8 @@ struct worker {
     int64_t idle_armed_ms; /* monotonic deadline the timer is armed for, 0 = none */
     int64_t alarm_hint;    /* lowest alarm set this turn, 0 = none */
     long hibernated_since_trim;
+    struct event *trim_timer; /* one-shot, armed only after a burst */
+    long turn_messages;
     bool colocated;        /* runs on an HTTP thread's event_base, no thread of its own */
     /* a failed turn (see worker_commit): what it must undo */
     bool turn_failed;
@@ -335,15 +342,37 @@ void worker_deliver(worker_t *w, wmsg_t *m, bool now)
         worker_push(w, m);
 }
 
+/* Memory a burst took (messages, frames, the batch, socket buffers on the HTTP threads) is
+ * freed into malloc's arenas, one per thread that allocated it, and glibc keeps most of it
+ * resident. After the burst, malloc_trim hands the free pages back. Debounced: every burst
+ * turn pushes the timer back, so a long burst trims once, at its end, and a quiet process
+ * has no timer armed. */
+static void on_trim_timer(evutil_socket_t fd, short what, void *arg)
+{
+    STAT_INC(timer_wakeups_total);
+    malloc_trim(0);
+}
+
+static void note_burst(worker_t *w, size_t batch_bytes)
+{
+    if (w->turn_messages < BURST_MESSAGES && batch_bytes < BURST_BYTES)
+        return;
+    struct timeval tv = {TRIM_QUIET_MS / 1000, (TRIM_QUIET_MS % 1000) * 1000};
+    evtimer_add(w->trim_timer, &tv);
+}
+
 static void on_inbox(evutil_socket_t fd, short what, void *arg)
 {
     worker_t *w = arg;
     mq_node_t *n = mq_take_all(&w->inbox);
+    w->turn_messages = 0;
     while (n) {
         mq_node_t *next = n->next;
         handle(w, (wmsg_t *)n);
+        w->turn_messages++;
         n = next;
     }
+    note_burst(w, store_batch_bytes(w->batch));
     worker_turn_end(w);
     if (w->stop && atomic_load(&w->inbox.depth) == 0)
         event_base_loopbreak(w->base);
@@ -547,6 +576,7 @@ int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_
         w->n_http = n_http_threads;
         w->out = xcalloc((size_t)n_http_threads, sizeof *w->out);
         w->idle_timer = evtimer_new(w->base, on_idle_timer, w);
+        w->trim_timer = evtimer_new(w->base, on_trim_timer, w);
         w->nbuckets = 1024;
         w->buckets = xcalloc(w->nbuckets, sizeof *w->buckets);
         w->epoch = 1; /* a new actor's mark (0) is never current */
@@ -628,6 +658,7 @@ void workers_stop(void)
         }
         event_free(W[i].inbox_ev);
         event_free(W[i].idle_timer);
+        event_free(W[i].trim_timer);
         if (!W[i].colocated)
             event_base_free(W[i].base);
         mq_destroy(&W[i].inbox);

@@ -45,6 +45,9 @@
 #define ROCKSDB_INFO_LOG_FATAL 4
 /* How often the watcher probes a refusing store. */
 #define PROBE_INTERVAL_MS 1000
+/* A write batch keeps its largest size as capacity: one bigger than this is replaced after its
+ * commit, so a burst does not pin megabytes per worker for the rest of the process. */
+#define BATCH_KEEP_BYTES (1u << 20)
 
 static const char *const cf_names[CF__COUNT + 1] = {
     "default", "sessions", "streams", "events", "reqmap", "state", "alarms", "expiry",
@@ -320,6 +323,13 @@ void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, s
     rocksdb_writebatch_delete_range_cf(b->wb, cfh(b->s, cf), lo, lol, hi, hil);
 }
 
+size_t store_batch_bytes(const store_batch_t *b)
+{
+    size_t size = 0;
+    rocksdb_writebatch_data(b->wb, &size);
+    return size;
+}
+
 size_t store_batch_count(const store_batch_t *b)
 {
     return (size_t)rocksdb_writebatch_count(b->wb);
@@ -336,7 +346,14 @@ int store_commit(store_t *s, store_batch_t *b)
         return 0;
     char *err = NULL;
     rocksdb_write(s->db, s->wopts, b->wb, &err);
-    rocksdb_writebatch_clear(b->wb);
+    size_t size = 0;
+    rocksdb_writebatch_data(b->wb, &size);
+    if (size > BATCH_KEEP_BYTES) {
+        rocksdb_writebatch_destroy(b->wb);
+        b->wb = rocksdb_writebatch_create();
+    } else {
+        rocksdb_writebatch_clear(b->wb);
+    }
     if (err) {
         mark_refusing(s, err);
         rocksdb_free(err);

@@ -38,6 +38,8 @@ void store_batch_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t k
 void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, size_t lol,
                               const void *hi, size_t hil);
 size_t store_batch_count(const store_batch_t *b);
+/* Bytes the batch holds. */
+size_t store_batch_bytes(const store_batch_t *b);
 /* Writes and clears the batch. 0, or -EIO (counted; logged once per change of health, see
  * store_write_health). The batch is cleared either way: what it held was not stored. */
 int store_commit(store_t *s, store_batch_t *b);

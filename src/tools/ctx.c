@@ -212,8 +212,41 @@ bool mcpd_ctx_has_progress(const mcpd_ctx_t *ctx)
     return ctx->progress_token != NULL;
 }
 
+void job_out_done(job_t *j)
+{
+    if (j->inline_mode)
+        return;
+    /* the one decrement that crosses the low mark wakes the sender; it takes the mutex, so it
+     * cannot slip in between the sender's check and its wait */
+    if (atomic_fetch_sub(&j->out_inflight, 1) - 1 == JOB_OUT_MAX / 2) {
+        pthread_mutex_lock(&j->mu);
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+    }
+}
+
+/* Waits while the worker has JOB_OUT_MAX of this handler's messages to handle. */
+static void wait_for_room(mcpd_ctx_t *ctx)
+{
+    if (atomic_load(&ctx->out_inflight) < JOB_OUT_MAX)
+        return;
+    pthread_mutex_lock(&ctx->mu);
+    while (atomic_load(&ctx->out_inflight) >= JOB_OUT_MAX && !atomic_load(&ctx->cancelled))
+        pthread_cond_wait(&ctx->cv, &ctx->mu);
+    pthread_mutex_unlock(&ctx->mu);
+}
+
 static int send_out(mcpd_ctx_t *ctx, mcpd_target_t target, json_t *msg)
 {
+    if (!ctx->inline_mode) {
+        wait_for_room(ctx);
+        if (atomic_load(&ctx->cancelled)) {
+            /* nothing of a cancelled call reaches the client: not queued either */
+            json_decref(msg);
+            return -ECANCELED;
+        }
+        atomic_fetch_add(&ctx->out_inflight, 1);
+    }
     wmsg_t *m = wmsg_new(WM_TOOL_OUT);
     m->job = ctx;
     m->payload = msg;

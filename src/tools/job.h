@@ -46,6 +46,9 @@ struct mcpd_ctx {
     json_t *progress_token; /* NULL when the call has none */
     bool inline_mode;
     atomic_bool cancelled;
+    /* messages sent (progress, logs, notifications) that the worker has not handled yet: a
+     * handler that sends faster than its session stores them waits (JOB_OUT_MAX) */
+    atomic_int out_inflight;
 
     /* handler thread only */
     double last_progress;
@@ -79,6 +82,12 @@ typedef struct mcpd_ctx job_t;
 
 job_t *job_new(job_kind_t kind, struct worker *w, const char *sid, const proto_t *proto);
 void job_free(job_t *j);
+/* Messages a handler may have in flight to its worker before mcpd_ctx_progress/log/notify
+ * wait: it bounds what a burst queues in memory (a notify of 100,000 messages). */
+#define JOB_OUT_MAX 256
+
+/* Worker side: one of the job's messages was handled (wakes a handler waiting to send). */
+void job_out_done(job_t *j);
 /* Actor side: cancel (sets the flag and wakes a waiting handler). */
 void job_cancel(job_t *j);
 /* Actor side: answer the handler's pending wait with a result (stolen) or an error message. */

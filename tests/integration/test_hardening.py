@@ -4,6 +4,7 @@ import os
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -296,6 +297,39 @@ class Limits(unittest.TestCase):
         Session(srv).tool("echo", {"text": "room again"})
         for s in held[1:] + [s4]:
             s.close()
+
+    def test_a_burst_of_notifications_is_bounded_in_memory_and_given_back_when_idle(self):
+        if any(os.environ.get(v) for v in ("ASAN_OPTIONS", "TSAN_OPTIONS")):
+            self.skipTest("RSS under a sanitizer measures the sanitizer (quarantine, shadow memory)")
+        srv = self.server("--idle-timeout", "1")
+        before = srv.stats()["rss_bytes"]
+        peak = [before]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], srv.stats()["rss_bytes"])
+                time.sleep(0.05)
+        t = threading.Thread(target=sample)
+        t.start()
+        try:
+            for _ in range(2):
+                r, m = Session(srv).tool("notify", {"count": 100000})
+                self.assertEqual(m["result"]["content"][0]["text"], "sent 100000")
+                self.assertEqual(len([e for e in r.events() if e.get("data")]), 100001,
+                                 "every notification and the result arrive")
+        finally:
+            done.set()
+            t.join()
+        # idle: the sessions hibernate and the burst's memory goes back to the kernel
+        self.assertTrue(wait_until(lambda: srv.stats()["sessions_live"] == 0, 10))
+        time.sleep(2)
+        after = srv.stats()["rss_bytes"]
+        mb = 1 << 20
+        print(f"RSS before {before / mb:.1f} MB, peak {peak[0] / mb:.1f} MB, after {after / mb:.1f} MB",
+              flush=True)
+        self.assertLess(peak[0] - before, 100 * mb, "a burst's memory is bounded")
+        self.assertLess(after - before, 24 * mb, "a burst's memory is given back once idle")
 
     def test_past_max_sessions_initialize_gets_503_until_one_is_deleted(self):
         srv = self.server("--max-sessions", "2")
