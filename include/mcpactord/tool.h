@@ -47,7 +47,10 @@ json_t *mcpd_text_content(const char *text);
 
 /* ---- tools -------------------------------------------------------------------------- */
 
-/* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error. */
+/* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error.
+ * args satisfy the tool's input_schema. Where the schema says "integer", a whole number sent as
+ * a real (2.0, which JSON Schema counts as an integer) arrives as a JSON integer, so
+ * json_integer_value reads 2; one past the 64-bit range is refused before the handler runs. */
 typedef json_t *(*mcpd_tool_fn)(mcpd_ctx_t *ctx, json_t *args, void *userdata);
 
 enum {

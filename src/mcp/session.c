@@ -150,7 +150,7 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
-    if (!schema_validate(t->input_schema, args, why, sizeof why)) {
+    if (!schema_validate_args(t->input_schema, args, why, sizeof why)) {
         char msg[400];
         snprintf(msg, sizeof msg, "Invalid arguments for tool %s: %s", t->name, why);
         json_decref(empty);

@@ -406,5 +406,47 @@ class ToolContext(ServerTest):
         st.close()
 
 
+class IntegralRealArguments(ServerTest):
+    """JSON Schema counts 2.0 as an integer: handlers read it as the integer 2 (issue 10)."""
+
+    def test_counter_by_an_integral_real_adds_it(self):
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": 2.0})[1]), "2")
+        self.assertEqual(text_of(s.tool("counter", {"by": -5.0})[1]), "-3")
+
+    def test_notify_count_3_0_sends_3(self):
+        s = Session(self.server)
+        r, m = s.tool("notify", {"count": 3.0, "target": "request"})
+        self.assertEqual(text_of(m), "sent 3")
+        logs = [x for x in r.messages() if x.get("method") == "notifications/message"]
+        self.assertEqual([x["params"]["data"] for x in logs],
+                         [{"n": 1, "of": 3}, {"n": 2, "of": 3}, {"n": 3, "of": 3}])
+
+    def test_slow_steps_2_0_takes_2_steps(self):
+        s = Session(self.server)
+        r, m = s.tool("slow", {"seconds": 0.2, "steps": 2.0}, meta={"progressToken": "t"})
+        self.assertEqual(text_of(m), "done after 2 steps")
+        progress = [x for x in r.messages() if x.get("method") == "notifications/progress"]
+        self.assertEqual([p["params"]["progress"] for p in progress], [1, 2])
+
+    def test_a_fraction_or_a_real_past_64_bits_is_still_refused(self):
+        s = Session(self.server)
+        _, m = s.tool("counter", {"by": 2.5})
+        self.assertTrue(m["result"]["isError"])
+        self.assertIn("arguments.by", text_of(m))
+        _, m = s.tool("counter", {"by": 1e19})
+        self.assertTrue(m["result"]["isError"])
+        self.assertIn("64-bit", text_of(m))
+        self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), "0")
+
+    def test_bounds_hold_for_integral_reals(self):
+        s = Session(self.server)
+        _, m = s.tool("notify", {"count": 100001.0})
+        self.assertTrue(m["result"]["isError"])
+        self.assertIn("arguments.count", text_of(m))
+        _, m = s.tool("notify", {"count": -1.0})
+        self.assertTrue(m["result"]["isError"])
+
+
 if __name__ == "__main__":
     run()
