@@ -49,24 +49,38 @@ static json_t *slow(mcpd_ctx_t *ctx, json_t *args, void *ud)
     return mcpd_text_resultf("done after %ld steps", done);
 }
 
+typedef struct counter_op {
+    json_int_t by;
+    bool overflow; /* set by counter_add, read by the handler once the update is answered */
+} counter_op_t;
+
 static json_t *counter_add(json_t *current, void *arg)
 {
-    long long by = *(long long *)arg;
-    long long v = json_is_integer(current) ? (long long)json_integer_value(current) : 0;
-    return json_integer(v + by);
+    counter_op_t *op = arg;
+    json_int_t v = json_is_integer(current) ? json_integer_value(current) : 0, sum;
+    if (__builtin_add_overflow(v, op->by, &sum)) {
+        /* signed overflow would wrap (2^63-1 + 2^63-1 = -2): keep the value, report it */
+        op->overflow = true;
+        return json_incref(current);
+    }
+    return json_integer(sum);
 }
 
 static json_t *counter(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)ud;
     json_t *byj = json_object_get(args, "by");
-    long long by = byj ? (long long)json_integer_value(byj) : 1;
-    json_t *v = mcpd_ctx_state_update(ctx, "counter", counter_add, &by);
+    counter_op_t op = {byj ? json_integer_value(byj) : 1, false};
+    json_t *v = mcpd_ctx_state_update(ctx, "counter", counter_add, &op);
     if (!v)
         return NULL; /* the error is set */
-    json_t *r = mcpd_text_resultf("%lld", (long long)json_integer_value(v));
+    long long now = (long long)json_integer_value(v);
     json_decref(v);
-    return r;
+    if (op.overflow)
+        return mcpd_error_result("counter: adding %lld to %lld would overflow a 64-bit integer; "
+                                 "the counter stays at %lld",
+                                 (long long)op.by, now, now);
+    return mcpd_text_resultf("%lld", now);
 }
 
 static json_t *elicit_name(mcpd_ctx_t *ctx, json_t *args, void *ud)

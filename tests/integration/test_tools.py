@@ -448,5 +448,29 @@ class IntegralRealArguments(ServerTest):
         self.assertTrue(m["result"]["isError"])
 
 
+class CounterOverflow(ServerTest):
+    MAX = 2**63 - 1
+
+    def test_counter_refuses_to_overflow_upwards_and_keeps_its_value(self):
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": self.MAX})[1]), str(self.MAX))
+        _, m = s.tool("counter", {"by": self.MAX})
+        self.assertTrue(m["result"].get("isError"), m)
+        self.assertIn("overflow", text_of(m))
+        _, m = s.tool("counter", {"by": 1})
+        self.assertTrue(m["result"].get("isError"), m)
+        self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), str(self.MAX))
+
+    def test_counter_refuses_to_overflow_downwards_and_keeps_its_value(self):
+        s = Session(self.server)
+        low = -self.MAX - 1
+        self.assertEqual(text_of(s.tool("counter", {"by": low})[1]), str(low))
+        _, m = s.tool("counter", {"by": -1})
+        self.assertTrue(m["result"].get("isError"), m)
+        self.assertIn("overflow", text_of(m))
+        self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), str(low))
+        self.assertEqual(text_of(s.tool("counter", {"by": self.MAX})[1]), "-1")
+
+
 if __name__ == "__main__":
     run()
