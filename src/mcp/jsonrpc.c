@@ -6,6 +6,42 @@
 
 #include <string.h>
 
+const char *jsonrpc_cstr(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s && !memchr(s, '\0', json_string_length(v)) ? s : NULL;
+}
+
+bool jsonrpc_str_is(const json_t *v, const char *s)
+{
+    const char *t = jsonrpc_cstr(v);
+    return t && strcmp(t, s) == 0;
+}
+
+void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen)
+{
+    const char *p = json_string_value(v);
+    size_t len = json_string_length(v), o = 0, i = 0;
+    if (outlen == 0)
+        return;
+    for (; p && i < len; i++) {
+        if (o + (p[i] ? 1 : 6) >= outlen)
+            break;
+        if (p[i]) {
+            out[o++] = p[i];
+        } else {
+            memcpy(out + o, "\\u0000", 6);
+            o += 6;
+        }
+    }
+    /* cut inside a character: drop its leading bytes too (they were copied one for one) */
+    while (p && i < len && i > 0 && o > 0 && ((unsigned char)p[i] & 0xc0) == 0x80) {
+        i--;
+        o--;
+    }
+    out[o] = '\0';
+}
+
 bool jsonrpc_id_valid(const json_t *id)
 {
     return id && (json_is_string(id) || json_is_integer(id));
@@ -18,7 +54,7 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
         return JR_INVALID;
     }
     const json_t *ver = json_object_get(msg, "jsonrpc");
-    if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
+    if (!jsonrpc_str_is(ver, "2.0")) {
         *why = "\"jsonrpc\" must be \"2.0\"";
         return JR_INVALID;
     }

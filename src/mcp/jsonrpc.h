@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 enum {
     JSONRPC_PARSE_ERROR = -32700,
@@ -25,6 +26,16 @@ typedef enum {
     JR_NOTIFICATION,
     JR_RESPONSE, /* result or error */
 } jr_kind_t;
+
+/* The text of a JSON string as a C string, or NULL when v is not a string or holds U+0000:
+ * read as a C string it would end at the NUL and could match a name it is not ("ping\u0000x"
+ * is not "ping"). For every client string the server compares with a name of its own. */
+const char *jsonrpc_cstr(const json_t *v);
+/* True when v is exactly the JSON string s (one holding U+0000 never is). */
+bool jsonrpc_str_is(const json_t *v, const char *s);
+/* The string v for an error message: at most outlen - 1 bytes, cut between UTF-8 characters
+ * (the message must stay valid UTF-8), a U+0000 written as \u0000. */
+void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen);
 
 /* Classifies one message; on JR_INVALID, *why says what is wrong (a static string). */
 jr_kind_t jsonrpc_classify(const json_t *msg, const char **why);

@@ -472,5 +472,87 @@ class CounterOverflow(ServerTest):
         self.assertEqual(text_of(s.tool("counter", {"by": self.MAX})[1]), "-1")
 
 
+class NulInStrings(ServerTest):
+    """U+0000 inside a string never cuts it: a name holding it matches nothing (issue 10)."""
+    SERVER_FLAGS = ("--toolset", "demo,conformance")
+
+    def test_a_method_name_holding_nul_is_method_not_found(self):
+        s = Session(self.server)
+        _, m = s.call("ping\u0000x")
+        self.assertEqual(m["error"]["code"], -32601, m)
+        self.assertEqual(m["error"]["message"], "Method not found: ping\\u0000x")
+        _, m = s.call("tools/list\u0000")
+        self.assertEqual(m["error"]["code"], -32601, m)
+
+    def test_initialize_holding_nul_is_not_initialize(self):
+        r = self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize\u0000x",
+                                         "params": {"protocolVersion": "2025-11-25", "capabilities": {}}},
+                                {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        self.assertEqual(r.status, 400, r.text)
+        self.assertIsNone(r.header("mcp-session-id"))
+
+    def test_a_jsonrpc_version_holding_nul_is_invalid(self):
+        s = Session(self.server)
+        r = s.post({"jsonrpc": "2.0\u0000", "id": 1, "method": "ping"})
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["code"], -32600)
+
+    def test_a_tool_name_holding_nul_is_an_unknown_tool(self):
+        s = Session(self.server)
+        _, m = s.tool("echo\u0000x", {"text": "hi"})
+        self.assertEqual(m["error"]["code"], -32602, m)
+        self.assertEqual(m["error"]["message"], "Unknown tool: echo\\u0000x")
+
+    def test_echo_returns_a_string_holding_nul_whole(self):
+        s = Session(self.server)
+        _, m = s.tool("echo", {"text": "a\u0000b"})
+        self.assertEqual(m["result"]["content"], [{"type": "text", "text": "a\u0000b"}])
+
+    def test_a_list_cursor_holding_nul_is_invalid(self):
+        s = Session(self.server)
+        _, m = s.call("tools/list", {"cursor": "1"})
+        self.assertIn("tools", m["result"])
+        _, m = s.call("tools/list", {"cursor": "1\u0000"})
+        self.assertEqual(m["error"]["code"], -32602, m)
+
+    def test_a_log_level_holding_nul_is_invalid_params(self):
+        s = Session(self.server)
+        _, m = s.call("logging/setLevel", {"level": "error\u0000x"})
+        self.assertEqual(m["error"]["code"], -32602, m)
+
+    def test_resource_uris_and_prompt_names_holding_nul_match_nothing(self):
+        s = Session(self.server)
+        _, m = s.call("resources/read", {"uri": "test://static-text\u0000x"})
+        self.assertEqual(m["error"]["code"], -32002, m)
+        _, m = s.call("resources/subscribe", {"uri": "test://watched-resource\u0000x"})
+        self.assertEqual(m["error"]["code"], -32002, m)
+        _, m = s.call("prompts/get", {"name": "test_simple_prompt\u0000x"})
+        self.assertEqual(m["error"]["code"], -32602, m)
+
+    def test_completion_refs_and_arguments_holding_nul_are_invalid_params(self):
+        s = Session(self.server)
+        ref = {"type": "ref/prompt", "name": "test_prompt_with_arguments"}
+        _, m = s.call("completion/complete", {"ref": ref, "argument": {"name": "arg1", "value": "pa"}})
+        self.assertEqual(m["result"]["completion"]["values"], ["paris", "park", "party"])
+        for params in ({"ref": dict(ref, type="ref/prompt\u0000"), "argument": {"name": "arg1", "value": "pa"}},
+                       {"ref": dict(ref, name=ref["name"] + "\u0000"), "argument": {"name": "arg1", "value": "pa"}},
+                       {"ref": ref, "argument": {"name": "arg1\u0000", "value": "pa"}},
+                       {"ref": ref, "argument": {"name": "arg1", "value": "pa\u0000x"}},
+                       {"ref": {"type": "ref/resource", "uri": "test://template/{id}/data\u0000"},
+                        "argument": {"name": "id", "value": "1"}}):
+            with self.subTest(params):
+                _, m = s.call("completion/complete", params)
+                self.assertEqual(m["error"]["code"], -32602, m)
+
+    def test_an_elicitation_action_holding_nul_is_not_accept(self):
+        s = Session(self.server, capabilities={"elicitation": {}})
+        _, st = s.stream_post("tools/call", {"name": "elicit_name", "arguments": {}})
+        req = st.next_message(5)
+        s.post({"jsonrpc": "2.0", "id": req["message"]["id"],
+                "result": {"action": "accept\u0000x", "content": {"name": "Ada"}}})
+        self.assertEqual(text_of(st.next_message(5)["message"]), "declined")
+        st.close()
+
+
 if __name__ == "__main__":
     run()
