@@ -42,9 +42,13 @@ void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen)
     out[o] = '\0';
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define ID_BOUND "a string of at most " STR(JSONRPC_MAX_ID_BYTES) " bytes"
+
 bool jsonrpc_id_valid(const json_t *id)
 {
-    return id && (json_is_string(id) || json_is_integer(id));
+    return json_is_integer(id) || (json_is_string(id) && json_string_length(id) <= JSONRPC_MAX_ID_BYTES);
 }
 
 jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
@@ -79,7 +83,7 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
         if (!id)
             return JR_NOTIFICATION;
         if (!jsonrpc_id_valid(id)) {
-            *why = "a request \"id\" must be a string or an integer";
+            *why = "a request \"id\" must be an integer or " ID_BOUND;
             return JR_INVALID;
         }
         return JR_REQUEST;
@@ -99,13 +103,13 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
             return JR_INVALID;
         }
         if (!id || !(jsonrpc_id_valid(id) || json_is_null(id))) {
-            *why = "an error response \"id\" must be a string, an integer or null";
+            *why = "an error response \"id\" must be an integer, null or " ID_BOUND;
             return JR_INVALID;
         }
         return JR_RESPONSE;
     }
     if (!jsonrpc_id_valid(id)) {
-        *why = "a response \"id\" must be a string or an integer";
+        *why = "a response \"id\" must be an integer or " ID_BOUND;
         return JR_INVALID;
     }
     return JR_RESPONSE;

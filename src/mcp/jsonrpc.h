@@ -20,6 +20,13 @@ enum {
     MCP_ERR_REQUEST_CANCELLED = -32800,
 };
 
+/* Bounds on request fields the server copies again and again (README, Limits). A string
+ * request id goes into the response, into its stream's record (rewritten by every turn that
+ * touches the stream) and into a reqmap key; a string progressToken into every progress
+ * notification. Integers are small anyway. */
+#define JSONRPC_MAX_ID_BYTES 256
+#define MCP_MAX_PROGRESS_TOKEN_BYTES 256
+
 typedef enum {
     JR_INVALID = -1,
     JR_REQUEST = 0,
@@ -39,7 +46,8 @@ void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen);
 
 /* Classifies one message; on JR_INVALID, *why says what is wrong (a static string). */
 jr_kind_t jsonrpc_classify(const json_t *msg, const char **why);
-/* A request id is a string or an integer (never null, a bool, a real, an object). */
+/* A request id is a string of at most JSONRPC_MAX_ID_BYTES bytes or an integer (never null, a
+ * bool, a real, an object). */
 bool jsonrpc_id_valid(const json_t *id);
 
 /* {"jsonrpc":"2.0","id":id,"result":result}; result stolen, id borrowed. */

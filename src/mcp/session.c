@@ -129,6 +129,16 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
 
 static void do_tools_call(actor_t *a, call_t *c, json_t *params)
 {
+    json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (json_is_string(tok) && json_string_length(tok) > MCP_MAX_PROGRESS_TOKEN_BYTES) {
+        /* it is copied into every progress notification: 1 MB of token, 100 steps, 100 MB */
+        char msg[120];
+        snprintf(msg, sizeof msg,
+                 "params._meta.progressToken must be an integer or a string of at most %d bytes",
+                 MCP_MAX_PROGRESS_TOKEN_BYTES);
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
+        return;
+    }
     json_t *name = json_object_get(params, "name");
     if (!json_is_string(name)) {
         answer_error(a, c, JSONRPC_INVALID_PARAMS, "tools/call needs params.name (a string)", NULL);
@@ -168,7 +178,6 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
     j->args = empty ? empty : json_incref(args);
     if (!empty)
         json_object_del(params, "arguments");
-    json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (json_is_string(tok) || json_is_integer(tok))
         j->progress_token = json_deep_copy(tok);
     STAT_INC(tool_calls_total);

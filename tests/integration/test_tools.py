@@ -554,5 +554,68 @@ class NulInStrings(ServerTest):
         st.close()
 
 
+def data_dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass  # RocksDB renames and deletes files as it goes
+    return total
+
+
+class CopiedRequestFields(ServerTest):
+    """Request fields the server copies per event or per stream write are bounded (issue 10)."""
+
+    def test_a_progress_token_over_256_bytes_is_invalid_params_and_nothing_is_stored(self):
+        s = Session(self.server)
+        _, m = s.tool("echo", {"text": "warm"})  # the session's own writes are done
+        events = self.server.stats()["events_stored_total"]
+        size = data_dir_bytes(self.server.data_dir)
+        r, m = s.tool("slow", {"seconds": 0.1, "steps": 3}, meta={"progressToken": "x" * 1_000_000})
+        self.assertIsNotNone(m, "the error echoes the request id")
+        self.assertEqual(m["error"]["code"], -32602, r.text[:300])
+        self.assertIn("256", m["error"]["message"])
+        self.assertLess(len(r.data), 4096)
+        self.assertEqual(self.server.stats()["events_stored_total"], events)
+        self.assertLess(data_dir_bytes(self.server.data_dir) - size, 256 * 1024)
+
+    def test_a_progress_token_of_256_bytes_is_carried(self):
+        s = Session(self.server)
+        tok = "t" * 256
+        r, m = s.tool("slow", {"seconds": 0.1, "steps": 2}, meta={"progressToken": tok})
+        self.assertEqual(text_of(m), "done after 2 steps")
+        progress = [x for x in r.messages() if x.get("method") == "notifications/progress"]
+        self.assertEqual([p["params"]["progressToken"] for p in progress], [tok, tok])
+
+    def test_a_request_id_over_256_bytes_gets_400(self):
+        s = Session(self.server)
+        r = s.post({"jsonrpc": "2.0", "id": "i" * 1_000_000, "method": "ping"})
+        self.assertEqual(r.status, 400)
+        body = r.json()
+        self.assertEqual(body["error"]["code"], -32600)
+        self.assertIsNone(body["id"])
+        self.assertIn("256", body["error"]["message"])
+        self.assertLess(len(r.data), 4096)
+
+    def test_a_request_id_of_256_bytes_is_served(self):
+        s = Session(self.server)
+        rid = "i" * 256
+        r = s.post({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json(), {"jsonrpc": "2.0", "id": rid, "result": {}})
+
+    def test_a_batch_item_with_a_long_id_gets_its_own_error(self):
+        s = Session(self.server, version="2025-03-26")
+        r = s.post([{"jsonrpc": "2.0", "id": "i" * 257, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 5, "method": "ping"}])
+        self.assertEqual(r.status, 200, r.text[:300])
+        body = r.json()
+        self.assertEqual(sorted([m["id"] for m in body], key=str), [5, None])
+        bad = [m for m in body if m["id"] is None][0]
+        self.assertEqual(bad["error"]["code"], -32600)
+
+
 if __name__ == "__main__":
     run()

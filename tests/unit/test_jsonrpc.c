@@ -205,6 +205,29 @@ static void only_strings_and_integers_are_valid_ids(void **state)
         json_decref(all[k]);
 }
 
+static void a_string_id_is_valid_up_to_its_bound(void **state)
+{
+    char text[JSONRPC_MAX_ID_BYTES + 2];
+    memset(text, 'i', sizeof text - 1);
+    text[sizeof text - 1] = '\0';
+    json_t *over = json_string(text);                       /* 257 bytes */
+    json_t *at = json_stringn(text, JSONRPC_MAX_ID_BYTES); /* 256 bytes */
+    assert_true(jsonrpc_id_valid(at));
+    assert_false(jsonrpc_id_valid(over));
+    json_t *req = json_pack("{s:s,s:O,s:s}", "jsonrpc", "2.0", "id", over, "method", "ping");
+    const char *why = NULL;
+    assert_int_equal(jsonrpc_classify(req, &why), JR_INVALID);
+    assert_non_null(strstr(why, "256 bytes"));
+    json_object_set(req, "id", at);
+    assert_int_equal(jsonrpc_classify(req, &why), JR_REQUEST);
+    json_t *resp = json_pack("{s:s,s:O,s:{}}", "jsonrpc", "2.0", "id", over, "result");
+    assert_int_equal(jsonrpc_classify(resp, &why), JR_INVALID);
+    json_decref(resp);
+    json_decref(req);
+    json_decref(over);
+    json_decref(at);
+}
+
 /* ---- construction ---- */
 
 static void a_result_message_carries_the_id_and_the_stolen_result(void **state)
@@ -372,6 +395,7 @@ int main(void)
         cmocka_unit_test(an_error_response_id_must_be_present_and_not_bool_or_real),
         cmocka_unit_test(a_result_response_needs_a_string_or_integer_id),
         cmocka_unit_test(only_strings_and_integers_are_valid_ids),
+        cmocka_unit_test(a_string_id_is_valid_up_to_its_bound),
         cmocka_unit_test(a_result_message_carries_the_id_and_the_stolen_result),
         cmocka_unit_test(a_result_message_with_a_null_result_carries_an_empty_object),
         cmocka_unit_test(an_error_message_has_code_message_and_data),
