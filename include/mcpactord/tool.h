@@ -10,12 +10,21 @@
  * parameter is documented "stolen" take the caller's reference in every case, success or not.
  * A stolen value crosses to another thread: the handler must keep no reference to it or to
  * any part of it (build a fresh object, or json_deep_copy what you also keep).
+ *
+ * Strings: a JSON string may hold U+0000 ("a\u0000b"). String arguments reach a handler whole:
+ * read them with json_string_value and json_string_length, and answer with mcpd_text_resultn
+ * to keep them whole (json_string_value alone, and every const char * of this API, ends at the
+ * first NUL). An embedded NUL never makes a name match: a method, tool or prompt name,
+ * resource URI, log level or completion reference holding U+0000 is unknown (-32601, -32602,
+ * -32002); a completion argument holding it is refused with -32602, since mcpd_complete_fn
+ * receives C strings.
  */
 #ifndef MCPACTORD_TOOL_H
 #define MCPACTORD_TOOL_H
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -38,16 +47,23 @@ enum {
 
 /* {"content":[{"type":"text","text":TEXT}]} */
 json_t *mcpd_text_result(const char *text);
+/* The same for the len bytes at text (UTF-8, which may hold U+0000). */
+json_t *mcpd_text_resultn(const char *text, size_t len);
 /* printf-style variant of mcpd_text_result. */
 json_t *mcpd_text_resultf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* {"content":[{"type":"text","text":...}],"isError":true}: a tool-level failure the model sees. */
 json_t *mcpd_error_result(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* {"type":"text","text":TEXT}, for building content arrays by hand. */
 json_t *mcpd_text_content(const char *text);
+/* The same for the len bytes at text (UTF-8, which may hold U+0000). */
+json_t *mcpd_text_contentn(const char *text, size_t len);
 
 /* ---- tools -------------------------------------------------------------------------- */
 
-/* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error. */
+/* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error.
+ * args satisfy the tool's input_schema. Where the schema says "integer", a whole number sent as
+ * a real (2.0, which JSON Schema counts as an integer) arrives as a JSON integer, so
+ * json_integer_value reads 2; one past the 64-bit range is refused before the handler runs. */
 typedef json_t *(*mcpd_tool_fn)(mcpd_ctx_t *ctx, json_t *args, void *userdata);
 
 enum {

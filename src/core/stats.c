@@ -33,6 +33,8 @@ _Static_assert(sizeof method_names / sizeof method_names[0] == SM__COUNT, "metho
 
 stats_method_t stats_method_of(const char *method)
 {
+    if (!method)
+        return SM_other;
     if (strncmp(method, "notifications/", 14) == 0)
         return SM_notification;
     for (int i = 0; i < SM_notification; i++) {

@@ -67,7 +67,8 @@ extern stats_t g_stats;
 #define STAT_DEC(f) atomic_fetch_sub_explicit(&g_stats.f, 1, memory_order_relaxed)
 #define STAT_GET(f) atomic_load_explicit(&g_stats.f, memory_order_relaxed)
 
-/* Maps a method name to its counter slot. */
+/* Maps a method name to its counter slot; NULL (a name that holds U+0000, see jsonrpc_cstr)
+ * is "other". */
 stats_method_t stats_method_of(const char *method);
 const char *stats_method_name(stats_method_t m);
 void stats_count_status(int status);

@@ -527,8 +527,7 @@ static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_ini
             /* an invalid item gets its own -32600 in the batch's answer (the actor's part);
              * the valid ones are served */
             json_t *m = json_array_get(body, i);
-            const char *method = json_string_value(json_object_get(m, "method"));
-            if (method && strcmp(method, "initialize") == 0) {
+            if (jsonrpc_str_is(json_object_get(m, "method"), "initialize")) {
                 reply_error(req, 400, JSONRPC_INVALID_REQUEST,
                             "Invalid Request: initialize must not be part of a batch", NULL);
                 return false;
@@ -543,8 +542,7 @@ static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_ini
         reply_error(req, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
         return false;
     }
-    const char *method = json_string_value(json_object_get(body, "method"));
-    if (method && strcmp(method, "initialize") == 0) {
+    if (jsonrpc_str_is(json_object_get(body, "method"), "initialize")) {
         if (k != JR_REQUEST) {
             reply_error(req, 400, JSONRPC_INVALID_REQUEST,
                         "Invalid Request: initialize must be a request (with an id)", NULL);

@@ -6,9 +6,49 @@
 
 #include <string.h>
 
+const char *jsonrpc_cstr(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s && !memchr(s, '\0', json_string_length(v)) ? s : NULL;
+}
+
+bool jsonrpc_str_is(const json_t *v, const char *s)
+{
+    const char *t = jsonrpc_cstr(v);
+    return t && strcmp(t, s) == 0;
+}
+
+void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen)
+{
+    const char *p = json_string_value(v);
+    size_t len = json_string_length(v), o = 0, i = 0;
+    if (outlen == 0)
+        return;
+    for (; p && i < len; i++) {
+        if (o + (p[i] ? 1 : 6) >= outlen)
+            break;
+        if (p[i]) {
+            out[o++] = p[i];
+        } else {
+            memcpy(out + o, "\\u0000", 6);
+            o += 6;
+        }
+    }
+    /* cut inside a character: drop its leading bytes too (they were copied one for one) */
+    while (p && i < len && i > 0 && o > 0 && ((unsigned char)p[i] & 0xc0) == 0x80) {
+        i--;
+        o--;
+    }
+    out[o] = '\0';
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define ID_BOUND "a string of at most " STR(JSONRPC_MAX_ID_BYTES) " bytes"
+
 bool jsonrpc_id_valid(const json_t *id)
 {
-    return id && (json_is_string(id) || json_is_integer(id));
+    return json_is_integer(id) || (json_is_string(id) && json_string_length(id) <= JSONRPC_MAX_ID_BYTES);
 }
 
 jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
@@ -18,7 +58,7 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
         return JR_INVALID;
     }
     const json_t *ver = json_object_get(msg, "jsonrpc");
-    if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0) {
+    if (!jsonrpc_str_is(ver, "2.0")) {
         *why = "\"jsonrpc\" must be \"2.0\"";
         return JR_INVALID;
     }
@@ -43,7 +83,7 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
         if (!id)
             return JR_NOTIFICATION;
         if (!jsonrpc_id_valid(id)) {
-            *why = "a request \"id\" must be a string or an integer";
+            *why = "a request \"id\" must be an integer or " ID_BOUND;
             return JR_INVALID;
         }
         return JR_REQUEST;
@@ -63,13 +103,13 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
             return JR_INVALID;
         }
         if (!id || !(jsonrpc_id_valid(id) || json_is_null(id))) {
-            *why = "an error response \"id\" must be a string, an integer or null";
+            *why = "an error response \"id\" must be an integer, null or " ID_BOUND;
             return JR_INVALID;
         }
         return JR_RESPONSE;
     }
     if (!jsonrpc_id_valid(id)) {
-        *why = "a response \"id\" must be a string or an integer";
+        *why = "a response \"id\" must be an integer or " ID_BOUND;
         return JR_INVALID;
     }
     return JR_RESPONSE;

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 enum {
     JSONRPC_PARSE_ERROR = -32700,
@@ -19,6 +20,13 @@ enum {
     MCP_ERR_REQUEST_CANCELLED = -32800,
 };
 
+/* Bounds on request fields the server copies again and again (README, Limits). A string
+ * request id goes into the response, into its stream's record (rewritten by every turn that
+ * touches the stream) and into a reqmap key; a string progressToken into every progress
+ * notification. Integers are small anyway. */
+#define JSONRPC_MAX_ID_BYTES 256
+#define MCP_MAX_PROGRESS_TOKEN_BYTES 256
+
 typedef enum {
     JR_INVALID = -1,
     JR_REQUEST = 0,
@@ -26,9 +34,20 @@ typedef enum {
     JR_RESPONSE, /* result or error */
 } jr_kind_t;
 
+/* The text of a JSON string as a C string, or NULL when v is not a string or holds U+0000:
+ * read as a C string it would end at the NUL and could match a name it is not ("ping\u0000x"
+ * is not "ping"). For every client string the server compares with a name of its own. */
+const char *jsonrpc_cstr(const json_t *v);
+/* True when v is exactly the JSON string s (one holding U+0000 never is). */
+bool jsonrpc_str_is(const json_t *v, const char *s);
+/* The string v for an error message: at most outlen - 1 bytes, cut between UTF-8 characters
+ * (the message must stay valid UTF-8), a U+0000 written as \u0000. */
+void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen);
+
 /* Classifies one message; on JR_INVALID, *why says what is wrong (a static string). */
 jr_kind_t jsonrpc_classify(const json_t *msg, const char **why);
-/* A request id is a string or an integer (never null, a bool, a real, an object). */
+/* A request id is a string of at most JSONRPC_MAX_ID_BYTES bytes or an integer (never null, a
+ * bool, a real, an object). */
 bool jsonrpc_id_valid(const json_t *id);
 
 /* {"jsonrpc":"2.0","id":id,"result":result}; result stolen, id borrowed. */

@@ -59,7 +59,7 @@ void mcp_handle_initialize(worker_t *w, wmsg_t *m)
         return;
     }
     actor_t *a = actor_create(w, m->sid);
-    a->proto = proto_negotiate(json_string_value(pv));
+    a->proto = proto_negotiate(jsonrpc_cstr(pv)); /* one holding U+0000 is unknown: the latest */
     a->client_caps = caps ? json_incref(caps) : json_object();
     a->client_info = info ? json_incref(info) : NULL;
     snprintf(a->auth_name, sizeof a->auth_name, "%s", m->auth_name);
@@ -96,8 +96,8 @@ void mcp_handle_initialize(worker_t *w, wmsg_t *m)
 static const char *cursor_of(json_t *params, bool *bad)
 {
     json_t *c = json_object_get(params, "cursor");
-    *bad = c && !json_is_string(c);
-    return json_string_value(c);
+    *bad = c && !jsonrpc_cstr(c);
+    return jsonrpc_cstr(c);
 }
 
 static void do_list(actor_t *a, call_t *c, json_t *params, list_kind_t kind)
@@ -129,15 +129,27 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
 
 static void do_tools_call(actor_t *a, call_t *c, json_t *params)
 {
+    json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (json_is_string(tok) && json_string_length(tok) > MCP_MAX_PROGRESS_TOKEN_BYTES) {
+        /* it is copied into every progress notification: 1 MB of token, 100 steps, 100 MB */
+        char msg[120];
+        snprintf(msg, sizeof msg,
+                 "params._meta.progressToken must be an integer or a string of at most %d bytes",
+                 MCP_MAX_PROGRESS_TOKEN_BYTES);
+        answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
+        return;
+    }
     json_t *name = json_object_get(params, "name");
     if (!json_is_string(name)) {
         answer_error(a, c, JSONRPC_INVALID_PARAMS, "tools/call needs params.name (a string)", NULL);
         return;
     }
-    const tool_t *t = registry_find_tool(reg(), json_string_value(name));
+    const char *tname = jsonrpc_cstr(name);
+    const tool_t *t = tname ? registry_find_tool(reg(), tname) : NULL;
     if (!t) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "Unknown tool: %.200s", json_string_value(name));
+        char quoted[201], msg[300];
+        jsonrpc_quote_name(name, quoted, sizeof quoted);
+        snprintf(msg, sizeof msg, "Unknown tool: %s", quoted);
         answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
         return;
     }
@@ -150,7 +162,7 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
-    if (!schema_validate(t->input_schema, args, why, sizeof why)) {
+    if (!schema_validate_args(t->input_schema, args, why, sizeof why)) {
         char msg[400];
         snprintf(msg, sizeof msg, "Invalid arguments for tool %s: %s", t->name, why);
         json_decref(empty);
@@ -166,11 +178,17 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
     j->args = empty ? empty : json_incref(args);
     if (!empty)
         json_object_del(params, "arguments");
-    json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
     if (json_is_string(tok) || json_is_integer(tok))
         j->progress_token = json_deep_copy(tok);
     STAT_INC(tool_calls_total);
     start_job(a, c, j, (t->flags & MCPD_TOOL_NONBLOCKING) != 0);
+}
+
+/* The resource a URI names; NULL for none, and for a URI holding U+0000 (uri NULL). */
+static const resource_t *find_resource(const char *uri, json_t **vars)
+{
+    *vars = NULL;
+    return uri ? registry_find_resource(reg(), uri, vars) : NULL;
 }
 
 static void do_resources_read(actor_t *a, call_t *c, json_t *params)
@@ -181,7 +199,7 @@ static void do_resources_read(actor_t *a, call_t *c, json_t *params)
         return;
     }
     json_t *vars;
-    const resource_t *r = registry_find_resource(reg(), json_string_value(uri), &vars);
+    const resource_t *r = find_resource(jsonrpc_cstr(uri), &vars);
     if (!r) {
         answer_error(a, c, MCP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
                      json_pack("{s:O}", "uri", uri));
@@ -202,7 +220,7 @@ static void do_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
         return;
     }
     json_t *vars;
-    const resource_t *r = registry_find_resource(reg(), json_string_value(uri), &vars);
+    const resource_t *r = find_resource(jsonrpc_cstr(uri), &vars);
     json_decref(vars);
     if (!r) {
         answer_error(a, c, MCP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
@@ -227,7 +245,7 @@ static void do_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
 static void do_prompts_get(actor_t *a, call_t *c, json_t *params)
 {
     json_t *name = json_object_get(params, "name");
-    const prompt_t *p = json_is_string(name) ? registry_find_prompt(reg(), json_string_value(name)) : NULL;
+    const prompt_t *p = jsonrpc_cstr(name) ? registry_find_prompt(reg(), jsonrpc_cstr(name)) : NULL;
     if (!p) {
         answer_error(a, c, JSONRPC_INVALID_PARAMS, json_is_string(name) ? "Unknown prompt" : "prompts/get needs params.name", NULL);
         return;
@@ -271,9 +289,9 @@ static bool template_has_var(const char *t, const char *name)
  * variables. NULL when valid, else the error message. */
 static const char *complete_ref_error(json_t *ref, const char *arg_name)
 {
-    const char *type = json_string_value(json_object_get(ref, "type"));
-    if (type && strcmp(type, "ref/prompt") == 0) {
-        const char *name = json_string_value(json_object_get(ref, "name"));
+    const json_t *type = json_object_get(ref, "type");
+    if (jsonrpc_str_is(type, "ref/prompt")) {
+        const char *name = jsonrpc_cstr(json_object_get(ref, "name"));
         const prompt_t *p = name ? registry_find_prompt(reg(), name) : NULL;
         if (!p)
             return "Invalid prompt name";
@@ -286,10 +304,11 @@ static const char *complete_ref_error(json_t *ref, const char *arg_name)
         }
         return "The prompt has no argument of that name";
     }
-    if (type && strcmp(type, "ref/resource") == 0) {
-        const char *uri = json_string_value(json_object_get(ref, "uri"));
+    if (jsonrpc_str_is(type, "ref/resource")) {
+        const char *uri = jsonrpc_cstr(json_object_get(ref, "uri"));
         if (!uri)
-            return "ref.uri must be a string";
+            return json_is_string(json_object_get(ref, "uri")) ? "Unknown resource template"
+                                                               : "ref.uri must be a string";
         for (size_t i = 0; i < reg()->n_templates; i++) {
             if (strcmp(reg()->templates[i].uri_template, uri) == 0)
                 return template_has_var(uri, arg_name) ? NULL
@@ -314,7 +333,14 @@ static void do_complete(actor_t *a, call_t *c, json_t *params)
                      "completion/complete needs params.ref and params.argument {name, value}", NULL);
         return;
     }
-    const char *bad = complete_ref_error(ref, json_string_value(json_object_get(arg, "name")));
+    const char *arg_name = jsonrpc_cstr(json_object_get(arg, "name"));
+    if (!arg_name || !jsonrpc_cstr(json_object_get(arg, "value"))) {
+        /* the completion provider gets C strings: one holding U+0000 would reach it cut */
+        answer_error(a, c, JSONRPC_INVALID_PARAMS,
+                     "params.argument name and value must not hold U+0000", NULL);
+        return;
+    }
+    const char *bad = complete_ref_error(ref, arg_name);
     if (bad) {
         answer_error(a, c, JSONRPC_INVALID_PARAMS, bad, NULL);
         return;
@@ -326,7 +352,7 @@ static void do_complete(actor_t *a, call_t *c, json_t *params)
 
 static void do_set_level(actor_t *a, call_t *c, json_t *params)
 {
-    int lvl = log_level_index(json_string_value(json_object_get(params, "level")));
+    int lvl = log_level_index(jsonrpc_cstr(json_object_get(params, "level")));
     if (lvl < 0) {
         answer_error(a, c, JSONRPC_INVALID_PARAMS,
                      "params.level must be one of debug, info, notice, warning, error, critical, alert, emergency",
@@ -340,7 +366,6 @@ static void do_set_level(actor_t *a, call_t *c, json_t *params)
 
 static void dispatch_request(actor_t *a, call_t *c, json_t *msg)
 {
-    const char *method = json_string_value(json_object_get(msg, "method"));
     json_t *params = json_object_get(msg, "params");
     STAT_INC(requests_total[c->method]);
     switch (c->method) {
@@ -383,8 +408,9 @@ static void dispatch_request(actor_t *a, call_t *c, json_t *msg)
                      "Invalid Request: this session is already initialized", NULL);
         return;
     default: {
-        char m[300];
-        snprintf(m, sizeof m, "Method not found: %.200s", method);
+        char quoted[201], m[300];
+        jsonrpc_quote_name(json_object_get(msg, "method"), quoted, sizeof quoted);
+        snprintf(m, sizeof m, "Method not found: %s", quoted);
         answer_error(a, c, JSONRPC_METHOD_NOT_FOUND, m, NULL);
         return;
     }
@@ -412,13 +438,13 @@ static void do_cancelled(actor_t *a, json_t *params)
 
 static void handle_notification(actor_t *a, json_t *msg)
 {
-    const char *method = json_string_value(json_object_get(msg, "method"));
+    const json_t *method = json_object_get(msg, "method");
     STAT_INC(requests_total[SM_notification]);
-    if (strcmp(method, "notifications/initialized") == 0) {
+    if (jsonrpc_str_is(method, "notifications/initialized")) {
         /* kept in memory; the next metadata write (at the latest, hibernation) carries it:
          * nothing depends on it across a crash, and it saves a write per session */
         a->initialized = true;
-    } else if (strcmp(method, "notifications/cancelled") == 0) {
+    } else if (jsonrpc_str_is(method, "notifications/cancelled")) {
         do_cancelled(a, json_object_get(msg, "params"));
     }
     /* other notifications (roots/list_changed, progress) need no action */
@@ -512,7 +538,8 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
             calls[i] = actor_add_call(a, s, null_id, SM_other);
             json_decref(null_id);
         } else if (kinds[i] == JR_REQUEST) {
-            const char *method = json_string_value(json_object_get(msg, "method"));
+            /* a method name holding U+0000 is "other": unknown, never the method it starts with */
+            const char *method = jsonrpc_cstr(json_object_get(msg, "method"));
             calls[i] = actor_add_call(a, s, json_object_get(msg, "id"), stats_method_of(method));
             if (m->recv_us)
                 calls[i]->started_us = m->recv_us; /* latency counts from receipt, queueing included */

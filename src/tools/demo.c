@@ -4,15 +4,24 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int toolset_demo_register(mcpd_registry_t *reg);
+
+/* True when v is exactly the string s: json_string_value alone ends at a U+0000. */
+static bool str_is(const json_t *v, const char *s)
+{
+    size_t n = strlen(s);
+    return json_is_string(v) && json_string_length(v) == n && memcmp(json_string_value(v), s, n) == 0;
+}
 
 static json_t *echo(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)ctx;
     (void)ud;
-    return mcpd_text_result(json_string_value(json_object_get(args, "text")));
+    json_t *text = json_object_get(args, "text"); /* whole, U+0000 included */
+    return mcpd_text_resultn(json_string_value(text), json_string_length(text));
 }
 
 static json_t *add(mcpd_ctx_t *ctx, json_t *args, void *ud)
@@ -49,23 +58,51 @@ static json_t *slow(mcpd_ctx_t *ctx, json_t *args, void *ud)
     return mcpd_text_resultf("done after %ld steps", done);
 }
 
+typedef struct counter_op {
+    json_int_t by;
+    bool overflow; /* set by counter_add, read by the handler once the update is answered */
+} counter_op_t;
+
 static json_t *counter_add(json_t *current, void *arg)
 {
-    long long by = *(long long *)arg;
-    long long v = json_is_integer(current) ? (long long)json_integer_value(current) : 0;
-    return json_integer(v + by);
+    counter_op_t *op = arg;
+    json_int_t v = json_is_integer(current) ? json_integer_value(current) : 0, sum;
+    if (__builtin_add_overflow(v, op->by, &sum)) {
+        /* signed overflow would wrap (2^63-1 + 2^63-1 = -2): keep the value, report it */
+        op->overflow = true;
+        return json_incref(current);
+    }
+    return json_integer(sum);
 }
 
 static json_t *counter(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)ud;
     json_t *byj = json_object_get(args, "by");
-    long long by = byj ? (long long)json_integer_value(byj) : 1;
-    json_t *v = mcpd_ctx_state_update(ctx, "counter", counter_add, &by);
+    counter_op_t op = {byj ? json_integer_value(byj) : 1, false};
+    json_t *v = mcpd_ctx_state_update(ctx, "counter", counter_add, &op);
     if (!v)
         return NULL; /* the error is set */
-    json_t *r = mcpd_text_resultf("%lld", (long long)json_integer_value(v));
+    long long now = (long long)json_integer_value(v);
     json_decref(v);
+    if (op.overflow)
+        return mcpd_error_result("counter: adding %lld to %lld would overflow a 64-bit integer; "
+                                 "the counter stays at %lld",
+                                 (long long)op.by, now, now);
+    return mcpd_text_resultf("%lld", now);
+}
+
+/* "Hello, NAME!" with the whole name, U+0000 included. */
+static json_t *greeting(const char *name, size_t len)
+{
+    char *text = malloc(len + 9);
+    if (!text)
+        return mcpd_error_result("out of memory");
+    memcpy(text, "Hello, ", 7);
+    memcpy(text + 7, name, len);
+    text[7 + len] = '!';
+    json_t *r = mcpd_text_resultn(text, len + 8);
+    free(text);
     return r;
 }
 
@@ -78,11 +115,10 @@ static json_t *elicit_name(mcpd_ctx_t *ctx, json_t *args, void *ud)
     json_t *r = mcpd_ctx_elicit(ctx, "What is your name?", schema, 0);
     if (!r)
         return mcpd_error_result("elicitation failed: %s", mcpd_ctx_last_error(ctx));
-    const char *action = json_string_value(json_object_get(r, "action"));
-    const char *name = json_string_value(json_object_get(json_object_get(r, "content"), "name"));
+    json_t *name = json_object_get(json_object_get(r, "content"), "name");
     json_t *out;
-    if (action && strcmp(action, "accept") == 0 && name)
-        out = mcpd_text_resultf("Hello, %s!", name);
+    if (str_is(json_object_get(r, "action"), "accept") && json_is_string(name))
+        out = greeting(json_string_value(name), json_string_length(name));
     else
         out = mcpd_text_result("declined");
     json_decref(r);
@@ -93,8 +129,7 @@ static json_t *notify(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)ud;
     long count = (long)json_integer_value(json_object_get(args, "count"));
-    const char *target = json_string_value(json_object_get(args, "target"));
-    bool session = target && strcmp(target, "session") == 0;
+    bool session = str_is(json_object_get(args, "target"), "session");
     for (long i = 1; i <= count; i++) {
         /* each message is built whole and handed over: nothing of it stays on this thread */
         json_t *data = json_pack("{s:I,s:I}", "n", (json_int_t)i, "of", (json_int_t)count);

@@ -320,13 +320,31 @@ json_t *mcpd_text_content(const char *text)
     return c;
 }
 
-json_t *mcpd_text_result(const char *text)
+json_t *mcpd_text_contentn(const char *text, size_t len)
+{
+    json_t *c = json_object();
+    json_object_set_new_nocheck(c, "type", json_string_nocheck("text"));
+    json_object_set_new_nocheck(c, "text", text ? json_stringn(text, len) : json_string(""));
+    return c;
+}
+
+static json_t *result_of(json_t *content_item)
 {
     json_t *content = json_array();
-    json_array_append_new(content, mcpd_text_content(text));
+    json_array_append_new(content, content_item);
     json_t *r = json_object();
     json_object_set_new_nocheck(r, "content", content);
     return r;
+}
+
+json_t *mcpd_text_result(const char *text)
+{
+    return result_of(mcpd_text_content(text));
+}
+
+json_t *mcpd_text_resultn(const char *text, size_t len)
+{
+    return result_of(mcpd_text_contentn(text, len));
 }
 
 static char *vfmt(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));

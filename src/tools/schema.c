@@ -1,9 +1,13 @@
 /* A small JSON Schema validator. Pure, any thread. */
 #include "tools/schema.h"
 
+#include "core/util.h"
+
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Steps (schema nodes visited) one validation may take: a recursive schema whose anyOf
@@ -20,6 +24,10 @@ typedef struct vctx {
     int depth;
     long steps;
     long max_steps;
+    /* schema_validate_args: the integral reals accepted as "integer" by a subschema that held */
+    bool collect;
+    const json_t **ints;
+    size_t n_ints, cap_ints;
 } vctx_t;
 
 static bool fail(vctx_t *c, const char *path, const char *fmt, ...)
@@ -51,6 +59,14 @@ static const char *type_name(const json_t *v)
     return "unknown";
 }
 
+/* An integral real the tool API can hand over as a json_int_t: 2^63 itself is out. */
+static bool real_is_int64(double d)
+{
+    return isfinite(d) && floor(d) == d && d >= -9223372036854775808.0 && d < 9223372036854775808.0;
+}
+
+/* "integer" admits 2.0 (JSON Schema compares numbers by value) as long as it fits in 64 bits:
+ * the parser refuses integer literals past json_int_t, and a handler reads json_int_t. */
 static bool is_type(const json_t *v, const char *t)
 {
     if (strcmp(t, "object") == 0) return json_is_object(v);
@@ -62,13 +78,60 @@ static bool is_type(const json_t *v, const char *t)
     if (strcmp(t, "integer") == 0) {
         if (json_is_integer(v))
             return true;
-        if (json_is_real(v)) {
-            double d = json_real_value(v);
-            return isfinite(d) && floor(d) == d;
-        }
-        return false;
+        return json_is_real(v) && real_is_int64(json_real_value(v));
     }
     return true; /* unknown type names do not reject */
+}
+
+static bool numbers_equal(const json_t *a, const json_t *b)
+{
+    if (json_is_integer(a) && json_is_integer(b))
+        return json_integer_value(a) == json_integer_value(b);
+    if (json_is_real(a) && json_is_real(b))
+        return json_real_value(a) == json_real_value(b);
+    const json_t *i = json_is_integer(a) ? a : b;
+    double d = json_real_value(i == a ? b : a);
+    return real_is_int64(d) && (json_int_t)d == json_integer_value(i);
+}
+
+/* Equality for enum and const: numbers by value (2 equals 2.0), the rest as json_equal. */
+static bool values_equal(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return numbers_equal(a, b);
+    if (json_is_array(a) && json_is_array(b)) {
+        if (json_array_size(a) != json_array_size(b))
+            return false;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!values_equal(json_array_get(a, i), json_array_get(b, i)))
+                return false;
+        return true;
+    }
+    if (json_is_object(a) && json_is_object(b)) {
+        if (json_object_size(a) != json_object_size(b))
+            return false;
+        const char *key;
+        const json_t *va;
+        json_object_foreach((json_t *)a, key, va) {
+            const json_t *vb = json_object_get(b, key);
+            if (!vb || !values_equal(va, vb))
+                return false;
+        }
+        return true;
+    }
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+/* Notes an integral real that a "type" naming integer accepted, for schema_validate_args. */
+static void note_int(vctx_t *c, const json_t *v)
+{
+    if (!c->collect || !json_is_real(v))
+        return;
+    if (c->n_ints == c->cap_ints) {
+        c->cap_ints = c->cap_ints ? c->cap_ints * 2 : 8;
+        c->ints = xrealloc(c->ints, c->cap_ints * sizeof *c->ints);
+    }
+    c->ints[c->n_ints++] = v;
 }
 
 static size_t utf8_len(const char *s, size_t n)
@@ -178,6 +241,37 @@ static bool check_array(vctx_t *c, const json_t *schema, const json_t *v, const 
     return true;
 }
 
+/* The "type" keyword k: a name or a list of names. */
+static bool check_type(vctx_t *c, const json_t *k, const json_t *v, const char *path)
+{
+    bool match = false, as_int = false;
+    if (json_is_string(k)) {
+        match = is_type(v, json_string_value(k));
+        as_int = match && strcmp(json_string_value(k), "integer") == 0;
+    } else if (json_is_array(k)) {
+        size_t i;
+        const json_t *t;
+        json_array_foreach(k, i, t) {
+            if (json_is_string(t) && is_type(v, json_string_value(t))) {
+                match = true;
+                as_int = as_int || strcmp(json_string_value(t), "integer") == 0;
+            }
+        }
+    } else {
+        match = true;
+    }
+    if (as_int)
+        note_int(c, v);
+    if (match)
+        return true;
+    if (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v) &&
+        json_is_string(k) && strcmp(json_string_value(k), "integer") == 0)
+        return fail(c, path, "is outside the 64-bit integer range");
+    if (json_is_string(k))
+        return fail(c, path, "expected %s, got %s", json_string_value(k), type_name(v));
+    return fail(c, path, "has the wrong type (%s)", type_name(v));
+}
+
 static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const char *path)
 {
     if (json_is_true(schema) || !schema)
@@ -193,6 +287,8 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
         return fail(c, path, "schema nesting too deep");
     }
     bool ok = false;
+    /* what a failing subschema noted does not count: an anyOf branch that failed, a "not" */
+    size_t ints_mark = c->n_ints;
     const json_t *k;
     if ((k = json_object_get(schema, "$ref")) && json_is_string(k)) {
         const json_t *target = resolve_ref(c, json_string_value(k));
@@ -203,36 +299,14 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
         if (!validate(c, target, v, path))
             goto out;
     }
-    if ((k = json_object_get(schema, "type"))) {
-        bool match = false;
-        if (json_is_string(k)) {
-            match = is_type(v, json_string_value(k));
-        } else if (json_is_array(k)) {
-            size_t i;
-            const json_t *t;
-            json_array_foreach(k, i, t) {
-                if (json_is_string(t) && is_type(v, json_string_value(t)))
-                    match = true;
-            }
-        } else {
-            match = true;
-        }
-        if (!match) {
-            char want[128];
-            if (json_is_string(k))
-                snprintf(want, sizeof want, "expected %s, got %s", json_string_value(k), type_name(v));
-            else
-                snprintf(want, sizeof want, "has the wrong type (%s)", type_name(v));
-            fail(c, path, "%s", want);
-            goto out;
-        }
-    }
+    if ((k = json_object_get(schema, "type")) && !check_type(c, k, v, path))
+        goto out;
     if ((k = json_object_get(schema, "enum")) && json_is_array(k)) {
         bool found = false;
         size_t i;
         const json_t *e;
         json_array_foreach(k, i, e) {
-            if (json_equal(e, (json_t *)v))
+            if (values_equal(e, v))
                 found = true;
         }
         if (!found) {
@@ -240,7 +314,7 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
             goto out;
         }
     }
-    if ((k = json_object_get(schema, "const")) && !json_equal(k, (json_t *)v)) {
+    if ((k = json_object_get(schema, "const")) && !values_equal(k, v)) {
         fail(c, path, "does not equal the required constant");
         goto out;
     }
@@ -298,6 +372,8 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
     }
     ok = true;
 out:
+    if (!ok)
+        c->n_ints = ints_mark;
     c->depth--;
     return ok;
 }
@@ -321,17 +397,69 @@ static long count_values(const json_t *v, long limit)
     return n;
 }
 
-bool schema_validate(const json_t *schema, const json_t *value, char *err, size_t errlen)
+static bool run(vctx_t *c, const json_t *schema, const json_t *value)
 {
-    vctx_t c = {schema, err, errlen, 0, 0, MAX_STEPS};
-    c.max_steps += STEPS_PER_VALUE * count_values(value, 10L * 1000 * 1000);
-    if (errlen)
-        err[0] = '\0';
-    bool ok = validate(&c, schema, value, "arguments");
-    if (c.steps > c.max_steps) {
+    c->max_steps += STEPS_PER_VALUE * count_values(value, 10L * 1000 * 1000);
+    if (c->errlen)
+        c->err[0] = '\0';
+    bool ok = validate(c, schema, value, "arguments");
+    if (c->steps > c->max_steps) {
         /* out of budget somewhere (perhaps under a "not"): fail closed, whatever came back */
-        snprintf(err, errlen, "arguments: the schema is too complex to check these arguments");
+        snprintf(c->err, c->errlen, "arguments: the schema is too complex to check these arguments");
         return false;
     }
+    return ok;
+}
+
+bool schema_validate(const json_t *schema, const json_t *value, char *err, size_t errlen)
+{
+    vctx_t c = {.root = schema, .err = err, .errlen = errlen, .max_steps = MAX_STEPS};
+    return run(&c, schema, value);
+}
+
+static int ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(const json_t *const *)a, y = (uintptr_t)*(const json_t *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool noted(const vctx_t *c, const json_t *v)
+{
+    return json_is_real(v) && bsearch(&v, c->ints, c->n_ints, sizeof *c->ints, ptr_cmp);
+}
+
+/* Replaces, inside v, every noted real by the equal json integer. */
+static void replace_ints(const vctx_t *c, json_t *v)
+{
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *item;
+        json_object_foreach(v, key, item) {
+            if (noted(c, item)) /* replacing the value of an existing key keeps the iteration */
+                json_object_set_new_nocheck(v, key, json_integer((json_int_t)json_real_value(item)));
+            else
+                replace_ints(c, item);
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *item = json_array_get(v, i);
+            if (noted(c, item))
+                json_array_set_new(v, i, json_integer((json_int_t)json_real_value(item)));
+            else
+                replace_ints(c, item);
+        }
+    }
+}
+
+bool schema_validate_args(const json_t *schema, json_t *value, char *err, size_t errlen)
+{
+    vctx_t c = {.root = schema, .err = err, .errlen = errlen, .max_steps = MAX_STEPS,
+                .collect = true};
+    bool ok = run(&c, schema, value);
+    if (ok && c.n_ints) {
+        qsort(c.ints, c.n_ints, sizeof *c.ints, ptr_cmp);
+        replace_ints(&c, value);
+    }
+    free(c.ints);
     return ok;
 }

@@ -12,7 +12,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* True when value satisfies schema; otherwise err holds "<path>: <reason>". */
+/* True when value satisfies schema; otherwise err holds "<path>: <reason>".
+ * Numbers compare by value: "integer" admits 2.0 (within the 64-bit range: 1e19 is refused,
+ * as the parser refuses an integer literal that large), enum [2] and const 2 admit 2.0. */
 bool schema_validate(const json_t *schema, const json_t *value, char *err, size_t errlen);
+
+/* schema_validate for a tool's arguments, which it then normalizes: every integral real that a
+ * "type" naming integer accepted (in a subschema that held) is replaced in value by the equal
+ * JSON integer, so a handler reading json_integer_value sees 2 for 2.0. Other numbers are left
+ * as they came. value is a container (an object or an array). */
+bool schema_validate_args(const json_t *schema, json_t *value, char *err, size_t errlen);
 
 #endif

@@ -71,7 +71,8 @@ static void check_message(const json_t *m)
     jr_kind_t k = classify(m);
     const json_t *id = json_is_object(m) ? json_object_get(m, "id") : NULL;
     bool id_ok = jsonrpc_id_valid(id);
-    FUZZ_CHECK(id_ok == (id != NULL && (json_is_string(id) || json_is_integer(id))));
+    FUZZ_CHECK(id_ok == (json_is_integer(id) || (json_is_string(id) &&
+                                                 json_string_length(id) <= JSONRPC_MAX_ID_BYTES)));
     FUZZ_CHECK(!jsonrpc_id_valid(NULL));
     switch (k) {
     case JR_REQUEST:

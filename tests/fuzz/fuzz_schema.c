@@ -6,7 +6,9 @@
  * limit of 64 schema levels; this keeps the fuzzer on shapes a tool schema has). The error
  * buffer is malloc'd at exactly its size, so ASan reports any write or read past it.
  * Invariants: the same call twice gives the same answer; a refusal explains itself ("arguments"
- * then the reason) when the buffer has room; true and {} accept everything, false nothing.
+ * then the reason) when the buffer has room; true and {} accept everything, false nothing;
+ * schema_validate_args agrees, and its normalized arguments still validate (or, refused, are
+ * left untouched).
  */
 #include "fuzz.h"
 
@@ -70,6 +72,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(m > 0 && strncmp(err, "arguments", m) == 0);
     }
     FUZZ_CHECK(schema_validate(schema, value, err, errlen) == ok);
+
+    /* schema_validate_args answers the same; what it normalizes (2.0 -> 2 where the schema
+     * says integer) is equal by value and still valid */
+    json_t *args = json_deep_copy(value);
+    FUZZ_CHECK(schema_validate_args(schema, args, err, errlen) == ok);
+    if (ok)
+        FUZZ_CHECK(schema_validate(schema, args, err, errlen));
+    else
+        FUZZ_CHECK(json_equal(args, value));
+    json_decref(args);
 
     /* the trivial schemas */
     json_t *t = json_true(), *f = json_false(), *o = json_object();

@@ -460,5 +460,216 @@ class ToolContext(ServerTest):
         st.close()
 
 
+class IntegralRealArguments(ServerTest):
+    """JSON Schema counts 2.0 as an integer: handlers read it as the integer 2 (issue 10)."""
+
+    def test_counter_by_an_integral_real_adds_it(self):
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": 2.0})[1]), "2")
+        self.assertEqual(text_of(s.tool("counter", {"by": -5.0})[1]), "-3")
+
+    def test_notify_count_3_0_sends_3(self):
+        s = Session(self.server)
+        r, m = s.tool("notify", {"count": 3.0, "target": "request"})
+        self.assertEqual(text_of(m), "sent 3")
+        logs = [x for x in r.messages() if x.get("method") == "notifications/message"]
+        self.assertEqual([x["params"]["data"] for x in logs],
+                         [{"n": 1, "of": 3}, {"n": 2, "of": 3}, {"n": 3, "of": 3}])
+
+    def test_slow_steps_2_0_takes_2_steps(self):
+        s = Session(self.server)
+        r, m = s.tool("slow", {"seconds": 0.2, "steps": 2.0}, meta={"progressToken": "t"})
+        self.assertEqual(text_of(m), "done after 2 steps")
+        progress = [x for x in r.messages() if x.get("method") == "notifications/progress"]
+        self.assertEqual([p["params"]["progress"] for p in progress], [1, 2])
+
+    def test_a_fraction_or_a_real_past_64_bits_is_still_refused(self):
+        s = Session(self.server)
+        _, m = s.tool("counter", {"by": 2.5})
+        self.assertTrue(m["result"]["isError"])
+        self.assertIn("arguments.by", text_of(m))
+        _, m = s.tool("counter", {"by": 1e19})
+        self.assertTrue(m["result"]["isError"])
+        self.assertIn("64-bit", text_of(m))
+        self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), "0")
+
+    def test_bounds_hold_for_integral_reals(self):
+        s = Session(self.server)
+        _, m = s.tool("notify", {"count": 100001.0})
+        self.assertTrue(m["result"]["isError"])
+        self.assertIn("arguments.count", text_of(m))
+        _, m = s.tool("notify", {"count": -1.0})
+        self.assertTrue(m["result"]["isError"])
+
+
+class CounterOverflow(ServerTest):
+    MAX = 2**63 - 1
+
+    def test_counter_refuses_to_overflow_upwards_and_keeps_its_value(self):
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": self.MAX})[1]), str(self.MAX))
+        _, m = s.tool("counter", {"by": self.MAX})
+        self.assertTrue(m["result"].get("isError"), m)
+        self.assertIn("overflow", text_of(m))
+        _, m = s.tool("counter", {"by": 1})
+        self.assertTrue(m["result"].get("isError"), m)
+        self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), str(self.MAX))
+
+    def test_counter_refuses_to_overflow_downwards_and_keeps_its_value(self):
+        s = Session(self.server)
+        low = -self.MAX - 1
+        self.assertEqual(text_of(s.tool("counter", {"by": low})[1]), str(low))
+        _, m = s.tool("counter", {"by": -1})
+        self.assertTrue(m["result"].get("isError"), m)
+        self.assertIn("overflow", text_of(m))
+        self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), str(low))
+        self.assertEqual(text_of(s.tool("counter", {"by": self.MAX})[1]), "-1")
+
+
+class NulInStrings(ServerTest):
+    """U+0000 inside a string never cuts it: a name holding it matches nothing (issue 10)."""
+    SERVER_FLAGS = ("--toolset", "demo,conformance")
+
+    def test_a_method_name_holding_nul_is_method_not_found(self):
+        s = Session(self.server)
+        _, m = s.call("ping\u0000x")
+        self.assertEqual(m["error"]["code"], -32601, m)
+        self.assertEqual(m["error"]["message"], "Method not found: ping\\u0000x")
+        _, m = s.call("tools/list\u0000")
+        self.assertEqual(m["error"]["code"], -32601, m)
+
+    def test_initialize_holding_nul_is_not_initialize(self):
+        r = self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize\u0000x",
+                                         "params": {"protocolVersion": "2025-11-25", "capabilities": {}}},
+                                {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        self.assertEqual(r.status, 400, r.text)
+        self.assertIsNone(r.header("mcp-session-id"))
+
+    def test_a_jsonrpc_version_holding_nul_is_invalid(self):
+        s = Session(self.server)
+        r = s.post({"jsonrpc": "2.0\u0000", "id": 1, "method": "ping"})
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["code"], -32600)
+
+    def test_a_tool_name_holding_nul_is_an_unknown_tool(self):
+        s = Session(self.server)
+        _, m = s.tool("echo\u0000x", {"text": "hi"})
+        self.assertEqual(m["error"]["code"], -32602, m)
+        self.assertEqual(m["error"]["message"], "Unknown tool: echo\\u0000x")
+
+    def test_echo_returns_a_string_holding_nul_whole(self):
+        s = Session(self.server)
+        _, m = s.tool("echo", {"text": "a\u0000b"})
+        self.assertEqual(m["result"]["content"], [{"type": "text", "text": "a\u0000b"}])
+
+    def test_a_list_cursor_holding_nul_is_invalid(self):
+        s = Session(self.server)
+        _, m = s.call("tools/list", {"cursor": "1"})
+        self.assertIn("tools", m["result"])
+        _, m = s.call("tools/list", {"cursor": "1\u0000"})
+        self.assertEqual(m["error"]["code"], -32602, m)
+
+    def test_a_log_level_holding_nul_is_invalid_params(self):
+        s = Session(self.server)
+        _, m = s.call("logging/setLevel", {"level": "error\u0000x"})
+        self.assertEqual(m["error"]["code"], -32602, m)
+
+    def test_resource_uris_and_prompt_names_holding_nul_match_nothing(self):
+        s = Session(self.server)
+        _, m = s.call("resources/read", {"uri": "test://static-text\u0000x"})
+        self.assertEqual(m["error"]["code"], -32002, m)
+        _, m = s.call("resources/subscribe", {"uri": "test://watched-resource\u0000x"})
+        self.assertEqual(m["error"]["code"], -32002, m)
+        _, m = s.call("prompts/get", {"name": "test_simple_prompt\u0000x"})
+        self.assertEqual(m["error"]["code"], -32602, m)
+
+    def test_completion_refs_and_arguments_holding_nul_are_invalid_params(self):
+        s = Session(self.server)
+        ref = {"type": "ref/prompt", "name": "test_prompt_with_arguments"}
+        _, m = s.call("completion/complete", {"ref": ref, "argument": {"name": "arg1", "value": "pa"}})
+        self.assertEqual(m["result"]["completion"]["values"], ["paris", "park", "party"])
+        for params in ({"ref": dict(ref, type="ref/prompt\u0000"), "argument": {"name": "arg1", "value": "pa"}},
+                       {"ref": dict(ref, name=ref["name"] + "\u0000"), "argument": {"name": "arg1", "value": "pa"}},
+                       {"ref": ref, "argument": {"name": "arg1\u0000", "value": "pa"}},
+                       {"ref": ref, "argument": {"name": "arg1", "value": "pa\u0000x"}},
+                       {"ref": {"type": "ref/resource", "uri": "test://template/{id}/data\u0000"},
+                        "argument": {"name": "id", "value": "1"}}):
+            with self.subTest(params):
+                _, m = s.call("completion/complete", params)
+                self.assertEqual(m["error"]["code"], -32602, m)
+
+    def test_an_elicitation_action_holding_nul_is_not_accept(self):
+        s = Session(self.server, capabilities={"elicitation": {}})
+        _, st = s.stream_post("tools/call", {"name": "elicit_name", "arguments": {}})
+        req = st.next_message(5)
+        s.post({"jsonrpc": "2.0", "id": req["message"]["id"],
+                "result": {"action": "accept\u0000x", "content": {"name": "Ada"}}})
+        self.assertEqual(text_of(st.next_message(5)["message"]), "declined")
+        st.close()
+
+
+def data_dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass  # RocksDB renames and deletes files as it goes
+    return total
+
+
+class CopiedRequestFields(ServerTest):
+    """Request fields the server copies per event or per stream write are bounded (issue 10)."""
+
+    def test_a_progress_token_over_256_bytes_is_invalid_params_and_nothing_is_stored(self):
+        s = Session(self.server)
+        _, m = s.tool("echo", {"text": "warm"})  # the session's own writes are done
+        events = self.server.stats()["events_stored_total"]
+        size = data_dir_bytes(self.server.data_dir)
+        r, m = s.tool("slow", {"seconds": 0.1, "steps": 3}, meta={"progressToken": "x" * 1_000_000})
+        self.assertIsNotNone(m, "the error echoes the request id")
+        self.assertEqual(m["error"]["code"], -32602, r.text[:300])
+        self.assertIn("256", m["error"]["message"])
+        self.assertLess(len(r.data), 4096)
+        self.assertEqual(self.server.stats()["events_stored_total"], events)
+        self.assertLess(data_dir_bytes(self.server.data_dir) - size, 256 * 1024)
+
+    def test_a_progress_token_of_256_bytes_is_carried(self):
+        s = Session(self.server)
+        tok = "t" * 256
+        r, m = s.tool("slow", {"seconds": 0.1, "steps": 2}, meta={"progressToken": tok})
+        self.assertEqual(text_of(m), "done after 2 steps")
+        progress = [x for x in r.messages() if x.get("method") == "notifications/progress"]
+        self.assertEqual([p["params"]["progressToken"] for p in progress], [tok, tok])
+
+    def test_a_request_id_over_256_bytes_gets_400(self):
+        s = Session(self.server)
+        r = s.post({"jsonrpc": "2.0", "id": "i" * 1_000_000, "method": "ping"})
+        self.assertEqual(r.status, 400)
+        body = r.json()
+        self.assertEqual(body["error"]["code"], -32600)
+        self.assertIsNone(body["id"])
+        self.assertIn("256", body["error"]["message"])
+        self.assertLess(len(r.data), 4096)
+
+    def test_a_request_id_of_256_bytes_is_served(self):
+        s = Session(self.server)
+        rid = "i" * 256
+        r = s.post({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json(), {"jsonrpc": "2.0", "id": rid, "result": {}})
+
+    def test_a_batch_item_with_a_long_id_gets_its_own_error(self):
+        s = Session(self.server, version="2025-03-26")
+        r = s.post([{"jsonrpc": "2.0", "id": "i" * 257, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 5, "method": "ping"}])
+        self.assertEqual(r.status, 200, r.text[:300])
+        body = r.json()
+        self.assertEqual(sorted([m["id"] for m in body], key=str), [5, None])
+        bad = [m for m in body if m["id"] is None][0]
+        self.assertEqual(bad["error"]["code"], -32600)
+
+
 if __name__ == "__main__":
     run()

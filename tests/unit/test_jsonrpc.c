@@ -205,6 +205,29 @@ static void only_strings_and_integers_are_valid_ids(void **state)
         json_decref(all[k]);
 }
 
+static void a_string_id_is_valid_up_to_its_bound(void **state)
+{
+    char text[JSONRPC_MAX_ID_BYTES + 2];
+    memset(text, 'i', sizeof text - 1);
+    text[sizeof text - 1] = '\0';
+    json_t *over = json_string(text);                       /* 257 bytes */
+    json_t *at = json_stringn(text, JSONRPC_MAX_ID_BYTES); /* 256 bytes */
+    assert_true(jsonrpc_id_valid(at));
+    assert_false(jsonrpc_id_valid(over));
+    json_t *req = json_pack("{s:s,s:O,s:s}", "jsonrpc", "2.0", "id", over, "method", "ping");
+    const char *why = NULL;
+    assert_int_equal(jsonrpc_classify(req, &why), JR_INVALID);
+    assert_non_null(strstr(why, "256 bytes"));
+    json_object_set(req, "id", at);
+    assert_int_equal(jsonrpc_classify(req, &why), JR_REQUEST);
+    json_t *resp = json_pack("{s:s,s:O,s:{}}", "jsonrpc", "2.0", "id", over, "result");
+    assert_int_equal(jsonrpc_classify(resp, &why), JR_INVALID);
+    json_decref(resp);
+    json_decref(req);
+    json_decref(over);
+    json_decref(at);
+}
+
 /* ---- construction ---- */
 
 static void a_result_message_carries_the_id_and_the_stolen_result(void **state)
@@ -299,6 +322,56 @@ static void dump_is_compact_one_line_and_reports_its_length(void **state)
     json_decref(id);
 }
 
+/* ---- strings holding U+0000 ---- */
+
+static void a_string_holding_nul_is_no_c_string_and_matches_no_name(void **state)
+{
+    json_t *plain = json_string("ping"), *nul = json_stringn("ping\0x", 6), *num = json_integer(1);
+    assert_string_equal(jsonrpc_cstr(plain), "ping");
+    assert_null(jsonrpc_cstr(nul));
+    assert_null(jsonrpc_cstr(num));
+    assert_null(jsonrpc_cstr(NULL));
+    assert_true(jsonrpc_str_is(plain, "ping"));
+    assert_false(jsonrpc_str_is(nul, "ping"));
+    assert_false(jsonrpc_str_is(plain, "pin"));
+    assert_false(jsonrpc_str_is(num, "1"));
+    json_decref(plain);
+    json_decref(nul);
+    json_decref(num);
+}
+
+static void a_jsonrpc_version_holding_nul_is_invalid(void **state)
+{
+    json_t *msg = json_pack("{s:s%,s:i,s:s}", "jsonrpc", "2.0\0", (size_t)4, "id", 1, "method", "ping");
+    const char *why = NULL;
+    assert_int_equal(jsonrpc_classify(msg, &why), JR_INVALID);
+    assert_non_null(strstr(why, "2.0"));
+    json_decref(msg);
+}
+
+static void quote_name_shows_nul_and_never_cuts_a_character(void **state)
+{
+    char out[16];
+    json_t *v = json_stringn("a\0b", 3);
+    jsonrpc_quote_name(v, out, sizeof out);
+    assert_string_equal(out, "a\\u0000b");
+    json_decref(v);
+    v = json_string("abcdefghij\xc3\xa9\xc3\xa9\xc3\xa9"); /* 10 ASCII then three 2-byte é */
+    jsonrpc_quote_name(v, out, 12);                      /* room for 11: half an é */
+    assert_string_equal(out, "abcdefghij");
+    jsonrpc_quote_name(v, out, 13);
+    assert_string_equal(out, "abcdefghij\xc3\xa9");
+    json_decref(v);
+    v = json_string("abcdefghij\xe2\x82\xac"); /* a 3-byte € with room for two of its bytes */
+    jsonrpc_quote_name(v, out, 13);
+    assert_string_equal(out, "abcdefghij");
+    json_decref(v);
+    v = json_stringn("abcdefghijk\0", 12); /* no room for the whole \u0000 */
+    jsonrpc_quote_name(v, out, 16);
+    assert_string_equal(out, "abcdefghijk");
+    json_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,12 +395,16 @@ int main(void)
         cmocka_unit_test(an_error_response_id_must_be_present_and_not_bool_or_real),
         cmocka_unit_test(a_result_response_needs_a_string_or_integer_id),
         cmocka_unit_test(only_strings_and_integers_are_valid_ids),
+        cmocka_unit_test(a_string_id_is_valid_up_to_its_bound),
         cmocka_unit_test(a_result_message_carries_the_id_and_the_stolen_result),
         cmocka_unit_test(a_result_message_with_a_null_result_carries_an_empty_object),
         cmocka_unit_test(an_error_message_has_code_message_and_data),
         cmocka_unit_test(an_error_message_without_an_id_has_a_null_id_and_no_data),
         cmocka_unit_test(a_notification_message_has_no_id),
         cmocka_unit_test(dump_is_compact_one_line_and_reports_its_length),
+        cmocka_unit_test(a_string_holding_nul_is_no_c_string_and_matches_no_name),
+        cmocka_unit_test(a_jsonrpc_version_holding_nul_is_invalid),
+        cmocka_unit_test(quote_name_shows_nul_and_never_cuts_a_character),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
 /* Unit tests: the JSON Schema subset validator (src/tools/schema.c). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +8,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include <stdlib.h>
 
 #include "tools/schema.h"
 
@@ -400,6 +403,113 @@ static void a_large_plain_array_is_checked_in_full(void **state)
     json_decref(value);
 }
 
+/* ---- integral reals: JSON Schema compares numbers by value ---- */
+
+static void an_integral_real_is_an_integer_within_64_bits(void **state)
+{
+    assert_ok("{\"type\":\"integer\"}", "2.0");
+    assert_ok("{\"type\":\"integer\"}", "-9223372036854775808.0");
+    assert_ok("{\"type\":\"integer\"}", "9.2e18");
+    assert_bad("{\"type\":\"integer\"}", "2.5");
+    assert_string_equal(g_err, "arguments: expected integer, got number");
+    assert_bad("{\"type\":\"integer\"}", "1e19");
+    assert_string_equal(g_err, "arguments: is outside the 64-bit integer range");
+    assert_bad("{\"type\":\"integer\"}", "9223372036854775808.0");
+    assert_ok("{\"type\":[\"integer\",\"number\"]}", "1e19");
+    /* non-finite reals cannot reach the validator: jansson refuses to build them */
+    assert_null(json_real(INFINITY));
+    assert_null(json_real(NAN));
+}
+
+static void bounds_enum_and_const_compare_integral_reals_by_value(void **state)
+{
+    const char *s = "{\"type\":\"integer\",\"minimum\":2,\"maximum\":4}";
+    assert_ok(s, "2.0");
+    assert_ok(s, "4.0");
+    assert_bad(s, "1.0");
+    assert_bad(s, "5.0");
+    assert_ok("{\"enum\":[1,2,3]}", "2.0");
+    assert_bad("{\"enum\":[1,2,3]}", "2.5");
+    assert_ok("{\"enum\":[2.0]}", "2");
+    assert_ok("{\"const\":2}", "2.0");
+    assert_bad("{\"const\":2}", "2.000001");
+    assert_ok("{\"const\":{\"a\":[1,2]}}", "{\"a\":[1.0,2]}");
+    assert_bad("{\"const\":{\"a\":[1,2]}}", "{\"a\":[1.0,3]}");
+    assert_bad("{\"const\":{\"a\":1}}", "{\"a\":1,\"b\":1}");
+    assert_bad("{\"const\":9007199254740993}", "9007199254740992.0"); /* 2^53 + 1 vs 2^53 */
+}
+
+/* schema_validate_args on value_text; returns whether it held, and the value as compact text
+ * with sorted keys in out (caller frees). */
+static bool normalize(const char *schema_text, const char *value_text, char **out)
+{
+    json_error_t e;
+    json_t *schema = json_loads(schema_text, JSON_DECODE_ANY, &e);
+    json_t *value = json_loads(value_text, JSON_DECODE_ANY, &e);
+    if (!schema || !value)
+        fail_msg("does not parse: %s / %s", schema_text, value_text);
+    bool ok = schema_validate_args(schema, value, g_err, sizeof g_err);
+    *out = json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    json_decref(schema);
+    json_decref(value);
+    return ok;
+}
+
+static void expect_normalized(const char *schema, const char *value, const char *want)
+{
+    char *got;
+    if (!normalize(schema, value, &got))
+        fail_msg("%s should satisfy %s, got error '%s'", value, schema, g_err);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s normalized to %s, want %s", value, got, want);
+    free(got);
+}
+
+static void validated_arguments_get_integers_where_the_schema_says_integer(void **state)
+{
+    const char *s = "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"},"
+                    "\"x\":{\"type\":\"number\"},\"u\":{},"
+                    "\"xs\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}},"
+                    "\"r\":{\"$ref\":\"#/$defs/i\"},"
+                    "\"o\":{\"type\":\"object\",\"properties\":{\"deep\":{\"type\":[\"string\",\"integer\"]}}}},"
+                    "\"additionalProperties\":{\"type\":\"integer\"},"
+                    "\"$defs\":{\"i\":{\"type\":\"integer\"}}}";
+    expect_normalized(s, "{\"n\":2.0,\"x\":2.0,\"u\":2.0,\"xs\":[1.0,-0.0,3],\"r\":-4.0,"
+                         "\"o\":{\"deep\":5.0},\"extra\":6.0}",
+                      "{\"extra\":6,\"n\":2,\"o\":{\"deep\":5},\"r\":-4,\"u\":2.0,\"x\":2.0,"
+                      "\"xs\":[1,0,3]}");
+    expect_normalized("{\"type\":\"array\",\"items\":{\"allOf\":[{\"type\":\"integer\"},{\"type\":\"integer\"}]}}",
+                      "[1.0,9.2e18]", "[1,9200000000000000000]");
+    expect_normalized(s, "{\"n\":7}", "{\"n\":7}");
+}
+
+static void a_real_that_only_a_failing_subschema_took_for_an_integer_stays_a_real(void **state)
+{
+    /* anyOf: the integer branch fails on its minimum, the number branch holds */
+    const char *any = "{\"properties\":{\"v\":{\"anyOf\":[{\"type\":\"integer\",\"minimum\":5},"
+                      "{\"type\":\"number\"}]}}}";
+    expect_normalized(any, "{\"v\":2.0}", "{\"v\":2.0}");
+    expect_normalized(any, "{\"v\":7.0}", "{\"v\":7}");
+    /* not: the inner integer schema fails on its maximum, so the not holds */
+    const char *not = "{\"properties\":{\"v\":{\"not\":{\"type\":\"integer\",\"maximum\":0}}}}";
+    expect_normalized(not, "{\"v\":2.0}", "{\"v\":2.0}");
+    /* a real past 64 bits is a number, not an integer */
+    expect_normalized("{\"properties\":{\"v\":{\"type\":[\"integer\",\"number\"]}}}", "{\"v\":1e19}",
+                      "{\"v\":1e19}");
+}
+
+static void arguments_that_fail_are_left_as_they_came(void **state)
+{
+    char *got;
+    const char *s = "{\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"string\"}}}";
+    assert_false(normalize(s, "{\"a\":2.0,\"b\":1}", &got));
+    assert_string_equal(got, "{\"a\":2.0,\"b\":1}");
+    free(got);
+    assert_false(normalize("{\"properties\":{\"by\":{\"type\":\"integer\"}}}", "{\"by\":1e19}", &got));
+    assert_string_equal(g_err, "arguments.by: is outside the 64-bit integer range");
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -436,6 +546,11 @@ int main(void)
         cmocka_unit_test(a_self_referencing_schema_stops_at_the_depth_limit),
         cmocka_unit_test(unknown_keywords_are_ignored),
         cmocka_unit_test(the_error_is_truncated_to_the_buffer),
+        cmocka_unit_test(an_integral_real_is_an_integer_within_64_bits),
+        cmocka_unit_test(bounds_enum_and_const_compare_integral_reals_by_value),
+        cmocka_unit_test(validated_arguments_get_integers_where_the_schema_says_integer),
+        cmocka_unit_test(a_real_that_only_a_failing_subschema_took_for_an_integer_stays_a_real),
+        cmocka_unit_test(arguments_that_fail_are_left_as_they_came),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
