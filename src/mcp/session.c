@@ -40,6 +40,9 @@ static json_t *server_info(void)
 
 /* ---- initialize ---- */
 
+/* What a session keeps of its client's initialize (capabilities and clientInfo, compact). */
+#define MCP_MAX_CLIENT_META_BYTES 65536
+
 void mcp_handle_initialize(worker_t *w, wmsg_t *m)
 {
     json_t *params = json_object_get(m->body, "params");
@@ -54,6 +57,11 @@ void mcp_handle_initialize(worker_t *w, wmsg_t *m)
         bad = "params.capabilities must be an object";
     else if (info && !json_is_object(info))
         bad = "params.clientInfo must be an object";
+    else if (json_dumpb(caps, NULL, 0, JSON_COMPACT) + json_dumpb(info, NULL, 0, JSON_COMPACT) >
+             MCP_MAX_CLIENT_META_BYTES)
+        /* both are kept in the session's metadata, which is rewritten at every change of it:
+         * an unbounded clientInfo would make each of those writes that large */
+        bad = "params.capabilities and params.clientInfo together take more than 65536 bytes";
     if (bad) {
         actor_reply(w, m->conn, 400, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, bad, NULL), NULL);
         return;

@@ -298,6 +298,19 @@ class Limits(unittest.TestCase):
         for s in held[1:] + [s4]:
             s.close()
 
+    def test_an_initialize_with_a_huge_client_info_is_refused(self):
+        srv = self.server()
+        r = srv.request("POST", {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "x" * 70000, "version": "1"}}},
+            headers={"Content-Type": "application/json", "Accept": ACCEPT_BOTH})
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["code"], -32602)
+        self.assertEqual(r.json()["id"], 1)
+        self.assertIn("65536", r.json()["error"]["message"])
+        self.assertEqual(srv.stats()["sessions_stored"], 0)
+
     def test_a_burst_of_notifications_is_bounded_in_memory_and_given_back_when_idle(self):
         if any(os.environ.get(v) for v in ("ASAN_OPTIONS", "TSAN_OPTIONS")):
             self.skipTest("RSS under a sanitizer measures the sanitizer (quarantine, shadow memory)")
