@@ -123,6 +123,7 @@ int main(int argc, char **argv)
         exit_code = 1;
         goto early_exit;
     }
+    store_on_writable(store, on_store_writable); /* before any thread may write */
     /* HTTP loops first (bound, not running): co-located workers run on them */
     int port = 0, admin_port = 0;
     if (http_init(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &port) != 0) {
@@ -149,7 +150,6 @@ int main(int argc, char **argv)
     if (colocated)
         workers_drain_now(); /* their loops are not running yet: recovery goes first */
     alarms_start(store);
-    store_on_writable(store, on_store_writable);
     if (http_run() != 0 ||
         (g_cfg.admin_enabled &&
          admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)) {
