@@ -417,25 +417,35 @@ void http_deliver(uint32_t thread, mq_node_t *first, mq_node_t *last, size_t n)
  * evhttp_find_header calls were seven case-insensitive scans per request). */
 typedef struct rhdr {
     const char *origin, *host, *authorization, *accept, *content_type, *session_id, *version,
-        *last_event_id;
+        *last_event_id, *content_length, *transfer_encoding;
+    const char *twice;  /* the first header that must come once and came again, or NULL */
+    bool twice_framing; /* Content-Length or Transfer-Encoding came again */
 } rhdr_t;
+
+enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING };
 
 static void read_headers(struct evhttp_request *req, rhdr_t *h)
 {
     memset(h, 0, sizeof *h);
+    /* H_ONCE: a second copy is refused: a proxy in front may act on a different one than we
+     * do (the session, the version, the Host checked against DNS rebinding); H_FRAMING: the
+     * same for the headers that frame the body, which makes the connection unusable */
     static const struct {
         const char *name;
         size_t len;
         size_t off;
+        int rule;
     } WANT[] = {
-        {"Accept", 6, offsetof(rhdr_t, accept)},
-        {"Host", 4, offsetof(rhdr_t, host)},
-        {"Origin", 6, offsetof(rhdr_t, origin)},
-        {"Content-Type", 12, offsetof(rhdr_t, content_type)},
-        {"Mcp-Session-Id", 14, offsetof(rhdr_t, session_id)},
-        {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version)},
-        {"Authorization", 13, offsetof(rhdr_t, authorization)},
-        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id)},
+        {"Accept", 6, offsetof(rhdr_t, accept), H_FIRST_WINS},
+        {"Host", 4, offsetof(rhdr_t, host), H_ONCE},
+        {"Origin", 6, offsetof(rhdr_t, origin), H_FIRST_WINS},
+        {"Content-Type", 12, offsetof(rhdr_t, content_type), H_FIRST_WINS},
+        {"Content-Length", 14, offsetof(rhdr_t, content_length), H_FRAMING},
+        {"Mcp-Session-Id", 14, offsetof(rhdr_t, session_id), H_ONCE},
+        {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version), H_ONCE},
+        {"Authorization", 13, offsetof(rhdr_t, authorization), H_FIRST_WINS},
+        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id), H_FIRST_WINS},
+        {"Transfer-Encoding", 17, offsetof(rhdr_t, transfer_encoding), H_FRAMING},
     };
     struct evkeyval *kv;
     for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
@@ -443,12 +453,42 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
         for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
             if (kl == WANT[i].len && strcasecmp(kv->key, WANT[i].name) == 0) {
                 const char **slot = (const char **)((char *)h + WANT[i].off);
-                if (!*slot) /* the first of repeated headers, as evhttp_find_header did */
+                if (!*slot) { /* the first of repeated headers, as evhttp_find_header did */
                     *slot = kv->value;
+                } else if (WANT[i].rule != H_FIRST_WINS) {
+                    if (!h->twice)
+                        h->twice = WANT[i].name;
+                    h->twice_framing |= WANT[i].rule == H_FRAMING;
+                }
                 break;
             }
         }
     }
+}
+
+/* A request whose body length is ambiguous: 400 and the connection is closed, since what
+ * follows the body cannot be trusted as the next request (nor the body: id null). evhttp
+ * refuses some of these itself, with its own reply. True when refused. */
+static bool refuse_framing(struct evhttp_request *req, const rhdr_t *h)
+{
+    const char *why = framing_problem(h->content_length, h->transfer_encoding, h->twice_framing);
+    if (!why)
+        return false;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    reply_error(req, 400, MCP_ERR_BAD_REQUEST, why, NULL);
+    return true;
+}
+
+/* A header that must come once came twice: 400 (the connection stays usable). True when
+ * refused. */
+static bool refuse_repeated(struct evhttp_request *req, const rhdr_t *h)
+{
+    if (!h->twice)
+        return false;
+    char msg[160];
+    snprintf(msg, sizeof msg, "Bad Request: the %s header was sent more than once", h->twice);
+    reply_error(req, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
+    return true;
 }
 
 /* Checks the session id header; on failure replies and returns false. */
@@ -679,6 +719,10 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rh
 static void on_mcp(struct evhttp_request *req, void *arg)
 {
     http_thread_t *t = arg;
+    rhdr_t hs, *h = &hs;
+    read_headers(req, h);
+    if (refuse_framing(req, h))
+        return;
     if (t->stopping) {
         reply_error(req, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
         return;
@@ -693,8 +737,8 @@ static void on_mcp(struct evhttp_request *req, void *arg)
         reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "1");
         return;
     }
-    rhdr_t hs, *h = &hs;
-    read_headers(req, h);
+    if (refuse_repeated(req, h))
+        return;
     const char *origin = h->origin;
     if (!hostcheck_origin_ok(&HC, origin)) {
         char msg[300];
@@ -744,6 +788,10 @@ static void on_mcp(struct evhttp_request *req, void *arg)
 
 static void on_other(struct evhttp_request *req, void *arg)
 {
+    rhdr_t h;
+    read_headers(req, &h);
+    if (refuse_framing(req, &h))
+        return;
     reply_error(req, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
 }
 
