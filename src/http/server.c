@@ -52,13 +52,14 @@ typedef enum { H_PENDING = 0, H_SSE } hstate_t;
 typedef struct http_thread http_thread_t;
 typedef struct hconn hconn_t;
 
-/* One per client connection that has sent a request to /mcp: counts it against
- * --max-connections and is the one close callback of its connection, which also ends the SSE
+/* One per accepted client connection: counts it in connections_open and against
+ * --max-connections, and is the one close callback of its connection, which also ends the SSE
  * stream the connection carries, if any. */
 typedef struct hlink {
     http_thread_t *t;
     struct evhttp_connection *evcon;
     hconn_t *sse;
+    bool admitted; /* holds one of the --max-connections places */
 } hlink_t;
 
 struct hconn {
@@ -89,12 +90,17 @@ struct http_thread {
     uint32_t *free_slots;
     uint32_t nslots, nfree, cap;
     ptrmap_t links; /* evhttp_connection -> hlink_t */
+    struct bufferevent **fresh; /* accepted this loop iteration, not yet tracked (on_fresh) */
+    uint32_t nfresh, capfresh;
+    struct event *fresh_ev;
     bool stopping;
 };
 
 static http_thread_t *T;
 static int NT;
 static hostcheck_t HC;
+/* Connections holding one of the --max-connections places, across the HTTP threads. */
+static atomic_llong ADMITTED;
 
 /* ---- replies ---- */
 
@@ -228,28 +234,99 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
             evhttp_send_reply_end(c->req); /* detached: this only frees it */
         hconn_free(c);
     }
+    if (l->admitted)
+        atomic_fetch_sub_explicit(&ADMITTED, 1, memory_order_relaxed);
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
     free(l);
 }
 
-/* The connection's tracker, made at its first request; NULL when --max-connections is
- * reached (the request is then refused). */
-static hlink_t *link_of(http_thread_t *t, struct evhttp_request *req)
+/* Takes one of the --max-connections places; false when none is free. */
+static bool admit(void)
 {
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    hlink_t *l = ptrmap_get(&t->links, evcon);
-    if (l)
-        return l;
-    if (STAT_GET(connections_open) >= g_cfg.max_connections)
-        return NULL;
-    l = xcalloc(1, sizeof *l);
+    if (atomic_fetch_add_explicit(&ADMITTED, 1, memory_order_relaxed) < g_cfg.max_connections)
+        return true;
+    atomic_fetch_sub_explicit(&ADMITTED, 1, memory_order_relaxed);
+    return false;
+}
+
+/* Starts tracking a connection: counted, and admitted when a place is free. */
+static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon)
+{
+    hlink_t *l = xcalloc(1, sizeof *l);
     l->t = t;
     l->evcon = evcon;
+    l->admitted = admit();
     ptrmap_put(&t->links, evcon, l);
     STAT_INC(connections_open);
     evhttp_connection_set_closecb(evcon, on_conn_close, l);
     return l;
+}
+
+/* A connection accepted past --max-connections is kept, so that its request gets the 503
+ * answer (or is served, if a place was freed meanwhile); a silent one is dropped by
+ * --read-timeout. At twice the limit a new connection is closed at once instead, so that
+ * silent connections cannot pile up descriptors. */
+static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon)
+{
+    if (STAT_GET(connections_open) >= 2 * g_cfg.max_connections) {
+        STAT_INC(limit_refusals_total);
+        log_debug("closing a new connection at once: %lld are open (twice --max-connections)",
+                  (long long)STAT_GET(connections_open));
+        evhttp_connection_free(evcon);
+        return;
+    }
+    link_make(t, evcon);
+}
+
+/* Picks up the connections accepted in this loop iteration (see on_new_bev). */
+static void on_fresh(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
+    for (uint32_t i = 0; i < t->nfresh; i++) {
+        struct bufferevent *bev = t->fresh[i];
+        void *evcon = NULL;
+        bufferevent_getcb(bev, NULL, NULL, NULL, &evcon); /* NULL: evhttp freed it already */
+        if (evcon && !ptrmap_get(&t->links, evcon))
+            link_accepted(t, evcon);
+        bufferevent_decref(bev);
+    }
+    t->nfresh = 0;
+}
+
+/* Connections count from accept, so that silent and half-sent ones count against
+ * --max-connections too. libevent 2.1 calls nothing with a new evhttp_connection (2.2 has
+ * evhttp_set_newreqcb), but it lets us make the connection's bufferevent, and right after
+ * this evhttp sets that bufferevent's callbacks with the connection as their argument. So the
+ * bufferevent is noted here, with a reference in case evhttp frees it first, and on_fresh
+ * takes the connection from it later in this loop iteration, before any byte is read. */
+static struct bufferevent *on_new_bev(struct event_base *base, void *arg)
+{
+    http_thread_t *t = arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev)
+        return NULL; /* evhttp makes one itself; the connection is counted at its request */
+    if (t->nfresh == t->capfresh) {
+        t->capfresh = t->capfresh ? t->capfresh * 2 : 16;
+        t->fresh = xrealloc(t->fresh, t->capfresh * sizeof *t->fresh);
+    }
+    bufferevent_incref(bev);
+    t->fresh[t->nfresh++] = bev;
+    event_active(t->fresh_ev, EV_TIMEOUT, 1);
+    return bev;
+}
+
+/* The connection's tracker; NULL when it holds no --max-connections place and none is free
+ * now (the request is then refused). */
+static hlink_t *link_of(http_thread_t *t, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    hlink_t *l = ptrmap_get(&t->links, evcon);
+    if (!l)
+        l = link_make(t, evcon); /* not seen at accept (its bufferevent could not be made) */
+    if (!l->admitted)
+        l->admitted = admit();
+    return l->admitted ? l : NULL;
 }
 
 /* What a client may send on a connection while it carries an SSE response before the server
@@ -899,6 +976,10 @@ int http_init(int n, const char *host, int port, int *bound_port)
         evhttp_set_timeout(t->http, (int)g_cfg.read_timeout_s);
         evhttp_set_cb(t->http, "/mcp", on_mcp, t);
         evhttp_set_gencb(t->http, on_other, t);
+        evhttp_set_bevcb(t->http, on_new_bev, t);
+        t->fresh_ev = event_new(t->base, -1, 0, on_fresh, t);
+        if (!t->fresh_ev)
+            return -1;
         t->bound = evhttp_accept_socket_with_handle(t->http, t->fd);
         if (!t->bound)
             return -1;
@@ -1010,6 +1091,11 @@ void http_free(void)
         else if (t->fd >= 0)
             close(t->fd);
         ptrmap_free(&t->links); /* evhttp_free ran every connection's close callback */
+        for (uint32_t j = 0; j < t->nfresh; j++)
+            bufferevent_decref(t->fresh[j]); /* accepted as the loop ended: freed by evhttp_free */
+        free(t->fresh);
+        if (t->fresh_ev)
+            event_free(t->fresh_ev);
         if (t->base)
             event_base_free(t->base);
         free(t->slots);

@@ -297,6 +297,71 @@ class Limits(unittest.TestCase):
         for s in held[1:] + [s4]:
             s.close()
 
+    def connect_counted(self, srv, n):
+        """Opens n silent connections one at a time, each counted before the next (so they are
+        accepted in this order whatever the number of HTTP threads)."""
+        socks = []
+        for _ in range(n):
+            before = srv.stats()["connections_open"]
+            socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+            self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == before + 1),
+                            f"connection {len(socks)} is counted from accept: {srv.stats()['connections_open']}")
+        return socks
+
+    def test_silent_connections_count_from_accept_and_one_past_the_limit_gets_503(self):
+        srv = self.server("--max-connections", "3")
+        socks = self.connect_counted(srv, 5)  # none has sent a byte
+        self.assertEqual(srv.stats()["connections_open"], 5)
+        get = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n" % srv.port
+        socks[3].sendall(get)  # the 4th: past the limit
+        responses, eof = read_responses(socks[3])
+        self.assertEqual([r[0] for r in responses], [503], responses)
+        self.assertEqual(responses[0][1].get("connection", "").lower(), "close")
+        self.assertEqual(responses[0][1].get("retry-after"), "1")
+        self.assertIn("--max-connections", json.loads(responses[0][2])["error"]["message"])
+        self.assertTrue(eof, "the refused connection is closed")
+        socks[0].sendall(get)  # one of the first three: served (400: it names no session)
+        responses, eof = read_responses(socks[0], 1)
+        self.assertEqual([r[0] for r in responses], [400], responses)
+        self.assertFalse(eof)
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 4))
+        for s in socks:
+            s.close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0),
+                        srv.stats()["connections_open"])
+        Session(srv).tool("echo", {"text": "room again"})
+
+    def test_a_connection_past_the_limit_is_served_when_room_was_made_before_its_request(self):
+        srv = self.server("--max-connections", "1")
+        first, late = self.connect_counted(srv, 2)
+        first.close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 1))
+        late.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n" % srv.port)
+        responses, _ = read_responses(late, 1)
+        self.assertEqual([r[0] for r in responses], [400], responses)
+        late.close()
+
+    def test_at_twice_the_limit_a_new_connection_is_closed_at_accept(self):
+        srv = self.server("--max-connections", "2")
+        socks = self.connect_counted(srv, 4)
+        refusals = srv.stats()["limit_refusals_total"]
+        extra = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        self.assertTrue(closed_within(extra, 3), "closed without a request")
+        extra.close()
+        self.assertEqual(srv.stats()["connections_open"], 4)
+        self.assertEqual(srv.stats()["limit_refusals_total"], refusals + 1)
+        for s in socks:
+            s.close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
+        Session(srv).tool("echo", {"text": "room again"})
+
+    def test_a_silent_connection_is_dropped_after_the_read_timeout_and_uncounted(self):
+        srv = self.server("--read-timeout", "1")
+        (sock,) = self.connect_counted(srv, 1)
+        self.assertTrue(closed_within(sock, 4), "dropped after --read-timeout")
+        sock.close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
+
     def test_past_max_sessions_initialize_gets_503_until_one_is_deleted(self):
         srv = self.server("--max-sessions", "2")
         a, b = Session(srv), Session(srv)
