@@ -141,10 +141,11 @@ static void send_reply(struct evhttp_request *req, int status, const char *ctype
     evhttp_send_reply(req, status, reason_of(status), NULL);
 }
 
-static void reply_error(struct evhttp_request *req, int status, int code, const char *msg,
-                        const char *retry_after)
+/* id: the request's id to echo (borrowed), NULL for null. */
+static void reply_error(struct evhttp_request *req, const json_t *id, int status, int code,
+                        const char *msg, const char *retry_after)
 {
-    json_t *e = jsonrpc_error(NULL, code, msg, NULL);
+    json_t *e = jsonrpc_error(id, code, msg, NULL);
     size_t len;
     char *text = jsonrpc_dump(e, &len);
     json_decref(e);
@@ -552,45 +553,79 @@ static bool refuse_framing(struct evhttp_request *req, const rhdr_t *h)
     if (!why)
         return false;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-    reply_error(req, 400, MCP_ERR_BAD_REQUEST, why, NULL);
+    reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST, why, NULL);
     return true;
 }
 
 /* A header that must come once came twice: 400 (the connection stays usable). True when
  * refused. */
-static bool refuse_repeated(struct evhttp_request *req, const rhdr_t *h)
+static bool refuse_repeated(struct evhttp_request *req, const json_t *id, const rhdr_t *h)
 {
     if (!h->twice)
         return false;
     char msg[160];
     snprintf(msg, sizeof msg, "Bad Request: the %s header was sent more than once", h->twice);
-    reply_error(req, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
+    reply_error(req, id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
     return true;
 }
 
+/* A POST body, parsed once before any check so that every refusal can echo the request's id
+ * (JSON-RPC asks for it whenever it can be read), and classified once. */
+typedef struct pbody {
+    json_t *json;     /* NULL: not a POST, or not JSON (err, pos say why); owned here until it
+                         moves to the actor with the message */
+    jr_kind_t kind;   /* of a single message; JR_INVALID for a batch */
+    const char *why;  /* a single JR_INVALID message: what is wrong */
+    const json_t *id; /* a single request's id, borrowed from json; NULL otherwise */
+    char err[160];
+    size_t pos;
+} pbody_t;
+
+static void parse_body(struct evhttp_request *req, pbody_t *b)
+{
+    b->json = NULL;
+    b->kind = JR_INVALID;
+    b->why = NULL;
+    b->id = NULL;
+    b->err[0] = '\0';
+    b->pos = 0;
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST)
+        return;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    b->json = json_parse_buf(data, len, b->err, sizeof b->err, &b->pos);
+    if (!b->json || json_is_array(b->json))
+        return;
+    b->kind = jsonrpc_classify(b->json, &b->why);
+    if (b->kind == JR_REQUEST)
+        b->id = json_object_get(b->json, "id");
+}
+
 /* Checks the session id header; on failure replies and returns false. */
-static bool check_session_header(struct evhttp_request *req, const char *sid)
+static bool check_session_header(struct evhttp_request *req, const json_t *id, const char *sid)
 {
     if (!sid) {
-        reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+        reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
                     "Bad Request: the Mcp-Session-Id header is required (send initialize first to get one)",
                     NULL);
         return false;
     }
     if (!header_is_visible_ascii(sid, 256)) {
-        reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+        reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
                     "Bad Request: Mcp-Session-Id must be 1..256 visible ASCII characters", NULL);
         return false;
     }
     if (!session_id_valid(sid)) {
-        reply_error(req, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found", NULL);
+        reply_error(req, id, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found", NULL);
         return false;
     }
     return true;
 }
 
 /* Checks MCP-Protocol-Version; copies it into out. false after replying 400. */
-static bool check_version_header(struct evhttp_request *req, const rhdr_t *h, char out[32])
+static bool check_version_header(struct evhttp_request *req, const json_t *id, const rhdr_t *h,
+                                 char out[32])
 {
     const char *v = h->version;
     out[0] = '\0';
@@ -600,16 +635,17 @@ static bool check_version_header(struct evhttp_request *req, const rhdr_t *h, ch
         char msg[200];
         snprintf(msg, sizeof msg, "Bad Request: unsupported MCP-Protocol-Version '%.40s' (supported: %s)",
                  v, proto_supported_list());
-        reply_error(req, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
+        reply_error(req, id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
         return false;
     }
     snprintf(out, 32, "%s", v);
     return true;
 }
 
-/* Queues m for its session's worker, or answers 503 when the session's mailbox is full. */
-static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const char *who,
-                   hlink_t *link)
+/* Queues m for its session's worker, or answers 503 when the session's mailbox is full. id:
+ * the request's id (borrowed from m->body), NULL for none. */
+static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
+                   const char *who, hlink_t *link)
 {
     snprintf(m->auth_name, sizeof m->auth_name, "%s", who);
     worker_t *w = worker_for_session(m->sid);
@@ -618,7 +654,7 @@ static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, cons
         snprintf(msg, sizeof msg,
                  "Server busy: this session has %lld messages queued (the --mailbox limit); retry shortly",
                  (long long)g_cfg.mailbox);
-        reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
         wmsg_free(m);
         return;
     }
@@ -630,14 +666,14 @@ static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, cons
 }
 
 /* Validates a POST body's JSON-RPC shape. On failure replies 400 and returns false. */
-static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_init)
+static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is_init)
 {
-    const char *why;
+    json_t *body = b->json;
     *is_init = false;
     if (json_is_array(body)) {
         size_t n = json_array_size(body);
         if (n == 0) {
-            reply_error(req, 400, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL);
+            reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL);
             return false;
         }
         for (size_t i = 0; i < n; i++) {
@@ -646,24 +682,23 @@ static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_ini
             json_t *m = json_array_get(body, i);
             const char *method = json_string_value(json_object_get(m, "method"));
             if (method && strcmp(method, "initialize") == 0) {
-                reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+                reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
                             "Invalid Request: initialize must not be part of a batch", NULL);
                 return false;
             }
         }
         return true;
     }
-    jr_kind_t k = jsonrpc_classify(body, &why);
-    if (k == JR_INVALID) {
+    if (b->kind == JR_INVALID) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Invalid Request: %s", why);
-        reply_error(req, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
+        snprintf(msg, sizeof msg, "Invalid Request: %s", b->why);
+        reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
         return false;
     }
     const char *method = json_string_value(json_object_get(body, "method"));
     if (method && strcmp(method, "initialize") == 0) {
-        if (k != JR_REQUEST) {
-            reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+        if (b->kind != JR_REQUEST) {
+            reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
                         "Invalid Request: initialize must be a request (with an id)", NULL);
             return false;
         }
@@ -672,46 +707,39 @@ static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_ini
     return true;
 }
 
+/* b->json moves to the message when the request is submitted (b->json is then NULL). */
 static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
-                        const char *who, hlink_t *link)
+                        const char *who, hlink_t *link, pbody_t *b)
 {
+    const json_t *id = b->id;
     const char *accept = h->accept;
     if (!accept_allows(accept, "application/json") || !accept_allows(accept, "text/event-stream")) {
-        reply_error(req, 406, MCP_ERR_BAD_REQUEST,
+        reply_error(req, id, 406, MCP_ERR_BAD_REQUEST,
                     "Not Acceptable: the Accept header must list both application/json and text/event-stream",
                     NULL);
         return;
     }
     if (!content_type_is_json(h->content_type)) {
-        reply_error(req, 415, MCP_ERR_BAD_REQUEST,
+        reply_error(req, id, 415, MCP_ERR_BAD_REQUEST,
                     "Unsupported Media Type: Content-Type must be application/json", NULL);
         return;
     }
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    char perr[160];
-    size_t ppos = 0;
-    json_t *body = json_parse_buf(data, len, perr, sizeof perr, &ppos);
-    if (!body) {
+    if (!b->json) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Parse error: %s (at byte %zu)", perr, ppos);
-        reply_error(req, 400, JSONRPC_PARSE_ERROR, msg, NULL);
+        snprintf(msg, sizeof msg, "Parse error: %s (at byte %zu)", b->err, b->pos);
+        reply_error(req, NULL, 400, JSONRPC_PARSE_ERROR, msg, NULL);
         return;
     }
     bool is_init;
-    if (!validate_body(req, body, &is_init)) {
-        json_decref(body);
+    if (!validate_body(req, b, &is_init))
         return;
-    }
     const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_POST);
     if (is_init) {
         if (sid) {
-            reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+            reply_error(req, id, 400, JSONRPC_INVALID_REQUEST,
                         "Invalid Request: initialize starts a new session and must be sent without Mcp-Session-Id",
                         NULL);
-            json_decref(body);
             wmsg_free(m);
             return;
         }
@@ -720,41 +748,39 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
             snprintf(msg, sizeof msg, "Server busy: %lld sessions are stored (--max-sessions); retry later",
                      (long long)g_cfg.max_sessions);
             STAT_INC(limit_refusals_total);
-            reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "30");
-            json_decref(body);
+            reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "30");
             wmsg_free(m);
             return;
         }
         if (session_id_new(m->sid) != 0) {
-            reply_error(req, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a session id", NULL);
-            json_decref(body);
+            reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a session id", NULL);
             wmsg_free(m);
             return;
         }
         m->create = true;
     } else {
-        if (!check_session_header(req, sid) || !check_version_header(req, h, m->proto_hdr)) {
-            json_decref(body);
+        if (!check_session_header(req, id, sid) || !check_version_header(req, id, h, m->proto_hdr)) {
             wmsg_free(m);
             return;
         }
         memcpy(m->sid, sid, SESSION_ID_LEN + 1);
     }
-    m->body = body; /* ownership moves to the actor with the message */
-    submit(t, req, m, who, link);
+    m->body = b->json; /* ownership moves to the actor with the message */
+    b->json = NULL;
+    submit(t, req, m, id, who, link);
 }
 
 static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
                         const char *who, hlink_t *link)
 {
     if (!accept_allows(h->accept, "text/event-stream")) {
-        reply_error(req, 406, MCP_ERR_BAD_REQUEST,
+        reply_error(req, NULL, 406, MCP_ERR_BAD_REQUEST,
                     "Not Acceptable: a GET must accept text/event-stream", NULL);
         return;
     }
     const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_GET);
-    if (!check_session_header(req, sid) || !check_version_header(req, h, m->proto_hdr)) {
+    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->proto_hdr)) {
         wmsg_free(m);
         return;
     }
@@ -762,14 +788,14 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
     const char *last = h->last_event_id;
     if (last) {
         if (!g_cfg.event_store) {
-            reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+            reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST,
                         "Bad Request: this server runs with --no-event-store and cannot resume streams",
                         NULL);
             wmsg_free(m);
             return;
         }
         if (event_id_parse(last, &m->resume_tag, &m->resume_stream, &m->resume_seq) != 0) {
-            reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+            reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST,
                         "Bad Request: malformed Last-Event-ID (expected <streamId>:<16 hex digits>)",
                         NULL);
             wmsg_free(m);
@@ -777,7 +803,7 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
         }
         m->has_last_event_id = true;
     }
-    submit(t, req, m, who, link);
+    submit(t, req, m, NULL, who, link);
 }
 
 static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
@@ -785,23 +811,20 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rh
 {
     const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_DELETE);
-    if (!check_session_header(req, sid) || !check_version_header(req, h, m->proto_hdr)) {
+    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->proto_hdr)) {
         wmsg_free(m);
         return;
     }
     memcpy(m->sid, sid, SESSION_ID_LEN + 1);
-    submit(t, req, m, who, link);
+    submit(t, req, m, NULL, who, link);
 }
 
-static void on_mcp(struct evhttp_request *req, void *arg)
+/* Everything after framing, in the order the checks have always had. */
+static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h, pbody_t *b)
 {
-    http_thread_t *t = arg;
-    rhdr_t hs, *h = &hs;
-    read_headers(req, h);
-    if (refuse_framing(req, h))
-        return;
+    const json_t *id = b->id;
     if (t->stopping) {
-        reply_error(req, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+        reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
         return;
     }
     hlink_t *link = link_of(t, req);
@@ -811,16 +834,16 @@ static void on_mcp(struct evhttp_request *req, void *arg)
                  (long long)g_cfg.max_connections);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
         STAT_INC(limit_refusals_total);
-        reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
         return;
     }
-    if (refuse_repeated(req, h))
+    if (refuse_repeated(req, id, h))
         return;
     const char *origin = h->origin;
     if (!hostcheck_origin_ok(&HC, origin)) {
         char msg[300];
         snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin)", origin);
-        reply_error(req, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
+        reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
     const char *host = h->host;
@@ -828,7 +851,7 @@ static void on_mcp(struct evhttp_request *req, void *arg)
         char msg[300];
         snprintf(msg, sizeof msg, "Forbidden: Host '%.200s' is not allowed (see --allowed-host)",
                  host ? host : "");
-        reply_error(req, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
+        reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
     const char *who = "";
@@ -839,7 +862,7 @@ static void on_mcp(struct evhttp_request *req, void *arg)
             evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                               authz ? "Bearer realm=\"mcpactord\", error=\"invalid_token\""
                                     : "Bearer realm=\"mcpactord\"");
-            reply_error(req, 401, MCP_ERR_BAD_REQUEST,
+            reply_error(req, id, 401, MCP_ERR_BAD_REQUEST,
                         authz ? "Unauthorized: the bearer token is not valid"
                               : "Unauthorized: send Authorization: Bearer <token>",
                         NULL);
@@ -848,7 +871,7 @@ static void on_mcp(struct evhttp_request *req, void *arg)
     }
     switch (evhttp_request_get_command(req)) {
     case EVHTTP_REQ_POST:
-        handle_post(t, req, h, who, link);
+        handle_post(t, req, h, who, link, b);
         return;
     case EVHTTP_REQ_GET:
         handle_get(t, req, h, who, link);
@@ -858,9 +881,21 @@ static void on_mcp(struct evhttp_request *req, void *arg)
         return;
     default:
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");
-        reply_error(req, 405, MCP_ERR_BAD_REQUEST, "Method Not Allowed: use POST, GET or DELETE", NULL);
+        reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST, "Method Not Allowed: use POST, GET or DELETE", NULL);
         return;
     }
+}
+
+static void on_mcp(struct evhttp_request *req, void *arg)
+{
+    rhdr_t h;
+    read_headers(req, &h);
+    if (refuse_framing(req, &h))
+        return;
+    pbody_t b;
+    parse_body(req, &b);
+    handle_mcp(arg, req, &h, &b);
+    json_decref(b.json); /* NULL when it moved to the actor */
 }
 
 static void on_other(struct evhttp_request *req, void *arg)
@@ -869,7 +904,7 @@ static void on_other(struct evhttp_request *req, void *arg)
     read_headers(req, &h);
     if (refuse_framing(req, &h))
         return;
-    reply_error(req, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
+    reply_error(req, NULL, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
 }
 
 /* ---- threads ---- */
@@ -1028,7 +1063,7 @@ static void on_quiesce(evutil_socket_t fd, short what, void *arg)
         if (c->state == H_SSE) {
             end_stream(c);
         } else {
-            reply_error(c->req, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+            reply_error(c->req, NULL, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
             hconn_free(c);
         }
     }
