@@ -73,6 +73,8 @@ struct hconn {
     uint64_t stream;
     char sid[SESSION_ID_LEN + 1];
     struct event *keepalive;
+    json_t *id; /* the request's id, for an answer of our own at shutdown (a copy: the body is
+                   the actor's), or NULL */
 };
 
 struct http_thread {
@@ -191,6 +193,7 @@ static void hconn_free(hconn_t *c)
     t->free_slots[t->nfree++] = c->slot;
     if (c->keepalive)
         event_free(c->keepalive);
+    json_decref(c->id);
     if (c->state == H_SSE) {
         if (c->stream == STREAM_GET)
             STAT_DEC(streams_open_get);
@@ -660,6 +663,7 @@ static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, cons
     }
     hconn_t *c = hconn_new(t, req, link);
     memcpy(c->sid, m->sid, SESSION_ID_LEN + 1);
+    c->id = id ? json_deep_copy(id) : NULL;
     m->conn = ref_of(c);
     m->recv_us = now_mono_us();
     worker_push(w, m);
@@ -904,7 +908,10 @@ static void on_other(struct evhttp_request *req, void *arg)
     read_headers(req, &h);
     if (refuse_framing(req, &h))
         return;
-    reply_error(req, NULL, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
+    pbody_t b;
+    parse_body(req, &b); /* a POST of a request gets its id back, as on /mcp */
+    reply_error(req, b.id, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
+    json_decref(b.json);
 }
 
 /* ---- threads ---- */
@@ -1063,7 +1070,7 @@ static void on_quiesce(evutil_socket_t fd, short what, void *arg)
         if (c->state == H_SSE) {
             end_stream(c);
         } else {
-            reply_error(c->req, NULL, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+            reply_error(c->req, c->id, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
             hconn_free(c);
         }
     }

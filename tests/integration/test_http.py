@@ -195,7 +195,7 @@ class HttpErrors(ServerTest):
 
     def test_another_path_gets_404(self):
         r = self.server.request("POST", INIT, JSON_HEADERS, path="/other")
-        self.assertError(r, 404, -32000)
+        self.assertError(r, 404, -32000, 1)
 
     def test_put_gets_405_with_allow(self):
         r = self.server.request("PUT", INIT, JSON_HEADERS)
@@ -422,6 +422,8 @@ class ErrorsEchoTheRequestId(unittest.TestCase):
             ("--max-connections", self.with_the_only_connection_held, 503, -32000, True),
             ("a batch where the version forbids it (actor)", self.post(plain, s06.headers(), lambda rid: [ping(rid)]),
              400, -32600, False),
+            ("a POST to another path", lambda rid: plain.request("POST", ping(rid), JSON_HEADERS, path="/other"),
+             404, -32000, True),
         ]
 
     def test_every_error_echoes_the_request_id(self):
@@ -433,6 +435,38 @@ class ErrorsEchoTheRequestId(unittest.TestCase):
                     body = r.json()
                     self.assertEqual(body["error"]["code"], code, body)
                     self.assertEqual(body["id"], rid if echoed else None, body)
+
+
+class ShutdownAnswers(unittest.TestCase):
+    def test_a_request_pending_at_shutdown_gets_503_with_its_id(self):
+        for rid in (7, "req-7"):
+            with self.subTest(id=rid):
+                srv = Server("--json-window", "10000")  # the silent call stays a pending JSON request
+                try:
+                    s = Session(srv)
+                    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                       "params": {"name": "slow", "arguments": {"seconds": 5, "steps": 1}}}).encode()
+                    head = "".join(f"{k}: {v}\r\n" for k, v in s.headers().items())
+                    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+                    sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                                 f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                    time.sleep(0.3)  # the call is running
+                    rc, _ = srv.stop()
+                    self.assertEqual(rc, 0)
+                    data = b""
+                    while True:
+                        d = sock.recv(65536)
+                        if not d:
+                            break
+                        data += d
+                    sock.close()
+                    head, _, payload = data.partition(b"\r\n\r\n")
+                    self.assertIn(b" 503 ", head.split(b"\r\n")[0], data)
+                    msg = json.loads(payload)
+                    self.assertEqual(msg["error"]["code"], -32000)
+                    self.assertEqual(msg["id"], rid)
+                finally:
+                    srv.cleanup()
 
 
 if __name__ == "__main__":
