@@ -70,17 +70,18 @@ void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const c
     worker_send_http(w, h);
 }
 
-void actor_reply_error(worker_t *w, conn_ref_t conn, int status, int code, const char *msg)
+void actor_reply_error(worker_t *w, conn_ref_t conn, const json_t *id, int status, int code,
+                       const char *msg)
 {
-    actor_reply(w, conn, status, jsonrpc_error(NULL, code, msg, NULL), NULL);
+    actor_reply(w, conn, status, jsonrpc_error(id, code, msg, NULL), NULL);
 }
 
-void actor_reply_retry(worker_t *w, conn_ref_t conn, int status, const char *msg,
+void actor_reply_retry(worker_t *w, conn_ref_t conn, const json_t *id, int status, const char *msg,
                        const char *retry_after)
 {
     if (!conn.gen)
         return;
-    json_t *body = jsonrpc_error(NULL, MCP_ERR_BAD_REQUEST, msg, NULL);
+    json_t *body = jsonrpc_error(id, MCP_ERR_BAD_REQUEST, msg, NULL);
     hmsg_t *h = hmsg_new(HM_REPLY, conn);
     h->status = status;
     h->content_type = "application/json";
@@ -803,7 +804,7 @@ static void end_connections(actor_t *a, const char *why)
         if (s->sse)
             send_sse_end(a, s->conn, s->num);
         else
-            actor_reply_error(a->w, s->conn, 404, MCP_ERR_SESSION_NOT_FOUND, why);
+            actor_reply_error(a->w, s->conn, NULL, 404, MCP_ERR_SESSION_NOT_FOUND, why);
         s->conn.gen = 0;
     }
 }
@@ -1029,7 +1030,7 @@ static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
 static void resume(actor_t *a, wmsg_t *m)
 {
     if (m->resume_tag != a->tag) {
-        actor_reply_error(a->w, m->conn, 404, MCP_ERR_BAD_REQUEST,
+        actor_reply_error(a->w, m->conn, NULL, 404, MCP_ERR_BAD_REQUEST,
                           "Last-Event-ID does not name a stream of this session");
         return;
     }
@@ -1042,12 +1043,12 @@ static void resume(actor_t *a, wmsg_t *m)
             finished = true; /* not live: every response was written (or the process restarted) */
             json_decref(r.req_ids);
         } else {
-            actor_reply_error(a->w, m->conn, 404, MCP_ERR_BAD_REQUEST,
+            actor_reply_error(a->w, m->conn, NULL, 404, MCP_ERR_BAD_REQUEST,
                               "Last-Event-ID names a stream this session does not have");
             return;
         }
     } else if (!s || !s->sse) {
-        actor_reply_error(a->w, m->conn, 404, MCP_ERR_BAD_REQUEST,
+        actor_reply_error(a->w, m->conn, NULL, 404, MCP_ERR_BAD_REQUEST,
                           "Last-Event-ID names a stream this session does not have");
         return;
     }
@@ -1434,7 +1435,8 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     }
     if (!a) {
         if (m->type != WM_ALARM && m->type != WM_RECOVER)
-            actor_reply_error(w, m->conn, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found");
+            actor_reply_error(w, m->conn, m->type == WM_POST ? jsonrpc_request_id(m->body) : NULL,
+                              404, MCP_ERR_SESSION_NOT_FOUND, "Session not found");
         wmsg_free(m);
         return;
     }

@@ -137,9 +137,11 @@ void actor_reset(actor_t *a);
 store_batch_t *actor_batch(actor_t *a);
 /* Replies on a connection the actor does not keep (errors, 202s, DELETE). */
 void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header);
-void actor_reply_error(worker_t *w, conn_ref_t conn, int status, int code, const char *msg);
+/* id: the request's id to echo (borrowed; NULL for null, e.g. a batch). */
+void actor_reply_error(worker_t *w, conn_ref_t conn, const json_t *id, int status, int code,
+                       const char *msg);
 /* An error reply with Retry-After (a static string). */
-void actor_reply_retry(worker_t *w, conn_ref_t conn, int status, const char *msg,
+void actor_reply_retry(worker_t *w, conn_ref_t conn, const json_t *id, int status, const char *msg,
                        const char *retry_after);
 /* Requests of the session not answered yet (every request of a batch counts). */
 int actor_requests_in_flight(const actor_t *a);

@@ -177,7 +177,8 @@ static void metrics_text(struct evbuffer *b)
     COUNTER(mailbox_full_total, "Requests refused with 503 because a session mailbox was full.");
     GAUGE(sessions_stored, "Sessions stored (live or hibernated).");
     GAUGE(connections_open, "Client connections open on the MCP endpoint.");
-    COUNTER(limit_refusals_total, "Requests refused by --max-connections, --max-sessions or --max-streams.");
+    COUNTER(limit_refusals_total, "Requests refused by --max-connections, --max-sessions or --max-streams, "
+                                  "and connections closed at accept past twice --max-connections.");
     COUNTER(log_trims_total, "Finished streams deleted early to keep a session under --session-log-bytes.");
     COUNTER(tool_calls_total, "Tool calls started.");
     COUNTER(client_responses_unknown_total, "Client responses to unknown server requests.");

@@ -112,6 +112,24 @@ bool header_is_visible_ascii(const char *v, size_t max)
     return i > 0;
 }
 
+const char *framing_problem(const char *cl, const char *te, bool repeated)
+{
+    if (repeated)
+        return "Bad Request: Content-Length or Transfer-Encoding sent more than once";
+    if (cl && te)
+        return "Bad Request: Content-Length together with Transfer-Encoding";
+    /* evhttp decodes chunked alone; with any other coding it would read no body at all */
+    if (te && strcasecmp(te, "chunked") != 0)
+        return "Bad Request: the only Transfer-Encoding accepted is chunked";
+    if (cl) {
+        /* evhttp's strtoll also takes "+5", which a proxy may read differently or not at all */
+        size_t n = strspn(cl, "0123456789");
+        if (n == 0 || cl[n] != '\0')
+            return "Bad Request: Content-Length must be decimal digits";
+    }
+    return NULL;
+}
+
 static char *lower_dup(const char *s)
 {
     char *d = xstrdup(s);

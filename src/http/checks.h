@@ -13,6 +13,11 @@ bool accept_allows(const char *accept, const char *type);
 bool content_type_is_json(const char *ct);
 /* True when every byte is visible ASCII (0x21..0x7E) and the length is 1..max. */
 bool header_is_visible_ascii(const char *v, size_t max);
+/* RFC 9112 6.3: why a request's body length is ambiguous, or NULL when it is not. cl and te
+ * are the Content-Length and Transfer-Encoding values (NULL when absent); repeated: either
+ * came more than once. A proxy in front may have framed such a request differently, so the
+ * bytes after its body cannot be trusted as the next request. */
+const char *framing_problem(const char *cl, const char *te, bool repeated);
 
 #define HOSTCHECK_MAX 64
 

@@ -52,13 +52,14 @@ typedef enum { H_PENDING = 0, H_SSE } hstate_t;
 typedef struct http_thread http_thread_t;
 typedef struct hconn hconn_t;
 
-/* One per client connection that has sent a request to /mcp: counts it against
- * --max-connections and is the one close callback of its connection, which also ends the SSE
+/* One per accepted client connection: counts it in connections_open and against
+ * --max-connections, and is the one close callback of its connection, which also ends the SSE
  * stream the connection carries, if any. */
 typedef struct hlink {
     http_thread_t *t;
     struct evhttp_connection *evcon;
     hconn_t *sse;
+    bool admitted; /* holds one of the --max-connections places */
 } hlink_t;
 
 struct hconn {
@@ -72,6 +73,8 @@ struct hconn {
     uint64_t stream;
     char sid[SESSION_ID_LEN + 1];
     struct event *keepalive;
+    json_t *id; /* the request's id, for an answer of our own at shutdown (a copy: the body is
+                   the actor's), or NULL */
 };
 
 struct http_thread {
@@ -89,12 +92,17 @@ struct http_thread {
     uint32_t *free_slots;
     uint32_t nslots, nfree, cap;
     ptrmap_t links; /* evhttp_connection -> hlink_t */
+    struct bufferevent **fresh; /* accepted this loop iteration, not yet tracked (on_fresh) */
+    uint32_t nfresh, capfresh;
+    struct event *fresh_ev;
     bool stopping;
 };
 
 static http_thread_t *T;
 static int NT;
 static hostcheck_t HC;
+/* Connections holding one of the --max-connections places, across the HTTP threads. */
+static atomic_llong ADMITTED;
 
 /* ---- replies ---- */
 
@@ -135,10 +143,11 @@ static void send_reply(struct evhttp_request *req, int status, const char *ctype
     evhttp_send_reply(req, status, reason_of(status), NULL);
 }
 
-static void reply_error(struct evhttp_request *req, int status, int code, const char *msg,
-                        const char *retry_after)
+/* id: the request's id to echo (borrowed), NULL for null. */
+static void reply_error(struct evhttp_request *req, const json_t *id, int status, int code,
+                        const char *msg, const char *retry_after)
 {
-    json_t *e = jsonrpc_error(NULL, code, msg, NULL);
+    json_t *e = jsonrpc_error(id, code, msg, NULL);
     size_t len;
     char *text = jsonrpc_dump(e, &len);
     json_decref(e);
@@ -184,6 +193,7 @@ static void hconn_free(hconn_t *c)
     t->free_slots[t->nfree++] = c->slot;
     if (c->keepalive)
         event_free(c->keepalive);
+    json_decref(c->id);
     if (c->state == H_SSE) {
         if (c->stream == STREAM_GET)
             STAT_DEC(streams_open_get);
@@ -228,28 +238,99 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
             evhttp_send_reply_end(c->req); /* detached: this only frees it */
         hconn_free(c);
     }
+    if (l->admitted)
+        atomic_fetch_sub_explicit(&ADMITTED, 1, memory_order_relaxed);
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
     free(l);
 }
 
-/* The connection's tracker, made at its first request; NULL when --max-connections is
- * reached (the request is then refused). */
-static hlink_t *link_of(http_thread_t *t, struct evhttp_request *req)
+/* Takes one of the --max-connections places; false when none is free. */
+static bool admit(void)
 {
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    hlink_t *l = ptrmap_get(&t->links, evcon);
-    if (l)
-        return l;
-    if (STAT_GET(connections_open) >= g_cfg.max_connections)
-        return NULL;
-    l = xcalloc(1, sizeof *l);
+    if (atomic_fetch_add_explicit(&ADMITTED, 1, memory_order_relaxed) < g_cfg.max_connections)
+        return true;
+    atomic_fetch_sub_explicit(&ADMITTED, 1, memory_order_relaxed);
+    return false;
+}
+
+/* Starts tracking a connection: counted, and admitted when a place is free. */
+static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon)
+{
+    hlink_t *l = xcalloc(1, sizeof *l);
     l->t = t;
     l->evcon = evcon;
+    l->admitted = admit();
     ptrmap_put(&t->links, evcon, l);
     STAT_INC(connections_open);
     evhttp_connection_set_closecb(evcon, on_conn_close, l);
     return l;
+}
+
+/* A connection accepted past --max-connections is kept, so that its request gets the 503
+ * answer (or is served, if a place was freed meanwhile); a silent one is dropped by
+ * --read-timeout. At twice the limit a new connection is closed at once instead, so that
+ * silent connections cannot pile up descriptors. */
+static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon)
+{
+    if (STAT_GET(connections_open) >= 2 * g_cfg.max_connections) {
+        STAT_INC(limit_refusals_total);
+        log_debug("closing a new connection at once: %lld are open (twice --max-connections)",
+                  (long long)STAT_GET(connections_open));
+        evhttp_connection_free(evcon);
+        return;
+    }
+    link_make(t, evcon);
+}
+
+/* Picks up the connections accepted in this loop iteration (see on_new_bev). */
+static void on_fresh(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
+    for (uint32_t i = 0; i < t->nfresh; i++) {
+        struct bufferevent *bev = t->fresh[i];
+        void *evcon = NULL;
+        bufferevent_getcb(bev, NULL, NULL, NULL, &evcon); /* NULL: evhttp freed it already */
+        if (evcon && !ptrmap_get(&t->links, evcon))
+            link_accepted(t, evcon);
+        bufferevent_decref(bev);
+    }
+    t->nfresh = 0;
+}
+
+/* Connections count from accept, so that silent and half-sent ones count against
+ * --max-connections too. libevent 2.1 calls nothing with a new evhttp_connection (2.2 has
+ * evhttp_set_newreqcb), but it lets us make the connection's bufferevent, and right after
+ * this evhttp sets that bufferevent's callbacks with the connection as their argument. So the
+ * bufferevent is noted here, with a reference in case evhttp frees it first, and on_fresh
+ * takes the connection from it later in this loop iteration, before any byte is read. */
+static struct bufferevent *on_new_bev(struct event_base *base, void *arg)
+{
+    http_thread_t *t = arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev)
+        return NULL; /* evhttp makes one itself; the connection is counted at its request */
+    if (t->nfresh == t->capfresh) {
+        t->capfresh = t->capfresh ? t->capfresh * 2 : 16;
+        t->fresh = xrealloc(t->fresh, t->capfresh * sizeof *t->fresh);
+    }
+    bufferevent_incref(bev);
+    t->fresh[t->nfresh++] = bev;
+    event_active(t->fresh_ev, EV_TIMEOUT, 1);
+    return bev;
+}
+
+/* The connection's tracker; NULL when it holds no --max-connections place and none is free
+ * now (the request is then refused). */
+static hlink_t *link_of(http_thread_t *t, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    hlink_t *l = ptrmap_get(&t->links, evcon);
+    if (!l)
+        l = link_make(t, evcon); /* not seen at accept (its bufferevent could not be made) */
+    if (!l->admitted)
+        l->admitted = admit();
+    return l->admitted ? l : NULL;
 }
 
 /* What a client may send on a connection while it carries an SSE response before the server
@@ -417,25 +498,35 @@ void http_deliver(uint32_t thread, mq_node_t *first, mq_node_t *last, size_t n)
  * evhttp_find_header calls were seven case-insensitive scans per request). */
 typedef struct rhdr {
     const char *origin, *host, *authorization, *accept, *content_type, *session_id, *version,
-        *last_event_id;
+        *last_event_id, *content_length, *transfer_encoding;
+    const char *twice;  /* the first header that must come once and came again, or NULL */
+    bool twice_framing; /* Content-Length or Transfer-Encoding came again */
 } rhdr_t;
+
+enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING };
 
 static void read_headers(struct evhttp_request *req, rhdr_t *h)
 {
     memset(h, 0, sizeof *h);
+    /* H_ONCE: a second copy is refused: a proxy in front may act on a different one than we
+     * do (the session, the version, the Host checked against DNS rebinding); H_FRAMING: the
+     * same for the headers that frame the body, which makes the connection unusable */
     static const struct {
         const char *name;
         size_t len;
         size_t off;
+        int rule;
     } WANT[] = {
-        {"Accept", 6, offsetof(rhdr_t, accept)},
-        {"Host", 4, offsetof(rhdr_t, host)},
-        {"Origin", 6, offsetof(rhdr_t, origin)},
-        {"Content-Type", 12, offsetof(rhdr_t, content_type)},
-        {"Mcp-Session-Id", 14, offsetof(rhdr_t, session_id)},
-        {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version)},
-        {"Authorization", 13, offsetof(rhdr_t, authorization)},
-        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id)},
+        {"Accept", 6, offsetof(rhdr_t, accept), H_FIRST_WINS},
+        {"Host", 4, offsetof(rhdr_t, host), H_ONCE},
+        {"Origin", 6, offsetof(rhdr_t, origin), H_FIRST_WINS},
+        {"Content-Type", 12, offsetof(rhdr_t, content_type), H_FIRST_WINS},
+        {"Content-Length", 14, offsetof(rhdr_t, content_length), H_FRAMING},
+        {"Mcp-Session-Id", 14, offsetof(rhdr_t, session_id), H_ONCE},
+        {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version), H_ONCE},
+        {"Authorization", 13, offsetof(rhdr_t, authorization), H_FIRST_WINS},
+        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id), H_FIRST_WINS},
+        {"Transfer-Encoding", 17, offsetof(rhdr_t, transfer_encoding), H_FRAMING},
     };
     struct evkeyval *kv;
     for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
@@ -443,37 +534,101 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
         for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
             if (kl == WANT[i].len && strcasecmp(kv->key, WANT[i].name) == 0) {
                 const char **slot = (const char **)((char *)h + WANT[i].off);
-                if (!*slot) /* the first of repeated headers, as evhttp_find_header did */
+                if (!*slot) { /* the first of repeated headers, as evhttp_find_header did */
                     *slot = kv->value;
+                } else if (WANT[i].rule != H_FIRST_WINS) {
+                    if (!h->twice)
+                        h->twice = WANT[i].name;
+                    h->twice_framing |= WANT[i].rule == H_FRAMING;
+                }
                 break;
             }
         }
     }
 }
 
+/* A request whose body length is ambiguous: 400 and the connection is closed, since what
+ * follows the body cannot be trusted as the next request (nor the body: id null). evhttp
+ * refuses some of these itself, with its own reply. True when refused. */
+static bool refuse_framing(struct evhttp_request *req, const rhdr_t *h)
+{
+    const char *why = framing_problem(h->content_length, h->transfer_encoding, h->twice_framing);
+    if (!why)
+        return false;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST, why, NULL);
+    return true;
+}
+
+/* A header that must come once came twice: 400 (the connection stays usable). True when
+ * refused. */
+static bool refuse_repeated(struct evhttp_request *req, const json_t *id, const rhdr_t *h)
+{
+    if (!h->twice)
+        return false;
+    char msg[160];
+    snprintf(msg, sizeof msg, "Bad Request: the %s header was sent more than once", h->twice);
+    reply_error(req, id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
+    return true;
+}
+
+/* A POST body, parsed once before any check so that every refusal can echo the request's id
+ * (JSON-RPC asks for it whenever it can be read), and classified once. */
+typedef struct pbody {
+    json_t *json;     /* NULL: not a POST, or not JSON (err, pos say why); owned here until it
+                         moves to the actor with the message */
+    jr_kind_t kind;   /* of a single message; JR_INVALID for a batch */
+    const char *why;  /* a single JR_INVALID message: what is wrong */
+    const json_t *id; /* a single request's id, borrowed from json; NULL otherwise */
+    char err[160];
+    size_t pos;
+} pbody_t;
+
+static void parse_body(struct evhttp_request *req, pbody_t *b)
+{
+    b->json = NULL;
+    b->kind = JR_INVALID;
+    b->why = NULL;
+    b->id = NULL;
+    b->err[0] = '\0';
+    b->pos = 0;
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST)
+        return;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    b->json = json_parse_buf(data, len, b->err, sizeof b->err, &b->pos);
+    if (!b->json || json_is_array(b->json))
+        return;
+    b->kind = jsonrpc_classify(b->json, &b->why);
+    if (b->kind == JR_REQUEST)
+        b->id = json_object_get(b->json, "id");
+}
+
 /* Checks the session id header; on failure replies and returns false. */
-static bool check_session_header(struct evhttp_request *req, const char *sid)
+static bool check_session_header(struct evhttp_request *req, const json_t *id, const char *sid)
 {
     if (!sid) {
-        reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+        reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
                     "Bad Request: the Mcp-Session-Id header is required (send initialize first to get one)",
                     NULL);
         return false;
     }
     if (!header_is_visible_ascii(sid, 256)) {
-        reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+        reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
                     "Bad Request: Mcp-Session-Id must be 1..256 visible ASCII characters", NULL);
         return false;
     }
     if (!session_id_valid(sid)) {
-        reply_error(req, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found", NULL);
+        reply_error(req, id, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found", NULL);
         return false;
     }
     return true;
 }
 
 /* Checks MCP-Protocol-Version; copies it into out. false after replying 400. */
-static bool check_version_header(struct evhttp_request *req, const rhdr_t *h, char out[32])
+static bool check_version_header(struct evhttp_request *req, const json_t *id, const rhdr_t *h,
+                                 char out[32])
 {
     const char *v = h->version;
     out[0] = '\0';
@@ -483,16 +638,17 @@ static bool check_version_header(struct evhttp_request *req, const rhdr_t *h, ch
         char msg[200];
         snprintf(msg, sizeof msg, "Bad Request: unsupported MCP-Protocol-Version '%.40s' (supported: %s)",
                  v, proto_supported_list());
-        reply_error(req, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
+        reply_error(req, id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
         return false;
     }
     snprintf(out, 32, "%s", v);
     return true;
 }
 
-/* Queues m for its session's worker, or answers 503 when the session's mailbox is full. */
-static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const char *who,
-                   hlink_t *link)
+/* Queues m for its session's worker, or answers 503 when the session's mailbox is full. id:
+ * the request's id (borrowed from m->body), NULL for none. */
+static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
+                   const char *who, hlink_t *link)
 {
     snprintf(m->auth_name, sizeof m->auth_name, "%s", who);
     worker_t *w = worker_for_session(m->sid);
@@ -501,26 +657,27 @@ static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, cons
         snprintf(msg, sizeof msg,
                  "Server busy: this session has %lld messages queued (the --mailbox limit); retry shortly",
                  (long long)g_cfg.mailbox);
-        reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
         wmsg_free(m);
         return;
     }
     hconn_t *c = hconn_new(t, req, link);
     memcpy(c->sid, m->sid, SESSION_ID_LEN + 1);
+    c->id = id ? json_deep_copy(id) : NULL;
     m->conn = ref_of(c);
     m->recv_us = now_mono_us();
     worker_push(w, m);
 }
 
 /* Validates a POST body's JSON-RPC shape. On failure replies 400 and returns false. */
-static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_init)
+static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is_init)
 {
-    const char *why;
+    json_t *body = b->json;
     *is_init = false;
     if (json_is_array(body)) {
         size_t n = json_array_size(body);
         if (n == 0) {
-            reply_error(req, 400, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL);
+            reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL);
             return false;
         }
         for (size_t i = 0; i < n; i++) {
@@ -528,23 +685,22 @@ static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_ini
              * the valid ones are served */
             json_t *m = json_array_get(body, i);
             if (jsonrpc_str_is(json_object_get(m, "method"), "initialize")) {
-                reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+                reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
                             "Invalid Request: initialize must not be part of a batch", NULL);
                 return false;
             }
         }
         return true;
     }
-    jr_kind_t k = jsonrpc_classify(body, &why);
-    if (k == JR_INVALID) {
+    if (b->kind == JR_INVALID) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Invalid Request: %s", why);
-        reply_error(req, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
+        snprintf(msg, sizeof msg, "Invalid Request: %s", b->why);
+        reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
         return false;
     }
     if (jsonrpc_str_is(json_object_get(body, "method"), "initialize")) {
-        if (k != JR_REQUEST) {
-            reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+        if (b->kind != JR_REQUEST) {
+            reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
                         "Invalid Request: initialize must be a request (with an id)", NULL);
             return false;
         }
@@ -553,46 +709,39 @@ static bool validate_body(struct evhttp_request *req, json_t *body, bool *is_ini
     return true;
 }
 
+/* b->json moves to the message when the request is submitted (b->json is then NULL). */
 static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
-                        const char *who, hlink_t *link)
+                        const char *who, hlink_t *link, pbody_t *b)
 {
+    const json_t *id = b->id;
     const char *accept = h->accept;
     if (!accept_allows(accept, "application/json") || !accept_allows(accept, "text/event-stream")) {
-        reply_error(req, 406, MCP_ERR_BAD_REQUEST,
+        reply_error(req, id, 406, MCP_ERR_BAD_REQUEST,
                     "Not Acceptable: the Accept header must list both application/json and text/event-stream",
                     NULL);
         return;
     }
     if (!content_type_is_json(h->content_type)) {
-        reply_error(req, 415, MCP_ERR_BAD_REQUEST,
+        reply_error(req, id, 415, MCP_ERR_BAD_REQUEST,
                     "Unsupported Media Type: Content-Type must be application/json", NULL);
         return;
     }
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    char perr[160];
-    size_t ppos = 0;
-    json_t *body = json_parse_buf(data, len, perr, sizeof perr, &ppos);
-    if (!body) {
+    if (!b->json) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Parse error: %s (at byte %zu)", perr, ppos);
-        reply_error(req, 400, JSONRPC_PARSE_ERROR, msg, NULL);
+        snprintf(msg, sizeof msg, "Parse error: %s (at byte %zu)", b->err, b->pos);
+        reply_error(req, NULL, 400, JSONRPC_PARSE_ERROR, msg, NULL);
         return;
     }
     bool is_init;
-    if (!validate_body(req, body, &is_init)) {
-        json_decref(body);
+    if (!validate_body(req, b, &is_init))
         return;
-    }
     const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_POST);
     if (is_init) {
         if (sid) {
-            reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+            reply_error(req, id, 400, JSONRPC_INVALID_REQUEST,
                         "Invalid Request: initialize starts a new session and must be sent without Mcp-Session-Id",
                         NULL);
-            json_decref(body);
             wmsg_free(m);
             return;
         }
@@ -601,41 +750,39 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
             snprintf(msg, sizeof msg, "Server busy: %lld sessions are stored (--max-sessions); retry later",
                      (long long)g_cfg.max_sessions);
             STAT_INC(limit_refusals_total);
-            reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "30");
-            json_decref(body);
+            reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "30");
             wmsg_free(m);
             return;
         }
         if (session_id_new(m->sid) != 0) {
-            reply_error(req, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a session id", NULL);
-            json_decref(body);
+            reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a session id", NULL);
             wmsg_free(m);
             return;
         }
         m->create = true;
     } else {
-        if (!check_session_header(req, sid) || !check_version_header(req, h, m->proto_hdr)) {
-            json_decref(body);
+        if (!check_session_header(req, id, sid) || !check_version_header(req, id, h, m->proto_hdr)) {
             wmsg_free(m);
             return;
         }
         memcpy(m->sid, sid, SESSION_ID_LEN + 1);
     }
-    m->body = body; /* ownership moves to the actor with the message */
-    submit(t, req, m, who, link);
+    m->body = b->json; /* ownership moves to the actor with the message */
+    b->json = NULL;
+    submit(t, req, m, id, who, link);
 }
 
 static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
                         const char *who, hlink_t *link)
 {
     if (!accept_allows(h->accept, "text/event-stream")) {
-        reply_error(req, 406, MCP_ERR_BAD_REQUEST,
+        reply_error(req, NULL, 406, MCP_ERR_BAD_REQUEST,
                     "Not Acceptable: a GET must accept text/event-stream", NULL);
         return;
     }
     const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_GET);
-    if (!check_session_header(req, sid) || !check_version_header(req, h, m->proto_hdr)) {
+    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->proto_hdr)) {
         wmsg_free(m);
         return;
     }
@@ -643,14 +790,14 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
     const char *last = h->last_event_id;
     if (last) {
         if (!g_cfg.event_store) {
-            reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+            reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST,
                         "Bad Request: this server runs with --no-event-store and cannot resume streams",
                         NULL);
             wmsg_free(m);
             return;
         }
         if (event_id_parse(last, &m->resume_tag, &m->resume_stream, &m->resume_seq) != 0) {
-            reply_error(req, 400, MCP_ERR_BAD_REQUEST,
+            reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST,
                         "Bad Request: malformed Last-Event-ID (expected <streamId>:<16 hex digits>)",
                         NULL);
             wmsg_free(m);
@@ -658,7 +805,7 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
         }
         m->has_last_event_id = true;
     }
-    submit(t, req, m, who, link);
+    submit(t, req, m, NULL, who, link);
 }
 
 static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
@@ -666,19 +813,20 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rh
 {
     const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_DELETE);
-    if (!check_session_header(req, sid) || !check_version_header(req, h, m->proto_hdr)) {
+    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->proto_hdr)) {
         wmsg_free(m);
         return;
     }
     memcpy(m->sid, sid, SESSION_ID_LEN + 1);
-    submit(t, req, m, who, link);
+    submit(t, req, m, NULL, who, link);
 }
 
-static void on_mcp(struct evhttp_request *req, void *arg)
+/* Everything after framing, in the order the checks have always had. */
+static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h, pbody_t *b)
 {
-    http_thread_t *t = arg;
+    const json_t *id = b->id;
     if (t->stopping) {
-        reply_error(req, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+        reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
         return;
     }
     hlink_t *link = link_of(t, req);
@@ -688,16 +836,16 @@ static void on_mcp(struct evhttp_request *req, void *arg)
                  (long long)g_cfg.max_connections);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
         STAT_INC(limit_refusals_total);
-        reply_error(req, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
         return;
     }
-    rhdr_t hs, *h = &hs;
-    read_headers(req, h);
+    if (refuse_repeated(req, id, h))
+        return;
     const char *origin = h->origin;
     if (!hostcheck_origin_ok(&HC, origin)) {
         char msg[300];
         snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin)", origin);
-        reply_error(req, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
+        reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
     const char *host = h->host;
@@ -705,7 +853,7 @@ static void on_mcp(struct evhttp_request *req, void *arg)
         char msg[300];
         snprintf(msg, sizeof msg, "Forbidden: Host '%.200s' is not allowed (see --allowed-host)",
                  host ? host : "");
-        reply_error(req, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
+        reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
     const char *who = "";
@@ -716,7 +864,7 @@ static void on_mcp(struct evhttp_request *req, void *arg)
             evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                               authz ? "Bearer realm=\"mcpactord\", error=\"invalid_token\""
                                     : "Bearer realm=\"mcpactord\"");
-            reply_error(req, 401, MCP_ERR_BAD_REQUEST,
+            reply_error(req, id, 401, MCP_ERR_BAD_REQUEST,
                         authz ? "Unauthorized: the bearer token is not valid"
                               : "Unauthorized: send Authorization: Bearer <token>",
                         NULL);
@@ -725,7 +873,7 @@ static void on_mcp(struct evhttp_request *req, void *arg)
     }
     switch (evhttp_request_get_command(req)) {
     case EVHTTP_REQ_POST:
-        handle_post(t, req, h, who, link);
+        handle_post(t, req, h, who, link, b);
         return;
     case EVHTTP_REQ_GET:
         handle_get(t, req, h, who, link);
@@ -735,14 +883,33 @@ static void on_mcp(struct evhttp_request *req, void *arg)
         return;
     default:
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");
-        reply_error(req, 405, MCP_ERR_BAD_REQUEST, "Method Not Allowed: use POST, GET or DELETE", NULL);
+        reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST, "Method Not Allowed: use POST, GET or DELETE", NULL);
         return;
     }
 }
 
+static void on_mcp(struct evhttp_request *req, void *arg)
+{
+    rhdr_t h;
+    read_headers(req, &h);
+    if (refuse_framing(req, &h))
+        return;
+    pbody_t b;
+    parse_body(req, &b);
+    handle_mcp(arg, req, &h, &b);
+    json_decref(b.json); /* NULL when it moved to the actor */
+}
+
 static void on_other(struct evhttp_request *req, void *arg)
 {
-    reply_error(req, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
+    rhdr_t h;
+    read_headers(req, &h);
+    if (refuse_framing(req, &h))
+        return;
+    pbody_t b;
+    parse_body(req, &b); /* a POST of a request gets its id back, as on /mcp */
+    reply_error(req, b.id, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
+    json_decref(b.json);
 }
 
 /* ---- threads ---- */
@@ -849,6 +1016,10 @@ int http_init(int n, const char *host, int port, int *bound_port)
         evhttp_set_timeout(t->http, (int)g_cfg.read_timeout_s);
         evhttp_set_cb(t->http, "/mcp", on_mcp, t);
         evhttp_set_gencb(t->http, on_other, t);
+        evhttp_set_bevcb(t->http, on_new_bev, t);
+        t->fresh_ev = event_new(t->base, -1, 0, on_fresh, t);
+        if (!t->fresh_ev)
+            return -1;
         t->bound = evhttp_accept_socket_with_handle(t->http, t->fd);
         if (!t->bound)
             return -1;
@@ -897,7 +1068,7 @@ static void on_quiesce(evutil_socket_t fd, short what, void *arg)
         if (c->state == H_SSE) {
             end_stream(c);
         } else {
-            reply_error(c->req, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+            reply_error(c->req, c->id, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
             hconn_free(c);
         }
     }
@@ -960,6 +1131,11 @@ void http_free(void)
         else if (t->fd >= 0)
             close(t->fd);
         ptrmap_free(&t->links); /* evhttp_free ran every connection's close callback */
+        for (uint32_t j = 0; j < t->nfresh; j++)
+            bufferevent_decref(t->fresh[j]); /* accepted as the loop ended: freed by evhttp_free */
+        free(t->fresh);
+        if (t->fresh_ev)
+            event_free(t->fresh_ev);
         if (t->base)
             event_base_free(t->base);
         free(t->slots);

@@ -115,6 +115,12 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
     return JR_RESPONSE;
 }
 
+const json_t *jsonrpc_request_id(const json_t *msg)
+{
+    const char *why;
+    return msg && jsonrpc_classify(msg, &why) == JR_REQUEST ? json_object_get(msg, "id") : NULL;
+}
+
 json_t *jsonrpc_result(const json_t *id, json_t *result)
 {
     json_t *m = json_object();

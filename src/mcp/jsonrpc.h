@@ -49,6 +49,9 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why);
 /* A request id is a string of at most JSONRPC_MAX_ID_BYTES bytes or an integer (never null, a
  * bool, a real, an object). */
 bool jsonrpc_id_valid(const json_t *id);
+/* The id an error about msg echoes: msg's id when msg is one valid request, else NULL (a
+ * notification, a response, a batch, an invalid message). Borrowed from msg. */
+const json_t *jsonrpc_request_id(const json_t *msg);
 
 /* {"jsonrpc":"2.0","id":id,"result":result}; result stolen, id borrowed. */
 json_t *jsonrpc_result(const json_t *id, json_t *result);

@@ -496,7 +496,7 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
         char msg[160];
         snprintf(msg, sizeof msg, "Invalid Request: JSON-RPC batches are not supported in protocol version %s",
                  a->proto->version);
-        actor_reply_error(a->w, m->conn, 400, JSONRPC_INVALID_REQUEST, msg);
+        actor_reply_error(a->w, m->conn, NULL, 400, JSONRPC_INVALID_REQUEST, msg); /* a batch: no id */
         return;
     }
     size_t n = batch ? json_array_size(body) : 1;
@@ -528,7 +528,7 @@ void mcp_handle_post(actor_t *a, wmsg_t *m)
                  "carries %d; the limit is %lld (--max-streams); retry when one finishes",
                  in_flight, requests, (long long)g_cfg.max_streams);
         STAT_INC(limit_refusals_total);
-        actor_reply_retry(a->w, m->conn, 429, msg, "1");
+        actor_reply_retry(a->w, m->conn, jsonrpc_request_id(body), 429, msg, "1");
         goto out;
     }
     stream_t *s = actor_new_post_stream(a, m->conn);

@@ -2,8 +2,8 @@
  *
  * The input is split at LF into header values (an HTTP header value never holds a LF); each one
  * goes, as a NUL-terminated copy of exactly its length, through every check the HTTP thread
- * makes: accept_allows, content_type_is_json, header_is_visible_ascii, hostcheck_host_ok and
- * hostcheck_origin_ok, against fixed allow-lists (where the answer is known exactly) and one
+ * makes: accept_allows, content_type_is_json, header_is_visible_ascii, framing_problem,
+ * hostcheck_host_ok and hostcheck_origin_ok, against fixed allow-lists (where the answer is known exactly) and one
  * built from the first three values (listen host, --allowed-host, --allowed-origin).
  */
 #include "fuzz.h"
@@ -76,6 +76,13 @@ static void check_value(const char *v, size_t len, const hostcheck_t *dyn)
     FUZZ_CHECK(header_is_visible_ascii(v, 256) == visible_ascii_ref(v, len, 256));
     size_t small = len > 0 ? len - 1 : 0;
     FUZZ_CHECK(header_is_visible_ascii(v, small) == visible_ascii_ref(v, len, small));
+
+    /* framing_problem: a Content-Length is sound exactly when it is decimal digits, a
+     * Transfer-Encoding exactly when it is chunked; a repeat or both together never are */
+    bool digits = len > 0 && strspn(v, "0123456789") == len;
+    FUZZ_CHECK((framing_problem(v, NULL, false) == NULL) == digits);
+    FUZZ_CHECK((framing_problem(NULL, v, false) == NULL) == (strcasecmp(v, "chunked") == 0));
+    FUZZ_CHECK(framing_problem(v, v, false) != NULL && framing_problem(v, NULL, true) != NULL);
 
     /* loopback on 8080: exactly the three spellings with the port */
     static const char *const loop_hosts[] = {"127.0.0.1:8080", "localhost:8080", "[::1]:8080"};

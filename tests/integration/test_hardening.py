@@ -350,6 +350,71 @@ class Limits(unittest.TestCase):
         self.assertLess(peak[0] - before, 150 * mb, "a burst's memory is bounded")
         self.assertLess(own(last) - own(first), 16 * mb, "a burst's memory is given back once idle")
 
+    def connect_counted(self, srv, n):
+        """Opens n silent connections one at a time, each counted before the next (so they are
+        accepted in this order whatever the number of HTTP threads)."""
+        socks = []
+        for _ in range(n):
+            before = srv.stats()["connections_open"]
+            socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+            self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == before + 1),
+                            f"connection {len(socks)} is counted from accept: {srv.stats()['connections_open']}")
+        return socks
+
+    def test_silent_connections_count_from_accept_and_one_past_the_limit_gets_503(self):
+        srv = self.server("--max-connections", "3")
+        socks = self.connect_counted(srv, 5)  # none has sent a byte
+        self.assertEqual(srv.stats()["connections_open"], 5)
+        get = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n" % srv.port
+        socks[3].sendall(get)  # the 4th: past the limit
+        responses, eof = read_responses(socks[3])
+        self.assertEqual([r[0] for r in responses], [503], responses)
+        self.assertEqual(responses[0][1].get("connection", "").lower(), "close")
+        self.assertEqual(responses[0][1].get("retry-after"), "1")
+        self.assertIn("--max-connections", json.loads(responses[0][2])["error"]["message"])
+        self.assertTrue(eof, "the refused connection is closed")
+        socks[0].sendall(get)  # one of the first three: served (400: it names no session)
+        responses, eof = read_responses(socks[0], 1)
+        self.assertEqual([r[0] for r in responses], [400], responses)
+        self.assertFalse(eof)
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 4))
+        for s in socks:
+            s.close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0),
+                        srv.stats()["connections_open"])
+        Session(srv).tool("echo", {"text": "room again"})
+
+    def test_a_connection_past_the_limit_is_served_when_room_was_made_before_its_request(self):
+        srv = self.server("--max-connections", "1")
+        first, late = self.connect_counted(srv, 2)
+        first.close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 1))
+        late.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n" % srv.port)
+        responses, _ = read_responses(late, 1)
+        self.assertEqual([r[0] for r in responses], [400], responses)
+        late.close()
+
+    def test_at_twice_the_limit_a_new_connection_is_closed_at_accept(self):
+        srv = self.server("--max-connections", "2")
+        socks = self.connect_counted(srv, 4)
+        refusals = srv.stats()["limit_refusals_total"]
+        extra = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        self.assertTrue(closed_within(extra, 3), "closed without a request")
+        extra.close()
+        self.assertEqual(srv.stats()["connections_open"], 4)
+        self.assertEqual(srv.stats()["limit_refusals_total"], refusals + 1)
+        for s in socks:
+            s.close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
+        Session(srv).tool("echo", {"text": "room again"})
+
+    def test_a_silent_connection_is_dropped_after_the_read_timeout_and_uncounted(self):
+        srv = self.server("--read-timeout", "1")
+        (sock,) = self.connect_counted(srv, 1)
+        self.assertTrue(closed_within(sock, 4), "dropped after --read-timeout")
+        sock.close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
+
     def test_past_max_sessions_initialize_gets_503_until_one_is_deleted(self):
         srv = self.server("--max-sessions", "2")
         a, b = Session(srv), Session(srv)
@@ -544,6 +609,166 @@ class HostileClients(unittest.TestCase):
         self.assertTrue(head == b"" or head.startswith(b"HTTP/1.1 400"), head[:60])
         sock.close()
         self.healthy()
+
+
+def read_responses(sock, timeout=2):
+    """Every HTTP response on a raw socket until EOF or `timeout` seconds of silence: returns
+    ([(status, {lower-case header: value}, body bytes)], saw_eof)."""
+    sock.settimeout(timeout)
+    data, eof = b"", False
+    try:
+        while True:
+            d = sock.recv(65536)
+            if not d:
+                eof = True
+                break
+            data += d
+    except socket.timeout:
+        pass
+    except OSError:
+        eof = True
+    out = []
+    while data:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if not sep:
+            break
+        lines = head.decode(errors="replace").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        n = int(headers.get("content-length", "0"))
+        out.append((int(lines[0].split()[1]), headers, rest[:n]))
+        data = rest[n:]
+    return out, eof
+
+
+class RequestFraming(unittest.TestCase):
+    """A request whose length is ambiguous (RFC 9112 6.3) is refused with one 400 and the
+    connection is closed: what follows its body cannot be trusted as the next request. A
+    repeated Mcp-Session-Id, MCP-Protocol-Version or Host is refused with 400."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def head(self, *extra):
+        lines = [b"POST /mcp HTTP/1.1", b"Host: 127.0.0.1:%d" % self.server.port,
+                 b"Content-Type: application/json", b"Accept: application/json, text/event-stream"]
+        return b"\r\n".join(lines + list(extra)) + b"\r\n\r\n"
+
+    def smuggled(self):
+        """A complete second request (an initialize): answered 200 if it is ever parsed."""
+        body = json.dumps(Authentication.INIT).encode()
+        return self.head(b"Content-Length: %d" % len(body)) + body
+
+    def assertRefusedAndClosed(self, data, by_libevent=False):
+        """One 400 with Connection: close, then EOF, and the smuggled initialize never served.
+        by_libevent: evhttp itself may refuse it before the server sees it (Debian's libevent
+        2.1.12 refuses Content-Length with Transfer-Encoding, a repeated Transfer-Encoding
+        and one whose last coding is not chunked), with its own HTML reply."""
+        sessions_before = self.server.stats()["sessions_created_total"]
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(data)
+        responses, eof = read_responses(sock)
+        sock.close()
+        self.assertEqual([r[0] for r in responses], [400], responses)
+        status, headers, body = responses[0]
+        self.assertEqual(headers.get("connection", "").lower(), "close")
+        self.assertTrue(eof, "the connection is closed after the 400")
+        self.assertEqual(self.server.stats()["sessions_created_total"], sessions_before,
+                         "nothing after the body was served")
+        if by_libevent and not headers.get("content-type", "").startswith("application/json"):
+            return
+        msg = json.loads(body)
+        self.assertEqual(msg["error"]["code"], -32000)
+        self.assertIsNone(msg["id"], "the body of an ill-framed request is not trusted")
+
+    def test_two_different_content_lengths_get_one_400_and_the_connection_is_closed(self):
+        body = json.dumps(Authentication.INIT).encode()
+        tail = self.smuggled()
+        for first, second in ((len(body), len(body) + len(tail)), (len(body) + len(tail), len(body))):
+            with self.subTest(first=first, second=second):
+                self.assertRefusedAndClosed(self.head(b"Content-Length: %d" % first,
+                                                      b"Content-Length: %d" % second) + body + tail)
+
+    def test_two_equal_content_lengths_are_refused_too(self):
+        body = json.dumps(Authentication.INIT).encode()
+        cl = b"Content-Length: %d" % len(body)
+        self.assertRefusedAndClosed(self.head(cl, cl) + body + self.smuggled())
+
+    def test_content_length_with_transfer_encoding_is_refused(self):
+        body = json.dumps(Authentication.INIT).encode()
+        chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        self.assertRefusedAndClosed(self.head(b"Content-Length: %d" % len(chunked),
+                                              b"Transfer-Encoding: chunked") + chunked + self.smuggled(),
+                                    by_libevent=True)
+        self.assertRefusedAndClosed(self.head(b"Transfer-Encoding: chunked",
+                                              b"Content-Length: 5") + chunked + self.smuggled(),
+                                    by_libevent=True)
+        self.assertRefusedAndClosed(self.head(b"Transfer-Encoding: chunked",
+                                              b"Transfer-Encoding: chunked") + chunked + self.smuggled(),
+                                    by_libevent=True)
+
+    def test_a_transfer_encoding_other_than_chunked_is_refused(self):
+        # evhttp decodes only "chunked": with any other coding it would read no body and parse
+        # the body as the next request
+        body = json.dumps(Authentication.INIT).encode()
+        chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        for te, data in ((b"gzip", b""), (b"identity", b""), (b"", b""), (b"gzip, chunked", chunked),
+                         (b"chunked, gzip", chunked)):
+            with self.subTest(te=te):
+                self.assertRefusedAndClosed(self.head(b"Transfer-Encoding: " + te) + data + self.smuggled(),
+                                            by_libevent=te == b"chunked, gzip")
+
+    def test_a_content_length_that_is_not_digits_is_refused(self):
+        body = json.dumps(Authentication.INIT).encode()
+        self.assertRefusedAndClosed(self.head(b"Content-Length: +%d" % len(body)) + body + self.smuggled())
+
+    def test_a_get_with_two_content_lengths_is_refused(self):
+        tail = self.smuggled()
+        self.assertRefusedAndClosed(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n"
+                                    b"Content-Length: 0\r\nContent-Length: %d\r\n\r\n" % (self.server.port, len(tail))
+                                    + tail)
+
+    def test_another_path_with_two_content_lengths_is_refused(self):
+        tail = self.smuggled()
+        self.assertRefusedAndClosed(b"POST /other HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                                    b"Content-Length: 0\r\nContent-Length: %d\r\n\r\n" % (self.server.port, len(tail))
+                                    + tail)
+
+    def test_a_chunked_request_alone_is_still_served(self):
+        body = json.dumps(Authentication.INIT).encode()
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(self.head(b"Transfer-Encoding: chunked") + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+        responses, _ = read_responses(sock, 1)
+        sock.close()
+        self.assertEqual([r[0] for r in responses], [200], responses)
+
+    def test_a_repeated_session_or_version_or_host_header_gets_400_and_the_connection_stays(self):
+        s = Session(self.server)
+        ping = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}).encode()
+        sid = b"Mcp-Session-Id: " + s.sid.encode()
+        ver = b"MCP-Protocol-Version: " + s.version.encode()
+        cl = b"Content-Length: %d" % len(ping)
+        other = Session(self.server).sid.encode()
+        for name, extra in (("same session id twice", [sid, sid, ver]),
+                            ("two session ids", [sid, b"Mcp-Session-Id: " + other, ver]),
+                            ("two versions", [sid, ver, b"MCP-Protocol-Version: 2025-06-18"]),
+                            ("two hosts", [sid, ver, b"Host: 127.0.0.1:%d" % self.server.port])):
+            with self.subTest(name):
+                sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+                sock.sendall(self.head(cl, *extra) + ping + self.head(cl, sid, ver) + ping)
+                responses, _ = read_responses(sock, 1)
+                sock.close()
+                self.assertEqual([r[0] for r in responses], [400, 200], responses)
+                msg = json.loads(responses[0][2])
+                self.assertEqual(msg["error"]["code"], -32000)
+                self.assertIn("more than once", msg["error"]["message"])
 
 
 def status_of(srv, sess, eid):

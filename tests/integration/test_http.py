@@ -1,8 +1,19 @@
 """The HTTP layer of /mcp: every status and JSON-RPC error the transport defines, each followed
 by a check that the server still serves a healthy session."""
+import http.client
 import json
+import os
+import socket
+import tempfile
+import threading
+import time
+import unittest
 
-from mcptest import ACCEPT_BOTH, ServerTest, Session, run
+from mcptest import ACCEPT_BOTH, Response, Server, ServerTest, Session, run
+
+TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
+TOKEN_A = "alpha-token-0123456789abcdef"
+TOKEN_B = "bravo-token-fedcba9876543210"
 
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -13,28 +24,29 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 class HttpErrors(ServerTest):
     SERVER_FLAGS = ("--max-body", "4096")
 
-    def assertError(self, r, status, code):
+    def assertError(self, r, status, code, rid=None):
+        """rid: the id the error echoes (the request's), None for null."""
         self.assertEqual(r.status, status, r.text)
         body = r.json()
         self.assertEqual(body["jsonrpc"], "2.0")
-        self.assertIsNone(body["id"])
+        self.assertEqual(body["id"], rid)
         self.assertEqual(body["error"]["code"], code, body)
         self.assertTrue(body["error"]["message"])
         self.assertServerHealthy()
 
     def test_a_post_without_accept_gets_406(self):
         r = self.server.request("POST", INIT, {"Content-Type": "application/json"})
-        self.assertError(r, 406, -32000)
+        self.assertError(r, 406, -32000, 1)
 
     def test_a_post_accepting_only_json_gets_406(self):
         r = self.server.request("POST", INIT, {"Content-Type": "application/json",
                                                "Accept": "application/json"})
-        self.assertError(r, 406, -32000)
+        self.assertError(r, 406, -32000, 1)
 
     def test_a_post_accepting_only_sse_gets_406(self):
         r = self.server.request("POST", INIT, {"Content-Type": "application/json",
                                                "Accept": "text/event-stream"})
-        self.assertError(r, 406, -32000)
+        self.assertError(r, 406, -32000, 1)
 
     def test_a_wildcard_accept_is_enough(self):
         r = self.server.request("POST", INIT, {"Content-Type": "application/json", "Accept": "*/*"})
@@ -42,7 +54,7 @@ class HttpErrors(ServerTest):
 
     def test_a_post_with_a_text_content_type_gets_415(self):
         r = self.server.request("POST", INIT, {"Content-Type": "text/plain", "Accept": ACCEPT_BOTH})
-        self.assertError(r, 415, -32000)
+        self.assertError(r, 415, -32000, 1)
 
     def test_a_json_content_type_with_charset_is_accepted(self):
         r = self.server.request("POST", INIT, {"Content-Type": "application/json; charset=utf-8",
@@ -146,32 +158,32 @@ class HttpErrors(ServerTest):
 
     def test_a_request_without_a_session_id_gets_400(self):
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, JSON_HEADERS)
-        self.assertError(r, 400, -32000)
+        self.assertError(r, 400, -32000, 2)
 
     def test_an_unknown_session_gets_404(self):
         h = dict(JSON_HEADERS, **{"Mcp-Session-Id": "0" * 32})
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, h)
-        self.assertError(r, 404, -32001)
+        self.assertError(r, 404, -32001, 2)
 
     def test_a_foreign_looking_session_id_gets_404(self):
         h = dict(JSON_HEADERS, **{"Mcp-Session-Id": "not-one-of-ours"})
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, h)
-        self.assertError(r, 404, -32001)
+        self.assertError(r, 404, -32001, 2)
 
     def test_a_session_id_with_invalid_characters_gets_400(self):
         h = dict(JSON_HEADERS, **{"Mcp-Session-Id": "abc def"})
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, h)
-        self.assertError(r, 400, -32000)
+        self.assertError(r, 400, -32000, 2)
 
     def test_initialize_with_a_session_id_is_refused(self):
         s = Session(self.server)
         r = s.post(INIT)
-        self.assertError(r, 400, -32600)
+        self.assertError(r, 400, -32600, 1)
 
     def test_an_unsupported_protocol_version_header_gets_400(self):
         s = Session(self.server)
         r = s.post({"jsonrpc": "2.0", "id": 2, "method": "ping"}, {"MCP-Protocol-Version": "1999-01-01"})
-        self.assertError(r, 400, -32000)
+        self.assertError(r, 400, -32000, 2)
 
     def test_an_absent_protocol_version_header_is_accepted(self):
         s = Session(self.server)
@@ -183,7 +195,7 @@ class HttpErrors(ServerTest):
 
     def test_another_path_gets_404(self):
         r = self.server.request("POST", INIT, JSON_HEADERS, path="/other")
-        self.assertError(r, 404, -32000)
+        self.assertError(r, 404, -32000, 1)
 
     def test_put_gets_405_with_allow(self):
         r = self.server.request("PUT", INIT, JSON_HEADERS)
@@ -213,7 +225,7 @@ class HttpErrors(ServerTest):
     def test_a_disallowed_origin_gets_403(self):
         h = dict(JSON_HEADERS, Origin="http://evil.example")
         r = self.server.request("POST", INIT, h)
-        self.assertError(r, 403, -32000)
+        self.assertError(r, 403, -32000, 1)
 
     def test_the_servers_own_origin_is_allowed(self):
         h = dict(JSON_HEADERS, Origin=f"http://localhost:{self.server.port}")
@@ -223,7 +235,7 @@ class HttpErrors(ServerTest):
     def test_a_disallowed_host_gets_403(self):
         h = dict(JSON_HEADERS, Host="evil.example")
         r = self.server.request("POST", INIT, h)
-        self.assertError(r, 403, -32000)
+        self.assertError(r, 403, -32000, 1)
 
 
 class Sessions(ServerTest):
@@ -294,6 +306,167 @@ class Sessions(ServerTest):
         self.assertEqual(json.loads(e["data"])["method"], "notifications/message")
         self.assertNotIn("retry", e)
         st.close()
+
+
+def post_raw_headers(port, header_list, body):
+    """A POST whose headers are sent exactly as listed (repeats included)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.putrequest("POST", "/mcp")
+    data = json.dumps(body).encode()
+    for k, v in header_list + [("Content-Length", str(len(data)))]:
+        conn.putheader(k, v)
+    conn.endheaders(data)
+    resp = conn.getresponse()
+    r = Response(resp.status, resp.getheaders(), resp.read())
+    conn.close()
+    return r
+
+
+class ErrorsEchoTheRequestId(unittest.TestCase):
+    """Every JSON-RPC error a POST gets echoes its request's id when the body is a single
+    request with a string or integer id, whichever thread refuses it; one row per error path,
+    each sent with an integer and a string id. A batch's refusal keeps id null."""
+
+    @classmethod
+    def setUpClass(cls):
+        fd, cls.tokens = tempfile.mkstemp(prefix="mcpd-tokens-")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"alice:{TOKEN_A}\nbob:{TOKEN_B}\n")
+        os.chmod(cls.tokens, 0o600)
+        cls.plain = Server("--max-streams", "1")
+        cls.auth = Server("--auth-tokens", cls.tokens)
+        cls.mailbox = Server("--plugin", os.path.abspath(TESTKIT), "--mailbox", "1", "--workers", "1")
+        cls.one_session = Server("--max-sessions", "1")
+        cls.one_connection = Server("--max-connections", "1")
+        Session(cls.one_session)
+
+    @classmethod
+    def tearDownClass(cls):
+        for srv in (cls.plain, cls.auth, cls.mailbox, cls.one_session, cls.one_connection):
+            srv.cleanup()
+        os.unlink(cls.tokens)
+
+    @staticmethod
+    def ping(rid):
+        return {"jsonrpc": "2.0", "id": rid, "method": "ping"}
+
+    def post(self, srv, headers, body):
+        return lambda rid: srv.request("POST", body(rid), headers)
+
+    def with_stalled_worker(self, rid):
+        s = Session(self.mailbox)
+        blocker = threading.Thread(target=lambda: s.tool("stall", {"ms": 1000}))
+        blocker.start()
+        time.sleep(0.3)  # the session's worker sleeps in the stall tool; its mailbox holds 1
+        try:
+            return s.post(self.ping(rid))
+        finally:
+            blocker.join()
+
+    def with_a_call_in_flight(self, rid):
+        s = Session(self.plain)
+        _, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 1, "steps": 4},
+                                             "_meta": {"progressToken": 1}})
+        st.next_event(5)
+        try:
+            return s.post(self.ping(rid))
+        finally:
+            st.read_until_end(5)
+            st.close()
+
+    def with_the_only_connection_held(self, rid):
+        srv = self.one_connection
+        held = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        held.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n" % srv.port)
+        held.recv(65536)  # its 400: the connection is open and counted
+        try:
+            return srv.request("POST", self.ping(rid), JSON_HEADERS)
+        finally:
+            held.close()
+
+    def rows(self):
+        plain, auth = self.plain, self.auth
+        s = Session(plain)
+        s06 = Session(plain, version="2025-06-18")
+        alice = Session(auth, token=TOKEN_A)
+        sh = s.headers()
+        ping = self.ping
+        init = lambda rid: dict(INIT, id=rid)
+        # (name, send(rid) -> Response, status, JSON-RPC code, id echoed)
+        return [
+            ("disallowed Host", self.post(plain, dict(sh, Host="evil.example"), ping), 403, -32000, True),
+            ("disallowed Origin", self.post(plain, dict(sh, Origin="http://evil.example"), ping), 403, -32000, True),
+            ("no bearer token", self.post(auth, JSON_HEADERS, init), 401, -32000, True),
+            ("Accept without text/event-stream", self.post(plain, dict(sh, Accept="application/json"), ping),
+             406, -32000, True),
+            ("Content-Type not JSON", self.post(plain, dict(sh, **{"Content-Type": "text/plain"}), ping),
+             415, -32000, True),
+            ("no Mcp-Session-Id", self.post(plain, JSON_HEADERS, ping), 400, -32000, True),
+            ("Mcp-Session-Id with a space", self.post(plain, dict(sh, **{"Mcp-Session-Id": "bad id"}), ping),
+             400, -32000, True),
+            ("Mcp-Session-Id not one of ours", self.post(plain, dict(sh, **{"Mcp-Session-Id": "not-ours"}), ping),
+             404, -32001, True),
+            ("unsupported MCP-Protocol-Version",
+             self.post(plain, dict(sh, **{"MCP-Protocol-Version": "1999-01-01"}), ping), 400, -32000, True),
+            ("Mcp-Session-Id twice",
+             lambda rid: post_raw_headers(plain.port, list(sh.items()) + [("Mcp-Session-Id", s.sid)], ping(rid)),
+             400, -32000, True),
+            ("initialize with a session id", self.post(plain, sh, init), 400, -32600, True),
+            ("unknown session (actor)", self.post(plain, dict(sh, **{"Mcp-Session-Id": "f" * 32}), ping),
+             404, -32001, True),
+            ("another token's session (actor)",
+             self.post(auth, alice.headers({"Authorization": f"Bearer {TOKEN_B}"}), ping), 404, -32001, True),
+            ("--max-streams (actor)", self.with_a_call_in_flight, 429, -32000, True),
+            ("full mailbox", self.with_stalled_worker, 503, -32000, True),
+            ("--max-sessions", self.post(self.one_session, JSON_HEADERS, init), 503, -32000, True),
+            ("--max-connections", self.with_the_only_connection_held, 503, -32000, True),
+            ("a batch where the version forbids it (actor)", self.post(plain, s06.headers(), lambda rid: [ping(rid)]),
+             400, -32600, False),
+            ("a POST to another path", lambda rid: plain.request("POST", ping(rid), JSON_HEADERS, path="/other"),
+             404, -32000, True),
+        ]
+
+    def test_every_error_echoes_the_request_id(self):
+        for name, send, status, code, echoed in self.rows():
+            for rid in (7, "req-7"):
+                with self.subTest(name, id=rid):
+                    r = send(rid)
+                    self.assertEqual(r.status, status, f"{name}: {r.text[:200]}")
+                    body = r.json()
+                    self.assertEqual(body["error"]["code"], code, body)
+                    self.assertEqual(body["id"], rid if echoed else None, body)
+
+
+class ShutdownAnswers(unittest.TestCase):
+    def test_a_request_pending_at_shutdown_gets_503_with_its_id(self):
+        for rid in (7, "req-7"):
+            with self.subTest(id=rid):
+                srv = Server("--json-window", "10000")  # the silent call stays a pending JSON request
+                try:
+                    s = Session(srv)
+                    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                       "params": {"name": "slow", "arguments": {"seconds": 5, "steps": 1}}}).encode()
+                    head = "".join(f"{k}: {v}\r\n" for k, v in s.headers().items())
+                    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+                    sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                                 f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                    time.sleep(0.3)  # the call is running
+                    rc, _ = srv.stop()
+                    self.assertEqual(rc, 0)
+                    data = b""
+                    while True:
+                        d = sock.recv(65536)
+                        if not d:
+                            break
+                        data += d
+                    sock.close()
+                    head, _, payload = data.partition(b"\r\n\r\n")
+                    self.assertIn(b" 503 ", head.split(b"\r\n")[0], data)
+                    msg = json.loads(payload)
+                    self.assertEqual(msg["error"]["code"], -32000)
+                    self.assertEqual(msg["id"], rid)
+                finally:
+                    srv.cleanup()
 
 
 if __name__ == "__main__":

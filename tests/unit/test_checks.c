@@ -189,6 +189,46 @@ static void a_value_longer_than_the_limit_fails(void **state)
     assert_true(header_is_visible_ascii("abc", 3));
 }
 
+/* ---- framing_problem ---- */
+
+static void a_single_content_length_or_chunked_alone_is_sound(void **state)
+{
+    assert_null(framing_problem(NULL, NULL, false));
+    assert_null(framing_problem("0", NULL, false));
+    assert_null(framing_problem("161", NULL, false));
+    assert_null(framing_problem("007", NULL, false));
+    assert_null(framing_problem(NULL, "chunked", false));
+    assert_null(framing_problem(NULL, "Chunked", false));
+}
+
+static void a_repeated_length_header_is_ambiguous(void **state)
+{
+    assert_non_null(framing_problem("5", NULL, true));
+    assert_non_null(framing_problem(NULL, "chunked", true));
+}
+
+static void content_length_with_transfer_encoding_is_ambiguous(void **state)
+{
+    assert_non_null(framing_problem("5", "chunked", false));
+}
+
+static void a_transfer_encoding_other_than_chunked_is_refused(void **state)
+{
+    assert_non_null(framing_problem(NULL, "gzip", false));
+    assert_non_null(framing_problem(NULL, "gzip, chunked", false));
+    assert_non_null(framing_problem(NULL, "identity", false));
+    assert_non_null(framing_problem(NULL, "", false));
+}
+
+static void a_content_length_that_is_not_plain_digits_is_refused(void **state)
+{
+    assert_non_null(framing_problem("+5", NULL, false));
+    assert_non_null(framing_problem("-1", NULL, false));
+    assert_non_null(framing_problem("0x10", NULL, false));
+    assert_non_null(framing_problem("5, 5", NULL, false));
+    assert_non_null(framing_problem("", NULL, false));
+}
+
 /* ---- hostcheck: loopback listen ---- */
 
 static void loopback_listen_accepts_every_loopback_spelling_with_the_port(void **state)
@@ -501,6 +541,11 @@ int main(void)
         cmocka_unit_test(del_and_bytes_above_ascii_fail),
         cmocka_unit_test(an_empty_value_fails),
         cmocka_unit_test(a_value_longer_than_the_limit_fails),
+        cmocka_unit_test(a_single_content_length_or_chunked_alone_is_sound),
+        cmocka_unit_test(a_repeated_length_header_is_ambiguous),
+        cmocka_unit_test(content_length_with_transfer_encoding_is_ambiguous),
+        cmocka_unit_test(a_transfer_encoding_other_than_chunked_is_refused),
+        cmocka_unit_test(a_content_length_that_is_not_plain_digits_is_refused),
         cmocka_unit_test(loopback_listen_accepts_every_loopback_spelling_with_the_port),
         cmocka_unit_test(loopback_listen_refuses_a_wrong_port_or_a_missing_port),
         cmocka_unit_test(loopback_listen_refuses_other_hosts),

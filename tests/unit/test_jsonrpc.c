@@ -188,6 +188,42 @@ static void a_result_response_needs_a_string_or_integer_id(void **state)
 
 /* ---- jsonrpc_id_valid ---- */
 
+/* ---- the id an error echoes ---- */
+
+/* jsonrpc_request_id on the JSON text, dumped ("" for NULL). */
+static void assert_echoed_id(const char *text, const char *want)
+{
+    json_error_t e;
+    json_t *msg = json_loads(text, JSON_DECODE_ANY, &e);
+    assert_non_null(msg);
+    const json_t *id = jsonrpc_request_id(msg);
+    char *got = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
+    if (strcmp(got ? got : "", want) != 0)
+        fail_msg("%s: echoed id %s, expected %s", text, got ? got : "NULL", want);
+    free(got);
+    json_decref(msg);
+}
+
+static void a_single_request_has_its_integer_or_string_id_echoed(void **state)
+{
+    assert_echoed_id("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}", "7");
+    assert_echoed_id("{\"jsonrpc\":\"2.0\",\"id\":\"r-7\",\"method\":\"ping\"}", "\"r-7\"");
+    assert_echoed_id("{\"jsonrpc\":\"2.0\",\"id\":-1,\"method\":\"x\",\"params\":{}}", "-1");
+}
+
+static void nothing_else_has_an_id_to_echo(void **state)
+{
+    assert_echoed_id("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", "");
+    assert_echoed_id("{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}", "");
+    assert_echoed_id("[{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}]", "");
+    assert_echoed_id("{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"ping\"}", "");
+    assert_echoed_id("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":[]}", "");
+    assert_echoed_id("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", "");
+    assert_echoed_id("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", "");
+    assert_echoed_id("\"text\"", "");
+    assert_null(jsonrpc_request_id(NULL));
+}
+
 static void only_strings_and_integers_are_valid_ids(void **state)
 {
     json_t *s = json_string("x"), *i = json_integer(0), *r = json_real(1.0), *n = json_null(),
@@ -396,6 +432,8 @@ int main(void)
         cmocka_unit_test(a_result_response_needs_a_string_or_integer_id),
         cmocka_unit_test(only_strings_and_integers_are_valid_ids),
         cmocka_unit_test(a_string_id_is_valid_up_to_its_bound),
+        cmocka_unit_test(a_single_request_has_its_integer_or_string_id_echoed),
+        cmocka_unit_test(nothing_else_has_an_id_to_echo),
         cmocka_unit_test(a_result_message_carries_the_id_and_the_stolen_result),
         cmocka_unit_test(a_result_message_with_a_null_result_carries_an_empty_object),
         cmocka_unit_test(an_error_message_has_code_message_and_data),
