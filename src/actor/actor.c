@@ -804,7 +804,9 @@ static void end_connections(actor_t *a, const char *why)
         if (s->sse)
             send_sse_end(a, s->conn, s->num);
         else
-            actor_reply_error(a->w, s->conn, NULL, 404, MCP_ERR_SESSION_NOT_FOUND, why);
+            actor_reply_error(a->w, s->conn,
+                              json_array_size(s->req_ids) == 1 ? json_array_get(s->req_ids, 0) : NULL,
+                              404, MCP_ERR_SESSION_NOT_FOUND, why);
         s->conn.gen = 0;
     }
 }

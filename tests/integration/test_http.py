@@ -258,6 +258,25 @@ class Sessions(ServerTest):
         g = self.server.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": s.sid})
         self.assertEqual(g.status, 404)
 
+    def test_a_request_pending_when_its_session_is_deleted_gets_404_with_its_id(self):
+        srv = Server("--response-mode", "json")
+        self.addCleanup(srv.cleanup)
+        s = Session(srv)
+        out = {}
+
+        def call():
+            out["r"] = s.post({"jsonrpc": "2.0", "id": "pending-1", "method": "tools/call",
+                               "params": {"name": "slow", "arguments": {"seconds": 3, "steps": 1}}})
+        t = threading.Thread(target=call)
+        t.start()
+        time.sleep(0.5)
+        self.assertEqual(s.delete().status, 200)
+        t.join(10)
+        r = out["r"]
+        self.assertEqual(r.status, 404)
+        self.assertEqual(r.json()["id"], "pending-1")
+        self.assertEqual(r.json()["error"]["code"], -32001)
+
     def test_a_requested_supported_version_is_echoed(self):
         for v in ("2025-03-26", "2025-06-18", "2025-11-25"):
             s = Session(self.server, version=v)
