@@ -1,15 +1,42 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mcpactord needs to build, run and test, if any are missing.
-# Usage: tools/deps.sh [run|test|interop]   (test adds what the test suites need; interop also
-# Node.js and npm for `meson test --suite interop`, from Debian only when `node` is missing)
+# Usage: tools/deps.sh [run|test|interop]         install what the mode needs (default: run)
+#        tools/deps.sh --list [run|test|interop]  print the mode's packages, one a line; installs
+#                                                 nothing
+# run: build and run the server. test: also every package whose programs the default `meson test`
+# (unit + integration) runs; tests/integration/test_deps.py fails when a test runs a program whose
+# package is not in `--list test`. interop: also Node.js and npm for `meson test --suite interop`
+# (installed from Debian only when `node` is missing, so a newer Node already there is kept).
 set -euo pipefail
+list=""
+if [ "${1:-}" = --list ]; then
+  list=1
+  shift
+fi
 mode=${1:-run}
+case "$mode" in
+  run|test|interop) ;;
+  *) echo "usage: tools/deps.sh [--list] [run|test|interop]" >&2; exit 2 ;;
+esac
 want=(meson ninja-build pkg-config gcc libevent-dev libjansson-dev librocksdb-dev curl)
 if [ "$mode" = test ] || [ "$mode" = interop ]; then
-  want+=(libcmocka-dev python3)
+  # libcmocka-dev: the unit tests; python3: the integration tests; prometheus: promtool
+  # (lifecycle lints /metrics); mount: mount/umount (a test on a tmpfs data directory);
+  # dpkg: dpkg-query (test_deps.py)
+  want+=(libcmocka-dev python3 prometheus mount dpkg)
+fi
+if [ "$mode" = interop ]; then
+  want+=(nodejs npm)
+fi
+if [ -n "$list" ]; then
+  printf '%s\n' "${want[@]}"
+  exit 0
 fi
 missing=()
 for p in "${want[@]}"; do
+  case "$p" in
+    nodejs|npm) continue ;;
+  esac
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ "$mode" = interop ] && ! command -v node >/dev/null 2>&1; then
@@ -25,14 +52,13 @@ if [ "$(id -u)" -ne 0 ]; then
   SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
+apt=($SUDO apt-get -o DPkg::Lock::Timeout=300)  # wait for another apt on the machine
+"${apt[@]}" update -qq
 # Packages with services (prometheus) must not start them: a policy-rc.d that refuses, for the
 # length of the install, unless the machine already has one.
-guard=""
 if [ ! -e /usr/sbin/policy-rc.d ]; then
+  trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT  # also when the install fails
   printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
   $SUDO chmod +x /usr/sbin/policy-rc.d
-  guard=1
 fi
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-[ -z "$guard" ] || $SUDO rm -f /usr/sbin/policy-rc.d
+"${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh run
-[ -d build ] || meson setup build --buildtype=release -Dtests=auto >/dev/null
-ninja -C build >/dev/null
+quiet() {  # runs a build step; shows its output only when it fails
+  local out
+  out=$("$@" 2>&1) || { printf '%s\n' "$out" >&2; echo "tools/run.sh: '$*' failed" >&2; exit 1; }
+}
+[ -d build ] || quiet meson setup build --buildtype=release -Dtests=auto
+quiet ninja -C build
 exec build/src/mcpactord --data-dir ./mcpactord-data "$@"

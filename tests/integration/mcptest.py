@@ -1,6 +1,10 @@
 """Integration-test harness: starts the real mcpactord binary on a free loopback port with a
 temporary data directory and speaks HTTP/SSE to it. Python standard library only.
 
+A test runs an external program (anything but the server binary, sys.executable or
+tools/deps.sh) only through require_program(NAME), with NAME a literal: test_deps.py checks that
+tools/deps.sh test installs the Debian package of every such program.
+
 Environment: MCPACTORD (path to the binary, set by meson), MCPD_TEST_KEEP=1 keeps data dirs,
 MCPD_TEST_FLAGS (extra flags for every server, e.g. "--workers 0").
 """
@@ -20,6 +24,17 @@ import unittest
 BINARY = os.environ.get("MCPACTORD", "build/src/mcpactord")
 ACCEPT_BOTH = "application/json, text/event-stream"
 LATEST = "2025-11-25"
+
+
+def require_program(name):
+    """The path of the external program NAME; fails the calling test when it is not installed.
+    Call it with a literal name: test_deps.py finds these calls and checks that NAME's Debian
+    package is in `tools/deps.sh --list test`."""
+    path = shutil.which(name)
+    if path is None:
+        raise AssertionError(f"the program {name!r} is not installed: `tools/deps.sh test` installs "
+                             "what the tests run (tools/test.sh runs it first)")
+    return path
 
 
 class Server:

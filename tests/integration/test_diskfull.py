@@ -27,8 +27,8 @@ class Tmpfs:
         self.parent = tempfile.mkdtemp(prefix="mcpd-diskfull-")
         self.mnt = os.path.join(self.parent, "mnt")
         os.mkdir(self.mnt)
-        mount = mcptest.require_program("mount") if hasattr(mcptest, "require_program") else "mount"
-        r = subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", self.mnt],
+        self.umount = mcptest.require_program("umount")
+        r = subprocess.run([mcptest.require_program("mount"), "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", self.mnt],
                            capture_output=True, text=True)
         if r.returncode != 0:
             shutil.rmtree(self.parent, ignore_errors=True)
@@ -64,7 +64,7 @@ class Tmpfs:
             os.unlink(self.filler)
 
     def cleanup(self):
-        subprocess.run(["umount", "-l", self.mnt], capture_output=True)
+        subprocess.run([self.umount, "-l", self.mnt], capture_output=True)
         shutil.rmtree(self.parent, ignore_errors=True)
 
 

@@ -8,10 +8,12 @@ src=$1
 out=$2
 stamp=$3
 
+# Every build runs this (meson builds what any test depends on), so without Node it only says so:
+# the unit and integration suites need no Node, and the interop tests then fail on the missing node.
 for tool in node npm; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "interop: '$tool' is missing; tools/deps.sh interop installs nodejs and npm" >&2
-    exit 1
+    echo "interop: '$tool' is missing, npm ci skipped (the interop suite needs it: tools/deps.sh interop)" >&2
+    exit 0
   fi
 done
 
