@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     }
 
     char err[512];
-    store = store_open(g_cfg.data_dir, g_cfg.sync, err, sizeof err);
+    store = store_open(g_cfg.data_dir, g_cfg.sync, g_cfg.min_free_space, err, sizeof err);
     if (!store) {
         log_error("%s", err);
         exit_code = 1;

@@ -147,7 +147,7 @@ int main(int argc, char **argv)
         return 1;
     }
     char err[256];
-    store_t *s = store_open(dir, false, err, sizeof err);
+    store_t *s = store_open(dir, false, 0, err, sizeof err);
     if (!s) {
         fprintf(stderr, "micro-store: %s\n", err);
         return 1;

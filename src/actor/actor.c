@@ -1436,6 +1436,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         a = NULL;
     }
     if (!a) {
+        worker_take_recover_mark(w, m->sid); /* never stored, or deleted: nothing to recover */
         if (m->type != WM_ALARM && m->type != WM_RECOVER)
             actor_reply_error(w, m->conn, m->type == WM_POST ? jsonrpc_request_id(m->body) : NULL,
                               404, MCP_ERR_SESSION_NOT_FOUND, "Session not found");

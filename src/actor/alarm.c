@@ -105,9 +105,11 @@ void alarms_hint(int64_t due_ms)
     bool wake = !S.hint_ms || due_ms < S.hint_ms;
     if (wake)
         S.hint_ms = due_ms;
-    pthread_mutex_unlock(&S.mu);
+    /* under mu: alarms_stop clears `running` under it too, so no hint is half-way through
+     * event_active when alarms_free runs (the store's probe thread hints at any time) */
     if (wake && atomic_load(&S.running))
         event_active(S.rearm, EV_READ, 0);
+    pthread_mutex_unlock(&S.mu);
 }
 
 static void *alarm_main(void *arg)
@@ -154,7 +156,9 @@ void alarms_stop(void)
 {
     if (!atomic_load(&S.running))
         return;
+    pthread_mutex_lock(&S.mu);
     atomic_store(&S.running, false);
+    pthread_mutex_unlock(&S.mu);
     event_base_once(S.base, -1, EV_TIMEOUT, on_stop, NULL, NULL);
     pthread_join(S.thread, NULL);
 }

@@ -228,9 +228,14 @@ int worker_commit(worker_t *w)
 {
     if (w->turn_failed) {
         /* later writes of a failed turn may build on what was lost: none of them is kept */
+        actor_flush_dirty(w);
         store_batch_clear(w->batch);
         return -EIO;
     }
+    /* The frames queued so far become sendable at this commit, and they rely on the metadata
+     * of their streams and sessions (numbering, alarm, request ids): it goes in now, not only
+     * at the end of the turn. */
+    actor_flush_dirty(w);
     if (store_batch_count(w->batch) && store_commit(STORE, w->batch) != 0) {
         w->turn_failed = true;
         return -EIO;
@@ -268,11 +273,12 @@ static void fail_turn(worker_t *w)
     w->touched = NULL;
     w->ntouched = w->cap_touched = 0;
     for (size_t i = 0; i < n; i++) {
+        /* marked even when it is gone from memory (a refused DELETE freed it): its requests
+         * still in flight in the store are answered at its next load */
+        ptrmap_put(&w->recover, recover_key(touched[i]), (void *)1);
         struct actor *a = worker_find_actor(w, touched[i]);
-        if (a) {
-            ptrmap_put(&w->recover, recover_key(a->sid), (void *)1);
+        if (a)
             actor_reset(a);
-        }
     }
     free(touched);
     for (size_t i = 0; i < w->ndeferred; i++) {
@@ -306,7 +312,6 @@ void worker_note_alarm(worker_t *w, int64_t due)
 
 void worker_turn_end(worker_t *w)
 {
-    actor_flush_dirty(w);
     worker_commit(w);
     if (w->turn_failed)
         fail_turn(w);

@@ -102,6 +102,9 @@ static const flag_t FLAGS[] = {
      "delete a POST stream this long after its last response (default 600)"},
     {"session-ttl", "SECS", K_INT, OFF(session_ttl_s), 1, 86400LL * 3650,
      "delete a session untouched this long; it answers 404 afterwards (default 604800)"},
+    {"min-free-space", "BYTES", K_INT, OFF(min_free_space), 0, 1LL << 50,
+     "refuse writes (503) while the data directory's filesystem has less free (default "
+     "67108864; 0 leaves it to RocksDB's own error)"},
     {"sync", NULL, K_BOOL, OFF(sync), 0, 0,
      "fsync the write-ahead log (group commit): survives a machine crash"},
     {"read-timeout", "SECS", K_INT, OFF(read_timeout_s), 1, 3600,
@@ -123,6 +126,7 @@ void config_defaults(config_t *c)
     c->http_threads = 1;
     c->workers = -1; /* decided after parsing: see config_parse */
     c->tool_threads = 4;
+    c->min_free_space = 64 * 1024 * 1024;
     c->session_jobs = -1; /* decided after parsing: half of --tool-threads */
     c->log_level = LOG_INFO;
     c->max_body = 4 * 1024 * 1024;

@@ -21,6 +21,17 @@
  *   - a flush we start (store_flush, store_flush_async) or rocksdb_close: both flush the
  *     current WAL writer. So neither runs while writes are refused (store_writable), and a
  *     shutdown in that state leaves the database unclosed: what was acknowledged is in the WAL.
+ * And a third that no option avoids: RocksDB 7.8's recovery switches to a new WAL only by
+ * flushing a memtable; if every memtable was empty when the append failed, the failed writer
+ * stays current and the first write after the recovery asserts. Two guards keep the process
+ * away from it:
+ *   - a free-space floor (--min-free-space): before a commit, the store compares the free
+ *     space of the data directory's filesystem (statvfs, looked at again after a second or
+ *     once the bytes written since use up the margin) with the floor and refuses the commit
+ *     itself, exactly as RocksDB would, but without a failed append. RocksDB fails only when
+ *     something else fills the disk faster than that;
+ *   - a key written at open (a memtable is never empty when the first write fails), and the
+ *     probe writes only once the free space is back above the floor.
  */
 #include "store/store.h"
 
@@ -36,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #define BLOCK_CACHE_BYTES (32ULL << 20)
@@ -43,8 +55,11 @@
 #define CF_WRITE_BUFFER_BYTES (16ULL << 20)
 /* RocksDB's InfoLogLevel: header lines at open only (see the file comment). */
 #define ROCKSDB_INFO_LOG_FATAL 4
-/* How often the watcher probes a refusing store. */
+/* How often the watcher probes a refusing store, and the free-space guard looks again. */
 #define PROBE_INTERVAL_MS 1000
+#define SPACE_RECHECK_MS 1000
+/* RocksDB resumes after ENOSPC only with a memtable's worth free (its SstFileManager). */
+#define ROCKSDB_RESUME_FREE_BYTES ((int64_t)CF_WRITE_BUFFER_BYTES)
 /* A write batch keeps its largest size as capacity: one bigger than this is replaced after its
  * commit, so a burst does not pin megabytes per worker for the rest of the process. */
 #define BATCH_KEEP_BYTES (1u << 20)
@@ -72,6 +87,12 @@ struct store {
     bool watcher_running, closing;
     pthread_t watcher;
     void (*on_writable)(void);
+    /* free-space guard (min_free == 0: off) */
+    char *dir;
+    int64_t min_free;
+    atomic_llong space_budget;  /* bytes that may be written before statvfs is asked again */
+    atomic_llong space_checked; /* monotonic ms of the last statvfs */
+    bool refused_by_guard;      /* under mu: the last refusal was the guard's, not RocksDB's */
 };
 
 struct store_batch {
@@ -90,7 +111,48 @@ static rocksdb_column_family_handle_t *cfh(store_t *s, store_cf_t cf)
     return s->cf[cf + 1];
 }
 
-store_t *store_open(const char *dir, bool sync, char *err, size_t errlen)
+static void mark_refusing(store_t *s, const char *err, bool by_guard);
+
+/* Free bytes on the filesystem of s->dir, or -1. */
+static int64_t free_bytes(const store_t *s)
+{
+    struct statvfs v;
+    if (statvfs(s->dir, &v) != 0)
+        return -1;
+    return (int64_t)v.f_bavail * (int64_t)v.f_frsize;
+}
+
+/* The guard: true when `size` more bytes leave at least min_free free. Cheap on the hot path:
+ * statvfs only after a second, or once the margin it gave is used up. */
+static bool space_ok(store_t *s, size_t size, int64_t *free_now)
+{
+    *free_now = -1;
+    if (!s->min_free)
+        return true;
+    int64_t now = now_mono_ms();
+    long long left = atomic_fetch_sub(&s->space_budget, (long long)size) - (long long)size;
+    if (left > 0 && now - atomic_load(&s->space_checked) < SPACE_RECHECK_MS)
+        return true;
+    int64_t f = free_bytes(s);
+    if (f < 0)
+        return true; /* cannot tell: let RocksDB decide */
+    *free_now = f;
+    atomic_store(&s->space_checked, now);
+    atomic_store(&s->space_budget, (long long)(f - s->min_free));
+    return f - (int64_t)size >= s->min_free;
+}
+
+/* A key in the default column family: its memtable is never empty when a write fails. */
+static int write_keeper(store_t *s, char **rerr)
+{
+    static const char key[] = "mcpd-keeper";
+    char v[24];
+    int n = snprintf(v, sizeof v, "%lld", (long long)now_wall_ms());
+    rocksdb_put_cf(s->db, s->wopts, s->cf[0], key, sizeof key - 1, v, (size_t)n, rerr);
+    return *rerr ? -EIO : 0;
+}
+
+store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *err, size_t errlen)
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot create data directory %s: %s", dir, strerror(errno));
@@ -154,6 +216,28 @@ store_t *store_open(const char *dir, bool sync, char *err, size_t errlen)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
+    s->dir = xstrdup(dir);
+    s->min_free = min_free_bytes;
+    int64_t f = free_bytes(s);
+    if (s->min_free && f >= 0 && f < s->min_free) {
+        /* reads and resumes work; writes wait for the space (the watcher looks every second,
+         * and its first write is the key below) */
+        char why[200];
+        snprintf(why, sizeof why,
+                 "No space left on device: only %lld bytes free on the data directory's "
+                 "filesystem at start, below --min-free-space %lld",
+                 (long long)f, (long long)s->min_free);
+        mark_refusing(s, why, true);
+        return s;
+    }
+    if (write_keeper(s, &rerr) != 0) {
+        snprintf(err, errlen, "cannot write to RocksDB in %s: %s", dir, rerr);
+        rocksdb_free(rerr);
+        /* a failed first write must not be followed by any flush or close (store.c) */
+        atomic_store(&s->refusing, true);
+        store_close(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -187,6 +271,7 @@ void store_close(store_t *s)
     rocksdb_env_destroy(s->env);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    free(s->dir);
     free(s);
 }
 
@@ -255,10 +340,15 @@ static void *watcher_main(void *arg)
         pthread_cond_timedwait(&s->cv, &s->mu, &ts);
         if (s->closing || !atomic_load(&s->refusing))
             break;
+        bool by_guard = s->refused_by_guard;
         pthread_mutex_unlock(&s->mu);
-        bool ok = probe_write(s);
-        if (ok)
-            mark_writable(s, "a probe write");
+        /* no write until the space is back: a probe that failed on a fresh log writer is
+         * what RocksDB cannot recover from (the file comment) */
+        int64_t f = free_bytes(s);
+        int64_t need = by_guard ? s->min_free : (s->min_free > ROCKSDB_RESUME_FREE_BYTES
+                                                     ? s->min_free : ROCKSDB_RESUME_FREE_BYTES);
+        if ((f < 0 || f >= need) && probe_write(s))
+            mark_writable(s, by_guard ? "free space is back above --min-free-space" : "a probe write");
         pthread_mutex_lock(&s->mu);
     }
     s->watcher_running = false;
@@ -267,11 +357,14 @@ static void *watcher_main(void *arg)
     return NULL;
 }
 
-/* A write failed: counted every time, logged once per transition, watched until it heals. */
-static void mark_refusing(store_t *s, const char *err)
+/* A write failed (or the guard refused it): counted every time, logged once per transition,
+ * watched until it heals. */
+static void mark_refusing(store_t *s, const char *err, bool by_guard)
 {
     STAT_INC(store_errors_total);
     pthread_mutex_lock(&s->mu);
+    if (!atomic_load(&s->refusing) || (s->refused_by_guard && !by_guard))
+        s->refused_by_guard = by_guard; /* a RocksDB error outranks the guard's refusal */
     if (!atomic_load(&s->refusing)) {
         snprintf(s->why, sizeof s->why, "%s", err);
         s->since_ms = now_wall_ms();
@@ -344,6 +437,17 @@ int store_commit(store_t *s, store_batch_t *b)
 {
     if (rocksdb_writebatch_count(b->wb) == 0)
         return 0;
+    int64_t free_now;
+    if (!space_ok(s, store_batch_bytes(b), &free_now)) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "No space left on device: only %lld bytes free on the data directory's "
+                 "filesystem, below --min-free-space %lld",
+                 (long long)free_now, (long long)s->min_free);
+        rocksdb_writebatch_clear(b->wb);
+        mark_refusing(s, why, true);
+        return -ENOSPC;
+    }
     char *err = NULL;
     rocksdb_write(s->db, s->wopts, b->wb, &err);
     size_t size = 0;
@@ -355,7 +459,7 @@ int store_commit(store_t *s, store_batch_t *b)
         rocksdb_writebatch_clear(b->wb);
     }
     if (err) {
-        mark_refusing(s, err);
+        mark_refusing(s, err, false);
         rocksdb_free(err);
         return -EIO;
     }

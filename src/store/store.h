@@ -26,8 +26,10 @@ typedef struct store store_t;
 typedef struct store_batch store_batch_t;
 typedef struct store_iter store_iter_t;
 
-/* Opens (creating if needed) the database in dir. On failure returns NULL and a message. */
-store_t *store_open(const char *dir, bool sync, char *err, size_t errlen);
+/* Opens (creating if needed) the database in dir. min_free_bytes > 0 keeps that much free on
+ * dir's filesystem: a commit that finds less is refused by the store itself, before RocksDB
+ * would fail on a full disk (see store.c). On failure returns NULL and a message. */
+store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *err, size_t errlen);
 void store_close(store_t *s);
 
 store_batch_t *store_batch_new(store_t *s);

@@ -60,6 +60,16 @@ void pool_submit(job_t *j)
 {
     j->pool_next = NULL;
     pthread_mutex_lock(&P.mu);
+    if (P.stopping) {
+        /* the threads may be gone: a job that comes this late (a request still in a mailbox
+         * at shutdown; it starts cancelled) ends without running, and its worker frees it */
+        pthread_mutex_unlock(&P.mu);
+        mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the server is shutting down");
+        wmsg_t *m = wmsg_new(WM_TOOL_DONE);
+        m->job = j;
+        worker_push(j->w, m);
+        return;
+    }
     if (P.tail)
         P.tail->pool_next = j;
     else

@@ -76,11 +76,13 @@ def counter_value(session):
     return r.status, None, m or r.text
 
 
-class DiskFull(unittest.TestCase):
+class TmpfsCase(unittest.TestCase):
+    FLAGS = ()
+
     def setUp(self):
         self.fs = Tmpfs(48)
         self.addCleanup(self.fs.cleanup)
-        self.server = mcptest.Server("--response-mode", "sse", data_dir=self.fs.data,
+        self.server = mcptest.Server("--response-mode", "sse", *self.FLAGS, data_dir=self.fs.data,
                                      log_path=os.path.join(self.fs.parent, "server.log"))
         self.addCleanup(self.server.cleanup)
 
@@ -124,6 +126,12 @@ class DiskFull(unittest.TestCase):
                 return r
             time.sleep(0.2)
         self.fail(f"/healthz stayed {r.status if r else None} ({r.text if r else ''}), wanted {status}")
+
+
+
+class DiskFull(TmpfsCase):
+    """RocksDB's own write error (--min-free-space 0: no floor kept by the server)."""
+    FLAGS = ("--min-free-space", "0")
 
     def test_a_full_disk_refuses_writes_without_acknowledging_them_and_recovers(self):
         s = mcptest.Session(self.server)
@@ -248,6 +256,69 @@ class DiskFull(unittest.TestCase):
         self.server.start()
         status, value, m = counter_value(s)
         self.assertEqual(value, acked + 1, f"the acknowledged counter survives: {m}")
+
+    def test_a_refused_first_write_after_a_start_recovers_without_an_abort(self):
+        """RocksDB 7.8 switches to a new write-ahead log only by flushing a memtable: if all were
+        empty when the append failed, the failed log writer stayed current and the first write
+        after the recovery aborted the process. A key written at open keeps one non-empty."""
+        s = mcptest.Session(self.server)
+        self.assertEqual(counter_value(s)[1], 1)
+        rc, _ = self.server.stop()
+        self.assertEqual(rc, 0)
+        self.fs.fill(leave=1 << 20)  # the next log cannot be preallocated
+        self.server.start()
+        self.fs.fill(leave=0)        # and its appends fail once the page they began is full
+        acked = self.fill_until_refused(s)
+        self.fs.release()
+        self.wait_health(200, timeout=40)
+        self.assertEqual(counter_value(s)[1], acked + 1, "the refused increment never happened")
+
+    def test_a_refused_delete_leaves_no_request_unanswered(self):
+        s = mcptest.Session(self.server)
+        self.fill_and_restart(leave=256 * 1024)
+        rid, stream = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 30, "steps": 30},
+                                                   "_meta": {"progressToken": "p"}})
+        first = stream.next_message(timeout=5)
+        self.assertIsNotNone(first)
+        self.fill_until_refused(mcptest.Session(self.server))
+        r = s.delete()
+        self.assertEqual(r.status, 503, r.text)
+        stream.read_until_end(10)
+        stream.close()
+        self.fs.release()
+        self.wait_health(200, timeout=40)
+        # the session still exists (its DELETE was refused); the call it had in flight is
+        # answered with a stored error that a resume finds
+        g = s.open_get(last_event_id=first["id"])
+        self.assertEqual(g.status, 200)
+        msgs = [json.loads(e["data"]) for e in g.read_until_end(5) if e.get("data")]
+        g.close()
+        final = [m for m in msgs if m.get("id") == rid]
+        self.assertTrue(final, f"the interrupted call is answered: {msgs}")
+        self.assertEqual(final[-1]["error"]["code"], -32603)
+
+
+class FreeSpaceFloor(TmpfsCase):
+    """The server's own floor (--min-free-space): it refuses before RocksDB fails; the same
+    promises hold, and RocksDB never sees a failed write."""
+    FLAGS = ("--min-free-space", str(4 << 20))
+
+    def test_the_floor_refuses_before_the_disk_is_full_and_says_why(self):
+        s = mcptest.Session(self.server)
+        acked = self.peek_counter(s)
+        self.fill_and_restart(leave=8 << 20)
+        acked = self.fill_until_refused(s, acked)
+        self.assertGreater(self.fs.free(), 0, "refused with space still free")
+        health = self.wait_health(503)
+        self.assertIn("--min-free-space", health.text)
+        r = s.post({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                    "params": {"name": "counter", "arguments": {}}})
+        self.assertEqual((r.status, r.header("retry-after"), r.json()["id"]), (503, "5", 9))
+        self.assertNotIn("While appending", self.server.log_tail(200000),
+                         "RocksDB itself never failed a write")
+        self.fs.release()
+        self.wait_health(200, timeout=10)
+        self.assertEqual(counter_value(s)[1], acked + 1)
 
 
 if __name__ == "__main__":
