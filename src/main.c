@@ -13,12 +13,12 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/util.h"
-#include "http/admin.h"
-#include "http/auth.h"
+#include "admin/admin.h"
+#include "core/auth.h"
 #include "http/server.h"
 #include "store/store.h"
-#include "tools/job.h"
-#include "tools/registry.h"
+#include "actor/job.h"
+#include "mcp/registry.h"
 
 #include <event2/thread.h>
 #include <malloc.h>

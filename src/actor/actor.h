@@ -20,8 +20,8 @@
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "core/stats.h"
-#include "mcp/proto.h"
-#include "tools/job.h"
+#include "wire/proto.h"
+#include "actor/job.h"
 
 struct event;
 struct actor;

@@ -3,8 +3,8 @@
 
 #include "core/buf.h"
 #include "core/jsonparse.h"
-#include "http/sse.h"
-#include "mcp/jsonrpc.h"
+#include "wire/sse.h"
+#include "wire/jsonrpc.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -22,7 +22,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/jsonparse.h"
-#include "mcp/jsonrpc.h"
+#include "wire/jsonrpc.h"
 #include "store/keys.h"
 #include "store/records.h"
 

@@ -17,7 +17,7 @@
 #include "core/ptrmap.h"
 #include "core/stats.h"
 #include "http/server.h"
-#include "tools/job.h"
+#include "actor/job.h"
 
 #include <errno.h>
 #include <event2/event.h>

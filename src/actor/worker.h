@@ -13,7 +13,7 @@
 
 #include "actor/msg.h"
 #include "store/store.h"
-#include "tools/registry.h"
+#include "mcp/registry.h"
 
 typedef struct worker worker_t;
 struct actor;

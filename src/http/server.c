@@ -22,12 +22,12 @@
 #include "core/log.h"
 #include "core/ptrmap.h"
 #include "core/stats.h"
-#include "http/auth.h"
-#include "http/checks.h"
-#include "http/sse.h"
+#include "core/auth.h"
+#include "wire/checks.h"
+#include "wire/sse.h"
 #include "core/jsonparse.h"
-#include "mcp/jsonrpc.h"
-#include "mcp/proto.h"
+#include "wire/jsonrpc.h"
+#include "wire/proto.h"
 #include "store/keys.h"
 
 #include <errno.h>

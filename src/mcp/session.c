@@ -8,8 +8,8 @@
 
 #include "core/config.h"
 #include "core/log.h"
-#include "mcp/jsonrpc.h"
-#include "tools/schema.h"
+#include "wire/jsonrpc.h"
+#include "mcp/schema.h"
 
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* libFuzzer harness: token files, Authorization headers (src/http/auth.c). One thread: libFuzzer's.
+/* libFuzzer harness: token files, Authorization headers (src/core/auth.c). One thread: libFuzzer's.
  *
  * Input: a token file's text, then Authorization header values, separated by NUL bytes. When
  * auth_parse accepts the file, every entry is well formed and "Bearer <token>" (in any case, with
@@ -7,7 +7,7 @@
  */
 #include "fuzz.h"
 
-#include "http/auth.h"
+#include "core/auth.h"
 
 #include <ctype.h>
 #include <strings.h>

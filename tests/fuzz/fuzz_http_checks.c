@@ -1,4 +1,4 @@
-/* libFuzzer harness: HTTP header checks (src/http/checks.c). One thread: libFuzzer's.
+/* libFuzzer harness: HTTP header checks (src/wire/checks.c). One thread: libFuzzer's.
  *
  * The input is split at LF into header values (an HTTP header value never holds a LF); each one
  * goes, as a NUL-terminated copy of exactly its length, through every check the HTTP thread
@@ -8,7 +8,7 @@
  */
 #include "fuzz.h"
 
-#include "http/checks.h"
+#include "wire/checks.h"
 
 #include <strings.h>
 

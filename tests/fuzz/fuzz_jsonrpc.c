@@ -1,4 +1,4 @@
-/* libFuzzer harness: JSON-RPC message validation (src/mcp/jsonrpc.c). One thread: libFuzzer's.
+/* libFuzzer harness: JSON-RPC message validation (src/wire/jsonrpc.c). One thread: libFuzzer's.
  *
  * The input is a POST body. It is parsed the way the HTTP thread parses it (json_loadb with
  * JSON_ALLOW_NUL); the value and, for a batch, each element go through jsonrpc_classify and
@@ -10,7 +10,7 @@
  */
 #include "fuzz.h"
 
-#include "mcp/jsonrpc.h"
+#include "wire/jsonrpc.h"
 
 static jr_kind_t classify(const json_t *m)
 {

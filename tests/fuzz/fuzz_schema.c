@@ -1,4 +1,4 @@
-/* libFuzzer harness: the JSON Schema subset (src/tools/schema.c). One thread: libFuzzer's.
+/* libFuzzer harness: the JSON Schema subset (src/mcp/schema.c). One thread: libFuzzer's.
  *
  * Input: one byte choosing the error buffer's size, then a schema (JSON text, parsed as the
  * registry parses tool schemas) and a value (parsed as request bodies are), separated by a NUL
@@ -12,7 +12,7 @@
  */
 #include "fuzz.h"
 
-#include "tools/schema.h"
+#include "mcp/schema.h"
 
 #define MAX_DEPTH 24
 

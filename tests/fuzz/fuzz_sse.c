@@ -1,4 +1,4 @@
-/* libFuzzer harness: SSE framing (src/http/sse.c). One thread: libFuzzer's.
+/* libFuzzer harness: SSE framing (src/wire/sse.c). One thread: libFuzzer's.
  *
  * Input: one flags byte (bit 0: the event has an id; bit 1: a retry line first), then the id up
  * to the first NUL byte, then the data (any bytes). The harness frames [retry] event(id, data),
@@ -11,7 +11,7 @@
  */
 #include "fuzz.h"
 
-#include "http/sse.h"
+#include "wire/sse.h"
 
 #define MAX_EVENTS 4
 

@@ -1,4 +1,4 @@
-/* Unit tests: HTTP media-type and Host/Origin checks (src/http/checks.c). */
+/* Unit tests: HTTP media-type and Host/Origin checks (src/wire/checks.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "http/checks.h"
+#include "wire/checks.h"
 
 #define JSON "application/json"
 #define SSE "text/event-stream"

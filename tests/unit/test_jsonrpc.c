@@ -1,4 +1,4 @@
-/* Unit tests: JSON-RPC 2.0 classification and construction (src/mcp/jsonrpc.c). */
+/* Unit tests: JSON-RPC 2.0 classification and construction (src/wire/jsonrpc.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/jsonrpc.h"
+#include "wire/jsonrpc.h"
 
 /* Classifies the JSON text; *why is set only on JR_INVALID (NULL otherwise). */
 static jr_kind_t classify_text(const char *text, const char **why)

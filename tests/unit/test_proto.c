@@ -1,4 +1,4 @@
-/* Unit tests: protocol version table and negotiation (src/mcp/proto.c). */
+/* Unit tests: protocol version table and negotiation (src/wire/proto.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/proto.h"
+#include "wire/proto.h"
 
 static const char *const SUPPORTED[] = {"2025-11-25", "2025-06-18", "2025-03-26"};
 

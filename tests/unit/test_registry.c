@@ -1,4 +1,4 @@
-/* Unit tests: URI templates, list pagination and registration (src/tools/registry.c). */
+/* Unit tests: URI templates, list pagination and registration (src/mcp/registry.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "tools/registry.h"
+#include "mcp/registry.h"
 
 static json_t *dummy_tool(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {

@@ -1,4 +1,4 @@
-/* Unit tests: the JSON Schema subset validator (src/tools/schema.c). */
+/* Unit tests: the JSON Schema subset validator (src/mcp/schema.c). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#include "tools/schema.h"
+#include "mcp/schema.h"
 
 static char g_err[512];
 

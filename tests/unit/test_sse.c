@@ -1,4 +1,4 @@
-/* Unit tests: server-sent events framing (src/http/sse.c). */
+/* Unit tests: server-sent events framing (src/wire/sse.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "http/sse.h"
+#include "wire/sse.h"
 
 /* Frames one event and compares the whole buffer with want. */
 static void assert_frame(const char *id, const char *data, size_t len, const char *want)

@@ -1,12 +1,12 @@
 /* The admin listener: its own thread. See admin.h. */
-#include "http/admin.h"
+#include "admin/admin.h"
 
 #include "actor/worker.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/util.h"
-#include "http/auth.h"
+#include "core/auth.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>

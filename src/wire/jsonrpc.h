@@ -1,6 +1,6 @@
 /* JSON-RPC 2.0 message validation and construction. Pure functions, any thread. */
-#ifndef MCPD_MCP_JSONRPC_H
-#define MCPD_MCP_JSONRPC_H
+#ifndef MCPD_WIRE_JSONRPC_H
+#define MCPD_WIRE_JSONRPC_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 /* HTTP request checks: media types, Host and Origin allow-lists. Pure functions, any thread. */
-#ifndef MCPD_HTTP_CHECKS_H
-#define MCPD_HTTP_CHECKS_H
+#ifndef MCPD_WIRE_CHECKS_H
+#define MCPD_WIRE_CHECKS_H
 
 #include <stdbool.h>
 #include <stddef.h>

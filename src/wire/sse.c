@@ -1,5 +1,5 @@
 /* Server-sent events framing. Pure functions, any thread. */
-#include "http/sse.h"
+#include "wire/sse.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* HTTP request checks. Pure functions, any thread. */
-#include "http/checks.h"
+#include "wire/checks.h"
 
 #include "core/util.h"
 

@@ -1,5 +1,5 @@
 /* Bearer-token authentication. See auth.h. */
-#include "http/auth.h"
+#include "core/auth.h"
 
 #include "core/util.h"
 

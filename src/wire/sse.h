@@ -5,8 +5,8 @@
  * CR or LF in data still splits into several data lines, which a client joins with LF.
  * The keepalive is a comment frame, which every SSE client ignores: ": keepalive\n\n".
  */
-#ifndef MCPD_HTTP_SSE_H
-#define MCPD_HTTP_SSE_H
+#ifndef MCPD_WIRE_SSE_H
+#define MCPD_WIRE_SSE_H
 
 #include <stddef.h>
 

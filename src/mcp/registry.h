@@ -1,8 +1,8 @@
 /* The registry of tools, resources, prompts and the completion provider.
  * Built on the main thread before the server starts (toolsets, plugins); read-only afterwards,
  * so workers and tool threads read it without locks. */
-#ifndef MCPD_TOOLS_REGISTRY_H
-#define MCPD_TOOLS_REGISTRY_H
+#ifndef MCPD_MCP_REGISTRY_H
+#define MCPD_MCP_REGISTRY_H
 
 #include <mcpactord/tool.h>
 

@@ -1,5 +1,5 @@
 /* JSON-RPC 2.0 message validation and construction. Pure functions, any thread. */
-#include "mcp/jsonrpc.h"
+#include "wire/jsonrpc.h"
 
 #include "core/util.h"
 #include "core/jsondump.h"

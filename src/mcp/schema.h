@@ -5,8 +5,8 @@
  * maxItems, anyOf, oneOf, allOf, not, and local $ref ("#/$defs/..", "#/definitions/.."). Other
  * keywords (format, pattern, ...) are accepted and not enforced.
  */
-#ifndef MCPD_TOOLS_SCHEMA_H
-#define MCPD_TOOLS_SCHEMA_H
+#ifndef MCPD_MCP_SCHEMA_H
+#define MCPD_MCP_SCHEMA_H
 
 #include <jansson.h>
 #include <stdbool.h>

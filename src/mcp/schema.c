@@ -1,5 +1,5 @@
 /* A small JSON Schema validator. Pure, any thread. */
-#include "tools/schema.h"
+#include "mcp/schema.h"
 
 #include "core/util.h"
 

@@ -1,5 +1,5 @@
 /* The registry: main thread while building, read-only afterwards (any thread). */
-#include "tools/registry.h"
+#include "mcp/registry.h"
 
 #include "core/log.h"
 #include "core/util.h"

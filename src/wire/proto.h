@@ -1,8 +1,8 @@
 /* Protocol versions: the one place where version-specific behaviour is decided. Pure, any
  * thread. A new version (for example the stateless 2026-07-28) is a row here plus the code
  * paths that test its flags, not a change to the actor core. */
-#ifndef MCPD_MCP_PROTO_H
-#define MCPD_MCP_PROTO_H
+#ifndef MCPD_WIRE_PROTO_H
+#define MCPD_WIRE_PROTO_H
 
 #include <stdbool.h>
 

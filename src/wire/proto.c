@@ -1,5 +1,5 @@
 /* Protocol versions table. Pure, any thread. */
-#include "mcp/proto.h"
+#include "wire/proto.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -2,13 +2,13 @@
  * or, for inline jobs, the session's worker. Every effect on the session goes to the actor as a
  * message (worker_deliver runs it at once for inline jobs), so the actor stays the only one
  * touching session state. */
-#include "tools/job.h"
+#include "actor/job.h"
 
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "mcp/jsonrpc.h"
+#include "wire/jsonrpc.h"
 
 #include <errno.h>
 #include <stdarg.h>

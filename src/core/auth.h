@@ -3,8 +3,8 @@
  * A token file has one `name:token` per line (blank lines and lines starting with '#' are
  * ignored); it must not be readable or writable by group or others. The name identifies the
  * client in logs and binds its sessions; the token never leaves this module (never logged). */
-#ifndef MCPD_HTTP_AUTH_H
-#define MCPD_HTTP_AUTH_H
+#ifndef MCPD_CORE_AUTH_H
+#define MCPD_CORE_AUTH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* The admin listener (--admin-listen, loopback by default): GET /healthz and GET /stats.
  * One thread with its own event_base; it only reads process-wide counters and RocksDB
  * properties, never actor state. */
-#ifndef MCPD_HTTP_ADMIN_H
-#define MCPD_HTTP_ADMIN_H
+#ifndef MCPD_ADMIN_ADMIN_H
+#define MCPD_ADMIN_ADMIN_H
 
 #include "store/store.h"
 

@@ -10,8 +10,8 @@
  *   - `cancelled` and the reply slot (mu/cv) are shared: the actor answers a waiting handler
  *     by filling the slot under mu and signalling cv.
  */
-#ifndef MCPD_TOOLS_JOB_H
-#define MCPD_TOOLS_JOB_H
+#ifndef MCPD_ACTOR_JOB_H
+#define MCPD_ACTOR_JOB_H
 
 #include <mcpactord/tool.h>
 
@@ -19,8 +19,8 @@
 #include <stdatomic.h>
 
 #include "core/util.h"
-#include "mcp/proto.h"
-#include "tools/registry.h"
+#include "wire/proto.h"
+#include "mcp/registry.h"
 
 struct worker;
 struct actor;

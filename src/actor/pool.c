@@ -1,7 +1,7 @@
 /* The tool pool: N threads running handlers, which may block (sleep, wait for a client's
  * answer). A plain mutex + condvar queue is enough: a job is milliseconds or more of work,
  * so the queue hand-off is not the bottleneck; non-blocking tools bypass the pool entirely. */
-#include "tools/job.h"
+#include "actor/job.h"
 
 #include "actor/msg.h"
 #include "actor/worker.h"
