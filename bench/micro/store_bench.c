@@ -12,6 +12,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "store/keys.h"
+#include "wire/eventid.h"
 #include "store/store.h"
 
 #include <ftw.h>

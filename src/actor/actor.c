@@ -19,6 +19,7 @@
 #include "wire/jsonrpc.h"
 #include "mcp/session.h"
 #include "store/keys.h"
+#include "wire/eventid.h"
 #include "store/records.h"
 
 #include <event2/event.h>

@@ -24,6 +24,7 @@
 #include "core/jsonparse.h"
 #include "wire/jsonrpc.h"
 #include "store/keys.h"
+#include "wire/eventid.h"
 #include "store/records.h"
 
 #include <stdlib.h>

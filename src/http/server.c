@@ -28,7 +28,7 @@
 #include "core/jsonparse.h"
 #include "wire/jsonrpc.h"
 #include "wire/proto.h"
-#include "store/keys.h"
+#include "wire/eventid.h"
 
 #include <errno.h>
 #include <event2/buffer.h>

@@ -12,11 +12,7 @@
  *   alarms    due_ms u64 | sid                     -> (empty)   one per session, by due time
  *   expiry    sid | expiry_ms u64 | stream u64      -> (empty)   finished POST streams, by expiry
  *
- * Event ids are "<streamId>:<seq>". streamId is "<tag>-get" for the standalone stream (number 0)
- * or "<tag>-p<hex>" for POST stream number n >= 1, where tag is 8 hex digits derived from the
- * session id: an id copied from another session names a stream this session does not have,
- * even when both sessions have a stream p1. seq is 16 lowercase hex digits, from 1. A stream id
- * never contains ':', so the stream is parsed out of an event id without reading storage.
+ * Event ids (what a client sees of a stream and a seq) are in wire/eventid.h.
  */
 #ifndef MCPD_STORE_KEYS_H
 #define MCPD_STORE_KEYS_H
@@ -26,14 +22,12 @@
 
 #include "core/util.h"
 
-#define STREAM_GET 0ULL
 #define KEY_SESSION_LEN SESSION_ID_LEN
 #define KEY_STREAM_LEN (SESSION_ID_LEN + 8)
 #define KEY_EVENT_LEN (SESSION_ID_LEN + 16)
 #define KEY_ALARM_LEN (8 + SESSION_ID_LEN)
 #define KEY_EXPIRY_LEN (SESSION_ID_LEN + 16)
 #define KEY_STATE_MAX (SESSION_ID_LEN + 200)
-#define EVENT_ID_MAX 64
 
 void key_put_u64(unsigned char *p, uint64_t v);
 uint64_t key_get_u64(const unsigned char *p);
@@ -55,14 +49,5 @@ int key_event_decode(const unsigned char *k, size_t len, uint64_t *stream, uint6
 int key_stream_decode(const unsigned char *k, size_t len, uint64_t *stream);
 int key_alarm_decode(const unsigned char *k, size_t len, int64_t *due_ms, char *sid_out);
 int key_expiry_decode(const unsigned char *k, size_t len, int64_t *expiry_ms, uint64_t *stream);
-
-/* The session's 32-bit stream-id tag. */
-uint32_t session_tag(const char *sid);
-/* "<tag>-get" or "<tag>-p<hex>"; returns the length written (out >= 32 bytes). */
-size_t stream_id_format(char *out, uint32_t tag, uint64_t stream);
-/* Writes "<streamId>:<seq as 16 hex>"; returns its length (out >= EVENT_ID_MAX). */
-size_t event_id_format(char *out, uint32_t tag, uint64_t stream, uint64_t seq);
-/* Parses an event id: 0, or -1 when malformed (wrong shape, seq 0, stream "p0"). */
-int event_id_parse(const char *s, uint32_t *tag, uint64_t *stream, uint64_t *seq);
 
 #endif

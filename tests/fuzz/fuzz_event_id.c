@@ -7,7 +7,7 @@
  */
 #include "fuzz.h"
 
-#include "store/keys.h"
+#include "wire/eventid.h"
 
 static void check_format_parses(uint32_t tag, uint64_t stream, uint64_t seq)
 {

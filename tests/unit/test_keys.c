@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "store/keys.h"
+#include "wire/eventid.h"
 
 static const char SID_A[] = "0123456789abcdef0123456789abcdef";
 static const char SID_B[] = "0123456789abcdef0123456789abcdf0"; /* the next sid after A */

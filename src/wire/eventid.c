@@ -1,0 +1,77 @@
+/* Event ids: format and parse. Pure functions, any thread. See eventid.h. */
+#include "wire/eventid.h"
+
+#include "core/util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+uint32_t session_tag(const char *sid)
+{
+    return (uint32_t)(hash_bytes(sid, SESSION_ID_LEN) >> 32);
+}
+
+size_t stream_id_format(char *out, uint32_t tag, uint64_t stream)
+{
+    if (stream == STREAM_GET)
+        return (size_t)sprintf(out, "%08x-get", tag);
+    return (size_t)sprintf(out, "%08x-p%llx", tag, (unsigned long long)stream);
+}
+
+size_t event_id_format(char *out, uint32_t tag, uint64_t stream, uint64_t seq)
+{
+    size_t n = stream_id_format(out, tag, stream);
+    n += (size_t)sprintf(out + n, ":%016llx", (unsigned long long)seq);
+    return n;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Parses exactly n lowercase hex digits at s (n <= 16). */
+static int parse_hex(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = hexval(s[i]);
+        if (d < 0)
+            return -1;
+        v = (v << 4) | (uint64_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+int event_id_parse(const char *s, uint32_t *tag, uint64_t *stream, uint64_t *seq)
+{
+    uint64_t t;
+    if (strlen(s) > EVENT_ID_MAX || parse_hex(s, 8, &t) != 0 || s[8] != '-')
+        return -1;
+    const char *sp = s + 9;
+    const char *colon = strchr(sp, ':');
+    if (!colon)
+        return -1;
+    size_t slen = (size_t)(colon - sp);
+    uint64_t st;
+    if (slen == 3 && memcmp(sp, "get", 3) == 0) {
+        st = STREAM_GET;
+    } else {
+        if (slen < 2 || slen > 17 || sp[0] != 'p' || sp[1] == '0' ||
+            parse_hex(sp + 1, slen - 1, &st) != 0)
+            return -1;
+    }
+    const char *q = colon + 1;
+    uint64_t sq;
+    if (strlen(q) != 16 || parse_hex(q, 16, &sq) != 0 || sq == 0)
+        return -1;
+    *tag = (uint32_t)t;
+    *stream = st;
+    *seq = sq;
+    return 0;
+}
