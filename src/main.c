@@ -14,6 +14,8 @@
 #include "core/stats.h"
 #include "core/util.h"
 #include "admin/admin.h"
+#include "mcp/session.h"
+#include "tools/toolsets.h"
 #include "core/auth.h"
 #include "http/server.h"
 #include "store/store.h"
@@ -39,6 +41,29 @@ static void *watchdog(void *arg)
               SHUTDOWN_DEADLINE_S);
     _exit(0);
     return NULL;
+}
+
+/* The built-in toolsets by name (--toolset). */
+static const struct {
+    const char *name;
+    int (*fn)(mcpd_registry_t *);
+} TOOLSETS[] = {
+    {"demo", toolset_demo_register},
+    {"conformance", toolset_conformance_register},
+};
+
+static int toolset_register(mcpd_registry_t *reg, const char *name)
+{
+    for (size_t i = 0; i < sizeof TOOLSETS / sizeof TOOLSETS[0]; i++) {
+        if (strcmp(TOOLSETS[i].name, name) == 0) {
+            int rc = TOOLSETS[i].fn(reg);
+            if (rc != 0)
+                log_error("toolset %s failed to register (%d)", name, rc);
+            return rc == 0 ? 0 : -1;
+        }
+    }
+    log_error("unknown toolset '%s' (available: demo, conformance)", name);
+    return -1;
 }
 
 /* The store accepts writes again after refusing them: alarms whose handling was refused in
@@ -136,7 +161,9 @@ int main(int argc, char **argv)
     struct event_base *hosts[64];
     for (int i = 0; colocated && i < g_cfg.http_threads; i++)
         hosts[i] = http_base(i);
-    if (workers_start(nworkers, store, reg, g_cfg.http_threads, colocated ? hosts : NULL) != 0 ||
+    mcp_init(reg);
+    if (workers_start(nworkers, store, mcp_actor_ops(), http_deliver, g_cfg.http_threads,
+                      colocated ? hosts : NULL) != 0 ||
         pool_start(g_cfg.tool_threads) != 0) {
         log_error("cannot start threads");
         return 1; /* threads may be running: no orderly teardown from here */

@@ -17,7 +17,6 @@
 #include "wire/sse.h"
 #include "core/jsonparse.h"
 #include "wire/jsonrpc.h"
-#include "mcp/session.h"
 #include "store/keys.h"
 #include "wire/eventid.h"
 #include "store/records.h"
@@ -1353,7 +1352,7 @@ static void handle_tool_msg(worker_t *w, wmsg_t *m)
             }
             drop_pending_of(a, j);
             job_place_freed(a, j);
-            mcp_job_done(a, j);
+            worker_ops(w)->on_job_done(a, j);
         }
         job_free(j);
         break;
@@ -1411,7 +1410,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     }
     case WM_POST:
         if (m->create) {
-            mcp_handle_initialize(w, m);
+            worker_ops(w)->on_initialize(w, m);
             actor_t *a = worker_find_actor(w, m->sid);
             if (a)
                 worker_note_activity(w, a);
@@ -1449,7 +1448,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     switch (m->type) {
     case WM_POST:
         a->touched_ms = now_wall_ms();
-        mcp_handle_post(a, m);
+        worker_ops(w)->on_post(a, m);
         break;
     case WM_GET:
         a->touched_ms = now_wall_ms();

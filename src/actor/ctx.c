@@ -147,30 +147,7 @@ static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms, bool until_answe
 
 void job_run(job_t *j)
 {
-    json_t *r = NULL;
-    switch (j->kind) {
-    case JOB_TOOL:
-        r = j->tool->fn(j, j->args, j->tool->ud);
-        break;
-    case JOB_RESOURCE:
-        r = j->resource->read(j, j->uri, j->args, j->resource->ud);
-        break;
-    case JOB_PROMPT:
-        r = j->prompt->get(j, j->args, j->prompt->ud);
-        break;
-    case JOB_COMPLETE: {
-        const mcpd_registry_t *reg = worker_registry();
-        json_t *arg = json_object_get(j->extra, "argument");
-        json_t *ctxargs = json_object_get(json_object_get(j->extra, "context"), "arguments");
-        r = reg->complete(j, json_object_get(j->extra, "ref"),
-                          json_string_value(json_object_get(arg, "name")),
-                          json_string_value(json_object_get(arg, "value")), ctxargs,
-                          reg->complete_ud);
-        break;
-    }
-    }
-    if (!r && j->err_code == 0 && j->kind == JOB_COMPLETE)
-        r = json_array(); /* a provider's NULL without an error: nothing to suggest */
+    json_t *r = j->run(j);
     if (!r && j->err_code == 0)
         mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the handler failed without saying why");
     j->result = r;
@@ -343,7 +320,7 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
     json_object_set_new(m->payload, "method", json_string(method));
     if (params)
         json_object_set_new(m->payload, "params", params);
-    long wait = timeout_ms > 0 ? timeout_ms : (long)worker_config_request_timeout_ms();
+    long wait = timeout_ms > 0 ? timeout_ms : (long)g_cfg.request_timeout_ms;
     return send_and_wait(ctx, m, wait, false);
 }
 

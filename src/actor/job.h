@@ -20,13 +20,17 @@
 
 #include "core/util.h"
 #include "wire/proto.h"
-#include "mcp/registry.h"
 
 struct worker;
 struct actor;
 struct call;
 
 typedef enum { JOB_TOOL, JOB_RESOURCE, JOB_PROMPT, JOB_COMPLETE } job_kind_t;
+
+struct mcpd_ctx;
+/* What the job runs: the protocol layer (mcp/) picks it; the actor only calls it. Returns the
+ * result (new reference) or NULL after mcpd_ctx_set_error. */
+typedef json_t *(*job_fn)(struct mcpd_ctx *j);
 
 typedef enum { STATE_GET, STATE_PUT, STATE_UPDATE } state_op_t;
 
@@ -37,9 +41,8 @@ struct mcpd_ctx {
     struct worker *w;
     char sid[SESSION_ID_LEN + 1];
     const proto_t *proto;
-    const tool_t *tool;
-    const resource_t *resource;
-    const prompt_t *prompt;
+    job_fn run;             /* set by its creator before it starts */
+    const void *target;     /* what run runs (a tool, a resource...), the creator's business */
     char *uri;
     json_t *args;           /* tool arguments, prompt arguments, template vars */
     json_t *extra;          /* completion: {ref, argument, context} */

@@ -16,7 +16,6 @@
 #include "core/log.h"
 #include "core/ptrmap.h"
 #include "core/stats.h"
-#include "http/server.h"
 #include "actor/job.h"
 
 #include <errno.h>
@@ -85,7 +84,8 @@ struct worker {
 static worker_t *W;
 static int NW;
 static store_t *STORE;
-static const mcpd_registry_t *REG;
+static const actor_ops_t *OPS;
+static frame_sink_fn SINK;
 
 static unsigned mbox_shard(const char *sid)
 {
@@ -102,14 +102,10 @@ int worker_count(void)
     return NW;
 }
 
-const mcpd_registry_t *worker_registry(void)
+const actor_ops_t *worker_ops(const worker_t *w)
 {
-    return REG;
-}
-
-long worker_config_request_timeout_ms(void)
-{
-    return (long)g_cfg.request_timeout_ms;
+    (void)w;
+    return OPS;
 }
 
 store_t *worker_store(worker_t *w)
@@ -324,7 +320,7 @@ void worker_turn_end(worker_t *w)
         q->safe = NULL;
         if (!q->first)
             continue;
-        http_deliver((uint32_t)i, q->first, q->last, q->n);
+        SINK((uint32_t)i, q->first, q->last, q->n);
         q->first = q->last = NULL;
         q->n = 0;
     }
@@ -561,11 +557,12 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_threads,
-                  struct event_base **host_bases)
+int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn sink,
+                  int n_http_threads, struct event_base **host_bases)
 {
     STORE = store;
-    REG = reg;
+    OPS = ops;
+    SINK = sink;
     NW = n;
     W = xcalloc((size_t)n, sizeof *W);
     for (int i = 0; i < n; i++) {

@@ -13,17 +13,33 @@
 
 #include "actor/msg.h"
 #include "store/store.h"
-#include "mcp/registry.h"
 
 typedef struct worker worker_t;
 struct actor;
 struct event_base;
+struct mcpd_ctx;
+
+/* The protocol the actors serve. The actor layer knows sessions, streams and jobs, not what a
+ * message means: it calls up through this table, which the protocol layer fills (mcp/) and
+ * main hands to workers_start. Worker thread. */
+typedef struct actor_ops {
+    /* a POST carrying initialize without a session id; m->sid is the new session's id */
+    void (*on_initialize)(worker_t *w, wmsg_t *m);
+    /* any other POST to a live session */
+    void (*on_post)(struct actor *a, wmsg_t *m);
+    /* a job finished (or was cancelled): answer its call if it still has one */
+    void (*on_job_done)(struct actor *a, struct mcpd_ctx *j);
+} actor_ops_t;
+
+/* Where a turn's frames go after its commit: one call per HTTP thread that has frames, with the
+ * chain of hmsg_t for it (main passes the HTTP layer's delivery). Worker thread. */
+typedef void (*frame_sink_fn)(uint32_t http_thread, mq_node_t *first, mq_node_t *last, size_t n);
 
 /* Main thread. With host_bases (n of them), worker i runs on host_bases[i], an HTTP thread's
  * loop ("co-located": no thread of its own, no thread switch between HTTP and actor);
  * otherwise each worker gets its own thread and event_base. */
-int workers_start(int n, store_t *store, const mcpd_registry_t *reg, int n_http_threads,
-                  struct event_base **host_bases);
+int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn sink,
+                  int n_http_threads, struct event_base **host_bases);
 /* Main thread, before co-located workers' loops run: handles what is already queued. */
 void workers_drain_now(void);
 /* Main thread, at shutdown: cancel every job so handlers return; workers keep running. */
@@ -41,13 +57,12 @@ void worker_push(worker_t *w, wmsg_t *m);
 void worker_deliver(worker_t *w, wmsg_t *m, bool now);
 /* HTTP threads: admission against the session's mailbox bound. true = admitted (m->counted). */
 bool worker_admit(worker_t *w, wmsg_t *m);
-const mcpd_registry_t *worker_registry(void);
-long worker_config_request_timeout_ms(void);
 int worker_count(void);
 /* Live actors across workers (approximate, for stats). */
 long long workers_live_actors(void);
 
 /* The owning worker thread only. */
+const actor_ops_t *worker_ops(const worker_t *w);
 store_t *worker_store(worker_t *w);
 store_batch_t *worker_batch(worker_t *w);
 /* Commits pending writes now: called before any read that must see them. 0, or -EIO when the

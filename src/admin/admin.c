@@ -1,7 +1,6 @@
 /* The admin listener: its own thread. See admin.h. */
 #include "admin/admin.h"
 
-#include "actor/worker.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/stats.h"

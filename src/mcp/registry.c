@@ -380,37 +380,7 @@ json_t *mcpd_error_result(const char *fmt, ...)
     return r;
 }
 
-/* ---- toolsets and plugins ---- */
-
-int toolset_demo_register(mcpd_registry_t *reg);
-int toolset_conformance_register(mcpd_registry_t *reg);
-
-static const struct {
-    const char *name;
-    int (*fn)(mcpd_registry_t *);
-} TOOLSETS[] = {
-    {"demo", toolset_demo_register},
-    {"conformance", toolset_conformance_register},
-};
-
-const char *toolset_names(void)
-{
-    return "demo, conformance";
-}
-
-int toolset_register(mcpd_registry_t *reg, const char *name)
-{
-    for (size_t i = 0; i < sizeof TOOLSETS / sizeof TOOLSETS[0]; i++) {
-        if (strcmp(TOOLSETS[i].name, name) == 0) {
-            int rc = TOOLSETS[i].fn(reg);
-            if (rc != 0)
-                log_error("toolset %s failed to register (%d)", name, rc);
-            return rc == 0 ? 0 : -1;
-        }
-    }
-    log_error("unknown toolset '%s' (available: %s)", name, toolset_names());
-    return -1;
-}
+/* ---- plugins ---- */
 
 int plugin_load(mcpd_registry_t *reg, const char *path)
 {

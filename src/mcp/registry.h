@@ -67,10 +67,8 @@ json_t *registry_capabilities(const mcpd_registry_t *reg);
 /* Matches uri against an RFC 6570 level-1 template; vars gets {name: value}. */
 bool uri_template_match(const char *tmpl, const char *uri, json_t *vars);
 
-/* Built-in toolsets and plugins (main thread). 0, or -1 after logging why. */
-int toolset_register(mcpd_registry_t *reg, const char *name);
+/* A plugin (main thread): dlopen PATH and call its mcpd_plugin_init. 0, or -1 after logging
+ * why. (The built-in toolsets are registered by main: src/tools/toolsets.h.) */
 int plugin_load(mcpd_registry_t *reg, const char *path);
-/* Names of the built-in toolsets for --help and errors: "demo, conformance". */
-const char *toolset_names(void);
 
 #endif

@@ -17,9 +17,46 @@
 #define MCPD_VERSION "unknown"
 #endif
 
+/* The catalogue, handed over by mcp_init at start (read-only afterwards). */
+static const mcpd_registry_t *REG;
+
 static const mcpd_registry_t *reg(void)
 {
-    return worker_registry();
+    return REG;
+}
+
+/* ---- what jobs run (tool threads, or the worker for inline tools) ---- */
+
+static json_t *run_tool(job_t *j)
+{
+    const tool_t *t = j->target;
+    return t->fn(j, j->args, t->ud);
+}
+
+static json_t *run_resource(job_t *j)
+{
+    const resource_t *r = j->target;
+    return r->read(j, j->uri, j->args, r->ud);
+}
+
+static json_t *run_prompt(job_t *j)
+{
+    const prompt_t *p = j->target;
+    return p->get(j, j->args, p->ud);
+}
+
+static json_t *run_complete(job_t *j)
+{
+    const mcpd_registry_t *r = j->target;
+    json_t *arg = json_object_get(j->extra, "argument");
+    json_t *ctxargs = json_object_get(json_object_get(j->extra, "context"), "arguments");
+    json_t *out = r->complete(j, json_object_get(j->extra, "ref"),
+                              json_string_value(json_object_get(arg, "name")),
+                              json_string_value(json_object_get(arg, "value")), ctxargs,
+                              r->complete_ud);
+    if (!out && j->err_code == 0)
+        out = json_array(); /* a provider's NULL without an error: nothing to suggest */
+    return out;
 }
 
 static void answer(actor_t *a, call_t *c, json_t *result)
@@ -43,7 +80,9 @@ static json_t *server_info(void)
 /* What a session keeps of its client's initialize (capabilities and clientInfo, compact). */
 #define MCP_MAX_CLIENT_META_BYTES 65536
 
-void mcp_handle_initialize(worker_t *w, wmsg_t *m)
+static void mcp_job_done(actor_t *a, job_t *j);
+
+static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
 {
     json_t *params = json_object_get(m->body, "params");
     json_t *id = json_object_get(m->body, "id");
@@ -181,7 +220,8 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
         return;
     }
     job_t *j = job_new(JOB_TOOL, a->w, a->sid, a->proto);
-    j->tool = t;
+    j->run = run_tool;
+    j->target = t;
     /* the handler owns its arguments: taken out of the request, never shared */
     j->args = empty ? empty : json_incref(args);
     if (!empty)
@@ -214,7 +254,8 @@ static void do_resources_read(actor_t *a, call_t *c, json_t *params)
         return;
     }
     job_t *j = job_new(JOB_RESOURCE, a->w, a->sid, a->proto);
-    j->resource = r;
+    j->run = run_resource;
+    j->target = r;
     j->uri = xstrdup(json_string_value(uri));
     j->args = vars;
     start_job(a, c, j, false);
@@ -276,7 +317,8 @@ static void do_prompts_get(actor_t *a, call_t *c, json_t *params)
         }
     }
     job_t *j = job_new(JOB_PROMPT, a->w, a->sid, a->proto);
-    j->prompt = p;
+    j->run = run_prompt;
+    j->target = p;
     j->args = args ? json_deep_copy(args) : json_object();
     start_job(a, c, j, false);
 }
@@ -354,6 +396,8 @@ static void do_complete(actor_t *a, call_t *c, json_t *params)
         return;
     }
     job_t *j = job_new(JOB_COMPLETE, a->w, a->sid, a->proto);
+    j->run = run_complete;
+    j->target = reg();
     j->extra = json_deep_copy(params);
     start_job(a, c, j, false);
 }
@@ -488,7 +532,7 @@ static void handle_response(actor_t *a, json_t *msg)
     log_info("session %.8s: a response to an unknown server request was ignored", a->sid);
 }
 
-void mcp_handle_post(actor_t *a, wmsg_t *m)
+static void mcp_handle_post(actor_t *a, wmsg_t *m)
 {
     json_t *body = m->body;
     bool batch = json_is_array(body);
@@ -582,7 +626,7 @@ out:
 
 /* ---- job results ---- */
 
-void mcp_job_done(actor_t *a, job_t *j)
+static void mcp_job_done(actor_t *a, job_t *j)
 {
     call_t *c = j->call;
     if (!c)
@@ -606,4 +650,22 @@ void mcp_job_done(actor_t *a, job_t *j)
                       (json_int_t)total, "hasMore", total > 100);
     }
     answer(a, c, r);
+}
+
+/* ---- start ---- */
+
+void mcp_init(const mcpd_registry_t *reg)
+{
+    REG = reg;
+}
+
+static const actor_ops_t OPS = {
+    .on_initialize = mcp_handle_initialize,
+    .on_post = mcp_handle_post,
+    .on_job_done = mcp_job_done,
+};
+
+const actor_ops_t *mcp_actor_ops(void)
+{
+    return &OPS;
 }

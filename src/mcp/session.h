@@ -6,11 +6,11 @@
 
 #include "actor/actor.h"
 
-/* A POST that carries `initialize` and no session id: m->sid is the new session's id. */
-void mcp_handle_initialize(worker_t *w, wmsg_t *m);
-/* Any other POST to a live session. */
-void mcp_handle_post(actor_t *a, wmsg_t *m);
-/* A job finished (or was cancelled): answer its call if it still has one. */
-void mcp_job_done(actor_t *a, job_t *j);
+#include "mcp/registry.h"
+
+/* Main thread, before the workers start: the catalogue the methods serve (read-only from then
+ * on), and the table through which the actors reach this layer (workers_start takes it). */
+void mcp_init(const mcpd_registry_t *reg);
+const actor_ops_t *mcp_actor_ops(void);
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int toolset_conformance_register(mcpd_registry_t *reg);
+#include "tools/toolsets.h"
 
 /* A 1x1 red pixel, PNG (69 bytes). */
 static const char RED_PIXEL_PNG[] =

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int toolset_demo_register(mcpd_registry_t *reg);
+#include "tools/toolsets.h"
 
 /* True when v is exactly the string s: json_string_value alone ends at a U+0000. */
 static bool str_is(const json_t *v, const char *s)
