@@ -18,6 +18,7 @@
 #include "tools/toolsets.h"
 #include "core/auth.h"
 #include "http/server.h"
+#include "store/sessionrec.h"
 #include "store/store.h"
 #include "actor/job.h"
 #include "mcp/registry.h"
@@ -168,7 +169,7 @@ int main(int argc, char **argv)
         log_error("cannot start threads");
         return 1; /* threads may be running: no orderly teardown from here */
     }
-    atomic_store(&g_stats.sessions_stored, (long long)store_count_keys(store, CF_SESSIONS));
+    atomic_store(&g_stats.sessions_stored, (long long)sessionrec_count(store));
     log_info("store: %lld sessions in %s", (long long)STAT_GET(sessions_stored), g_cfg.data_dir);
     /* before the first request: answer the calls a crash interrupted, then arm the alarms */
     long interrupted = actors_recover_all(store);

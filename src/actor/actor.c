@@ -17,9 +17,9 @@
 #include "wire/sse.h"
 #include "core/jsonparse.h"
 #include "wire/jsonrpc.h"
-#include "store/keys.h"
+#include "store/eventlog.h"
+#include "store/sessionrec.h"
 #include "wire/eventid.h"
-#include "store/records.h"
 
 #include <event2/event.h>
 #include <stdlib.h>
@@ -116,12 +116,7 @@ static void put_stream_meta(actor_t *a, stream_t *s)
     streamrec_t r = {.finished = s->finished, .is_get = s->num == STREAM_GET,
                      .delivered = s->delivered, .seq = s->seq, .last_write_ms = s->last_write_ms,
                      .bytes = s->bytes, .req_ids = s->req_ids};
-    size_t vl;
-    char *v = streamrec_encode(&r, &vl);
-    unsigned char k[KEY_STREAM_LEN];
-    key_stream(k, a->sid, s->num);
-    store_batch_put(actor_batch(a), CF_STREAMS, k, sizeof k, v, vl);
-    free(v);
+    eventlog_put_stream(actor_batch(a), a->sid, s->num, &r);
 }
 
 static void mark_dirty(stream_t *s)
@@ -201,39 +196,15 @@ void actor_free_stream(actor_t *a, stream_t *s, bool write_meta)
 
 uint64_t actor_newest_seq(actor_t *a, uint64_t num)
 {
-    unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
-    key_event(lo, a->sid, num, 0);
-    key_event(hi, a->sid, num, UINT64_MAX);
-    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
-    store_iter_seek_last(it);
-    uint64_t seq = 0, st;
-    if (store_iter_valid(it)) {
-        size_t kl;
-        const unsigned char *k = store_iter_key(it, &kl);
-        if (key_event_decode(k, kl, &st, &seq) != 0)
-            seq = 0;
-    }
-    store_iter_free(it);
-    return seq;
+    return eventlog_newest_seq(worker_store(a->w), a->sid, num);
 }
 
 /* Reads a stream record; 0 found, 1 absent. */
 static int load_stream_rec(actor_t *a, uint64_t num, streamrec_t *r)
 {
-    unsigned char k[KEY_STREAM_LEN];
-    key_stream(k, a->sid, num);
-    char *v;
-    size_t vl;
     worker_commit(a->w);
-    int rc = store_get(worker_store(a->w), CF_STREAMS, k, sizeof k, &v, &vl);
-    if (rc != 0)
+    if (eventlog_get_stream(worker_store(a->w), a->sid, num, r) != 0)
         return 1;
-    rc = streamrec_decode(v, vl, r);
-    free(v);
-    if (rc != 0) {
-        log_warn("session %.8s: stream %llu has a malformed record", a->sid, (unsigned long long)num);
-        return 1;
-    }
     uint64_t newest = actor_newest_seq(a, num);
     if (newest > r->seq)
         r->seq = newest; /* an id is never issued twice */
@@ -298,21 +269,15 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         s->seq++;
         event_id_format(eid, a->tag, s->num, s->seq);
         id = eid;
-        unsigned char k[KEY_EVENT_LEN];
-        key_event(k, a->sid, s->num, s->seq);
-        store_batch_t *b = actor_batch(a);
-        store_batch_put(b, CF_EVENTS, k, sizeof k, text, len);
+        uint64_t old; /* the evicted event's size, for the byte budget */
+        eventlog_append(worker_store(a->w), actor_batch(a), a->sid, s->num, s->seq, text, len,
+                        (uint64_t)g_cfg.stream_cap, &old);
         a->stored_more = true;
         s->bytes += len;
         a->log_bytes += len;
         if (s->seq > (uint64_t)g_cfg.stream_cap) {
-            key_event(k, a->sid, s->num, s->seq - (uint64_t)g_cfg.stream_cap);
-            size_t old = 0; /* the evicted event's size, for the byte budget */
-            if (store_get(worker_store(a->w), CF_EVENTS, k, sizeof k, NULL, &old) != 0)
-                old = 0;
             s->bytes -= old < s->bytes ? old : s->bytes;
             a->log_bytes -= old < a->log_bytes ? old : a->log_bytes;
-            store_batch_delete(b, CF_EVENTS, k, sizeof k);
             worker_stat_add(a->w, DS_EVENTS_EVICTED, 1);
         }
         s->last_write_ms = now_wall_ms();
@@ -375,16 +340,10 @@ static void send_sse_end(actor_t *a, conn_ref_t conn, uint64_t num)
 static void reqmap_key(actor_t *a, call_t *c, bool put)
 {
     a->stored_more = true;
-    char *t = json_dumps(c->id, JSON_COMPACT | JSON_ENCODE_ANY);
-    size_t tl = strlen(t);
-    unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
-    size_t kl = key_reqmap(k, a->sid, t, tl, c->stream->num);
     if (put)
-        store_batch_put(actor_batch(a), CF_REQMAP, k, kl, "", 0);
+        eventlog_inflight_put(actor_batch(a), a->sid, c->id, c->stream->num);
     else
-        store_batch_delete(actor_batch(a), CF_REQMAP, k, kl);
-    free(k);
-    free(t);
+        eventlog_inflight_delete(actor_batch(a), a->sid, c->id, c->stream->num);
     c->mapped = put;
 }
 
@@ -658,7 +617,7 @@ void actor_write_meta(actor_t *a)
     size_t len;
     char *text = jsonrpc_dump(m, &len);
     json_decref(m);
-    store_batch_put(actor_batch(a), CF_SESSIONS, a->sid, SESSION_ID_LEN, text, len);
+    sessionrec_put_meta(actor_batch(a), a->sid, text, len);
     free(text);
     a->touched_stored_ms = a->touched_ms;
 }
@@ -684,7 +643,7 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     worker_commit(w); /* a delete earlier in this turn must be visible */
     char *v;
     size_t vl;
-    if (store_get(worker_store(w), CF_SESSIONS, sid, SESSION_ID_LEN, &v, &vl) != 0)
+    if (sessionrec_get_meta(worker_store(w), sid, &v, &vl) != 0)
         return NULL;
     /* our own writer's text: it may hold U+0000 (a client's strings), which jansson refuses */
     json_t *m = json_parse_buf(v, vl, NULL, 0, NULL);
@@ -722,19 +681,9 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     json_decref(m);
 
     /* POST stream numbers continue after the newest stored stream */
-    unsigned char lo[KEY_STREAM_LEN], hi[KEY_STREAM_LEN];
-    key_stream(lo, sid, 0);
-    key_stream(hi, sid, UINT64_MAX);
-    store_iter_t *it = store_iter_new(worker_store(w), CF_STREAMS, lo, sizeof lo, hi, sizeof hi);
-    store_iter_seek_last(it);
-    if (store_iter_valid(it)) {
-        size_t kl;
-        uint64_t num;
-        const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
-        if (key_stream_decode(key, kl, &num) == 0 && num >= a->next_stream)
-            a->next_stream = num + 1;
-    }
-    store_iter_free(it);
+    uint64_t next = eventlog_next_stream(worker_store(w), sid);
+    if (next > a->next_stream)
+        a->next_stream = next;
     STAT_INC(wakes_total);
     log_debug("session %.8s woken from the store", sid);
     return a;
@@ -820,25 +769,15 @@ void actor_delete(actor_t *a)
     for (stream_t *s = a->streams; s; s = s->next)
         unlink_dirty(s, false);
     meta_undirty(a);
-    unsigned char hi[SESSION_ID_LEN];
-    key_session_upper(hi, a->sid);
     store_batch_t *b = actor_batch(a);
     if (a->alarm_due) {
-        unsigned char ak[KEY_ALARM_LEN];
-        key_alarm(ak, a->alarm_due, a->sid);
-        store_batch_delete(b, CF_ALARMS, ak, sizeof ak);
+        sessionrec_delete_alarm(b, a->alarm_due, a->sid);
         worker_stat_add(w, DS_ALARMS_PENDING, -1);
         a->alarm_due = 0;
     }
-    if (a->stored_more) {
-        const store_cf_t cfs[] = {CF_SESSIONS, CF_STREAMS, CF_EVENTS, CF_REQMAP, CF_STATE, CF_EXPIRY};
-        for (size_t i = 0; i < sizeof cfs / sizeof cfs[0]; i++)
-            store_batch_delete_range(b, cfs[i], a->sid, SESSION_ID_LEN, hi, sizeof hi);
-    } else {
-        /* it never stored a stream or state: its metadata is its only key (no range
-         * tombstones, which slow later reads) */
-        store_batch_delete(b, CF_SESSIONS, a->sid, SESSION_ID_LEN);
-    }
+    /* a session that never stored a stream or state has its metadata as its only key: one
+     * point delete, no range tombstones (they slow later reads) */
+    eventlog_delete_session(b, a->sid, !a->stored_more);
     worker_stat_add(w, DS_SESSIONS_DELETED, 1);
     worker_stat_add(w, DS_SESSIONS_STORED, -1);
     log_info("session %.8s deleted", a->sid);
@@ -992,41 +931,39 @@ static void open_standalone(actor_t *a, conn_ref_t conn)
     buf_free(&b);
 }
 
+struct replay {
+    actor_t *a;
+    uint64_t num;
+    buf_t *out;
+    long sent;
+};
+
+static void replay_one(void *arg, uint64_t seq, const char *data, size_t len)
+{
+    struct replay *r = arg;
+    if (len == 0)
+        return; /* a priming event: nothing to replay */
+    char eid[EVENT_ID_MAX];
+    event_id_format(eid, r->a->tag, r->num, seq);
+    sse_frame_event(r->out, eid, data, len);
+    r->sent++;
+}
+
 /* Appends every stored event of stream num after `after` to out; returns the count. */
 static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
 {
-    if (after == UINT64_MAX)
-        return 0; /* nothing can follow it (and after + 1 would wrap to the stream's start) */
     worker_commit(a->w); /* this turn's events too */
-    unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
-    key_event(lo, a->sid, num, after + 1);
-    key_event(hi, a->sid, num + 1, 0);
-    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
-    long n = 0;
-    bool first = true;
-    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-        size_t kl, vl;
-        uint64_t st, seq;
-        const unsigned char *k = store_iter_key(it, &kl);
-        if (key_event_decode(k, kl, &st, &seq) != 0 || st != num)
-            break;
-        if (first && seq != after + 1) {
-            STAT_INC(replay_gaps_total); /* evicted by the cap: replay from the oldest kept */
-            log_info("session %.8s: resume after seq %llu finds the oldest kept event at %llu",
-                     a->sid, (unsigned long long)after, (unsigned long long)seq);
-        }
-        first = false;
-        const char *v = store_iter_value(it, &vl);
-        if (vl == 0)
-            continue; /* a priming event: nothing to replay */
-        char eid[EVENT_ID_MAX];
-        event_id_format(eid, a->tag, num, seq);
-        sse_frame_event(out, eid, v, vl);
-        n++;
+    struct replay r = {a, num, out, 0};
+    uint64_t first;
+    long found = eventlog_replay_after(worker_store(a->w), a->sid, num, after, replay_one, &r,
+                                       &first);
+    if (found && first != after + 1) {
+        STAT_INC(replay_gaps_total); /* evicted by the cap: replay from the oldest kept */
+        log_info("session %.8s: resume after seq %llu finds the oldest kept event at %llu",
+                 a->sid, (unsigned long long)after, (unsigned long long)first);
     }
-    store_iter_free(it);
-    STAT_ADD(events_replayed_total, n);
-    return n;
+    STAT_ADD(events_replayed_total, r.sent);
+    return r.sent;
 }
 
 static void resume(actor_t *a, wmsg_t *m)
@@ -1222,9 +1159,7 @@ static void handle_tool_close(actor_t *a, job_t *j)
 
 static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
 {
-    unsigned char k[KEY_STATE_MAX];
-    long kl = key_state(k, a->sid, j->state_key);
-    if (kl < 0) {
+    if (strlen(j->state_key) > 200 || !*j->state_key) {
         job_reply(j, m->wait_seq, NULL, "bad state key");
         return;
     }
@@ -1233,7 +1168,7 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
         worker_commit(a->w);
         char *v;
         size_t vl;
-        if (store_get(worker_store(a->w), CF_STATE, k, (size_t)kl, &v, &vl) == 0) {
+        if (sessionrec_get_state(worker_store(a->w), a->sid, j->state_key, &v, &vl) == 0) {
             cur = json_parse_buf(v, vl, NULL, 0, NULL);
             free(v);
         }
@@ -1255,10 +1190,10 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
     if (out) {
         char *text = json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
         a->stored_more = true;
-        store_batch_put(actor_batch(a), CF_STATE, k, (size_t)kl, text, strlen(text));
+        sessionrec_put_state(actor_batch(a), a->sid, j->state_key, text, strlen(text));
         free(text);
     } else {
-        store_batch_delete(actor_batch(a), CF_STATE, k, (size_t)kl);
+        sessionrec_delete_state(actor_batch(a), a->sid, j->state_key);
     }
     json_t *answer = out ? out : json_null();
     if (j->state_op == STATE_PUT) {

@@ -6,7 +6,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/util.h"
-#include "store/keys.h"
+#include "store/sessionrec.h"
 
 #include <event2/event.h>
 #include <pthread.h>
@@ -29,20 +29,7 @@ static struct {
 /* Arms the timer for the first key at or after the floor, or disarms it. */
 static void arm_next(void)
 {
-    unsigned char lo[KEY_ALARM_LEN];
-    memset(lo, 0, sizeof lo);
-    key_put_u64(lo, (uint64_t)S.floor_ms);
-    store_iter_t *it = store_iter_new(S.store, CF_ALARMS, NULL, 0, NULL, 0);
-    store_iter_seek(it, lo, sizeof lo);
-    int64_t due = 0;
-    if (store_iter_valid(it)) {
-        size_t kl;
-        char sid[SESSION_ID_LEN + 1];
-        const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
-        if (key_alarm_decode(key, kl, &due, sid) != 0)
-            due = 0;
-    }
-    store_iter_free(it);
+    int64_t due = sessionrec_first_alarm(S.store, S.floor_ms);
     evtimer_del(S.timer);
     S.armed_ms = due;
     if (!due)
@@ -54,31 +41,20 @@ static void arm_next(void)
     evtimer_add(S.timer, &tv);
 }
 
+static void dispatch_one(void *arg, int64_t due, const char *sid)
+{
+    (void)arg;
+    wmsg_t *m = wmsg_new(WM_ALARM);
+    memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    m->alarm_due = due;
+    worker_push(worker_for_session(m->sid), m);
+}
+
 static void on_due(evutil_socket_t fd, short what, void *arg)
 {
     STAT_INC(timer_wakeups_total);
     int64_t now = now_wall_ms();
-    unsigned char lo[KEY_ALARM_LEN], hi[KEY_ALARM_LEN];
-    memset(lo, 0, sizeof lo);
-    memset(hi, 0, sizeof hi);
-    key_put_u64(lo, (uint64_t)S.floor_ms);
-    key_put_u64(hi, (uint64_t)now + 1);
-    store_iter_t *it = store_iter_new(S.store, CF_ALARMS, lo, sizeof lo, hi, sizeof hi);
-    long n = 0;
-    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-        size_t kl;
-        int64_t due;
-        wmsg_t *m = wmsg_new(WM_ALARM);
-        const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
-        if (key_alarm_decode(key, kl, &due, m->sid) != 0) {
-            wmsg_free(m);
-            continue;
-        }
-        m->alarm_due = due;
-        worker_push(worker_for_session(m->sid), m);
-        n++;
-    }
-    store_iter_free(it);
+    long n = sessionrec_scan_alarms(S.store, S.floor_ms, now, dispatch_one, NULL);
     if (n)
         log_debug("alarms: %ld due at %lld, dispatched", n, (long long)now);
     S.floor_ms = now + 1;
@@ -127,11 +103,7 @@ int alarms_start(store_t *store)
     S.timer = evtimer_new(S.base, on_due, NULL);
     S.rearm = event_new(S.base, -1, 0, on_rearm, NULL);
     /* the count of stored alarms is the number of sessions holding one */
-    long long count = 0;
-    store_iter_t *it = store_iter_new(store, CF_ALARMS, NULL, 0, NULL, 0);
-    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it))
-        count++;
-    store_iter_free(it);
+    long long count = (long long)sessionrec_count_alarms(store);
     atomic_store(&g_stats.alarms_pending, count);
     S.floor_ms = 0;
     arm_next();

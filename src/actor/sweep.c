@@ -23,9 +23,9 @@
 #include "core/log.h"
 #include "core/jsonparse.h"
 #include "wire/jsonrpc.h"
-#include "store/keys.h"
+#include "store/eventlog.h"
+#include "store/sessionrec.h"
 #include "wire/eventid.h"
-#include "store/records.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,14 +43,10 @@ void actor_alarm_set(actor_t *a, int64_t due)
     if (due == a->alarm_due)
         return;
     store_batch_t *b = actor_batch(a);
-    unsigned char k[KEY_ALARM_LEN];
-    if (a->alarm_due) {
-        key_alarm(k, a->alarm_due, a->sid);
-        store_batch_delete(b, CF_ALARMS, k, sizeof k);
-    }
+    if (a->alarm_due)
+        sessionrec_delete_alarm(b, a->alarm_due, a->sid);
     if (due) {
-        key_alarm(k, due, a->sid);
-        store_batch_put(b, CF_ALARMS, k, sizeof k, "", 0);
+        sessionrec_put_alarm(b, due, a->sid);
         worker_note_alarm(a->w, due);
     }
     if (!a->alarm_due && due)
@@ -70,101 +66,55 @@ void actor_alarm_ensure(actor_t *a, int64_t due)
 void actor_stream_finished(actor_t *a, stream_t *s)
 {
     int64_t expiry = s->last_write_ms + g_cfg.finished_stream_ttl_s * 1000;
-    unsigned char k[KEY_EXPIRY_LEN];
-    key_expiry(k, a->sid, expiry, s->num);
-    store_batch_put(actor_batch(a), CF_EXPIRY, k, sizeof k, "", 0);
+    eventlog_index_expiry(actor_batch(a), a->sid, expiry, s->num);
     a->stored_more = true;
     actor_alarm_ensure(a, expiry);
 }
 
-/* The first finished-stream expiry still indexed for the session (0 = none). */
-static int64_t first_finished_expiry(actor_t *a)
-{
-    unsigned char lo[KEY_EXPIRY_LEN], hi[SESSION_ID_LEN];
-    key_expiry(lo, a->sid, 0, 0);
-    key_session_upper(hi, a->sid);
-    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EXPIRY, lo, sizeof lo, hi, sizeof hi);
-    store_iter_seek_first(it);
-    int64_t expiry = 0;
-    uint64_t num;
-    if (store_iter_valid(it)) {
-        size_t kl;
-        const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
-        if (key_expiry_decode(key, kl, &expiry, &num) != 0)
-            expiry = 0;
-    }
-    store_iter_free(it);
-    return expiry;
-}
-
-/* The payload bytes a stored stream keeps (from its record). */
-static uint64_t stored_stream_bytes(actor_t *a, uint64_t num)
-{
-    unsigned char k[KEY_STREAM_LEN];
-    key_stream(k, a->sid, num);
-    char *v;
-    size_t vl;
-    if (store_get(worker_store(a->w), CF_STREAMS, k, sizeof k, &v, &vl) != 0)
-        return 0;
-    streamrec_t r;
-    uint64_t bytes = streamrec_decode(v, vl, &r) == 0 ? r.bytes : 0;
-    json_decref(r.req_ids);
-    free(v);
-    return bytes;
-}
-
 /* Deletes one finished POST stream: events, record, index key. */
-static void delete_stream(actor_t *a, store_batch_t *b, const unsigned char *expiry_key,
-                          uint64_t num)
+static void delete_stream(actor_t *a, store_batch_t *b, int64_t expiry, uint64_t num)
 {
-    uint64_t bytes = stored_stream_bytes(a, num);
+    uint64_t bytes = eventlog_delete_stream(worker_store(a->w), b, a->sid, num, expiry);
     a->log_bytes -= bytes < a->log_bytes ? bytes : a->log_bytes;
-    unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN], sk[KEY_STREAM_LEN];
-    key_event(lo, a->sid, num, 0);
-    key_event(hi, a->sid, num + 1, 0);
-    store_batch_delete_range(b, CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
-    key_stream(sk, a->sid, num);
-    store_batch_delete(b, CF_STREAMS, sk, sizeof sk);
-    store_batch_delete(b, CF_EXPIRY, expiry_key, KEY_EXPIRY_LEN);
     g_tombstones++;
     worker_stat_add(a->w, DS_STREAMS_EXPIRED, 1);
 }
 
 /* Deletes finished streams expired by `now`; true when more are due than one run takes. */
+struct sweep_run {
+    actor_t *a;
+    long n, in_batch;
+    bool more, failed;
+};
+
+static bool sweep_one(void *arg, int64_t expiry, uint64_t num)
+{
+    struct sweep_run *r = arg;
+    if (r->n == SWEEP_BATCH * SWEEP_BATCHES) {
+        r->more = true;
+        return false;
+    }
+    if (actor_find_stream(r->a, num))
+        return true; /* resumed right now: it goes at the next sweep */
+    delete_stream(r->a, actor_batch(r->a), expiry, num);
+    r->n++;
+    if (++r->in_batch == SWEEP_BATCH) {
+        if (worker_commit(r->a->w) != 0) { /* bounded write batches */
+            r->failed = true; /* the turn failed: it is all undone */
+            return false;
+        }
+        worker_touch(r->a->w, r->a);
+        r->in_batch = 0;
+    }
+    return true;
+}
+
 static bool sweep_finished(actor_t *a, int64_t now, long *deleted)
 {
-    unsigned char lo[KEY_EXPIRY_LEN], hi[KEY_EXPIRY_LEN];
-    key_expiry(lo, a->sid, 0, 0);
-    key_expiry(hi, a->sid, now + 1, 0);
-    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EXPIRY, lo, sizeof lo, hi, sizeof hi);
-    store_batch_t *b = actor_batch(a);
-    long n = 0, in_batch = 0;
-    bool more = false;
-    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-        if (n == SWEEP_BATCH * SWEEP_BATCHES) {
-            more = true;
-            break;
-        }
-        size_t kl;
-        const unsigned char *k = store_iter_key(it, &kl);
-        int64_t expiry;
-        uint64_t num;
-        if (key_expiry_decode(k, kl, &expiry, &num) != 0)
-            continue;
-        if (actor_find_stream(a, num))
-            continue; /* resumed right now: it goes at the next sweep */
-        delete_stream(a, b, k, num);
-        n++;
-        if (++in_batch == SWEEP_BATCH) {
-            if (worker_commit(a->w) != 0) /* bounded write batches */
-                break; /* the turn failed: it is all undone */
-            worker_touch(a->w, a);
-            in_batch = 0;
-        }
-    }
-    store_iter_free(it);
-    *deleted = n;
-    return more;
+    struct sweep_run r = {.a = a};
+    eventlog_scan_expiry(worker_store(a->w), a->sid, now, sweep_one, &r);
+    *deleted = r.n;
+    return r.more;
 }
 
 /* The standalone stream's events, when it has had no write for --event-ttl. */
@@ -175,10 +125,7 @@ static void sweep_standalone(actor_t *a, int64_t now)
         return;
     if (g->last_write_ms + g_cfg.event_ttl_s * 1000 > now)
         return;
-    unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
-    key_event(lo, a->sid, STREAM_GET, 0);
-    key_event(hi, a->sid, STREAM_GET + 1, 0);
-    store_batch_delete_range(actor_batch(a), CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
+    eventlog_delete_events(actor_batch(a), a->sid, STREAM_GET);
     g_tombstones++;
     worker_stat_add(a->w, DS_STREAMS_EXPIRED, 1);
     a->log_bytes -= g->bytes < a->log_bytes ? g->bytes : a->log_bytes;
@@ -213,7 +160,7 @@ static int64_t next_due(actor_t *a, int64_t now, bool more)
             ge = now + g_cfg.event_ttl_s * 1000;
     }
     return sweep_next_due(now, more, a->touched_ms + g_cfg.session_ttl_s * 1000,
-                          more ? 0 : first_finished_expiry(a), ge);
+                          more ? 0 : eventlog_first_expiry(worker_store(a->w), a->sid), ge);
 }
 
 bool actor_on_alarm(actor_t *a, int64_t due)
@@ -255,31 +202,32 @@ bool actor_on_alarm(actor_t *a, int64_t due)
 /* At most this many streams go in one trim, so one write is never stuck behind a huge one. */
 #define TRIM_MAX_STREAMS 1024
 
+struct trim_run {
+    actor_t *a;
+    uint64_t target;
+    long n;
+};
+
+static bool trim_one(void *arg, int64_t expiry, uint64_t num)
+{
+    struct trim_run *r = arg;
+    if (r->a->log_bytes <= r->target || r->n >= TRIM_MAX_STREAMS)
+        return false;
+    if (actor_find_stream(r->a, num))
+        return true;
+    delete_stream(r->a, actor_batch(r->a), expiry, num); /* oldest first: the index is in expiry order */
+    r->n++;
+    worker_stat_add(r->a->w, DS_LOG_TRIMS, 1);
+    return true;
+}
+
 void actor_trim_log(actor_t *a)
 {
-    uint64_t target = (uint64_t)g_cfg.session_log_bytes / 4 * 3;
-    worker_commit(a->w); /* the iterator and the records must see this turn's writes */
-    unsigned char lo[KEY_EXPIRY_LEN], hi[SESSION_ID_LEN];
-    key_expiry(lo, a->sid, 0, 0);
-    key_session_upper(hi, a->sid);
-    store_iter_t *it = store_iter_new(worker_store(a->w), CF_EXPIRY, lo, sizeof lo, hi, sizeof hi);
-    store_batch_t *b = actor_batch(a);
-    long n = 0;
+    worker_commit(a->w); /* the index and the records must see this turn's writes */
     uint64_t before = a->log_bytes;
-    for (store_iter_seek_first(it); store_iter_valid(it) && a->log_bytes > target &&
-                                    n < TRIM_MAX_STREAMS;
-         store_iter_next(it)) {
-        size_t kl;
-        const unsigned char *k = store_iter_key(it, &kl);
-        int64_t expiry;
-        uint64_t num;
-        if (key_expiry_decode(k, kl, &expiry, &num) != 0 || actor_find_stream(a, num))
-            continue;
-        delete_stream(a, b, k, num); /* oldest finished first: the index is in expiry order */
-        n++;
-        worker_stat_add(a->w, DS_LOG_TRIMS, 1);
-    }
-    store_iter_free(it);
+    struct trim_run r = {a, (uint64_t)g_cfg.session_log_bytes / 4 * 3, 0};
+    eventlog_scan_expiry(worker_store(a->w), a->sid, INT64_MAX, trim_one, &r);
+    long n = r.n;
     if (n)
         log_info("session %.8s: over --session-log-bytes (%llu bytes), deleted its %ld oldest "
                  "finished streams (%llu bytes kept)",
@@ -293,24 +241,8 @@ void actor_trim_log(actor_t *a)
 
 json_t *actor_inflight(actor_t *a)
 {
-    unsigned char hi[SESSION_ID_LEN];
-    key_session_upper(hi, a->sid);
     worker_commit(a->w);
-    store_iter_t *it = store_iter_new(worker_store(a->w), CF_REQMAP, a->sid, SESSION_ID_LEN, hi,
-                                      sizeof hi);
-    json_t *list = json_array();
-    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-        size_t kl;
-        const unsigned char *k = store_iter_key(it, &kl);
-        if (kl < SESSION_ID_LEN + 10 || k[kl - 9] != 0)
-            continue;
-        json_t *id = json_parse_buf((const char *)k + SESSION_ID_LEN, kl - SESSION_ID_LEN - 9,
-                                    NULL, 0, NULL);
-        if (id)
-            json_array_append_new(list, json_pack("[I,o]", (json_int_t)key_get_u64(k + kl - 8), id));
-    }
-    store_iter_free(it);
-    return list;
+    return eventlog_inflight_list(worker_store(a->w), a->sid);
 }
 
 void actor_recover(actor_t *a, json_t *list, const char *why)
@@ -321,13 +253,7 @@ void actor_recover(actor_t *a, json_t *list, const char *why)
         uint64_t num = (uint64_t)json_integer_value(json_array_get(item, 0));
         json_t *id = json_array_get(item, 1);
         /* the key goes whether or not its stream is still there */
-        char *t = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
-        size_t tl = strlen(t);
-        unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
-        size_t kl = key_reqmap(k, a->sid, t, tl, num);
-        store_batch_delete(actor_batch(a), CF_REQMAP, k, kl);
-        free(k);
-        free(t);
+        eventlog_inflight_delete(actor_batch(a), a->sid, id, num);
         if (num == STREAM_GET)
             continue;
         stream_t *s = actor_load_stream(a, num);
@@ -352,36 +278,16 @@ void actor_recover(actor_t *a, json_t *list, const char *why)
              json_array_size(list), why);
 }
 
+static void recover_session(void *arg, const char *sid, json_t *list)
+{
+    (void)arg;
+    wmsg_t *m = wmsg_new(WM_RECOVER);
+    memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    m->payload = list; /* handed over whole: main keeps no part of it */
+    worker_push(worker_for_session(m->sid), m);
+}
+
 long actors_recover_all(store_t *store)
 {
-    store_iter_t *it = store_iter_new(store, CF_REQMAP, NULL, 0, NULL, 0);
-    long n = 0;
-    wmsg_t *m = NULL;
-    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-        size_t kl;
-        const unsigned char *k = store_iter_key(it, &kl);
-        if (kl < SESSION_ID_LEN + 10 || k[kl - 9] != 0)
-            continue;
-        if (m && memcmp(m->sid, k, SESSION_ID_LEN) != 0) {
-            worker_push(worker_for_session(m->sid), m);
-            m = NULL;
-        }
-        if (!m) {
-            m = wmsg_new(WM_RECOVER);
-            memcpy(m->sid, k, SESSION_ID_LEN);
-            m->sid[SESSION_ID_LEN] = '\0';
-            m->payload = json_array();
-        }
-        json_t *id = json_parse_buf((const char *)k + SESSION_ID_LEN, kl - SESSION_ID_LEN - 9,
-                                    NULL, 0, NULL);
-        if (!id)
-            continue;
-        json_array_append_new(m->payload,
-                              json_pack("[I,o]", (json_int_t)key_get_u64(k + kl - 8), id));
-        n++;
-    }
-    if (m)
-        worker_push(worker_for_session(m->sid), m);
-    store_iter_free(it);
-    return n;
+    return eventlog_inflight_scan_all(store, recover_session, NULL);
 }

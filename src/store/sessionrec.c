@@ -1,0 +1,115 @@
+/* A session's own records. Any thread (see sessionrec.h). */
+#include "store/sessionrec.h"
+
+#include "core/util.h"
+#include "store/keys.h"
+
+#include <errno.h>
+#include <string.h>
+
+void sessionrec_put_meta(store_batch_t *b, const char *sid, const char *text, size_t len)
+{
+    store_batch_put(b, CF_SESSIONS, sid, SESSION_ID_LEN, text, len);
+}
+
+int sessionrec_get_meta(store_t *s, const char *sid, char **text, size_t *len)
+{
+    return store_get(s, CF_SESSIONS, sid, SESSION_ID_LEN, text, len);
+}
+
+uint64_t sessionrec_count(store_t *s)
+{
+    return store_count_keys(s, CF_SESSIONS);
+}
+
+void sessionrec_put_alarm(store_batch_t *b, int64_t due_ms, const char *sid)
+{
+    unsigned char k[KEY_ALARM_LEN];
+    key_alarm(k, due_ms, sid);
+    store_batch_put(b, CF_ALARMS, k, sizeof k, "", 0);
+}
+
+void sessionrec_delete_alarm(store_batch_t *b, int64_t due_ms, const char *sid)
+{
+    unsigned char k[KEY_ALARM_LEN];
+    key_alarm(k, due_ms, sid);
+    store_batch_delete(b, CF_ALARMS, k, sizeof k);
+}
+
+int64_t sessionrec_first_alarm(store_t *s, int64_t floor_ms)
+{
+    unsigned char lo[KEY_ALARM_LEN];
+    memset(lo, 0, sizeof lo);
+    key_put_u64(lo, (uint64_t)floor_ms);
+    store_iter_t *it = store_iter_new(s, CF_ALARMS, NULL, 0, NULL, 0);
+    store_iter_seek(it, lo, sizeof lo);
+    int64_t due = 0;
+    if (store_iter_valid(it)) {
+        size_t kl;
+        char sid[SESSION_ID_LEN + 1];
+        const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
+        if (key_alarm_decode(key, kl, &due, sid) != 0)
+            due = 0;
+    }
+    store_iter_free(it);
+    return due;
+}
+
+long sessionrec_scan_alarms(store_t *s, int64_t from_ms, int64_t until_ms, sessionrec_alarm_fn fn,
+                            void *arg)
+{
+    unsigned char lo[KEY_ALARM_LEN], hi[KEY_ALARM_LEN];
+    memset(lo, 0, sizeof lo);
+    memset(hi, 0, sizeof hi);
+    key_put_u64(lo, (uint64_t)from_ms);
+    key_put_u64(hi, (uint64_t)until_ms + 1);
+    store_iter_t *it = store_iter_new(s, CF_ALARMS, lo, sizeof lo, hi, sizeof hi);
+    long n = 0;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl;
+        int64_t due;
+        char sid[SESSION_ID_LEN + 1];
+        const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
+        if (key_alarm_decode(key, kl, &due, sid) != 0)
+            continue;
+        fn(arg, due, sid);
+        n++;
+    }
+    store_iter_free(it);
+    return n;
+}
+
+uint64_t sessionrec_count_alarms(store_t *s)
+{
+    return store_count_keys(s, CF_ALARMS);
+}
+
+int sessionrec_get_state(store_t *s, const char *sid, const char *name, char **text, size_t *len)
+{
+    unsigned char k[KEY_STATE_MAX];
+    long kl = key_state(k, sid, name);
+    if (kl < 0)
+        return -EINVAL;
+    return store_get(s, CF_STATE, k, (size_t)kl, text, len);
+}
+
+int sessionrec_put_state(store_batch_t *b, const char *sid, const char *name, const char *text,
+                         size_t len)
+{
+    unsigned char k[KEY_STATE_MAX];
+    long kl = key_state(k, sid, name);
+    if (kl < 0)
+        return -EINVAL;
+    store_batch_put(b, CF_STATE, k, (size_t)kl, text, len);
+    return 0;
+}
+
+int sessionrec_delete_state(store_batch_t *b, const char *sid, const char *name)
+{
+    unsigned char k[KEY_STATE_MAX];
+    long kl = key_state(k, sid, name);
+    if (kl < 0)
+        return -EINVAL;
+    store_batch_delete(b, CF_STATE, k, (size_t)kl);
+    return 0;
+}
