@@ -19,6 +19,8 @@
 
 #include "actor/msg.h"
 #include "actor/worker.h"
+#include "core/buf.h"
+#include "store/records.h"
 #include "core/stats.h"
 #include "wire/proto.h"
 #include "actor/job.h"
@@ -154,6 +156,30 @@ bool actor_is_idle(const actor_t *a);
 void actor_hibernate(actor_t *a);
 
 /* ---- shared by the files of src/actor (worker thread) ---- */
+
+/* stream.c */
+/* The opening bytes of a fresh SSE stream (retry hint and priming event where the version
+ * has them) into `into`. */
+void actor_stream_prime(actor_t *a, stream_t *s, buf_t *into);
+/* Queues the start of an SSE response on s->conn (body: first bytes, taken). */
+void actor_send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive);
+/* Queues the end of the SSE response on conn. */
+void actor_send_sse_end(actor_t *a, conn_ref_t conn, uint64_t num);
+/* Takes s off the turn's dirty list, writing its record first when `write`. */
+void actor_stream_undirty(stream_t *s, bool write);
+/* Reads a stream record (commits the turn first); 0 found, 1 absent. */
+int actor_load_stream_rec(actor_t *a, uint64_t num, streamrec_t *r);
+/* actor.c: writes the metadata of every actor marked this turn into the batch. */
+void actor_flush_meta(void);
+/* resume.c */
+void actor_handle_get(actor_t *a, wmsg_t *m);
+void actor_handle_conn_closed(actor_t *a, wmsg_t *m);
+/* toolmsg.c */
+void actor_handle_tool_msg(worker_t *w, wmsg_t *m);
+/* A cancelled job still waiting for a place ends now, without taking one. */
+void actor_unqueue_job(actor_t *a, job_t *j);
+/* Jobs that never got a place go to the pool regardless (cancelled: they end at once). */
+void actor_release_queued_jobs(actor_t *a);
 
 /* The standalone stream (loaded on first use; created when `create`). */
 stream_t *actor_get_stream(actor_t *a, bool create);

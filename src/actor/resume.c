@@ -1,0 +1,155 @@
+/* GET on a session: open the standalone stream, or resume a stream after a Last-Event-ID with
+ * the replay of what the event log kept. Worker thread only. */
+#include "actor/actor.h"
+
+#include "actor/refuse.h"
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/jsonparse.h"
+#include "store/eventlog.h"
+#include "store/sessionrec.h"
+#include "wire/eventid.h"
+#include "wire/jsonrpc.h"
+#include "wire/sse.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- GET: open or resume ---- */
+
+static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out);
+
+static void open_standalone(actor_t *a, conn_ref_t conn)
+{
+    stream_t *g = actor_get_stream(a, true);
+    if (g->conn.gen)
+        actor_send_sse_end(a, g->conn, g->num); /* a new GET replaces the previous one */
+    g->conn = conn;
+    buf_t b = {0};
+    long backlog = 0;
+    if (!g->delivered && g->seq > 0 && g_cfg.event_store) {
+        /* The session's first GET: its client cannot have seen anything stored for it yet
+         * (session-level messages sent before it connected), so it gets all of it. Later
+         * GETs without Last-Event-ID start fresh, as the client asked. */
+        if (a->proto->priming)
+            sse_frame_retry(&b, g_cfg.retry_ms);
+        backlog = replay_after(a, STREAM_GET, 0, &b);
+        if (backlog == 0)
+            buf_free(&b);
+    }
+    if (backlog == 0)
+        actor_stream_prime(a, g, &b);
+    if (!g->delivered && g_cfg.event_store) {
+        g->delivered = true;
+        actor_stream_dirty(g);
+    }
+    /* with an event store, idle drops are recovered with Last-Event-ID: no keepalive */
+    actor_send_sse_start(a, g, &b, !g_cfg.event_store);
+    buf_free(&b);
+}
+
+struct replay {
+    actor_t *a;
+    uint64_t num;
+    buf_t *out;
+    long sent;
+};
+
+static void replay_one(void *arg, uint64_t seq, const char *data, size_t len)
+{
+    struct replay *r = arg;
+    if (len == 0)
+        return; /* a priming event: nothing to replay */
+    char eid[EVENT_ID_MAX];
+    event_id_format(eid, r->a->tag, r->num, seq);
+    sse_frame_event(r->out, eid, data, len);
+    r->sent++;
+}
+
+/* Appends every stored event of stream num after `after` to out; returns the count. */
+static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
+{
+    worker_commit(a->w); /* this turn's events too */
+    struct replay r = {a, num, out, 0};
+    uint64_t first;
+    long found = eventlog_replay_after(worker_store(a->w), a->sid, num, after, replay_one, &r,
+                                       &first);
+    if (found && first != after + 1) {
+        STAT_INC(replay_gaps_total); /* evicted by the cap: replay from the oldest kept */
+        log_info("session %.8s: resume after seq %llu finds the oldest kept event at %llu",
+                 a->sid, (unsigned long long)after, (unsigned long long)first);
+    }
+    STAT_ADD(events_replayed_total, r.sent);
+    return r.sent;
+}
+
+static void resume(actor_t *a, wmsg_t *m)
+{
+    if (m->resume_tag != a->tag) {
+        actor_reply_error(a->w, m->conn, NULL, 404, MCP_ERR_BAD_REQUEST,
+                          "Last-Event-ID does not name a stream of this session");
+        return;
+    }
+    uint64_t num = m->resume_stream;
+    stream_t *s = num == STREAM_GET ? actor_get_stream(a, false) : actor_find_stream(a, num);
+    bool finished = false;
+    if (!s && num != STREAM_GET) {
+        streamrec_t r;
+        if (actor_load_stream_rec(a, num, &r) == 0) {
+            finished = true; /* not live: every response was written (or the process restarted) */
+            json_decref(r.req_ids);
+        } else {
+            actor_reply_error(a->w, m->conn, NULL, 404, MCP_ERR_BAD_REQUEST,
+                              "Last-Event-ID names a stream this session does not have");
+            return;
+        }
+    } else if (!s || !s->sse) {
+        actor_reply_error(a->w, m->conn, NULL, 404, MCP_ERR_BAD_REQUEST,
+                          "Last-Event-ID names a stream this session does not have");
+        return;
+    }
+    buf_t b = {0};
+    if (a->proto->priming) {
+        /* The priming event of a resumed connection re-asserts the client's own position: a
+         * fresh id here, ahead of the replay, would make a drop before the first replayed
+         * event skip the whole replay on the next resume. */
+        char eid[EVENT_ID_MAX];
+        event_id_format(eid, a->tag, num, m->resume_seq);
+        sse_frame_retry(&b, g_cfg.retry_ms);
+        sse_frame_event(&b, eid, "", 0);
+    }
+    long n = replay_after(a, num, m->resume_seq, &b);
+    log_debug("session %.8s: resumed stream %llu after %llu, %ld events replayed", a->sid,
+              (unsigned long long)num, (unsigned long long)m->resume_seq, n);
+    if (finished) {
+        stream_t tmp = {.num = num, .conn = m->conn};
+        actor_send_sse_start(a, &tmp, &b, false);
+        actor_send_sse_end(a, m->conn, num);
+        buf_free(&b);
+        return;
+    }
+    /* the connection takes the stream over; an older connection on it is ended */
+    if (s->conn.gen && !conn_ref_eq(s->conn, m->conn))
+        actor_send_sse_end(a, s->conn, s->num);
+    s->conn = m->conn;
+    actor_send_sse_start(a, s, &b, num != STREAM_GET || !g_cfg.event_store);
+    buf_free(&b);
+}
+
+void actor_handle_get(actor_t *a, wmsg_t *m)
+{
+    if (m->has_last_event_id)
+        resume(a, m);
+    else
+        open_standalone(a, m->conn);
+}
+
+void actor_handle_conn_closed(actor_t *a, wmsg_t *m)
+{
+    stream_t *s = actor_find_stream(a, m->stream);
+    if (s && conn_ref_eq(s->conn, m->conn))
+        s->conn.gen = 0;
+}
+

@@ -1,0 +1,474 @@
+/* A session's streams and calls: the stream table, events (stored, then framed), the switch of
+ * a POST stream to SSE, settling a POST exchange, and the calls it carries. Worker thread only.
+ *
+ * The life of a message to the client (actor_stream_send):
+ *   1. the actor picks the stream (the call's POST stream, or the standalone stream);
+ *   2. it assigns the event id <streamId>:<seq> and puts the event, the eviction of the event
+ *      --stream-cap places older, and (at the next commit) the stream's record in the worker
+ *      batch (store/eventlog);
+ *   3. the frame is queued for the connection's HTTP thread, which receives it only after the
+ *      worker has committed the batch (worker_turn_end).
+ * A detached stream still gets step 2, so a client that resumes finds every message.
+ */
+#include "actor/actor.h"
+
+#include "actor/refuse.h"
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/jsonparse.h"
+#include "store/eventlog.h"
+#include "store/sessionrec.h"
+#include "wire/eventid.h"
+#include "wire/jsonrpc.h"
+#include "wire/sse.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local stream_t *t_dirty; /* streams whose metadata changed this turn */
+
+int actor_requests_in_flight(const actor_t *a)
+{
+    int n = 0;
+    for (const stream_t *s = a->streams; s; s = s->next)
+        if (s->num != STREAM_GET)
+            n += s->outstanding;
+    return n;
+}
+
+store_batch_t *actor_batch(actor_t *a)
+{
+    worker_touch(a->w, a);
+    return worker_batch(a->w);
+}
+
+/* ---- stream metadata ---- */
+
+static void put_stream_meta(actor_t *a, stream_t *s)
+{
+    if (!g_cfg.event_store)
+        return;
+    a->stored_more = true;
+    streamrec_t r = {.finished = s->finished, .is_get = s->num == STREAM_GET,
+                     .delivered = s->delivered, .seq = s->seq, .last_write_ms = s->last_write_ms,
+                     .bytes = s->bytes, .req_ids = s->req_ids};
+    eventlog_put_stream(actor_batch(a), a->sid, s->num, &r);
+}
+
+static void mark_dirty(stream_t *s)
+{
+    if (s->dirty)
+        return;
+    s->dirty = true;
+    s->dirty_next = t_dirty;
+    t_dirty = s;
+}
+
+void actor_stream_dirty(stream_t *s)
+{
+    mark_dirty(s);
+}
+
+void actor_flush_dirty(worker_t *w)
+{
+    (void)w;
+    actor_flush_meta();
+    for (stream_t *s = t_dirty; s; s = s->dirty_next) {
+        put_stream_meta(s->actor, s);
+        s->dirty = false;
+    }
+    t_dirty = NULL;
+}
+
+void actor_stream_undirty(stream_t *s, bool write)
+{
+    if (!s->dirty)
+        return;
+    if (write)
+        put_stream_meta(s->actor, s);
+    for (stream_t **pp = &t_dirty; *pp; pp = &(*pp)->dirty_next) {
+        if (*pp == s) {
+            *pp = s->dirty_next;
+            break;
+        }
+    }
+    s->dirty = false;
+}
+
+/* ---- streams ---- */
+
+static stream_t *stream_new(actor_t *a, uint64_t num)
+{
+    stream_t *s = xcalloc(1, sizeof *s);
+    s->actor = a;
+    s->num = num;
+    s->next = a->streams;
+    a->streams = s;
+    return s;
+}
+
+void actor_free_stream(actor_t *a, stream_t *s, bool write_meta)
+{
+    for (stream_t **pp = &a->streams; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    }
+    if (a->get == s)
+        a->get = NULL;
+    actor_stream_undirty(s, write_meta);
+    if (s->window)
+        event_free(s->window);
+    json_decref(s->responses);
+    json_decref(s->req_ids);
+    free(s);
+}
+
+uint64_t actor_newest_seq(actor_t *a, uint64_t num)
+{
+    return eventlog_newest_seq(worker_store(a->w), a->sid, num);
+}
+
+/* Reads a stream record; 0 found, 1 absent. */
+int actor_load_stream_rec(actor_t *a, uint64_t num, streamrec_t *r)
+{
+    worker_commit(a->w);
+    if (eventlog_get_stream(worker_store(a->w), a->sid, num, r) != 0)
+        return 1;
+    uint64_t newest = actor_newest_seq(a, num);
+    if (newest > r->seq)
+        r->seq = newest; /* an id is never issued twice */
+    return 0;
+}
+
+stream_t *actor_get_stream(actor_t *a, bool create)
+{
+    if (a->get)
+        return a->get;
+    streamrec_t r;
+    bool found = g_cfg.event_store && actor_load_stream_rec(a, STREAM_GET, &r) == 0;
+    if (!found && !create)
+        return NULL;
+    stream_t *s = stream_new(a, STREAM_GET);
+    s->sse = true;
+    if (found) {
+        s->seq = r.seq;
+        s->last_write_ms = r.last_write_ms;
+        s->bytes = r.bytes;
+        s->delivered = r.delivered;
+        json_decref(r.req_ids);
+    }
+    a->get = s;
+    return s;
+}
+
+stream_t *actor_find_stream(actor_t *a, uint64_t num)
+{
+    for (stream_t *s = a->streams; s; s = s->next)
+        if (s->num == num)
+            return s;
+    return NULL;
+}
+
+stream_t *actor_load_stream(actor_t *a, uint64_t num)
+{
+    stream_t *s = actor_find_stream(a, num);
+    if (s)
+        return s;
+    streamrec_t r;
+    if (!g_cfg.event_store || actor_load_stream_rec(a, num, &r) != 0)
+        return NULL;
+    s = stream_new(a, num);
+    s->sse = true;
+    s->seq = r.seq;
+    s->last_write_ms = r.last_write_ms;
+    s->bytes = r.bytes;
+    s->finished = r.finished;
+    s->req_ids = r.req_ids ? r.req_ids : json_array();
+    s->responses = json_array();
+    return s;
+}
+
+/* Stores one event (when the event store is on) and frames it either into `into` or, when the
+ * stream has a connection, as an SSE_DATA message. text may be empty (a priming event). */
+static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, buf_t *into)
+{
+    char eid[EVENT_ID_MAX];
+    const char *id = NULL;
+    if (g_cfg.event_store) {
+        s->seq++;
+        event_id_format(eid, a->tag, s->num, s->seq);
+        id = eid;
+        uint64_t old; /* the evicted event's size, for the byte budget */
+        eventlog_append(worker_store(a->w), actor_batch(a), a->sid, s->num, s->seq, text, len,
+                        (uint64_t)g_cfg.stream_cap, &old);
+        a->stored_more = true;
+        s->bytes += len;
+        a->log_bytes += len;
+        if (s->seq > (uint64_t)g_cfg.stream_cap) {
+            s->bytes -= old < s->bytes ? old : s->bytes;
+            a->log_bytes -= old < a->log_bytes ? old : a->log_bytes;
+            worker_stat_add(a->w, DS_EVENTS_EVICTED, 1);
+        }
+        s->last_write_ms = now_wall_ms();
+        mark_dirty(s);
+        worker_stat_add(a->w, DS_EVENTS_STORED, 1);
+        if (s->num == STREAM_GET)
+            actor_alarm_ensure(a, s->last_write_ms + g_cfg.event_ttl_s * 1000);
+        if (a->log_bytes > (uint64_t)g_cfg.session_log_bytes)
+            actor_trim_log(a);
+    }
+    if (into) {
+        sse_frame_event(into, id, text, len);
+    } else if (s->conn.gen) {
+        worker_touch(a->w, a);
+        buf_t b = {0};
+        sse_frame_event(&b, id, text, len);
+        hmsg_t *h = hmsg_new(HM_SSE_DATA, s->conn);
+        h->stream = s->num;
+        h->body = buf_steal(&b, &h->len);
+        worker_send_http(a->w, h);
+    }
+}
+
+/* The opening bytes of a fresh SSE stream: a retry hint and a priming event (an id with empty
+ * data) for protocol versions that expect them. */
+void actor_stream_prime(actor_t *a, stream_t *s, buf_t *into)
+{
+    if (!a->proto->priming || !g_cfg.event_store)
+        return;
+    sse_frame_retry(into, g_cfg.retry_ms);
+    emit_event(a, s, "", 0, into);
+}
+
+void actor_send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive)
+{
+    worker_touch(a->w, a); /* if the turn fails, the stream's connection is not SSE after all */
+    hmsg_t *h = hmsg_new(HM_SSE_START, s->conn);
+    h->status = 200;
+    h->stream = s->num;
+    h->flags = keepalive ? HM_KEEPALIVE : 0;
+    h->content_type = "text/event-stream";
+    if (s->session_header)
+        memcpy(h->session_id, a->sid, SESSION_ID_LEN + 1);
+    if (body && body->len)
+        h->body = buf_steal(body, &h->len);
+    if (s->num != STREAM_GET && json_array_size(s->req_ids) == 1)
+        h->req_id = json_dumps(json_array_get(s->req_ids, 0), JSON_COMPACT | JSON_ENCODE_ANY);
+    worker_send_http(a->w, h);
+}
+
+void actor_send_sse_end(actor_t *a, conn_ref_t conn, uint64_t num)
+{
+    hmsg_t *h = hmsg_new(HM_SSE_END, conn);
+    h->stream = num;
+    worker_send_http(a->w, h);
+}
+
+/* The in-flight index: a reqmap key per unanswered request of an SSE stream, deleted with its
+ * answer; what is left at startup was interrupted by a crash (actors_recover_all). */
+static void reqmap_key(actor_t *a, call_t *c, bool put)
+{
+    a->stored_more = true;
+    if (put)
+        eventlog_inflight_put(actor_batch(a), a->sid, c->id, c->stream->num);
+    else
+        eventlog_inflight_delete(actor_batch(a), a->sid, c->id, c->stream->num);
+    c->mapped = put;
+}
+
+static void map_calls(actor_t *a, stream_t *s)
+{
+    if (!g_cfg.event_store)
+        return;
+    for (call_t *c = a->calls; c; c = c->next)
+        if (c->stream == s && !c->mapped)
+            reqmap_key(a, c, true);
+}
+
+void actor_stream_start_sse(actor_t *a, stream_t *s)
+{
+    if (s->sse)
+        return;
+    s->sse = true;
+    if (s->window) {
+        event_free(s->window);
+        s->window = NULL;
+    }
+    buf_t b = {0};
+    actor_stream_prime(a, s, &b);
+    /* responses already collected for a JSON reply (a batch) go out first, as events */
+    size_t i;
+    json_t *r;
+    json_array_foreach(s->responses, i, r) {
+        size_t len;
+        char *text = jsonrpc_dump(r, &len);
+        emit_event(a, s, text, len, &b);
+        free(text);
+    }
+    json_array_clear(s->responses);
+    actor_send_sse_start(a, s, &b, true); /* POST streams always get the keepalive */
+    buf_free(&b);
+    if (g_cfg.event_store) {
+        mark_dirty(s);
+        map_calls(a, s);
+    }
+}
+
+static void on_window(evutil_socket_t fd, short what, void *arg)
+{
+    stream_t *s = arg;
+    worker_t *w = s->actor->w;
+    event_free(s->window);
+    s->window = NULL;
+    actor_stream_start_sse(s->actor, s);
+    worker_turn_end(w);
+}
+
+void actor_stream_arm_window(actor_t *a, stream_t *s)
+{
+    if (s->sse || s->window)
+        return;
+    if (g_cfg.response_mode == RESPONSE_JSON)
+        return;
+    if (g_cfg.json_window_ms == 0) {
+        actor_stream_start_sse(a, s);
+        return;
+    }
+    s->window = evtimer_new(worker_base(a->w), on_window, s);
+    struct timeval tv = {g_cfg.json_window_ms / 1000, (g_cfg.json_window_ms % 1000) * 1000};
+    evtimer_add(s->window, &tv);
+}
+
+stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn)
+{
+    stream_t *s = stream_new(a, a->next_stream++);
+    s->conn = conn;
+    s->responses = json_array();
+    s->req_ids = json_array();
+    return s;
+}
+
+void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
+{
+    if (s->num != STREAM_GET && !s->sse) {
+        if (g_cfg.response_mode == RESPONSE_JSON) {
+            /* a JSON-only POST cannot carry it: it becomes session-level */
+            actor_send_session(a, msg);
+            return;
+        }
+        actor_stream_start_sse(a, s);
+    }
+    size_t len;
+    char *text = jsonrpc_dump(msg, &len);
+    json_decref(msg);
+    emit_event(a, s, text, len, NULL);
+    free(text);
+}
+
+void actor_send_session(actor_t *a, json_t *msg)
+{
+    stream_t *g = actor_get_stream(a, true);
+    actor_stream_send(a, g, msg);
+}
+
+bool actor_stream_settle(actor_t *a, stream_t *s)
+{
+    if (s->dispatching || s->outstanding > 0 || s->num == STREAM_GET)
+        return false;
+    if (!s->sse && json_array_size(s->responses) == 0 && json_array_size(s->req_ids) > 0)
+        /* Every request it carried was cancelled: no response is sent for them, yet a POST
+         * that carried requests is not answered 202. It becomes an event stream that ends
+         * (every client accepts one: the Accept check requires it). */
+        actor_stream_start_sse(a, s);
+    if (s->sse) {
+        s->finished = true;
+        mark_dirty(s);
+        if (g_cfg.event_store)
+            actor_stream_finished(a, s);
+        if (s->conn.gen)
+            actor_send_sse_end(a, s->conn, s->num);
+    } else if (json_array_size(s->responses) == 0) {
+        actor_reply(a->w, s->conn, 202, NULL, NULL);
+    } else {
+        json_t *body = s->batch ? json_incref(s->responses)
+                                : json_incref(json_array_get(s->responses, 0));
+        actor_reply(a->w, s->conn, 200, body, s->session_header ? a->sid : NULL);
+    }
+    actor_free_stream(a, s, true);
+    return true;
+}
+
+/* ---- calls ---- */
+
+call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t method)
+{
+    call_t *c = xcalloc(1, sizeof *c);
+    c->id = json_deep_copy(id);
+    c->stream = s;
+    c->method = method;
+    c->started_us = now_mono_us();
+    c->next = a->calls;
+    a->calls = c;
+    json_array_append(s->req_ids, c->id);
+    if (s->sse && g_cfg.event_store)
+        reqmap_key(a, c, true);
+    return c;
+}
+
+static void unlink_call(actor_t *a, call_t *c)
+{
+    if (c->mapped)
+        reqmap_key(a, c, false);
+    for (call_t **pp = &a->calls; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    }
+    if (c->job)
+        c->job->call = NULL;
+}
+
+void actor_complete_call(actor_t *a, call_t *c, json_t *response)
+{
+    stream_t *s = c->stream;
+    stats_observe_latency(c->method, now_mono_us() - c->started_us);
+    unlink_call(a, c);
+    s->outstanding--;
+    if (s->sse) {
+        size_t len;
+        char *text = jsonrpc_dump(response, &len);
+        emit_event(a, s, text, len, NULL);
+        free(text);
+        json_decref(response);
+    } else {
+        json_array_append_new(s->responses, response);
+    }
+    json_decref(c->id);
+    free(c);
+    actor_stream_settle(a, s);
+}
+
+void actor_drop_call(actor_t *a, call_t *c)
+{
+    stream_t *s = c->stream;
+    job_t *j = c->job;
+    unlink_call(a, c);
+    if (j) {
+        /* The handler runs on until it sees the flag. The actor keeps the job until its
+         * WM_TOOL_DONE: the session stays awake, and a DELETE or expiry detaches it. */
+        job_cancel(j);
+        j->detached_next = a->detached;
+        a->detached = j;
+        actor_unqueue_job(a, j);
+    }
+    s->outstanding--;
+    json_decref(c->id);
+    free(c);
+    actor_stream_settle(a, s);
+}
+

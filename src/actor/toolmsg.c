@@ -1,0 +1,340 @@
+/* What tool handlers send their session (WM_TOOL_*): notifications, server->client requests,
+ * state operations, closing the call's connection, and the end of a job; and the session's
+ * share of the tool pool (--session-jobs). Worker thread only. */
+#include "actor/actor.h"
+
+#include "actor/refuse.h"
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/jsonparse.h"
+#include "store/eventlog.h"
+#include "store/sessionrec.h"
+#include "wire/eventid.h"
+#include "wire/jsonrpc.h"
+#include "wire/sse.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A cancelled job still waiting for a place ends now, without taking one. */
+void actor_unqueue_job(actor_t *a, job_t *j)
+{
+    for (job_t **pp = &a->jobs_queued; *pp; pp = &(*pp)->queue_next) {
+        if (*pp == j) {
+            *pp = j->queue_next;
+            if (a->jobs_queued_tail == j) {
+                a->jobs_queued_tail = NULL;
+                for (job_t *q = a->jobs_queued; q; q = q->queue_next)
+                    a->jobs_queued_tail = q;
+            }
+            j->queue_next = NULL;
+            pool_submit(j);
+            return;
+        }
+    }
+}
+
+static void drop_pending_of(actor_t *a, job_t *j)
+{
+    pending_t **pp = &a->pending;
+    while (*pp) {
+        if ((*pp)->job == j) {
+            pending_t *p = *pp;
+            *pp = p->next;
+            free(p);
+        } else {
+            pp = &(*pp)->next;
+        }
+    }
+}
+
+/* ---- tool messages ---- */
+
+static const char *capability_for(const char *method)
+{
+    if (strcmp(method, "elicitation/create") == 0)
+        return "elicitation";
+    if (strcmp(method, "sampling/createMessage") == 0)
+        return "sampling";
+    if (strcmp(method, "roots/list") == 0)
+        return "roots";
+    return NULL;
+}
+
+/* The stream for a message with no related request, when the standalone stream is closed:
+ * the single unfinished POST stream, if there is exactly one. */
+static stream_t *single_active_post(actor_t *a, int *count)
+{
+    stream_t *found = NULL;
+    *count = 0;
+    for (stream_t *s = a->streams; s; s = s->next) {
+        if (s->num != STREAM_GET && s->outstanding > 0) {
+            (*count)++;
+            found = s;
+        }
+    }
+    return *count == 1 ? found : NULL;
+}
+
+static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
+{
+    const char *method = json_string_value(json_object_get(m->payload, "method"));
+    if (atomic_load(&j->cancelled)) {
+        /* the call was cancelled (or the server is stopping): nothing goes to the client */
+        job_reply(j, m->wait_seq, NULL, "the call was cancelled");
+        return;
+    }
+    if (j->inline_mode) {
+        job_reply(j, m->wait_seq, NULL, "a non-blocking tool cannot send requests to the client");
+        return;
+    }
+    if (strcmp(method, "elicitation/create") == 0 && !a->proto->elicitation) {
+        char why[160];
+        snprintf(why, sizeof why, "elicitation does not exist in protocol version %s",
+                 a->proto->version);
+        job_reply(j, m->wait_seq, NULL, why);
+        return;
+    }
+    const char *cap = capability_for(method);
+    if (cap && !json_object_get(a->client_caps, cap)) {
+        char why[160];
+        snprintf(why, sizeof why, "the client did not declare the %s capability", cap);
+        job_reply(j, m->wait_seq, NULL, why);
+        return;
+    }
+    stream_t *route = NULL;
+    bool json_only = g_cfg.response_mode == RESPONSE_JSON;
+    if (m->target == MCPD_TARGET_REQUEST && j->call && !json_only) {
+        route = j->call->stream;
+    } else {
+        stream_t *g = actor_get_stream(a, false);
+        int n = 0;
+        if (g && g->conn.gen)
+            route = g;
+        else if (!json_only)
+            route = single_active_post(a, &n);
+        if (!route) {
+            char why[200];
+            snprintf(why, sizeof why,
+                     "no stream can carry %s: the standalone GET stream is not open and %d "
+                     "POST streams are active",
+                     method, n);
+            job_reply(j, m->wait_seq, NULL, why);
+            return;
+        }
+    }
+    pending_t *p = xcalloc(1, sizeof *p);
+    p->num = a->next_req_num++;
+    actor_persist_meta(a); /* the counter goes to the store with this turn's events */
+    p->job = j;
+    p->wait_seq = m->wait_seq;
+    p->next = a->pending;
+    a->pending = p;
+    json_t *req = json_object();
+    json_object_set_new(req, "jsonrpc", json_string("2.0"));
+    json_object_set_new(req, "id", json_integer((json_int_t)p->num));
+    json_object_update(req, m->payload);
+    actor_stream_send(a, route, req);
+}
+
+static void handle_tool_out(actor_t *a, job_t *j, wmsg_t *m)
+{
+    json_t *msg = m->payload;
+    m->payload = NULL;
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (method && strcmp(method, "notifications/message") == 0) {
+        const char *lvl = json_string_value(json_object_get(json_object_get(msg, "params"), "level"));
+        if (!actor_log_enabled(a, lvl)) {
+            json_decref(msg);
+            return;
+        }
+    }
+    if (m->target == MCPD_TARGET_SESSION) {
+        actor_send_session(a, msg);
+    } else if (j->call) {
+        actor_stream_send(a, j->call->stream, msg);
+    } else {
+        json_decref(msg); /* the call was cancelled: nothing more goes out for it */
+    }
+}
+
+/* Ends the connection of the call's stream, leaving the stream live for a resume. */
+static void handle_tool_close(actor_t *a, job_t *j)
+{
+    if (!j->call)
+        return;
+    stream_t *s = j->call->stream;
+    actor_stream_start_sse(a, s);
+    if (s->conn.gen) {
+        actor_send_sse_end(a, s->conn, s->num);
+        s->conn.gen = 0;
+    }
+}
+
+static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
+{
+    if (strlen(j->state_key) > 200 || !*j->state_key) {
+        job_reply(j, m->wait_seq, NULL, "bad state key");
+        return;
+    }
+    json_t *cur = NULL;
+    if (j->state_op != STATE_PUT) {
+        worker_commit(a->w);
+        char *v;
+        size_t vl;
+        if (sessionrec_get_state(worker_store(a->w), a->sid, j->state_key, &v, &vl) == 0) {
+            cur = json_parse_buf(v, vl, NULL, 0, NULL);
+            free(v);
+        }
+    }
+    json_t *out = NULL;
+    switch (j->state_op) {
+    case STATE_GET:
+        job_reply(j, m->wait_seq, cur ? cur : json_null(), NULL);
+        return;
+    case STATE_PUT:
+        out = j->state_value;
+        j->state_value = NULL;
+        break;
+    case STATE_UPDATE:
+        out = j->state_fn(cur, j->state_arg);
+        json_decref(cur);
+        break;
+    }
+    if (out) {
+        char *text = json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
+        a->stored_more = true;
+        sessionrec_put_state(actor_batch(a), a->sid, j->state_key, text, strlen(text));
+        free(text);
+    } else {
+        sessionrec_delete_state(actor_batch(a), a->sid, j->state_key);
+    }
+    json_t *answer = out ? out : json_null();
+    if (j->state_op == STATE_PUT) {
+        json_decref(out);
+        answer = json_true();
+    }
+    /* The handler learns the new value only once it is stored: it may tell the client. An
+     * inline handler is waiting on this very thread, so its write is committed now. */
+    if (j->inline_mode) {
+        if (worker_commit(a->w) == 0)
+            job_reply(j, m->wait_seq, answer, NULL);
+        else {
+            json_decref(answer);
+            job_reply(j, m->wait_seq, NULL, REFUSE_MESSAGE);
+        }
+    } else {
+        worker_defer_reply(a->w, j, m->wait_seq, answer);
+    }
+}
+
+/* ---- the session's share of the tool pool ---- */
+
+void actor_submit_job(actor_t *a, job_t *j)
+{
+    if (a->jobs_running < g_cfg.session_jobs || workers_stopping()) {
+        /* at shutdown every job starts cancelled and ends at once: none may wait for a place
+         * the pool will not give after it stops */
+        j->counted = true;
+        a->jobs_running++;
+        pool_submit(j);
+        return;
+    }
+    j->queue_next = NULL;
+    if (a->jobs_queued_tail)
+        a->jobs_queued_tail->queue_next = j;
+    else
+        a->jobs_queued = j;
+    a->jobs_queued_tail = j;
+    log_debug("session %.8s: %d handlers running (--session-jobs); a call waits its turn", a->sid,
+              a->jobs_running);
+}
+
+static job_t *dequeue_job(actor_t *a)
+{
+    job_t *j = a->jobs_queued;
+    if (j) {
+        a->jobs_queued = j->queue_next;
+        if (!a->jobs_queued)
+            a->jobs_queued_tail = NULL;
+        j->queue_next = NULL;
+    }
+    return j;
+}
+
+/* A counted job finished: its place goes to the oldest waiting job. */
+static void job_place_freed(actor_t *a, job_t *done)
+{
+    if (!done->counted)
+        return;
+    done->counted = false;
+    a->jobs_running--;
+    job_t *next;
+    while (a->jobs_running < g_cfg.session_jobs && (next = dequeue_job(a))) {
+        next->counted = true;
+        a->jobs_running++;
+        pool_submit(next);
+    }
+}
+
+/* Jobs that never got a place go to the pool regardless (the caller cancelled them, so they
+ * end at once and come back as WM_TOOL_DONE like every other job). */
+void actor_release_queued_jobs(actor_t *a)
+{
+    job_t *j;
+    while ((j = dequeue_job(a)))
+        pool_submit(j);
+}
+
+void actor_handle_tool_msg(worker_t *w, wmsg_t *m)
+{
+    job_t *j = m->job;
+    actor_t *a = j->actor;
+    switch (m->type) {
+    case WM_TOOL_DONE:
+        if (a) {
+            for (job_t **pp = &a->detached; *pp; pp = &(*pp)->detached_next) {
+                if (*pp == j) {
+                    *pp = j->detached_next;
+                    break;
+                }
+            }
+            drop_pending_of(a, j);
+            job_place_freed(a, j);
+            worker_ops(w)->on_job_done(a, j);
+        }
+        job_free(j);
+        break;
+    case WM_TOOL_OUT:
+        if (a)
+            handle_tool_out(a, j, m);
+        job_out_done(j);
+        break;
+    case WM_TOOL_REQ:
+        if (a)
+            handle_tool_req(a, j, m);
+        else
+            job_reply(j, m->wait_seq, NULL, "the session has ended");
+        break;
+    case WM_TOOL_ABANDON:
+        if (a)
+            drop_pending_of(a, j);
+        break;
+    case WM_TOOL_CLOSE:
+        if (a)
+            handle_tool_close(a, j);
+        break;
+    case WM_TOOL_STATE:
+        if (a)
+            handle_tool_state(a, j, m);
+        else
+            job_reply(j, m->wait_seq, NULL, "the session has ended");
+        break;
+    default:
+        break;
+    }
+    (void)w;
+}
+
