@@ -1,0 +1,426 @@
+/* HTTP connections: the slot table, connection tracking (--max-connections), replies, the SSE
+ * writer and the frames workers send. HTTP threads only (http_deliver: any thread).
+ *
+ * Every request to /mcp gets an hconn in the thread's slot table; its {thread, slot, gen} is
+ * the conn_ref_t that travels to the actor. The slot's generation changes when the hconn is
+ * freed, so a message for a connection that is gone is recognised and dropped.
+ */
+#include "http/internal.h"
+
+#include "actor/msg.h"
+#include "actor/worker.h"
+#include "core/auth.h"
+#include "core/config.h"
+#include "core/jsonparse.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "wire/checks.h"
+#include "wire/eventid.h"
+#include "wire/jsonrpc.h"
+#include "wire/proto.h"
+#include "wire/sse.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- replies ---- */
+
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 202: return "Accepted";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Status";
+    }
+}
+
+void http_send_reply(struct evhttp_request *req, int status, const char *ctype, const char *body,
+                       size_t len, const char *sid, const char *retry_after)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    if (ctype)
+        evhttp_add_header(out, "Content-Type", ctype);
+    if (sid && *sid)
+        evhttp_add_header(out, "Mcp-Session-Id", sid);
+    if (retry_after)
+        evhttp_add_header(out, "Retry-After", retry_after);
+    struct evbuffer *b = evhttp_request_get_output_buffer(req);
+    if (body && len)
+        evbuffer_add(b, body, len);
+    stats_count_status(status);
+    evhttp_send_reply(req, status, reason_of(status), NULL);
+}
+
+/* id: the request's id to echo (borrowed), NULL for null. */
+void http_reply_error(struct evhttp_request *req, const json_t *id, int status, int code,
+                        const char *msg, const char *retry_after)
+{
+    json_t *e = jsonrpc_error(id, code, msg, NULL);
+    size_t len;
+    char *text = jsonrpc_dump(e, &len);
+    json_decref(e);
+    http_send_reply(req, status, "application/json", text, len, NULL, retry_after);
+    free(text);
+}
+
+/* ---- slots ---- */
+
+hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *link)
+{
+    uint32_t slot;
+    if (t->nfree) {
+        slot = t->free_slots[--t->nfree];
+    } else {
+        if (t->nslots == t->cap) {
+            t->cap = t->cap ? t->cap * 2 : 256;
+            t->slots = xrealloc(t->slots, t->cap * sizeof *t->slots);
+            t->gens = xrealloc(t->gens, t->cap * sizeof *t->gens);
+            t->free_slots = xrealloc(t->free_slots, t->cap * sizeof *t->free_slots);
+        }
+        slot = t->nslots++;
+        t->gens[slot] = 0;
+    }
+    hconn_t *c = xcalloc(1, sizeof *c);
+    c->t = t;
+    c->req = req;
+    c->evcon = evhttp_request_get_connection(req);
+    c->link = link;
+    c->slot = slot;
+    if (++t->gens[slot] == 0)
+        t->gens[slot] = 1; /* 0 means "no connection" */
+    c->gen = t->gens[slot];
+    t->slots[slot] = c;
+    return c;
+}
+
+void http_hconn_free(hconn_t *c)
+{
+    http_thread_t *t = c->t;
+    t->slots[c->slot] = NULL;
+    t->gens[c->slot]++; /* invalidate refs still in flight */
+    t->free_slots[t->nfree++] = c->slot;
+    if (c->keepalive)
+        event_free(c->keepalive);
+    json_decref(c->id);
+    if (c->state == H_SSE) {
+        if (c->stream == STREAM_GET)
+            STAT_DEC(streams_open_get);
+        else
+            STAT_DEC(streams_open_post);
+    }
+    free(c);
+}
+
+hconn_t *http_hconn_get(http_thread_t *t, conn_ref_t ref)
+{
+    if (ref.slot >= t->nslots)
+        return NULL;
+    hconn_t *c = t->slots[ref.slot];
+    return c && c->gen == ref.gen ? c : NULL;
+}
+
+conn_ref_t http_ref_of(const hconn_t *c)
+{
+    return (conn_ref_t){c->t->idx, c->slot, c->gen};
+}
+
+/* Tells the actor that the client's SSE connection is gone (it may resume later). */
+void http_notify_closed(hconn_t *c)
+{
+    wmsg_t *m = wmsg_new(WM_CONN_CLOSED);
+    memcpy(m->sid, c->sid, SESSION_ID_LEN + 1);
+    m->conn = http_ref_of(c);
+    m->stream = c->stream;
+    worker_push(worker_for_session(c->sid), m);
+}
+
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+    hlink_t *l = arg;
+    hconn_t *c = l->sse;
+    if (c) {
+        log_debug("SSE client of session %.8s stream %llu disconnected", c->sid,
+                  (unsigned long long)c->stream);
+        http_notify_closed(c);
+        if (evhttp_request_get_connection(c->req) == NULL)
+            evhttp_send_reply_end(c->req); /* detached: this only frees it */
+        http_hconn_free(c);
+    }
+    if (l->admitted)
+        atomic_fetch_sub_explicit(&g_http_admitted, 1, memory_order_relaxed);
+    ptrmap_del(&l->t->links, evcon);
+    STAT_DEC(connections_open);
+    free(l);
+}
+
+/* Takes one of the --max-connections places; false when none is free. */
+static bool admit(void)
+{
+    if (atomic_fetch_add_explicit(&g_http_admitted, 1, memory_order_relaxed) < g_cfg.max_connections)
+        return true;
+    atomic_fetch_sub_explicit(&g_http_admitted, 1, memory_order_relaxed);
+    return false;
+}
+
+/* Starts tracking a connection: counted, and admitted when a place is free. */
+static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon)
+{
+    hlink_t *l = xcalloc(1, sizeof *l);
+    l->t = t;
+    l->evcon = evcon;
+    l->admitted = admit();
+    ptrmap_put(&t->links, evcon, l);
+    STAT_INC(connections_open);
+    evhttp_connection_set_closecb(evcon, on_conn_close, l);
+    return l;
+}
+
+/* A connection accepted past --max-connections is kept, so that its request gets the 503
+ * answer (or is served, if a place was freed meanwhile); a silent one is dropped by
+ * --read-timeout. At twice the limit a new connection is closed at once instead, so that
+ * silent connections cannot pile up descriptors. */
+static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon)
+{
+    if (STAT_GET(connections_open) >= 2 * g_cfg.max_connections) {
+        STAT_INC(limit_refusals_total);
+        log_debug("closing a new connection at once: %lld are open (twice --max-connections)",
+                  (long long)STAT_GET(connections_open));
+        evhttp_connection_free(evcon);
+        return;
+    }
+    link_make(t, evcon);
+}
+
+/* Picks up the connections accepted in this loop iteration (see http_on_new_bev). */
+void http_on_fresh(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
+    for (uint32_t i = 0; i < t->nfresh; i++) {
+        struct bufferevent *bev = t->fresh[i];
+        void *evcon = NULL;
+        bufferevent_getcb(bev, NULL, NULL, NULL, &evcon); /* NULL: evhttp freed it already */
+        if (evcon && !ptrmap_get(&t->links, evcon))
+            link_accepted(t, evcon);
+        bufferevent_decref(bev);
+    }
+    t->nfresh = 0;
+}
+
+/* Connections count from accept, so that silent and half-sent ones count against
+ * --max-connections too. libevent 2.1 calls nothing with a new evhttp_connection (2.2 has
+ * evhttp_set_newreqcb), but it lets us make the connection's bufferevent, and right after
+ * this evhttp sets that bufferevent's callbacks with the connection as their argument. So the
+ * bufferevent is noted here, with a reference in case evhttp frees it first, and on_fresh
+ * takes the connection from it later in this loop iteration, before any byte is read. */
+struct bufferevent *http_on_new_bev(struct event_base *base, void *arg)
+{
+    http_thread_t *t = arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev)
+        return NULL; /* evhttp makes one itself; the connection is counted at its request */
+    if (t->nfresh == t->capfresh) {
+        t->capfresh = t->capfresh ? t->capfresh * 2 : 16;
+        t->fresh = xrealloc(t->fresh, t->capfresh * sizeof *t->fresh);
+    }
+    bufferevent_incref(bev);
+    t->fresh[t->nfresh++] = bev;
+    event_active(t->fresh_ev, EV_TIMEOUT, 1);
+    return bev;
+}
+
+/* The connection's tracker; NULL when it holds no --max-connections place and none is free
+ * now (the request is then refused). */
+hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    hlink_t *l = ptrmap_get(&t->links, evcon);
+    if (!l)
+        l = link_make(t, evcon); /* not seen at accept (its bufferevent could not be made) */
+    if (!l->admitted)
+        l->admitted = admit();
+    return l->admitted ? l : NULL;
+}
+
+/* What a client may send on a connection while it carries an SSE response before the server
+ * stops reading it: evhttp keeps reading such a connection only to notice a close, and keeps
+ * what arrives. Past this, the rest waits in the kernel and the stream is ended at its next
+ * write (the client can resume). */
+#define SSE_INPUT_MAX (64 * 1024)
+
+/* The connection's bufferevent, or NULL when the request is detached from it (closed). */
+static struct bufferevent *conn_bev(hconn_t *c)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    return evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+}
+
+void http_end_stream(hconn_t *c)
+{
+    if (c->link)
+        c->link->sse = NULL;
+    struct bufferevent *bev = conn_bev(c);
+    if (bev) {
+        /* an ordinary keep-alive connection again: --read-timeout (evhttp_set_timeout sets it
+         * both ways) and unbounded reads, as evhttp left them before the stream */
+        struct timeval rt = {g_cfg.read_timeout_s, 0};
+        bufferevent_set_timeouts(bev, &rt, &rt);
+        bufferevent_setwatermark(bev, EV_READ, 0, 0);
+    }
+    evhttp_send_reply_end(c->req);
+    http_hconn_free(c);
+}
+
+static size_t pending_output(hconn_t *c)
+{
+    struct bufferevent *bev = conn_bev(c);
+    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+static size_t pending_input(hconn_t *c)
+{
+    struct bufferevent *bev = conn_bev(c);
+    return bev ? evbuffer_get_length(bufferevent_get_input(bev)) : 0;
+}
+
+/* Writes SSE bytes; false when the stream was cut for a slow reader (c is freed). */
+static bool sse_write(hconn_t *c, const char *data, size_t len)
+{
+    if (pending_input(c) >= SSE_INPUT_MAX) {
+        log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream",
+                 c->sid, pending_input(c));
+        http_notify_closed(c);
+        http_end_stream(c);
+        return false;
+    }
+    if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
+        log_warn("session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
+                 c->sid, pending_output(c));
+        http_notify_closed(c);
+        http_end_stream(c);
+        return false;
+    }
+    struct evbuffer *b = evbuffer_new();
+    evbuffer_add(b, data, len);
+    evhttp_send_reply_chunk(c->req, b);
+    evbuffer_free(b);
+    return true;
+}
+
+static void on_keepalive(evutil_socket_t fd, short what, void *arg)
+{
+    hconn_t *c = arg;
+    sse_write(c, SSE_KEEPALIVE, sizeof SSE_KEEPALIVE - 1);
+}
+
+static void start_sse(hconn_t *c, hmsg_t *m)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(c->req);
+    evhttp_add_header(out, "Content-Type", "text/event-stream");
+    evhttp_add_header(out, "Cache-Control", "no-cache, no-transform");
+    evhttp_add_header(out, "X-Accel-Buffering", "no");
+    if (m->session_id[0])
+        evhttp_add_header(out, "Mcp-Session-Id", m->session_id);
+    stats_count_status(200);
+    evhttp_send_reply_start(c->req, 200, "OK");
+    c->state = H_SSE;
+    c->stream = m->stream;
+    if (c->stream == STREAM_GET)
+        STAT_INC(streams_open_get);
+    else
+        STAT_INC(streams_open_post);
+    if (c->evcon) {
+        if (c->link)
+            c->link->sse = c;
+        /* a stream is quiet for as long as it likes: no read timeout; a reader that stops
+         * reading is still cut by the write timeout. What the client sends meanwhile is
+         * bounded (SSE_INPUT_MAX). */
+        struct bufferevent *bev = evhttp_connection_get_bufferevent(c->evcon);
+        struct timeval wt = {60, 0};
+        bufferevent_set_timeouts(bev, NULL, &wt);
+        bufferevent_setwatermark(bev, EV_READ, 0, SSE_INPUT_MAX);
+    }
+    if (m->flags & HM_KEEPALIVE) {
+        c->keepalive = event_new(c->t->base, -1, EV_PERSIST, on_keepalive, c);
+        struct timeval tv = {g_cfg.keepalive_s, 0};
+        event_add(c->keepalive, &tv);
+    }
+}
+
+static void handle_hmsg(http_thread_t *t, hmsg_t *m)
+{
+    hconn_t *c = http_hconn_get(t, m->conn);
+    if (!c)
+        return; /* the connection is gone; the actor learns it from WM_CONN_CLOSED */
+    switch (m->type) {
+    case HM_REPLY:
+        if (c->state == H_SSE) {
+            http_end_stream(c);
+            break;
+        }
+        http_send_reply(c->req, m->status, m->content_type, m->body, m->len, m->session_id,
+                   m->retry_after);
+        http_hconn_free(c);
+        break;
+    case HM_SSE_START:
+        if (c->state != H_SSE)
+            start_sse(c, m);
+        if (m->len)
+            sse_write(c, m->body, m->len);
+        break;
+    case HM_SSE_DATA:
+        if (c->state == H_SSE)
+            sse_write(c, m->body, m->len);
+        break;
+    case HM_SSE_END:
+        if (c->state == H_SSE) {
+            http_end_stream(c);
+        } else {
+            /* ended before it started (replaced, deleted): an empty reply */
+            http_send_reply(c->req, 202, NULL, NULL, 0, NULL, NULL);
+            http_hconn_free(c);
+        }
+        break;
+    }
+}
+
+void http_on_inbox(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
+    mq_node_t *n = mq_take_all(&t->inbox);
+    while (n) {
+        mq_node_t *next = n->next;
+        handle_hmsg(t, (hmsg_t *)n);
+        hmsg_free((hmsg_t *)n);
+        n = next;
+    }
+}
+
+void http_deliver(uint32_t thread, mq_node_t *first, mq_node_t *last, size_t n)
+{
+    mq_push_chain(&g_http[thread].inbox, first, last, n);
+}
+

@@ -1,0 +1,453 @@
+/* The /mcp endpoint: a request's checks (framing, Host/Origin, authentication, headers, body),
+ * POST/GET/DELETE, and the hand-over to the session's worker. HTTP threads only. */
+#include "http/internal.h"
+
+#include "actor/msg.h"
+#include "actor/worker.h"
+#include "core/auth.h"
+#include "core/config.h"
+#include "core/jsonparse.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "wire/checks.h"
+#include "wire/eventid.h"
+#include "wire/jsonrpc.h"
+#include "wire/proto.h"
+#include "wire/sse.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- request handling ---- */
+
+/* The request headers this endpoint reads, found in one pass over the header list (seven
+ * evhttp_find_header calls were seven case-insensitive scans per request). */
+typedef struct rhdr {
+    const char *origin, *host, *authorization, *accept, *content_type, *session_id, *version,
+        *last_event_id, *content_length, *transfer_encoding;
+    const char *twice;  /* the first header that must come once and came again, or NULL */
+    bool twice_framing; /* Content-Length or Transfer-Encoding came again */
+} rhdr_t;
+
+enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING };
+
+static void read_headers(struct evhttp_request *req, rhdr_t *h)
+{
+    memset(h, 0, sizeof *h);
+    /* H_ONCE: a second copy is refused: a proxy in front may act on a different one than we
+     * do (the session, the version, the Host checked against DNS rebinding); H_FRAMING: the
+     * same for the headers that frame the body, which makes the connection unusable */
+    static const struct {
+        const char *name;
+        size_t len;
+        size_t off;
+        int rule;
+    } WANT[] = {
+        {"Accept", 6, offsetof(rhdr_t, accept), H_FIRST_WINS},
+        {"Host", 4, offsetof(rhdr_t, host), H_ONCE},
+        {"Origin", 6, offsetof(rhdr_t, origin), H_FIRST_WINS},
+        {"Content-Type", 12, offsetof(rhdr_t, content_type), H_FIRST_WINS},
+        {"Content-Length", 14, offsetof(rhdr_t, content_length), H_FRAMING},
+        {"Mcp-Session-Id", 14, offsetof(rhdr_t, session_id), H_ONCE},
+        {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version), H_ONCE},
+        {"Authorization", 13, offsetof(rhdr_t, authorization), H_FIRST_WINS},
+        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id), H_FIRST_WINS},
+        {"Transfer-Encoding", 17, offsetof(rhdr_t, transfer_encoding), H_FRAMING},
+    };
+    struct evkeyval *kv;
+    for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
+        size_t kl = strlen(kv->key);
+        for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
+            if (kl == WANT[i].len && strcasecmp(kv->key, WANT[i].name) == 0) {
+                const char **slot = (const char **)((char *)h + WANT[i].off);
+                if (!*slot) { /* the first of repeated headers, as evhttp_find_header did */
+                    *slot = kv->value;
+                } else if (WANT[i].rule != H_FIRST_WINS) {
+                    if (!h->twice)
+                        h->twice = WANT[i].name;
+                    h->twice_framing |= WANT[i].rule == H_FRAMING;
+                }
+                break;
+            }
+        }
+    }
+}
+
+/* A request whose body length is ambiguous: 400 and the connection is closed, since what
+ * follows the body cannot be trusted as the next request (nor the body: id null). evhttp
+ * refuses some of these itself, with its own reply. True when refused. */
+static bool refuse_framing(struct evhttp_request *req, const rhdr_t *h)
+{
+    const char *why = framing_problem(h->content_length, h->transfer_encoding, h->twice_framing);
+    if (!why)
+        return false;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    http_reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST, why, NULL);
+    return true;
+}
+
+/* A header that must come once came twice: 400 (the connection stays usable). True when
+ * refused. */
+static bool refuse_repeated(struct evhttp_request *req, const json_t *id, const rhdr_t *h)
+{
+    if (!h->twice)
+        return false;
+    char msg[160];
+    snprintf(msg, sizeof msg, "Bad Request: the %s header was sent more than once", h->twice);
+    http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
+    return true;
+}
+
+/* A POST body, parsed once before any check so that every refusal can echo the request's id
+ * (JSON-RPC asks for it whenever it can be read), and classified once. */
+typedef struct pbody {
+    json_t *json;     /* NULL: not a POST, or not JSON (err, pos say why); owned here until it
+                         moves to the actor with the message */
+    jr_kind_t kind;   /* of a single message; JR_INVALID for a batch */
+    const char *why;  /* a single JR_INVALID message: what is wrong */
+    const json_t *id; /* a single request's id, borrowed from json; NULL otherwise */
+    char err[160];
+    size_t pos;
+} pbody_t;
+
+static void parse_body(struct evhttp_request *req, pbody_t *b)
+{
+    b->json = NULL;
+    b->kind = JR_INVALID;
+    b->why = NULL;
+    b->id = NULL;
+    b->err[0] = '\0';
+    b->pos = 0;
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST)
+        return;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
+    b->json = json_parse_buf(data, len, b->err, sizeof b->err, &b->pos);
+    if (!b->json || json_is_array(b->json))
+        return;
+    b->kind = jsonrpc_classify(b->json, &b->why);
+    if (b->kind == JR_REQUEST)
+        b->id = json_object_get(b->json, "id");
+}
+
+/* Checks the session id header; on failure replies and returns false. */
+static bool check_session_header(struct evhttp_request *req, const json_t *id, const char *sid)
+{
+    if (!sid) {
+        http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
+                    "Bad Request: the Mcp-Session-Id header is required (send initialize first to get one)",
+                    NULL);
+        return false;
+    }
+    if (!header_is_visible_ascii(sid, 256)) {
+        http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
+                    "Bad Request: Mcp-Session-Id must be 1..256 visible ASCII characters", NULL);
+        return false;
+    }
+    if (!session_id_valid(sid)) {
+        http_reply_error(req, id, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found", NULL);
+        return false;
+    }
+    return true;
+}
+
+/* Checks MCP-Protocol-Version; copies it into out. false after replying 400. */
+static bool check_version_header(struct evhttp_request *req, const json_t *id, const rhdr_t *h,
+                                 char out[32])
+{
+    const char *v = h->version;
+    out[0] = '\0';
+    if (!v)
+        return true; /* absent: 2025-03-26 is assumed */
+    if (!proto_find(v)) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Bad Request: unsupported MCP-Protocol-Version '%.40s' (supported: %s)",
+                 v, proto_supported_list());
+        http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
+        return false;
+    }
+    snprintf(out, 32, "%s", v);
+    return true;
+}
+
+/* Queues m for its session's worker, or answers 503 when the session's mailbox is full. id:
+ * the request's id (borrowed from m->body), NULL for none. */
+static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
+                   const char *who, hlink_t *link)
+{
+    snprintf(m->auth_name, sizeof m->auth_name, "%s", who);
+    worker_t *w = worker_for_session(m->sid);
+    if (!worker_admit(w, m)) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "Server busy: this session has %lld messages queued (the --mailbox limit); retry shortly",
+                 (long long)g_cfg.mailbox);
+        http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        wmsg_free(m);
+        return;
+    }
+    hconn_t *c = http_hconn_new(t, req, link);
+    memcpy(c->sid, m->sid, SESSION_ID_LEN + 1);
+    c->id = id ? json_deep_copy(id) : NULL;
+    m->conn = http_ref_of(c);
+    m->recv_us = now_mono_us();
+    worker_push(w, m);
+}
+
+/* Validates a POST body's JSON-RPC shape. On failure replies 400 and returns false. */
+static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is_init)
+{
+    json_t *body = b->json;
+    *is_init = false;
+    if (json_is_array(body)) {
+        size_t n = json_array_size(body);
+        if (n == 0) {
+            http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL);
+            return false;
+        }
+        for (size_t i = 0; i < n; i++) {
+            /* an invalid item gets its own -32600 in the batch's answer (the actor's part);
+             * the valid ones are served */
+            json_t *m = json_array_get(body, i);
+            if (jsonrpc_str_is(json_object_get(m, "method"), "initialize")) {
+                http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
+                            "Invalid Request: initialize must not be part of a batch", NULL);
+                return false;
+            }
+        }
+        return true;
+    }
+    if (b->kind == JR_INVALID) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Invalid Request: %s", b->why);
+        http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
+        return false;
+    }
+    if (jsonrpc_str_is(json_object_get(body, "method"), "initialize")) {
+        if (b->kind != JR_REQUEST) {
+            http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
+                        "Invalid Request: initialize must be a request (with an id)", NULL);
+            return false;
+        }
+        *is_init = true;
+    }
+    return true;
+}
+
+/* b->json moves to the message when the request is submitted (b->json is then NULL). */
+static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
+                        const char *who, hlink_t *link, pbody_t *b)
+{
+    const json_t *id = b->id;
+    const char *accept = h->accept;
+    if (!accept_allows(accept, "application/json") || !accept_allows(accept, "text/event-stream")) {
+        http_reply_error(req, id, 406, MCP_ERR_BAD_REQUEST,
+                    "Not Acceptable: the Accept header must list both application/json and text/event-stream",
+                    NULL);
+        return;
+    }
+    if (!content_type_is_json(h->content_type)) {
+        http_reply_error(req, id, 415, MCP_ERR_BAD_REQUEST,
+                    "Unsupported Media Type: Content-Type must be application/json", NULL);
+        return;
+    }
+    if (!b->json) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Parse error: %s (at byte %zu)", b->err, b->pos);
+        http_reply_error(req, NULL, 400, JSONRPC_PARSE_ERROR, msg, NULL);
+        return;
+    }
+    bool is_init;
+    if (!validate_body(req, b, &is_init))
+        return;
+    const char *sid = h->session_id;
+    wmsg_t *m = wmsg_new(WM_POST);
+    if (is_init) {
+        if (sid) {
+            http_reply_error(req, id, 400, JSONRPC_INVALID_REQUEST,
+                        "Invalid Request: initialize starts a new session and must be sent without Mcp-Session-Id",
+                        NULL);
+            wmsg_free(m);
+            return;
+        }
+        if (STAT_GET(sessions_stored) >= g_cfg.max_sessions) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "Server busy: %lld sessions are stored (--max-sessions); retry later",
+                     (long long)g_cfg.max_sessions);
+            STAT_INC(limit_refusals_total);
+            http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "30");
+            wmsg_free(m);
+            return;
+        }
+        if (session_id_new(m->sid) != 0) {
+            http_reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a session id", NULL);
+            wmsg_free(m);
+            return;
+        }
+        m->create = true;
+    } else {
+        if (!check_session_header(req, id, sid) || !check_version_header(req, id, h, m->proto_hdr)) {
+            wmsg_free(m);
+            return;
+        }
+        memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    }
+    m->body = b->json; /* ownership moves to the actor with the message */
+    b->json = NULL;
+    submit(t, req, m, id, who, link);
+}
+
+static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
+                        const char *who, hlink_t *link)
+{
+    if (!accept_allows(h->accept, "text/event-stream")) {
+        http_reply_error(req, NULL, 406, MCP_ERR_BAD_REQUEST,
+                    "Not Acceptable: a GET must accept text/event-stream", NULL);
+        return;
+    }
+    const char *sid = h->session_id;
+    wmsg_t *m = wmsg_new(WM_GET);
+    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->proto_hdr)) {
+        wmsg_free(m);
+        return;
+    }
+    memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    const char *last = h->last_event_id;
+    if (last) {
+        if (!g_cfg.event_store) {
+            http_reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST,
+                        "Bad Request: this server runs with --no-event-store and cannot resume streams",
+                        NULL);
+            wmsg_free(m);
+            return;
+        }
+        if (event_id_parse(last, &m->resume_tag, &m->resume_stream, &m->resume_seq) != 0) {
+            http_reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST,
+                        "Bad Request: malformed Last-Event-ID (expected <streamId>:<16 hex digits>)",
+                        NULL);
+            wmsg_free(m);
+            return;
+        }
+        m->has_last_event_id = true;
+    }
+    submit(t, req, m, NULL, who, link);
+}
+
+static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
+                        const char *who, hlink_t *link)
+{
+    const char *sid = h->session_id;
+    wmsg_t *m = wmsg_new(WM_DELETE);
+    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->proto_hdr)) {
+        wmsg_free(m);
+        return;
+    }
+    memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    submit(t, req, m, NULL, who, link);
+}
+
+/* Everything after framing, in the order the checks have always had. */
+static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h, pbody_t *b)
+{
+    const json_t *id = b->id;
+    if (t->stopping) {
+        http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+        return;
+    }
+    hlink_t *link = http_link_of(t, req);
+    if (!link) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Server busy: %lld client connections are open (--max-connections); retry shortly",
+                 (long long)g_cfg.max_connections);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        STAT_INC(limit_refusals_total);
+        http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        return;
+    }
+    if (refuse_repeated(req, id, h))
+        return;
+    const char *origin = h->origin;
+    if (!hostcheck_origin_ok(&g_hostcheck, origin)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin)", origin);
+        http_reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
+        return;
+    }
+    const char *host = h->host;
+    if (!hostcheck_host_ok(&g_hostcheck, host)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Forbidden: Host '%.200s' is not allowed (see --allowed-host)",
+                 host ? host : "");
+        http_reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
+        return;
+    }
+    const char *who = "";
+    if (g_auth.n) {
+        const char *authz = h->authorization;
+        who = auth_check(&g_auth, authz);
+        if (!who) {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                              authz ? "Bearer realm=\"mcpactord\", error=\"invalid_token\""
+                                    : "Bearer realm=\"mcpactord\"");
+            http_reply_error(req, id, 401, MCP_ERR_BAD_REQUEST,
+                        authz ? "Unauthorized: the bearer token is not valid"
+                              : "Unauthorized: send Authorization: Bearer <token>",
+                        NULL);
+            return;
+        }
+    }
+    switch (evhttp_request_get_command(req)) {
+    case EVHTTP_REQ_POST:
+        handle_post(t, req, h, who, link, b);
+        return;
+    case EVHTTP_REQ_GET:
+        handle_get(t, req, h, who, link);
+        return;
+    case EVHTTP_REQ_DELETE:
+        handle_delete(t, req, h, who, link);
+        return;
+    default:
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");
+        http_reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST, "Method Not Allowed: use POST, GET or DELETE", NULL);
+        return;
+    }
+}
+
+void http_on_mcp(struct evhttp_request *req, void *arg)
+{
+    rhdr_t h;
+    read_headers(req, &h);
+    if (refuse_framing(req, &h))
+        return;
+    pbody_t b;
+    parse_body(req, &b);
+    handle_mcp(arg, req, &h, &b);
+    json_decref(b.json); /* NULL when it moved to the actor */
+}
+
+void http_on_other(struct evhttp_request *req, void *arg)
+{
+    rhdr_t h;
+    read_headers(req, &h);
+    if (refuse_framing(req, &h))
+        return;
+    pbody_t b;
+    parse_body(req, &b); /* a POST of a request gets its id back, as on /mcp */
+    http_reply_error(req, b.id, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
+    json_decref(b.json);
+}
+

@@ -1,0 +1,130 @@
+/* What the three files of the HTTP layer share: conn.c (connections, replies, the SSE writer,
+ * frames from the workers), endpoint.c (the /mcp request: checks, POST/GET/DELETE, submit to a
+ * worker) and listener.c (sockets, threads, start and stop). HTTP threads only, except where a
+ * comment says otherwise.
+ *
+ * Every request to /mcp gets an hconn in the thread's slot table; its {thread, slot, gen} is
+ * the conn_ref_t that travels to the actor. The slot's generation changes when the hconn is
+ * freed, so a message for a connection that is gone is recognised and dropped.
+ *
+ * libevent facts this relies on (2.1):
+ *  - after the body is read, evhttp stops reading the socket, so a client that disconnects
+ *    while its request is pending is noticed only when we write the reply (harmless: a
+ *    disconnect is not a cancellation);
+ *  - after evhttp_send_reply_start, evhttp reads again to detect a close; on EOF the request is
+ *    detached from its connection (evcon NULL) and left to us: the close callback finishes it
+ *    with evhttp_send_reply_end, which then only frees it;
+ *  - when the whole evhttp is freed (shutdown) the close callback also runs, but the request is
+ *    still attached and libevent frees it itself.
+ */
+#ifndef MCPD_HTTP_INTERNAL_H
+#define MCPD_HTTP_INTERNAL_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "actor/msg.h"
+#include "core/mq.h"
+#include "core/ptrmap.h"
+#include "core/util.h"
+#include "http/server.h"
+#include "wire/checks.h"
+
+#include <event2/util.h>
+
+struct evhttp;
+struct evhttp_request;
+struct evhttp_connection;
+struct evhttp_bound_socket;
+struct bufferevent;
+struct event;
+struct event_base;
+
+typedef enum { H_PENDING = 0, H_SSE } hstate_t;
+
+typedef struct http_thread http_thread_t;
+typedef struct hconn hconn_t;
+
+/* One per accepted client connection: counts it in connections_open and against
+ * --max-connections, and is the one close callback of its connection, which also ends the SSE
+ * stream the connection carries, if any. */
+typedef struct hlink {
+    http_thread_t *t;
+    struct evhttp_connection *evcon;
+    hconn_t *sse;
+    bool admitted; /* holds one of the --max-connections places */
+} hlink_t;
+
+struct hconn {
+    http_thread_t *t;
+    hlink_t *link;
+    struct evhttp_request *req;
+    struct evhttp_connection *evcon;
+    uint32_t slot;
+    uint32_t gen;
+    hstate_t state;
+    uint64_t stream;
+    char sid[SESSION_ID_LEN + 1];
+    struct event *keepalive;
+    json_t *id; /* the request's id, for an answer of our own at shutdown (a copy: the body is
+                   the actor's), or NULL */
+};
+
+struct http_thread {
+    uint32_t idx;
+    pthread_t thread;
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    evutil_socket_t fd;
+    mq_t inbox;
+    struct event *inbox_ev;
+    bool started;
+    hconn_t **slots;
+    uint32_t *gens;
+    uint32_t *free_slots;
+    uint32_t nslots, nfree, cap;
+    ptrmap_t links; /* evhttp_connection -> hlink_t */
+    struct bufferevent **fresh; /* accepted this loop iteration, not yet tracked (on_fresh) */
+    uint32_t nfresh, capfresh;
+    struct event *fresh_ev;
+    bool stopping;
+};
+
+/* The HTTP threads (listener.c sets them up); the Host/Origin allow-lists; the connections
+ * holding one of the --max-connections places, across the threads (any HTTP thread). */
+extern http_thread_t *g_http;
+extern int g_http_n;
+extern hostcheck_t g_hostcheck;
+extern atomic_llong g_http_admitted;
+
+/* conn.c */
+void http_send_reply(struct evhttp_request *req, int status, const char *ctype, const char *body,
+                     size_t len, const char *sid, const char *retry_after);
+/* A JSON-RPC error reply; id may be NULL (null in the body). */
+void http_reply_error(struct evhttp_request *req, const json_t *id, int status, int code,
+                      const char *msg, const char *retry_after);
+hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *link);
+void http_hconn_free(hconn_t *c);
+conn_ref_t http_ref_of(const hconn_t *c);
+/* The live hconn a conn_ref names, or NULL (the connection went away). */
+hconn_t *http_hconn_get(http_thread_t *t, conn_ref_t ref);
+/* Tells the actor that the client's SSE connection is gone (it may resume later). */
+void http_notify_closed(hconn_t *c);
+/* Ends the SSE response c carries and frees c. */
+void http_end_stream(hconn_t *c);
+/* The connection's tracker; NULL when --max-connections refuses it. */
+hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req);
+/* evhttp callbacks: a new connection's bufferevent, the connections picked up after it, the
+ * worker frames in the inbox. */
+struct bufferevent *http_on_new_bev(struct event_base *base, void *arg);
+void http_on_fresh(evutil_socket_t fd, short what, void *arg);
+void http_on_inbox(evutil_socket_t fd, short what, void *arg);
+/* endpoint.c: the /mcp callback and the one for every other path */
+void http_on_mcp(struct evhttp_request *req, void *arg);
+void http_on_other(struct evhttp_request *req, void *arg);
+
+#endif

@@ -1,0 +1,274 @@
+/* The HTTP threads: listening sockets (SO_REUSEPORT, one per thread), their loops, start and
+ * the stop order. Main thread (http_init/run/quiesce/stop/free) and the HTTP threads. */
+#include "http/internal.h"
+
+#include "actor/msg.h"
+#include "actor/worker.h"
+#include "core/auth.h"
+#include "core/config.h"
+#include "core/jsonparse.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "wire/checks.h"
+#include "wire/eventid.h"
+#include "wire/jsonrpc.h"
+#include "wire/proto.h"
+#include "wire/sse.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+http_thread_t *g_http;
+int g_http_n;
+hostcheck_t g_hostcheck;
+atomic_llong g_http_admitted;
+
+/* ---- threads ---- */
+
+/* SO_REUSEPORT would let a second server silently share the port with us (same user): a
+ * plain bind tells whether anyone already holds it. */
+static bool port_taken(const struct addrinfo *ai)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    bool taken = bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 && errno == EADDRINUSE;
+    close(fd);
+    return taken;
+}
+
+static evutil_socket_t bind_reuseport(const char *host, int port, bool first)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    int rc = getaddrinfo(host, ps, &hints, &res);
+    if (rc != 0) {
+        log_error("cannot resolve %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    evutil_socket_t fd = -1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (first && port != 0 && port_taken(ai)) {
+            log_error("cannot listen on %s:%d: address already in use", host, port);
+            break;
+        }
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+        /* accepted sockets inherit it: SSE events are small writes that must not wait for
+         * the peer's delayed ACK (Nagle), or a multi-event stream stalls ~40 ms per event */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+            break;
+        log_error("cannot listen on %s:%d: %s", host, port, strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int bound_port_of(evutil_socket_t fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void *http_main(void *arg)
+{
+    http_thread_t *t = arg;
+    char name[16];
+    snprintf(name, sizeof name, "http%u", t->idx);
+    log_set_thread_name(name);
+    event_base_dispatch(t->base);
+    return NULL;
+}
+
+int http_init(int n, const char *host, int port, int *bound_port)
+{
+    g_http_n = n;
+    g_http = xcalloc((size_t)n, sizeof *g_http);
+    for (int i = 0; i < n; i++)
+        g_http[i].fd = -1;
+    for (int i = 0; i < n; i++) {
+        http_thread_t *t = &g_http[i];
+        t->idx = (uint32_t)i;
+        t->fd = bind_reuseport(host, port, i == 0);
+        if (t->fd < 0)
+            return -1;
+        if (port == 0)
+            port = bound_port_of(t->fd); /* the other threads join the same port */
+        t->base = event_base_new();
+        t->http = evhttp_new(t->base);
+        if (!t->base || !t->http || mq_init(&t->inbox) != 0)
+            return -1;
+        evhttp_set_allowed_methods(t->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
+                                                EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+                                                EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
+        /* bodiless replies (202, a DELETE's 200) carry no Content-Type rather than libevent's
+         * default text/html; every reply with a body names its own */
+        evhttp_set_default_content_type(t->http, NULL);
+        evhttp_set_max_body_size(t->http, g_cfg.max_body);
+        evhttp_set_max_headers_size(t->http, g_cfg.max_headers);
+        evhttp_set_timeout(t->http, (int)g_cfg.read_timeout_s);
+        evhttp_set_cb(t->http, "/mcp", http_on_mcp, t);
+        evhttp_set_gencb(t->http, http_on_other, t);
+        evhttp_set_bevcb(t->http, http_on_new_bev, t);
+        t->fresh_ev = event_new(t->base, -1, 0, http_on_fresh, t);
+        if (!t->fresh_ev)
+            return -1;
+        t->bound = evhttp_accept_socket_with_handle(t->http, t->fd);
+        if (!t->bound)
+            return -1;
+        t->inbox_ev = event_new(t->base, t->inbox.efd, EV_READ | EV_PERSIST, http_on_inbox, t);
+        event_add(t->inbox_ev, NULL);
+    }
+    *bound_port = port;
+    hostcheck_init(&g_hostcheck, host, port, g_cfg.allowed_hosts, g_cfg.n_allowed_hosts,
+                   g_cfg.allowed_origins, g_cfg.n_allowed_origins);
+    if (!g_hostcheck.check_host)
+        log_warn("listening on a wildcard address without --allowed-host: Host and Origin are not checked");
+    return 0;
+}
+
+struct event_base *http_base(int i)
+{
+    return g_http[i].base;
+}
+
+int http_run(void)
+{
+    for (int i = 0; i < g_http_n; i++) {
+        if (pthread_create(&g_http[i].thread, NULL, http_main, &g_http[i]) != 0)
+            return -1;
+        g_http[i].started = true;
+    }
+    return 0;
+}
+
+static pthread_mutex_t quiesce_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t quiesce_cv = PTHREAD_COND_INITIALIZER;
+static int quiesced;
+
+static void on_quiesce(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
+    t->stopping = true;
+    if (t->bound) {
+        evhttp_del_accept_socket(t->http, t->bound);
+        t->bound = NULL;
+    }
+    for (uint32_t i = 0; i < t->nslots; i++) {
+        hconn_t *c = t->slots[i];
+        if (!c)
+            continue;
+        if (c->state == H_SSE) {
+            http_end_stream(c);
+        } else {
+            http_reply_error(c->req, c->id, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+            http_hconn_free(c);
+        }
+    }
+    pthread_mutex_lock(&quiesce_mu);
+    quiesced++;
+    pthread_cond_broadcast(&quiesce_cv);
+    pthread_mutex_unlock(&quiesce_mu);
+}
+
+void http_quiesce(void)
+{
+    int n = 0;
+    for (int i = 0; i < g_http_n; i++) {
+        if (g_http[i].started) {
+            event_base_once(g_http[i].base, -1, EV_TIMEOUT, on_quiesce, &g_http[i], NULL);
+            n++;
+        }
+    }
+    pthread_mutex_lock(&quiesce_mu);
+    while (quiesced < n)
+        pthread_cond_wait(&quiesce_cv, &quiesce_mu);
+    quiesced = 0;
+    pthread_mutex_unlock(&quiesce_mu);
+}
+
+static void on_exit_loop(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
+    event_base_loopexit(t->base, NULL);
+}
+
+void http_stop(void)
+{
+    for (int i = 0; i < g_http_n; i++)
+        if (g_http[i].started)
+            event_base_once(g_http[i].base, -1, EV_TIMEOUT, on_exit_loop, &g_http[i], NULL);
+    for (int i = 0; i < g_http_n; i++) {
+        if (g_http[i].started)
+            pthread_join(g_http[i].thread, NULL);
+        g_http[i].started = false;
+    }
+}
+
+void http_free(void)
+{
+    for (int i = 0; i < g_http_n; i++) {
+        http_thread_t *t = &g_http[i];
+        if (t->inbox_ev) {
+            mq_node_t *n = mq_take_all(&t->inbox);
+            while (n) {
+                mq_node_t *next = n->next;
+                hmsg_free((hmsg_t *)n);
+                n = next;
+            }
+            event_free(t->inbox_ev);
+            mq_destroy(&t->inbox);
+        }
+        if (t->http)
+            evhttp_free(t->http);
+        else if (t->fd >= 0)
+            close(t->fd);
+        ptrmap_free(&t->links); /* evhttp_free ran every connection's close callback */
+        for (uint32_t j = 0; j < t->nfresh; j++)
+            bufferevent_decref(t->fresh[j]); /* accepted as the loop ended: freed by evhttp_free */
+        free(t->fresh);
+        if (t->fresh_ev)
+            event_free(t->fresh_ev);
+        if (t->base)
+            event_base_free(t->base);
+        free(t->slots);
+        free(t->gens);
+        free(t->free_slots);
+    }
+    free(g_http);
+    g_http = NULL;
+    g_http_n = 0;
+    hostcheck_free(&g_hostcheck);
+}
+
