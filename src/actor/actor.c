@@ -433,7 +433,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     case WM_TOOL_ABANDON:
     case WM_TOOL_STATE:
     case WM_TOOL_CLOSE: {
-        actor_t *a = m->job->actor;
+        actor_t *a = m->u.tool.job->actor;
         actor_handle_tool_msg(w, m);
         wmsg_free(m);
         if (a)
@@ -441,7 +441,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         return;
     }
     case WM_POST:
-        if (m->create) {
+        if (m->u.post.create) {
             worker_ops(w)->on_initialize(w, m);
             actor_t *a = worker_find_actor(w, m->sid);
             if (a)
@@ -461,7 +461,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     if (!a)
         a = actor_load(w, m->sid);
     bool from_client = m->type == WM_POST || m->type == WM_GET || m->type == WM_DELETE;
-    if (a && from_client && strcmp(a->auth_name, m->auth_name) != 0) {
+    if (a && from_client && strcmp(a->auth_name, m->u.client.auth_name) != 0) {
         /* a session belongs to the token that created it: to anyone else it does not exist */
         log_debug("session %.8s: request from another token refused as unknown", a->sid);
         worker_note_activity(w, a);
@@ -470,7 +470,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     if (!a) {
         worker_take_recover_mark(w, m->sid); /* never stored, or deleted: nothing to recover */
         if (m->type != WM_ALARM && m->type != WM_RECOVER)
-            actor_reply_error(w, m->conn, m->type == WM_POST ? jsonrpc_request_id(m->body) : NULL,
+            actor_reply_error(w, m->u.client.conn, m->type == WM_POST ? jsonrpc_request_id(m->u.post.body) : NULL,
                               404, MCP_ERR_SESSION_NOT_FOUND, "Session not found");
         wmsg_free(m);
         return;
@@ -487,7 +487,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         actor_handle_get(a, m);
         break;
     case WM_DELETE: {
-        conn_ref_t conn = m->conn;
+        conn_ref_t conn = m->u.client.conn;
         actor_delete(a);
         actor_reply(w, conn, 200, NULL, NULL);
         alive = false;
@@ -497,10 +497,10 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         actor_handle_conn_closed(a, m);
         break;
     case WM_ALARM:
-        alive = actor_on_alarm(a, m->alarm_due);
+        alive = actor_on_alarm(a, m->u.alarm.due);
         break;
     case WM_RECOVER:
-        actor_recover(a, m->payload,
+        actor_recover(a, m->u.recover.list,
                       "The server restarted while this request was in flight; its result is "
                       "lost. Send the request again.");
         break;

@@ -46,7 +46,7 @@ static void dispatch_one(void *arg, int64_t due, const char *sid)
     (void)arg;
     wmsg_t *m = wmsg_new(WM_ALARM);
     memcpy(m->sid, sid, SESSION_ID_LEN + 1);
-    m->alarm_due = due;
+    m->u.alarm.due = due;
     worker_push(worker_for_session(m->sid), m);
 }
 

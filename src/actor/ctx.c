@@ -100,7 +100,7 @@ static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms, bool until_answe
     j->reply_ready = false;
     j->reply = NULL;
     j->reply_err[0] = '\0';
-    m->wait_seq = ++j->wait_seq;
+    m->u.tool.wait_seq = ++j->wait_seq;
     pthread_mutex_unlock(&j->mu);
 
     worker_deliver(j->w, m, j->inline_mode);
@@ -139,7 +139,7 @@ static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms, bool until_answe
     pthread_mutex_unlock(&j->mu);
     if (gave_up && is_request && !j->inline_mode) {
         wmsg_t *ab = wmsg_new(WM_TOOL_ABANDON);
-        ab->job = j;
+        ab->u.tool.job = j;
         worker_deliver(j->w, ab, false);
     }
     return reply;
@@ -225,9 +225,9 @@ static int send_out(mcpd_ctx_t *ctx, mcpd_target_t target, json_t *msg)
         atomic_fetch_add(&ctx->out_inflight, 1);
     }
     wmsg_t *m = wmsg_new(WM_TOOL_OUT);
-    m->job = ctx;
-    m->payload = msg;
-    m->target = (int)target;
+    m->u.tool.job = ctx;
+    m->u.tool.payload = msg;
+    m->u.tool.target = (int)target;
     worker_deliver(ctx->w, m, ctx->inline_mode);
     return 0;
 }
@@ -314,12 +314,12 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
         return NULL;
     }
     wmsg_t *m = wmsg_new(WM_TOOL_REQ);
-    m->job = ctx;
-    m->target = (int)target;
-    m->payload = json_object();
-    json_object_set_new(m->payload, "method", json_string(method));
+    m->u.tool.job = ctx;
+    m->u.tool.target = (int)target;
+    m->u.tool.payload = json_object();
+    json_object_set_new(m->u.tool.payload, "method", json_string(method));
     if (params)
-        json_object_set_new(m->payload, "params", params);
+        json_object_set_new(m->u.tool.payload, "params", params);
     long wait = timeout_ms > 0 ? timeout_ms : (long)g_cfg.request_timeout_ms;
     return send_and_wait(ctx, m, wait, false);
 }
@@ -340,7 +340,7 @@ int mcpd_ctx_close_stream(mcpd_ctx_t *ctx)
         return -ENOTSUP;
     }
     wmsg_t *m = wmsg_new(WM_TOOL_CLOSE);
-    m->job = ctx;
+    m->u.tool.job = ctx;
     worker_deliver(ctx->w, m, false);
     return 0;
 }
@@ -376,7 +376,7 @@ static json_t *state_op(mcpd_ctx_t *ctx, state_op_t op, const char *key, json_t 
     ctx->state_fn = fn;
     ctx->state_arg = arg;
     wmsg_t *m = wmsg_new(WM_TOOL_STATE);
-    m->job = ctx;
+    m->u.tool.job = ctx;
     return send_and_wait(ctx, m, -1, true);
 }
 

@@ -8,6 +8,8 @@ wmsg_t *wmsg_new(wmsg_type_t type)
 {
     wmsg_t *m = xcalloc(1, sizeof *m);
     m->type = type;
+    if (type == WM_POST)
+        m->u.post.kinds = m->u.post.kinds_inline;
     return m;
 }
 
@@ -15,8 +17,22 @@ void wmsg_free(wmsg_t *m)
 {
     if (!m)
         return;
-    json_decref(m->body);
-    json_decref(m->payload);
+    switch (m->type) {
+    case WM_POST:
+        json_decref(m->u.post.body);
+        if (m->u.post.kinds != m->u.post.kinds_inline)
+            free(m->u.post.kinds);
+        break;
+    case WM_TOOL_OUT:
+    case WM_TOOL_REQ:
+        json_decref(m->u.tool.payload);
+        break;
+    case WM_RECOVER:
+        json_decref(m->u.recover.list);
+        break;
+    default:
+        break;
+    }
     free(m);
 }
 

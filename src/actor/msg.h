@@ -32,42 +32,74 @@ static inline bool conn_ref_eq(conn_ref_t a, conn_ref_t b)
 struct mcpd_ctx;
 
 typedef enum {
-    WM_POST = 1,     /* body: parsed JSON-RPC message or batch (owned) */
+    WM_POST = 1,     /* a POST for a session (or an initialize that makes one) */
     WM_GET,          /* open or resume a stream */
     WM_DELETE,       /* end the session */
-    WM_CONN_CLOSED,  /* the client closed conn (an SSE stream of stream `stream`) */
-    WM_TOOL_OUT,     /* a tool's notification: payload, target */
-    WM_TOOL_REQ,     /* a tool's server->client request: method in payload, answer via job */
-    WM_TOOL_ABANDON, /* the tool stopped waiting for server request `req_num` */
-    WM_TOOL_STATE,   /* a tool's state get/put/update, answer via job */
+    WM_CONN_CLOSED,  /* the client closed the connection of an SSE stream */
+    WM_TOOL_OUT,     /* a tool's notification */
+    WM_TOOL_REQ,     /* a tool's server->client request, answered through the job */
+    WM_TOOL_ABANDON, /* the tool stopped waiting for its server->client request */
+    WM_TOOL_STATE,   /* a tool's state get/put/update, answered through the job */
     WM_TOOL_DONE,    /* the job finished: result or error in the job */
     WM_TOOL_CLOSE,   /* end the connection of the job's call stream; the call goes on */
-    WM_ALARM,        /* the session's alarm at alarm_due is due */
+    WM_ALARM,        /* the session's alarm is due */
     WM_RECOVER,      /* startup: these requests were in flight when the process died */
 } wmsg_type_t;
 
+/* What every message from a client carries (POST, GET, DELETE). */
+typedef struct wm_client {
+    conn_ref_t conn;           /* the connection to answer on */
+    int64_t recv_us;           /* when the HTTP thread received it (monotonic) */
+    char auth_name[64];        /* the token name that sent it ("" without auth) */
+    char proto_hdr[32];        /* MCP-Protocol-Version header ("" when absent) */
+} wm_client_t;
+
+/* Messages to a worker. The sender fills the header and the member of the union its type
+ * names, pushes it and keeps nothing: from then on the message and everything it owns belong
+ * to the receiving worker, which frees it with wmsg_free. "owned" below: freed with the
+ * message; "borrowed": it points into something that outlives the message. */
 typedef struct wmsg {
     mq_node_t link;
     wmsg_type_t type;
     bool counted;              /* counted against the session's mailbox bound */
-    int64_t recv_us;           /* when the HTTP thread received it (monotonic), 0 = internal */
-    char sid[SESSION_ID_LEN + 1];
-    conn_ref_t conn;
-    json_t *body;              /* WM_POST */
-    char proto_hdr[32];        /* MCP-Protocol-Version header ("" when absent) */
-    bool create;               /* WM_POST: initialize, with a fresh session id in sid */
-    bool has_last_event_id;    /* WM_GET */
-    uint32_t resume_tag;
-    uint64_t resume_stream, resume_seq;
-    uint64_t stream;           /* WM_CONN_CLOSED */
-    char auth_name[64];        /* the token name that sent it ("" without auth) */
-    struct mcpd_ctx *job;         /* WM_TOOL_* */
-    json_t *payload;           /* WM_TOOL_OUT / WM_TOOL_REQ: the message (owned);
-                                  WM_RECOVER: [[stream, request id], ...] */
-    int target;                /* mcpd_target_t */
-    uint64_t req_num;          /* WM_TOOL_ABANDON */
-    uint32_t wait_seq;         /* WM_TOOL_REQ / WM_TOOL_STATE: the job's wait it belongs to */
-    int64_t alarm_due;         /* WM_ALARM */
+    char sid[SESSION_ID_LEN + 1]; /* the session it is for */
+    union {
+        wm_client_t client;    /* the common first member of post, get and del */
+        struct {               /* WM_POST */
+            wm_client_t c;
+            json_t *body;      /* owned: the parsed message or batch */
+            size_t n;          /* messages in it (1 unless a batch) */
+            signed char *kinds; /* jr_kind_t of each, classified once by the HTTP thread:
+                                   points at kinds_inline, or owned when n > 16 */
+            signed char kinds_inline[16];
+            bool create;       /* initialize: sid is the new session's fresh id */
+        } post;
+        struct {               /* WM_GET */
+            wm_client_t c;
+            bool resume;       /* Last-Event-ID was given: tag, stream, seq */
+            uint32_t tag;
+            uint64_t stream, seq;
+        } get;
+        struct {               /* WM_DELETE */
+            wm_client_t c;
+        } del;
+        struct {               /* WM_CONN_CLOSED */
+            conn_ref_t conn;
+            uint64_t stream;   /* the stream the connection carried */
+        } closed;
+        struct {               /* WM_TOOL_* */
+            struct mcpd_ctx *job; /* borrowed: the worker frees it at WM_TOOL_DONE */
+            json_t *payload;   /* owned: TOOL_OUT the message, TOOL_REQ {method, params} */
+            int target;        /* TOOL_OUT, TOOL_REQ: mcpd_target_t */
+            uint32_t wait_seq; /* TOOL_REQ, TOOL_STATE: the job's wait it answers */
+        } tool;
+        struct {               /* WM_ALARM */
+            int64_t due;       /* the due time the scheduler saw */
+        } alarm;
+        struct {               /* WM_RECOVER */
+            json_t *list;      /* owned: [[stream, request id], ...] */
+        } recover;
+    } u;
 } wmsg_t;
 
 wmsg_t *wmsg_new(wmsg_type_t type);

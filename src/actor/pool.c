@@ -39,7 +39,7 @@ static void *pool_main(void *arg)
         pthread_mutex_unlock(&P.mu);
         job_run(j);
         wmsg_t *m = wmsg_new(WM_TOOL_DONE);
-        m->job = j;
+        m->u.tool.job = j;
         worker_push(j->w, m); /* the job belongs to the worker from here on */
     }
     return NULL;
@@ -66,7 +66,7 @@ void pool_submit(job_t *j)
         pthread_mutex_unlock(&P.mu);
         mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the server is shutting down");
         wmsg_t *m = wmsg_new(WM_TOOL_DONE);
-        m->job = j;
+        m->u.tool.job = j;
         worker_push(j->w, m);
         return;
     }

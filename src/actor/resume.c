@@ -87,12 +87,12 @@ static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
 
 static void resume(actor_t *a, wmsg_t *m)
 {
-    if (m->resume_tag != a->tag) {
-        actor_reply_error(a->w, m->conn, NULL, 404, MCP_ERR_BAD_REQUEST,
+    if (m->u.get.tag != a->tag) {
+        actor_reply_error(a->w, m->u.client.conn, NULL, 404, MCP_ERR_BAD_REQUEST,
                           "Last-Event-ID does not name a stream of this session");
         return;
     }
-    uint64_t num = m->resume_stream;
+    uint64_t num = m->u.get.stream;
     stream_t *s = num == STREAM_GET ? actor_get_stream(a, false) : actor_find_stream(a, num);
     bool finished = false;
     if (!s && num != STREAM_GET) {
@@ -101,12 +101,12 @@ static void resume(actor_t *a, wmsg_t *m)
             finished = true; /* not live: every response was written (or the process restarted) */
             json_decref(r.req_ids);
         } else {
-            actor_reply_error(a->w, m->conn, NULL, 404, MCP_ERR_BAD_REQUEST,
+            actor_reply_error(a->w, m->u.client.conn, NULL, 404, MCP_ERR_BAD_REQUEST,
                               "Last-Event-ID names a stream this session does not have");
             return;
         }
     } else if (!s || !s->sse) {
-        actor_reply_error(a->w, m->conn, NULL, 404, MCP_ERR_BAD_REQUEST,
+        actor_reply_error(a->w, m->u.client.conn, NULL, 404, MCP_ERR_BAD_REQUEST,
                           "Last-Event-ID names a stream this session does not have");
         return;
     }
@@ -116,40 +116,40 @@ static void resume(actor_t *a, wmsg_t *m)
          * fresh id here, ahead of the replay, would make a drop before the first replayed
          * event skip the whole replay on the next resume. */
         char eid[EVENT_ID_MAX];
-        event_id_format(eid, a->tag, num, m->resume_seq);
+        event_id_format(eid, a->tag, num, m->u.get.seq);
         sse_frame_retry(&b, g_cfg.retry_ms);
         sse_frame_event(&b, eid, "", 0);
     }
-    long n = replay_after(a, num, m->resume_seq, &b);
+    long n = replay_after(a, num, m->u.get.seq, &b);
     log_debug("session %.8s: resumed stream %llu after %llu, %ld events replayed", a->sid,
-              (unsigned long long)num, (unsigned long long)m->resume_seq, n);
+              (unsigned long long)num, (unsigned long long)m->u.get.seq, n);
     if (finished) {
-        stream_t tmp = {.num = num, .conn = m->conn};
+        stream_t tmp = {.num = num, .conn = m->u.client.conn};
         actor_send_sse_start(a, &tmp, &b, false);
-        actor_send_sse_end(a, m->conn, num);
+        actor_send_sse_end(a, m->u.client.conn, num);
         buf_free(&b);
         return;
     }
     /* the connection takes the stream over; an older connection on it is ended */
-    if (s->conn.gen && !conn_ref_eq(s->conn, m->conn))
+    if (s->conn.gen && !conn_ref_eq(s->conn, m->u.client.conn))
         actor_send_sse_end(a, s->conn, s->num);
-    s->conn = m->conn;
+    s->conn = m->u.client.conn;
     actor_send_sse_start(a, s, &b, num != STREAM_GET || !g_cfg.event_store);
     buf_free(&b);
 }
 
 void actor_handle_get(actor_t *a, wmsg_t *m)
 {
-    if (m->has_last_event_id)
+    if (m->u.get.resume)
         resume(a, m);
     else
-        open_standalone(a, m->conn);
+        open_standalone(a, m->u.client.conn);
 }
 
 void actor_handle_conn_closed(actor_t *a, wmsg_t *m)
 {
-    stream_t *s = actor_find_stream(a, m->stream);
-    if (s && conn_ref_eq(s->conn, m->conn))
+    stream_t *s = actor_find_stream(a, m->u.closed.stream);
+    if (s && conn_ref_eq(s->conn, m->u.closed.conn))
         s->conn.gen = 0;
 }
 

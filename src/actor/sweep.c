@@ -283,7 +283,7 @@ static void recover_session(void *arg, const char *sid, json_t *list)
     (void)arg;
     wmsg_t *m = wmsg_new(WM_RECOVER);
     memcpy(m->sid, sid, SESSION_ID_LEN + 1);
-    m->payload = list; /* handed over whole: main keeps no part of it */
+    m->u.recover.list = list; /* handed over whole: main keeps no part of it */
     worker_push(worker_for_session(m->sid), m);
 }
 

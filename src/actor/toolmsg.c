@@ -80,33 +80,33 @@ static stream_t *single_active_post(actor_t *a, int *count)
 
 static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
 {
-    const char *method = json_string_value(json_object_get(m->payload, "method"));
+    const char *method = json_string_value(json_object_get(m->u.tool.payload, "method"));
     if (atomic_load(&j->cancelled)) {
         /* the call was cancelled (or the server is stopping): nothing goes to the client */
-        job_reply(j, m->wait_seq, NULL, "the call was cancelled");
+        job_reply(j, m->u.tool.wait_seq, NULL, "the call was cancelled");
         return;
     }
     if (j->inline_mode) {
-        job_reply(j, m->wait_seq, NULL, "a non-blocking tool cannot send requests to the client");
+        job_reply(j, m->u.tool.wait_seq, NULL, "a non-blocking tool cannot send requests to the client");
         return;
     }
     if (strcmp(method, "elicitation/create") == 0 && !a->proto->elicitation) {
         char why[160];
         snprintf(why, sizeof why, "elicitation does not exist in protocol version %s",
                  a->proto->version);
-        job_reply(j, m->wait_seq, NULL, why);
+        job_reply(j, m->u.tool.wait_seq, NULL, why);
         return;
     }
     const char *cap = capability_for(method);
     if (cap && !json_object_get(a->client_caps, cap)) {
         char why[160];
         snprintf(why, sizeof why, "the client did not declare the %s capability", cap);
-        job_reply(j, m->wait_seq, NULL, why);
+        job_reply(j, m->u.tool.wait_seq, NULL, why);
         return;
     }
     stream_t *route = NULL;
     bool json_only = g_cfg.response_mode == RESPONSE_JSON;
-    if (m->target == MCPD_TARGET_REQUEST && j->call && !json_only) {
+    if (m->u.tool.target == MCPD_TARGET_REQUEST && j->call && !json_only) {
         route = j->call->stream;
     } else {
         stream_t *g = actor_get_stream(a, false);
@@ -121,7 +121,7 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
                      "no stream can carry %s: the standalone GET stream is not open and %d "
                      "POST streams are active",
                      method, n);
-            job_reply(j, m->wait_seq, NULL, why);
+            job_reply(j, m->u.tool.wait_seq, NULL, why);
             return;
         }
     }
@@ -129,20 +129,20 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
     p->num = a->next_req_num++;
     actor_persist_meta(a); /* the counter goes to the store with this turn's events */
     p->job = j;
-    p->wait_seq = m->wait_seq;
+    p->wait_seq = m->u.tool.wait_seq;
     p->next = a->pending;
     a->pending = p;
     json_t *req = json_object();
     json_object_set_new(req, "jsonrpc", json_string("2.0"));
     json_object_set_new(req, "id", json_integer((json_int_t)p->num));
-    json_object_update(req, m->payload);
+    json_object_update(req, m->u.tool.payload);
     actor_stream_send(a, route, req);
 }
 
 static void handle_tool_out(actor_t *a, job_t *j, wmsg_t *m)
 {
-    json_t *msg = m->payload;
-    m->payload = NULL;
+    json_t *msg = m->u.tool.payload;
+    m->u.tool.payload = NULL;
     const char *method = json_string_value(json_object_get(msg, "method"));
     if (method && strcmp(method, "notifications/message") == 0) {
         const char *lvl = json_string_value(json_object_get(json_object_get(msg, "params"), "level"));
@@ -151,7 +151,7 @@ static void handle_tool_out(actor_t *a, job_t *j, wmsg_t *m)
             return;
         }
     }
-    if (m->target == MCPD_TARGET_SESSION) {
+    if (m->u.tool.target == MCPD_TARGET_SESSION) {
         actor_send_session(a, msg);
     } else if (j->call) {
         actor_stream_send(a, j->call->stream, msg);
@@ -176,7 +176,7 @@ static void handle_tool_close(actor_t *a, job_t *j)
 static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
 {
     if (strlen(j->state_key) > 200 || !*j->state_key) {
-        job_reply(j, m->wait_seq, NULL, "bad state key");
+        job_reply(j, m->u.tool.wait_seq, NULL, "bad state key");
         return;
     }
     json_t *cur = NULL;
@@ -192,7 +192,7 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
     json_t *out = NULL;
     switch (j->state_op) {
     case STATE_GET:
-        job_reply(j, m->wait_seq, cur ? cur : json_null(), NULL);
+        job_reply(j, m->u.tool.wait_seq, cur ? cur : json_null(), NULL);
         return;
     case STATE_PUT:
         out = j->state_value;
@@ -220,13 +220,13 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
      * inline handler is waiting on this very thread, so its write is committed now. */
     if (j->inline_mode) {
         if (worker_commit(a->w) == 0)
-            job_reply(j, m->wait_seq, answer, NULL);
+            job_reply(j, m->u.tool.wait_seq, answer, NULL);
         else {
             json_decref(answer);
-            job_reply(j, m->wait_seq, NULL, REFUSE_MESSAGE);
+            job_reply(j, m->u.tool.wait_seq, NULL, REFUSE_MESSAGE);
         }
     } else {
-        worker_defer_reply(a->w, j, m->wait_seq, answer);
+        worker_defer_reply(a->w, j, m->u.tool.wait_seq, answer);
     }
 }
 
@@ -290,7 +290,7 @@ void actor_release_queued_jobs(actor_t *a)
 
 void actor_handle_tool_msg(worker_t *w, wmsg_t *m)
 {
-    job_t *j = m->job;
+    job_t *j = m->u.tool.job;
     actor_t *a = j->actor;
     switch (m->type) {
     case WM_TOOL_DONE:
@@ -316,7 +316,7 @@ void actor_handle_tool_msg(worker_t *w, wmsg_t *m)
         if (a)
             handle_tool_req(a, j, m);
         else
-            job_reply(j, m->wait_seq, NULL, "the session has ended");
+            job_reply(j, m->u.tool.wait_seq, NULL, "the session has ended");
         break;
     case WM_TOOL_ABANDON:
         if (a)
@@ -330,7 +330,7 @@ void actor_handle_tool_msg(worker_t *w, wmsg_t *m)
         if (a)
             handle_tool_state(a, j, m);
         else
-            job_reply(j, m->wait_seq, NULL, "the session has ended");
+            job_reply(j, m->u.tool.wait_seq, NULL, "the session has ended");
         break;
     default:
         break;

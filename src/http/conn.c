@@ -153,8 +153,8 @@ void http_notify_closed(hconn_t *c)
 {
     wmsg_t *m = wmsg_new(WM_CONN_CLOSED);
     memcpy(m->sid, c->sid, SESSION_ID_LEN + 1);
-    m->conn = http_ref_of(c);
-    m->stream = c->stream;
+    m->u.closed.conn = http_ref_of(c);
+    m->u.closed.stream = c->stream;
     worker_push(worker_for_session(c->sid), m);
 }
 

@@ -185,11 +185,11 @@ static bool check_version_header(struct evhttp_request *req, const json_t *id, c
 }
 
 /* Queues m for its session's worker, or answers 503 when the session's mailbox is full. id:
- * the request's id (borrowed from m->body), NULL for none. */
+ * the request's id (borrowed from m->u.post.body), NULL for none. */
 static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
                    const char *who, hlink_t *link)
 {
-    snprintf(m->auth_name, sizeof m->auth_name, "%s", who);
+    snprintf(m->u.client.auth_name, sizeof m->u.client.auth_name, "%s", who);
     worker_t *w = worker_for_session(m->sid);
     if (!worker_admit(w, m)) {
         char msg[160];
@@ -203,8 +203,8 @@ static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, cons
     hconn_t *c = http_hconn_new(t, req, link);
     memcpy(c->sid, m->sid, SESSION_ID_LEN + 1);
     c->id = id ? json_deep_copy(id) : NULL;
-    m->conn = http_ref_of(c);
-    m->recv_us = now_mono_us();
+    m->u.client.conn = http_ref_of(c);
+    m->u.client.recv_us = now_mono_us();
     worker_push(w, m);
 }
 
@@ -249,6 +249,25 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
 }
 
 /* b->json moves to the message when the request is submitted (b->json is then NULL). */
+/* The kind of each message of the body travels with it: the actor does not classify again. */
+static void classify_into(wmsg_t *m, const pbody_t *b)
+{
+    json_t *body = m->u.post.body;
+    if (!json_is_array(body)) {
+        m->u.post.n = 1;
+        m->u.post.kinds[0] = (signed char)b->kind;
+        return;
+    }
+    size_t n = json_array_size(body);
+    m->u.post.n = n;
+    if (n > sizeof m->u.post.kinds_inline)
+        m->u.post.kinds = xmalloc(n);
+    for (size_t i = 0; i < n; i++) {
+        const char *why;
+        m->u.post.kinds[i] = (signed char)jsonrpc_classify(json_array_get(body, i), &why);
+    }
+}
+
 static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
                         const char *who, hlink_t *link, pbody_t *b)
 {
@@ -298,16 +317,17 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
             wmsg_free(m);
             return;
         }
-        m->create = true;
+        m->u.post.create = true;
     } else {
-        if (!check_session_header(req, id, sid) || !check_version_header(req, id, h, m->proto_hdr)) {
+        if (!check_session_header(req, id, sid) || !check_version_header(req, id, h, m->u.client.proto_hdr)) {
             wmsg_free(m);
             return;
         }
         memcpy(m->sid, sid, SESSION_ID_LEN + 1);
     }
-    m->body = b->json; /* ownership moves to the actor with the message */
+    m->u.post.body = b->json; /* ownership moves to the actor with the message */
     b->json = NULL;
+    classify_into(m, b);
     submit(t, req, m, id, who, link);
 }
 
@@ -321,7 +341,7 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
     }
     const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_GET);
-    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->proto_hdr)) {
+    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);
         return;
     }
@@ -335,14 +355,14 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
             wmsg_free(m);
             return;
         }
-        if (event_id_parse(last, &m->resume_tag, &m->resume_stream, &m->resume_seq) != 0) {
+        if (event_id_parse(last, &m->u.get.tag, &m->u.get.stream, &m->u.get.seq) != 0) {
             http_reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST,
                         "Bad Request: malformed Last-Event-ID (expected <streamId>:<16 hex digits>)",
                         NULL);
             wmsg_free(m);
             return;
         }
-        m->has_last_event_id = true;
+        m->u.get.resume = true;
     }
     submit(t, req, m, NULL, who, link);
 }
@@ -352,7 +372,7 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rh
 {
     const char *sid = h->session_id;
     wmsg_t *m = wmsg_new(WM_DELETE);
-    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->proto_hdr)) {
+    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);
         return;
     }

@@ -84,8 +84,8 @@ static void mcp_job_done(actor_t *a, job_t *j);
 
 static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
 {
-    json_t *params = json_object_get(m->body, "params");
-    json_t *id = json_object_get(m->body, "id");
+    json_t *params = json_object_get(m->u.post.body, "params");
+    json_t *id = json_object_get(m->u.post.body, "id");
     json_t *pv = json_object_get(params, "protocolVersion");
     json_t *caps = json_object_get(params, "capabilities");
     json_t *info = json_object_get(params, "clientInfo");
@@ -102,14 +102,14 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
          * an unbounded clientInfo would make each of those writes that large */
         bad = "params.capabilities and params.clientInfo together take more than 65536 bytes";
     if (bad) {
-        actor_reply(w, m->conn, 400, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, bad, NULL), NULL);
+        actor_reply(w, m->u.client.conn, 400, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, bad, NULL), NULL);
         return;
     }
     actor_t *a = actor_create(w, m->sid);
     a->proto = proto_negotiate(jsonrpc_cstr(pv)); /* one holding U+0000 is unknown: the latest */
     a->client_caps = caps ? json_incref(caps) : json_object();
     a->client_info = info ? json_incref(info) : NULL;
-    snprintf(a->auth_name, sizeof a->auth_name, "%s", m->auth_name);
+    snprintf(a->auth_name, sizeof a->auth_name, "%s", m->u.client.auth_name);
     /* every session holds one alarm while it exists: at the latest, its own expiry */
     actor_alarm_set(a, a->created_ms + g_cfg.session_ttl_s * 1000); /* persists the metadata */
     STAT_INC(sessions_created_total);
@@ -118,13 +118,13 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     log_info("session %.8s created: protocol %s, client %s", a->sid, a->proto->version,
              json_string_value(json_object_get(info, "name")) ? json_string_value(json_object_get(info, "name")) : "?");
 
-    stream_t *s = actor_new_post_stream(a, m->conn);
+    stream_t *s = actor_new_post_stream(a, m->u.client.conn);
     s->session_header = true;
     s->outstanding = 1;
     s->dispatching = true;
     call_t *c = actor_add_call(a, s, id, SM_initialize);
-    if (m->recv_us)
-        c->started_us = m->recv_us;
+    if (m->u.client.recv_us)
+        c->started_us = m->u.client.recv_us;
     if (g_cfg.response_mode == RESPONSE_SSE)
         actor_stream_start_sse(a, s);
     json_t *result = json_object();
@@ -534,24 +534,23 @@ static void handle_response(actor_t *a, json_t *msg)
 
 static void mcp_handle_post(actor_t *a, wmsg_t *m)
 {
-    json_t *body = m->body;
+    json_t *body = m->u.post.body;
     bool batch = json_is_array(body);
     if (batch && !a->proto->batches) {
         char msg[160];
         snprintf(msg, sizeof msg, "Invalid Request: JSON-RPC batches are not supported in protocol version %s",
                  a->proto->version);
-        actor_reply_error(a->w, m->conn, NULL, 400, JSONRPC_INVALID_REQUEST, msg); /* a batch: no id */
+        actor_reply_error(a->w, m->u.client.conn, NULL, 400, JSONRPC_INVALID_REQUEST, msg); /* a batch: no id */
         return;
     }
-    size_t n = batch ? json_array_size(body) : 1;
+    size_t n = m->u.post.n;
     int requests = 0;
-    /* the HTTP thread validated every message; here only their kind matters, classified once */
-    jr_kind_t kinds_small[16];
-    jr_kind_t *kinds = n <= 16 ? kinds_small : xmalloc(n * sizeof *kinds);
+    /* the HTTP thread validated every message and classified it once: the kind travels with
+     * the message */
+    const signed char *kinds = m->u.post.kinds;
     for (size_t i = 0; i < n; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
-        const char *why;
-        jr_kind_t k = kinds[i] = jsonrpc_classify(msg, &why);
+        jr_kind_t k = (jr_kind_t)kinds[i];
         if (k == JR_REQUEST || k == JR_INVALID) /* an invalid batch item gets an error answer */
             requests++;
         else if (k == JR_NOTIFICATION)
@@ -560,8 +559,8 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
             handle_response(a, msg);
     }
     if (requests == 0) {
-        actor_reply(a->w, m->conn, 202, NULL, NULL);
-        goto out;
+        actor_reply(a->w, m->u.client.conn, 202, NULL, NULL);
+        return;
     }
     /* every request of a batch counts: a batch is no way around the limit */
     int in_flight = actor_requests_in_flight(a);
@@ -572,10 +571,10 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
                  "carries %d; the limit is %lld (--max-streams); retry when one finishes",
                  in_flight, requests, (long long)g_cfg.max_streams);
         STAT_INC(limit_refusals_total);
-        actor_reply_retry(a->w, m->conn, jsonrpc_request_id(body), 429, msg, "1");
-        goto out;
+        actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(body), 429, msg, "1");
+        return;
     }
-    stream_t *s = actor_new_post_stream(a, m->conn);
+    stream_t *s = actor_new_post_stream(a, m->u.client.conn);
     s->batch = batch;
     s->outstanding = requests;
     s->dispatching = true;
@@ -593,8 +592,8 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
             /* a method name holding U+0000 is "other": unknown, never the method it starts with */
             const char *method = jsonrpc_cstr(json_object_get(msg, "method"));
             calls[i] = actor_add_call(a, s, json_object_get(msg, "id"), stats_method_of(method));
-            if (m->recv_us)
-                calls[i]->started_us = m->recv_us; /* latency counts from receipt, queueing included */
+            if (m->u.client.recv_us)
+                calls[i]->started_us = m->u.client.recv_us; /* latency counts from receipt, queueing included */
         }
     }
     if (g_cfg.response_mode == RESPONSE_SSE)
@@ -619,9 +618,6 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
     s->dispatching = false;
     if (!actor_stream_settle(a, s))
         actor_stream_arm_window(a, s);
-out:
-    if (kinds != kinds_small)
-        free(kinds);
 }
 
 /* ---- job results ---- */
