@@ -28,9 +28,12 @@
 
 #define MBOX_SHARDS 4096
 #define TRIM_AFTER_HIBERNATIONS 256
-/* A turn that handled this many messages, or committed this many bytes, was a burst: once the
- * worker has had no such turn for TRIM_QUIET_MS, free heap pages go back to the kernel. */
-#define BURST_MESSAGES 512
+/* Once the worker has handled this many messages, or committed this many bytes, since the
+ * last trim, it was a burst: when it has been quiet for TRIM_QUIET_MS, free heap pages go back
+ * to the kernel. Counted across turns: backpressure keeps a burst's turns small (a handler has
+ * at most JOB_OUT_MAX messages in flight), and actors on the HTTP threads take many more,
+ * smaller turns. */
+#define BURST_MESSAGES 4096
 #define BURST_BYTES (4u << 20)
 #define TRIM_QUIET_MS 1000
 
@@ -69,6 +72,8 @@ struct worker {
     long hibernated_since_trim;
     struct event *trim_timer; /* one-shot, armed only after a burst */
     long turn_messages;
+    long burst_messages;    /* since the last trim */
+    size_t burst_bytes;
     bool colocated;        /* runs on an HTTP thread's event_base, no thread of its own */
     /* a failed turn (see worker_commit): what it must undo */
     bool turn_failed;
@@ -83,6 +88,7 @@ struct worker {
 
 static worker_t *W;
 static int NW;
+static _Thread_local worker_t *t_current; /* worker_current() */
 static store_t *STORE;
 static const actor_ops_t *OPS;
 static frame_sink_fn SINK;
@@ -102,6 +108,23 @@ int worker_count(void)
     return NW;
 }
 
+worker_t *worker_current(void)
+{
+    return t_current;
+}
+
+worker_t *worker_enter(worker_t *w)
+{
+    worker_t *prev = t_current;
+    t_current = w;
+    return prev;
+}
+
+void worker_leave(worker_t *prev)
+{
+    t_current = prev;
+}
+
 const actor_ops_t *worker_ops(const worker_t *w)
 {
     (void)w;
@@ -116,6 +139,7 @@ store_t *worker_store(worker_t *w)
 
 store_batch_t *worker_batch(worker_t *w)
 {
+    ASSERT_OWNER(w);
     return w->batch;
 }
 
@@ -350,21 +374,27 @@ void worker_deliver(worker_t *w, wmsg_t *m, bool now)
  * has no timer armed. */
 static void on_trim_timer(evutil_socket_t fd, short what, void *arg)
 {
+    worker_t *w = arg;
     STAT_INC(timer_wakeups_total);
+    w->burst_messages = 0;
+    w->burst_bytes = 0;
     malloc_trim(0);
 }
 
 static void note_burst(worker_t *w, size_t batch_bytes)
 {
-    if (w->turn_messages < BURST_MESSAGES && batch_bytes < BURST_BYTES)
+    w->burst_messages += w->turn_messages;
+    w->burst_bytes += batch_bytes;
+    if (w->burst_messages < BURST_MESSAGES && w->burst_bytes < BURST_BYTES)
         return;
     struct timeval tv = {TRIM_QUIET_MS / 1000, (TRIM_QUIET_MS % 1000) * 1000};
-    evtimer_add(w->trim_timer, &tv);
+    evtimer_add(w->trim_timer, &tv); /* pushed back by every further turn of the burst */
 }
 
 static void on_inbox(evutil_socket_t fd, short what, void *arg)
 {
     worker_t *w = arg;
+    worker_t *prev = worker_enter(w);
     mq_node_t *n = mq_take_all(&w->inbox);
     w->turn_messages = 0;
     while (n) {
@@ -375,6 +405,7 @@ static void on_inbox(evutil_socket_t fd, short what, void *arg)
     }
     note_burst(w, store_batch_bytes(w->batch));
     worker_turn_end(w);
+    worker_leave(prev);
     if (w->stop && atomic_load(&w->inbox.depth) == 0)
         event_base_loopbreak(w->base);
 }
@@ -443,6 +474,7 @@ void worker_note_activity(worker_t *w, struct actor *a)
 static void on_idle_timer(evutil_socket_t fd, short what, void *arg)
 {
     worker_t *w = arg;
+    worker_t *prev = worker_enter(w);
     STAT_INC(timer_wakeups_total);
     w->idle_armed_ms = 0;
     /* actors due within the slack go now too: one wakeup per slack window, not per actor */
@@ -464,6 +496,7 @@ static void on_idle_timer(evutil_socket_t fd, short what, void *arg)
         malloc_trim(0);
         w->hibernated_since_trim = 0;
     }
+    worker_leave(prev);
 }
 
 /* ---- actor table ---- */
@@ -551,9 +584,11 @@ static void *worker_main(void *arg)
     log_set_thread_name(name);
     event_base_dispatch(w->base);
     /* final drain: anything pushed after the loop stopped (late tool results) */
+    worker_t *prev = worker_enter(w);
     on_inbox(-1, 0, w);
     actor_destroy_all(w);
     worker_turn_end(w);
+    worker_leave(prev);
     return NULL;
 }
 
@@ -606,8 +641,10 @@ static int cancelled_workers;
 static void on_cancel_all(evutil_socket_t fd, short what, void *arg)
 {
     worker_t *w = arg;
+    worker_t *prev = worker_enter(w);
     actor_cancel_all_jobs(w);
     worker_turn_end(w);
+    worker_leave(prev);
     pthread_mutex_lock(&cancel_mu);
     cancelled_workers++;
     pthread_cond_broadcast(&cancel_cv);
@@ -652,9 +689,11 @@ void workers_stop(void)
         if (W[i].colocated) {
             /* the HTTP threads that ran it have exited: the final drain happens here, on the
              * only thread left, like worker_main's after its loop */
+            worker_t *prev = worker_enter(&W[i]);
             on_inbox(-1, 0, &W[i]);
             actor_destroy_all(&W[i]);
             worker_turn_end(&W[i]);
+            worker_leave(prev);
         } else {
             pthread_join(W[i].thread, NULL);
         }
