@@ -426,6 +426,7 @@ void actor_hibernate(actor_t *a)
 
 void actor_dispatch(worker_t *w, wmsg_t *m)
 {
+    ASSERT_OWNER(w);
     switch (m->type) {
     case WM_TOOL_DONE:
     case WM_TOOL_OUT:

@@ -322,10 +322,12 @@ static void on_window(evutil_socket_t fd, short what, void *arg)
 {
     stream_t *s = arg;
     worker_t *w = s->actor->w;
+    worker_t *prev = worker_enter(w);
     event_free(s->window);
     s->window = NULL;
     actor_stream_start_sse(s->actor, s);
     worker_turn_end(w);
+    worker_leave(prev);
 }
 
 void actor_stream_arm_window(actor_t *a, stream_t *s)
@@ -354,6 +356,7 @@ stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn)
 
 void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
 {
+    ASSERT_OWNER(a->w);
     if (s->num != STREAM_GET && !s->sse) {
         if (g_cfg.response_mode == RESPONSE_JSON) {
             /* a JSON-only POST cannot carry it: it becomes session-level */

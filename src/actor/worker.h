@@ -9,6 +9,7 @@
 #ifndef MCPD_ACTOR_WORKER_H
 #define MCPD_ACTOR_WORKER_H
 
+#include <assert.h>
 #include <stdbool.h>
 
 #include "actor/msg.h"
@@ -60,6 +61,15 @@ bool worker_admit(worker_t *w, wmsg_t *m);
 int worker_count(void);
 /* Live actors across workers (approximate, for stats). */
 long long workers_live_actors(void);
+
+/* The worker whose turn the calling thread runs now (NULL outside one). A callback on a
+ * worker's loop brackets its work with worker_enter/worker_leave (nesting restores the
+ * previous one). Debug builds assert it at the entry points (actor dispatch, stream send, the
+ * batch): only the owning worker touches an actor, its streams and its batch. */
+worker_t *worker_current(void);
+worker_t *worker_enter(worker_t *w);
+void worker_leave(worker_t *prev);
+#define ASSERT_OWNER(w) assert(worker_current() == (w) && "only the owning worker may touch this")
 
 /* The owning worker thread only. */
 const actor_ops_t *worker_ops(const worker_t *w);

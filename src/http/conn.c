@@ -20,6 +20,7 @@
 #include "wire/proto.h"
 #include "wire/sse.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -372,6 +373,7 @@ static void start_sse(hconn_t *c, hmsg_t *m)
 
 static void handle_hmsg(http_thread_t *t, hmsg_t *m)
 {
+    assert(g_http_self == t && "only its HTTP thread touches a connection");
     hconn_t *c = http_hconn_get(t, m->conn);
     if (!c)
         return; /* the connection is gone; the actor learns it from WM_CONN_CLOSED */

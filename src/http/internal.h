@@ -100,6 +100,9 @@ extern http_thread_t *g_http;
 extern int g_http_n;
 extern hostcheck_t g_hostcheck;
 extern atomic_llong g_http_admitted;
+/* The HTTP thread the calling thread is (NULL on any other): debug builds assert that only an
+ * HTTP thread handles its own connections' frames. */
+extern _Thread_local http_thread_t *g_http_self;
 
 /* conn.c */
 void http_send_reply(struct evhttp_request *req, int status, const char *ctype, const char *body,

@@ -35,6 +35,7 @@ http_thread_t *g_http;
 int g_http_n;
 hostcheck_t g_hostcheck;
 atomic_llong g_http_admitted;
+_Thread_local http_thread_t *g_http_self;
 
 /* ---- threads ---- */
 
@@ -107,6 +108,7 @@ static void *http_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "http%u", t->idx);
     log_set_thread_name(name);
+    g_http_self = t;
     event_base_dispatch(t->base);
     return NULL;
 }
