@@ -36,9 +36,9 @@ static json_t *stats_json(void)
 {
     json_t *o = json_object();
     json_object_set_new(o, "uptime_s", json_integer((now_mono_ms() - g_stats.started_ms) / 1000));
-    json_object_set_new(o, "sessions_live", json_integer(STAT_GET(sessions_live)));
-    json_object_set_new(o, "sessions_created_total", json_integer(STAT_GET(sessions_created_total)));
-    json_object_set_new(o, "sessions_deleted_total", json_integer(STAT_GET(sessions_deleted_total)));
+#define X(name, type, help) json_object_set_new(o, #name, json_integer(STAT_GET(name)));
+    STATS_SCALARS(X)
+#undef X
     json_t *req = json_object();
     for (int i = 0; i < SM__COUNT; i++) {
         long long v = atomic_load_explicit(&g_stats.requests_total[i], memory_order_relaxed);
@@ -59,30 +59,7 @@ static json_t *stats_json(void)
     json_object_set_new(o, "streams_open", json_pack("{s:I,s:I}", "post",
                                                      (json_int_t)STAT_GET(streams_open_post), "get",
                                                      (json_int_t)STAT_GET(streams_open_get)));
-#define NUM(name) json_object_set_new(o, #name, json_integer(STAT_GET(name)))
-    NUM(events_stored_total);
-    NUM(events_replayed_total);
-    NUM(events_evicted_total);
-    NUM(replay_gaps_total);
-    NUM(mailbox_depth_max);
-    NUM(mailbox_full_total);
-    NUM(sessions_stored);
-    NUM(connections_open);
-    NUM(limit_refusals_total);
-    NUM(log_trims_total);
-    NUM(tool_calls_total);
-    NUM(client_responses_unknown_total);
-    NUM(hibernations_total);
-    NUM(wakes_total);
-    NUM(alarms_pending);
-    NUM(sweeps_total);
-    NUM(streams_expired_total);
-    NUM(timer_wakeups_total);
-    NUM(store_write_batches_total);
-    NUM(store_errors_total);
-    NUM(turns_refused_total);
     json_object_set_new(o, "store_writable", json_boolean(store_writable(A.store)));
-#undef NUM
     json_object_set_new(o, "rss_bytes", json_integer(stats_rss_bytes()));
     json_t *rdb = json_object();
     json_object_set_new(rdb, "estimate_live_data_size_bytes",
@@ -157,35 +134,9 @@ static void metrics_text(struct evbuffer *b)
     metric_head(b, "streams_open", "gauge", "Open SSE connections, by stream kind.");
     evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"post\"} %lld\n", STAT_GET(streams_open_post));
     evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"get\"} %lld\n", STAT_GET(streams_open_get));
-#define COUNTER(f, help) metric_value(b, #f, "counter", help, STAT_GET(f))
-#define GAUGE(f, help) metric_value(b, #f, "gauge", help, STAT_GET(f))
-    GAUGE(sessions_live, "Sessions in memory (not hibernated).");
-    COUNTER(sessions_created_total, "Sessions created by initialize.");
-    COUNTER(sessions_deleted_total, "Sessions deleted (DELETE or session TTL).");
-    COUNTER(events_stored_total, "SSE events written to the event log.");
-    COUNTER(events_replayed_total, "Events replayed to resuming clients.");
-    COUNTER(events_evicted_total, "Events evicted by the per-stream cap.");
-    COUNTER(replay_gaps_total, "Resumes from an id older than the oldest kept event.");
-    COUNTER(hibernations_total, "Sessions hibernated (freed from memory).");
-    COUNTER(wakes_total, "Sessions woken from the store.");
-    GAUGE(alarms_pending, "Sessions holding a durable alarm.");
-    COUNTER(sweeps_total, "Sweep alarms run.");
-    COUNTER(streams_expired_total, "Streams deleted by the sweep.");
-    COUNTER(timer_wakeups_total, "Timer callbacks run (hibernation, alarms, keepalive, JSON window).");
-    GAUGE(mailbox_depth_max, "Deepest session mailbox seen since start.");
-    COUNTER(mailbox_full_total, "Requests refused with 503 because a session mailbox was full.");
-    GAUGE(sessions_stored, "Sessions stored (live or hibernated).");
-    GAUGE(connections_open, "Client connections open on the MCP endpoint.");
-    COUNTER(limit_refusals_total, "Requests refused by --max-connections, --max-sessions or --max-streams, "
-                                  "and connections closed at accept past twice --max-connections.");
-    COUNTER(log_trims_total, "Finished streams deleted early to keep a session under --session-log-bytes.");
-    COUNTER(tool_calls_total, "Tool calls started.");
-    COUNTER(client_responses_unknown_total, "Client responses to unknown server requests.");
-    COUNTER(store_write_batches_total, "RocksDB write batches committed.");
-    COUNTER(store_errors_total, "RocksDB read or write errors.");
-    COUNTER(turns_refused_total, "Worker turns whose writes the store refused (their replies became errors).");
-#undef COUNTER
-#undef GAUGE
+#define X(name, type, help) metric_value(b, #name, #type, help, STAT_GET(name));
+    STATS_SCALARS(X)
+#undef X
     metric_value(b, "store_writable", "gauge",
                  "1 while the store accepts writes, 0 while it refuses them (disk full, I/O error).",
                  store_writable(A.store) ? 1 : 0);

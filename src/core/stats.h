@@ -24,36 +24,49 @@ typedef enum {
 #define STATS_LATENCY_BUCKETS 16
 extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
 
+/* Every scalar counter, once: its name, its Prometheus type and its help text. The list makes
+ * the fields of stats_t, the keys of /stats (the same names) and the series of /metrics
+ * (mcpactord_<name>), so a counter cannot be in one and missing from another. */
+#define STATS_SCALARS(X)                                                                             \
+    X(sessions_live, gauge, "Sessions in memory (not hibernated).")                                  \
+    X(sessions_created_total, counter, "Sessions created by initialize.")                            \
+    X(sessions_deleted_total, counter, "Sessions deleted (DELETE or session TTL).")                  \
+    X(sessions_stored, gauge, "Sessions stored (live or hibernated).")                               \
+    X(events_stored_total, counter, "SSE events written to the event log.")                          \
+    X(events_replayed_total, counter, "Events replayed to resuming clients.")                        \
+    X(events_evicted_total, counter, "Events evicted by the per-stream cap.")                        \
+    X(replay_gaps_total, counter, "Resumes from an id older than the oldest kept event.")           \
+    X(hibernations_total, counter, "Sessions hibernated (freed from memory).")                       \
+    X(wakes_total, counter, "Sessions woken from the store.")                                        \
+    X(alarms_pending, gauge, "Sessions holding a durable alarm.")                                    \
+    X(sweeps_total, counter, "Sweep alarms run.")                                                    \
+    X(streams_expired_total, counter, "Streams deleted by the sweep.")                               \
+    X(timer_wakeups_total, counter,                                                                  \
+      "Timer callbacks run (hibernation, alarms, keepalive, JSON window, trim).")                   \
+    X(mailbox_depth_max, gauge, "Deepest session mailbox seen since start.")                         \
+    X(mailbox_full_total, counter, "Requests refused with 503 because a session mailbox was full.") \
+    X(connections_open, gauge, "Client connections open on the MCP endpoint.")                      \
+    X(limit_refusals_total, counter,                                                                 \
+      "Requests refused by --max-connections, --max-sessions or --max-streams, and connections "    \
+      "closed at accept past twice --max-connections.")                                             \
+    X(log_trims_total, counter,                                                                      \
+      "Finished streams deleted early to keep a session under --session-log-bytes.")                \
+    X(tool_calls_total, counter, "Tool calls started.")                                              \
+    X(client_responses_unknown_total, counter, "Client responses to unknown server requests.")      \
+    X(store_write_batches_total, counter, "RocksDB write batches committed.")                        \
+    X(store_errors_total, counter, "RocksDB read or write errors, and writes refused for space.")   \
+    X(turns_refused_total, counter,                                                                  \
+      "Worker turns whose writes the store refused (their replies became errors).")
+
 typedef struct stats {
     int64_t started_ms;
-    atomic_llong sessions_live;
-    atomic_llong sessions_created_total;
-    atomic_llong sessions_deleted_total;
+#define X(name, type, help) atomic_llong name;
+    STATS_SCALARS(X)
+#undef X
     atomic_llong requests_total[SM__COUNT];
     atomic_llong http_responses[600];
     atomic_llong streams_open_post;
     atomic_llong streams_open_get;
-    atomic_llong events_stored_total;
-    atomic_llong events_replayed_total;
-    atomic_llong replay_gaps_total;
-    atomic_llong events_evicted_total;
-    atomic_llong mailbox_depth_max;
-    atomic_llong mailbox_full_total;
-    atomic_llong sessions_stored;
-    atomic_llong connections_open;
-    atomic_llong limit_refusals_total; /* connections, sessions, streams refused */
-    atomic_llong log_trims_total;      /* streams deleted early for --session-log-bytes */
-    atomic_llong tool_calls_total;
-    atomic_llong client_responses_unknown_total;
-    atomic_llong hibernations_total;
-    atomic_llong wakes_total;
-    atomic_llong alarms_pending;
-    atomic_llong sweeps_total;
-    atomic_llong streams_expired_total;
-    atomic_llong timer_wakeups_total;
-    atomic_llong store_write_batches_total;
-    atomic_llong store_errors_total;
-    atomic_llong turns_refused_total; /* worker turns whose writes the store refused */
     /* per method: cumulative-free bucket counts (+1 overflow), sum of microseconds, count */
     atomic_llong latency_buckets[SM__COUNT][STATS_LATENCY_BUCKETS + 1];
     atomic_llong latency_sum_us[SM__COUNT];
