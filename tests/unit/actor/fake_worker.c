@@ -1,0 +1,141 @@
+/* A fake worker for unit tests of the actor's stream logic: one worker, its batch on a real
+ * RocksDB store in a temporary directory, and the frames it would send kept in a list for the
+ * test to read. Everything in actor/worker.h the actor files call, and nothing more; the
+ * functions the tests never reach fail loudly. */
+#include "fake_worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct worker {
+    store_t *store;
+    store_batch_t *batch;
+    struct event_base *base;
+    hmsg_t *sent[256];
+    int nsent;
+    struct actor *actors[16];
+    int nactors;
+};
+
+static worker_t FW;
+static _Thread_local worker_t *t_current;
+
+static void unreachable(const char *fn)
+{
+    fprintf(stderr, "fake worker: %s is not expected in this test\n", fn);
+    abort();
+}
+
+worker_t *fake_worker_new(store_t *store, struct event_base *base)
+{
+    memset(&FW, 0, sizeof FW);
+    FW.store = store;
+    FW.batch = store_batch_new(store);
+    FW.base = base;
+    t_current = &FW;
+    return &FW;
+}
+
+void fake_worker_free(worker_t *w)
+{
+    fake_worker_clear_sent(w);
+    store_batch_free(w->batch);
+    t_current = NULL;
+}
+
+int fake_worker_nsent(const worker_t *w)
+{
+    return w->nsent;
+}
+
+hmsg_t *fake_worker_sent(worker_t *w, int i)
+{
+    return i < w->nsent ? w->sent[i] : NULL;
+}
+
+void fake_worker_clear_sent(worker_t *w)
+{
+    for (int i = 0; i < w->nsent; i++)
+        hmsg_free(w->sent[i]);
+    w->nsent = 0;
+}
+
+/* ---- worker.h ---- */
+
+int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn sink,
+                  int n_http_threads, struct event_base **host_bases)
+{
+    unreachable(__func__);
+    return -1;
+}
+void workers_drain_now(void) { unreachable(__func__); }
+void workers_cancel_all(void) { unreachable(__func__); }
+bool workers_stopping(void) { return false; }
+void workers_stop(void) { unreachable(__func__); }
+worker_t *worker_for_session(const char *sid) { return &FW; }
+void worker_push(worker_t *w, wmsg_t *m) { unreachable(__func__); }
+void worker_deliver(worker_t *w, wmsg_t *m, bool now) { unreachable(__func__); }
+bool worker_admit(worker_t *w, wmsg_t *m) { return true; }
+int worker_count(void) { return 1; }
+long long workers_live_actors(void) { return FW.nactors; }
+worker_t *worker_current(void) { return t_current; }
+worker_t *worker_enter(worker_t *w)
+{
+    worker_t *prev = t_current;
+    t_current = w;
+    return prev;
+}
+void worker_leave(worker_t *prev) { t_current = prev; }
+const actor_ops_t *worker_ops(const worker_t *w)
+{
+    unreachable(__func__);
+    return NULL;
+}
+store_t *worker_store(worker_t *w) { return w->store; }
+store_batch_t *worker_batch(worker_t *w) { return w->batch; }
+int worker_commit(worker_t *w) { return store_commit(w->store, w->batch); }
+bool worker_turn_failed(const worker_t *w) { return false; }
+void worker_touch(worker_t *w, struct actor *a) {}
+void worker_defer_reply(worker_t *w, struct mcpd_ctx *j, uint32_t wait_seq, json_t *value)
+{
+    unreachable(__func__);
+}
+void worker_stat_add(worker_t *w, dstat_t which, long long n) {}
+bool worker_take_recover_mark(worker_t *w, const char *sid) { return false; }
+void worker_send_http(worker_t *w, hmsg_t *m)
+{
+    if (w->nsent == (int)(sizeof w->sent / sizeof w->sent[0]))
+        unreachable("more than 256 frames");
+    w->sent[w->nsent++] = m;
+}
+struct event_base *worker_base(worker_t *w) { return w->base; }
+void worker_turn_end(worker_t *w)
+{
+    actor_flush_dirty(w);
+    worker_commit(w);
+}
+struct actor *worker_find_actor(worker_t *w, const char *sid)
+{
+    for (int i = 0; i < w->nactors; i++)
+        if (strcmp(w->actors[i]->sid, sid) == 0)
+            return w->actors[i];
+    return NULL;
+}
+void worker_add_actor(worker_t *w, struct actor *a) { w->actors[w->nactors++] = a; }
+void worker_remove_actor(worker_t *w, struct actor *a)
+{
+    for (int i = 0; i < w->nactors; i++) {
+        if (w->actors[i] == a) {
+            w->actors[i] = w->actors[--w->nactors];
+            return;
+        }
+    }
+}
+void worker_note_activity(worker_t *w, struct actor *a) {}
+void worker_note_alarm(worker_t *w, int64_t due) {}
+void worker_foreach_actor(worker_t *w, void (*fn)(struct actor *, void *), void *arg)
+{
+    for (int i = w->nactors - 1; i >= 0; i--)
+        fn(w->actors[i], arg);
+}

@@ -1,0 +1,282 @@
+/* Unit tests: a session's streams and calls (src/actor/stream.c) over a fake worker
+ * (fake_worker.c) and a real event log in a temporary directory: how a POST exchange settles,
+ * when a stream becomes SSE, what is stored before it is sent, the cap. */
+#define _XOPEN_SOURCE 700
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ftw.h>
+
+#include "core/config.h"
+#include "fake_worker.h"
+#include "store/eventlog.h"
+#include "wire/eventid.h"
+#include "wire/jsonrpc.h"
+
+static const char SID[] = "0123456789abcdef0123456789abcdef";
+static const conn_ref_t CONN = {0, 1, 1};
+
+typedef struct fixture {
+    char dir[64];
+    store_t *store;
+    worker_t *w;
+    actor_t *a;
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/mcpd-stream-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    config_defaults(&g_cfg);
+    g_cfg.workers = 1;
+    char err[256];
+    f->store = store_open(f->dir, false, 0, err, sizeof err);
+    if (!f->store)
+        return -1;
+    f->w = fake_worker_new(f->store, NULL);
+    f->a = actor_create(f->w, SID);
+    *state = f;
+    return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    worker_turn_end(f->w);
+    actor_destroy_all(f->w);
+    worker_turn_end(f->w);
+    fake_worker_free(f->w);
+    store_close(f->store);
+    nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+/* A POST stream carrying one request with this id, dispatching. */
+static call_t *post_one(fixture_t *f, json_t *id, stream_t **out)
+{
+    stream_t *s = actor_new_post_stream(f->a, CONN);
+    s->outstanding = 1;
+    s->dispatching = true;
+    call_t *c = actor_add_call(f->a, s, id, SM_tools_call);
+    *out = s;
+    return c;
+}
+
+static json_t *note(int n)
+{
+    return jsonrpc_notification("notifications/message",
+                                json_pack("{s:s,s:{s:i}}", "level", "info", "data", "n", n));
+}
+
+/* The seqs stored for a stream, in order. */
+typedef struct stored {
+    uint64_t seq[64];
+    size_t len[64];
+    int n;
+} stored_t;
+
+static void collect(void *arg, uint64_t seq, const char *data, size_t len)
+{
+    stored_t *s = arg;
+    s->seq[s->n] = seq;
+    s->len[s->n] = len;
+    s->n++;
+}
+
+static stored_t stored_of(fixture_t *f, uint64_t stream)
+{
+    stored_t s = {0};
+    uint64_t first;
+    eventlog_replay_after(f->store, SID, stream, 0, collect, &s, &first);
+    return s;
+}
+
+static void a_call_answered_at_once_is_one_json_reply_and_stores_no_event(void **state)
+{
+    fixture_t *f = *state;
+    stream_t *s;
+    json_t *id = json_integer(7);
+    call_t *c = post_one(f, id, &s);
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    s->dispatching = false;
+    assert_true(actor_stream_settle(f->a, s)); /* settled and freed */
+    worker_turn_end(f->w);
+    assert_int_equal(fake_worker_nsent(f->w), 1);
+    hmsg_t *h = fake_worker_sent(f->w, 0);
+    assert_int_equal(h->type, HM_REPLY);
+    assert_int_equal(h->status, 200);
+    assert_string_equal(h->content_type, "application/json");
+    assert_non_null(strstr(h->body, "\"id\":7"));
+    assert_int_equal(stored_of(f, 1).n, 0);
+    assert_null(actor_find_stream(f->a, 1));
+    json_decref(id);
+}
+
+static void a_call_that_sends_first_becomes_sse_and_every_frame_is_stored_with_its_id(void **state)
+{
+    fixture_t *f = *state;
+    stream_t *s;
+    json_t *id = json_string("r1");
+    call_t *c = post_one(f, id, &s);
+    s->dispatching = false;
+    actor_stream_send(f->a, s, note(1));
+    assert_true(s->sse);
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    worker_turn_end(f->w);
+    /* SSE start (retry + priming event), the notification, the response, the end */
+    assert_int_equal(fake_worker_nsent(f->w), 4);
+    assert_int_equal(fake_worker_sent(f->w, 0)->type, HM_SSE_START);
+    assert_non_null(strstr(fake_worker_sent(f->w, 0)->body, "retry:"));
+    hmsg_t *n1 = fake_worker_sent(f->w, 1), *r = fake_worker_sent(f->w, 2);
+    assert_int_equal(n1->type, HM_SSE_DATA);
+    char want[EVENT_ID_MAX + 8];
+    event_id_format(want, session_tag(SID), 1, 2);
+    assert_non_null(strstr(n1->body, want));
+    assert_non_null(strstr(r->body, "\"id\":\"r1\""));
+    assert_int_equal(fake_worker_sent(f->w, 3)->type, HM_SSE_END);
+    /* stored: the priming event (empty), the notification, the response */
+    stored_t st = stored_of(f, 1);
+    assert_int_equal(st.n, 3);
+    assert_int_equal(st.len[0], 0);
+    streamrec_t rec;
+    assert_int_equal(eventlog_get_stream(f->store, SID, 1, &rec), 0);
+    assert_true(rec.finished);
+    assert_int_equal(rec.seq, 3);
+    json_decref(rec.req_ids);
+    /* answered: nothing left in the in-flight index; finished: indexed for expiry */
+    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    assert_int_equal(json_array_size(inflight), 0);
+    json_decref(inflight);
+    assert_true(eventlog_first_expiry(f->store, SID) > 0);
+    json_decref(id);
+}
+
+static void a_running_sse_call_is_in_the_in_flight_index_until_answered(void **state)
+{
+    fixture_t *f = *state;
+    stream_t *s;
+    json_t *id = json_integer(3);
+    call_t *c = post_one(f, id, &s);
+    s->dispatching = false;
+    actor_stream_start_sse(f->a, s);
+    worker_turn_end(f->w);
+    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    assert_int_equal(json_array_size(inflight), 1); /* a crash now would answer it at restart */
+    json_decref(inflight);
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    worker_turn_end(f->w);
+    inflight = eventlog_inflight_list(f->store, SID);
+    assert_int_equal(json_array_size(inflight), 0);
+    json_decref(inflight);
+    json_decref(id);
+}
+
+static void a_post_whose_requests_were_all_cancelled_ends_as_an_event_stream_not_202(void **state)
+{
+    fixture_t *f = *state;
+    stream_t *s;
+    json_t *id = json_integer(1);
+    call_t *c = post_one(f, id, &s);
+    s->dispatching = false;
+    actor_drop_call(f->a, c);
+    worker_turn_end(f->w);
+    assert_int_equal(fake_worker_nsent(f->w), 2);
+    assert_int_equal(fake_worker_sent(f->w, 0)->type, HM_SSE_START);
+    assert_int_equal(fake_worker_sent(f->w, 1)->type, HM_SSE_END);
+    json_decref(id);
+}
+
+static void a_post_without_requests_is_answered_202(void **state)
+{
+    fixture_t *f = *state;
+    stream_t *s = actor_new_post_stream(f->a, CONN);
+    assert_true(actor_stream_settle(f->a, s));
+    assert_int_equal(fake_worker_nsent(f->w), 1);
+    assert_int_equal(fake_worker_sent(f->w, 0)->status, 202);
+    assert_null(fake_worker_sent(f->w, 0)->body);
+}
+
+static void a_stream_still_dispatching_or_with_requests_open_does_not_settle(void **state)
+{
+    fixture_t *f = *state;
+    stream_t *s;
+    json_t *id = json_integer(1);
+    call_t *c = post_one(f, id, &s);
+    assert_false(actor_stream_settle(f->a, s)); /* dispatching */
+    s->dispatching = false;
+    assert_false(actor_stream_settle(f->a, s)); /* its request is open */
+    assert_int_equal(fake_worker_nsent(f->w), 0);
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    assert_int_equal(fake_worker_nsent(f->w), 1);
+    json_decref(id);
+}
+
+static void the_cap_keeps_the_newest_events_and_their_bytes(void **state)
+{
+    fixture_t *f = *state;
+    g_cfg.stream_cap = 3;
+    stream_t *s;
+    json_t *id = json_integer(1);
+    call_t *c = post_one(f, id, &s);
+    s->dispatching = false;
+    for (int i = 1; i <= 5; i++) {
+        actor_stream_send(f->a, s, note(i));
+        worker_turn_end(f->w); /* an eviction reads what was stored */
+    }
+    stored_t st = stored_of(f, 1);
+    assert_int_equal(st.n, 3); /* priming + 5 notifications: the newest 3 */
+    assert_int_equal(st.seq[0], 4);
+    assert_int_equal(st.seq[2], 6);
+    assert_int_equal(s->bytes, st.len[0] + st.len[1] + st.len[2]);
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    json_decref(id);
+}
+
+static void in_json_mode_a_message_for_a_pending_post_goes_to_the_standalone_stream(void **state)
+{
+    fixture_t *f = *state;
+    g_cfg.response_mode = RESPONSE_JSON;
+    stream_t *s;
+    json_t *id = json_integer(1);
+    call_t *c = post_one(f, id, &s);
+    s->dispatching = false;
+    actor_stream_send(f->a, s, note(1));
+    assert_false(s->sse);
+    worker_turn_end(f->w);
+    assert_int_equal(stored_of(f, STREAM_GET).n, 1);
+    assert_int_equal(stored_of(f, 1).n, 0);
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    assert_int_equal(fake_worker_sent(f->w, fake_worker_nsent(f->w) - 1)->type, HM_REPLY);
+    json_decref(id);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+        T(a_call_answered_at_once_is_one_json_reply_and_stores_no_event),
+        T(a_call_that_sends_first_becomes_sse_and_every_frame_is_stored_with_its_id),
+        T(a_running_sse_call_is_in_the_in_flight_index_until_answered),
+        T(a_post_whose_requests_were_all_cancelled_ends_as_an_event_stream_not_202),
+        T(a_post_without_requests_is_answered_202),
+        T(a_stream_still_dispatching_or_with_requests_open_does_not_settle),
+        T(the_cap_keeps_the_newest_events_and_their_bytes),
+        T(in_json_mode_a_message_for_a_pending_post_goes_to_the_standalone_stream),
+#undef T
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
