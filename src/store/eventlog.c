@@ -2,6 +2,7 @@
 #include "store/eventlog.h"
 
 #include "core/jsonparse.h"
+#include "core/log.h"
 #include "core/util.h"
 #include "store/keys.h"
 
@@ -103,6 +104,9 @@ int eventlog_get_stream(store_t *s, const char *sid, uint64_t stream, streamrec_
         return rc;
     rc = streamrec_decode(v, vl, r) == 0 ? 0 : 1;
     free(v);
+    if (rc)
+        log_warn("session %.8s: stream %llu has a malformed record; treated as absent", sid,
+                 (unsigned long long)stream);
     return rc;
 }
 
