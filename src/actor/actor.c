@@ -96,7 +96,7 @@ void actor_flush_meta(void)
 
 void actor_persist_meta(actor_t *a)
 {
-    if (a->meta_dirty)
+    if (a->meta_dirty || a->modern)
         return;
     a->meta_dirty = true;
     a->meta_next = t_meta_dirty;
@@ -120,6 +120,8 @@ static void meta_undirty(actor_t *a)
 void actor_write_meta(actor_t *a)
 {
     meta_undirty(a);
+    if (a->modern)
+        return; /* a modern request's actor is never stored */
     json_t *m = json_object();
     json_object_set_new(m, "v", json_string(a->proto->version));
     json_object_set(m, "ci", a->client_info ? a->client_info : json_null());
@@ -145,7 +147,13 @@ void actor_write_meta(actor_t *a)
 
 actor_t *actor_create(worker_t *w, const char *sid)
 {
+    return actor_create_kind(w, sid, false);
+}
+
+actor_t *actor_create_kind(worker_t *w, const char *sid, bool modern)
+{
     actor_t *a = xcalloc(1, sizeof *a);
+    a->modern = modern;
     memcpy(a->sid, sid, SESSION_ID_LEN + 1);
     a->tag = session_tag(sid);
     a->w = w;
@@ -242,6 +250,7 @@ static void actor_free(actor_t *a)
     json_decref(a->client_info);
     json_decref(a->client_caps);
     json_decref(a->subscriptions);
+    json_decref(a->param_hdrs);
     free(a);
 }
 
@@ -393,6 +402,13 @@ void actor_destroy_all(worker_t *w)
     worker_foreach_actor(w, destroy_one, NULL);
 }
 
+void actor_discard(actor_t *a)
+{
+    REQUIRE(a->modern && actor_is_idle(a));
+    worker_remove_actor(a->w, a);
+    actor_free(a);
+}
+
 /* ---- hibernation ---- */
 
 bool actor_is_idle(const actor_t *a)
@@ -442,8 +458,11 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         return;
     }
     case WM_POST:
-        if (m->u.post.create) {
-            worker_ops(w)->on_initialize(w, m);
+        if (m->u.post.create || m->u.post.modern) {
+            if (m->u.post.modern)
+                worker_ops(w)->on_modern(w, m);
+            else
+                worker_ops(w)->on_initialize(w, m);
             actor_t *a = worker_find_actor(w, m->sid);
             if (a)
                 worker_note_activity(w, a);

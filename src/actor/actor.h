@@ -48,6 +48,7 @@ typedef struct stream {
     bool session_header;     /* add Mcp-Session-Id to the response (initialize) */
     bool dispatching;        /* its POST body is being dispatched: do not settle yet */
     bool delivered;          /* standalone stream: a GET has been attached to it before */
+    int http_status;         /* a JSON reply's status when not 200 (2026-07-28 errors) */
 } stream_t;
 
 typedef struct call {
@@ -85,6 +86,9 @@ typedef struct actor {
     json_t *subscriptions;   /* {uri: true} */
     int log_level;           /* index into the syslog levels, -1 = not set */
     bool initialized;
+    bool modern;             /* serves one 2026-07-28 request: never stored, no event ids,
+                                freed once its request is answered (actor_discard) */
+    json_t *param_hdrs;      /* modern: the request's Mcp-Param-* headers (raw), or NULL */
     char auth_name[64];
     int64_t created_ms;
     int64_t touched_ms;
@@ -102,6 +106,15 @@ typedef struct actor {
     job_t *jobs_queued, *jobs_queued_tail; /* waiting for a place, oldest first */
 } actor_t;
 
+#include "core/config.h"
+
+/* True when a's streams are stored and resumable: the event store is on and a is a session
+ * (a modern request's actor keeps nothing). */
+static inline bool actor_stores(const actor_t *a)
+{
+    return g_cfg.event_store && !a->modern;
+}
+
 /* Worker entry points. */
 void actor_dispatch(worker_t *w, wmsg_t *m);
 void actor_flush_dirty(worker_t *w);
@@ -110,6 +123,8 @@ void actor_destroy_all(worker_t *w);
 
 /* Used by the MCP layer (mcp/session.c), worker thread. */
 actor_t *actor_create(worker_t *w, const char *sid);
+/* modern: a 2026-07-28 request's actor (actor_t.modern), counted apart from sessions. */
+actor_t *actor_create_kind(worker_t *w, const char *sid, bool modern);
 /* The metadata changed: it is written once, at the end of the turn. */
 void actor_persist_meta(actor_t *a);
 /* Writes the metadata into the batch now (hibernation). */
@@ -150,6 +165,8 @@ int actor_requests_in_flight(const actor_t *a);
 /* Hands j to the tool pool, or queues it on the actor while the session runs --session-jobs
  * handlers already (fairness: one session never holds the whole pool). */
 void actor_submit_job(actor_t *a, job_t *j);
+/* A modern request's actor whose request is answered: freed, nothing written. */
+void actor_discard(actor_t *a);
 /* Hibernation: true when nothing is attached, running or awaited. */
 bool actor_is_idle(const actor_t *a);
 /* Writes what a wake needs and frees the actor (idle actors only). */

@@ -47,6 +47,7 @@ void job_free(job_t *j)
     json_decref(j->reply);
     free(j->state_key);
     json_decref(j->state_value);
+    json_decref(j->fail_data);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     free(j);

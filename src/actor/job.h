@@ -79,6 +79,11 @@ struct mcpd_ctx {
     bool counted;                   /* holds one of its session's --session-jobs places */
     struct mcpd_ctx *queue_next;    /* the actor's queue of jobs waiting for a place */
     struct mcpd_ctx *detached_next; /* the actor's list of jobs whose call was cancelled */
+    /* the call's answer when not the handler's: a protocol error the worker decided while the
+     * handler ran (2026-07-28: -32021 for a capability the request did not declare) */
+    int fail_code;                  /* 0 = none */
+    char fail_msg[200];
+    json_t *fail_data;              /* owned */
 };
 
 typedef struct mcpd_ctx job_t;

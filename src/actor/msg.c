@@ -20,6 +20,7 @@ void wmsg_free(wmsg_t *m)
     switch (m->type) {
     case WM_POST:
         json_decref(m->u.post.body);
+        json_decref(m->u.post.param_hdrs);
         if (m->u.post.kinds != m->u.post.kinds_inline)
             free(m->u.post.kinds);
         break;

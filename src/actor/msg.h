@@ -46,11 +46,11 @@ typedef enum {
     WM_RECOVER,      /* startup: these requests were in flight when the process died */
 } wmsg_type_t;
 
-/* A batch of up to this many messages needs no allocation for its kinds. The figure also puts
+/* A batch of up to this many messages needs no allocation for its kinds. The figure also keeps
  * wmsg_t at 256 bytes: at 216 it shared glibc's 224-byte size class with libevent's
  * evhttp_request, allocated and freed in the same turns, and the per-thread cache for that class
  * overflowed (callgrind: +3,300 instructions per tools/call, all in malloc). */
-#define WMSG_KINDS_INLINE 56
+#define WMSG_KINDS_INLINE 48
 
 /* What every message from a client carries (POST, GET, DELETE). */
 typedef struct wm_client {
@@ -78,7 +78,11 @@ typedef struct wmsg {
             signed char *kinds; /* jr_kind_t of each, classified once by the HTTP thread:
                                    points at kinds_inline, or owned when it does not fit */
             signed char kinds_inline[WMSG_KINDS_INLINE];
+            json_t *param_hdrs; /* owned, modern only: {lowercased Mcp-Param-* name: decoded
+                                   value}, NULL when the request had none */
             bool create;       /* initialize: sid is the new session's fresh id */
+            bool modern;       /* a 2026-07-28 request (checked by the HTTP thread): no
+                                  session; sid is a fresh id for its one-request actor */
         } post;
         struct {               /* WM_GET */
             wm_client_t c;

@@ -149,7 +149,22 @@ void actor_handle_get(actor_t *a, wmsg_t *m)
 void actor_handle_conn_closed(actor_t *a, wmsg_t *m)
 {
     stream_t *s = actor_find_stream(a, m->u.closed.stream);
-    if (s && conn_ref_eq(s->conn, m->u.closed.conn))
-        s->conn.gen = 0;
+    if (!s || !conn_ref_eq(s->conn, m->u.closed.conn))
+        return;
+    s->conn.gen = 0;
+    if (!a->modern)
+        return; /* a session's stream lives on: its client resumes */
+    /* 2026-07-28: closing the response stream cancels its request (streamable-http,
+     * "Cancellation"); nothing more is sent for it */
+    call_t *c = a->calls;
+    while (c) {
+        call_t *next = c->next;
+        if (c->stream == s) {
+            log_debug("a 2026-07-28 request was cancelled: its client closed the response stream");
+            actor_drop_call(a, c); /* may settle and free s: nothing of s is read after */
+            break;
+        }
+        c = next;
+    }
 }
 

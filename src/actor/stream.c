@@ -48,7 +48,7 @@ store_batch_t *actor_batch(actor_t *a)
 
 static void put_stream_meta(actor_t *a, stream_t *s)
 {
-    if (!g_cfg.event_store)
+    if (!actor_stores(a))
         return;
     a->stored_more = true;
     streamrec_t r = {.finished = s->finished, .is_get = s->num == STREAM_GET,
@@ -149,7 +149,7 @@ stream_t *actor_get_stream(actor_t *a, bool create)
     if (a->get)
         return a->get;
     streamrec_t r;
-    bool found = g_cfg.event_store && actor_load_stream_rec(a, STREAM_GET, &r) == 0;
+    bool found = actor_stores(a) && actor_load_stream_rec(a, STREAM_GET, &r) == 0;
     if (!found && !create)
         return NULL;
     stream_t *s = stream_new(a, STREAM_GET);
@@ -179,7 +179,7 @@ stream_t *actor_load_stream(actor_t *a, uint64_t num)
     if (s)
         return s;
     streamrec_t r;
-    if (!g_cfg.event_store || actor_load_stream_rec(a, num, &r) != 0)
+    if (!actor_stores(a) || actor_load_stream_rec(a, num, &r) != 0)
         return NULL;
     s = stream_new(a, num);
     s->sse = true;
@@ -198,7 +198,7 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
 {
     char eid[EVENT_ID_MAX];
     const char *id = NULL;
-    if (g_cfg.event_store) {
+    if (actor_stores(a)) {
         s->seq++;
         event_id_format(eid, a->tag, s->num, s->seq);
         id = eid;
@@ -238,7 +238,7 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
  * data) for protocol versions that expect them. */
 void actor_stream_prime(actor_t *a, stream_t *s, buf_t *into)
 {
-    if (!a->proto->priming || !g_cfg.event_store)
+    if (!a->proto->priming || !actor_stores(a))
         return;
     sse_frame_retry(into, g_cfg.retry_ms);
     emit_event(a, s, "", 0, into);
@@ -282,7 +282,7 @@ static void reqmap_key(actor_t *a, call_t *c, bool put)
 
 static void map_calls(actor_t *a, stream_t *s)
 {
-    if (!g_cfg.event_store)
+    if (!actor_stores(a))
         return;
     for (call_t *c = a->calls; c; c = c->next)
         if (c->stream == s && !c->mapped)
@@ -312,7 +312,7 @@ void actor_stream_start_sse(actor_t *a, stream_t *s)
     json_array_clear(s->responses);
     actor_send_sse_start(a, s, &b, true); /* POST streams always get the keepalive */
     buf_free(&b);
-    if (g_cfg.event_store) {
+    if (actor_stores(a)) {
         mark_dirty(s);
         map_calls(a, s);
     }
@@ -390,7 +390,7 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
     if (s->sse) {
         s->finished = true;
         mark_dirty(s);
-        if (g_cfg.event_store)
+        if (actor_stores(a))
             actor_stream_finished(a, s);
         if (s->conn.gen)
             actor_send_sse_end(a, s->conn, s->num);
@@ -399,7 +399,8 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
     } else {
         json_t *body = s->batch ? json_incref(s->responses)
                                 : json_incref(json_array_get(s->responses, 0));
-        actor_reply(a->w, s->conn, 200, body, s->session_header ? a->sid : NULL);
+        actor_reply(a->w, s->conn, s->http_status ? s->http_status : 200, body,
+                    s->session_header ? a->sid : NULL);
     }
     actor_free_stream(a, s, true);
     return true;
@@ -417,7 +418,7 @@ call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t
     c->next = a->calls;
     a->calls = c;
     json_array_append(s->req_ids, c->id);
-    if (s->sse && g_cfg.event_store)
+    if (s->sse && actor_stores(a))
         reqmap_key(a, c, true);
     return c;
 }

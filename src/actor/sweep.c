@@ -40,7 +40,7 @@ static _Atomic long g_tombstones;
 
 void actor_alarm_set(actor_t *a, int64_t due)
 {
-    if (due == a->alarm_due)
+    if (due == a->alarm_due || a->modern)
         return;
     store_batch_t *b = actor_batch(a);
     if (a->alarm_due)

@@ -101,7 +101,24 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
     if (cap && !json_object_get(a->client_caps, cap)) {
         char why[160];
         snprintf(why, sizeof why, "the client did not declare the %s capability", cap);
+        if (a->modern && !j->fail_code) {
+            /* 2026-07-28: the request needed a capability it did not declare; that is the
+             * call's answer (MissingRequiredClientCapabilityError), whatever the handler
+             * returns after this refusal */
+            j->fail_code = MCP_ERR_MISSING_CAPABILITY;
+            snprintf(j->fail_msg, sizeof j->fail_msg,
+                     "Missing required client capability: %s (declare it in _meta[\"%s\"])", cap,
+                     "io.modelcontextprotocol/clientCapabilities");
+            j->fail_data = json_pack("{s:{s:{}}}", "requiredCapabilities", cap);
+        }
         job_reply(j, m->u.tool.wait_seq, NULL, why);
+        return;
+    }
+    if (a->modern) {
+        /* server->client requests travel inside results in this revision (MRTR) */
+        job_reply(j, m->u.tool.wait_seq, NULL,
+                  "server-to-client requests in protocol version 2026-07-28 (input_required "
+                  "results) are not served yet");
         return;
     }
     stream_t *route = NULL;
@@ -175,6 +192,11 @@ static void handle_tool_close(actor_t *a, job_t *j)
 
 static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
 {
+    if (a->modern) {
+        job_reply(j, m->u.tool.wait_seq, NULL,
+                  "no session state in protocol version 2026-07-28: the request has no session");
+        return;
+    }
     if (strlen(j->state_key) > 200 || !*j->state_key) {
         job_reply(j, m->u.tool.wait_seq, NULL, "bad state key");
         return;

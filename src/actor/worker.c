@@ -466,6 +466,10 @@ void worker_note_activity(worker_t *w, struct actor *a)
     lru_remove(w, a);
     if (!actor_is_idle(a))
         return;
+    if (a->modern) { /* its one request is answered: nothing to keep */
+        actor_discard(a);
+        return;
+    }
     a->idle_since_ms = now_mono_ms();
     lru_append(w, a);
     idle_rearm(w);
@@ -542,6 +546,10 @@ void worker_add_actor(worker_t *w, struct actor *a)
     a->hnext = w->buckets[b];
     w->buckets[b] = a;
     w->nactors++;
+    if (a->modern) {
+        STAT_INC(modern_requests_live);
+        return;
+    }
     atomic_fetch_add_explicit(&w->live, 1, memory_order_relaxed);
     STAT_INC(sessions_live);
 }
@@ -558,6 +566,10 @@ void worker_remove_actor(worker_t *w, struct actor *a)
     *pp = a->hnext;
     a->hnext = NULL;
     w->nactors--;
+    if (a->modern) {
+        STAT_DEC(modern_requests_live);
+        return;
+    }
     atomic_fetch_sub_explicit(&w->live, 1, memory_order_relaxed);
     STAT_DEC(sessions_live);
 }

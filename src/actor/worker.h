@@ -28,6 +28,8 @@ typedef struct actor_ops {
     void (*on_initialize)(worker_t *w, wmsg_t *m);
     /* any other POST to a live session */
     void (*on_post)(struct actor *a, wmsg_t *m);
+    /* a 2026-07-28 request (m->u.post.modern); m->sid is a fresh id for its one-request actor */
+    void (*on_modern)(worker_t *w, wmsg_t *m);
     /* a job finished (or was cancelled): answer its call if it still has one */
     void (*on_job_done)(struct actor *a, struct mcpd_ctx *j);
 } actor_ops_t;

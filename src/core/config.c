@@ -109,6 +109,13 @@ static const flag_t FLAGS[] = {
      "fsync the write-ahead log (group commit): survives a machine crash"},
     {"read-timeout", "SECS", K_INT, OFF(read_timeout_s), 1, 3600,
      "drop a connection that does not finish sending its request in time (default 30)"},
+    {"modern", NULL, K_BOOL, OFF(modern), 0, 0,
+     "also serve MCP 2026-07-28 (stateless: per-request _meta, server/discover) on /mcp beside "
+     "the session era; experimental, off until it passes its conformance set"},
+    {"cache-ttl-ms", "MS", K_INT, OFF(cache_ttl_ms), 0, 86400000LL * 365,
+     "2026-07-28: ttlMs on server/discover, list and resources/read results (default 60000)"},
+    {"cache-private", NULL, K_BOOL, OFF(cache_private), 0, 0,
+     "2026-07-28: mark those results cacheScope private (per authorization) instead of public"},
     {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
     {"version", NULL, K_BOOL, 0, 0, 0, "print the version and exit"},
 };
@@ -138,6 +145,7 @@ void config_defaults(config_t *c)
     c->sse_buffer = 8 * 1024 * 1024;
     c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;
+    c->cache_ttl_ms = 60000;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;
     c->keepalive_s = 25;
@@ -306,6 +314,10 @@ int config_parse(config_t *c, int argc, char **argv)
                 c->event_store = false;
             else if (strcmp(f->name, "sync") == 0)
                 c->sync = true;
+            else if (strcmp(f->name, "modern") == 0)
+                c->modern = true;
+            else if (strcmp(f->name, "cache-private") == 0)
+                c->cache_private = true;
             continue;
         }
         if (f->off == OFF(toolsets) && !toolset_given) {

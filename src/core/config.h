@@ -55,6 +55,9 @@ typedef struct config {
     int64_t session_ttl_s;
     bool sync;
     int64_t read_timeout_s;    /* a request that does not finish sending in time is dropped */
+    bool modern;               /* --modern: serve 2026-07-28 (stateless) beside the session era */
+    int64_t cache_ttl_ms;      /* ttlMs on discover, list and read results (modern) */
+    bool cache_private;        /* cacheScope "private" instead of "public" */
 } config_t;
 
 extern config_t g_cfg;

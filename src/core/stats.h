@@ -11,7 +11,7 @@
     X(initialize) X(ping) X(tools_list) X(tools_call) X(logging_setLevel)                 \
     X(resources_list) X(resources_read) X(resources_templates_list)                      \
     X(resources_subscribe) X(resources_unsubscribe) X(prompts_list) X(prompts_get)       \
-    X(completion_complete) X(notification) X(response) X(other)
+    X(completion_complete) X(server_discover) X(subscriptions_listen) X(notification) X(response) X(other)
 
 typedef enum {
 #define X(n) SM_##n,
@@ -52,6 +52,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(log_trims_total, counter,                                                                      \
       "Finished streams deleted early to keep a session under --session-log-bytes.")                \
     X(tool_calls_total, counter, "Tool calls started.")                                              \
+    X(modern_requests_total, counter, "2026-07-28 (stateless) requests served by a worker.")        \
+    X(modern_requests_live, gauge, "2026-07-28 requests in progress (each has a one-request actor).") \
     X(client_responses_unknown_total, counter, "Client responses to unknown server requests.")      \
     X(store_write_batches_total, counter, "RocksDB write batches committed.")                        \
     X(store_errors_total, counter, "RocksDB read or write errors, and writes refused for space.")   \

@@ -80,7 +80,13 @@ void http_send_reply(struct evhttp_request *req, int status, const char *ctype, 
 void http_reply_error(struct evhttp_request *req, const json_t *id, int status, int code,
                         const char *msg, const char *retry_after)
 {
-    json_t *e = jsonrpc_error(id, code, msg, NULL);
+    http_reply_error_data(req, id, status, code, msg, NULL, retry_after);
+}
+
+void http_reply_error_data(struct evhttp_request *req, const json_t *id, int status, int code,
+                           const char *msg, json_t *data, const char *retry_after)
+{
+    json_t *e = jsonrpc_error(id, code, msg, data);
     size_t len;
     char *text = jsonrpc_dump(e, &len);
     json_decref(e);

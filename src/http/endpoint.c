@@ -12,6 +12,7 @@
 #include "wire/checks.h"
 #include "wire/eventid.h"
 #include "wire/jsonrpc.h"
+#include "wire/modern.h"
 #include "wire/proto.h"
 #include "wire/sse.h"
 
@@ -37,7 +38,8 @@
  * evhttp_find_header calls were seven case-insensitive scans per request). */
 typedef struct rhdr {
     const char *origin, *host, *authorization, *accept, *content_type, *session_id, *version,
-        *last_event_id, *content_length, *transfer_encoding;
+        *last_event_id, *content_length, *transfer_encoding, *mcp_method, *mcp_name;
+    bool mcp_param;     /* at least one Mcp-Param-* header came */
     const char *twice;  /* the first header that must come once and came again, or NULL */
     bool twice_framing; /* Content-Length or Transfer-Encoding came again */
 } rhdr_t;
@@ -66,10 +68,14 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
         {"Authorization", 13, offsetof(rhdr_t, authorization), H_FIRST_WINS},
         {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id), H_FIRST_WINS},
         {"Transfer-Encoding", 17, offsetof(rhdr_t, transfer_encoding), H_FRAMING},
+        {"Mcp-Method", 10, offsetof(rhdr_t, mcp_method), H_ONCE},
+        {"Mcp-Name", 8, offsetof(rhdr_t, mcp_name), H_ONCE},
     };
     struct evkeyval *kv;
     for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
         size_t kl = strlen(kv->key);
+        if (kl > 10 && strncasecmp(kv->key, "Mcp-Param-", 10) == 0)
+            h->mcp_param = true;
         for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
             if (kl == WANT[i].len && strcasecmp(kv->key, WANT[i].name) == 0) {
                 const char **slot = (const char **)((char *)h + WANT[i].off);
@@ -268,6 +274,108 @@ static void classify_into(wmsg_t *m, const pbody_t *b)
     }
 }
 
+/* ---- 2026-07-28: a stateless request ---- */
+
+/* The Mcp-Param-* headers, {lowercased name after the prefix: raw value}; the protocol layer
+ * decodes and compares the ones the called tool declares (x-mcp-header). NULL when a name
+ * came twice (*dup set) or there are none. */
+static json_t *collect_param_headers(struct evhttp_request *req, const char **dup)
+{
+    json_t *o = NULL;
+    *dup = NULL;
+    struct evkeyval *kv;
+    for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
+        size_t kl = strlen(kv->key);
+        if (kl <= 10 || kl > 10 + 128 || strncasecmp(kv->key, "Mcp-Param-", 10) != 0)
+            continue;
+        char name[129];
+        for (size_t i = 10; i <= kl; i++)
+            name[i - 10] = (char)(kv->key[i] >= 'A' && kv->key[i] <= 'Z' ? kv->key[i] + 32 : kv->key[i]);
+        if (!o)
+            o = json_object();
+        if (json_object_get(o, name)) {
+            *dup = kv->key;
+            json_decref(o);
+            return NULL;
+        }
+        json_object_set_new(o, name, json_stringn(kv->value, strlen(kv->value)));
+    }
+    return o;
+}
+
+/* A request that claims 2026-07-28: the checks of its metadata and mirrored headers, then the
+ * hand-over to a worker, where a one-request actor serves it. Every refusal echoes the id. */
+static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
+                          const char *who, hlink_t *link, pbody_t *b)
+{
+    const json_t *id = b->id;
+    if (b->kind == JR_RESPONSE) {
+        http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
+                         "Invalid Request: a 2026-07-28 POST carries one request or notification, "
+                         "never a response", NULL);
+        return;
+    }
+    if (b->kind == JR_NOTIFICATION) {
+        /* nothing in this revision needs the server to act on a notification (cancellation
+         * is closing the response stream): accepted */
+        http_send_reply(req, 202, NULL, NULL, 0, NULL, NULL);
+        return;
+    }
+    char msg[400];
+    json_t *data = NULL;
+    int code = modern_check_meta(json_object_get(b->json, "params"), msg, sizeof msg, &data);
+    if (code == JSONRPC_INVALID_PARAMS) {
+        http_reply_error(req, id, 400, code, msg, NULL);
+        return;
+    }
+    /* the mirrored headers before the version: a header that disagrees with the body is the
+     * error, whichever version either names */
+    char hmsg[400];
+    if (modern_check_headers(b->json, h->version, h->mcp_method, h->mcp_name, hmsg, sizeof hmsg)) {
+        json_decref(data);
+        http_reply_error(req, id, 400, MCP_ERR_HEADER_MISMATCH, hmsg, NULL);
+        return;
+    }
+    if (code) {
+        http_reply_error_data(req, id, 400, code, msg, data, NULL);
+        return;
+    }
+    const char *method = jsonrpc_cstr(json_object_get(b->json, "method"));
+    modern_method_t mk = modern_method_kind(method);
+    if (mk != MM_KNOWN) {
+        char quoted[201];
+        jsonrpc_quote_name(json_object_get(b->json, "method"), quoted, sizeof quoted);
+        snprintf(msg, sizeof msg,
+                 mk == MM_REMOVED ? "Method not found: %s does not exist in protocol version "
+                                    MODERN_VERSION " (it belongs to the session era)"
+                                  : "Method not found: %s",
+                 quoted);
+        http_reply_error(req, id, 404, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
+        return;
+    }
+    const char *dup = NULL;
+    json_t *params = h->mcp_param ? collect_param_headers(req, &dup) : NULL;
+    if (dup) {
+        snprintf(msg, sizeof msg, "Header mismatch: the %.140s header was sent more than once", dup);
+        http_reply_error(req, id, 400, MCP_ERR_HEADER_MISMATCH, msg, NULL);
+        return;
+    }
+    wmsg_t *m = wmsg_new(WM_POST);
+    if (session_id_new(m->sid) != 0) {
+        json_decref(params);
+        http_reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a request id", NULL);
+        wmsg_free(m);
+        return;
+    }
+    snprintf(m->u.client.proto_hdr, sizeof m->u.client.proto_hdr, "%s", MODERN_VERSION);
+    m->u.post.modern = true;
+    m->u.post.param_hdrs = params;
+    m->u.post.body = b->json; /* ownership moves to the actor with the message */
+    b->json = NULL;
+    classify_into(m, b);
+    submit(t, req, m, id, who, link);
+}
+
 static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
                         const char *who, hlink_t *link, pbody_t *b)
 {
@@ -294,6 +402,13 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     if (!validate_body(req, b, &is_init))
         return;
     const char *sid = h->session_id;
+    /* an initialize that carries the modern claim and no params.protocolVersion is a modern
+     * client probing a removed method (404); with protocolVersion it opens a session */
+    if (g_cfg.modern && !sid && !json_is_array(b->json) && modern_claims(b->json, h->version) &&
+        (!is_init || !json_object_get(json_object_get(b->json, "params"), "protocolVersion"))) {
+        handle_modern(t, req, h, who, link, b);
+        return;
+    }
     wmsg_t *m = wmsg_new(WM_POST);
     if (is_init) {
         if (sid) {
@@ -331,6 +446,18 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     submit(t, req, m, id, who, link);
 }
 
+/* GET and DELETE need a session (2025 era); without one, 2026-07-28 answers 405
+ * (streamable-http, "Backward Compatibility"). */
+static void refuse_sessionless(struct evhttp_request *req, const char *what)
+{
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "Method Not Allowed: %s needs an Mcp-Session-Id (session era); protocol version "
+             MODERN_VERSION " uses POST only", what);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+    http_reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST, msg, NULL);
+}
+
 static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
                         const char *who, hlink_t *link)
 {
@@ -340,6 +467,10 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
         return;
     }
     const char *sid = h->session_id;
+    if (!sid && g_cfg.modern) {
+        refuse_sessionless(req, "GET");
+        return;
+    }
     wmsg_t *m = wmsg_new(WM_GET);
     if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);
@@ -371,6 +502,10 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rh
                         const char *who, hlink_t *link)
 {
     const char *sid = h->session_id;
+    if (!sid && g_cfg.modern) {
+        refuse_sessionless(req, "DELETE");
+        return;
+    }
     wmsg_t *m = wmsg_new(WM_DELETE);
     if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);

@@ -110,6 +110,9 @@ void http_send_reply(struct evhttp_request *req, int status, const char *ctype, 
 /* A JSON-RPC error reply; id may be NULL (null in the body). */
 void http_reply_error(struct evhttp_request *req, const json_t *id, int status, int code,
                       const char *msg, const char *retry_after);
+/* The same with the error's data member (stolen, may be NULL). */
+void http_reply_error_data(struct evhttp_request *req, const json_t *id, int status, int code,
+                           const char *msg, json_t *data, const char *retry_after);
 hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *link);
 void http_hconn_free(hconn_t *c);
 conn_ref_t http_ref_of(const hconn_t *c);

@@ -18,6 +18,10 @@ enum {
     MCP_ERR_RESOURCE_NOT_FOUND = -32002,
     MCP_ERR_OVERLOADED = -32003,
     MCP_ERR_REQUEST_CANCELLED = -32800,
+    /* 2026-07-28 (protocol-defined) */
+    MCP_ERR_HEADER_MISMATCH = -32020,
+    MCP_ERR_MISSING_CAPABILITY = -32021,
+    MCP_ERR_UNSUPPORTED_VERSION = -32022,
 };
 
 /* Bounds on request fields the server copies again and again (README, Limits). A string

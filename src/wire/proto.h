@@ -13,11 +13,18 @@ typedef struct proto {
     bool priming;             /* SSE priming event and retry: hint */
     bool tool_input_errors_as_results; /* schema failures are isError results, not -32602 */
     bool elicitation;         /* elicitation/create exists */
+    bool modern;              /* stateless (2026-07-28): per-request _meta, no session */
+    bool resource_not_found_invalid_params; /* SEP-2164: -32602 with data.uri, not -32002 */
 } proto_t;
 
 /* NULL when v is not supported. */
 const proto_t *proto_find(const char *v);
 const proto_t *proto_latest(void);
+/* The next older session-era version, NULL after the oldest. */
+const proto_t *proto_older(const proto_t *p);
+/* The stateless revision (2026-07-28): never negotiated by initialize, never found by
+ * proto_find (which names the session-era versions). */
+const proto_t *proto_modern(void);
 /* The version assumed when a request carries no MCP-Protocol-Version header. */
 const proto_t *proto_default(void);
 /* Negotiation: the requested version if supported, else the latest. */

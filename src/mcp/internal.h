@@ -1,0 +1,29 @@
+/* Shared by the files of src/mcp (worker thread only): the catalogue, answering a call (with
+ * the 2026-07-28 decorations applied in one place), the shared method dispatch, and the two
+ * eras' entry points. */
+#ifndef MCPD_MCP_INTERNAL_H
+#define MCPD_MCP_INTERNAL_H
+
+#include "mcp/session.h"
+
+const mcpd_registry_t *mcp_reg(void);
+json_t *mcp_server_info(void);
+/* Answers call c with result (stolen). */
+void mcp_answer(actor_t *a, call_t *c, json_t *result);
+/* Answers call c with an error (data stolen, may be NULL). */
+void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data);
+/* The methods both eras share; the era's own ones (initialize, server/discover) are handled
+ * before. */
+void mcp_dispatch_request(actor_t *a, call_t *c, json_t *msg);
+void mcp_job_done(actor_t *a, job_t *j);
+
+/* modern.c */
+void mcp_handle_modern(worker_t *w, wmsg_t *m);
+/* resultType, serverInfo and the caching hints on a result of a 2026-07-28 request. */
+void modern_decorate(actor_t *a, call_t *c, json_t *result);
+/* The tool's x-mcp-header parameters against the request's Mcp-Param-* headers: NULL when
+ * they agree, else the HeaderMismatch message (in why). */
+const char *modern_check_params(const json_t *input_schema, const json_t *args,
+                                const json_t *param_hdrs, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,230 @@
+/* MCP 2026-07-28 on the wire. Pure functions, any thread. */
+#include "wire/modern.h"
+
+#include "core/b64.h"
+#include "wire/jsonrpc.h"
+#include "wire/proto.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const json_t *meta_of(const json_t *body)
+{
+    return json_object_get(json_object_get(body, "params"), "_meta");
+}
+
+bool modern_claims(const json_t *body, const char *version_hdr)
+{
+    if (json_is_object(body) && json_object_get(meta_of(body), META_PROTOCOL_VERSION))
+        return true;
+    /* "2026-07-28" and every later date; a session-era version never compares that high */
+    return version_hdr && strcmp(version_hdr, "2026") >= 0 && !proto_find(version_hdr);
+}
+
+json_t *modern_supported_versions(void)
+{
+    json_t *a = json_array();
+    json_array_append_new(a, json_string(MODERN_VERSION));
+    for (const proto_t *p = proto_latest(); p; p = proto_older(p))
+        json_array_append_new(a, json_string(p->version));
+    return a;
+}
+
+int modern_check_meta(const json_t *params, char *msg, size_t msglen, json_t **data)
+{
+    *data = NULL;
+    if (params && !json_is_object(params)) {
+        snprintf(msg, msglen, "Invalid params: params must be an object");
+        return JSONRPC_INVALID_PARAMS;
+    }
+    const json_t *meta = json_object_get(params, "_meta");
+    if (!json_is_object(meta)) {
+        snprintf(msg, msglen, "Invalid params: params._meta is required (an object with %s and %s)",
+                 META_PROTOCOL_VERSION, META_CLIENT_CAPS);
+        return JSONRPC_INVALID_PARAMS;
+    }
+    const json_t *pv = json_object_get(meta, META_PROTOCOL_VERSION);
+    if (!json_is_string(pv)) {
+        snprintf(msg, msglen, "Invalid params: params._meta[\"%s\"] is required (a string)",
+                 META_PROTOCOL_VERSION);
+        return JSONRPC_INVALID_PARAMS;
+    }
+    if (!json_is_object(json_object_get(meta, META_CLIENT_CAPS))) {
+        snprintf(msg, msglen, "Invalid params: params._meta[\"%s\"] is required (an object)",
+                 META_CLIENT_CAPS);
+        return JSONRPC_INVALID_PARAMS;
+    }
+    const json_t *ci = json_object_get(meta, META_CLIENT_INFO);
+    if (ci && !json_is_object(ci)) {
+        snprintf(msg, msglen, "Invalid params: params._meta[\"%s\"] must be an object",
+                 META_CLIENT_INFO);
+        return JSONRPC_INVALID_PARAMS;
+    }
+    const json_t *ll = json_object_get(meta, META_LOG_LEVEL);
+    if (ll) {
+        static const char *const LEVELS[] = {"debug", "info", "notice", "warning",
+                                             "error", "critical", "alert", "emergency"};
+        bool ok = false;
+        for (size_t i = 0; i < 8 && !ok; i++)
+            ok = jsonrpc_str_is(ll, LEVELS[i]);
+        if (!ok) {
+            snprintf(msg, msglen,
+                     "Invalid params: params._meta[\"%s\"] must be one of debug, info, notice, "
+                     "warning, error, critical, alert, emergency", META_LOG_LEVEL);
+            return JSONRPC_INVALID_PARAMS;
+        }
+    }
+    if (!jsonrpc_str_is(pv, MODERN_VERSION)) {
+        char quoted[64];
+        jsonrpc_quote_name(pv, quoted, sizeof quoted);
+        snprintf(msg, msglen, "Unsupported protocol version: %s", quoted);
+        *data = json_pack("{s:o,s:O}", "supported", modern_supported_versions(), "requested", pv);
+        return MCP_ERR_UNSUPPORTED_VERSION;
+    }
+    return 0;
+}
+
+/* A plain header value: visible ASCII, spaces and tabs only inside. */
+static bool plain_ok(const char *v, size_t n)
+{
+    if (n && (v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' || v[n - 1] == '\t'))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!(c == ' ' || c == '\t' || (c >= 0x21 && c <= 0x7e)))
+            return false;
+    }
+    return true;
+}
+
+int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outlen)
+{
+    size_t n = strlen(v);
+    static const char PRE[] = "=?base64?", SUF[] = "?=";
+    if (n >= sizeof PRE - 1 + sizeof SUF - 1 && memcmp(v, PRE, sizeof PRE - 1) == 0 &&
+        memcmp(v + n - 2, SUF, 2) == 0) {
+        const char *b = v + sizeof PRE - 1;
+        size_t bl = n - (sizeof PRE - 1) - 2;
+        if (bl / 4 * 3 + 3 > outsize)
+            return -1;
+        long got = b64_decode(b, bl, (unsigned char *)out, false);
+        if (got < 0)
+            return -1;
+        out[got] = '\0';
+        *outlen = (size_t)got;
+        return 0;
+    }
+    if (!plain_ok(v, n) || n + 1 > outsize)
+        return -1;
+    memcpy(out, v, n + 1);
+    *outlen = n;
+    return 0;
+}
+
+/* The body's value Mcp-Name mirrors, or NULL when the method has none. */
+static const json_t *name_source(const json_t *body, const char *method, const char **field)
+{
+    const json_t *params = json_object_get(body, "params");
+    if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0) {
+        *field = "params.name";
+        return json_object_get(params, "name");
+    }
+    if (strcmp(method, "resources/read") == 0) {
+        *field = "params.uri";
+        return json_object_get(params, "uri");
+    }
+    return NULL;
+}
+
+const char *modern_check_headers(const json_t *body, const char *version_hdr,
+                                 const char *method_hdr, const char *name_hdr, char *msg,
+                                 size_t msglen)
+{
+    const json_t *pv = json_object_get(meta_of(body), META_PROTOCOL_VERSION);
+    char q[80];
+    if (!version_hdr) {
+        snprintf(msg, msglen, "Header mismatch: the MCP-Protocol-Version header is required");
+        return msg;
+    }
+    if (!jsonrpc_str_is(pv, version_hdr)) {
+        jsonrpc_quote_name(pv, q, sizeof q);
+        snprintf(msg, msglen,
+                 "Header mismatch: MCP-Protocol-Version header value '%.40s' does not match "
+                 "_meta value '%s'", version_hdr, q);
+        return msg;
+    }
+    const json_t *method = json_object_get(body, "method");
+    if (!method_hdr) {
+        snprintf(msg, msglen, "Header mismatch: the Mcp-Method header is required");
+        return msg;
+    }
+    if (!jsonrpc_str_is(method, method_hdr)) {
+        jsonrpc_quote_name(method, q, sizeof q);
+        snprintf(msg, msglen,
+                 "Header mismatch: Mcp-Method header value '%.60s' does not match body value '%s'",
+                 method_hdr, q);
+        return msg;
+    }
+    const char *field;
+    const json_t *src = name_source(body, method_hdr, &field);
+    if (!src)
+        return NULL;
+    if (!name_hdr) {
+        snprintf(msg, msglen, "Header mismatch: the Mcp-Name header is required for %s",
+                 method_hdr);
+        return msg;
+    }
+    static _Thread_local char dec[MODERN_HEADER_VALUE_MAX + 1];
+    size_t dl;
+    if (modern_header_decode(name_hdr, dec, sizeof dec, &dl) != 0) {
+        snprintf(msg, msglen,
+                 "Header mismatch: Mcp-Name holds characters a header may not carry, or "
+                 "malformed =?base64?...?= (non-ASCII values are sent base64-encoded)");
+        return msg;
+    }
+    if (!json_is_string(src) || json_string_length(src) != dl ||
+        memcmp(json_string_value(src), dec, dl) != 0) {
+        jsonrpc_quote_name(src, q, sizeof q);
+        snprintf(msg, msglen, "Header mismatch: Mcp-Name header value '%.60s' does not match %s '%s'",
+                 name_hdr, field, q);
+        return msg;
+    }
+    return NULL;
+}
+
+modern_method_t modern_method_kind(const char *method)
+{
+    static const char *const KNOWN[] = {
+        "server/discover", "tools/list", "tools/call", "resources/list",
+        "resources/templates/list", "resources/read", "prompts/list", "prompts/get",
+        "completion/complete", "subscriptions/listen",
+    };
+    static const char *const REMOVED[] = {
+        "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+    };
+    if (!method)
+        return MM_UNKNOWN;
+    for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0]; i++)
+        if (strcmp(method, KNOWN[i]) == 0)
+            return MM_KNOWN;
+    for (size_t i = 0; i < sizeof REMOVED / sizeof REMOVED[0]; i++)
+        if (strcmp(method, REMOVED[i]) == 0)
+            return MM_REMOVED;
+    return MM_UNKNOWN;
+}
+
+int modern_http_status(int code)
+{
+    switch (code) {
+    case JSONRPC_METHOD_NOT_FOUND:
+        return 404;
+    case JSONRPC_PARSE_ERROR:
+    case JSONRPC_INVALID_REQUEST:
+    case MCP_ERR_HEADER_MISMATCH:
+    case MCP_ERR_MISSING_CAPABILITY:
+    case MCP_ERR_UNSUPPORTED_VERSION:
+        return 400;
+    default:
+        return 200;
+    }
+}

@@ -1,0 +1,67 @@
+/* MCP 2026-07-28 on the wire: which requests take the stateless path, the request metadata
+ * (_meta) and the HTTP headers that mirror the body (SEP-2243), the method table of the
+ * revision, and the HTTP status of its errors. Pure functions, any thread.
+ *
+ * The era is decided per request (basic/versioning, "Dual-era"): a request without
+ * Mcp-Session-Id that is not initialize and carries the _meta protocol-version claim, or a
+ * 2026+ MCP-Protocol-Version header, is served statelessly; everything else takes the session
+ * path. */
+#ifndef MCPD_WIRE_MODERN_H
+#define MCPD_WIRE_MODERN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define MODERN_VERSION "2026-07-28"
+
+#define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
+#define META_CLIENT_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
+
+/* Longest decoded Mcp-Name / Mcp-Param-* value the server compares (bytes). */
+#define MODERN_HEADER_VALUE_MAX 4096
+
+/* True when body (a single message, any shape) claims the modern era: params._meta holds the
+ * protocol-version key, or version_hdr (NULL when absent) is a 2026 or later version. */
+bool modern_claims(const json_t *body, const char *version_hdr);
+
+/* Every version this server speaks, newest first, modern included (a new array). */
+json_t *modern_supported_versions(void);
+
+/* Checks params._meta of a modern request. Returns 0 when it is usable; else the JSON-RPC
+ * code (-32602 for a missing or malformed field, -32022 for a version the server does not
+ * speak), with msg filled and *data set (new reference) for -32022. */
+int modern_check_meta(const json_t *params, char *msg, size_t msglen, json_t **data);
+
+/* Decodes a Mcp-Name or Mcp-Param-* header value: plain visible ASCII (spaces and tabs
+ * inside, not at the ends), or the sentinel =?base64?...?= of the UTF-8 bytes. 0 with the
+ * value (NUL-terminated, *outlen bytes) in out; -1 when it holds a character a header may not
+ * carry, is malformed base64, or does not fit outsize - 1 bytes. */
+int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outlen);
+
+/* The checks of the mirrored headers (SEP-2243) against the body: MCP-Protocol-Version
+ * present and equal to the _meta claim, Mcp-Method equal to method, Mcp-Name equal to
+ * params.name (tools/call, prompts/get) or params.uri (resources/read). NULL when they hold;
+ * else the HeaderMismatch message in msg. */
+const char *modern_check_headers(const json_t *body, const char *version_hdr,
+                                 const char *method_hdr, const char *name_hdr, char *msg,
+                                 size_t msglen);
+
+typedef enum {
+    MM_UNKNOWN = 0, /* not a method of the revision: 404 + -32601 */
+    MM_REMOVED,     /* a session-era method the revision removed: 404 + -32601 */
+    MM_KNOWN,
+} modern_method_t;
+
+modern_method_t modern_method_kind(const char *method);
+
+/* The HTTP status a modern JSON error answer takes (streamable-http, "Server Validation",
+ * "Request Metadata"): 404 for -32601, 400 for the protocol errors and malformed requests,
+ * 200 for the rest (a tool's or a handler's error is an answer, not a transport failure). */
+int modern_http_status(int code);
+
+#endif

@@ -1,0 +1,331 @@
+"""MCP 2026-07-28 beside the session era on one endpoint (--modern): per-request _meta,
+server/discover, the mirrored headers (SEP-2243), removed methods, resultType and the caching
+hints, per-request capabilities and log level, cancellation by closing the response stream.
+Every refusal is checked for its HTTP status, its JSON-RPC code and the echoed id, and the same
+server is checked to still serve a session-era client."""
+import base64
+import time
+import unittest
+
+from mcptest import ACCEPT_BOTH, SSEStream, Server, ServerTest, Session, run
+
+V = "2026-07-28"
+SESSION_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
+
+
+def meta(caps=None, level=None, version=V, info=True):
+    m = {"io.modelcontextprotocol/protocolVersion": version,
+         "io.modelcontextprotocol/clientCapabilities": caps if caps is not None else {}}
+    if info:
+        m["io.modelcontextprotocol/clientInfo"] = {"name": "test_modern", "version": "1"}
+    if level:
+        m["io.modelcontextprotocol/logLevel"] = level
+    return m
+
+
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+class Modern:
+    """A stateless client: every request carries its _meta and the mirrored headers."""
+
+    def __init__(self, server):
+        self.server = server
+        self.next_id = 0
+
+    def headers(self, method, params, extra=None, drop=()):
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH,
+             "MCP-Protocol-Version": V, "Mcp-Method": method}
+        field = NAMED.get(method)
+        if field and isinstance(params, dict) and field in params:
+            h["Mcp-Name"] = params[field]
+        h.update(extra or {})
+        for d in drop:
+            h.pop(d, None)
+        return h
+
+    def request(self, method, params=None, caps=None, level=None, headers=None, drop=(),
+                rid=None, with_meta=True):
+        if rid is None:
+            self.next_id += 1
+            rid = self.next_id
+        params = dict(params or {})
+        if with_meta and "_meta" not in params:
+            params["_meta"] = meta(caps, level)
+        body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        r = self.server.request("POST", body, self.headers(method, params, headers, drop))
+        return r, rid
+
+    def result(self, method, params=None, **kw):
+        r, rid = self.request(method, params, **kw)
+        msgs = r.messages()
+        final = [m for m in msgs if m.get("id") == rid]
+        return r, final[0] if final else None, msgs
+
+
+class ModernPath(ServerTest):
+    SERVER_FLAGS = ("--modern",)
+
+    def setUp(self):
+        self.c = Modern(self.server)
+
+    def assertError(self, r, status, code, rid):
+        self.assertEqual(r.status, status, r.text)
+        body = r.json()
+        self.assertEqual(body["id"], rid, body)
+        self.assertEqual(body["error"]["code"], code, body)
+        self.assertTrue(body["error"]["message"])
+        return body["error"]
+
+    def assertComplete(self, result):
+        self.assertEqual(result["resultType"], "complete")
+        info = result["_meta"]["io.modelcontextprotocol/serverInfo"]
+        self.assertEqual(info["name"], "mcpactord")
+        self.assertTrue(info["version"])
+
+    # ---- discovery, results ----
+
+    def test_discover_lists_both_eras_and_the_capabilities(self):
+        r, m, _ = self.c.result("server/discover")
+        self.assertEqual(r.status, 200, r.text)
+        res = m["result"]
+        self.assertEqual(res["supportedVersions"], [V] + SESSION_VERSIONS)
+        self.assertIn("tools", res["capabilities"])
+        self.assertComplete(res)
+        self.assertEqual(res["ttlMs"], 60000)
+        self.assertEqual(res["cacheScope"], "public")
+        self.assertIsNone(r.header("mcp-session-id"))
+
+    def test_lists_carry_result_type_server_info_and_cache_hints(self):
+        for method in ("tools/list", "resources/list", "resources/templates/list", "prompts/list"):
+            r, m, _ = self.c.result(method)
+            self.assertEqual(r.status, 200, (method, r.text))
+            self.assertComplete(m["result"])
+            self.assertEqual(m["result"]["ttlMs"], 60000, method)
+            self.assertEqual(m["result"]["cacheScope"], "public", method)
+
+    def test_tools_list_is_in_a_stable_order(self):
+        names = [[t["name"] for t in self.c.result("tools/list")[1]["result"]["tools"]]
+                 for _ in range(3)]
+        self.assertEqual(names[0], names[1])
+        self.assertEqual(names[1], names[2])
+        self.assertIn("echo", names[0])
+
+    def test_a_tool_call_answers_with_a_complete_result(self):
+        r, m, _ = self.c.result("tools/call", {"name": "echo", "arguments": {"text": "héllo"}})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(m["result"]["content"][0]["text"], "héllo")
+        self.assertComplete(m["result"])
+        self.assertNotIn("ttlMs", m["result"])  # a call's result is not cacheable
+        self.assertIsNone(r.header("mcp-session-id"))
+        self.assertServerHealthy()  # the session era, on the same server
+
+    def test_client_info_is_optional(self):
+        m = meta(info=False)
+        r, msg, _ = self.c.result("tools/call", {"name": "echo", "arguments": {"text": "x"},
+                                                 "_meta": m})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(msg["result"]["content"][0]["text"], "x")
+
+    def test_a_tool_error_is_a_200_answer(self):
+        r, m, _ = self.c.result("tools/call", {"name": "no_such_tool", "arguments": {}})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(m["error"]["code"], -32602)
+
+    def test_requests_leave_no_session_and_no_actor_behind(self):
+        before = self.server.stats()
+        for i in range(20):
+            self.c.result("tools/call", {"name": "echo", "arguments": {"text": str(i)}})
+        after = self.server.stats()
+        self.assertEqual(after["sessions_stored"], before["sessions_stored"])
+        self.assertEqual(after["sessions_created_total"], before["sessions_created_total"])
+        self.assertEqual(after["modern_requests_total"], before["modern_requests_total"] + 20)
+        self.assertEqual(after["modern_requests_live"], 0)
+
+    # ---- _meta ----
+
+    def test_missing_meta_is_invalid_params(self):
+        r, rid = self.c.request("tools/list", with_meta=False)
+        self.assertError(r, 400, -32602, rid)
+
+    def test_missing_protocol_version_in_meta_is_invalid_params(self):
+        m = meta()
+        del m["io.modelcontextprotocol/protocolVersion"]
+        r, rid = self.c.request("tools/list", {"_meta": m})
+        self.assertError(r, 400, -32602, rid)
+
+    def test_missing_client_capabilities_is_invalid_params(self):
+        m = meta()
+        del m["io.modelcontextprotocol/clientCapabilities"]
+        r, rid = self.c.request("tools/list", {"_meta": m})
+        self.assertError(r, 400, -32602, rid)
+
+    def test_a_bad_log_level_is_invalid_params(self):
+        r, rid = self.c.request("tools/list", level="loud")
+        self.assertError(r, 400, -32602, rid)
+
+    def test_an_unsupported_version_lists_the_supported_ones(self):
+        m = meta(version="1900-01-01")
+        r, rid = self.c.request("tools/list", {"_meta": m},
+                                headers={"MCP-Protocol-Version": "1900-01-01"})
+        err = self.assertError(r, 400, -32022, rid)
+        self.assertEqual(err["data"]["supported"], [V] + SESSION_VERSIONS)
+        self.assertEqual(err["data"]["requested"], "1900-01-01")
+
+    # ---- mirrored headers ----
+
+    def test_version_header_must_match_meta(self):
+        m = meta(version="v999.0.0")
+        r, rid = self.c.request("server/discover", {"_meta": m})
+        self.assertError(r, 400, -32020, rid)
+
+    def test_version_header_is_required(self):
+        r, rid = self.c.request("tools/list", drop=("MCP-Protocol-Version",))
+        self.assertError(r, 400, -32020, rid)
+
+    def test_method_header_is_required_and_must_match(self):
+        r, rid = self.c.request("tools/list", drop=("Mcp-Method",))
+        self.assertError(r, 400, -32020, rid)
+        r, rid = self.c.request("tools/list", headers={"Mcp-Method": "prompts/list"})
+        self.assertError(r, 400, -32020, rid)
+        r, rid = self.c.request("tools/list", headers={"Mcp-Method": "Tools/List"})  # values are case-sensitive
+        self.assertError(r, 400, -32020, rid)
+
+    def test_name_header_is_required_and_must_match(self):
+        p = {"name": "echo", "arguments": {"text": "x"}}
+        r, rid = self.c.request("tools/call", p, drop=("Mcp-Name",))
+        self.assertError(r, 400, -32020, rid)
+        r, rid = self.c.request("tools/call", p, headers={"Mcp-Name": "add"})
+        self.assertError(r, 400, -32020, rid)
+
+    def test_a_base64_name_header_is_decoded(self):
+        p = {"name": "echo", "arguments": {"text": "x"}}
+        enc = "=?base64?" + base64.b64encode(b"echo").decode() + "?="
+        r, m, _ = self.c.result("tools/call", p, headers={"Mcp-Name": enc})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(m["result"]["content"][0]["text"], "x")
+        bad = "=?base64?" + base64.b64encode(b"add").decode() + "?="
+        r, rid = self.c.request("tools/call", p, headers={"Mcp-Name": bad})
+        self.assertError(r, 400, -32020, rid)
+        r, rid = self.c.request("tools/call", p, headers={"Mcp-Name": "=?base64?not base64!?="})
+        self.assertError(r, 400, -32020, rid)
+
+    def test_a_resource_uri_is_mirrored_in_mcp_name(self):
+        p = {"uri": "test://nowhere"}
+        r, rid = self.c.request("resources/read", p, drop=("Mcp-Name",))
+        self.assertError(r, 400, -32020, rid)
+
+    # ---- methods ----
+
+    def test_removed_methods_answer_404_method_not_found(self):
+        for method in ("initialize", "ping", "logging/setLevel", "resources/subscribe",
+                       "resources/unsubscribe"):
+            r, rid = self.c.request(method)
+            self.assertError(r, 404, -32601, rid)
+
+    def test_an_unknown_method_answers_404(self):
+        r, rid = self.c.request("unknown/method")
+        self.assertError(r, 404, -32601, rid)
+
+    def test_an_initialize_with_a_protocol_version_still_opens_a_session(self):
+        r = self.server.request("POST", {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}, "_meta": meta()}},
+            {"Content-Type": "application/json", "Accept": ACCEPT_BOTH})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertTrue(r.header("mcp-session-id"))
+
+    def test_resource_not_found_is_invalid_params_with_the_uri(self):
+        r, m, _ = self.c.result("resources/read", {"uri": "test://nonexistent"})
+        self.assertEqual(m["error"]["code"], -32602, m)
+        self.assertEqual(m["error"]["data"]["uri"], "test://nonexistent")
+
+    def test_get_and_delete_without_a_session_answer_405(self):
+        for method in ("GET", "DELETE"):
+            r = self.server.request(method, headers={"Accept": "text/event-stream"})
+            self.assertEqual(r.status, 405, r.text)
+            self.assertIn("POST", r.header("allow"))
+
+    def test_a_notification_is_accepted_and_a_response_refused(self):
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": V}
+        r = self.server.request("POST", {"jsonrpc": "2.0", "method": "notifications/progress",
+                                         "params": {"_meta": meta()}}, h)
+        self.assertEqual(r.status, 202, r.text)
+        r = self.server.request("POST", {"jsonrpc": "2.0", "id": 7, "result": {}}, h)
+        self.assertEqual(r.status, 400, r.text)
+
+    # ---- per-request capabilities and log level ----
+
+    def test_an_undeclared_capability_is_a_400_missing_capability_error(self):
+        r, rid = self.c.request("tools/call", {"name": "elicit_name", "arguments": {}})
+        err = self.assertError(r, 400, -32021, rid)
+        self.assertEqual(err["data"]["requiredCapabilities"], {"elicitation": {}})
+
+    def test_no_log_messages_without_a_log_level(self):
+        _, m, msgs = self.c.result("tools/call", {"name": "notify", "arguments": {"count": 3}})
+        self.assertEqual(m["result"]["content"][0]["text"], "sent 3")
+        self.assertEqual([x for x in msgs if x.get("method") == "notifications/message"], [])
+
+    def test_log_messages_at_the_requested_level(self):
+        r, m, msgs = self.c.result("tools/call", {"name": "notify", "arguments": {"count": 3}},
+                                   level="info")
+        logs = [x for x in msgs if x.get("method") == "notifications/message"]
+        self.assertEqual(len(logs), 3, r.text)
+        self.assertTrue(r.header("content-type").startswith("text/event-stream"))
+        for e in r.events():
+            self.assertNotIn("id", e)  # a modern stream is not resumable: no event ids
+        _, _, msgs = self.c.result("tools/call", {"name": "notify", "arguments": {"count": 3}},
+                                   level="error")
+        self.assertEqual([x for x in msgs if x.get("method") == "notifications/message"], [])
+
+    def test_session_state_is_refused_without_a_session(self):
+        _, m, _ = self.c.result("tools/call", {"name": "counter", "arguments": {}})
+        self.assertIn("error", m, m)
+        self.assertIn("no session", m["error"]["message"])
+
+    def test_closing_the_response_stream_cancels_the_request(self):
+        params = {"name": "slow", "arguments": {"seconds": 6, "steps": 60},
+                  "_meta": dict(meta(), progressToken="p1")}
+        body = {"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": params}
+        s = SSEStream(self.server.port, "POST", self.c.headers("tools/call", params), body)
+        first = s.next_message(timeout=5)["message"]
+        self.assertEqual(first.get("method"), "notifications/progress", first)
+        self.assertEqual(self.server.stats()["modern_requests_live"], 1)
+        s.close()
+        deadline = time.time() + 3  # the call had 5 s to run: cancelled, it ends at once
+        while time.time() < deadline and self.server.stats()["modern_requests_live"] != 0:
+            time.sleep(0.05)
+        self.assertEqual(self.server.stats()["modern_requests_live"], 0)
+        self.assertServerHealthy()
+
+
+class CacheFlags(ServerTest):
+    SERVER_FLAGS = ("--modern", "--cache-ttl-ms", "0", "--cache-private")
+
+    def test_the_flags_set_the_hints(self):
+        _, m, _ = Modern(self.server).result("tools/list")
+        self.assertEqual(m["result"]["ttlMs"], 0)
+        self.assertEqual(m["result"]["cacheScope"], "private")
+
+
+class FlagOff(ServerTest):
+    """Without --modern the session era is all there is: a modern request gets the session
+    era's answer, so auto-mode clients stay on initialize."""
+
+    def test_a_modern_request_gets_the_session_error(self):
+        r, rid = Modern(self.server).request("server/discover")
+        self.assertEqual(r.status, 400, r.text)
+        self.assertEqual(r.json()["error"]["code"], -32000)
+        self.assertIn("Mcp-Session-Id", r.json()["error"]["message"])
+
+    def test_get_without_a_session_keeps_its_400(self):
+        r = self.server.request("GET", headers={"Accept": "text/event-stream"})
+        self.assertEqual(r.status, 400, r.text)
+        s = Session(self.server)
+        _, m = s.tool("echo", {"text": "ok"})
+        self.assertEqual(m["result"]["content"][0]["text"], "ok")
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,78 @@
+/* Unit tests: base64, standard with padding and URL-safe without (src/core/b64.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/b64.h"
+
+/* RFC 4648 section 10 test vectors */
+static const char *const PLAIN[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+static const char *const STD[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+static const char *const URL[] = {"", "Zg", "Zm8", "Zm9v", "Zm9vYg", "Zm9vYmE", "Zm9vYmFy"};
+
+static void the_rfc_vectors_encode(void **state)
+{
+    (void)state;
+    char out[32];
+    for (size_t i = 0; i < 7; i++) {
+        assert_int_equal(b64_encode(PLAIN[i], strlen(PLAIN[i]), out, false), strlen(STD[i]));
+        assert_string_equal(out, STD[i]);
+        assert_int_equal(b64_encode(PLAIN[i], strlen(PLAIN[i]), out, true), strlen(URL[i]));
+        assert_string_equal(out, URL[i]);
+    }
+}
+
+static void the_rfc_vectors_decode(void **state)
+{
+    (void)state;
+    unsigned char out[32];
+    for (size_t i = 0; i < 7; i++) {
+        long n = b64_decode(STD[i], strlen(STD[i]), out, false);
+        assert_int_equal(n, strlen(PLAIN[i]));
+        assert_memory_equal(out, PLAIN[i], (size_t)n);
+        n = b64_decode(URL[i], strlen(URL[i]), out, true);
+        assert_int_equal(n, strlen(PLAIN[i]));
+        assert_memory_equal(out, PLAIN[i], (size_t)n);
+    }
+}
+
+static void the_alphabets_differ_in_two_characters(void **state)
+{
+    (void)state;
+    const unsigned char bytes[] = {0xfb, 0xff, 0xbf};
+    char out[8];
+    b64_encode(bytes, 3, out, false);
+    assert_string_equal(out, "+/+/");
+    b64_encode(bytes, 3, out, true);
+    assert_string_equal(out, "-_-_");
+    unsigned char back[8];
+    assert_int_equal(b64_decode("-_-_", 4, back, false), -1);
+    assert_int_equal(b64_decode("+/+/", 4, back, true), -1);
+}
+
+static void malformed_input_is_refused(void **state)
+{
+    (void)state;
+    unsigned char out[32];
+    assert_int_equal(b64_decode("Zg=", 3, out, false), -1);   /* length not a multiple of 4 */
+    assert_int_equal(b64_decode("Zg", 2, out, false), -1);    /* standard needs its padding */
+    assert_int_equal(b64_decode("Z===", 4, out, false), -1);  /* too much padding */
+    assert_int_equal(b64_decode("Zm 9", 4, out, false), -1);  /* a space */
+    assert_int_equal(b64_decode("Zh==", 4, out, false), -1);  /* non-zero leftover bits */
+    assert_int_equal(b64_decode("Z", 1, out, true), -1);      /* one character is no byte */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_rfc_vectors_encode),
+        cmocka_unit_test(the_rfc_vectors_decode),
+        cmocka_unit_test(the_alphabets_differ_in_two_characters),
+        cmocka_unit_test(malformed_input_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,132 @@
+/* Unit tests: the 2026-07-28 wire rules (src/wire/modern.c): which requests claim the era, the
+ * _meta checks, the mirrored headers and their base64 form, the method table, the statuses. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "wire/jsonrpc.h"
+#include "wire/modern.h"
+
+static json_t *req(const char *method, const char *version, json_t *extra_params)
+{
+    json_t *meta = json_pack("{s:s,s:{}}", META_PROTOCOL_VERSION, version, META_CLIENT_CAPS);
+    json_t *params = extra_params ? extra_params : json_object();
+    json_object_set_new(params, "_meta", meta);
+    return json_pack("{s:s,s:i,s:s,s:o}", "jsonrpc", "2.0", "id", 1, "method", method, "params",
+                     params);
+}
+
+static void the_claim_is_the_meta_key_or_a_2026_header(void **state)
+{
+    (void)state;
+    json_t *m = req("tools/list", "2026-07-28", NULL);
+    assert_true(modern_claims(m, NULL));
+    json_t *plain = json_pack("{s:s,s:i,s:s}", "jsonrpc", "2.0", "id", 1, "method", "tools/list");
+    assert_false(modern_claims(plain, NULL));
+    assert_false(modern_claims(plain, "2025-11-25"));
+    assert_false(modern_claims(plain, "2025-03-26"));
+    assert_true(modern_claims(plain, "2026-07-28"));
+    assert_true(modern_claims(plain, "2027-01-01"));
+    json_decref(m);
+    json_decref(plain);
+}
+
+static void meta_fields_are_required_and_the_version_checked(void **state)
+{
+    (void)state;
+    char msg[300];
+    json_t *data;
+    json_t *m = req("tools/list", "2026-07-28", NULL);
+    json_t *params = json_object_get(m, "params");
+    assert_int_equal(modern_check_meta(params, msg, sizeof msg, &data), 0);
+    json_object_del(json_object_get(params, "_meta"), META_CLIENT_CAPS);
+    assert_int_equal(modern_check_meta(params, msg, sizeof msg, &data), JSONRPC_INVALID_PARAMS);
+    assert_null(data);
+    json_object_del(params, "_meta");
+    assert_int_equal(modern_check_meta(params, msg, sizeof msg, &data), JSONRPC_INVALID_PARAMS);
+    json_decref(m);
+
+    m = req("tools/list", "1900-01-01", NULL);
+    assert_int_equal(modern_check_meta(json_object_get(m, "params"), msg, sizeof msg, &data),
+                     MCP_ERR_UNSUPPORTED_VERSION);
+    assert_non_null(data);
+    assert_string_equal(json_string_value(json_object_get(data, "requested")), "1900-01-01");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 0)),
+                        "2026-07-28");
+    assert_int_equal(json_array_size(json_object_get(data, "supported")), 4);
+    json_decref(data);
+    json_decref(m);
+}
+
+static void header_values_decode_plain_and_base64(void **state)
+{
+    (void)state;
+    char out[64];
+    size_t n;
+    assert_int_equal(modern_header_decode("us-west1", out, sizeof out, &n), 0);
+    assert_string_equal(out, "us-west1");
+    assert_int_equal(modern_header_decode("=?base64?SGVsbG8sIOS4lueVjA==?=", out, sizeof out, &n), 0);
+    assert_string_equal(out, "Hello, \xe4\xb8\x96\xe7\x95\x8c");
+    assert_int_equal(modern_header_decode("=?base64?IHBhZGRlZCA=?=", out, sizeof out, &n), 0);
+    assert_string_equal(out, " padded ");
+    assert_int_equal(modern_header_decode(" padded", out, sizeof out, &n), -1);
+    assert_int_equal(modern_header_decode("caf\xc3\xa9", out, sizeof out, &n), -1);
+    assert_int_equal(modern_header_decode("=?base64?!!?=", out, sizeof out, &n), -1);
+    assert_int_equal(modern_header_decode("a\x01" "b", out, sizeof out, &n), -1);
+    char small[4];
+    assert_int_equal(modern_header_decode("toolong", small, sizeof small, &n), -1);
+}
+
+static void mirrored_headers_must_match_the_body(void **state)
+{
+    (void)state;
+    char msg[300];
+    json_t *m = req("tools/call", "2026-07-28", json_pack("{s:s}", "name", "echo"));
+    assert_null(modern_check_headers(m, "2026-07-28", "tools/call", "echo", msg, sizeof msg));
+    assert_null(modern_check_headers(m, "2026-07-28", "tools/call", "=?base64?ZWNobw==?=", msg,
+                                     sizeof msg));
+    assert_non_null(modern_check_headers(m, NULL, "tools/call", "echo", msg, sizeof msg));
+    assert_non_null(modern_check_headers(m, "2025-11-25", "tools/call", "echo", msg, sizeof msg));
+    assert_non_null(modern_check_headers(m, "2026-07-28", NULL, "echo", msg, sizeof msg));
+    assert_non_null(modern_check_headers(m, "2026-07-28", "tools/list", "echo", msg, sizeof msg));
+    assert_non_null(modern_check_headers(m, "2026-07-28", "tools/call", NULL, msg, sizeof msg));
+    assert_non_null(modern_check_headers(m, "2026-07-28", "tools/call", "add", msg, sizeof msg));
+    json_decref(m);
+    /* no Mcp-Name for a method without a name */
+    m = req("tools/list", "2026-07-28", NULL);
+    assert_null(modern_check_headers(m, "2026-07-28", "tools/list", NULL, msg, sizeof msg));
+    json_decref(m);
+}
+
+static void the_method_table_and_statuses(void **state)
+{
+    (void)state;
+    assert_int_equal(modern_method_kind("server/discover"), MM_KNOWN);
+    assert_int_equal(modern_method_kind("subscriptions/listen"), MM_KNOWN);
+    assert_int_equal(modern_method_kind("ping"), MM_REMOVED);
+    assert_int_equal(modern_method_kind("initialize"), MM_REMOVED);
+    assert_int_equal(modern_method_kind("logging/setLevel"), MM_REMOVED);
+    assert_int_equal(modern_method_kind("tools/lists"), MM_UNKNOWN);
+    assert_int_equal(modern_method_kind(NULL), MM_UNKNOWN);
+    assert_int_equal(modern_http_status(JSONRPC_METHOD_NOT_FOUND), 404);
+    assert_int_equal(modern_http_status(MCP_ERR_HEADER_MISMATCH), 400);
+    assert_int_equal(modern_http_status(MCP_ERR_MISSING_CAPABILITY), 400);
+    assert_int_equal(modern_http_status(MCP_ERR_UNSUPPORTED_VERSION), 400);
+    assert_int_equal(modern_http_status(JSONRPC_INVALID_PARAMS), 200);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_claim_is_the_meta_key_or_a_2026_header),
+        cmocka_unit_test(meta_fields_are_required_and_the_version_checked),
+        cmocka_unit_test(header_values_decode_plain_and_base64),
+        cmocka_unit_test(mirrored_headers_must_match_the_body),
+        cmocka_unit_test(the_method_table_and_statuses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
