@@ -163,6 +163,18 @@ int main(int argc, char **argv)
     for (int i = 0; colocated && i < g_cfg.http_threads; i++)
         hosts[i] = http_base(i);
     mcp_init(reg);
+    if (g_cfg.modern) {
+        char keyfile[1100];
+        if (g_cfg.request_state_key[0])
+            snprintf(keyfile, sizeof keyfile, "%s", g_cfg.request_state_key);
+        else
+            snprintf(keyfile, sizeof keyfile, "%s/request-state.key", g_cfg.data_dir);
+        if (modern_state_key_init(keyfile, g_cfg.request_state_ttl_s * 1000) != 0) {
+            http_free();
+            exit_code = 1;
+            goto early_exit;
+        }
+    }
     if (workers_start(nworkers, store, mcp_actor_ops(), http_deliver, g_cfg.http_threads,
                       colocated ? hosts : NULL) != 0 ||
         pool_start(g_cfg.tool_threads) != 0) {

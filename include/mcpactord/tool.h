@@ -70,6 +70,10 @@ enum {
     /* The handler never blocks and finishes in microseconds: the server may run it inline on
      * the session's worker instead of the tool pool. Inline handlers cannot elicit or sample. */
     MCPD_TOOL_NONBLOCKING = 1u << 0,
+    /* 2026-07-28 input requests: a retry's requestState is accepted at most once (a second
+     * retry with the same state is refused as a replay, even if the first did not finish).
+     * Without it a state stays good until its call completes or it expires. */
+    MCPD_TOOL_INPUT_ONCE = 1u << 1,
 };
 
 typedef struct mcpd_tool_def {
@@ -177,6 +181,27 @@ json_t *mcpd_ctx_elicit(mcpd_ctx_t *ctx, const char *message, json_t *requested_
                         int timeout_ms);
 /* sampling/createMessage with the given params (stolen). */
 json_t *mcpd_ctx_sample(mcpd_ctx_t *ctx, json_t *params, int timeout_ms);
+
+/* Requests to the client in the two eras. In a session (2025 versions) the calls above send
+ * the request on the call's stream and wait for the answer. In protocol version 2026-07-28
+ * there is no session and the server never sends requests: a call that needs the client's
+ * input ends with an input_required result listing what it asks, and the client retries the
+ * call with the answers. The handler is then run again from the start, and each request it
+ * makes returns the client's answer at once (matched by its key), until it completes. So a
+ * handler that asks should be deterministic up to its requests, and do its side effects after
+ * them. When an answer is missing, the request returns NULL with mcpd_ctx_input_pending() true:
+ * return promptly (what is returned is replaced by the input_required result); requests made
+ * after it are asked in the same round. */
+/* Names the next request's key in inputRequests (1..64 bytes of [A-Za-z0-9_.-]); without it
+ * the keys are input_1, input_2... in the order of the requests. Ignored in a session. */
+int mcpd_ctx_input_key(mcpd_ctx_t *ctx, const char *key);
+/* True once a request of this run was left unanswered (2026-07-28: the call will end with an
+ * input_required result). */
+bool mcpd_ctx_input_pending(const mcpd_ctx_t *ctx);
+/* True when the client declared the capability ("elicitation", "sampling", "roots") for this
+ * call: its session's initialize, or the request's own _meta in 2026-07-28. A request that
+ * needs one the client lacks fails (2026-07-28: the whole call answers -32021). */
+bool mcpd_ctx_client_supports(const mcpd_ctx_t *ctx, const char *capability);
 
 /* Ends the HTTP connection that carries the call's response stream, without ending the call
  * (SEP-1699 polling). The stream is switched to SSE first, so the client holds an event id and the

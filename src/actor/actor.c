@@ -137,6 +137,10 @@ void actor_write_meta(actor_t *a)
     json_object_set_new(m, "rq", json_integer((json_int_t)a->next_req_num));
     if (a->subscriptions && json_object_size(a->subscriptions))
         json_object_set(m, "sub", a->subscriptions);
+    if (a->kind == ACTOR_RECORD) {
+        json_object_set_new(m, "k", json_string("r"));
+        json_object_set(m, "rec", a->record ? a->record : json_null());
+    }
     size_t len;
     char *text = jsonrpc_dump(m, &len);
     json_decref(m);
@@ -147,13 +151,14 @@ void actor_write_meta(actor_t *a)
 
 actor_t *actor_create(worker_t *w, const char *sid)
 {
-    return actor_create_kind(w, sid, false);
+    return actor_create_kind(w, sid, ACTOR_SESSION);
 }
 
-actor_t *actor_create_kind(worker_t *w, const char *sid, bool modern)
+actor_t *actor_create_kind(worker_t *w, const char *sid, char kind)
 {
     actor_t *a = xcalloc(1, sizeof *a);
-    a->modern = modern;
+    a->kind = kind;
+    a->modern = kind == ACTOR_MODERN;
     memcpy(a->sid, sid, SESSION_ID_LEN + 1);
     a->tag = session_tag(sid);
     a->w = w;
@@ -177,14 +182,20 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     /* our own writer's text: it may hold U+0000 (a client's strings), which jansson refuses */
     json_t *m = json_parse_buf(v, vl, NULL, 0, NULL);
     free(v);
-    const proto_t *p = proto_find(json_string_value(json_object_get(m, "v")));
+    bool record = jsonrpc_str_is(json_object_get(m, "k"), "r");
+    const proto_t *p = record ? proto_modern() : proto_find(json_string_value(json_object_get(m, "v")));
     if (!json_is_object(m) || !p) {
         log_error("session %.8s: unreadable metadata, treating it as unknown", sid);
         json_decref(m);
         return NULL;
     }
-    actor_t *a = actor_create(w, sid);
+    actor_t *a = actor_create_kind(w, sid, record ? ACTOR_RECORD : ACTOR_SESSION);
     a->proto = p;
+    if (record) {
+        a->stored_more = false; /* a record has its metadata and alarm keys only */
+        json_t *rec = json_object_get(m, "rec");
+        a->record = json_is_object(rec) ? json_incref(rec) : json_object();
+    }
     a->stored_more = true; /* unknown: it may have streams or state from before */
     json_t *ci = json_object_get(m, "ci"), *cc = json_object_get(m, "cc");
     a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
@@ -216,6 +227,12 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     STAT_INC(wakes_total);
     log_debug("session %.8s woken from the store", sid);
     return a;
+}
+
+actor_t *actor_find_or_load(worker_t *w, const char *sid)
+{
+    actor_t *a = worker_find_actor(w, sid);
+    return a ? a : actor_load(w, sid);
 }
 
 /* A failed turn reset a (and its in-flight requests lost their jobs): once the store takes
@@ -251,6 +268,8 @@ static void actor_free(actor_t *a)
     json_decref(a->client_caps);
     json_decref(a->subscriptions);
     json_decref(a->param_hdrs);
+    json_decref(a->record);
+    json_decref(a->mrtr);
     free(a);
 }
 
@@ -308,9 +327,13 @@ void actor_delete(actor_t *a)
     /* a session that never stored a stream or state has its metadata as its only key: one
      * point delete, no range tombstones (they slow later reads) */
     eventlog_delete_session(b, a->sid, !a->stored_more);
-    worker_stat_add(w, DS_SESSIONS_DELETED, 1);
-    worker_stat_add(w, DS_SESSIONS_STORED, -1);
-    log_info("session %.8s deleted", a->sid);
+    if (a->kind == ACTOR_SESSION) {
+        worker_stat_add(w, DS_SESSIONS_DELETED, 1);
+        worker_stat_add(w, DS_SESSIONS_STORED, -1);
+        log_info("session %.8s deleted", a->sid);
+    } else {
+        log_debug("record %.8s deleted", a->sid);
+    }
     worker_remove_actor(w, a);
     actor_free(a);
 }
@@ -481,7 +504,11 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     if (!a)
         a = actor_load(w, m->sid);
     bool from_client = m->type == WM_POST || m->type == WM_GET || m->type == WM_DELETE;
-    if (a && from_client && strcmp(a->auth_name, m->u.client.auth_name) != 0) {
+    if (a && from_client && a->kind != ACTOR_SESSION) {
+        /* a record's id is not a session id, whoever learned it */
+        worker_note_activity(w, a);
+        a = NULL;
+    } else if (a && from_client && strcmp(a->auth_name, m->u.client.auth_name) != 0) {
         /* a session belongs to the token that created it: to anyone else it does not exist */
         log_debug("session %.8s: request from another token refused as unknown", a->sid);
         worker_note_activity(w, a);

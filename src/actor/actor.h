@@ -88,6 +88,10 @@ typedef struct actor {
     bool initialized;
     bool modern;             /* serves one 2026-07-28 request: never stored, no event ids,
                                 freed once its request is answered (actor_discard) */
+    char kind;               /* ACTOR_SESSION, ACTOR_MODERN or ACTOR_RECORD */
+    json_t *record;          /* ACTOR_RECORD: what the protocol layer keeps (stored in the
+                                metadata as "rec"; its alarm is its expiry) */
+    json_t *mrtr;            /* ACTOR_MODERN: the input-request exchange of its call (mcp) */
     json_t *param_hdrs;      /* modern: the request's Mcp-Param-* headers (raw), or NULL */
     char auth_name[64];
     int64_t created_ms;
@@ -121,10 +125,19 @@ void actor_flush_dirty(worker_t *w);
 void actor_cancel_all_jobs(worker_t *w);
 void actor_destroy_all(worker_t *w);
 
+/* What an actor is. A session and a record are durable (stored, hibernating, woken, deleted
+ * by their alarm); a modern request's actor is not. A record is a small durable object with no
+ * streams: the protocol layer keeps in it what must outlive a request (2026-07-28 input
+ * requests: the answers collected so far). */
+enum { ACTOR_SESSION = 's', ACTOR_MODERN = 'm', ACTOR_RECORD = 'r' };
+
 /* Used by the MCP layer (mcp/session.c), worker thread. */
 actor_t *actor_create(worker_t *w, const char *sid);
-/* modern: a 2026-07-28 request's actor (actor_t.modern), counted apart from sessions. */
-actor_t *actor_create_kind(worker_t *w, const char *sid, bool modern);
+/* An actor of another kind (ACTOR_*): a modern request's actor (actor_t.modern), or a record;
+ * neither is counted as a session. */
+actor_t *actor_create_kind(worker_t *w, const char *sid, char kind);
+/* The actor sid names on w, woken from the store when it hibernates; NULL when there is none. */
+actor_t *actor_find_or_load(worker_t *w, const char *sid);
 /* The metadata changed: it is written once, at the end of the turn. */
 void actor_persist_meta(actor_t *a);
 /* Writes the metadata into the batch now (hibernation). */

@@ -48,6 +48,8 @@ void job_free(job_t *j)
     free(j->state_key);
     json_decref(j->state_value);
     json_decref(j->fail_data);
+    json_decref(j->answers);
+    json_decref(j->input_requests);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     free(j);
@@ -319,10 +321,59 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
     m->u.tool.target = (int)target;
     m->u.tool.payload = json_object();
     json_object_set_new(m->u.tool.payload, "method", json_string(method));
+    if (ctx->input_key[0]) {
+        json_object_set_new(m->u.tool.payload, "key", json_string(ctx->input_key));
+        ctx->input_key[0] = '\0';
+    }
     if (params)
         json_object_set_new(m->u.tool.payload, "params", params);
     long wait = timeout_ms > 0 ? timeout_ms : (long)g_cfg.request_timeout_ms;
     return send_and_wait(ctx, m, wait, false);
+}
+
+int mcpd_ctx_input_key(mcpd_ctx_t *ctx, const char *key)
+{
+    size_t n = key ? strlen(key) : 0;
+    if (n == 0 || n > 64)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        char c = key[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return -EINVAL;
+    }
+    memcpy(ctx->input_key, key, n + 1);
+    return 0;
+}
+
+bool mcpd_ctx_input_pending(const mcpd_ctx_t *ctx)
+{
+    return atomic_load(&((mcpd_ctx_t *)ctx)->input_pending);
+}
+
+unsigned job_caps_of(const json_t *caps)
+{
+    unsigned c = 0;
+    if (json_object_get(caps, "elicitation"))
+        c |= JOB_CAP_ELICITATION;
+    if (json_object_get(caps, "sampling"))
+        c |= JOB_CAP_SAMPLING;
+    if (json_object_get(caps, "roots"))
+        c |= JOB_CAP_ROOTS;
+    return c;
+}
+
+bool mcpd_ctx_client_supports(const mcpd_ctx_t *ctx, const char *capability)
+{
+    if (!capability)
+        return false;
+    if (strcmp(capability, "elicitation") == 0)
+        return ctx->client_caps & JOB_CAP_ELICITATION;
+    if (strcmp(capability, "sampling") == 0)
+        return ctx->client_caps & JOB_CAP_SAMPLING;
+    if (strcmp(capability, "roots") == 0)
+        return ctx->client_caps & JOB_CAP_ROOTS;
+    return false;
 }
 
 int mcpd_ctx_close_stream(mcpd_ctx_t *ctx)

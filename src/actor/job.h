@@ -48,6 +48,8 @@ struct mcpd_ctx {
     json_t *extra;          /* completion: {ref, argument, context} */
     json_t *progress_token; /* NULL when the call has none */
     bool inline_mode;
+    bool modern;            /* a 2026-07-28 call: requests become input requests (MRTR) */
+    unsigned client_caps;   /* JOB_CAP_* the client declared */
     atomic_bool cancelled;
     /* messages sent (progress, logs, notifications) that the worker has not handled yet: a
      * handler that sends faster than its session stores them waits (JOB_OUT_MAX) */
@@ -55,6 +57,8 @@ struct mcpd_ctx {
 
     /* handler thread only */
     double last_progress;
+    char input_key[65];     /* mcpd_ctx_input_key: the next request's key ("" = numbered) */
+    atomic_bool input_pending; /* a request of this run was left unanswered (set by the worker) */
     int err_code;
     char err[256];
     json_t *result;
@@ -81,12 +85,19 @@ struct mcpd_ctx {
     struct mcpd_ctx *detached_next; /* the actor's list of jobs whose call was cancelled */
     /* the call's answer when not the handler's: a protocol error the worker decided while the
      * handler ran (2026-07-28: -32021 for a capability the request did not declare) */
+    json_t *answers;                /* 2026-07-28: {key: the client's answer} for this run */
+    json_t *input_requests;         /* 2026-07-28: {key: {method, params}} left unanswered */
+    int input_seq;                  /* requests made by this run (numbers the keys) */
     int fail_code;                  /* 0 = none */
     char fail_msg[200];
     json_t *fail_data;              /* owned */
 };
 
 typedef struct mcpd_ctx job_t;
+
+enum { JOB_CAP_ELICITATION = 1u << 0, JOB_CAP_SAMPLING = 1u << 1, JOB_CAP_ROOTS = 1u << 2 };
+/* The JOB_CAP_* bits of a ClientCapabilities object. */
+unsigned job_caps_of(const json_t *caps);
 
 job_t *job_new(job_kind_t kind, struct worker *w, const char *sid, const proto_t *proto);
 void job_free(job_t *j);

@@ -169,6 +169,12 @@ bool actor_on_alarm(actor_t *a, int64_t due)
         return true; /* moved since it was dispatched */
     int64_t now = now_wall_ms();
     STAT_INC(sweeps_total);
+    if (a->kind == ACTOR_RECORD) {
+        /* a record's one alarm is its expiry */
+        log_debug("record %.8s expired", a->sid);
+        actor_delete(a);
+        return false;
+    }
     if (a->touched_ms + g_cfg.session_ttl_s * 1000 <= now && actor_is_idle(a)) {
         log_info("session %.8s expired: untouched for %lld s (--session-ttl)", a->sid,
                  (long long)((now - a->touched_ms) / 1000));

@@ -78,6 +78,70 @@ static stream_t *single_active_post(actor_t *a, int *count)
     return *count == 1 ? found : NULL;
 }
 
+/* What is wrong with a client's answer to method, or NULL: an elicitation answer is an
+ * ElicitResult (an action), a sampling answer a CreateMessageResult (role and content), a roots
+ * answer a ListRootsResult (a roots array). */
+static const char *answer_problem(const char *method, const json_t *ans)
+{
+    if (!json_is_object(ans))
+        return "is not an object";
+    if (strcmp(method, "elicitation/create") == 0) {
+        const json_t *act = json_object_get(ans, "action");
+        if (!jsonrpc_str_is(act, "accept") && !jsonrpc_str_is(act, "decline") &&
+            !jsonrpc_str_is(act, "cancel"))
+            return "is not an ElicitResult (action must be accept, decline or cancel)";
+    } else if (strcmp(method, "sampling/createMessage") == 0) {
+        if (!json_object_get(ans, "role") || !json_object_get(ans, "content"))
+            return "is not a CreateMessageResult (role and content are required)";
+    } else if (strcmp(method, "roots/list") == 0) {
+        if (!json_is_array(json_object_get(ans, "roots")))
+            return "is not a ListRootsResult (roots must be an array)";
+    }
+    return NULL;
+}
+
+/* 2026-07-28 (MRTR): a request of the handler is answered from the client's inputResponses
+ * when they hold its key; otherwise it joins the call's inputRequests and the handler is told
+ * to return (the call then answers input_required: mcp layer). */
+static void modern_input_request(actor_t *a, job_t *j, wmsg_t *m, const char *method)
+{
+    (void)a;
+    json_t *payload = m->u.tool.payload;
+    char keybuf[32];
+    const char *key = json_string_value(json_object_get(payload, "key"));
+    j->input_seq++;
+    if (!key) {
+        snprintf(keybuf, sizeof keybuf, "input_%d", j->input_seq);
+        key = keybuf;
+    }
+    json_t *ans = json_object_get(j->answers, key);
+    if (ans) {
+        const char *bad = answer_problem(method, ans);
+        if (!bad) {
+            job_reply(j, m->u.tool.wait_seq, json_deep_copy(ans), NULL);
+            return;
+        }
+        if (!j->fail_code) {
+            j->fail_code = JSONRPC_INVALID_PARAMS;
+            snprintf(j->fail_msg, sizeof j->fail_msg, "Invalid params: inputResponses[\"%.64s\"] %s",
+                     key, bad);
+        }
+        job_reply(j, m->u.tool.wait_seq, NULL, j->fail_msg);
+        return;
+    }
+    if (!j->input_requests)
+        j->input_requests = json_object();
+    json_t *req = json_object();
+    json_object_set_new(req, "method", json_string(method));
+    json_t *params = json_object_get(payload, "params");
+    json_object_set_new(req, "params", params ? json_incref(params) : json_object());
+    json_object_set_new(j->input_requests, key, req);
+    atomic_store(&j->input_pending, true);
+    job_reply(j, m->u.tool.wait_seq, NULL,
+              "input required: the call ends with an input_required result and runs again "
+              "when the client retries with the answers");
+}
+
 static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
 {
     const char *method = json_string_value(json_object_get(m->u.tool.payload, "method"));
@@ -115,10 +179,7 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
         return;
     }
     if (a->modern) {
-        /* server->client requests travel inside results in this revision (MRTR) */
-        job_reply(j, m->u.tool.wait_seq, NULL,
-                  "server-to-client requests in protocol version 2026-07-28 (input_required "
-                  "results) are not served yet");
+        modern_input_request(a, j, m, method);
         return;
     }
     stream_t *route = NULL;

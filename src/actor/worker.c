@@ -100,7 +100,9 @@ static unsigned mbox_shard(const char *sid)
 
 worker_t *worker_for_session(const char *sid)
 {
-    return &W[hash_bytes(sid, SESSION_ID_LEN) % (uint64_t)NW];
+    /* the routing prefix only: a 2026-07-28 request that carries a requestState gets an id
+     * near its record's (session_id_new_near), so both meet on one worker */
+    return &W[hash_bytes(sid, SESSION_ROUTE_LEN) % (uint64_t)NW];
 }
 
 int worker_count(void)
@@ -546,10 +548,10 @@ void worker_add_actor(worker_t *w, struct actor *a)
     a->hnext = w->buckets[b];
     w->buckets[b] = a;
     w->nactors++;
-    if (a->modern) {
+    if (a->modern)
         STAT_INC(modern_requests_live);
+    if (a->kind != ACTOR_SESSION)
         return;
-    }
     atomic_fetch_add_explicit(&w->live, 1, memory_order_relaxed);
     STAT_INC(sessions_live);
 }
@@ -566,10 +568,10 @@ void worker_remove_actor(worker_t *w, struct actor *a)
     *pp = a->hnext;
     a->hnext = NULL;
     w->nactors--;
-    if (a->modern) {
+    if (a->modern)
         STAT_DEC(modern_requests_live);
+    if (a->kind != ACTOR_SESSION)
         return;
-    }
     atomic_fetch_sub_explicit(&w->live, 1, memory_order_relaxed);
     STAT_DEC(sessions_live);
 }

@@ -116,6 +116,11 @@ static const flag_t FLAGS[] = {
      "2026-07-28: ttlMs on server/discover, list and resources/read results (default 60000)"},
     {"cache-private", NULL, K_BOOL, OFF(cache_private), 0, 0,
      "2026-07-28: mark those results cacheScope private (per authorization) instead of public"},
+    {"request-state-key", "FILE", K_STR, OFF(request_state_key), 0, 0,
+     "2026-07-28: the 32-byte HMAC key of requestState tokens (default <data-dir>/request-state.key, "
+     "created at first start, mode 600; nodes that share retries share it)"},
+    {"request-state-ttl", "SECS", K_INT, OFF(request_state_ttl_s), 1, 86400 * 30,
+     "2026-07-28: how long a requestState (and its record) stays good (default 900)"},
     {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
     {"version", NULL, K_BOOL, 0, 0, 0, "print the version and exit"},
 };
@@ -146,6 +151,7 @@ void config_defaults(config_t *c)
     c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;
     c->cache_ttl_ms = 60000;
+    c->request_state_ttl_s = 900;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;
     c->keepalive_s = 25;

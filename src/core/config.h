@@ -58,6 +58,8 @@ typedef struct config {
     bool modern;               /* --modern: serve 2026-07-28 (stateless) beside the session era */
     int64_t cache_ttl_ms;      /* ttlMs on discover, list and read results (modern) */
     bool cache_private;        /* cacheScope "private" instead of "public" */
+    char request_state_key[1024]; /* requestState HMAC key file ("" = <data-dir>/request-state.key) */
+    int64_t request_state_ttl_s;  /* lifetime of a requestState and its record */
 } config_t;
 
 extern config_t g_cfg;

@@ -54,6 +54,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(tool_calls_total, counter, "Tool calls started.")                                              \
     X(modern_requests_total, counter, "2026-07-28 (stateless) requests served by a worker.")        \
     X(modern_requests_live, gauge, "2026-07-28 requests in progress (each has a one-request actor).") \
+    X(input_required_total, counter, "2026-07-28 calls answered input_required (MRTR rounds).")     \
+    X(request_state_refused_total, counter,                                                          \
+      "2026-07-28 retries refused because their requestState was replayed or its record expired.") \
     X(client_responses_unknown_total, counter, "Client responses to unknown server requests.")      \
     X(store_write_batches_total, counter, "RocksDB write batches committed.")                        \
     X(store_errors_total, counter, "RocksDB read or write errors, and writes refused for space.")   \

@@ -35,6 +35,14 @@ int64_t now_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int session_id_new_near(char *out, const char *peer)
+{
+    int rc = session_id_new(out);
+    if (rc == 0)
+        memcpy(out, peer, SESSION_ROUTE_LEN);
+    return rc;
+}
+
 int session_id_new(char *out)
 {
     unsigned char raw[SESSION_ID_LEN / 2];

@@ -22,6 +22,11 @@ int64_t now_wall_ms(void);
 
 /* Fills out[SESSION_ID_LEN + 1] with a fresh id from the OS CSPRNG. 0 or -errno. */
 int session_id_new(char *out);
+/* The leading characters of an id that decide its worker (worker_for_session): ids that share
+ * them are served by the same worker. */
+#define SESSION_ROUTE_LEN 8
+/* A fresh id (as session_id_new) whose routing prefix is peer's: it lands on peer's worker. */
+int session_id_new_near(char *out, const char *peer);
 /* True when s is exactly SESSION_ID_LEN lowercase hex characters. */
 bool session_id_valid(const char *s);
 

@@ -13,6 +13,7 @@
 #include "wire/eventid.h"
 #include "wire/jsonrpc.h"
 #include "wire/modern.h"
+#include "wire/reqstate.h"
 #include "wire/proto.h"
 #include "wire/sse.h"
 
@@ -361,7 +362,13 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         return;
     }
     wmsg_t *m = wmsg_new(WM_POST);
-    if (session_id_new(m->sid) != 0) {
+    /* a retry that carries a requestState goes to the worker of the record it names */
+    char rid[SESSION_ID_LEN + 1];
+    const char *rs = json_string_value(
+        json_object_get(json_object_get(b->json, "params"), "requestState"));
+    int idrc = rs && reqstate_peek_record(rs, rid) == 0 ? session_id_new_near(m->sid, rid)
+                                                        : session_id_new(m->sid);
+    if (idrc != 0) {
         json_decref(params);
         http_reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a request id", NULL);
         wmsg_free(m);

@@ -21,6 +21,14 @@ void mcp_job_done(actor_t *a, job_t *j);
 void mcp_handle_modern(worker_t *w, wmsg_t *m);
 /* resultType, serverInfo and the caching hints on a result of a 2026-07-28 request. */
 void modern_decorate(actor_t *a, call_t *c, json_t *result);
+/* MRTR (2026-07-28 input requests). */
+/* A retry's answers so far (new reference or NULL): what the handler's requests return. */
+json_t *modern_answers(actor_t *a);
+/* The call's handler left requests unanswered: the record of the exchange is written (or
+ * moved to its next round) and the call answers input_required with a fresh requestState. */
+void modern_input_required(actor_t *a, call_t *c, job_t *j);
+/* The call completed: the record of its exchange (if any) is deleted. */
+void modern_call_complete(actor_t *a);
 /* The tool's x-mcp-header parameters against the request's Mcp-Param-* headers: NULL when
  * they agree, else the HeaderMismatch message (in why). */
 const char *modern_check_params(const json_t *input_schema, const json_t *args,

@@ -104,6 +104,10 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
     j->actor = a;
     j->call = c;
     c->job = j;
+    j->client_caps = job_caps_of(a->client_caps);
+    j->modern = a->modern;
+    if (a->modern)
+        j->answers = modern_answers(a);
     if (run_inline) {
         j->inline_mode = true;
         job_run(j);
@@ -431,6 +435,12 @@ void mcp_job_done(actor_t *a, job_t *j)
         mcp_answer_error(a, c, j->fail_code, j->fail_msg, data);
         return;
     }
+    if (a->modern && json_object_size(j->input_requests)) {
+        modern_input_required(a, c, j);
+        return;
+    }
+    if (a->modern)
+        modern_call_complete(a);
     json_t *r = j->result;
     j->result = NULL;
     if (!r) {

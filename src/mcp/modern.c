@@ -16,9 +16,16 @@
 #include "wire/jsonrpc.h"
 #include "wire/modern.h"
 
+#include "wire/reqstate.h"
+
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void set_cache_hints(json_t *result)
 {
@@ -139,6 +146,215 @@ const char *modern_check_params(const json_t *input_schema, const json_t *args,
     return check_props(input_schema, args, param_hdrs, why, whylen, 0);
 }
 
+/* ---- input requests (MRTR) ----
+ *
+ * A handler's request to the client (elicit, sample, roots) does not travel on a stream in this
+ * revision: the call answers input_required with the requests (toolmsg.c collects them) and a
+ * requestState, and the client retries the call with the answers. The handler is run again from
+ * the start; each of its requests returns the answer its key names. The answers of earlier
+ * rounds (the client sends only the latest) are kept in a record: a small durable actor
+ * (ACTOR_RECORD) on the same worker, whose id the requestState names and whose alarm is its
+ * expiry. The requestState is HMAC-protected (wire/reqstate.h) and binds the record's round,
+ * the method, the target, the arguments and the principal. A retry is refused when the state
+ * does not verify, has expired, belongs to another request, or names a record that is gone or
+ * has moved on (a replay); a tool flagged MCPD_TOOL_INPUT_ONCE consumes its record at the
+ * retry's start, so its state works at most once. The record is deleted when the call
+ * completes. */
+
+static unsigned char g_key[REQSTATE_KEY_LEN];
+static int64_t g_state_ttl_ms = 900000;
+
+int modern_state_key_init(const char *file, int64_t ttl_ms)
+{
+    g_state_ttl_ms = ttl_ms;
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        struct stat st;
+        ssize_t n = fstat(fd, &st) == 0 && st.st_size == REQSTATE_KEY_LEN
+                        ? read(fd, g_key, sizeof g_key) : -1;
+        close(fd);
+        if (n != REQSTATE_KEY_LEN) {
+            log_error("%s: a requestState key file holds exactly %d bytes", file, REQSTATE_KEY_LEN);
+            return -1;
+        }
+        if (st.st_mode & 077)
+            log_warn("%s is readable by group or others (chmod 600): whoever reads it can forge "
+                     "requestState tokens", file);
+        return 0;
+    }
+    if (errno != ENOENT) {
+        log_error("cannot read the requestState key %s: %s", file, strerror(errno));
+        return -1;
+    }
+    for (size_t got = 0; got < sizeof g_key;) {
+        ssize_t n = getrandom(g_key + got, sizeof g_key - got, 0);
+        if (n < 0 && errno != EINTR) {
+            log_error("cannot make a requestState key: getrandom: %s", strerror(errno));
+            return -1;
+        }
+        got += n > 0 ? (size_t)n : 0;
+    }
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", file);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, g_key, sizeof g_key) != (ssize_t)sizeof g_key || fsync(fd) != 0 ||
+        close(fd) != 0 || rename(tmp, file) != 0) {
+        log_error("cannot write the requestState key %s: %s", file, strerror(errno));
+        if (fd >= 0)
+            unlink(tmp);
+        return -1;
+    }
+    log_info("created the requestState key %s (32 random bytes, mode 600)", file);
+    return 0;
+}
+
+/* The name a call's requestState binds: params.name, or params.uri for resources/read. */
+static const json_t *target_of(const json_t *params, stats_method_t m)
+{
+    return json_object_get(params, m == SM_resources_read ? "uri" : "name");
+}
+
+static bool input_error(actor_t *a, call_t *c, const char *msg)
+{
+    mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
+    return false;
+}
+
+/* Reads a retry's inputResponses and requestState into a->mrtr (the answers so far, and the
+ * record it continues). false after answering the call with an error. */
+static bool take_input(actor_t *a, call_t *c, json_t *params)
+{
+    json_t *ir = json_object_get(params, "inputResponses");
+    json_t *rs = json_object_get(params, "requestState");
+    if (ir && !json_is_object(ir))
+        return input_error(a, c, "Invalid params: params.inputResponses must be an object of "
+                                 "answers keyed as the inputRequests were");
+    if (rs && !jsonrpc_cstr(rs))
+        return input_error(a, c, "Invalid params: params.requestState must be a string");
+    const char *target = jsonrpc_cstr(target_of(params, c->method));
+    char digest[33];
+    reqstate_digest(json_object_get(params, "arguments"), digest);
+    bool once = false;
+    if (c->method == SM_tools_call && target) {
+        const tool_t *t = registry_find_tool(mcp_reg(), target);
+        once = t && (t->flags & MCPD_TOOL_INPUT_ONCE);
+    }
+    a->mrtr = json_pack("{s:i,s:s?,s:s,s:b}", "m", (int)c->method, "t", target, "d", digest, "o",
+                        once);
+    json_t *answers = json_object();
+    json_object_set_new(a->mrtr, "a", answers);
+    if (rs) {
+        json_t *p;
+        int rc = reqstate_open(g_key, json_string_value(rs), now_wall_ms(), &p);
+        if (rc == -ETIME)
+            return input_error(a, c, "Invalid params: requestState has expired "
+                                     "(--request-state-ttl); send the request again without it");
+        if (rc != 0)
+            return input_error(a, c, "Invalid params: requestState failed verification: it was "
+                                     "altered, or minted by another server");
+        const char *rid = json_string_value(json_object_get(p, "r"));
+        json_int_t n = json_integer_value(json_object_get(p, "n"));
+        bool same = json_integer_value(json_object_get(p, "m")) == (json_int_t)c->method &&
+                    jsonrpc_str_is(json_object_get(p, "d"), digest) &&
+                    jsonrpc_str_is(json_object_get(p, "p"), a->auth_name) &&
+                    (target ? jsonrpc_str_is(json_object_get(p, "t"), target)
+                            : json_is_null(json_object_get(p, "t")) || !json_object_get(p, "t"));
+        if (!same || !rid || !session_id_valid(rid)) {
+            json_decref(p);
+            return input_error(a, c, "Invalid params: requestState belongs to another request "
+                                     "(method, name, arguments or principal differ)");
+        }
+        actor_t *rec = worker_for_session(rid) == a->w ? actor_find_or_load(a->w, rid) : NULL;
+        if (!rec || rec->kind != ACTOR_RECORD ||
+            json_integer_value(json_object_get(rec->record, "n")) != n) {
+            json_decref(p);
+            if (rec)
+                worker_note_activity(a->w, rec);
+            STAT_INC(request_state_refused_total);
+            return input_error(a, c, "Invalid params: requestState was already used or its "
+                                     "exchange has ended (a replay is refused); send the request "
+                                     "again without it");
+        }
+        json_object_update(answers, json_object_get(rec->record, "a"));
+        json_object_set_new(a->mrtr, "r", json_string(rid));
+        if (json_is_true(json_object_get(rec->record, "o"))) {
+            actor_delete(rec); /* consumed: the state works at most once */
+        } else {
+            json_object_set_new(a->mrtr, "live", json_true());
+            worker_note_activity(a->w, rec);
+        }
+        json_decref(p);
+    }
+    if (ir)
+        json_object_update(answers, ir);
+    return true;
+}
+
+json_t *modern_answers(actor_t *a)
+{
+    json_t *ans = json_object_get(a->mrtr, "a");
+    return json_object_size(ans) ? json_incref(ans) : NULL;
+}
+
+/* The record the call continues, when it is still there. */
+static actor_t *live_record(actor_t *a)
+{
+    const char *rid = json_string_value(json_object_get(a->mrtr, "r"));
+    if (!rid || !json_is_true(json_object_get(a->mrtr, "live")))
+        return NULL;
+    actor_t *rec = actor_find_or_load(a->w, rid);
+    return rec && rec->kind == ACTOR_RECORD ? rec : NULL;
+}
+
+void modern_input_required(actor_t *a, call_t *c, job_t *j)
+{
+    worker_t *w = a->w;
+    actor_t *rec = live_record(a);
+    json_int_t n = rec ? json_integer_value(json_object_get(rec->record, "n")) + 1 : 1;
+    if (!rec) {
+        char rid[SESSION_ID_LEN + 1];
+        if (session_id_new_near(rid, a->sid) != 0) {
+            mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "cannot make a record id", NULL);
+            return;
+        }
+        rec = actor_create_kind(w, rid, ACTOR_RECORD);
+        rec->proto = proto_modern();
+        memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
+    }
+    const json_t *mr = a->mrtr;
+    json_t *answers = json_object_get(mr, "a");
+    json_decref(rec->record);
+    rec->record = json_pack("{s:I,s:O,s:O,s:O?,s:O,s:O}", "n", n, "a",
+                            answers ? answers : json_object(), "m", json_object_get(mr, "m"), "t",
+                            json_object_get(mr, "t"), "d", json_object_get(mr, "d"), "o",
+                            json_object_get(mr, "o"));
+    int64_t exp = now_wall_ms() + g_state_ttl_ms;
+    actor_alarm_set(rec, exp); /* its expiry; the metadata (with the record) goes in this turn */
+    actor_persist_meta(rec);
+    worker_note_activity(w, rec);
+    json_t *payload = json_pack("{s:s,s:I,s:I,s:O,s:O?,s:O,s:s}", "r", rec->sid, "n", n, "e",
+                                (json_int_t)exp, "m", json_object_get(mr, "m"), "t",
+                                json_object_get(mr, "t"), "d", json_object_get(mr, "d"), "p",
+                                a->auth_name);
+    char *token = reqstate_mint(g_key, payload);
+    json_decref(payload);
+    json_t *result = json_object();
+    json_object_set_new(result, "resultType", json_string("input_required"));
+    json_object_set_new(result, "inputRequests", j->input_requests);
+    j->input_requests = NULL;
+    json_object_set_new(result, "requestState", json_string(token));
+    free(token);
+    STAT_INC(input_required_total);
+    mcp_answer(a, c, result);
+}
+
+void modern_call_complete(actor_t *a)
+{
+    actor_t *rec = live_record(a);
+    if (rec)
+        actor_delete(rec); /* the exchange is over: its state is good no more */
+}
+
 /* ---- server/discover ---- */
 
 static json_t *discover_result(void)
@@ -163,7 +379,7 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
 {
     json_t *body = m->u.post.body;
     json_t *meta = json_object_get(json_object_get(body, "params"), "_meta");
-    actor_t *a = actor_create_kind(w, m->sid, true);
+    actor_t *a = actor_create_kind(w, m->sid, ACTOR_MODERN);
     STAT_INC(modern_requests_total);
     a->proto = proto_modern();
     a->client_caps = json_incref(json_object_get(meta, META_CLIENT_CAPS));
@@ -192,6 +408,10 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
         STAT_INC(requests_total[SM_subscriptions_listen]);
         mcp_answer_error(a, c, JSONRPC_METHOD_NOT_FOUND,
                          "Method not found: subscriptions/listen is not served yet", NULL);
+    } else if ((c->method == SM_tools_call || c->method == SM_prompts_get ||
+                c->method == SM_resources_read) &&
+               !take_input(a, c, json_object_get(body, "params"))) {
+        /* answered with its error */
     } else {
         mcp_dispatch_request(a, c, body);
     }

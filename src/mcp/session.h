@@ -12,5 +12,8 @@
  * on), and the table through which the actors reach this layer (workers_start takes it). */
 void mcp_init(const mcpd_registry_t *reg);
 const actor_ops_t *mcp_actor_ops(void);
+/* Main thread, at start with --modern: the requestState key from file (created with 32 random
+ * bytes, mode 600, when missing) and the lifetime of a state. 0, or -1 after logging. */
+int modern_state_key_init(const char *file, int64_t ttl_ms);
 
 #endif

@@ -413,9 +413,14 @@ static json_t *complete(mcpd_ctx_t *ctx, json_t *ref, const char *arg_name, cons
 
 static const char JSON_SCHEMA_2020_12[] =
     "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\",\"type\":\"object\","
-    "\"$defs\":{\"address\":{\"type\":\"object\",\"properties\":{"
+    "\"$defs\":{\"address\":{\"$anchor\":\"addressDef\",\"type\":\"object\",\"properties\":{"
     "\"street\":{\"type\":\"string\"},\"city\":{\"type\":\"string\"}}}},"
-    "\"properties\":{\"name\":{\"type\":\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"}},"
+    "\"properties\":{\"name\":{\"type\":\"string\"},\"address\":{\"$ref\":\"#/$defs/address\"},"
+    "\"contactMethod\":{\"type\":\"string\",\"enum\":[\"phone\",\"email\"]},"
+    "\"phone\":{\"type\":\"string\"},\"email\":{\"type\":\"string\"}},"
+    "\"allOf\":[{\"anyOf\":[{\"required\":[\"phone\"]},{\"required\":[\"email\"]}]}],"
+    "\"if\":{\"properties\":{\"contactMethod\":{\"const\":\"phone\"}},\"required\":[\"contactMethod\"]},"
+    "\"then\":{\"required\":[\"phone\"]},\"else\":{\"required\":[\"email\"]},"
     "\"additionalProperties\":false}";
 
 int toolset_conformance_register(mcpd_registry_t *reg)
@@ -516,5 +521,8 @@ int toolset_conformance_register(mcpd_registry_t *reg)
         if (rc != 0)
             return rc;
     }
+    int rc = toolset_conformance_modern_register(reg);
+    if (rc != 0)
+        return rc;
     return mcpd_set_completion(reg, complete, NULL);
 }

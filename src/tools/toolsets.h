@@ -8,5 +8,7 @@
 
 int toolset_demo_register(mcpd_registry_t *reg);        /* demo.c */
 int toolset_conformance_register(mcpd_registry_t *reg); /* conformance.c */
+/* conformance_modern.c: the 2026-07-28 fixtures, registered by the one above */
+int toolset_conformance_modern_register(mcpd_registry_t *reg);
 
 #endif

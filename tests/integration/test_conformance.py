@@ -151,9 +151,18 @@ class Fixtures(ServerTest):
         self.assertEqual(schema["$schema"], "https://json-schema.org/draft/2020-12/schema")
         self.assertEqual(schema["$defs"]["address"]["properties"]["city"], {"type": "string"})
         self.assertIs(schema["additionalProperties"], False)
-        _, m = s.tool("json_schema_2020_12_tool", {"name": "n", "address": {"city": "c"}})
+        # SEP-2106: composition, conditional and anchor keywords are listed as registered
+        self.assertEqual(schema["allOf"], [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}])
+        self.assertEqual(schema["then"], {"required": ["phone"]})
+        self.assertEqual(schema["else"], {"required": ["email"]})
+        self.assertIn("if", schema)
+        self.assertEqual(schema["$defs"]["address"]["$anchor"], "addressDef")
+        ok = {"name": "n", "address": {"city": "c"}, "contactMethod": "email", "email": "e"}
+        _, m = s.tool("json_schema_2020_12_tool", ok)
         self.assertNotIn("isError", m["result"])
-        _, m = s.tool("json_schema_2020_12_tool", {"name": "n", "address": {"city": 5}})
+        _, m = s.tool("json_schema_2020_12_tool", {"name": "n", "address": {"city": "c"}})
+        self.assertIs(m["result"]["isError"], True, "allOf/anyOf: a phone or an email is required")
+        _, m = s.tool("json_schema_2020_12_tool", dict(ok, address={"city": 5}))
         self.assertIs(m["result"]["isError"], True, "the $ref into $defs is followed")
         _, m = s.tool("json_schema_2020_12_tool", {"nickname": "n"})
         self.assertIs(m["result"]["isError"], True, "additionalProperties: false is enforced")
@@ -206,7 +215,8 @@ class Prompts(ServerTest):
         s = Session(self.server)
         _, m = s.call("prompts/list")
         prompts = {p["name"]: p for p in m["result"]["prompts"]}
-        self.assertEqual(sorted(prompts), ["test_prompt_with_arguments", "test_prompt_with_embedded_resource",
+        self.assertEqual(sorted(prompts), ["test_input_required_result_prompt",
+                                           "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
                                            "test_prompt_with_image", "test_simple_prompt"])
         self.assertEqual([a["name"] for a in prompts["test_prompt_with_arguments"]["arguments"]], ["arg1", "arg2"])
         _, m = s.call("prompts/get", {"name": "test_simple_prompt"})

@@ -4,12 +4,15 @@ hints, per-request capabilities and log level, cancellation by closing the respo
 Every refusal is checked for its HTTP status, its JSON-RPC code and the echoed id, and the same
 server is checked to still serve a session-era client."""
 import base64
+import os
 import time
 import unittest
 
 from mcptest import ACCEPT_BOTH, SSEStream, Server, ServerTest, Session, run
 
+TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 V = "2026-07-28"
+ELICIT = {"elicitation": {}}
 SESSION_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"]
 
 
@@ -257,6 +260,13 @@ class ModernPath(ServerTest):
 
     # ---- per-request capabilities and log level ----
 
+    def test_the_session_era_still_sends_elicitation_on_the_stream(self):
+        s = Session(self.server, capabilities={"elicitation": {}})
+        rid, st = s.stream_post("tools/call", {"name": "elicit_name", "arguments": {}})
+        req = st.next_message(timeout=5)["message"]
+        self.assertEqual(req["method"], "elicitation/create")
+        st.close()
+
     def test_an_undeclared_capability_is_a_400_missing_capability_error(self):
         r, rid = self.c.request("tools/call", {"name": "elicit_name", "arguments": {}})
         err = self.assertError(r, 400, -32021, rid)
@@ -298,6 +308,166 @@ class ModernPath(ServerTest):
             time.sleep(0.05)
         self.assertEqual(self.server.stats()["modern_requests_live"], 0)
         self.assertServerHealthy()
+
+
+def accept(**content):
+    return {"action": "accept", "content": content}
+
+
+class InputRequests(ServerTest):
+    """MRTR: a handler's elicitation ends the call with input_required; the retry with the
+    answers (and the requestState) continues it. The requestState is integrity-protected, names
+    a durable record, expires, and is refused when tampered with or replayed."""
+    SERVER_FLAGS = ("--modern", "--plugin", os.path.abspath(TESTKIT), "--idle-timeout", "1")
+
+    def setUp(self):
+        self.c = Modern(self.server)
+
+    def first(self, name="elicit_name", args=None):
+        r, m, _ = self.c.result("tools/call", {"name": name, "arguments": args or {}}, caps=ELICIT)
+        self.assertEqual(r.status, 200, r.text)
+        res = m["result"]
+        self.assertEqual(res["resultType"], "input_required", res)
+        self.assertIsInstance(res["requestState"], str)
+        return res
+
+    def retry(self, res, answers, name="elicit_name", args=None, state=None):
+        p = {"name": name, "arguments": args or {}, "inputResponses": answers,
+             "requestState": state if state is not None else res["requestState"]}
+        r, m, _ = self.c.result("tools/call", p, caps=ELICIT)
+        return m
+
+    def test_an_elicitation_round_trip(self):
+        res = self.first()
+        (key, req), = res["inputRequests"].items()
+        self.assertEqual(req["method"], "elicitation/create")
+        self.assertEqual(req["params"]["message"], "What is your name?")
+        m = self.retry(res, {key: accept(name="Ada")})
+        self.assertEqual(m["result"]["content"][0]["text"], "Hello, Ada!")
+        self.assertEqual(m["result"]["resultType"], "complete")
+        self.assertEqual(self.server.stats()["modern_requests_live"], 0)
+
+    def test_a_tampered_state_is_refused(self):
+        res = self.first()
+        key = next(iter(res["inputRequests"]))
+        st = res["requestState"]
+        for bad in (st + "x", st[:-2] + ("AA" if st[-2:] != "AA" else "BB"), "x" + st, "garbage", ""):
+            m = self.retry(res, {key: accept(name="Eve")}, state=bad)
+            self.assertEqual(m["error"]["code"], -32602, (bad, m))
+        # the genuine state still works afterwards
+        m = self.retry(res, {key: accept(name="Ada")})
+        self.assertEqual(m["result"]["content"][0]["text"], "Hello, Ada!")
+
+    def test_a_completed_exchange_cannot_be_replayed(self):
+        res = self.first()
+        key = next(iter(res["inputRequests"]))
+        self.assertIn("result", self.retry(res, {key: accept(name="Ada")}))
+        m = self.retry(res, {key: accept(name="Ada")})
+        self.assertEqual(m["error"]["code"], -32602)
+        self.assertIn("replay", m["error"]["message"])
+
+    def test_a_state_is_bound_to_its_request(self):
+        res = self.first("confirm_once", {"item": "a"})
+        m = self.retry(res, {"confirm": accept(ok=True)}, name="confirm_once", args={"item": "b"})
+        self.assertEqual(m["error"]["code"], -32602)
+        self.assertIn("another request", m["error"]["message"])
+
+    def test_a_once_tool_accepts_its_state_once(self):
+        res = self.first("confirm_once", {"item": "gift"})
+        self.assertEqual(list(res["inputRequests"]), ["confirm"])
+        m = self.retry(res, {"confirm": accept(ok=True)}, name="confirm_once", args={"item": "gift"})
+        self.assertEqual(m["result"]["content"][0]["text"], "redeemed gift")
+        m = self.retry(res, {"confirm": accept(ok=True)}, name="confirm_once", args={"item": "gift"})
+        self.assertEqual(m["error"]["code"], -32602)
+
+    def test_a_malformed_answer_is_invalid_params(self):
+        res = self.first()
+        key = next(iter(res["inputRequests"]))
+        m = self.retry(res, {key: 12345})
+        self.assertEqual(m["error"]["code"], -32602)
+        m = self.retry(res, None)
+        self.assertEqual(m["error"]["code"], -32602)
+
+    def test_a_missing_answer_is_asked_again(self):
+        res = self.first()
+        m = self.retry(res, {"wrong_key": accept(name="x")})
+        self.assertEqual(m["result"]["resultType"], "input_required")
+        self.assertNotEqual(m["result"]["requestState"], res["requestState"])
+
+    def test_the_exchange_survives_hibernation(self):
+        res = self.first()
+        key = next(iter(res["inputRequests"]))
+        before = self.server.stats()["hibernations_total"]
+        deadline = time.time() + 6  # --idle-timeout 1: the record hibernates
+        while time.time() < deadline and self.server.stats()["hibernations_total"] == before:
+            time.sleep(0.1)
+        self.assertGreater(self.server.stats()["hibernations_total"], before)
+        m = self.retry(res, {key: accept(name="Ada")})
+        self.assertEqual(m["result"]["content"][0]["text"], "Hello, Ada!")
+
+
+class InputRequestsAcrossRestarts(unittest.TestCase):
+    def test_a_retry_after_kill_9_completes_and_the_key_is_kept(self):
+        server = Server("--modern")
+        try:
+            c = Modern(server)
+            r, m, _ = c.result("tools/call", {"name": "elicit_name", "arguments": {}}, caps=ELICIT)
+            res = m["result"]
+            key = next(iter(res["inputRequests"]))
+            keyfile = os.path.join(server.data_dir, "request-state.key")
+            self.assertEqual(os.stat(keyfile).st_mode & 0o777, 0o600)
+            with open(keyfile, "rb") as f:
+                secret = f.read()
+            self.assertEqual(len(secret), 32)
+            server.kill9()
+            server.start()
+            with open(keyfile, "rb") as f:
+                self.assertEqual(f.read(), secret)
+            self.assertNotIn(secret.hex(), server.log_tail(100000))  # never logged
+            p = {"name": "elicit_name", "arguments": {}, "inputResponses": {key: accept(name="Ada")},
+                 "requestState": res["requestState"]}
+            r, m, _ = Modern(server).result("tools/call", p, caps=ELICIT)
+            self.assertEqual(m["result"]["content"][0]["text"], "Hello, Ada!", r.text)
+        finally:
+            server.cleanup()
+
+    def test_an_expired_state_is_refused_and_its_record_swept(self):
+        server = Server("--modern", "--request-state-ttl", "1")
+        try:
+            base = server.stats()["alarms_pending"]
+            c = Modern(server)
+            r, m, _ = c.result("tools/call", {"name": "elicit_name", "arguments": {}}, caps=ELICIT)
+            res = m["result"]
+            self.assertEqual(server.stats()["alarms_pending"], base + 1)  # the record's expiry
+            time.sleep(1.3)
+            key = next(iter(res["inputRequests"]))
+            p = {"name": "elicit_name", "arguments": {}, "inputResponses": {key: accept(name="Ada")},
+                 "requestState": res["requestState"]}
+            r, m, _ = c.result("tools/call", p, caps=ELICIT)
+            self.assertEqual(m["error"]["code"], -32602)
+            self.assertIn("expired", m["error"]["message"])
+            deadline = time.time() + 5
+            while time.time() < deadline and server.stats()["alarms_pending"] != base:
+                time.sleep(0.1)
+            self.assertEqual(server.stats()["alarms_pending"], base)  # swept by its alarm
+        finally:
+            server.cleanup()
+
+    def test_a_state_from_another_server_is_refused(self):
+        a, b = Server("--modern"), Server("--modern")
+        try:
+            r, m, _ = Modern(a).result("tools/call", {"name": "elicit_name", "arguments": {}},
+                                       caps=ELICIT)
+            res = m["result"]
+            key = next(iter(res["inputRequests"]))
+            p = {"name": "elicit_name", "arguments": {}, "inputResponses": {key: accept(name="Ada")},
+                 "requestState": res["requestState"]}
+            r, m, _ = Modern(b).result("tools/call", p, caps=ELICIT)
+            self.assertEqual(m["error"]["code"], -32602)
+            self.assertIn("verification", m["error"]["message"])
+        finally:
+            a.cleanup()
+            b.cleanup()
 
 
 class CacheFlags(ServerTest):

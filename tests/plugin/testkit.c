@@ -8,7 +8,10 @@
  *                               elicits again with second_ms and returns what the second got;
  *   count_cancel {}             sleeps until cancelled, then adds 7 to its state "cancels"
  *                               through state_update with a heap argument it frees after;
- *   state_read {key}            returns the session's state value for key as JSON text. */
+ *   state_read {key}            returns the session's state value for key as JSON text;
+ *   confirm_once {item}         2026-07-28: asks a confirmation (input request "confirm") and
+ *                               returns "redeemed <item>"; flagged MCPD_TOOL_INPUT_ONCE, so its
+ *                               requestState works at most once. */
 #include <mcpactord/tool.h>
 
 #include <stdlib.h>
@@ -90,6 +93,19 @@ static json_t *state_read(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     return out;
 }
 
+static json_t *confirm_once(mcpd_ctx_t *ctx, json_t *args, void *userdata)
+{
+    (void)userdata;
+    mcpd_ctx_input_key(ctx, "confirm");
+    json_t *r = mcpd_ctx_elicit(ctx, "Redeem?", json_pack("{s:s,s:{s:{s:s}}}", "type", "object",
+                                                          "properties", "ok", "type", "boolean"), 0);
+    if (!r)
+        return mcpd_ctx_input_pending(ctx) ? mcpd_text_result("input required")
+                                           : mcpd_error_result("%s", mcpd_ctx_last_error(ctx));
+    json_decref(r);
+    return mcpd_text_resultf("redeemed %s", json_string_value(json_object_get(args, "item")));
+}
+
 int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
 {
     if (api_version != MCPD_API_VERSION)
@@ -119,6 +135,11 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
          .input_schema = "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\"}},"
                          "\"required\":[\"key\"]}",
          .handler = state_read},
+        {.name = "confirm_once",
+         .description = "Test only: an input request whose state works at most once.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"item\":{\"type\":\"string\"}},"
+                         "\"required\":[\"item\"]}",
+         .handler = confirm_once, .flags = MCPD_TOOL_INPUT_ONCE},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         int rc = mcpd_register_tool(reg, &defs[i]);

@@ -1,0 +1,95 @@
+// Runs the conformance suite of the 2026-07-28 revision (the pinned alpha, installed as the
+// npm alias conformance-alpha) against ONE running mcpactord --modern: the requirement sets of
+// both eras (`--requirements 2026-07-28`, `--requirements 2025-11-25`) and `--suite all`.
+// Fails on any FAILURE or WARNING, except in the scenarios of the tasks extension (SEP-2663,
+// not implemented; the suite does not score extensions), which are counted and printed.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import module from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { startServer } from './server.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const cli = path.join(here, 'node_modules/conformance-alpha/dist/index.js');
+const nodeArgs = Number(process.versions.node.split('.')[0]) >= 22 ? []
+  : typeof module.register === 'function' ? ['--import', path.join(here, 'node20/register.mjs')]
+    : ['--no-warnings', '--experimental-loader', pathToFileURL(path.join(here, 'node20/resolve-fs.mjs')).href];
+const RUN_TIMEOUT_MS = 300000;
+const UNSCORED = /^tasks-/; // the tasks extension: not implemented (README, "MCP 2026-07-28")
+const NOISE = new Set(['outgoing-request', 'incoming-response', 'incoming-sse-event',
+  'incoming-request', 'outgoing-response', 'outgoing-sse-event']);
+
+function run(args, timeoutMs) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, out });
+    });
+  });
+}
+
+function readResults(dir) {
+  const byScenario = new Map();
+  for (const entry of fs.readdirSync(dir)) {
+    const file = path.join(dir, entry, 'checks.json');
+    if (!fs.existsSync(file)) continue;
+    const name = entry.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
+    byScenario.set(name, JSON.parse(fs.readFileSync(file, 'utf8')));
+  }
+  return byScenario;
+}
+
+async function runSet(server, label, args) {
+  const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpd-conf2026-'));
+  const r = await run([...nodeArgs, cli, 'server', '--url', server.url, ...args, '-o', outDir],
+    RUN_TIMEOUT_MS);
+  const problems = [];
+  if (r.signal) problems.push(`the suite was killed (${r.signal})`);
+  const results = readResults(outDir);
+  if (results.size === 0) problems.push('no scenario reported');
+  let passed = 0, failed = 0, unscoredFailed = 0;
+  console.log(`\n== ${label} ==`);
+  for (const [name, checks] of [...results].sort()) {
+    const bad = checks.filter((c) => (c.status === 'FAILURE' || c.status === 'WARNING') && !NOISE.has(c.id));
+    const ok = checks.filter((c) => c.status === 'SUCCESS').length;
+    passed += ok;
+    if (UNSCORED.test(name)) {
+      unscoredFailed += bad.length;
+      console.log(`  (extension) ${name}: ${ok} passed, ${bad.length} failed`);
+      continue;
+    }
+    failed += bad.length;
+    console.log(`  ${bad.length ? 'FAIL' : 'ok  '} ${name}: ${ok} passed, ${bad.length} failed`);
+    for (const c of bad)
+      console.log(`         [${c.status}] ${c.id}: ${c.errorMessage ?? c.description}`);
+  }
+  if (failed) problems.push(`${failed} checks failed or warned`);
+  console.log(`  ${label}: ${passed} passed, ${failed} failed (tasks extension, unscored: ` +
+    `${unscoredFailed} failed); the suite's summary: ${r.out.match(/^Total: .*$/m)?.[0] ?? '(none)'}`);
+  if (problems.length) {
+    console.log(`  PROBLEMS: ${problems.join('; ')}\n  suite output:\n${r.out.slice(-4000)}`);
+  } else {
+    fs.rmSync(outDir, { recursive: true, force: true });
+  }
+  return problems.length;
+}
+
+const server = await startServer(['--modern', '--toolset', 'conformance,demo']);
+let bad = 0;
+bad += await runSet(server, '--requirements 2026-07-28', ['--requirements', '2026-07-28']);
+bad += await runSet(server, '--requirements 2025-11-25', ['--requirements', '2025-11-25']);
+bad += await runSet(server, '--suite all', ['--suite', 'all']);
+const status = await server.stop();
+if (status.code !== 0) {
+  console.log(`the server exited with ${JSON.stringify(status)}\n${server.tail()}`);
+  bad++;
+}
+console.log(`\nconformance 2026-07-28 (alpha) and 2025-11-25 on one server: ${bad ? 'FAILED' : 'ok'}`);
+process.exit(bad ? 1 : 0);
