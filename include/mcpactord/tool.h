@@ -222,6 +222,26 @@ typedef json_t *(*mcpd_state_update_fn)(json_t *current, void *arg);
 json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_update_fn fn,
                               void *arg);
 
+/* State handles: durable state that no session owns, for 2026-07-28 clients (which have no
+ * session) and for anything shared across sessions. A handle is minted by the server, given to
+ * the client (a tool result), and passed back as a tool argument; mark that argument
+ * "x-mcp-header" in the input schema so a load balancer can route by it. Behind it is a durable
+ * actor like a session: pinned to a worker, hibernating, deleted after --handle-ttl seconds
+ * untouched or on request. Only the principal (auth token) that made it may use it. The calls
+ * block until the worker that owns the handle has stored the change; they fail in a
+ * MCPD_TOOL_NONBLOCKING tool. */
+#define MCPD_HANDLE_LEN 32
+/* Mints a handle: out (MCPD_HANDLE_LEN + 1 bytes) gets its id. 0, or a negative errno. */
+int mcpd_ctx_handle_new(mcpd_ctx_t *ctx, char *out);
+/* As mcpd_ctx_state_get/put/update, on the handle's state. An unknown (expired, deleted,
+ * another principal's) handle fails with mcpd_ctx_last_error() saying so. */
+json_t *mcpd_ctx_handle_state_get(mcpd_ctx_t *ctx, const char *handle, const char *key);
+int mcpd_ctx_handle_state_put(mcpd_ctx_t *ctx, const char *handle, const char *key, json_t *value);
+json_t *mcpd_ctx_handle_state_update(mcpd_ctx_t *ctx, const char *handle, const char *key,
+                                     mcpd_state_update_fn fn, void *arg);
+/* Deletes the handle and its state. 0, -ENOENT when unknown, or another negative errno. */
+int mcpd_ctx_handle_delete(mcpd_ctx_t *ctx, const char *handle);
+
 /* Error reporting: a handler that returns NULL reports this code and message to the client. */
 void mcpd_ctx_set_error(mcpd_ctx_t *ctx, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

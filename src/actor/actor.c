@@ -140,6 +140,8 @@ void actor_write_meta(actor_t *a)
     if (a->kind == ACTOR_RECORD) {
         json_object_set_new(m, "k", json_string("r"));
         json_object_set(m, "rec", a->record ? a->record : json_null());
+    } else if (a->kind == ACTOR_HANDLE) {
+        json_object_set_new(m, "k", json_string("h"));
     }
     size_t len;
     char *text = jsonrpc_dump(m, &len);
@@ -183,13 +185,15 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     json_t *m = json_parse_buf(v, vl, NULL, 0, NULL);
     free(v);
     bool record = jsonrpc_str_is(json_object_get(m, "k"), "r");
-    const proto_t *p = record ? proto_modern() : proto_find(json_string_value(json_object_get(m, "v")));
+    bool handle = jsonrpc_str_is(json_object_get(m, "k"), "h");
+    const proto_t *p = record || handle ? proto_modern()
+                                        : proto_find(json_string_value(json_object_get(m, "v")));
     if (!json_is_object(m) || !p) {
         log_error("session %.8s: unreadable metadata, treating it as unknown", sid);
         json_decref(m);
         return NULL;
     }
-    actor_t *a = actor_create_kind(w, sid, record ? ACTOR_RECORD : ACTOR_SESSION);
+    actor_t *a = actor_create_kind(w, sid, record ? ACTOR_RECORD : handle ? ACTOR_HANDLE : ACTOR_SESSION);
     a->proto = p;
     if (record) {
         a->stored_more = false; /* a record has its metadata and alarm keys only */
@@ -332,7 +336,7 @@ void actor_delete(actor_t *a)
         worker_stat_add(w, DS_SESSIONS_STORED, -1);
         log_info("session %.8s deleted", a->sid);
     } else {
-        log_debug("record %.8s deleted", a->sid);
+        log_debug("%s %.8s deleted", a->kind == ACTOR_HANDLE ? "handle" : "record", a->sid);
     }
     worker_remove_actor(w, a);
     actor_free(a);
@@ -473,6 +477,12 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     case WM_TOOL_ABANDON:
     case WM_TOOL_STATE:
     case WM_TOOL_CLOSE: {
+        if (m->type == WM_TOOL_STATE && m->u.tool.job->state_handle[0]) {
+            /* on the handle's worker: the job and its actor belong to another one */
+            actor_handle_handle_op(w, m);
+            wmsg_free(m);
+            return;
+        }
         actor_t *a = m->u.tool.job->actor;
         actor_handle_tool_msg(w, m);
         wmsg_free(m);

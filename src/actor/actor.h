@@ -128,8 +128,9 @@ void actor_destroy_all(worker_t *w);
 /* What an actor is. A session and a record are durable (stored, hibernating, woken, deleted
  * by their alarm); a modern request's actor is not. A record is a small durable object with no
  * streams: the protocol layer keeps in it what must outlive a request (2026-07-28 input
- * requests: the answers collected so far). */
-enum { ACTOR_SESSION = 's', ACTOR_MODERN = 'm', ACTOR_RECORD = 'r' };
+ * requests: the answers collected so far). A handle is a durable owner of tool state that no
+ * session owns (mcpd_ctx_handle_*), deleted --handle-ttl after its last use. */
+enum { ACTOR_SESSION = 's', ACTOR_MODERN = 'm', ACTOR_RECORD = 'r', ACTOR_HANDLE = 'h' };
 
 /* Used by the MCP layer (mcp/session.c), worker thread. */
 actor_t *actor_create(worker_t *w, const char *sid);
@@ -206,6 +207,9 @@ void actor_handle_get(actor_t *a, wmsg_t *m);
 void actor_handle_conn_closed(actor_t *a, wmsg_t *m);
 /* toolmsg.c */
 void actor_handle_tool_msg(worker_t *w, wmsg_t *m);
+/* A handler's operation on a handle (WM_TOOL_STATE whose job names a handle), on the
+ * handle's worker: create, delete, or a state get/put/update. */
+void actor_handle_handle_op(worker_t *w, wmsg_t *m);
 /* A cancelled job still waiting for a place ends now, without taking one. */
 void actor_unqueue_job(actor_t *a, job_t *j);
 /* Jobs that never got a place go to the pool regardless (cancelled: they end at once). */

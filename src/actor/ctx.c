@@ -95,7 +95,17 @@ static void deadline_after(struct timespec *ts, long ms)
  * j->err set. wait_ms < 0 waits without limit. A cancel ends the wait unless until_answered:
  * state operations wait for their answer regardless, since the worker reads their parameters
  * from the job and must be done with them before the handler goes on. */
+static json_t *send_and_wait_to(job_t *j, wmsg_t *m, long wait_ms, bool until_answered,
+                                worker_t *to);
+
 static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms, bool until_answered)
+{
+    return send_and_wait_to(j, m, wait_ms, until_answered, NULL);
+}
+
+/* to: the worker that answers (NULL: the call's). */
+static json_t *send_and_wait_to(job_t *j, wmsg_t *m, long wait_ms, bool until_answered,
+                                worker_t *to)
 {
     const bool is_request = m->type == WM_TOOL_REQ; /* m belongs to the worker once delivered */
     pthread_mutex_lock(&j->mu);
@@ -106,7 +116,7 @@ static json_t *send_and_wait(job_t *j, wmsg_t *m, long wait_ms, bool until_answe
     m->u.tool.wait_seq = ++j->wait_seq;
     pthread_mutex_unlock(&j->mu);
 
-    worker_deliver(j->w, m, j->inline_mode);
+    worker_deliver(to ? to : j->w, m, j->inline_mode);
 
     struct timespec deadline;
     if (wait_ms > 0)
@@ -412,9 +422,28 @@ json_t *mcpd_ctx_sample(mcpd_ctx_t *ctx, json_t *params, int timeout_ms)
     return mcpd_ctx_request(ctx, MCPD_TARGET_REQUEST, "sampling/createMessage", params, timeout_ms);
 }
 
+static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, const char *key,
+                           json_t *value, mcpd_state_update_fn fn, void *arg);
+
 static json_t *state_op(mcpd_ctx_t *ctx, state_op_t op, const char *key, json_t *value,
                         mcpd_state_update_fn fn, void *arg)
 {
+    return state_op_on(ctx, NULL, op, key, value, fn, arg);
+}
+
+/* handle NULL: the session's state; else the handle's (its worker answers). */
+static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, const char *key,
+                           json_t *value, mcpd_state_update_fn fn, void *arg)
+{
+    if (handle && (!session_id_valid(handle) || ctx->inline_mode)) {
+        json_decref(value);
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS, "%s",
+                           ctx->inline_mode ? "a non-blocking tool cannot use handles"
+                                            : "not a handle (32 lowercase hex characters)");
+        return NULL;
+    }
+    if (op == HANDLE_NEW || op == HANDLE_DELETE)
+        key = "-";
     if (!key || !*key || strlen(key) > 200) {
         json_decref(value);
         mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS, "state keys are 1..200 bytes");
@@ -429,7 +458,72 @@ static json_t *state_op(mcpd_ctx_t *ctx, state_op_t op, const char *key, json_t 
     ctx->state_arg = arg;
     wmsg_t *m = wmsg_new(WM_TOOL_STATE);
     m->u.tool.job = ctx;
-    return send_and_wait(ctx, m, -1, true);
+    if (!handle) {
+        ctx->state_handle[0] = '\0';
+        return send_and_wait(ctx, m, -1, true);
+    }
+    /* the handle's worker, not the call's: the message carries the handle's id */
+    memcpy(ctx->state_handle, handle, SESSION_ID_LEN + 1);
+    memcpy(m->sid, handle, SESSION_ID_LEN + 1);
+    return send_and_wait_to(ctx, m, -1, true, worker_for_session(handle));
+}
+
+int mcpd_ctx_handle_new(mcpd_ctx_t *ctx, char *out)
+{
+    char id[SESSION_ID_LEN + 1];
+    if (session_id_new(id) != 0) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "cannot make a handle id");
+        return -EIO;
+    }
+    json_t *r = state_op_on(ctx, id, HANDLE_NEW, NULL, NULL, NULL, NULL);
+    if (!r)
+        return -EIO;
+    json_decref(r);
+    memcpy(out, id, SESSION_ID_LEN + 1);
+    return 0;
+}
+
+json_t *mcpd_ctx_handle_state_get(mcpd_ctx_t *ctx, const char *handle, const char *key)
+{
+    json_t *r = state_op_on(ctx, handle, STATE_GET, key, NULL, NULL, NULL);
+    if (json_is_null(r)) {
+        json_decref(r);
+        return NULL;
+    }
+    return r;
+}
+
+int mcpd_ctx_handle_state_put(mcpd_ctx_t *ctx, const char *handle, const char *key, json_t *value)
+{
+    json_t *r = state_op_on(ctx, handle, STATE_PUT, key, value, NULL, NULL);
+    if (!r)
+        return -EIO;
+    json_decref(r);
+    return 0;
+}
+
+json_t *mcpd_ctx_handle_state_update(mcpd_ctx_t *ctx, const char *handle, const char *key,
+                                     mcpd_state_update_fn fn, void *arg)
+{
+    if (!fn) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "state update needs a function");
+        return NULL;
+    }
+    json_t *r = state_op_on(ctx, handle, STATE_UPDATE, key, NULL, fn, arg);
+    if (json_is_null(r)) {
+        json_decref(r);
+        return NULL;
+    }
+    return r;
+}
+
+int mcpd_ctx_handle_delete(mcpd_ctx_t *ctx, const char *handle)
+{
+    json_t *r = state_op_on(ctx, handle, HANDLE_DELETE, NULL, NULL, NULL, NULL);
+    if (!r)
+        return strstr(mcpd_ctx_last_error(ctx), "unknown") ? -ENOENT : -EIO;
+    json_decref(r);
+    return 0;
 }
 
 json_t *mcpd_ctx_state_get(mcpd_ctx_t *ctx, const char *key)

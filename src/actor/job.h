@@ -32,7 +32,7 @@ struct mcpd_ctx;
  * result (new reference) or NULL after mcpd_ctx_set_error. */
 typedef json_t *(*job_fn)(struct mcpd_ctx *j);
 
-typedef enum { STATE_GET, STATE_PUT, STATE_UPDATE } state_op_t;
+typedef enum { STATE_GET, STATE_PUT, STATE_UPDATE, HANDLE_NEW, HANDLE_DELETE } state_op_t;
 
 struct mcpd_ctx {
     struct mcpd_ctx *pool_next; /* tool pool queue link */
@@ -50,6 +50,7 @@ struct mcpd_ctx {
     bool inline_mode;
     bool modern;            /* a 2026-07-28 call: requests become input requests (MRTR) */
     unsigned client_caps;   /* JOB_CAP_* the client declared */
+    char principal[64];     /* the auth token name of the call (handles belong to it) */
     atomic_bool cancelled;
     /* messages sent (progress, logs, notifications) that the worker has not handled yet: a
      * handler that sends faster than its session stores them waits (JOB_OUT_MAX) */
@@ -73,6 +74,7 @@ struct mcpd_ctx {
     char reply_err[256];
     state_op_t state_op;
     char *state_key;
+    char state_handle[SESSION_ID_LEN + 1]; /* the op's handle ("" = the session's state) */
     json_t *state_value;
     mcpd_state_update_fn state_fn;
     void *state_arg;

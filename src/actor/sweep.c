@@ -175,6 +175,18 @@ bool actor_on_alarm(actor_t *a, int64_t due)
         actor_delete(a);
         return false;
     }
+    if (a->kind == ACTOR_HANDLE) {
+        /* a handle's one alarm is its expiry, --handle-ttl after its last use */
+        int64_t expiry = a->touched_ms + g_cfg.handle_ttl_s * 1000;
+        if (expiry <= now) {
+            log_info("handle %.8s expired: unused for %lld s (--handle-ttl)", a->sid,
+                     (long long)((now - a->touched_ms) / 1000));
+            actor_delete(a);
+            return false;
+        }
+        actor_alarm_set(a, expiry);
+        return true;
+    }
     if (a->touched_ms + g_cfg.session_ttl_s * 1000 <= now && actor_is_idle(a)) {
         log_info("session %.8s expired: untouched for %lld s (--session-ttl)", a->sid,
                  (long long)((now - a->touched_ms) / 1000));

@@ -251,23 +251,16 @@ static void handle_tool_close(actor_t *a, job_t *j)
     }
 }
 
-static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
+/* Applies a state get/put/update of job j to owner's state (a session's or a handle's) and
+ * answers the handler once the change is stored. */
+static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
 {
-    if (a->modern) {
-        job_reply(j, m->u.tool.wait_seq, NULL,
-                  "no session state in protocol version 2026-07-28: the request has no session");
-        return;
-    }
-    if (strlen(j->state_key) > 200 || !*j->state_key) {
-        job_reply(j, m->u.tool.wait_seq, NULL, "bad state key");
-        return;
-    }
     json_t *cur = NULL;
     if (j->state_op != STATE_PUT) {
-        worker_commit(a->w);
+        worker_commit(owner->w);
         char *v;
         size_t vl;
-        if (sessionrec_get_state(worker_store(a->w), a->sid, j->state_key, &v, &vl) == 0) {
+        if (sessionrec_get_state(worker_store(owner->w), owner->sid, j->state_key, &v, &vl) == 0) {
             cur = json_parse_buf(v, vl, NULL, 0, NULL);
             free(v);
         }
@@ -275,7 +268,7 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
     json_t *out = NULL;
     switch (j->state_op) {
     case STATE_GET:
-        job_reply(j, m->u.tool.wait_seq, cur ? cur : json_null(), NULL);
+        job_reply(j, wait_seq, cur ? cur : json_null(), NULL);
         return;
     case STATE_PUT:
         out = j->state_value;
@@ -285,14 +278,18 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
         out = j->state_fn(cur, j->state_arg);
         json_decref(cur);
         break;
+    default:
+        json_decref(cur);
+        job_reply(j, wait_seq, NULL, "not a state operation");
+        return;
     }
     if (out) {
         char *text = json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
-        a->stored_more = true;
-        sessionrec_put_state(actor_batch(a), a->sid, j->state_key, text, strlen(text));
+        owner->stored_more = true;
+        sessionrec_put_state(actor_batch(owner), owner->sid, j->state_key, text, strlen(text));
         free(text);
     } else {
-        sessionrec_delete_state(actor_batch(a), a->sid, j->state_key);
+        sessionrec_delete_state(actor_batch(owner), owner->sid, j->state_key);
     }
     json_t *answer = out ? out : json_null();
     if (j->state_op == STATE_PUT) {
@@ -302,15 +299,78 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
     /* The handler learns the new value only once it is stored: it may tell the client. An
      * inline handler is waiting on this very thread, so its write is committed now. */
     if (j->inline_mode) {
-        if (worker_commit(a->w) == 0)
-            job_reply(j, m->u.tool.wait_seq, answer, NULL);
+        if (worker_commit(owner->w) == 0)
+            job_reply(j, wait_seq, answer, NULL);
         else {
             json_decref(answer);
-            job_reply(j, m->u.tool.wait_seq, NULL, REFUSE_MESSAGE);
+            job_reply(j, wait_seq, NULL, REFUSE_MESSAGE);
         }
     } else {
-        worker_defer_reply(a->w, j, m->u.tool.wait_seq, answer);
+        worker_defer_reply(owner->w, j, wait_seq, answer);
     }
+}
+
+static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
+{
+    if (a->modern) {
+        job_reply(j, m->u.tool.wait_seq, NULL,
+                  "no session state in protocol version 2026-07-28: the request has no session "
+                  "(keep state behind a handle: mcpd_ctx_handle_new)");
+        return;
+    }
+    if (strlen(j->state_key) > 200 || !*j->state_key) {
+        job_reply(j, m->u.tool.wait_seq, NULL, "bad state key");
+        return;
+    }
+    state_apply(a, j, m->u.tool.wait_seq);
+}
+
+/* How stale a handle's stored touch time may get before a use rewrites it (--handle-ttl). */
+#define HANDLE_TOUCH_PERSIST_MS (3600 * 1000)
+
+void actor_handle_handle_op(worker_t *w, wmsg_t *m)
+{
+    job_t *j = m->u.tool.job; /* its handler waits for this answer: j is not freed meanwhile */
+    uint32_t seq = m->u.tool.wait_seq;
+    actor_t *h = actor_find_or_load(w, m->sid);
+    int64_t now = now_wall_ms();
+    if (j->state_op == HANDLE_NEW) {
+        if (h) {
+            worker_note_activity(w, h);
+            job_reply(j, seq, NULL, "handle id collision; try again");
+            return;
+        }
+        h = actor_create_kind(w, m->sid, ACTOR_HANDLE);
+        h->proto = proto_modern();
+        snprintf(h->auth_name, sizeof h->auth_name, "%s", j->principal);
+        actor_alarm_set(h, now + g_cfg.handle_ttl_s * 1000); /* its expiry; persists the meta */
+        STAT_INC(handles_created_total);
+        log_debug("handle %.8s created", h->sid);
+        worker_defer_reply(w, j, seq, json_true());
+        worker_note_activity(w, h);
+        return;
+    }
+    if (!h || h->kind != ACTOR_HANDLE || strcmp(h->auth_name, j->principal) != 0) {
+        if (h)
+            worker_note_activity(w, h);
+        job_reply(j, seq, NULL, "unknown handle: it expired (--handle-ttl), was deleted, or "
+                                "belongs to another principal");
+        return;
+    }
+    h->touched_ms = now;
+    if (h->touched_ms - h->touched_stored_ms > HANDLE_TOUCH_PERSIST_MS)
+        actor_persist_meta(h);
+    if (j->state_op == HANDLE_DELETE) {
+        actor_delete(h);
+        worker_defer_reply(w, j, seq, json_true());
+        return;
+    }
+    if (strlen(j->state_key) > 200 || !*j->state_key) {
+        job_reply(j, seq, NULL, "bad state key");
+    } else {
+        state_apply(h, j, seq);
+    }
+    worker_note_activity(w, h);
 }
 
 /* ---- the session's share of the tool pool ---- */

@@ -121,6 +121,8 @@ static const flag_t FLAGS[] = {
      "created at first start, mode 600; nodes that share retries share it)"},
     {"request-state-ttl", "SECS", K_INT, OFF(request_state_ttl_s), 1, 86400 * 30,
      "2026-07-28: how long a requestState (and its record) stays good (default 900)"},
+    {"handle-ttl", "SECS", K_INT, OFF(handle_ttl_s), 1, 86400LL * 3650,
+     "delete a state handle (mcpd_ctx_handle_new) unused this long (default 604800)"},
     {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
     {"version", NULL, K_BOOL, 0, 0, 0, "print the version and exit"},
 };
@@ -152,6 +154,7 @@ void config_defaults(config_t *c)
     c->page_size = 100;
     c->cache_ttl_ms = 60000;
     c->request_state_ttl_s = 900;
+    c->handle_ttl_s = 604800;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;
     c->keepalive_s = 25;

@@ -60,6 +60,7 @@ typedef struct config {
     bool cache_private;        /* cacheScope "private" instead of "public" */
     char request_state_key[1024]; /* requestState HMAC key file ("" = <data-dir>/request-state.key) */
     int64_t request_state_ttl_s;  /* lifetime of a requestState and its record */
+    int64_t handle_ttl_s;         /* a state handle is deleted this long after its last use */
 } config_t;
 
 extern config_t g_cfg;

@@ -54,6 +54,7 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(tool_calls_total, counter, "Tool calls started.")                                              \
     X(modern_requests_total, counter, "2026-07-28 (stateless) requests served by a worker.")        \
     X(modern_requests_live, gauge, "2026-07-28 requests in progress (each has a one-request actor).") \
+    X(handles_created_total, counter, "State handles created (mcpd_ctx_handle_new).")               \
     X(input_required_total, counter, "2026-07-28 calls answered input_required (MRTR rounds).")     \
     X(request_state_refused_total, counter,                                                          \
       "2026-07-28 retries refused because their requestState was replayed or its record expired.") \

@@ -105,6 +105,7 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
     j->call = c;
     c->job = j;
     j->client_caps = job_caps_of(a->client_caps);
+    memcpy(j->principal, a->auth_name, sizeof j->principal);
     j->modern = a->modern;
     if (a->modern)
         j->answers = modern_answers(a);

@@ -80,7 +80,10 @@ static json_t *counter(mcpd_ctx_t *ctx, json_t *args, void *ud)
     (void)ud;
     json_t *byj = json_object_get(args, "by");
     counter_op_t op = {byj ? json_integer_value(byj) : 1, false};
-    json_t *v = mcpd_ctx_state_update(ctx, "counter", counter_add, &op);
+    /* behind a handle (new_counter) when given, else the session's own counter */
+    const char *handle = json_string_value(json_object_get(args, "handle"));
+    json_t *v = handle ? mcpd_ctx_handle_state_update(ctx, handle, "counter", counter_add, &op)
+                       : mcpd_ctx_state_update(ctx, "counter", counter_add, &op);
     if (!v)
         return NULL; /* the error is set */
     long long now = (long long)json_integer_value(v);
@@ -90,6 +93,18 @@ static json_t *counter(mcpd_ctx_t *ctx, json_t *args, void *ud)
                                  "the counter stays at %lld",
                                  (long long)op.by, now, now);
     return mcpd_text_resultf("%lld", now);
+}
+
+static json_t *new_counter(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)args;
+    (void)ud;
+    char h[MCPD_HANDLE_LEN + 1];
+    if (mcpd_ctx_handle_new(ctx, h) != 0)
+        return NULL; /* the error is set */
+    json_t *r = mcpd_text_resultf("%s", h);
+    json_object_set_new(r, "structuredContent", json_pack("{s:s}", "handle", h));
+    return r;
 }
 
 /* "Hello, NAME!" with the whole name, U+0000 included. */
@@ -165,10 +180,20 @@ int toolset_demo_register(mcpd_registry_t *reg)
                          "\"minimum\":0,\"maximum\":10000}},\"required\":[\"seconds\"]}",
          .handler = slow},
         {.name = "counter",
-         .description = "Adds `by` (default 1) to a durable per-session counter and returns "
-                        "the new value.",
-         .input_schema = "{\"type\":\"object\",\"properties\":{\"by\":{\"type\":\"integer\"}}}",
+         .description = "Adds `by` (default 1) to a durable counter and returns the new value: "
+                        "the one behind `handle` (from new_counter) when given, else the "
+                        "session's own (the session era only).",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"by\":{\"type\":\"integer\"},"
+                         "\"handle\":{\"type\":\"string\",\"description\":\"A counter from "
+                         "new_counter\",\"x-mcp-header\":\"Handle\"}}}",
          .handler = counter},
+        {.name = "new_counter",
+         .description = "Makes a durable counter (a state handle) and returns its handle, for "
+                        "counter's `handle` argument; it is deleted after --handle-ttl unused.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{}}",
+         .output_schema = "{\"type\":\"object\",\"properties\":{\"handle\":{\"type\":\"string\"}},"
+                          "\"required\":[\"handle\"]}",
+         .handler = new_counter},
         {.name = "elicit_name",
          .description = "Asks the user for their name (elicitation) and greets them.",
          .input_schema = "{\"type\":\"object\",\"properties\":{}}",

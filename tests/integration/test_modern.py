@@ -470,6 +470,89 @@ class InputRequestsAcrossRestarts(unittest.TestCase):
             b.cleanup()
 
 
+class StateHandles(ServerTest):
+    """Durable state without a session: new_counter mints a handle (a durable actor), counter
+    takes it as an argument mirrored in Mcp-Param-Handle."""
+    SERVER_FLAGS = ("--modern",)
+
+    def setUp(self):
+        self.c = Modern(self.server)
+
+    def new_counter(self):
+        r, m, _ = self.c.result("tools/call", {"name": "new_counter", "arguments": {}})
+        self.assertEqual(r.status, 200, r.text)
+        h = m["result"]["structuredContent"]["handle"]
+        self.assertRegex(h, r"^[0-9a-f]{32}$")
+        return h
+
+    def count(self, h, by=1, headers=None):
+        p = {"name": "counter", "arguments": {"handle": h, "by": by}}
+        return self.c.result("tools/call", p, headers={"Mcp-Param-Handle": h, **(headers or {})})
+
+    def test_a_handle_counts_across_stateless_calls(self):
+        h = self.new_counter()
+        texts = [self.count(h, by=by)[1]["result"]["content"][0]["text"] for by in (1, 1, 3)]
+        self.assertEqual(texts, ["1", "2", "5"])
+        other = self.new_counter()
+        _, m, _ = self.count(other)
+        self.assertEqual(m["result"]["content"][0]["text"], "1")  # handles are separate
+
+    def test_the_handle_header_is_required_and_checked(self):
+        h = self.new_counter()
+        p = {"name": "counter", "arguments": {"handle": h}}
+        r, rid = self.c.request("tools/call", p)
+        self.assertEqual(r.status, 400, r.text)
+        self.assertEqual(r.json()["error"]["code"], -32020)
+        r, rid = self.c.request("tools/call", p, headers={"Mcp-Param-Handle": "0" * 32})
+        self.assertEqual(r.status, 400, r.text)
+        self.assertEqual(r.json()["error"]["code"], -32020)
+        self.assertEqual(r.json()["id"], rid)
+
+    def test_an_unknown_handle_is_an_error(self):
+        _, m, _ = self.count("0123456789abcdef0123456789abcdef")
+        self.assertIn("unknown handle", m["error"]["message"])
+
+    def test_a_session_can_use_a_handle_and_not_open_it_as_a_session(self):
+        h = self.new_counter()
+        self.count(h, by=3)
+        s = Session(self.server)
+        _, m = s.tool("counter", {"handle": h, "by": 1})
+        self.assertEqual(m["result"]["content"][0]["text"], "4")
+        _, m = s.tool("counter", {})  # the session's own counter is another
+        self.assertEqual(m["result"]["content"][0]["text"], "1")
+        r = self.server.request("POST", {"jsonrpc": "2.0", "id": 5, "method": "tools/list"},
+                                {"Content-Type": "application/json", "Accept": ACCEPT_BOTH,
+                                 "Mcp-Session-Id": h, "MCP-Protocol-Version": "2025-11-25"})
+        self.assertEqual(r.status, 404, r.text)
+
+    def test_a_handle_survives_a_restart(self):
+        h = self.new_counter()
+        self.count(h, by=41)
+        self.server.kill9()
+        self.server.start()
+        self.c = Modern(self.server)
+        _, m, _ = self.count(h)
+        self.assertEqual(m["result"]["content"][0]["text"], "42")
+
+
+class HandleExpiry(ServerTest):
+    SERVER_FLAGS = ("--modern", "--handle-ttl", "1")
+
+    def test_an_unused_handle_is_deleted_by_its_alarm(self):
+        c = Modern(self.server)
+        base = self.server.stats()["alarms_pending"]
+        _, m, _ = c.result("tools/call", {"name": "new_counter", "arguments": {}})
+        h = m["result"]["structuredContent"]["handle"]
+        self.assertEqual(self.server.stats()["alarms_pending"], base + 1)
+        deadline = time.time() + 6
+        while time.time() < deadline and self.server.stats()["alarms_pending"] != base:
+            time.sleep(0.1)
+        self.assertEqual(self.server.stats()["alarms_pending"], base)
+        _, m, _ = c.result("tools/call", {"name": "counter", "arguments": {"handle": h}},
+                           headers={"Mcp-Param-Handle": h})
+        self.assertIn("unknown handle", m["error"]["message"])
+
+
 class CacheFlags(ServerTest):
     SERVER_FLAGS = ("--modern", "--cache-ttl-ms", "0", "--cache-private")
 

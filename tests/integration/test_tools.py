@@ -35,8 +35,9 @@ class Methods(ServerTest):
             cursor = m["result"].get("nextCursor")
             if not cursor:
                 break
-        self.assertEqual(sorted(names), ["add", "counter", "echo", "elicit_name", "notify", "slow"])
-        self.assertEqual(pages, 3)
+        self.assertEqual(sorted(names), ["add", "counter", "echo", "elicit_name", "new_counter", "notify",
+                                         "slow"])
+        self.assertEqual(pages, 4)
         for t in names:
             self.assertEqual(names.count(t), 1)
 
