@@ -79,6 +79,7 @@ static void on_store_writable(void)
  * co-located workers live on them. */
 static void stop_runtime(bool colocated)
 {
+    workers_end_listens(); /* their closing results go out before the streams end */
     http_quiesce();
     alarms_stop();
     workers_cancel_all();

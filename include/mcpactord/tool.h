@@ -242,6 +242,16 @@ json_t *mcpd_ctx_handle_state_update(mcpd_ctx_t *ctx, const char *handle, const 
 /* Deletes the handle and its state. 0, -ENOENT when unknown, or another negative errno. */
 int mcpd_ctx_handle_delete(mcpd_ctx_t *ctx, const char *handle);
 
+/* Change notifications, for every client listening (any thread of a handler). */
+/* The resource at uri changed: notifications/resources/updated goes to each session in memory
+ * that subscribed to it (resources/subscribe; a hibernated session is not woken for it) and to
+ * each 2026-07-28 subscriptions/listen stream whose resourceSubscriptions name it. 0 or
+ * -EINVAL. */
+int mcpd_ctx_resource_updated(mcpd_ctx_t *ctx, const char *uri);
+/* A list changed (what: "tools", "prompts" or "resources"): notifications/<what>/list_changed
+ * goes to each subscriptions/listen stream that asked for it. 0 or -EINVAL. */
+int mcpd_ctx_list_changed(mcpd_ctx_t *ctx, const char *what);
+
 /* Error reporting: a handler that returns NULL reports this code and message to the client. */
 void mcpd_ctx_set_error(mcpd_ctx_t *ctx, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

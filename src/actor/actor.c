@@ -274,6 +274,7 @@ static void actor_free(actor_t *a)
     json_decref(a->param_hdrs);
     json_decref(a->record);
     json_decref(a->mrtr);
+    json_decref(a->listen);
     free(a);
 }
 
@@ -398,6 +399,89 @@ void actor_reset(actor_t *a)
     actor_free(a);
 }
 
+/* ---- broadcasts and listen streams ---- */
+
+static call_t *listen_call(actor_t *a)
+{
+    for (call_t *c = a->calls; c; c = c->next)
+        if (c->method == SM_subscriptions_listen)
+            return c;
+    return NULL;
+}
+
+static bool filter_wants(const json_t *f, int what, const char *uri)
+{
+    switch (what) {
+    case BC_TOOLS_CHANGED:
+        return json_is_true(json_object_get(f, "toolsListChanged"));
+    case BC_PROMPTS_CHANGED:
+        return json_is_true(json_object_get(f, "promptsListChanged"));
+    case BC_RESOURCES_CHANGED:
+        return json_is_true(json_object_get(f, "resourcesListChanged"));
+    case BC_RESOURCE_UPDATED: {
+        size_t i;
+        json_t *u;
+        json_array_foreach(json_object_get(f, "resourceSubscriptions"), i, u)
+            if (uri && jsonrpc_str_is(u, uri))
+                return true;
+        return false;
+    }
+    default:
+        return false;
+    }
+}
+
+static void broadcast_one(actor_t *a, void *arg)
+{
+    wmsg_t *m = arg;
+    const json_t *params = json_object_get(m->u.bcast.note, "params");
+    const char *uri = json_string_value(json_object_get(params, "uri"));
+    if (a->listen) {
+        call_t *c = listen_call(a);
+        if (!c || !filter_wants(json_object_get(a->listen, "f"), m->u.bcast.what, uri))
+            return;
+        json_t *note = json_deep_copy(m->u.bcast.note);
+        json_t *p = json_object_get(note, "params");
+        if (!json_is_object(p)) {
+            p = json_object();
+            json_object_set_new(note, "params", p);
+        }
+        json_t *meta = json_object_get(p, "_meta");
+        if (!json_is_object(meta)) {
+            meta = json_object();
+            json_object_set_new(p, "_meta", meta);
+        }
+        json_object_set(meta, "io.modelcontextprotocol/subscriptionId", json_object_get(a->listen, "id"));
+        actor_stream_send(a, c->stream, note);
+        return;
+    }
+    if (a->kind == ACTOR_SESSION && m->u.bcast.what == BC_RESOURCE_UPDATED && uri &&
+        json_object_get(a->subscriptions, uri))
+        actor_send_session(a, json_deep_copy(m->u.bcast.note));
+}
+
+void actor_broadcast(worker_t *w, wmsg_t *m)
+{
+    worker_foreach_actor(w, broadcast_one, m);
+}
+
+static void end_listen(actor_t *a, void *arg)
+{
+    (void)arg;
+    call_t *c = a->listen ? listen_call(a) : NULL;
+    if (!c)
+        return;
+    /* subscriptions/listen's closing result: the stream ends gracefully */
+    json_t *r = json_pack("{s:s,s:{s:O}}", "resultType", "complete", "_meta",
+                          "io.modelcontextprotocol/subscriptionId", json_object_get(a->listen, "id"));
+    actor_complete_call(a, c, jsonrpc_result(c->id, r));
+}
+
+void actor_end_listens(worker_t *w)
+{
+    worker_foreach_actor(w, end_listen, NULL);
+}
+
 static void cancel_jobs_of(actor_t *a, void *arg)
 {
     (void)arg;
@@ -505,6 +589,11 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         break;
     default:
         break;
+    }
+    if (m->type == WM_BROADCAST) {
+        actor_broadcast(w, m);
+        wmsg_free(m);
+        return;
     }
     actor_t *a = worker_find_actor(w, m->sid);
     if (!a && m->type == WM_CONN_CLOSED) {

@@ -92,6 +92,8 @@ typedef struct actor {
     json_t *record;          /* ACTOR_RECORD: what the protocol layer keeps (stored in the
                                 metadata as "rec"; its alarm is its expiry) */
     json_t *mrtr;            /* ACTOR_MODERN: the input-request exchange of its call (mcp) */
+    json_t *listen;          /* ACTOR_MODERN serving subscriptions/listen: {"id": the request
+                                id, "f": the honoured SubscriptionFilter}; NULL otherwise */
     json_t *param_hdrs;      /* modern: the request's Mcp-Param-* headers (raw), or NULL */
     char auth_name[64];
     int64_t created_ms;
@@ -226,6 +228,13 @@ void actor_free_stream(actor_t *a, stream_t *s, bool write_meta);
 void actor_stream_dirty(stream_t *s);
 /* Newest stored seq of a stream (0 when it has no events). */
 uint64_t actor_newest_seq(actor_t *a, uint64_t num);
+
+/* A WM_BROADCAST: to each subscriptions/listen stream of the worker whose filter asks for it
+ * (tagged with its subscriptionId), and a resource update to each session in memory
+ * subscribed to the resource (resources/subscribe). */
+void actor_broadcast(worker_t *w, wmsg_t *m);
+/* Shutdown: every subscriptions/listen call of the worker ends with its closing result. */
+void actor_end_listens(worker_t *w);
 
 /* sweep.c: alarms, expiry, sweep, recovery. */
 /* Moves the session's alarm to `due` (0 clears it). */

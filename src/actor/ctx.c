@@ -341,6 +341,38 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
     return send_and_wait(ctx, m, wait, false);
 }
 
+int mcpd_ctx_resource_updated(mcpd_ctx_t *ctx, const char *uri)
+{
+    (void)ctx;
+    if (!uri || !*uri)
+        return -EINVAL;
+    workers_broadcast(jsonrpc_notification("notifications/resources/updated",
+                                           json_pack("{s:s}", "uri", uri)),
+                      BC_RESOURCE_UPDATED);
+    return 0;
+}
+
+int mcpd_ctx_list_changed(mcpd_ctx_t *ctx, const char *what)
+{
+    (void)ctx;
+    int bc;
+    const char *method;
+    if (what && strcmp(what, "tools") == 0) {
+        bc = BC_TOOLS_CHANGED;
+        method = "notifications/tools/list_changed";
+    } else if (what && strcmp(what, "prompts") == 0) {
+        bc = BC_PROMPTS_CHANGED;
+        method = "notifications/prompts/list_changed";
+    } else if (what && strcmp(what, "resources") == 0) {
+        bc = BC_RESOURCES_CHANGED;
+        method = "notifications/resources/list_changed";
+    } else {
+        return -EINVAL;
+    }
+    workers_broadcast(jsonrpc_notification(method, NULL), bc);
+    return 0;
+}
+
 int mcpd_ctx_input_key(mcpd_ctx_t *ctx, const char *key)
 {
     size_t n = key ? strlen(key) : 0;

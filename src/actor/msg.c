@@ -31,6 +31,9 @@ void wmsg_free(wmsg_t *m)
     case WM_RECOVER:
         json_decref(m->u.recover.list);
         break;
+    case WM_BROADCAST:
+        json_decref(m->u.bcast.note);
+        break;
     default:
         break;
     }

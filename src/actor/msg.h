@@ -44,7 +44,11 @@ typedef enum {
     WM_TOOL_CLOSE,   /* end the connection of the job's call stream; the call goes on */
     WM_ALARM,        /* the session's alarm is due */
     WM_RECOVER,      /* startup: these requests were in flight when the process died */
+    WM_BROADCAST,    /* a notification for every listener on the worker (workers_broadcast) */
 } wmsg_type_t;
+
+/* What a broadcast announces (WM_BROADCAST). */
+enum { BC_TOOLS_CHANGED = 1, BC_PROMPTS_CHANGED, BC_RESOURCES_CHANGED, BC_RESOURCE_UPDATED };
 
 /* A batch of up to this many messages needs no allocation for its kinds. The figure also keeps
  * wmsg_t at 256 bytes: at 216 it shared glibc's 224-byte size class with libevent's
@@ -109,6 +113,10 @@ typedef struct wmsg {
         struct {               /* WM_RECOVER */
             json_t *list;      /* owned: [[stream, request id], ...] */
         } recover;
+        struct {               /* WM_BROADCAST */
+            json_t *note;      /* owned: the notification {jsonrpc, method, params} */
+            int what;          /* BC_* */
+        } bcast;
     } u;
 } wmsg_t;
 

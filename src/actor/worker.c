@@ -163,6 +163,17 @@ void worker_push(worker_t *w, wmsg_t *m)
     mq_push(&w->inbox, &m->link);
 }
 
+void workers_broadcast(json_t *note, int what)
+{
+    for (int i = 0; i < NW; i++) {
+        wmsg_t *m = wmsg_new(WM_BROADCAST);
+        m->u.bcast.note = json_deep_copy(note); /* each worker owns its copy */
+        m->u.bcast.what = what;
+        worker_push(&W[i], m);
+    }
+    json_decref(note);
+}
+
 bool worker_admit(worker_t *w, wmsg_t *m)
 {
     unsigned s = mbox_shard(m->sid);
@@ -662,6 +673,30 @@ static void on_cancel_all(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_lock(&cancel_mu);
     cancelled_workers++;
     pthread_cond_broadcast(&cancel_cv);
+    pthread_mutex_unlock(&cancel_mu);
+}
+
+static void on_end_listens(evutil_socket_t fd, short what, void *arg)
+{
+    worker_t *w = arg;
+    worker_t *prev = worker_enter(w);
+    actor_end_listens(w);
+    worker_turn_end(w); /* the closing results go to the HTTP threads now */
+    worker_leave(prev);
+    pthread_mutex_lock(&cancel_mu);
+    cancelled_workers++;
+    pthread_cond_broadcast(&cancel_cv);
+    pthread_mutex_unlock(&cancel_mu);
+}
+
+void workers_end_listens(void)
+{
+    for (int i = 0; i < NW; i++)
+        event_base_once(W[i].base, -1, EV_TIMEOUT, on_end_listens, &W[i], NULL);
+    pthread_mutex_lock(&cancel_mu);
+    while (cancelled_workers < NW)
+        pthread_cond_wait(&cancel_cv, &cancel_mu);
+    cancelled_workers = 0;
     pthread_mutex_unlock(&cancel_mu);
 }
 

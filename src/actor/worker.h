@@ -38,6 +38,10 @@ typedef struct actor_ops {
  * chain of hmsg_t for it (main passes the HTTP layer's delivery). Worker thread. */
 typedef void (*frame_sink_fn)(uint32_t http_thread, mq_node_t *first, mq_node_t *last, size_t n);
 
+/* Any thread: hands a copy of note (a notification, stolen) to every worker, which delivers
+ * it to its listeners (actor_broadcast). what: BC_*. */
+void workers_broadcast(json_t *note, int what);
+
 /* Main thread. With host_bases (n of them), worker i runs on host_bases[i], an HTTP thread's
  * loop ("co-located": no thread of its own, no thread switch between HTTP and actor);
  * otherwise each worker gets its own thread and event_base. */
@@ -45,6 +49,9 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
                   int n_http_threads, struct event_base **host_bases);
 /* Main thread, before co-located workers' loops run: handles what is already queued. */
 void workers_drain_now(void);
+/* Main thread, at shutdown, before the HTTP threads end their streams: every
+ * subscriptions/listen stream gets its closing result. */
+void workers_end_listens(void);
 /* Main thread, at shutdown: cancel every job so handlers return; workers keep running. */
 void workers_cancel_all(void);
 /* true once workers_cancel_all ran: a job created now starts cancelled. Any thread. */

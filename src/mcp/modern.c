@@ -360,17 +360,71 @@ void modern_call_complete(actor_t *a)
 static json_t *discover_result(void)
 {
     json_t *caps = registry_capabilities(mcp_reg());
-    /* resources/subscribe does not exist in this revision; subscriptions/listen is not served
-     * yet, so nothing is advertised that only it could deliver */
-    json_t *res = json_object_get(caps, "resources");
-    if (res)
-        json_object_set_new(res, "subscribe", json_false());
+    /* subscriptions/listen delivers list changes and resource updates in this revision */
+    const char *lists[] = {"tools", "prompts", "resources"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *c = json_object_get(caps, lists[i]);
+        if (c)
+            json_object_set_new(c, "listChanged", json_true());
+    }
     json_t *r = json_object();
     json_object_set_new(r, "supportedVersions", modern_supported_versions());
     json_object_set_new(r, "capabilities", caps);
     json_object_set_new(r, "instructions",
                         json_string("mcpactord: durable MCP server. Tools are listed by tools/list."));
     return r;
+}
+
+/* ---- subscriptions/listen ---- */
+
+/* Opens a listen stream: SSE at once, the acknowledgement (with the filter the server honours)
+ * first, then the notifications the filter asks for (actor_broadcast) until the client closes
+ * it or the server stops (actor_end_listens: the closing result). The call stays open. */
+static void do_listen(actor_t *a, call_t *c, json_t *params)
+{
+    json_t *f = json_object_get(params, "notifications");
+    if (!json_is_object(f)) {
+        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
+                         "Invalid params: subscriptions/listen needs params.notifications (a "
+                         "SubscriptionFilter object)", NULL);
+        return;
+    }
+    const mcpd_registry_t *r = mcp_reg();
+    json_t *honoured = json_object();
+    if (json_is_true(json_object_get(f, "toolsListChanged")) && r->n_tools)
+        json_object_set_new(honoured, "toolsListChanged", json_true());
+    if (json_is_true(json_object_get(f, "promptsListChanged")) && r->n_prompts)
+        json_object_set_new(honoured, "promptsListChanged", json_true());
+    if (json_is_true(json_object_get(f, "resourcesListChanged")) && (r->n_resources || r->n_templates))
+        json_object_set_new(honoured, "resourcesListChanged", json_true());
+    json_t *subs = json_object_get(f, "resourceSubscriptions");
+    if (subs && !json_is_array(subs)) {
+        json_decref(honoured);
+        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
+                         "Invalid params: notifications.resourceSubscriptions must be an array of "
+                         "resource URIs", NULL);
+        return;
+    }
+    json_t *kept = json_array();
+    size_t i;
+    json_t *u;
+    json_array_foreach(subs, i, u) {
+        json_t *vars = NULL;
+        const char *uri = jsonrpc_cstr(u);
+        if (uri && json_array_size(kept) < 1024 && registry_find_resource(r, uri, &vars))
+            json_array_append(kept, u);
+        json_decref(vars);
+    }
+    if (json_array_size(kept))
+        json_object_set_new(honoured, "resourceSubscriptions", kept);
+    else
+        json_decref(kept);
+    a->listen = json_pack("{s:O,s:o}", "id", c->id, "f", honoured);
+    actor_stream_start_sse(a, c->stream);
+    json_t *ack = json_pack("{s:{s:O},s:O}", "_meta", META_SUBSCRIPTION_ID, c->id, "notifications",
+                            honoured);
+    actor_stream_send(a, c->stream, jsonrpc_notification("notifications/subscriptions/acknowledged", ack));
+    log_debug("a subscriptions/listen stream opened");
 }
 
 /* ---- the request ---- */
@@ -406,8 +460,7 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
         mcp_answer(a, c, discover_result());
     } else if (c->method == SM_subscriptions_listen) {
         STAT_INC(requests_total[SM_subscriptions_listen]);
-        mcp_answer_error(a, c, JSONRPC_METHOD_NOT_FOUND,
-                         "Method not found: subscriptions/listen is not served yet", NULL);
+        do_listen(a, c, json_object_get(body, "params"));
     } else if ((c->method == SM_tools_call || c->method == SM_prompts_get ||
                 c->method == SM_resources_read) &&
                !take_input(a, c, json_object_get(body, "params"))) {

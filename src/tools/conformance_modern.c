@@ -212,6 +212,31 @@ static json_t *custom_header(mcpd_ctx_t *ctx, json_t *args, void *ud)
     return mcpd_text_resultf("region: %s", region ? region : "?");
 }
 
+static json_t *trigger_tool_change(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)args;
+    (void)ud;
+    mcpd_ctx_list_changed(ctx, "tools");
+    return mcpd_text_result("announced notifications/tools/list_changed");
+}
+
+static json_t *trigger_prompt_change(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)args;
+    (void)ud;
+    mcpd_ctx_list_changed(ctx, "prompts");
+    return mcpd_text_result("announced notifications/prompts/list_changed");
+}
+
+static json_t *update_resource(mcpd_ctx_t *ctx, json_t *args, void *ud)
+{
+    (void)ud;
+    const char *uri = json_string_value(json_object_get(args, "uri"));
+    if (mcpd_ctx_resource_updated(ctx, uri) != 0)
+        return mcpd_error_result("uri must be a non-empty string");
+    return mcpd_text_resultf("announced notifications/resources/updated for %s", uri);
+}
+
 static json_t *ir_prompt(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)args;
@@ -269,6 +294,18 @@ int toolset_conformance_modern_register(mcpd_registry_t *reg)
         {.name = "test_logging_tool",
          .description = "Logs three info messages (sent only at a requested log level).",
          .input_schema = NO_ARGS, .handler = logging_tool},
+        {.name = "test_trigger_tool_change",
+         .description = "Announces that the tool list changed (to subscriptions/listen streams).",
+         .input_schema = NO_ARGS, .handler = trigger_tool_change, .flags = MCPD_TOOL_NONBLOCKING},
+        {.name = "test_trigger_prompt_change",
+         .description = "Announces that the prompt list changed (to subscriptions/listen streams).",
+         .input_schema = NO_ARGS, .handler = trigger_prompt_change, .flags = MCPD_TOOL_NONBLOCKING},
+        {.name = "test_update_resource",
+         .description = "Announces that the resource at uri changed (notifications/resources/updated, "
+                        "both eras).",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"uri\":{\"type\":\"string\"}},"
+                         "\"required\":[\"uri\"]}",
+         .handler = update_resource, .flags = MCPD_TOOL_NONBLOCKING},
         {.name = "test_custom_header",
          .description = "Echoes its region, a parameter mirrored in the Mcp-Param-Region header.",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"region\":{\"type\":\"string\","

@@ -553,6 +553,94 @@ class HandleExpiry(ServerTest):
         self.assertIn("unknown handle", m["error"]["message"])
 
 
+class Listen(ServerTest):
+    """subscriptions/listen: acknowledgement first, only what the filter asks for, the
+    subscriptionId on every notification; resource updates in both eras."""
+    SERVER_FLAGS = ("--modern", "--toolset", "conformance")
+
+    def open_listen(self, notifications, rid=500):
+        params = {"notifications": notifications, "_meta": meta()}
+        body = {"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params}
+        st = SSEStream(self.server.port, "POST", Modern(self.server).headers("subscriptions/listen", params), body)
+        ack = st.next_message(timeout=5)["message"]
+        self.assertEqual(ack["method"], "notifications/subscriptions/acknowledged")
+        self.assertEqual(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], rid)
+        return st, ack
+
+    def trigger(self, name, args=None):
+        _, m, _ = Modern(self.server).result("tools/call", {"name": name, "arguments": args or {}})
+        self.assertIn("result", m, m)
+
+    def test_discover_announces_list_changes(self):
+        _, m, _ = Modern(self.server).result("server/discover")
+        caps = m["result"]["capabilities"]
+        self.assertTrue(caps["tools"]["listChanged"])
+        self.assertTrue(caps["prompts"]["listChanged"])
+
+    def test_the_filter_decides_what_comes(self):
+        st, ack = self.open_listen({"promptsListChanged": True, "bogus": True})
+        self.assertEqual(ack["params"]["notifications"], {"promptsListChanged": True})
+        self.trigger("test_trigger_tool_change")
+        self.trigger("test_trigger_prompt_change")
+        m = st.next_message(timeout=5)["message"]
+        self.assertEqual(m["method"], "notifications/prompts/list_changed")  # the tool change never came
+        self.assertEqual(m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 500)
+        st.close()
+
+    def test_resource_updates_reach_both_eras(self):
+        uri = "test://watched-resource"
+        st, ack = self.open_listen({"resourceSubscriptions": [uri, "test://no-such-thing"]}, rid="L1")
+        self.assertEqual(ack["params"]["notifications"], {"resourceSubscriptions": [uri]})
+        s = Session(self.server)
+        _, m = s.call("resources/subscribe", {"uri": uri})
+        self.assertEqual(m["result"], {})
+        g = s.open_get()
+        self.trigger("test_update_resource", {"uri": "test://static-text"})  # nobody asked for this one
+        self.trigger("test_update_resource", {"uri": uri})
+        m = st.next_message(timeout=5)["message"]
+        self.assertEqual(m["method"], "notifications/resources/updated")
+        self.assertEqual(m["params"]["uri"], uri)
+        self.assertEqual(m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "L1")
+        ev = g.next_message(timeout=5)["message"]
+        self.assertEqual(ev["method"], "notifications/resources/updated")
+        self.assertEqual(ev["params"]["uri"], uri)
+        st.close()
+        g.close()
+
+    def test_a_listen_needs_a_filter(self):
+        r, rid = Modern(self.server).request("subscriptions/listen", {})
+        self.assertEqual(r.json()["error"]["code"], -32602)
+        self.assertEqual(r.json()["id"], rid)
+
+    def test_closing_a_listen_stream_frees_it(self):
+        st, _ = self.open_listen({"toolsListChanged": True})
+        self.assertEqual(self.server.stats()["modern_requests_live"], 1)
+        st.close()
+        deadline = time.time() + 3
+        while time.time() < deadline and self.server.stats()["modern_requests_live"]:
+            time.sleep(0.05)
+        self.assertEqual(self.server.stats()["modern_requests_live"], 0)
+
+
+class ListenShutdown(unittest.TestCase):
+    def test_a_listen_stream_ends_with_its_closing_result_at_shutdown(self):
+        server = Server("--modern")
+        try:
+            params = {"notifications": {"toolsListChanged": True}, "_meta": meta()}
+            body = {"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": params}
+            st = SSEStream(server.port, "POST", Modern(server).headers("subscriptions/listen", params), body)
+            self.assertEqual(st.next_message(timeout=5)["message"]["method"],
+                             "notifications/subscriptions/acknowledged")
+            rc, _ = server.stop()
+            self.assertEqual(rc, 0)
+            last = st.next_message(timeout=5)["message"]
+            self.assertEqual(last["id"], 9)
+            self.assertEqual(last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 9)
+            st.close()
+        finally:
+            server.cleanup()
+
+
 class CacheFlags(ServerTest):
     SERVER_FLAGS = ("--modern", "--cache-ttl-ms", "0", "--cache-private")
 

@@ -311,8 +311,9 @@ describe('resources, prompts and completion', () => {
   test('prompts list and get, with arguments and embedded content', async () => {
     const { client } = await connect();
     const { prompts } = await client.listPrompts();
-    assert.deepEqual(prompts.map((p) => p.name).sort(), ['test_prompt_with_arguments',
-      'test_prompt_with_embedded_resource', 'test_prompt_with_image', 'test_simple_prompt']);
+    assert.deepEqual(prompts.map((p) => p.name).sort(), ['test_input_required_result_prompt',
+      'test_prompt_with_arguments', 'test_prompt_with_embedded_resource', 'test_prompt_with_image',
+      'test_simple_prompt']);
     let r = await client.getPrompt({ name: 'test_prompt_with_arguments', arguments: { arg1: 'a', arg2: 'b' } });
     assert.equal(r.messages[0].content.text, "Prompt with arguments: arg1='a', arg2='b'");
     r = await client.getPrompt({ name: 'test_prompt_with_embedded_resource', arguments: { resourceUri: 'test://x' } });
@@ -350,9 +351,13 @@ describe('resources, prompts and completion', () => {
     assert.deepEqual(Object.keys(schema.$defs), ['address']);
     assert.equal(schema.additionalProperties, false);
     const ok = await client.callTool({ name: 'json_schema_2020_12_tool',
-      arguments: { name: 'Ada', address: { street: '1 Loop Rd', city: 'Localhost' } } });
+      arguments: { name: 'Ada', address: { street: '1 Loop Rd', city: 'Localhost' },
+        contactMethod: 'email', email: 'ada@localhost' } });
     assert.ok(!ok.isError, textOf(ok));
-    const bad = await client.callTool({ name: 'json_schema_2020_12_tool', arguments: { name: 'Ada', extra: 1 } });
+    assert.ok(Array.isArray(schema.allOf) && schema.if && schema.then && schema.else,
+      'composition and conditional keywords are listed as registered (SEP-2106)');
+    const bad = await client.callTool({ name: 'json_schema_2020_12_tool',
+      arguments: { name: 'Ada', email: 'ada@localhost', contactMethod: 'email', extra: 1 } });
     assert.equal(bad.isError, true, 'additionalProperties: false is enforced');
     await client.close();
   });

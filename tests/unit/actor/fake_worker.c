@@ -139,3 +139,10 @@ void worker_foreach_actor(worker_t *w, void (*fn)(struct actor *, void *), void 
     for (int i = w->nactors - 1; i >= 0; i--)
         fn(w->actors[i], arg);
 }
+
+/* The handler context (ctx.c, linked for job_reply) announces changes through this. */
+void workers_broadcast(json_t *note, int what)
+{
+    (void)what;
+    json_decref(note);
+}
