@@ -34,6 +34,19 @@ void mb_sess_set(mb_sess_t *s, const char *sid, const char *pv)
     s->hdr_len = n > 0 && (size_t)n < sizeof s->hdr ? (size_t)n : 0;
 }
 
+void mb_sess_set_modern(mb_sess_t *s, const char *pv, const char *method, const char *name)
+{
+    s->sid[0] = '\0';
+    snprintf(s->pv, sizeof s->pv, "%s", pv);
+    int n = snprintf(s->hdr, sizeof s->hdr, "MCP-Protocol-Version: %s\r\nMcp-Method: %s\r\n%s%s%s",
+                     s->pv, method, name ? "Mcp-Name: " : "", name ? name : "", name ? "\r\n" : "");
+    if (n <= 0 || (size_t)n >= sizeof s->hdr) {
+        fprintf(stderr, "mcpbench: method or name too long for the request headers\n");
+        abort();
+    }
+    s->hdr_len = (size_t)n;
+}
+
 const char mb_body_initialized[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
 
 static char *dump_take(json_t *o, size_t *len)
@@ -63,6 +76,20 @@ char *mb_body_call(int64_t id, const char *tool, const char *args_json, size_t *
         args = json_object();
     json_t *o = json_pack("{s:s, s:I, s:s, s:{s:s, s:o}}", "jsonrpc", "2.0", "id", (json_int_t)id,
                           "method", "tools/call", "params", "name", tool, "arguments", args);
+    return dump_take(o, len);
+}
+
+char *mb_body_call_modern(int64_t id, const char *tool, const char *args_json, const char *pv,
+                          size_t *len)
+{
+    json_t *args = json_loads(args_json, 0, NULL);
+    if (!args)
+        args = json_object();
+    json_t *o = json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:s, s:{s:s, s:s}, s:{}}}}", "jsonrpc",
+                          "2.0", "id", (json_int_t)id, "method", "tools/call", "params", "name", tool,
+                          "arguments", args, "_meta", "io.modelcontextprotocol/protocolVersion", pv,
+                          "io.modelcontextprotocol/clientInfo", "name", "mcpbench", "version",
+                          MB_VERSION, "io.modelcontextprotocol/clientCapabilities");
     return dump_take(o, len);
 }
 

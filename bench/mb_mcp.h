@@ -33,10 +33,17 @@ struct mb_sess {
 
 void mb_sess_init(mb_sess_t *s, const char *pv);
 void mb_sess_set(mb_sess_t *s, const char *sid, const char *pv);
+/* The stateless 2026-07-28 era: no session; the header lines are MCP-Protocol-Version pv,
+ * Mcp-Method method and (name non-NULL, e.g. a tools/call's tool) Mcp-Name name. */
+void mb_sess_set_modern(mb_sess_t *s, const char *pv, const char *method, const char *name);
 
 /* Request bodies; each returns a malloc'd string and its length. */
 char *mb_body_initialize(int64_t id, const char *pv, size_t *len);
 char *mb_body_call(int64_t id, const char *tool, const char *args_json, size_t *len);
+/* tools/call in the stateless 2026-07-28 era: params._meta carries the protocol version pv, the
+ * client info and (empty) client capabilities. */
+char *mb_body_call_modern(int64_t id, const char *tool, const char *args_json, const char *pv,
+                          size_t *len);
 char *mb_body_ping(int64_t id, size_t *len);
 extern const char mb_body_initialized[];
 

@@ -3,6 +3,9 @@
  * call: sessions are set up first (not measured), then every operation is one tools/call echo on
  * the next session round-robin; it counts only with a 200, a JSON-RPC result for its id and the
  * echoed text in it. The request body is a prebuilt prefix, the id, and a prebuilt suffix.
+ * call-modern: the same call in the stateless 2026-07-28 era: no setup, no session; every request
+ * carries params._meta (protocol version, client info, client capabilities) and the headers
+ * MCP-Protocol-Version, Mcp-Method and Mcp-Name; ids are unique over the run.
  * handshake: initialize + initialized + DELETE, each operation on a session of its own.
  * sessions: RSS before and after creating N sessions (and after --settle), from the stats URL.
  * wake: N sessions, --settle idle seconds (the server hibernates them), then one ping each; a
@@ -130,7 +133,8 @@ mb_call_ctx_t *mb_call_ctx_new(const mb_cfg_t *c, mb_sess_t *sess, long n)
     char *a = json_dumps(args, JSON_COMPACT);
     json_decref(args);
     size_t len;
-    char *body = mb_body_call(0, "echo", a, &len);
+    char *body = c->modern ? mb_body_call_modern(0, "echo", a, c->pv, &len)
+                           : mb_body_call(0, "echo", a, &len);
     free(a);
     static const char idk[] = "\"id\":0";
     char *at = strstr(body, idk);
@@ -236,11 +240,19 @@ int mb_scen_call(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     if (mb_scen_target(&t, c, p, r) != 0)
         return -1;
     r->unit = "calls/s";
-    mb_sess_t *sess = mb_xcalloc((size_t)c->sessions, sizeof *sess);
+    /* modern: one sessionless header set and one id counter shared by every request */
+    long nsess = c->modern ? 1 : c->sessions;
+    mb_sess_t *sess = mb_xcalloc((size_t)nsess, sizeof *sess);
     int rc = -1;
-    if (mb_scen_setup(c, &t, sess, c->sessions, r) != 0)
+    if (c->modern) {
+        mb_sess_init(sess, c->pv);
+        mb_sess_set_modern(sess, c->pv, "tools/call", "echo");
+        r->sessions = 0;
+        mb_result_str(r, "protocol_version", c->pv);
+    } else if (mb_scen_setup(c, &t, sess, nsess, r) != 0) {
         goto out;
-    mb_call_ctx_t *x = mb_call_ctx_new(c, sess, c->sessions);
+    }
+    mb_call_ctx_t *x = mb_call_ctx_new(c, sess, nsess);
     mb_engine_cfg_t ec = {
         .label = "call",
         .slots = c->connections,

@@ -43,6 +43,7 @@ typedef struct mb_cfg {
     const char *mix;
     const char *text;
     const char *pv;
+    bool modern;         /* call-modern: stateless 2026-07-28 (no initialize, _meta + headers) */
     double max_error_pct;
     bool json, quiet, allow_remote;
     mb_peer_t peer[2];

@@ -22,6 +22,8 @@ static const char usage_text[] =
     "\n"
     "scenarios:\n"
     "  call        tools/call echo {text} on S sessions over C connections; OK = 200 + echoed text\n"
+    "  call-modern the same call in the stateless 2026-07-28 era: no initialize, no session; each\n"
+    "              request with params._meta and MCP-Protocol-Version, Mcp-Method, Mcp-Name\n"
     "  handshake   initialize + notifications/initialized + DELETE per session, C in parallel\n"
     "  sessions    create N sessions (no DELETE); server RSS before/after -> bytes per session\n"
     "  streams     N standalone GET streams; a notify call per session; call -> event latency\n"
@@ -52,7 +54,7 @@ static const char usage_text[] =
     "  --resume-first MODE    auto|priming|notify: how the first event id is obtained (default auto)\n"
     "  --resume-args JSON     arguments of the producing call (default: notify args with count K)\n"
     "  --mix SPEC             mixed weights (default call=70,handshake=10,stream=10,resume=10)\n"
-    "  --protocol-version V   MCP protocol version (default 2025-11-25)\n"
+    "  --protocol-version V   MCP protocol version (default 2025-11-25; call-modern 2026-07-28)\n"
     "comparison and output:\n"
     "  --compare URL2         run the same scenario against URL2 afterwards; print URL/URL2 ratios\n"
     "  --label NAME, --label2 NAME            names in the report (default: the URLs)\n"
@@ -115,7 +117,8 @@ static const struct {
     scen_fn fn;
     int connections, sessions;
 } scenarios[] = {
-    {"call", mb_scen_call, 32, 1},         {"handshake", mb_scen_handshake, 8, 0},
+    {"call", mb_scen_call, 32, 1},         {"call-modern", mb_scen_call, 32, 0},
+    {"handshake", mb_scen_handshake, 8, 0},
     {"sessions", mb_scen_sessions, 8, 1000}, {"streams", mb_scen_streams, 8, 100},
     {"resume", mb_scen_resume, 1, 1},      {"wake", mb_scen_wake, 8, 1000},
     {"mixed", mb_scen_mixed, 16, 4},
@@ -191,7 +194,8 @@ int main(int argc, char **argv)
     c.resume_first = "auto";
     c.mix = "call=70,handshake=10,stream=10,resume=10";
     c.text = "hello-bench";
-    c.pv = "2025-11-25";
+    c.modern = strcmp(c.scenario, "call-modern") == 0;
+    c.pv = c.modern ? "2026-07-28" : "2025-11-25";
     c.max_error_pct = 1.0;
     c.rate = -1;
     const char *compare = NULL, *stats[2] = {NULL, NULL}, *ntool[2] = {NULL, NULL},
@@ -299,6 +303,8 @@ int main(int argc, char **argv)
     if (optind != argc - 1)
         return usage_error(optind >= argc ? "missing URL" : "exactly one URL expected", "");
 
+    if (c.modern && c.sessions >= 0)
+        return usage_error("--sessions: call-modern has no sessions", "");
     /* per-scenario defaults */
     bool is_mixed = strcmp(c.scenario, "mixed") == 0;
     if (c.connections < 0)
