@@ -4,7 +4,7 @@ for the same binary and inputs whatever else the machine does (unlike a throughp
 shared VM). Runs the server under callgrind twice, with N1 and N2 operations of a mcpbench
 scenario, and reports (Ir(N2) - Ir(N1)) / (N2 - N1): start-up and shutdown cancel out.
 
-Usage: bench/ir_per_op.py BINARY [BINARY...] [--scenario call|call-sse|handshake]
+Usage: bench/ir_per_op.py BINARY [BINARY...] [--scenario call|call-sse|handshake|call-modern]
                           [--n1 1000] [--n2 4000] [--mcpbench build/bench/mcpbench]
 """
 import argparse
@@ -19,6 +19,7 @@ SCENARIOS = {
     "call": ([], ["call", "--connections", "4"]),
     "call-sse": (["--response-mode", "sse"], ["call", "--connections", "4"]),
     "handshake": ([], ["handshake", "--connections", "4"]),
+    "call-modern": ([], ["call-modern", "--connections", "4"]),
 }
 
 

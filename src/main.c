@@ -182,7 +182,11 @@ int main(int argc, char **argv)
         log_error("cannot start threads");
         return 1; /* threads may be running: no orderly teardown from here */
     }
-    atomic_store(&g_stats.sessions_stored, (long long)sessionrec_count(store));
+    uint64_t stored[STORED__KINDS] = {0};
+    sessionrec_count(store, actor_meta_kind, stored, STORED__KINDS);
+    atomic_store(&g_stats.sessions_stored, (long long)stored[STORED_SESSION]);
+    atomic_store(&g_stats.input_records_stored, (long long)stored[STORED_RECORD]);
+    atomic_store(&g_stats.handles_stored, (long long)stored[STORED_HANDLE]);
     log_info("store: %lld sessions in %s", (long long)STAT_GET(sessions_stored), g_cfg.data_dir);
     /* before the first request: answer the calls a crash interrupted, then arm the alarms */
     long interrupted = actors_recover_all(store);

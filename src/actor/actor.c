@@ -195,12 +195,13 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     }
     actor_t *a = actor_create_kind(w, sid, record ? ACTOR_RECORD : handle ? ACTOR_HANDLE : ACTOR_SESSION);
     a->proto = p;
+    /* unknown: it may have streams or state from before; a record has its metadata and alarm
+     * keys only (one point delete suffices) */
+    a->stored_more = !record;
     if (record) {
-        a->stored_more = false; /* a record has its metadata and alarm keys only */
         json_t *rec = json_object_get(m, "rec");
         a->record = json_is_object(rec) ? json_incref(rec) : json_object();
     }
-    a->stored_more = true; /* unknown: it may have streams or state from before */
     json_t *ci = json_object_get(m, "ci"), *cc = json_object_get(m, "cc");
     a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
     a->client_caps = json_is_object(cc) ? json_incref(cc) : NULL;
@@ -229,8 +230,23 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     if (next > a->next_stream)
         a->next_stream = next;
     STAT_INC(wakes_total);
-    log_debug("session %.8s woken from the store", sid);
+    log_debug("%s %.8s woken from the store",
+              a->kind == ACTOR_HANDLE ? "handle" : a->kind == ACTOR_RECORD ? "record" : "session", sid);
     return a;
+}
+
+int actor_meta_kind(const char *meta, size_t len)
+{
+    /* records and handles carry "k" in their metadata; a session's clientInfo may hold the
+     * text too, so a hit is parsed to be sure (rare: only records and handles pay it) */
+    if (!memmem(meta, len, "\"k\":\"", 5))
+        return STORED_SESSION;
+    json_t *m = json_parse_buf(meta, len, NULL, 0, NULL);
+    const json_t *k = json_object_get(m, "k");
+    int kind = jsonrpc_str_is(k, "r") ? STORED_RECORD : jsonrpc_str_is(k, "h") ? STORED_HANDLE
+                                                                             : STORED_SESSION;
+    json_decref(m);
+    return kind;
 }
 
 actor_t *actor_find_or_load(worker_t *w, const char *sid)
@@ -337,6 +353,10 @@ void actor_delete(actor_t *a)
         worker_stat_add(w, DS_SESSIONS_STORED, -1);
         log_info("session %.8s deleted", a->sid);
     } else {
+        if (a->kind == ACTOR_RECORD)
+            STAT_DEC(input_records_stored);
+        else
+            STAT_DEC(handles_stored);
         log_debug("%s %.8s deleted", a->kind == ACTOR_HANDLE ? "handle" : "record", a->sid);
     }
     worker_remove_actor(w, a);
@@ -561,7 +581,7 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     case WM_TOOL_ABANDON:
     case WM_TOOL_STATE:
     case WM_TOOL_CLOSE: {
-        if (m->type == WM_TOOL_STATE && m->u.tool.job->state_handle[0]) {
+        if (m->type == WM_TOOL_STATE && m->u.tool.job->state_on_handle) {
             /* on the handle's worker: the job and its actor belong to another one */
             actor_handle_handle_op(w, m);
             wmsg_free(m);

@@ -139,6 +139,9 @@ actor_t *actor_create(worker_t *w, const char *sid);
 /* An actor of another kind (ACTOR_*): a modern request's actor (actor_t.modern), or a record;
  * neither is counted as a session. */
 actor_t *actor_create_kind(worker_t *w, const char *sid, char kind);
+/* What stored metadata (actor_write_meta's) belongs to: the startup counts (sessionrec_count). */
+enum { STORED_SESSION = 0, STORED_RECORD, STORED_HANDLE, STORED__KINDS };
+int actor_meta_kind(const char *meta, size_t len);
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none. */
 actor_t *actor_find_or_load(worker_t *w, const char *sid);
 /* The metadata changed: it is written once, at the end of the turn. */

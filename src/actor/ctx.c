@@ -48,6 +48,8 @@ void job_free(job_t *j)
     free(j->state_key);
     json_decref(j->state_value);
     json_decref(j->fail_data);
+    free(j->fail_msg);
+    free(j->input_key);
     json_decref(j->answers);
     json_decref(j->input_requests);
     pthread_mutex_destroy(&j->mu);
@@ -331,9 +333,10 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
     m->u.tool.target = (int)target;
     m->u.tool.payload = json_object();
     json_object_set_new(m->u.tool.payload, "method", json_string(method));
-    if (ctx->input_key[0]) {
+    if (ctx->input_key) {
         json_object_set_new(m->u.tool.payload, "key", json_string(ctx->input_key));
-        ctx->input_key[0] = '\0';
+        free(ctx->input_key);
+        ctx->input_key = NULL;
     }
     if (params)
         json_object_set_new(m->u.tool.payload, "params", params);
@@ -384,7 +387,8 @@ int mcpd_ctx_input_key(mcpd_ctx_t *ctx, const char *key)
               c == '_' || c == '.' || c == '-'))
             return -EINVAL;
     }
-    memcpy(ctx->input_key, key, n + 1);
+    free(ctx->input_key);
+    ctx->input_key = xstrdup(key);
     return 0;
 }
 
@@ -491,11 +495,11 @@ static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, c
     wmsg_t *m = wmsg_new(WM_TOOL_STATE);
     m->u.tool.job = ctx;
     if (!handle) {
-        ctx->state_handle[0] = '\0';
+        ctx->state_on_handle = false;
         return send_and_wait(ctx, m, -1, true);
     }
     /* the handle's worker, not the call's: the message carries the handle's id */
-    memcpy(ctx->state_handle, handle, SESSION_ID_LEN + 1);
+    ctx->state_on_handle = true;
     memcpy(m->sid, handle, SESSION_ID_LEN + 1);
     return send_and_wait_to(ctx, m, -1, true, worker_for_session(handle));
 }

@@ -382,6 +382,8 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
 {
     if (s->dispatching || s->outstanding > 0 || s->num == STREAM_GET)
         return false;
+    if (!s->sse && a->modern && g_cfg.response_mode == RESPONSE_SSE && !s->http_status)
+        actor_stream_start_sse(a, s); /* --response-mode sse: a result goes out as an event */
     if (!s->sse && json_array_size(s->responses) == 0 && json_array_size(s->req_ids) > 0)
         /* Every request it carried was cancelled: no response is sent for them, yet a POST
          * that carried requests is not answered 202. It becomes an event stream that ends

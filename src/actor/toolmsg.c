@@ -123,10 +123,10 @@ static void modern_input_request(actor_t *a, job_t *j, wmsg_t *m, const char *me
         }
         if (!j->fail_code) {
             j->fail_code = JSONRPC_INVALID_PARAMS;
-            snprintf(j->fail_msg, sizeof j->fail_msg, "Invalid params: inputResponses[\"%.64s\"] %s",
-                     key, bad);
+            if (asprintf(&j->fail_msg, "Invalid params: inputResponses[\"%.64s\"] %s", key, bad) < 0)
+                j->fail_msg = NULL;
         }
-        job_reply(j, m->u.tool.wait_seq, NULL, j->fail_msg);
+        job_reply(j, m->u.tool.wait_seq, NULL, j->fail_msg ? j->fail_msg : bad);
         return;
     }
     if (!j->input_requests)
@@ -170,9 +170,10 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
              * call's answer (MissingRequiredClientCapabilityError), whatever the handler
              * returns after this refusal */
             j->fail_code = MCP_ERR_MISSING_CAPABILITY;
-            snprintf(j->fail_msg, sizeof j->fail_msg,
-                     "Missing required client capability: %s (declare it in _meta[\"%s\"])", cap,
-                     "io.modelcontextprotocol/clientCapabilities");
+            if (asprintf(&j->fail_msg,
+                         "Missing required client capability: %s (declare it in _meta[\"%s\"])", cap,
+                         "io.modelcontextprotocol/clientCapabilities") < 0)
+                j->fail_msg = NULL;
             j->fail_data = json_pack("{s:{s:{}}}", "requiredCapabilities", cap);
         }
         job_reply(j, m->u.tool.wait_seq, NULL, why);
@@ -345,6 +346,7 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
         snprintf(h->auth_name, sizeof h->auth_name, "%s", j->principal);
         actor_alarm_set(h, now + g_cfg.handle_ttl_s * 1000); /* its expiry; persists the meta */
         STAT_INC(handles_created_total);
+        STAT_INC(handles_stored);
         log_debug("handle %.8s created", h->sid);
         worker_defer_reply(w, j, seq, json_true());
         worker_note_activity(w, h);

@@ -110,17 +110,23 @@ static const flag_t FLAGS[] = {
     {"read-timeout", "SECS", K_INT, OFF(read_timeout_s), 1, 3600,
      "drop a connection that does not finish sending its request in time (default 30)"},
     {"modern", NULL, K_BOOL, OFF(modern), 0, 0,
-     "also serve MCP 2026-07-28 (stateless: per-request _meta, server/discover) on /mcp beside "
-     "the session era; experimental, off until it passes its conformance set"},
+     "serve MCP 2026-07-28 (stateless: per-request _meta, server/discover) on /mcp beside the "
+     "session era (the default)"},
+    {"no-modern", NULL, K_BOOL, OFF(modern), 0, 0,
+     "serve the session era only: a 2026-07-28 request gets the session era's 400, so clients "
+     "in auto mode fall back to initialize"},
     {"cache-ttl-ms", "MS", K_INT, OFF(cache_ttl_ms), 0, 86400000LL * 365,
      "2026-07-28: ttlMs on server/discover, list and resources/read results (default 60000)"},
     {"cache-private", NULL, K_BOOL, OFF(cache_private), 0, 0,
      "2026-07-28: mark those results cacheScope private (per authorization) instead of public"},
     {"request-state-key", "FILE", K_STR, OFF(request_state_key), 0, 0,
      "2026-07-28: the 32-byte HMAC key of requestState tokens (default <data-dir>/request-state.key, "
-     "created at first start, mode 600; nodes that share retries share it)"},
+     "created at first start, mode 600)"},
     {"request-state-ttl", "SECS", K_INT, OFF(request_state_ttl_s), 1, 86400 * 30,
      "2026-07-28: how long a requestState (and its record) stays good (default 900)"},
+    {"max-input-records", "N", K_INT, OFF(max_input_records), 1, 1LL << 40,
+     "2026-07-28: pending input-request exchanges stored (each until its retry or "
+     "--request-state-ttl); past it a call that asks for input gets -32003 (default 100000)"},
     {"handle-ttl", "SECS", K_INT, OFF(handle_ttl_s), 1, 86400LL * 3650,
      "delete a state handle (mcpd_ctx_handle_new) unused this long (default 604800)"},
     {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
@@ -153,8 +159,10 @@ void config_defaults(config_t *c)
     c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;
     c->cache_ttl_ms = 60000;
+    c->modern = true;
     c->request_state_ttl_s = 900;
     c->handle_ttl_s = 604800;
+    c->max_input_records = 100000;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;
     c->keepalive_s = 25;
@@ -173,8 +181,10 @@ void config_defaults(config_t *c)
 static void print_help(const char *prog)
 {
     printf("usage: %s [FLAGS]\n\n"
-           "mcpactord %s: a Model Context Protocol server (Streamable HTTP, versions 2025-03-26,\n"
-           "2025-06-18, 2025-11-25) whose sessions are durable actors stored in RocksDB.\n\n"
+           "mcpactord %s: a Model Context Protocol server on Streamable HTTP, both eras on one\n"
+           "endpoint: sessions (2025-03-26, 2025-06-18, 2025-11-25) that are durable actors stored\n"
+           "in RocksDB, and the stateless 2026-07-28 (per-request _meta, input requests, state\n"
+           "handles, subscriptions/listen).\n\n"
            "flags:\n",
            prog, MCPD_VERSION);
     for (size_t i = 0; i < NFLAGS; i++) {
@@ -325,6 +335,8 @@ int config_parse(config_t *c, int argc, char **argv)
                 c->sync = true;
             else if (strcmp(f->name, "modern") == 0)
                 c->modern = true;
+            else if (strcmp(f->name, "no-modern") == 0)
+                c->modern = false;
             else if (strcmp(f->name, "cache-private") == 0)
                 c->cache_private = true;
             continue;

@@ -61,6 +61,7 @@ typedef struct config {
     char request_state_key[1024]; /* requestState HMAC key file ("" = <data-dir>/request-state.key) */
     int64_t request_state_ttl_s;  /* lifetime of a requestState and its record */
     int64_t handle_ttl_s;         /* a state handle is deleted this long after its last use */
+    int64_t max_input_records;    /* pending 2026-07-28 input-request exchanges stored */
 } config_t;
 
 extern config_t g_cfg;

@@ -55,6 +55,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(modern_requests_total, counter, "2026-07-28 (stateless) requests served by a worker.")        \
     X(modern_requests_live, gauge, "2026-07-28 requests in progress (each has a one-request actor).") \
     X(handles_created_total, counter, "State handles created (mcpd_ctx_handle_new).")               \
+    X(handles_stored, gauge, "State handles stored.")                                                \
+    X(input_records_stored, gauge,                                                                   \
+      "Records of 2026-07-28 input-request exchanges stored (bounded by --max-input-records).")     \
     X(input_required_total, counter, "2026-07-28 calls answered input_required (MRTR rounds).")     \
     X(request_state_refused_total, counter,                                                          \
       "2026-07-28 retries refused because their requestState was replayed or its record expired.") \

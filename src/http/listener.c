@@ -182,6 +182,9 @@ static int quiesced;
 static void on_quiesce(evutil_socket_t fd, short what, void *arg)
 {
     http_thread_t *t = arg;
+    /* frames the workers queued before the stop (the listen streams' closing results) go out
+     * before the streams end */
+    http_on_inbox(-1, 0, t);
     t->stopping = true;
     if (t->bound) {
         evhttp_del_accept_socket(t->http, t->bound);

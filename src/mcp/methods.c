@@ -433,11 +433,20 @@ void mcp_job_done(actor_t *a, job_t *j)
     if (j->fail_code) {
         json_t *data = j->fail_data;
         j->fail_data = NULL;
-        mcp_answer_error(a, c, j->fail_code, j->fail_msg, data);
+        mcp_answer_error(a, c, j->fail_code, j->fail_msg ? j->fail_msg : "the call failed", data);
         return;
     }
     if (a->modern && json_object_size(j->input_requests)) {
-        modern_input_required(a, c, j);
+        if (c->method == SM_tools_call || c->method == SM_prompts_get ||
+            c->method == SM_resources_read) {
+            modern_input_required(a, c, j);
+        } else {
+            /* SEP-2322: input_required only answers tools/call, prompts/get, resources/read */
+            mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR,
+                             "the handler asked the client for input, which protocol version "
+                             "2026-07-28 allows only on tools/call, prompts/get and resources/read",
+                             NULL);
+        }
         return;
     }
     if (a->modern)

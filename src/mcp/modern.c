@@ -74,13 +74,18 @@ static bool header_matches(const json_t *v, const char *h, size_t hl)
         return json_string_length(v) == hl && memcmp(json_string_value(v), h, hl) == 0;
     if (json_is_boolean(v))
         return strcmp(h, json_is_true(v) ? "true" : "false") == 0;
-    if (json_is_integer(v) || json_is_real(v)) {
-        char *end;
-        errno = 0;
-        double d = strtod(h, &end);
-        if (end == h || *end || errno)
+    if (json_is_integer(v)) {
+        /* decimal digits, an optional sign, and an optional all-zero fraction ("42.0" is 42) */
+        const char *p = h + (*h == '-' || *h == '+');
+        const char *dot = strchr(p, '.');
+        size_t ilen = dot ? (size_t)(dot - p) : strlen(p);
+        if (ilen == 0 || ilen > 19 || strspn(p, "0123456789") != ilen)
             return false;
-        return d == json_number_value(v);
+        if (dot && (dot[1] == '\0' || strspn(dot + 1, "0") != strlen(dot + 1)))
+            return false;
+        errno = 0;
+        long long x = strtoll(h, NULL, 10);
+        return errno == 0 && x == (long long)json_integer_value(v);
     }
     return false;
 }
@@ -195,14 +200,32 @@ int modern_state_key_init(const char *file, int64_t ttl_ms)
         got += n > 0 ? (size_t)n : 0;
     }
     char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", file);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || write(fd, g_key, sizeof g_key) != (ssize_t)sizeof g_key || fsync(fd) != 0 ||
-        close(fd) != 0 || rename(tmp, file) != 0) {
-        log_error("cannot write the requestState key %s: %s", file, strerror(errno));
-        if (fd >= 0)
-            unlink(tmp);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", file, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    /* link, not rename: a process that created the file meanwhile wins and both use its key */
+    int rc = fd < 0 || write(fd, g_key, sizeof g_key) != (ssize_t)sizeof g_key || fsync(fd) != 0 ? -1 : 0;
+    if (fd >= 0 && close(fd) != 0)
+        rc = -1;
+    if (rc == 0 && link(tmp, file) != 0)
+        rc = errno == EEXIST ? 1 : -1;
+    int saved = errno;
+    if (fd >= 0)
+        unlink(tmp);
+    if (rc == 1) /* another process made it first: use that one */
+        return modern_state_key_init(file, ttl_ms);
+    if (rc != 0) {
+        log_error("cannot write the requestState key %s: %s", file, strerror(saved));
         return -1;
+    }
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s", file);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) { /* the new name survives a power loss: tokens minted with it stay good */
+        fsync(dfd);
+        close(dfd);
     }
     log_info("created the requestState key %s (32 random bytes, mode 600)", file);
     return 0;
@@ -232,15 +255,18 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     if (rs && !jsonrpc_cstr(rs))
         return input_error(a, c, "Invalid params: params.requestState must be a string");
     const char *target = jsonrpc_cstr(target_of(params, c->method));
+    /* the target and the arguments, bound by one digest (a long resource URI stays out of the
+     * token) */
     char digest[33];
-    reqstate_digest(json_object_get(params, "arguments"), digest);
+    json_t *bound = json_pack("[O?,O?]", target_of(params, c->method), json_object_get(params, "arguments"));
+    reqstate_digest(bound, digest);
+    json_decref(bound);
     bool once = false;
     if (c->method == SM_tools_call && target) {
         const tool_t *t = registry_find_tool(mcp_reg(), target);
         once = t && (t->flags & MCPD_TOOL_INPUT_ONCE);
     }
-    a->mrtr = json_pack("{s:i,s:s?,s:s,s:b}", "m", (int)c->method, "t", target, "d", digest, "o",
-                        once);
+    a->mrtr = json_pack("{s:i,s:s,s:b}", "m", (int)c->method, "d", digest, "o", once);
     json_t *answers = json_object();
     json_object_set_new(a->mrtr, "a", answers);
     if (rs) {
@@ -256,9 +282,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         json_int_t n = json_integer_value(json_object_get(p, "n"));
         bool same = json_integer_value(json_object_get(p, "m")) == (json_int_t)c->method &&
                     jsonrpc_str_is(json_object_get(p, "d"), digest) &&
-                    jsonrpc_str_is(json_object_get(p, "p"), a->auth_name) &&
-                    (target ? jsonrpc_str_is(json_object_get(p, "t"), target)
-                            : json_is_null(json_object_get(p, "t")) || !json_object_get(p, "t"));
+                    jsonrpc_str_is(json_object_get(p, "p"), a->auth_name);
         if (!same || !rid || !session_id_valid(rid)) {
             json_decref(p);
             return input_error(a, c, "Invalid params: requestState belongs to another request "
@@ -285,7 +309,9 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         }
         json_decref(p);
     }
-    if (ir)
+    /* a single-use exchange takes answers only with its verified state: without it the handler
+     * asks again (else leaving the state out would redeem without it, any number of times) */
+    if (ir && !(once && !rs))
         json_object_update(answers, ir);
     return true;
 }
@@ -309,8 +335,21 @@ static actor_t *live_record(actor_t *a)
 void modern_input_required(actor_t *a, call_t *c, job_t *j)
 {
     worker_t *w = a->w;
+    if (!a->mrtr) { /* only calls that went through take_input get here */
+        mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "input requests are not possible here", NULL);
+        return;
+    }
     actor_t *rec = live_record(a);
     json_int_t n = rec ? json_integer_value(json_object_get(rec->record, "n")) + 1 : 1;
+    if (!rec && STAT_GET(input_records_stored) >= g_cfg.max_input_records) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "Server busy: %lld input-request exchanges are pending (--max-input-records); "
+                 "retry later", (long long)g_cfg.max_input_records);
+        STAT_INC(limit_refusals_total);
+        mcp_answer_error(a, c, MCP_ERR_OVERLOADED, msg, NULL);
+        return;
+    }
     if (!rec) {
         char rid[SESSION_ID_LEN + 1];
         if (session_id_new_near(rid, a->sid) != 0) {
@@ -319,23 +358,23 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
         }
         rec = actor_create_kind(w, rid, ACTOR_RECORD);
         rec->proto = proto_modern();
+        STAT_INC(input_records_stored);
         memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
     }
     const json_t *mr = a->mrtr;
     json_t *answers = json_object_get(mr, "a");
     json_decref(rec->record);
-    rec->record = json_pack("{s:I,s:O,s:O,s:O?,s:O,s:O}", "n", n, "a",
-                            answers ? answers : json_object(), "m", json_object_get(mr, "m"), "t",
-                            json_object_get(mr, "t"), "d", json_object_get(mr, "d"), "o",
+    rec->record = json_pack("{s:I,s:o,s:O,s:O,s:O}", "n", n, "a",
+                            answers ? json_incref(answers) : json_object(), "m",
+                            json_object_get(mr, "m"), "d", json_object_get(mr, "d"), "o",
                             json_object_get(mr, "o"));
     int64_t exp = now_wall_ms() + g_state_ttl_ms;
     actor_alarm_set(rec, exp); /* its expiry; the metadata (with the record) goes in this turn */
     actor_persist_meta(rec);
     worker_note_activity(w, rec);
-    json_t *payload = json_pack("{s:s,s:I,s:I,s:O,s:O?,s:O,s:s}", "r", rec->sid, "n", n, "e",
-                                (json_int_t)exp, "m", json_object_get(mr, "m"), "t",
-                                json_object_get(mr, "t"), "d", json_object_get(mr, "d"), "p",
-                                a->auth_name);
+    json_t *payload = json_pack("{s:s,s:I,s:I,s:O,s:O,s:s}", "r", rec->sid, "n", n, "e",
+                                (json_int_t)exp, "m", json_object_get(mr, "m"), "d",
+                                json_object_get(mr, "d"), "p", a->auth_name);
     char *token = reqstate_mint(g_key, payload);
     json_decref(payload);
     json_t *result = json_object();
@@ -453,8 +492,9 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     call_t *c = actor_add_call(a, s, json_object_get(body, "id"), stats_method_of(method));
     if (m->u.client.recv_us)
         c->started_us = m->u.client.recv_us;
-    if (g_cfg.response_mode == RESPONSE_SSE)
-        actor_stream_start_sse(a, s);
+    /* --response-mode sse: the stream turns SSE when the call streams or when it settles with a
+     * result (actor_stream_settle), not before: an error the worker decides (-32020, -32021)
+     * keeps its HTTP status */
     if (c->method == SM_server_discover) {
         STAT_INC(requests_total[SM_server_discover]);
         mcp_answer(a, c, discover_result());

@@ -17,9 +17,22 @@ int sessionrec_get_meta(store_t *s, const char *sid, char **text, size_t *len)
     return store_get(s, CF_SESSIONS, sid, SESSION_ID_LEN, text, len);
 }
 
-uint64_t sessionrec_count(store_t *s)
+uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds)
 {
-    return store_count_keys(s, CF_SESSIONS);
+    if (!kind)
+        return store_count_keys(s, CF_SESSIONS);
+    store_iter_t *it = store_iter_new(s, CF_SESSIONS, NULL, 0, NULL, 0);
+    uint64_t n = 0;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t vl;
+        const char *v = store_iter_value(it, &vl);
+        int k = kind(v, vl);
+        if (k >= 0 && k < nkinds)
+            by_kind[k]++;
+        n++;
+    }
+    store_iter_free(it);
+    return n;
 }
 
 void sessionrec_put_alarm(store_batch_t *b, int64_t due_ms, const char *sid)

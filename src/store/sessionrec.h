@@ -18,8 +18,10 @@
 void sessionrec_put_meta(store_batch_t *b, const char *sid, const char *text, size_t len);
 /* 0 found (*text malloc'd), 1 absent, negative errno. */
 int sessionrec_get_meta(store_t *s, const char *sid, char **text, size_t *len);
-/* Counts the stored sessions (startup only: O(sessions)). */
-uint64_t sessionrec_count(store_t *s);
+/* Counts the stored metadata records (startup only: O(records)); with kind, also by the kind
+ * it gives each one (0..nkinds-1, into by_kind; the meaning of the metadata is the actor's). */
+typedef int (*sessionrec_kind_fn)(const char *meta, size_t len);
+uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds);
 
 void sessionrec_put_alarm(store_batch_t *b, int64_t due_ms, const char *sid);
 void sessionrec_delete_alarm(store_batch_t *b, int64_t due_ms, const char *sid);

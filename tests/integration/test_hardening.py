@@ -284,7 +284,7 @@ class Limits(unittest.TestCase):
         for _ in range(3):  # three keep-alive connections, each past its first request
             s, head = raw_request(srv.port, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                                            b"Accept: text/event-stream\r\n\r\n" % srv.port)
-            self.assertIn(b" 400 ", head.split(b"\r\n")[0])
+            self.assertIn(b" 405 ", head.split(b"\r\n")[0])
             held.append(s)
         s4, head = raw_request(srv.port, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % srv.port)
         self.assertIn(b" 503 ", head.split(b"\r\n")[0])
@@ -373,9 +373,9 @@ class Limits(unittest.TestCase):
         self.assertEqual(responses[0][1].get("retry-after"), "1")
         self.assertIn("--max-connections", json.loads(responses[0][2])["error"]["message"])
         self.assertTrue(eof, "the refused connection is closed")
-        socks[0].sendall(get)  # one of the first three: served (400: it names no session)
+        socks[0].sendall(get)  # one of the first three: served (405: a GET needs a session)
         responses, eof = read_responses(socks[0], 1)
-        self.assertEqual([r[0] for r in responses], [400], responses)
+        self.assertEqual([r[0] for r in responses], [405], responses)
         self.assertFalse(eof)
         self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 4))
         for s in socks:
@@ -391,7 +391,7 @@ class Limits(unittest.TestCase):
         self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 1))
         late.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n" % srv.port)
         responses, _ = read_responses(late, 1)
-        self.assertEqual([r[0] for r in responses], [400], responses)
+        self.assertEqual([r[0] for r in responses], [405], responses)  # served: a GET needs a session
         late.close()
 
     def test_at_twice_the_limit_a_new_connection_is_closed_at_accept(self):

@@ -208,13 +208,16 @@ class HttpErrors(ServerTest):
         r = self.server.request("GET", headers={"Accept": "application/json", "Mcp-Session-Id": s.sid})
         self.assertError(r, 406, -32000)
 
-    def test_a_get_without_a_session_gets_400(self):
+    def test_a_get_without_a_session_gets_405(self):
+        # 2026-07-28 serves POST only; a GET needs a session (with --no-modern: 400, test_modern)
         r = self.server.request("GET", headers={"Accept": "text/event-stream"})
-        self.assertError(r, 400, -32000)
+        self.assertError(r, 405, -32000)
+        self.assertEqual(r.header("allow"), "POST")
 
-    def test_a_delete_without_a_session_gets_400(self):
+    def test_a_delete_without_a_session_gets_405(self):
         r = self.server.request("DELETE")
-        self.assertError(r, 400, -32000)
+        self.assertError(r, 405, -32000)
+        self.assertEqual(r.header("allow"), "POST")
 
     def test_a_malformed_last_event_id_gets_400(self):
         s = Session(self.server)

@@ -394,6 +394,27 @@ class InputRequests(ServerTest):
         self.assertEqual(m["result"]["resultType"], "input_required")
         self.assertNotEqual(m["result"]["requestState"], res["requestState"])
 
+    def test_a_completion_that_asks_for_input_is_refused_not_fatal(self):
+        p = {"ref": {"type": "ref/prompt", "name": "kit_prompt"}, "argument": {"name": "x", "value": "ask"}}
+        r, m, _ = self.c.result("completion/complete", p, caps=ELICIT)
+        self.assertEqual(m["error"]["code"], -32603, m)
+        self.assertIn("only on tools/call", m["error"]["message"])
+        self.assertServerHealthy()
+
+    def test_a_once_tool_ignores_answers_without_its_state(self):
+        p = {"name": "confirm_once", "arguments": {"item": "x"},
+             "inputResponses": {"confirm": accept(ok=True)}}
+        r, m, _ = self.c.result("tools/call", p, caps=ELICIT)
+        self.assertEqual(m["result"]["resultType"], "input_required", m)  # asked again, not redeemed
+
+    def test_records_are_counted_and_bounded(self):
+        base = self.server.stats()["input_records_stored"]
+        res = self.first()
+        self.assertEqual(self.server.stats()["input_records_stored"], base + 1)
+        key = next(iter(res["inputRequests"]))
+        self.retry(res, {key: accept(name="Ada")})
+        self.assertEqual(self.server.stats()["input_records_stored"], base)
+
     def test_the_exchange_survives_hibernation(self):
         res = self.first()
         key = next(iter(res["inputRequests"]))
@@ -423,6 +444,8 @@ class InputRequestsAcrossRestarts(unittest.TestCase):
             server.start()
             with open(keyfile, "rb") as f:
                 self.assertEqual(f.read(), secret)
+            st = server.stats()  # the record is not a session
+            self.assertEqual((st["sessions_stored"], st["input_records_stored"]), (0, 1))
             self.assertNotIn(secret.hex(), server.log_tail(100000))  # never logged
             p = {"name": "elicit_name", "arguments": {}, "inputResponses": {key: accept(name="Ada")},
                  "requestState": res["requestState"]}
@@ -528,8 +551,11 @@ class StateHandles(ServerTest):
     def test_a_handle_survives_a_restart(self):
         h = self.new_counter()
         self.count(h, by=41)
+        sessions = self.server.stats()["sessions_stored"]
         self.server.kill9()
         self.server.start()
+        self.assertEqual(self.server.stats()["sessions_stored"], sessions)  # handles are not sessions
+        self.assertGreaterEqual(self.server.stats()["handles_stored"], 1)
         self.c = Modern(self.server)
         _, m, _ = self.count(h)
         self.assertEqual(m["result"]["content"][0]["text"], "42")
@@ -641,6 +667,24 @@ class ListenShutdown(unittest.TestCase):
             server.cleanup()
 
 
+class SseMode(ServerTest):
+    SERVER_FLAGS = ("--response-mode", "sse", "--toolset", "conformance")
+
+    def test_results_are_events_and_worker_errors_keep_their_status(self):
+        c = Modern(self.server)
+        r, m, _ = c.result("tools/call", {"name": "test_simple_text", "arguments": {}})
+        self.assertTrue(r.header("content-type").startswith("text/event-stream"), r.text)
+        self.assertEqual(m["result"]["resultType"], "complete")
+        p = {"name": "test_custom_header", "arguments": {"region": "eu"}}
+        r, rid = c.request("tools/call", p, headers={"Mcp-Param-Region": "us"})
+        self.assertEqual(r.status, 400, r.text)
+        self.assertEqual(r.json()["error"]["code"], -32020)
+        self.assertEqual(r.json()["id"], rid)
+        r, rid = c.request("tools/call", {"name": "test_missing_capability", "arguments": {}})
+        self.assertEqual(r.status, 400, r.text)
+        self.assertEqual(r.json()["error"]["code"], -32021)
+
+
 class CacheFlags(ServerTest):
     SERVER_FLAGS = ("--modern", "--cache-ttl-ms", "0", "--cache-private")
 
@@ -651,8 +695,9 @@ class CacheFlags(ServerTest):
 
 
 class FlagOff(ServerTest):
-    """Without --modern the session era is all there is: a modern request gets the session
+    """With --no-modern the session era is all there is: a modern request gets the session
     era's answer, so auto-mode clients stay on initialize."""
+    SERVER_FLAGS = ("--no-modern",)
 
     def test_a_modern_request_gets_the_session_error(self):
         r, rid = Modern(self.server).request("server/discover")
@@ -666,6 +711,14 @@ class FlagOff(ServerTest):
         s = Session(self.server)
         _, m = s.tool("echo", {"text": "ok"})
         self.assertEqual(m["result"]["content"][0]["text"], "ok")
+
+
+class ModernIsTheDefault(ServerTest):
+    def test_a_server_without_flags_serves_both_eras(self):
+        r, m, _ = Modern(self.server).result("server/discover")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertIn(V, m["result"]["supportedVersions"])
+        self.assertServerHealthy()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 // The official TypeScript SDK v2 client (@modelcontextprotocol/client: Client +
 // StreamableHTTPClientTransport) against the real mcpactord started with --modern, in the
 // 2026-07-28 era (pinned, and auto-negotiated) and in the session era (auto mode against a
-// server without --modern, and the client's default). Every exchange goes through a recording
+// server started with --no-modern, and the client's default). Every exchange goes through a recording
 // fetch, so an assertion that fails prints the requests and responses it was about. Run by
 // `meson test --suite interop` (node's built-in test runner); every wait is bounded.
 //
@@ -360,10 +360,10 @@ describe('SDK v2 in auto mode (versionNegotiation.mode = "auto")', () => {
     }
   });
 
-  describe('against a server without --modern', () => {
+  describe('against a server started with --no-modern', () => {
     let legacy;
     before(async () => {
-      legacy = await startServer([]);
+      legacy = await startServer(['--no-modern']);
     });
     after(async () => {
       const status = await legacy.stop();

@@ -11,10 +11,14 @@
  *   state_read {key}            returns the session's state value for key as JSON text;
  *   confirm_once {item}         2026-07-28: asks a confirmation (input request "confirm") and
  *                               returns "redeemed <item>"; flagged MCPD_TOOL_INPUT_ONCE, so its
- *                               requestState works at most once. */
+ *                               requestState works at most once;
+ *   prompt kit_prompt {x} and a completion provider that, for the value "ask", asks the client
+ *                               for input (2026-07-28 allows that only on tools, prompts and
+ *                               resources: the server must refuse it, not crash). */
 #include <mcpactord/tool.h>
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static json_t *stall(mcpd_ctx_t *ctx, json_t *args, void *userdata)
@@ -106,6 +110,30 @@ static json_t *confirm_once(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     return mcpd_text_resultf("redeemed %s", json_string_value(json_object_get(args, "item")));
 }
 
+static json_t *kit_prompt(mcpd_ctx_t *ctx, json_t *args, void *userdata)
+{
+    (void)ctx;
+    (void)userdata;
+    return json_pack("{s:[{s:s,s:{s:s,s:s}}]}", "messages", "role", "user", "content", "type", "text",
+                     "text", json_string_value(json_object_get(args, "x")) ? json_string_value(json_object_get(args, "x")) : "");
+}
+
+static json_t *kit_complete(mcpd_ctx_t *ctx, json_t *ref, const char *arg_name, const char *arg_value,
+                            json_t *context_args, void *userdata)
+{
+    (void)ref;
+    (void)arg_name;
+    (void)context_args;
+    (void)userdata;
+    if (strcmp(arg_value, "ask") == 0) {
+        json_t *r = mcpd_ctx_elicit(ctx, "Which?", NULL, 0);
+        if (!r)
+            return json_pack("[s]", "unanswered");
+        json_decref(r);
+    }
+    return json_pack("[s]", "alpha");
+}
+
 int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
 {
     if (api_version != MCPD_API_VERSION)
@@ -146,5 +174,9 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
         if (rc != 0)
             return rc;
     }
-    return 0;
+    const mcpd_prompt_def_t prompt = {
+        .name = "kit_prompt", .description = "Test only: a prompt for completion tests.",
+        .arguments = "[{\"name\":\"x\",\"required\":false}]", .get = kit_prompt};
+    int rc = mcpd_register_prompt(reg, &prompt);
+    return rc != 0 ? rc : mcpd_set_completion(reg, kit_complete, NULL);
 }
