@@ -87,15 +87,16 @@ void sha256_update(sha256_t *c, const void *data, size_t n)
 void sha256_final(sha256_t *c, unsigned char out[SHA256_LEN])
 {
     uint64_t bits = c->len * 8;
-    unsigned char pad = 0x80;
-    sha256_update(c, &pad, 1);
-    unsigned char zero = 0;
-    while (c->nbuf != 56)
-        sha256_update(c, &zero, 1);
-    unsigned char lenb[8];
+    c->buf[c->nbuf++] = 0x80;
+    if (c->nbuf > 56) {
+        memset(c->buf + c->nbuf, 0, 64 - c->nbuf);
+        block(c, c->buf);
+        c->nbuf = 0;
+    }
+    memset(c->buf + c->nbuf, 0, 56 - c->nbuf);
     for (int i = 0; i < 8; i++)
-        lenb[i] = (unsigned char)(bits >> (56 - 8 * i));
-    sha256_update(c, lenb, 8);
+        c->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+    block(c, c->buf);
     for (int i = 0; i < 8; i++) {
         out[4 * i] = (unsigned char)(c->h[i] >> 24);
         out[4 * i + 1] = (unsigned char)(c->h[i] >> 16);

@@ -35,6 +35,28 @@ int64_t now_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void session_id_fast(char *out)
+{
+    static _Thread_local uint64_t st[2];
+    if (!st[0] && !st[1]) {
+        while (getrandom(st, sizeof st, 0) != (ssize_t)sizeof st)
+            ;
+        st[0] |= 1;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int half = 0; half < 2; half++) {
+        /* xorshift128+ */
+        uint64_t x = st[0], y = st[1];
+        st[0] = y;
+        x ^= x << 23;
+        st[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
+        uint64_t v = st[1] + y;
+        for (int i = 0; i < 16; i++)
+            out[half * 16 + i] = hex[(v >> (60 - 4 * i)) & 15];
+    }
+    out[SESSION_ID_LEN] = '\0';
+}
+
 int session_id_new_near(char *out, const char *peer)
 {
     int rc = session_id_new(out);

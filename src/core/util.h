@@ -25,6 +25,9 @@ int session_id_new(char *out);
 /* The leading characters of an id that decide its worker (worker_for_session): ids that share
  * them are served by the same worker. */
 #define SESSION_ROUTE_LEN 8
+/* A fresh id in the session-id format from a per-thread generator seeded once from the OS:
+ * unique and well spread for routing, but not a secret (a 2026-07-28 request's own actor). */
+void session_id_fast(char *out);
 /* A fresh id (as session_id_new) whose routing prefix is peer's: it lands on peer's worker. */
 int session_id_new_near(char *out, const char *peer);
 /* True when s is exactly SESSION_ID_LEN lowercase hex characters. */

@@ -72,10 +72,13 @@ void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *
     actor_complete_call(a, c, jsonrpc_error(c->id, code, msg, data));
 }
 
+/* Built once at start and shared, read-only, by every answer (jansson's reference counts are
+ * atomic): json_pack parsed its format on every answer. */
+static json_t *SERVER_INFO;
+
 json_t *mcp_server_info(void)
 {
-    return json_pack("{s:s,s:s,s:s}", "name", "mcpactord", "title", "mcpactord", "version",
-                     MCPD_VERSION);
+    return json_incref(SERVER_INFO);
 }
 
 /* ---- requests ---- */
@@ -476,4 +479,7 @@ void mcp_job_done(actor_t *a, job_t *j)
 void mcp_init(const mcpd_registry_t *reg)
 {
     REG = reg;
+    if (!SERVER_INFO)
+        SERVER_INFO = json_pack("{s:s,s:s,s:s}", "name", "mcpactord", "title", "mcpactord",
+                                "version", MCPD_VERSION);
 }

@@ -256,20 +256,20 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         return input_error(a, c, "Invalid params: params.requestState must be a string");
     const char *target = jsonrpc_cstr(target_of(params, c->method));
     /* the target and the arguments, bound by one digest (a long resource URI stays out of the
-     * token) */
-    char digest[33];
+     * token); computed when a state comes, or when the call asks for input (most calls do
+     * neither) */
     json_t *bound = json_pack("[O?,O?]", target_of(params, c->method), json_object_get(params, "arguments"));
-    reqstate_digest(bound, digest);
-    json_decref(bound);
     bool once = false;
     if (c->method == SM_tools_call && target) {
         const tool_t *t = registry_find_tool(mcp_reg(), target);
         once = t && (t->flags & MCPD_TOOL_INPUT_ONCE);
     }
-    a->mrtr = json_pack("{s:i,s:s,s:b}", "m", (int)c->method, "d", digest, "o", once);
+    a->mrtr = json_pack("{s:i,s:o,s:b}", "m", (int)c->method, "b", bound, "o", once);
     json_t *answers = json_object();
     json_object_set_new(a->mrtr, "a", answers);
     if (rs) {
+        char digest[33];
+        reqstate_digest(bound, digest);
         json_t *p;
         int rc = reqstate_open(g_key, json_string_value(rs), now_wall_ms(), &p);
         if (rc == -ETIME)
@@ -361,7 +361,12 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
         STAT_INC(input_records_stored);
         memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
     }
-    const json_t *mr = a->mrtr;
+    json_t *mr = a->mrtr;
+    if (!json_object_get(mr, "d")) {
+        char digest[33];
+        reqstate_digest(json_object_get(mr, "b"), digest);
+        json_object_set_new(mr, "d", json_string(digest));
+    }
     json_t *answers = json_object_get(mr, "a");
     json_decref(rec->record);
     rec->record = json_pack("{s:I,s:o,s:O,s:O,s:O}", "n", n, "a",
