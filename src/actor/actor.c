@@ -139,7 +139,7 @@ void actor_write_meta(actor_t *a)
         json_object_set(m, "sub", a->subscriptions);
     if (a->kind == ACTOR_RECORD) {
         json_object_set_new(m, "k", json_string("r"));
-        json_object_set(m, "rec", a->record ? a->record : json_null());
+        json_object_set(m, "rec", actor_ext(a, "rec") ? actor_ext(a, "rec") : json_null());
     } else if (a->kind == ACTOR_HANDLE) {
         json_object_set_new(m, "k", json_string("h"));
     }
@@ -200,7 +200,7 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     a->stored_more = !record;
     if (record) {
         json_t *rec = json_object_get(m, "rec");
-        a->record = json_is_object(rec) ? json_incref(rec) : json_object();
+        actor_ext_set(a, "rec", json_is_object(rec) ? json_incref(rec) : json_object());
     }
     json_t *ci = json_object_get(m, "ci"), *cc = json_object_get(m, "cc");
     a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
@@ -287,10 +287,7 @@ static void actor_free(actor_t *a)
     json_decref(a->client_info);
     json_decref(a->client_caps);
     json_decref(a->subscriptions);
-    json_decref(a->param_hdrs);
-    json_decref(a->record);
-    json_decref(a->mrtr);
-    json_decref(a->listen);
+    json_decref(a->ext);
     free(a);
 }
 
@@ -456,9 +453,10 @@ static void broadcast_one(actor_t *a, void *arg)
     wmsg_t *m = arg;
     const json_t *params = json_object_get(m->u.bcast.note, "params");
     const char *uri = json_string_value(json_object_get(params, "uri"));
-    if (a->listen) {
+    json_t *listen = actor_ext(a, "listen");
+    if (listen) {
         call_t *c = listen_call(a);
-        if (!c || !filter_wants(json_object_get(a->listen, "f"), m->u.bcast.what, uri))
+        if (!c || !filter_wants(json_object_get(listen, "f"), m->u.bcast.what, uri))
             return;
         json_t *note = json_deep_copy(m->u.bcast.note);
         json_t *p = json_object_get(note, "params");
@@ -471,7 +469,7 @@ static void broadcast_one(actor_t *a, void *arg)
             meta = json_object();
             json_object_set_new(p, "_meta", meta);
         }
-        json_object_set(meta, "io.modelcontextprotocol/subscriptionId", json_object_get(a->listen, "id"));
+        json_object_set(meta, "io.modelcontextprotocol/subscriptionId", json_object_get(listen, "id"));
         actor_stream_send(a, c->stream, note);
         return;
     }
@@ -488,12 +486,13 @@ void actor_broadcast(worker_t *w, wmsg_t *m)
 static void end_listen(actor_t *a, void *arg)
 {
     (void)arg;
-    call_t *c = a->listen ? listen_call(a) : NULL;
+    json_t *listen = actor_ext(a, "listen");
+    call_t *c = listen ? listen_call(a) : NULL;
     if (!c)
         return;
     /* subscriptions/listen's closing result: the stream ends gracefully */
     json_t *r = json_pack("{s:s,s:{s:O}}", "resultType", "complete", "_meta",
-                          "io.modelcontextprotocol/subscriptionId", json_object_get(a->listen, "id"));
+                          "io.modelcontextprotocol/subscriptionId", json_object_get(listen, "id"));
     actor_complete_call(a, c, jsonrpc_result(c->id, r));
 }
 

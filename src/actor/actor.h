@@ -89,12 +89,15 @@ typedef struct actor {
     bool modern;             /* serves one 2026-07-28 request: never stored, no event ids,
                                 freed once its request is answered (actor_discard) */
     char kind;               /* ACTOR_SESSION, ACTOR_MODERN or ACTOR_RECORD */
-    json_t *record;          /* ACTOR_RECORD: what the protocol layer keeps (stored in the
-                                metadata as "rec"; its alarm is its expiry) */
-    json_t *mrtr;            /* ACTOR_MODERN: the input-request exchange of its call (mcp) */
-    json_t *listen;          /* ACTOR_MODERN serving subscriptions/listen: {"id": the request
-                                id, "f": the honoured SubscriptionFilter}; NULL otherwise */
-    json_t *param_hdrs;      /* modern: the request's Mcp-Param-* headers (raw), or NULL */
+    json_t *ext;             /* what only the other kinds keep, NULL for a session (it keeps
+                                a session's actor small), keyed (actor_ext/actor_ext_set):
+                                "ph" ACTOR_MODERN: the request's Mcp-Param-* headers (raw);
+                                "mrtr" ACTOR_MODERN: the input-request exchange of its call;
+                                "listen" ACTOR_MODERN serving subscriptions/listen: {"id": the
+                                  request id, "f": the honoured SubscriptionFilter};
+                                "rec" ACTOR_RECORD: what the protocol layer keeps (stored in
+                                  the metadata; its alarm is its expiry) */
+
     char auth_name[64];
     int64_t created_ms;
     int64_t touched_ms;
@@ -113,6 +116,25 @@ typedef struct actor {
 } actor_t;
 
 #include "core/config.h"
+
+/* A member of a->ext (borrowed), NULL when absent. */
+static inline json_t *actor_ext(const actor_t *a, const char *key)
+{
+    return a->ext ? json_object_get(a->ext, key) : NULL;
+}
+
+/* Sets a member of a->ext (v stolen; NULL removes it). */
+static inline void actor_ext_set(actor_t *a, const char *key, json_t *v)
+{
+    if (!v) {
+        if (a->ext)
+            json_object_del(a->ext, key);
+        return;
+    }
+    if (!a->ext)
+        a->ext = json_object();
+    json_object_set_new(a->ext, key, v);
+}
 
 /* True when a's streams are stored and resumable: the event store is on and a is a session
  * (a modern request's actor keeps nothing). */

@@ -167,7 +167,7 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
             mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
         return;
     }
-    if (a->modern && modern_check_params(t->input_schema, args, a->param_hdrs, why, sizeof why)) {
+    if (a->modern && modern_check_params(t->input_schema, args, actor_ext(a, "ph"), why, sizeof why)) {
         json_decref(empty);
         mcp_answer_error(a, c, MCP_ERR_HEADER_MISMATCH, why, NULL);
         return;

@@ -243,7 +243,7 @@ static bool input_error(actor_t *a, call_t *c, const char *msg)
     return false;
 }
 
-/* Reads a retry's inputResponses and requestState into a->mrtr (the answers so far, and the
+/* Reads a retry's inputResponses and requestState into the actor's "mrtr" (the answers so far, and the
  * record it continues). false after answering the call with an error. */
 static bool take_input(actor_t *a, call_t *c, json_t *params)
 {
@@ -264,9 +264,10 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         const tool_t *t = registry_find_tool(mcp_reg(), target);
         once = t && (t->flags & MCPD_TOOL_INPUT_ONCE);
     }
-    a->mrtr = json_pack("{s:i,s:o,s:b}", "m", (int)c->method, "b", bound, "o", once);
+    json_t *mrtr = json_pack("{s:i,s:o,s:b}", "m", (int)c->method, "b", bound, "o", once);
+    actor_ext_set(a, "mrtr", mrtr);
     json_t *answers = json_object();
-    json_object_set_new(a->mrtr, "a", answers);
+    json_object_set_new(mrtr, "a", answers);
     if (rs) {
         char digest[33];
         reqstate_digest(bound, digest);
@@ -290,7 +291,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         }
         actor_t *rec = worker_for_session(rid) == a->w ? actor_find_or_load(a->w, rid) : NULL;
         if (!rec || rec->kind != ACTOR_RECORD ||
-            json_integer_value(json_object_get(rec->record, "n")) != n) {
+            json_integer_value(json_object_get(actor_ext(rec, "rec"), "n")) != n) {
             json_decref(p);
             if (rec)
                 worker_note_activity(a->w, rec);
@@ -299,12 +300,12 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
                                      "exchange has ended (a replay is refused); send the request "
                                      "again without it");
         }
-        json_object_update(answers, json_object_get(rec->record, "a"));
-        json_object_set_new(a->mrtr, "r", json_string(rid));
-        if (json_is_true(json_object_get(rec->record, "o"))) {
+        json_object_update(answers, json_object_get(actor_ext(rec, "rec"), "a"));
+        json_object_set_new(mrtr, "r", json_string(rid));
+        if (json_is_true(json_object_get(actor_ext(rec, "rec"), "o"))) {
             actor_delete(rec); /* consumed: the state works at most once */
         } else {
-            json_object_set_new(a->mrtr, "live", json_true());
+            json_object_set_new(mrtr, "live", json_true());
             worker_note_activity(a->w, rec);
         }
         json_decref(p);
@@ -318,15 +319,16 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
 
 json_t *modern_answers(actor_t *a)
 {
-    json_t *ans = json_object_get(a->mrtr, "a");
+    json_t *ans = json_object_get(actor_ext(a, "mrtr"), "a");
     return json_object_size(ans) ? json_incref(ans) : NULL;
 }
 
 /* The record the call continues, when it is still there. */
 static actor_t *live_record(actor_t *a)
 {
-    const char *rid = json_string_value(json_object_get(a->mrtr, "r"));
-    if (!rid || !json_is_true(json_object_get(a->mrtr, "live")))
+    json_t *mrtr = actor_ext(a, "mrtr");
+    const char *rid = json_string_value(json_object_get(mrtr, "r"));
+    if (!rid || !json_is_true(json_object_get(mrtr, "live")))
         return NULL;
     actor_t *rec = actor_find_or_load(a->w, rid);
     return rec && rec->kind == ACTOR_RECORD ? rec : NULL;
@@ -335,12 +337,12 @@ static actor_t *live_record(actor_t *a)
 void modern_input_required(actor_t *a, call_t *c, job_t *j)
 {
     worker_t *w = a->w;
-    if (!a->mrtr) { /* only calls that went through take_input get here */
+    if (!actor_ext(a, "mrtr")) { /* only calls that went through take_input get here */
         mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "input requests are not possible here", NULL);
         return;
     }
     actor_t *rec = live_record(a);
-    json_int_t n = rec ? json_integer_value(json_object_get(rec->record, "n")) + 1 : 1;
+    json_int_t n = rec ? json_integer_value(json_object_get(actor_ext(rec, "rec"), "n")) + 1 : 1;
     if (!rec && STAT_GET(input_records_stored) >= g_cfg.max_input_records) {
         char msg[200];
         snprintf(msg, sizeof msg,
@@ -361,18 +363,18 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
         STAT_INC(input_records_stored);
         memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
     }
-    json_t *mr = a->mrtr;
+    json_t *mr = actor_ext(a, "mrtr");
     if (!json_object_get(mr, "d")) {
         char digest[33];
         reqstate_digest(json_object_get(mr, "b"), digest);
         json_object_set_new(mr, "d", json_string(digest));
     }
     json_t *answers = json_object_get(mr, "a");
-    json_decref(rec->record);
-    rec->record = json_pack("{s:I,s:o,s:O,s:O,s:O}", "n", n, "a",
+    actor_ext_set(rec, "rec",
+                  json_pack("{s:I,s:o,s:O,s:O,s:O}", "n", n, "a",
                             answers ? json_incref(answers) : json_object(), "m",
                             json_object_get(mr, "m"), "d", json_object_get(mr, "d"), "o",
-                            json_object_get(mr, "o"));
+                            json_object_get(mr, "o")));
     int64_t exp = now_wall_ms() + g_state_ttl_ms;
     actor_alarm_set(rec, exp); /* its expiry; the metadata (with the record) goes in this turn */
     actor_persist_meta(rec);
@@ -463,7 +465,7 @@ static void do_listen(actor_t *a, call_t *c, json_t *params)
         json_object_set_new(honoured, "resourceSubscriptions", kept);
     else
         json_decref(kept);
-    a->listen = json_pack("{s:O,s:o}", "id", c->id, "f", honoured);
+    actor_ext_set(a, "listen", json_pack("{s:O,s:o}", "id", c->id, "f", honoured));
     actor_stream_start_sse(a, c->stream);
     json_t *ack = json_pack("{s:{s:O},s:O}", "_meta", META_SUBSCRIPTION_ID, c->id, "notifications",
                             honoured);
@@ -486,7 +488,7 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     /* without a level in _meta, no log message is sent for the request */
     json_t *ll = json_object_get(meta, META_LOG_LEVEL);
     a->log_level = ll ? log_level_index(json_string_value(ll)) : 8;
-    a->param_hdrs = m->u.post.param_hdrs;
+    actor_ext_set(a, "ph", m->u.post.param_hdrs); /* NULL: none */
     m->u.post.param_hdrs = NULL;
     snprintf(a->auth_name, sizeof a->auth_name, "%s", m->u.client.auth_name);
 
