@@ -659,45 +659,41 @@ void workers_drain_now(void)
             on_inbox(-1, 0, &W[i]);
 }
 
-static pthread_mutex_t cancel_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cancel_cv = PTHREAD_COND_INITIALIZER;
-static int cancelled_workers;
+/* Main thread: runs fn in one turn on every worker (on its own loop) and waits until all
+ * have run it; the turn's frames go to the HTTP threads before this returns. */
+static pthread_mutex_t each_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t each_cv = PTHREAD_COND_INITIALIZER;
+static int each_done;
+static void (*each_fn)(worker_t *w);
 
-static void on_cancel_all(evutil_socket_t fd, short what, void *arg)
+static void on_each(evutil_socket_t fd, short what, void *arg)
 {
     worker_t *w = arg;
     worker_t *prev = worker_enter(w);
-    actor_cancel_all_jobs(w);
+    each_fn(w);
     worker_turn_end(w);
     worker_leave(prev);
-    pthread_mutex_lock(&cancel_mu);
-    cancelled_workers++;
-    pthread_cond_broadcast(&cancel_cv);
-    pthread_mutex_unlock(&cancel_mu);
+    pthread_mutex_lock(&each_mu);
+    each_done++;
+    pthread_cond_broadcast(&each_cv);
+    pthread_mutex_unlock(&each_mu);
 }
 
-static void on_end_listens(evutil_socket_t fd, short what, void *arg)
+static void on_every_worker(void (*fn)(worker_t *w))
 {
-    worker_t *w = arg;
-    worker_t *prev = worker_enter(w);
-    actor_end_listens(w);
-    worker_turn_end(w); /* the closing results go to the HTTP threads now */
-    worker_leave(prev);
-    pthread_mutex_lock(&cancel_mu);
-    cancelled_workers++;
-    pthread_cond_broadcast(&cancel_cv);
-    pthread_mutex_unlock(&cancel_mu);
+    each_fn = fn;
+    for (int i = 0; i < NW; i++)
+        event_base_once(W[i].base, -1, EV_TIMEOUT, on_each, &W[i], NULL);
+    pthread_mutex_lock(&each_mu);
+    while (each_done < NW)
+        pthread_cond_wait(&each_cv, &each_mu);
+    each_done = 0;
+    pthread_mutex_unlock(&each_mu);
 }
 
 void workers_end_listens(void)
 {
-    for (int i = 0; i < NW; i++)
-        event_base_once(W[i].base, -1, EV_TIMEOUT, on_end_listens, &W[i], NULL);
-    pthread_mutex_lock(&cancel_mu);
-    while (cancelled_workers < NW)
-        pthread_cond_wait(&cancel_cv, &cancel_mu);
-    cancelled_workers = 0;
-    pthread_mutex_unlock(&cancel_mu);
+    on_every_worker(actor_end_listens); /* the closing results reach the HTTP threads */
 }
 
 static atomic_bool g_stopping;
@@ -711,15 +707,9 @@ void workers_cancel_all(void)
 {
     /* jobs started from here on (requests still in a mailbox) start cancelled */
     atomic_store(&g_stopping, true);
-    for (int i = 0; i < NW; i++)
-        event_base_once(W[i].base, -1, EV_TIMEOUT, on_cancel_all, &W[i], NULL);
-    /* wait: the pool stops next, and jobs an actor kept waiting for a place must be on it
+    /* and wait: the pool stops next, and jobs an actor kept waiting for a place must be on it
      * by then */
-    pthread_mutex_lock(&cancel_mu);
-    while (cancelled_workers < NW)
-        pthread_cond_wait(&cancel_cv, &cancel_mu);
-    cancelled_workers = 0;
-    pthread_mutex_unlock(&cancel_mu);
+    on_every_worker(actor_cancel_all_jobs);
 }
 
 static void on_stop(evutil_socket_t fd, short what, void *arg)

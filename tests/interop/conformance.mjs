@@ -2,21 +2,15 @@
 // mcpactord, once per response mode, and fails on any FAILURE or WARNING, on a scenario that did
 // not report, or when fewer checks pass than the mode's floor. Prints one line per scenario,
 // every check that is not a SUCCESS, and the totals.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { startServer } from './server.mjs';
+import { nodeArgs, readResults, run } from './suite.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const cli = path.join(here, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-// Node 20 lacks fs.globSync, which the suite's bundle imports (see node20/register.mjs). A Node
-// without module.register (before 20.6, e.g. Debian 12's 18) takes the same hook as a loader.
-const nodeArgs = Number(process.versions.node.split('.')[0]) >= 22 ? []
-  : typeof module.register === 'function' ? ['--import', path.join(here, 'node20/register.mjs')]
-    : ['--no-warnings', '--experimental-loader', pathToFileURL(path.join(here, 'node20/resolve-fs.mjs')).href];
 
 // Checks that pass against this server, per mode. They rise when a check that reports INFO now
 // (see the notes) starts to pass; they must never fall.
@@ -31,36 +25,11 @@ const MODES = [
 ];
 const RUN_TIMEOUT_MS = 240000;
 
-function run(args, timeoutMs) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, out });
-    });
-  });
-}
-
 async function listScenarios() {
   const r = await run([...nodeArgs, cli, 'list', '--server'], 60000);
   const names = [...r.out.matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]);
   if (r.code !== 0 || names.length === 0) throw new Error(`conformance list failed:\n${r.out}`);
   return names;
-}
-
-function readResults(dir) {
-  const byScenario = new Map();
-  for (const entry of fs.readdirSync(dir)) {
-    const file = path.join(dir, entry, 'checks.json');
-    if (!fs.existsSync(file)) continue;
-    const name = entry.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
-    byScenario.set(name, JSON.parse(fs.readFileSync(file, 'utf8')));
-  }
-  return byScenario;
 }
 
 const NOISE = new Set(['outgoing-request', 'incoming-response', 'incoming-sse-event']);

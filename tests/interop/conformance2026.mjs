@@ -3,48 +3,19 @@
 // both eras (`--requirements 2026-07-28`, `--requirements 2025-11-25`) and `--suite all`.
 // Fails on any FAILURE or WARNING, except in the scenarios of the tasks extension (SEP-2663,
 // not implemented; the suite does not score extensions), which are counted and printed.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { startServer } from './server.mjs';
+import { nodeArgs, readResults, run } from './suite.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const cli = path.join(here, 'node_modules/conformance-alpha/dist/index.js');
-const nodeArgs = Number(process.versions.node.split('.')[0]) >= 22 ? []
-  : typeof module.register === 'function' ? ['--import', path.join(here, 'node20/register.mjs')]
-    : ['--no-warnings', '--experimental-loader', pathToFileURL(path.join(here, 'node20/resolve-fs.mjs')).href];
 const RUN_TIMEOUT_MS = 300000;
 const UNSCORED = /^tasks-/; // the tasks extension: not implemented (README, "MCP 2026-07-28")
 const NOISE = new Set(['outgoing-request', 'incoming-response', 'incoming-sse-event',
   'incoming-request', 'outgoing-response', 'outgoing-sse-event']);
-
-function run(args, timeoutMs) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, out });
-    });
-  });
-}
-
-function readResults(dir) {
-  const byScenario = new Map();
-  for (const entry of fs.readdirSync(dir)) {
-    const file = path.join(dir, entry, 'checks.json');
-    if (!fs.existsSync(file)) continue;
-    const name = entry.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
-    byScenario.set(name, JSON.parse(fs.readFileSync(file, 'utf8')));
-  }
-  return byScenario;
-}
 
 async function runSet(server, label, args) {
   const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpd-conf2026-'));
