@@ -243,6 +243,13 @@ static bool input_error(actor_t *a, call_t *c, const char *msg)
     return false;
 }
 
+/* True when the call's tool takes its requestState at most once (MCPD_TOOL_INPUT_ONCE). */
+static bool tool_is_once(stats_method_t m, const char *target)
+{
+    const tool_t *t = m == SM_tools_call && target ? registry_find_tool(mcp_reg(), target) : NULL;
+    return t && (t->flags & MCPD_TOOL_INPUT_ONCE);
+}
+
 /* Reads a retry's inputResponses and requestState into the actor's "mrtr" (the answers so far, and the
  * record it continues). false after answering the call with an error. */
 static bool take_input(actor_t *a, call_t *c, json_t *params)
@@ -259,12 +266,11 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
      * token); computed when a state comes, or when the call asks for input (most calls do
      * neither) */
     json_t *bound = json_pack("[O?,O?]", target_of(params, c->method), json_object_get(params, "arguments"));
-    bool once = false;
-    if (c->method == SM_tools_call && target) {
-        const tool_t *t = registry_find_tool(mcp_reg(), target);
-        once = t && (t->flags & MCPD_TOOL_INPUT_ONCE);
-    }
-    json_t *mrtr = json_pack("{s:i,s:o,s:b}", "m", (int)c->method, "b", bound, "o", once);
+    /* looked up only for a retry (most calls are none); a first round looks it up if it asks */
+    bool once = (ir || rs) && tool_is_once(c->method, target);
+    json_t *mrtr = json_pack("{s:i,s:o}", "m", (int)c->method, "b", bound);
+    if (ir || rs)
+        json_object_set_new(mrtr, "o", json_boolean(once));
     actor_ext_set(a, "mrtr", mrtr);
     json_t *answers = json_object();
     json_object_set_new(mrtr, "a", answers);
@@ -364,6 +370,10 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
         memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
     }
     json_t *mr = actor_ext(a, "mrtr");
+    if (!json_object_get(mr, "o"))
+        json_object_set_new(mr, "o", json_boolean(tool_is_once(
+            (stats_method_t)json_integer_value(json_object_get(mr, "m")),
+            jsonrpc_cstr(json_array_get(json_object_get(mr, "b"), 0)))));
     if (!json_object_get(mr, "d")) {
         char digest[33];
         reqstate_digest(json_object_get(mr, "b"), digest);
