@@ -43,22 +43,33 @@ bool actor_log_enabled(const actor_t *a, const char *level)
 
 /* ---- replies on connections the actor does not keep ---- */
 
-void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header)
+void actor_reply_text(worker_t *w, conn_ref_t conn, int status, char *body, size_t len,
+                      const char *sid_header)
 {
     if (!conn.gen) {
-        json_decref(body);
+        free(body);
         return;
     }
     hmsg_t *h = hmsg_new(HM_REPLY, conn);
     h->status = status;
     if (body) {
         h->content_type = "application/json";
-        h->body = jsonrpc_dump(body, &h->len);
-        json_decref(body);
+        h->body = body;
+        h->len = len;
     }
     if (sid_header)
         memcpy(h->session_id, sid_header, SESSION_ID_LEN + 1);
     worker_send_http(w, h);
+}
+
+void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header)
+{
+    size_t len = 0;
+    char *text = NULL;
+    if (body && conn.gen)
+        text = jsonrpc_dump(body, &len);
+    json_decref(body);
+    actor_reply_text(w, conn, status, text, len, sid_header);
 }
 
 void actor_reply_error(worker_t *w, conn_ref_t conn, const json_t *id, int status, int code,

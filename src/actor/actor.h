@@ -42,7 +42,9 @@ typedef struct stream {
     bool dirty;              /* metadata to write at turn end */
     bool batch;              /* JSON mode answers with an array */
     int outstanding;         /* requests not yet answered */
-    json_t *responses;       /* JSON mode: responses collected so far */
+    buf_t resp;              /* JSON mode: the responses collected so far, as JSON text joined by
+                              * commas (n_resp of them) */
+    int n_resp;
     json_t *req_ids;         /* request ids this stream serves (persisted) */
     struct event *window;    /* auto mode: switch a silent call to SSE */
     bool session_header;     /* add Mcp-Session-Id to the response (initialize) */
@@ -174,6 +176,11 @@ stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn);
 call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t method);
 /* Answers a call: response stolen. Frees the call. */
 void actor_complete_call(actor_t *a, call_t *c, json_t *response);
+/* The same for a result (taken): {"jsonrpc":"2.0","id":...,"result":RESULT} is written straight
+ * as text, with extra (members as JSON text, no leading comma; NULL: none) added inside the
+ * result object, so no envelope object is built. */
+void actor_complete_result(actor_t *a, call_t *c, json_t *result, const char *extra,
+                           size_t extra_len);
 /* Drops a call without a response (cancelled). */
 void actor_drop_call(actor_t *a, call_t *c);
 /* Sends a message on a stream (stored first when the stream is SSE). msg stolen. */
@@ -195,6 +202,9 @@ void actor_reset(actor_t *a);
 store_batch_t *actor_batch(actor_t *a);
 /* Replies on a connection the actor does not keep (errors, 202s, DELETE). */
 void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header);
+/* The same with the body already JSON text (malloc'd, taken). */
+void actor_reply_text(worker_t *w, conn_ref_t conn, int status, char *body, size_t len,
+                      const char *sid_header);
 /* id: the request's id to echo (borrowed; NULL for null, e.g. a batch). */
 void actor_reply_error(worker_t *w, conn_ref_t conn, const json_t *id, int status, int code,
                        const char *msg);

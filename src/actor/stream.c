@@ -16,6 +16,7 @@
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/jsondump.h"
 #include "core/jsonparse.h"
 #include "store/eventlog.h"
 #include "store/sessionrec.h"
@@ -122,7 +123,7 @@ void actor_free_stream(actor_t *a, stream_t *s, bool write_meta)
     actor_stream_undirty(s, write_meta);
     if (s->window)
         event_free(s->window);
-    json_decref(s->responses);
+    buf_free(&s->resp);
     json_decref(s->req_ids);
     free(s);
 }
@@ -188,7 +189,6 @@ stream_t *actor_load_stream(actor_t *a, uint64_t num)
     s->bytes = r.bytes;
     s->finished = r.finished;
     s->req_ids = r.req_ids ? r.req_ids : json_array();
-    s->responses = json_array();
     return s;
 }
 
@@ -301,15 +301,13 @@ void actor_stream_start_sse(actor_t *a, stream_t *s)
     buf_t b = {0};
     actor_stream_prime(a, s, &b);
     /* responses already collected for a JSON reply (a batch) go out first, as events */
-    size_t i;
-    json_t *r;
-    json_array_foreach(s->responses, i, r) {
-        size_t len;
-        char *text = jsonrpc_dump(r, &len);
-        emit_event(a, s, text, len, &b);
-        free(text);
+    for (size_t off = 0; s->n_resp > 0; s->n_resp--) {
+        size_t len = s->n_resp > 1 ? jsonrpc_text_len(s->resp.p + off, s->resp.len - off)
+                                   : s->resp.len - off;
+        emit_event(a, s, s->resp.p + off, len, &b);
+        off += len + 1; /* and its comma */
     }
-    json_array_clear(s->responses);
+    buf_free(&s->resp);
     actor_send_sse_start(a, s, &b, true); /* POST streams always get the keepalive */
     buf_free(&b);
     if (actor_stores(a)) {
@@ -349,7 +347,6 @@ stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn)
 {
     stream_t *s = stream_new(a, a->next_stream++);
     s->conn = conn;
-    s->responses = json_array();
     s->req_ids = json_array();
     return s;
 }
@@ -384,7 +381,7 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
         return false;
     if (!s->sse && a->modern && g_cfg.response_mode == RESPONSE_SSE && !s->http_status)
         actor_stream_start_sse(a, s); /* --response-mode sse: a result goes out as an event */
-    if (!s->sse && json_array_size(s->responses) == 0 && json_array_size(s->req_ids) > 0)
+    if (!s->sse && s->n_resp == 0 && json_array_size(s->req_ids) > 0)
         /* Every request it carried was cancelled: no response is sent for them, yet a POST
          * that carried requests is not answered 202. It becomes an event stream that ends
          * (every client accepts one: the Accept check requires it). */
@@ -396,13 +393,22 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
             actor_stream_finished(a, s);
         if (s->conn.gen)
             actor_send_sse_end(a, s->conn, s->num);
-    } else if (json_array_size(s->responses) == 0) {
+    } else if (s->n_resp == 0) {
         actor_reply(a->w, s->conn, 202, NULL, NULL);
     } else {
-        json_t *body = s->batch ? json_incref(s->responses)
-                                : json_incref(json_array_get(s->responses, 0));
-        actor_reply(a->w, s->conn, s->http_status ? s->http_status : 200, body,
-                    s->session_header ? a->sid : NULL);
+        if (s->batch) { /* the responses as one array */
+            buf_t arr = {0};
+            buf_reserve(&arr, s->resp.len + 2);
+            buf_add(&arr, "[", 1);
+            buf_add(&arr, s->resp.p, s->resp.len);
+            buf_add(&arr, "]", 1);
+            buf_free(&s->resp);
+            s->resp = arr;
+        }
+        size_t len;
+        char *text = buf_steal(&s->resp, &len);
+        actor_reply_text(a->w, s->conn, s->http_status ? s->http_status : 200, text, len,
+                         s->session_header ? a->sid : NULL);
     }
     actor_free_stream(a, s, true);
     return true;
@@ -439,24 +445,45 @@ static void unlink_call(actor_t *a, call_t *c)
         c->job->call = NULL;
 }
 
-void actor_complete_call(actor_t *a, call_t *c, json_t *response)
+/* The common end of a call: its response, as JSON text, goes out on its stream (an event) or
+ * joins the stream's JSON reply. */
+static void complete_text(actor_t *a, call_t *c, buf_t *text)
 {
     stream_t *s = c->stream;
     stats_observe_latency(c->method, now_mono_us() - c->started_us);
     unlink_call(a, c);
     s->outstanding--;
     if (s->sse) {
-        size_t len;
-        char *text = jsonrpc_dump(response, &len);
-        emit_event(a, s, text, len, NULL);
-        free(text);
-        json_decref(response);
+        emit_event(a, s, text->p, text->len, NULL);
+        buf_free(text);
+    } else if (s->n_resp++ == 0) {
+        buf_free(&s->resp);
+        s->resp = *text;
     } else {
-        json_array_append_new(s->responses, response);
+        buf_add(&s->resp, ",", 1);
+        buf_add(&s->resp, text->p, text->len);
+        buf_free(text);
     }
     json_decref(c->id);
     free(c);
     actor_stream_settle(a, s);
+}
+
+void actor_complete_call(actor_t *a, call_t *c, json_t *response)
+{
+    buf_t text = {0};
+    json_dump_into(&text, response);
+    json_decref(response);
+    complete_text(a, c, &text);
+}
+
+void actor_complete_result(actor_t *a, call_t *c, json_t *result, const char *extra,
+                           size_t extra_len)
+{
+    buf_t text = {0};
+    jsonrpc_result_into(&text, c->id, result, extra, extra_len);
+    json_decref(result);
+    complete_text(a, c, &text);
 }
 
 void actor_drop_call(actor_t *a, call_t *c)

@@ -19,8 +19,12 @@ void mcp_job_done(actor_t *a, job_t *j);
 
 /* modern.c */
 void mcp_handle_modern(worker_t *w, wmsg_t *m);
-/* resultType, serverInfo and the caching hints on a result of a 2026-07-28 request. */
-void modern_decorate(actor_t *a, call_t *c, json_t *result);
+/* resultType, serverInfo and the caching hints on a result of a 2026-07-28 request. For the
+ * common result (an object with neither, from a method without hints) nothing is changed: the
+ * shared text to add inside the result object is returned (mcp_decoration); else NULL. */
+const char *modern_decorate(actor_t *a, call_t *c, json_t *result, size_t *extra_len);
+/* "resultType":"complete","_meta":{serverInfo} as JSON members' text (built by mcp_init). */
+const char *mcp_decoration(size_t *len);
 /* MRTR (2026-07-28 input requests). */
 /* A retry's answers so far (new reference or NULL): what the handler's requests return. */
 json_t *modern_answers(actor_t *a);

@@ -4,6 +4,8 @@
  * for 2026-07-28, applied to every answer in one place (modern_decorate). */
 #include "mcp/internal.h"
 
+#include "core/buf.h"
+#include "core/jsondump.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
@@ -60,9 +62,9 @@ static json_t *run_complete(job_t *j)
 
 void mcp_answer(actor_t *a, call_t *c, json_t *result)
 {
-    if (a->modern)
-        modern_decorate(a, c, result);
-    actor_complete_call(a, c, jsonrpc_result(c->id, result));
+    size_t extra_len = 0;
+    const char *extra = a->modern ? modern_decorate(a, c, result, &extra_len) : NULL;
+    actor_complete_result(a, c, result, extra, extra_len);
 }
 
 void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data)
@@ -75,6 +77,15 @@ void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *
 /* Built once at start and shared, read-only, by every answer (jansson's reference counts are
  * atomic): json_pack parsed its format on every answer. */
 static json_t *SERVER_INFO;
+/* What modern_decorate adds to most results, as JSON members' text (built with SERVER_INFO). */
+static char *DECORATION;
+static size_t DECORATION_LEN;
+
+const char *mcp_decoration(size_t *len)
+{
+    *len = DECORATION_LEN;
+    return DECORATION;
+}
 
 json_t *mcp_server_info(void)
 {
@@ -479,7 +490,13 @@ void mcp_job_done(actor_t *a, job_t *j)
 void mcp_init(const mcpd_registry_t *reg)
 {
     REG = reg;
-    if (!SERVER_INFO)
+    if (!SERVER_INFO) {
         SERVER_INFO = json_pack("{s:s,s:s,s:s}", "name", "mcpactord", "title", "mcpactord",
                                 "version", MCPD_VERSION);
+        buf_t b = {0};
+        buf_adds(&b, "\"resultType\":\"complete\",\"_meta\":{\"" META_SERVER_INFO "\":");
+        json_dump_into(&b, SERVER_INFO);
+        buf_add(&b, "}", 1);
+        DECORATION = buf_steal(&b, &DECORATION_LEN);
+    }
 }

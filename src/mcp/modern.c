@@ -36,11 +36,30 @@ static void set_cache_hints(json_t *result)
                             json_string(g_cfg.cache_private ? "private" : "public"));
 }
 
-void modern_decorate(actor_t *a, call_t *c, json_t *result)
+static bool needs_cache_hints(stats_method_t m)
+{
+    return m == SM_server_discover || m == SM_tools_list || m == SM_resources_list ||
+           m == SM_resources_templates_list || m == SM_prompts_list || m == SM_resources_read;
+}
+
+const char *modern_decorate(actor_t *a, call_t *c, json_t *result, size_t *extra_len)
 {
     (void)a;
     if (!json_is_object(result))
-        return;
+        return NULL;
+    if (!needs_cache_hints(c->method)) {
+        const char *k;
+        json_t *v;
+        bool plain = true;
+        json_object_foreach(result, k, v) {
+            if (strcmp(k, "resultType") == 0 || strcmp(k, "_meta") == 0) {
+                plain = false;
+                break;
+            }
+        }
+        if (plain)
+            return mcp_decoration(extra_len);
+    }
     if (!json_object_get(result, "resultType"))
         json_object_set_new(result, "resultType", json_string("complete"));
     json_t *meta = json_object_get(result, "_meta");
@@ -50,18 +69,9 @@ void modern_decorate(actor_t *a, call_t *c, json_t *result)
     }
     if (!json_object_get(meta, META_SERVER_INFO))
         json_object_set_new(meta, META_SERVER_INFO, mcp_server_info());
-    switch (c->method) {
-    case SM_server_discover:
-    case SM_tools_list:
-    case SM_resources_list:
-    case SM_resources_templates_list:
-    case SM_prompts_list:
-    case SM_resources_read:
+    if (needs_cache_hints(c->method))
         set_cache_hints(result);
-        break;
-    default:
-        break;
-    }
+    return NULL;
 }
 
 /* ---- x-mcp-header parameters ---- */

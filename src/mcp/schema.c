@@ -145,6 +145,71 @@ static size_t utf8_len(const char *s, size_t n)
 
 static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const char *path);
 
+/* The keywords of one schema object this validator reads, found in one pass over its members
+ * (a lookup per keyword cost a hash of the name each, for every value checked). */
+typedef struct kw {
+    const json_t *ref, *type, *enum_, *const_, *min_len, *max_len, *minimum, *maximum, *ex_min,
+        *ex_max, *props, *required, *addl, *min_items, *max_items, *items, *all_of, *any_of,
+        *one_of, *not_;
+} kw_t;
+
+static void gather(const json_t *schema, kw_t *k)
+{
+    memset(k, 0, sizeof *k);
+    const char *key;
+    const json_t *val;
+    json_object_foreach((json_t *)schema, key, val) {
+        const json_t **slot = NULL;
+        switch (key[0]) {
+        case '$': if (strcmp(key, "$ref") == 0) slot = &k->ref; break;
+        case 't': if (strcmp(key, "type") == 0) slot = &k->type; break;
+        case 'e':
+            if (strcmp(key, "enum") == 0) slot = &k->enum_;
+            else if (strcmp(key, "exclusiveMinimum") == 0) slot = &k->ex_min;
+            else if (strcmp(key, "exclusiveMaximum") == 0) slot = &k->ex_max;
+            break;
+        case 'c': if (strcmp(key, "const") == 0) slot = &k->const_; break;
+        case 'm':
+            if (strcmp(key, "minLength") == 0) slot = &k->min_len;
+            else if (strcmp(key, "maxLength") == 0) slot = &k->max_len;
+            else if (strcmp(key, "minimum") == 0) slot = &k->minimum;
+            else if (strcmp(key, "maximum") == 0) slot = &k->maximum;
+            else if (strcmp(key, "minItems") == 0) slot = &k->min_items;
+            else if (strcmp(key, "maxItems") == 0) slot = &k->max_items;
+            break;
+        case 'p': if (strcmp(key, "properties") == 0) slot = &k->props; break;
+        case 'r': if (strcmp(key, "required") == 0) slot = &k->required; break;
+        case 'a':
+            if (strcmp(key, "additionalProperties") == 0) slot = &k->addl;
+            else if (strcmp(key, "allOf") == 0) slot = &k->all_of;
+            else if (strcmp(key, "anyOf") == 0) slot = &k->any_of;
+            break;
+        case 'i': if (strcmp(key, "items") == 0) slot = &k->items; break;
+        case 'o': if (strcmp(key, "oneOf") == 0) slot = &k->one_of; break;
+        case 'n': if (strcmp(key, "not") == 0) slot = &k->not_; break;
+        default: break;
+        }
+        if (slot)
+            *slot = val;
+    }
+}
+
+/* sub = path + sep + name, cut to size like snprintf (no printf on the per-value path). */
+static void join_path(char *sub, size_t size, const char *path, char sep, const char *name,
+                      char close)
+{
+    size_t n = 0;
+    for (const char *p = path; *p && n + 1 < size; p++)
+        sub[n++] = *p;
+    if (n + 1 < size)
+        sub[n++] = sep;
+    for (const char *p = name; *p && n + 1 < size; p++)
+        sub[n++] = *p;
+    if (close && n + 1 < size)
+        sub[n++] = close;
+    sub[n] = '\0';
+}
+
 static const json_t *resolve_ref(vctx_t *c, const char *ref)
 {
     const char *name = NULL;
@@ -161,25 +226,25 @@ static const json_t *resolve_ref(vctx_t *c, const char *ref)
     return defs && name ? json_object_get(defs, name) : NULL;
 }
 
-static bool check_number(vctx_t *c, const json_t *schema, const json_t *v, const char *path)
+static bool check_number(vctx_t *c, const kw_t *kw, const json_t *v, const char *path)
 {
     double d = json_number_value(v);
     const json_t *k;
     char lim[64];
-    if ((k = json_object_get(schema, "minimum")) && json_is_number(k) && d < json_number_value(k)) {
+    if ((k = kw->minimum) && json_is_number(k) && d < json_number_value(k)) {
         snprintf(lim, sizeof lim, "%g", json_number_value(k));
         return fail(c, path, "must be >= %s", lim);
     }
-    if ((k = json_object_get(schema, "maximum")) && json_is_number(k) && d > json_number_value(k)) {
+    if ((k = kw->maximum) && json_is_number(k) && d > json_number_value(k)) {
         snprintf(lim, sizeof lim, "%g", json_number_value(k));
         return fail(c, path, "must be <= %s", lim);
     }
-    if ((k = json_object_get(schema, "exclusiveMinimum")) && json_is_number(k) &&
+    if ((k = kw->ex_min) && json_is_number(k) &&
         d <= json_number_value(k)) {
         snprintf(lim, sizeof lim, "%g", json_number_value(k));
         return fail(c, path, "must be > %s", lim);
     }
-    if ((k = json_object_get(schema, "exclusiveMaximum")) && json_is_number(k) &&
+    if ((k = kw->ex_max) && json_is_number(k) &&
         d >= json_number_value(k)) {
         snprintf(lim, sizeof lim, "%g", json_number_value(k));
         return fail(c, path, "must be < %s", lim);
@@ -187,10 +252,10 @@ static bool check_number(vctx_t *c, const json_t *schema, const json_t *v, const
     return true;
 }
 
-static bool check_object(vctx_t *c, const json_t *schema, const json_t *v, const char *path)
+static bool check_object(vctx_t *c, const kw_t *kw, const json_t *v, const char *path)
 {
-    const json_t *props = json_object_get(schema, "properties");
-    const json_t *req = json_object_get(schema, "required");
+    const json_t *props = kw->props;
+    const json_t *req = kw->required;
     char sub[512];
     if (json_is_array(req)) {
         size_t i;
@@ -200,11 +265,11 @@ static bool check_object(vctx_t *c, const json_t *schema, const json_t *v, const
                 return fail(c, path, "missing required property \"%s\"", json_string_value(name));
         }
     }
-    const json_t *addl = json_object_get(schema, "additionalProperties");
+    const json_t *addl = kw->addl;
     const char *key;
     const json_t *val;
     json_object_foreach((json_t *)v, key, val) {
-        snprintf(sub, sizeof sub, "%s.%s", path, key);
+        join_path(sub, sizeof sub, path, '.', key, 0);
         const json_t *ps = json_is_object(props) ? json_object_get(props, key) : NULL;
         if (ps) {
             if (!validate(c, ps, val, sub))
@@ -219,21 +284,26 @@ static bool check_object(vctx_t *c, const json_t *schema, const json_t *v, const
     return true;
 }
 
-static bool check_array(vctx_t *c, const json_t *schema, const json_t *v, const char *path)
+static bool check_array(vctx_t *c, const kw_t *kw, const json_t *v, const char *path)
 {
     const json_t *k;
     size_t n = json_array_size(v);
-    if ((k = json_object_get(schema, "minItems")) && json_is_integer(k) &&
+    if ((k = kw->min_items) && json_is_integer(k) &&
         (json_int_t)n < json_integer_value(k))
         return fail(c, path, "has too few items");
-    if ((k = json_object_get(schema, "maxItems")) && json_is_integer(k) &&
+    if ((k = kw->max_items) && json_is_integer(k) &&
         (json_int_t)n > json_integer_value(k))
         return fail(c, path, "has too many items");
-    const json_t *items = json_object_get(schema, "items");
+    const json_t *items = kw->items;
     if (json_is_object(items)) {
-        char sub[512];
+        char sub[512], num[24];
         for (size_t i = 0; i < n; i++) {
-            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+            size_t d = sizeof num - 1, x = i;
+            num[d] = '\0';
+            do
+                num[--d] = (char)('0' + x % 10);
+            while ((x /= 10) && d);
+            join_path(sub, sizeof sub, path, '[', num + d, ']');
             if (!validate(c, items, json_array_get(v, i), sub))
                 return false;
         }
@@ -290,7 +360,9 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
     /* what a failing subschema noted does not count: an anyOf branch that failed, a "not" */
     size_t ints_mark = c->n_ints;
     const json_t *k;
-    if ((k = json_object_get(schema, "$ref")) && json_is_string(k)) {
+    kw_t kw;
+    gather(schema, &kw);
+    if ((k = kw.ref) && json_is_string(k)) {
         const json_t *target = resolve_ref(c, json_string_value(k));
         if (!target) {
             fail(c, path, "unresolvable $ref %s", json_string_value(k));
@@ -299,9 +371,9 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
         if (!validate(c, target, v, path))
             goto out;
     }
-    if ((k = json_object_get(schema, "type")) && !check_type(c, k, v, path))
+    if ((k = kw.type) && !check_type(c, k, v, path))
         goto out;
-    if ((k = json_object_get(schema, "enum")) && json_is_array(k)) {
+    if ((k = kw.enum_) && json_is_array(k)) {
         bool found = false;
         size_t i;
         const json_t *e;
@@ -314,30 +386,30 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
             goto out;
         }
     }
-    if ((k = json_object_get(schema, "const")) && !values_equal(k, v)) {
+    if ((k = kw.const_) && !values_equal(k, v)) {
         fail(c, path, "does not equal the required constant");
         goto out;
     }
     if (json_is_string(v)) {
         size_t n = utf8_len(json_string_value(v), json_string_length(v));
-        if ((k = json_object_get(schema, "minLength")) && json_is_integer(k) &&
+        if ((k = kw.min_len) && json_is_integer(k) &&
             (json_int_t)n < json_integer_value(k)) {
             fail(c, path, "is too short");
             goto out;
         }
-        if ((k = json_object_get(schema, "maxLength")) && json_is_integer(k) &&
+        if ((k = kw.max_len) && json_is_integer(k) &&
             (json_int_t)n > json_integer_value(k)) {
             fail(c, path, "is too long");
             goto out;
         }
     }
-    if (json_is_number(v) && !check_number(c, schema, v, path))
+    if (json_is_number(v) && !check_number(c, &kw, v, path))
         goto out;
-    if (json_is_object(v) && !check_object(c, schema, v, path))
+    if (json_is_object(v) && !check_object(c, &kw, v, path))
         goto out;
-    if (json_is_array(v) && !check_array(c, schema, v, path))
+    if (json_is_array(v) && !check_array(c, &kw, v, path))
         goto out;
-    if ((k = json_object_get(schema, "allOf")) && json_is_array(k)) {
+    if ((k = kw.all_of) && json_is_array(k)) {
         size_t i;
         const json_t *s;
         json_array_foreach(k, i, s) {
@@ -345,9 +417,9 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
                 goto out;
         }
     }
-    const char *alts[] = {"anyOf", "oneOf"};
+    const json_t *alts[] = {kw.any_of, kw.one_of};
     for (int a = 0; a < 2; a++) {
-        if ((k = json_object_get(schema, alts[a])) && json_is_array(k)) {
+        if ((k = alts[a]) && json_is_array(k)) {
             size_t i, matches = 0;
             const json_t *s;
             char saved[256];
@@ -363,7 +435,7 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
             }
         }
     }
-    if ((k = json_object_get(schema, "not"))) {
+    if ((k = kw.not_)) {
         if (validate(c, k, v, path)) {
             fail(c, path, "matches a schema it must not match");
             goto out;

@@ -154,6 +154,56 @@ json_t *jsonrpc_notification(const char *method, json_t *params)
     return m;
 }
 
+void jsonrpc_result_into(buf_t *out, const json_t *id, const json_t *result, const char *extra,
+                         size_t extra_len)
+{
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
+    buf_add(out, head, sizeof head - 1);
+    if (id)
+        json_dump_into(out, id);
+    else
+        buf_add(out, "null", 4);
+    buf_add(out, mid, sizeof mid - 1);
+    if (!result) {
+        buf_add(out, "{", 1);
+        if (extra)
+            buf_add(out, extra, extra_len);
+        buf_add(out, "}}", 2);
+        return;
+    }
+    json_dump_into(out, result);
+    if (extra && json_is_object(result) && out->len && out->p[out->len - 1] == '}') {
+        out->len--; /* reopen the result object */
+        if (json_object_size(result))
+            buf_add(out, ",", 1);
+        buf_add(out, extra, extra_len);
+        buf_add(out, "}", 1);
+    }
+    buf_add(out, "}", 1);
+}
+
+size_t jsonrpc_text_len(const char *text, size_t n)
+{
+    int depth = 0;
+    bool in_str = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = text[i];
+        if (in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_str = false;
+        } else if (ch == '"') {
+            in_str = true;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+        } else if ((ch == '}' || ch == ']') && --depth == 0) {
+            return i + 1;
+        }
+    }
+    return n;
+}
+
 char *jsonrpc_dump(const json_t *msg, size_t *len)
 {
     return json_dump_compact(msg, len);

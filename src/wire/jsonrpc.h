@@ -59,6 +59,15 @@ const json_t *jsonrpc_request_id(const json_t *msg);
 
 /* {"jsonrpc":"2.0","id":id,"result":result}; result stolen, id borrowed. */
 json_t *jsonrpc_result(const json_t *id, json_t *result);
+/* Appends {"jsonrpc":"2.0","id":ID,"result":RESULT} to out as JSON text (id NULL: null; result
+ * NULL: {}). extra, when given and the result is an object, is members' text (no leading comma)
+ * added at the end of the result object. */
+struct buf;
+void jsonrpc_result_into(struct buf *out, const json_t *id, const json_t *result,
+                         const char *extra, size_t extra_len);
+/* The length of the JSON object or array at the start of text (up to n bytes): where the
+ * bracket that closes its first one is, strings skipped; n when it does not close. */
+size_t jsonrpc_text_len(const char *text, size_t n);
 /* {"jsonrpc":"2.0","id":id|null,"error":{code,message[,data]}}; data stolen, id borrowed. */
 json_t *jsonrpc_error(const json_t *id, int code, const char *message, json_t *data);
 /* {"jsonrpc":"2.0","method":method[,"params":params]}; params stolen (may be NULL). */

@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "core/buf.h"
 #include "wire/jsonrpc.h"
 
 /* Classifies the JSON text; *why is set only on JR_INVALID (NULL otherwise). */
@@ -408,6 +409,60 @@ static void quote_name_shows_nul_and_never_cuts_a_character(void **state)
     json_decref(v);
 }
 
+/* jsonrpc_result_into's text for (id, result, extra), NUL-terminated (caller frees). */
+static char *result_text(const json_t *id, const char *result, const char *extra)
+{
+    json_t *r = result ? json_loads(result, JSON_DECODE_ANY, NULL) : NULL;
+    buf_t b = {0};
+    buf_add(&b, "x", 1); /* appends: what was there stays */
+    jsonrpc_result_into(&b, id, r, extra, extra ? strlen(extra) : 0);
+    json_decref(r);
+    size_t len;
+    char *t = buf_steal(&b, &len);
+    assert_int_equal(len, strlen(t));
+    return t;
+}
+
+static void a_result_text_is_the_envelope_with_the_result_and_extra_members_inside_it(void **state)
+{
+    (void)state;
+    json_t *id = json_integer(7);
+    char *t = result_text(id, "{\"a\":1}", NULL);
+    assert_string_equal(t, "x{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":1}}");
+    free(t);
+    t = result_text(id, "{\"a\":\"}\"}", "\"k\":true");
+    assert_string_equal(t, "x{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"a\":\"}\",\"k\":true}}");
+    free(t);
+    t = result_text(id, "{}", "\"k\":true"); /* no comma before the first member */
+    assert_string_equal(t, "x{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"k\":true}}");
+    free(t);
+    t = result_text(id, NULL, "\"k\":1");
+    assert_string_equal(t, "x{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"k\":1}}");
+    free(t);
+    t = result_text(id, "[1]", "\"k\":1"); /* only an object takes the extra members */
+    assert_string_equal(t, "x{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":[1]}");
+    free(t);
+    json_decref(id);
+    id = json_string("r\"1");
+    t = result_text(id, "{}", NULL);
+    assert_string_equal(t, "x{\"jsonrpc\":\"2.0\",\"id\":\"r\\\"1\",\"result\":{}}");
+    free(t);
+    json_decref(id);
+    t = result_text(NULL, "{}", NULL);
+    assert_string_equal(t, "x{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}");
+    free(t);
+}
+
+static void text_len_finds_the_end_of_the_first_object_past_brackets_in_strings(void **state)
+{
+    (void)state;
+    const char *two = "{\"a\":\"}]\\\"{\",\"b\":[{}]},{\"c\":1}";
+    size_t first = strlen("{\"a\":\"}]\\\"{\",\"b\":[{}]}");
+    assert_int_equal(jsonrpc_text_len(two, strlen(two)), first);
+    assert_int_equal(jsonrpc_text_len(two + first + 1, strlen(two + first + 1)), 7);
+    assert_int_equal(jsonrpc_text_len("{\"a\":", 5), 5); /* not closed: all of it */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -443,6 +498,8 @@ int main(void)
         cmocka_unit_test(a_string_holding_nul_is_no_c_string_and_matches_no_name),
         cmocka_unit_test(a_jsonrpc_version_holding_nul_is_invalid),
         cmocka_unit_test(quote_name_shows_nul_and_never_cuts_a_character),
+        cmocka_unit_test(a_result_text_is_the_envelope_with_the_result_and_extra_members_inside_it),
+        cmocka_unit_test(text_len_finds_the_end_of_the_first_object_past_brackets_in_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
