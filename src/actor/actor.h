@@ -94,6 +94,8 @@ typedef struct actor {
     json_t *ext;             /* what only the other kinds keep, NULL for a session (it keeps
                                 a session's actor small), keyed (actor_ext/actor_ext_set):
                                 "ph" ACTOR_MODERN: the request's Mcp-Param-* headers (raw);
+                                "mp" ACTOR_MODERN: [target, arguments] of a first round of a
+                                  call (mrtr is made from them if it asks for input);
                                 "mrtr" ACTOR_MODERN: the input-request exchange of its call;
                                 "listen" ACTOR_MODERN serving subscriptions/listen: {"id": the
                                   request id, "f": the honoured SubscriptionFilter};

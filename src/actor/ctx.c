@@ -76,7 +76,7 @@ void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err)
         return;
     }
     j->reply = result;
-    snprintf(j->reply_err, sizeof j->reply_err, "%s", err ? err : "");
+    str_copy(j->reply_err, sizeof j->reply_err, err ? err : "");
     j->reply_ready = true;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);

@@ -343,7 +343,7 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
         }
         h = actor_create_kind(w, m->sid, ACTOR_HANDLE);
         h->proto = proto_modern();
-        snprintf(h->auth_name, sizeof h->auth_name, "%s", j->principal);
+        str_copy(h->auth_name, sizeof h->auth_name, j->principal);
         actor_alarm_set(h, now + g_cfg.handle_ttl_s * 1000); /* its expiry; persists the meta */
         STAT_INC(handles_created_total);
         STAT_INC(handles_stored);

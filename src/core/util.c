@@ -100,6 +100,15 @@ bool session_id_valid(const char *s)
     return i == SESSION_ID_LEN;
 }
 
+void str_copy(char *dst, size_t size, const char *src)
+{
+    if (!size)
+        return;
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 uint64_t hash_bytes(const void *data, size_t len)
 {
     /* FNV-1a then a final avalanche so that consecutive ids spread over workers. */

@@ -36,6 +36,8 @@ bool session_id_valid(const char *s);
 uint64_t hash_bytes(const void *data, size_t len);
 
 /* Allocation that aborts on failure: out of memory is not a recoverable condition here. */
+/* Copies src into dst (size bytes, NUL-terminated, cut like snprintf "%s" but no printf). */
+void str_copy(char *dst, size_t size, const char *src);
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);

@@ -187,7 +187,7 @@ static bool check_version_header(struct evhttp_request *req, const json_t *id, c
         http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
         return false;
     }
-    snprintf(out, 32, "%s", v);
+    str_copy(out, 32, v);
     return true;
 }
 
@@ -196,7 +196,7 @@ static bool check_version_header(struct evhttp_request *req, const json_t *id, c
 static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
                    const char *who, hlink_t *link)
 {
-    snprintf(m->u.client.auth_name, sizeof m->u.client.auth_name, "%s", who);
+    str_copy(m->u.client.auth_name, sizeof m->u.client.auth_name, who);
     worker_t *w = worker_for_session(m->sid);
     if (!worker_admit(w, m)) {
         char msg[160];
@@ -377,7 +377,7 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         wmsg_free(m);
         return;
     }
-    snprintf(m->u.client.proto_hdr, sizeof m->u.client.proto_hdr, "%s", MODERN_VERSION);
+    str_copy(m->u.client.proto_hdr, sizeof m->u.client.proto_hdr, MODERN_VERSION);
     m->u.post.modern = true;
     m->u.post.param_hdrs = params;
     m->u.post.body = b->json; /* ownership moves to the actor with the message */

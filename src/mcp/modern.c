@@ -260,6 +260,29 @@ static bool tool_is_once(stats_method_t m, const char *target)
     return t && (t->flags & MCPD_TOOL_INPUT_ONCE);
 }
 
+/* The actor's "mrtr", the state of the exchange: the method, "b" the target and the arguments
+ * (bound by one digest; a long resource URI stays out of the token), "a" the answers so far. */
+static json_t *bound_of(json_t *params, stats_method_t m)
+{
+    return json_pack("[O?,O?]", target_of(params, m), json_object_get(params, "arguments"));
+}
+
+/* bound: bound_of's (taken) */
+static json_t *mrtr_new(actor_t *a, stats_method_t m, json_t *bound)
+{
+    json_t *mrtr = json_pack("{s:i,s:o,s:o}", "m", (int)m, "b", bound, "a", json_object());
+    actor_ext_set(a, "mrtr", mrtr);
+    return mrtr;
+}
+
+/* The exchange's state, made from the kept params of a first round when it asks for input. */
+static json_t *mrtr_of(actor_t *a, call_t *c)
+{
+    json_t *mr = actor_ext(a, "mrtr");
+    json_t *bound = mr ? NULL : actor_ext(a, "mp");
+    return bound ? mrtr_new(a, c->method, json_incref(bound)) : mr;
+}
+
 /* Reads a retry's inputResponses and requestState into the actor's "mrtr" (the answers so far, and the
  * record it continues). false after answering the call with an error. */
 static bool take_input(actor_t *a, call_t *c, json_t *params)
@@ -271,19 +294,20 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
                                  "answers keyed as the inputRequests were");
     if (rs && !jsonrpc_cstr(rs))
         return input_error(a, c, "Invalid params: params.requestState must be a string");
+    if (!ir && !rs) {
+        /* a first round (most calls): only the target and the arguments are kept (as they
+         * came: the dispatch takes the arguments on); the exchange's state is made from them
+         * if the handler asks for input (mrtr_of) */
+        actor_ext_set(a, "mp", bound_of(params, c->method));
+        return true;
+    }
     const char *target = jsonrpc_cstr(target_of(params, c->method));
-    /* the target and the arguments, bound by one digest (a long resource URI stays out of the
-     * token); computed when a state comes, or when the call asks for input (most calls do
-     * neither) */
-    json_t *bound = json_pack("[O?,O?]", target_of(params, c->method), json_object_get(params, "arguments"));
     /* looked up only for a retry (most calls are none); a first round looks it up if it asks */
-    bool once = (ir || rs) && tool_is_once(c->method, target);
-    json_t *mrtr = json_pack("{s:i,s:o}", "m", (int)c->method, "b", bound);
-    if (ir || rs)
-        json_object_set_new(mrtr, "o", json_boolean(once));
-    actor_ext_set(a, "mrtr", mrtr);
-    json_t *answers = json_object();
-    json_object_set_new(mrtr, "a", answers);
+    bool once = tool_is_once(c->method, target);
+    json_t *mrtr = mrtr_new(a, c->method, bound_of(params, c->method));
+    json_object_set_new(mrtr, "o", json_boolean(once));
+    json_t *answers = json_object_get(mrtr, "a");
+    json_t *bound = json_object_get(mrtr, "b");
     if (rs) {
         char digest[33];
         reqstate_digest(bound, digest);
@@ -353,7 +377,7 @@ static actor_t *live_record(actor_t *a)
 void modern_input_required(actor_t *a, call_t *c, job_t *j)
 {
     worker_t *w = a->w;
-    if (!actor_ext(a, "mrtr")) { /* only calls that went through take_input get here */
+    if (!mrtr_of(a, c)) { /* only calls that went through take_input get here */
         mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "input requests are not possible here", NULL);
         return;
     }
@@ -510,7 +534,7 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     a->log_level = ll ? log_level_index(json_string_value(ll)) : 8;
     actor_ext_set(a, "ph", m->u.post.param_hdrs); /* NULL: none */
     m->u.post.param_hdrs = NULL;
-    snprintf(a->auth_name, sizeof a->auth_name, "%s", m->u.client.auth_name);
+    str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
 
     stream_t *s = actor_new_post_stream(a, m->u.client.conn);
     s->outstanding = 1;

@@ -45,7 +45,7 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     a->proto = proto_negotiate(jsonrpc_cstr(pv)); /* one holding U+0000 is unknown: the latest */
     a->client_caps = caps ? json_incref(caps) : json_object();
     a->client_info = info ? json_incref(info) : NULL;
-    snprintf(a->auth_name, sizeof a->auth_name, "%s", m->u.client.auth_name);
+    str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
     /* every session holds one alarm while it exists: at the latest, its own expiry */
     actor_alarm_set(a, a->created_ms + g_cfg.session_ttl_s * 1000); /* persists the metadata */
     STAT_INC(sessions_created_total);

@@ -189,9 +189,24 @@ static void string_duplicates_are_independent_copies(void **state)
     free(b);
 }
 
+static void str_copy_copies_and_cuts_like_snprintf(void **state)
+{
+    (void)state;
+    char d[6];
+    str_copy(d, sizeof d, "abc");
+    assert_string_equal(d, "abc");
+    str_copy(d, sizeof d, "abcdefgh");
+    assert_string_equal(d, "abcde");
+    str_copy(d, sizeof d, "");
+    assert_string_equal(d, "");
+    str_copy(d, 1, "xyz");
+    assert_string_equal(d, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(str_copy_copies_and_cuts_like_snprintf),
         cmocka_unit_test(a_new_session_id_is_32_lowercase_hex_characters),
         cmocka_unit_test(two_new_session_ids_differ),
         cmocka_unit_test(session_id_valid_requires_exactly_32_lowercase_hex),
