@@ -195,7 +195,7 @@ static void print_help(const char *prog)
            "mcpactord %s: a Model Context Protocol server on Streamable HTTP, both eras on one\n"
            "endpoint: sessions (2025-03-26, 2025-06-18, 2025-11-25) that are durable actors stored\n"
            "in RocksDB, and the stateless 2026-07-28 (per-request _meta, input requests, state\n"
-           "handles, subscriptions/listen).\n\n"
+           "handles, subscriptions/listen, the tasks extension).\n\n"
            "flags:\n",
            prog, MCPD_VERSION);
     for (size_t i = 0; i < NFLAGS; i++) {

@@ -119,6 +119,11 @@ class Tasks(ServerTest):
         self.assertError(r, m, 400, -32021)
         self.c.ok("tasks/cancel", {"taskId": tid})
 
+    def test_a_listen_for_task_ids_without_the_declaration_is_32021(self):
+        r, m = self.c.call("subscriptions/listen", {"notifications": {"taskIds": ["0" * 32]}}, caps={})
+        err = self.assertError(r, m, 400, -32021)
+        self.assertEqual(err["data"]["requiredCapabilities"]["extensions"], {EXT: {}})
+
     def test_the_legacy_task_param_is_ignored(self):
         res = self.c.tool("greet", {"name": "x"})
         self.assertEqual(res["content"][0]["text"], "Hello, x!")
