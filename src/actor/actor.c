@@ -592,7 +592,7 @@ void actor_hibernate(actor_t *a)
     while (a->streams)
         actor_free_stream(a, a->streams, true);
     STAT_INC(hibernations_total);
-    log_debug("session %.8s hibernated", a->sid);
+    log_debug("%s %.8s hibernated", actor_kind_name(a), a->sid);
     worker_remove_actor(w, a);
     actor_free(a);
 }
