@@ -16,6 +16,10 @@ const RUN_TIMEOUT_MS = 300000;
 const NOISE = new Set(['outgoing-request', 'incoming-response', 'incoming-sse-event',
   'incoming-request', 'outgoing-response', 'outgoing-sse-event']);
 
+// Checks that pass against this server, per set: a check that silently turns into SKIPPED or
+// INFO (a tasks-* check whose setup failed, say) lowers the count. They must never fall.
+const FLOORS = { '--requirements 2026-07-28': 196, '--requirements 2025-11-25': 83, '--suite all': 233 };
+
 async function runSet(server, label, args) {
   const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpd-conf2026-'));
   const r = await run([...nodeArgs, cli, 'server', '--url', server.url, ...args, '-o', outDir],
@@ -36,6 +40,7 @@ async function runSet(server, label, args) {
       console.log(`         [${c.status}] ${c.id}: ${c.errorMessage ?? c.description}`);
   }
   if (failed) problems.push(`${failed} checks failed or warned`);
+  if (passed < FLOORS[label]) problems.push(`${passed} checks passed, fewer than the floor of ${FLOORS[label]}`);
   console.log(`  ${label}: ${passed} passed, ${failed} failed; the suite's summary: ` +
     `${r.out.match(/^Total: .*$/m)?.[0] ?? '(none)'}`);
   if (problems.length) {
