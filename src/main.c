@@ -187,6 +187,7 @@ int main(int argc, char **argv)
     atomic_store(&g_stats.sessions_stored, (long long)stored[STORED_SESSION]);
     atomic_store(&g_stats.input_records_stored, (long long)stored[STORED_RECORD]);
     atomic_store(&g_stats.handles_stored, (long long)stored[STORED_HANDLE]);
+    atomic_store(&g_stats.tasks_stored, (long long)stored[STORED_TASK]);
     log_info("store: %lld sessions in %s", (long long)STAT_GET(sessions_stored), g_cfg.data_dir);
     /* before the first request: answer the calls a crash interrupted, then arm the alarms */
     long interrupted = actors_recover_all(store);

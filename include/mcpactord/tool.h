@@ -74,6 +74,23 @@ enum {
      * retry with the same state is refused as a replay, even if the first did not finish).
      * Without it a state stays good until its call completes or it expires. */
     MCPD_TOOL_INPUT_ONCE = 1u << 1,
+    /* The tasks extension (SEP-2663, protocol version 2026-07-28): the tool may run as a task.
+     * A call whose request declares the extension (io.modelcontextprotocol/tasks in its
+     * clientCapabilities.extensions) is answered at once with a CreateTaskResult; the handler
+     * runs as usual and the client polls tasks/get for its result. Without the declaration, and
+     * in a session, the call runs synchronously. The handler is the same either way: its input
+     * requests (elicit, sample, request) become the task's inputRequests, answered through
+     * tasks/update, and it runs again with the answers (as for a 2026-07-28 retry). Progress and
+     * log messages are dropped for a task. Not with MCPD_TOOL_NONBLOCKING (-EINVAL). */
+    MCPD_TOOL_TASK = 1u << 2,
+    /* Implies MCPD_TOOL_TASK: the tool runs only as a task; a 2026-07-28 call without the
+     * declaration is refused with -32021 before the handler runs, and a session's call runs
+     * synchronously (the extension does not exist there). */
+    MCPD_TOOL_TASK_REQUIRED = 1u << 3,
+    /* With MCPD_TOOL_TASK(_REQUIRED): input first. The handler's input requests of a call are
+     * asked synchronously (input_required + requestState, as without a task); the retry that
+     * answers every request of the last round becomes the task, whose run sees those answers. */
+    MCPD_TOOL_TASK_AFTER_INPUT = 1u << 4,
 };
 
 typedef struct mcpd_tool_def {

@@ -153,6 +153,9 @@ void actor_write_meta(actor_t *a)
         json_object_set(m, "rec", actor_ext(a, "rec") ? actor_ext(a, "rec") : json_null());
     } else if (a->kind == ACTOR_HANDLE) {
         json_object_set_new(m, "k", json_string("h"));
+    } else if (a->kind == ACTOR_TASK) {
+        json_object_set_new(m, "k", json_string("t"));
+        json_object_set(m, "task", actor_ext(a, "task") ? actor_ext(a, "task") : json_null());
     }
     size_t len;
     char *text = jsonrpc_dump(m, &len);
@@ -160,6 +163,22 @@ void actor_write_meta(actor_t *a)
     sessionrec_put_meta(actor_batch(a), a->sid, text, len);
     free(text);
     a->touched_stored_ms = a->touched_ms;
+}
+
+const char *actor_kind_name(const actor_t *a)
+{
+    switch (a->kind) {
+    case ACTOR_HANDLE:
+        return "handle";
+    case ACTOR_RECORD:
+        return "record";
+    case ACTOR_TASK:
+        return "task";
+    case ACTOR_MODERN:
+        return "request";
+    default:
+        return "session";
+    }
 }
 
 actor_t *actor_create(worker_t *w, const char *sid)
@@ -197,21 +216,24 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     free(v);
     bool record = jsonrpc_str_is(json_object_get(m, "k"), "r");
     bool handle = jsonrpc_str_is(json_object_get(m, "k"), "h");
-    const proto_t *p = record || handle ? proto_modern()
-                                        : proto_find(json_string_value(json_object_get(m, "v")));
+    bool task = jsonrpc_str_is(json_object_get(m, "k"), "t");
+    const proto_t *p = record || handle || task
+                           ? proto_modern()
+                           : proto_find(json_string_value(json_object_get(m, "v")));
     if (!json_is_object(m) || !p) {
         log_error("session %.8s: unreadable metadata, treating it as unknown", sid);
         json_decref(m);
         return NULL;
     }
-    actor_t *a = actor_create_kind(w, sid, record ? ACTOR_RECORD : handle ? ACTOR_HANDLE : ACTOR_SESSION);
+    actor_t *a = actor_create_kind(w, sid, record ? ACTOR_RECORD : handle ? ACTOR_HANDLE
+                                           : task ? ACTOR_TASK : ACTOR_SESSION);
     a->proto = p;
     /* unknown: it may have streams or state from before; a record has its metadata and alarm
-     * keys only (one point delete suffices) */
-    a->stored_more = !record;
-    if (record) {
-        json_t *rec = json_object_get(m, "rec");
-        actor_ext_set(a, "rec", json_is_object(rec) ? json_incref(rec) : json_object());
+     * keys only (one point delete suffices), a task two state keys more (point deletes) */
+    a->stored_more = !record && !task;
+    if (record || task) {
+        json_t *ext = json_object_get(m, record ? "rec" : "task");
+        actor_ext_set(a, record ? "rec" : "task", json_is_object(ext) ? json_incref(ext) : json_object());
     }
     json_t *ci = json_object_get(m, "ci"), *cc = json_object_get(m, "cc");
     a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
@@ -241,8 +263,7 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     if (next > a->next_stream)
         a->next_stream = next;
     STAT_INC(wakes_total);
-    log_debug("%s %.8s woken from the store",
-              a->kind == ACTOR_HANDLE ? "handle" : a->kind == ACTOR_RECORD ? "record" : "session", sid);
+    log_debug("%s %.8s woken from the store", actor_kind_name(a), sid);
     return a;
 }
 
@@ -254,8 +275,10 @@ int actor_meta_kind(const char *meta, size_t len)
         return STORED_SESSION;
     json_t *m = json_parse_buf(meta, len, NULL, 0, NULL);
     const json_t *k = json_object_get(m, "k");
-    int kind = jsonrpc_str_is(k, "r") ? STORED_RECORD : jsonrpc_str_is(k, "h") ? STORED_HANDLE
-                                                                             : STORED_SESSION;
+    int kind = jsonrpc_str_is(k, "r")   ? STORED_RECORD
+               : jsonrpc_str_is(k, "h") ? STORED_HANDLE
+               : jsonrpc_str_is(k, "t") ? STORED_TASK
+                                        : STORED_SESSION;
     json_decref(m);
     return kind;
 }
@@ -354,8 +377,13 @@ void actor_delete(actor_t *a)
         a->alarm_due = 0;
     }
     /* a session that never stored a stream or state has its metadata as its only key: one
-     * point delete, no range tombstones (they slow later reads) */
-    eventlog_delete_session(b, a->sid, !a->stored_more);
+     * point delete, no range tombstones (they slow later reads); a task has its two state
+     * keys more */
+    eventlog_delete_session(b, a->sid, !a->stored_more || a->kind == ACTOR_TASK);
+    if (a->kind == ACTOR_TASK) {
+        sessionrec_delete_state(b, a->sid, TASK_STATE_ARGS);
+        sessionrec_delete_state(b, a->sid, TASK_STATE_RESULT);
+    }
     if (a->kind == ACTOR_SESSION) {
         worker_stat_add(w, DS_SESSIONS_DELETED, 1);
         worker_stat_add(w, DS_SESSIONS_STORED, -1);
@@ -363,9 +391,11 @@ void actor_delete(actor_t *a)
     } else {
         if (a->kind == ACTOR_RECORD)
             STAT_DEC(input_records_stored);
+        else if (a->kind == ACTOR_TASK)
+            STAT_DEC(tasks_stored);
         else
             STAT_DEC(handles_stored);
-        log_debug("%s %.8s deleted", a->kind == ACTOR_HANDLE ? "handle" : "record", a->sid);
+        log_debug("%s %.8s deleted", actor_kind_name(a), a->sid);
     }
     worker_remove_actor(w, a);
     actor_free(a);
@@ -518,6 +548,8 @@ static void cancel_jobs_of(actor_t *a, void *arg)
     for (call_t *c = a->calls; c; c = c->next)
         if (c->job)
             job_cancel(c->job);
+    for (job_t *j = a->detached; j; j = j->detached_next)
+        job_cancel(j); /* a task's run (a cancelled call's job is cancelled already) */
     actor_release_queued_jobs(a); /* cancelled: they end at once, before the pool stops */
 }
 
@@ -571,7 +603,7 @@ void actor_hibernate(actor_t *a)
     while (a->streams)
         actor_free_stream(a, a->streams, true);
     STAT_INC(hibernations_total);
-    log_debug("session %.8s hibernated", a->sid);
+    log_debug("%s %.8s hibernated", actor_kind_name(a), a->sid);
     worker_remove_actor(w, a);
     actor_free(a);
 }

@@ -90,7 +90,8 @@ typedef struct actor {
     bool initialized;
     bool modern;             /* serves one 2026-07-28 request: never stored, no event ids,
                                 freed once its request is answered (actor_discard) */
-    char kind;               /* ACTOR_SESSION, ACTOR_MODERN or ACTOR_RECORD */
+    char kind;               /* ACTOR_SESSION, ACTOR_MODERN, ACTOR_RECORD, ACTOR_HANDLE or
+                                ACTOR_TASK */
     json_t *ext;             /* what only the other kinds keep, NULL for a session (it keeps
                                 a session's actor small), keyed (actor_ext/actor_ext_set):
                                 "ph" ACTOR_MODERN: the request's Mcp-Param-* headers (raw);
@@ -100,7 +101,11 @@ typedef struct actor {
                                 "listen" ACTOR_MODERN serving subscriptions/listen: {"id": the
                                   request id, "f": the honoured SubscriptionFilter};
                                 "rec" ACTOR_RECORD: what the protocol layer keeps (stored in
-                                  the metadata; its alarm is its expiry) */
+                                  the metadata; its alarm is its expiry);
+                                "task" ACTOR_TASK: the task's status and what its runs need
+                                  (stored in the metadata; its alarm is its TTL);
+                                "result" ACTOR_TASK: a cache of its stored result (not in
+                                  the metadata) */
 
     char auth_name[64];
     int64_t created_ms;
@@ -158,7 +163,17 @@ void actor_destroy_all(worker_t *w);
  * streams: the protocol layer keeps in it what must outlive a request (2026-07-28 input
  * requests: the answers collected so far). A handle is a durable owner of tool state that no
  * session owns (mcpd_ctx_handle_*), deleted --handle-ttl after its last use. */
-enum { ACTOR_SESSION = 's', ACTOR_MODERN = 'm', ACTOR_RECORD = 'r', ACTOR_HANDLE = 'h' };
+enum { ACTOR_SESSION = 's', ACTOR_MODERN = 'm', ACTOR_RECORD = 'r', ACTOR_HANDLE = 'h',
+       ACTOR_TASK = 't' };
+/* A task (the tasks extension, SEP-2663) is a durable actor with no streams, like a record: the
+ * protocol layer keeps its status in ext "task"; its arguments and its final result are two
+ * keys of its state (TASK_STATE_ARGS, TASK_STATE_RESULT), deleted with it; its running job, if
+ * any, is on its `detached` list (so it is not idle while it runs); its one alarm is its TTL. */
+#define TASK_STATE_ARGS "args"
+#define TASK_STATE_RESULT "result"
+
+/* "session", "record", "handle", "task" or "request" (for logs). */
+const char *actor_kind_name(const actor_t *a);
 
 /* Used by the MCP layer (mcp/session.c), worker thread. */
 actor_t *actor_create(worker_t *w, const char *sid);
@@ -166,7 +181,7 @@ actor_t *actor_create(worker_t *w, const char *sid);
  * neither is counted as a session. */
 actor_t *actor_create_kind(worker_t *w, const char *sid, char kind);
 /* What stored metadata (actor_write_meta's) belongs to: the startup counts (sessionrec_count). */
-enum { STORED_SESSION = 0, STORED_RECORD, STORED_HANDLE, STORED__KINDS };
+enum { STORED_SESSION = 0, STORED_RECORD, STORED_HANDLE, STORED_TASK, STORED__KINDS };
 int actor_meta_kind(const char *meta, size_t len);
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none. */
 actor_t *actor_find_or_load(worker_t *w, const char *sid);

@@ -175,6 +175,13 @@ bool actor_on_alarm(actor_t *a, int64_t due)
         actor_delete(a);
         return false;
     }
+    if (a->kind == ACTOR_TASK) {
+        /* a task's one alarm is its TTL (createdAt + ttlMs): a running job is cancelled and
+         * the task is gone, so tasks/get answers it is not found */
+        log_info("task %.8s expired (--task-ttl)", a->sid);
+        actor_delete(a);
+        return false;
+    }
     if (a->kind == ACTOR_HANDLE) {
         /* a handle's one alarm is its expiry, --handle-ttl after its last use */
         int64_t expiry = a->touched_ms + g_cfg.handle_ttl_s * 1000;

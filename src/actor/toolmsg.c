@@ -12,6 +12,7 @@
 #include "store/sessionrec.h"
 #include "wire/eventid.h"
 #include "wire/jsonrpc.h"
+#include "wire/modern.h"
 #include "wire/sse.h"
 
 #include <event2/event.h>
@@ -78,28 +79,6 @@ static stream_t *single_active_post(actor_t *a, int *count)
     return *count == 1 ? found : NULL;
 }
 
-/* What is wrong with a client's answer to method, or NULL: an elicitation answer is an
- * ElicitResult (an action), a sampling answer a CreateMessageResult (role and content), a roots
- * answer a ListRootsResult (a roots array). */
-static const char *answer_problem(const char *method, const json_t *ans)
-{
-    if (!json_is_object(ans))
-        return "is not an object";
-    if (strcmp(method, "elicitation/create") == 0) {
-        const json_t *act = json_object_get(ans, "action");
-        if (!jsonrpc_str_is(act, "accept") && !jsonrpc_str_is(act, "decline") &&
-            !jsonrpc_str_is(act, "cancel"))
-            return "is not an ElicitResult (action must be accept, decline or cancel)";
-    } else if (strcmp(method, "sampling/createMessage") == 0) {
-        if (!json_object_get(ans, "role") || !json_object_get(ans, "content"))
-            return "is not a CreateMessageResult (role and content are required)";
-    } else if (strcmp(method, "roots/list") == 0) {
-        if (!json_is_array(json_object_get(ans, "roots")))
-            return "is not a ListRootsResult (roots must be an array)";
-    }
-    return NULL;
-}
-
 /* 2026-07-28 (MRTR): a request of the handler is answered from the client's inputResponses
  * when they hold its key; otherwise it joins the call's inputRequests and the handler is told
  * to return (the call then answers input_required: mcp layer). */
@@ -116,7 +95,7 @@ static void modern_input_request(actor_t *a, job_t *j, wmsg_t *m, const char *me
     }
     json_t *ans = json_object_get(j->answers, key);
     if (ans) {
-        const char *bad = answer_problem(method, ans);
+        const char *bad = modern_answer_problem(method, ans);
         if (!bad) {
             job_reply(j, m->u.tool.wait_seq, json_deep_copy(ans), NULL);
             return;
@@ -165,7 +144,7 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
     if (cap && !json_object_get(a->client_caps, cap)) {
         char why[160];
         snprintf(why, sizeof why, "the client did not declare the %s capability", cap);
-        if (a->modern && !j->fail_code) {
+        if (j->modern && !j->fail_code) {
             /* 2026-07-28: the request needed a capability it did not declare; that is the
              * call's answer (MissingRequiredClientCapabilityError), whatever the handler
              * returns after this refusal */
@@ -179,7 +158,7 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
         job_reply(j, m->u.tool.wait_seq, NULL, why);
         return;
     }
-    if (a->modern) {
+    if (j->modern) { /* a 2026-07-28 call, or a task's run: the answers come with a retry */
         modern_input_request(a, j, m, method);
         return;
     }
@@ -230,7 +209,10 @@ static void handle_tool_out(actor_t *a, job_t *j, wmsg_t *m)
             return;
         }
     }
-    if (m->u.tool.target == MCPD_TARGET_SESSION) {
+    if (a->kind == ACTOR_TASK) {
+        /* SEP-2663: no progress or log messages for a task (no stream carries them) */
+        json_decref(msg);
+    } else if (m->u.tool.target == MCPD_TARGET_SESSION) {
         actor_send_session(a, msg);
     } else if (j->call) {
         actor_stream_send(a, j->call->stream, msg);
@@ -313,7 +295,7 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
 
 static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
 {
-    if (a->modern) {
+    if (j->modern) {
         job_reply(j, m->u.tool.wait_seq, NULL,
                   "no session state in protocol version 2026-07-28: the request has no session "
                   "(keep state behind a handle: mcpd_ctx_handle_new)");

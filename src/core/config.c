@@ -127,6 +127,14 @@ static const flag_t FLAGS[] = {
     {"max-input-records", "N", K_INT, OFF(max_input_records), 1, 1LL << 40,
      "2026-07-28: pending input-request exchanges stored (each until its retry or "
      "--request-state-ttl); past it a call that asks for input gets -32003 (default 100000)"},
+    {"task-ttl", "SECS", K_INT, OFF(task_ttl_s), 1, 86400LL * 365,
+     "2026-07-28 tasks extension: a task (its status and result) is deleted this long after it "
+     "was created; its ttlMs (default 3600)"},
+    {"task-poll-ms", "MS", K_INT, OFF(task_poll_ms), 1, 3600000,
+     "2026-07-28 tasks extension: the pollIntervalMs a task suggests to its client (default 1000)"},
+    {"max-tasks", "N", K_INT, OFF(max_tasks), 1, 1LL << 40,
+     "2026-07-28 tasks extension: tasks stored; past it a tool that may run as a task runs "
+     "synchronously and one that must gets -32003 (default 100000)"},
     {"handle-ttl", "SECS", K_INT, OFF(handle_ttl_s), 1, 86400LL * 3650,
      "delete a state handle (mcpd_ctx_handle_new) unused this long (default 604800)"},
     {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
@@ -163,6 +171,9 @@ void config_defaults(config_t *c)
     c->request_state_ttl_s = 900;
     c->handle_ttl_s = 604800;
     c->max_input_records = 100000;
+    c->task_ttl_s = 3600;
+    c->task_poll_ms = 1000;
+    c->max_tasks = 100000;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;
     c->keepalive_s = 25;
@@ -184,7 +195,7 @@ static void print_help(const char *prog)
            "mcpactord %s: a Model Context Protocol server on Streamable HTTP, both eras on one\n"
            "endpoint: sessions (2025-03-26, 2025-06-18, 2025-11-25) that are durable actors stored\n"
            "in RocksDB, and the stateless 2026-07-28 (per-request _meta, input requests, state\n"
-           "handles, subscriptions/listen).\n\n"
+           "handles, subscriptions/listen, the tasks extension).\n\n"
            "flags:\n",
            prog, MCPD_VERSION);
     for (size_t i = 0; i < NFLAGS; i++) {

@@ -27,7 +27,7 @@ static const char *const method_names[] = {
     "initialize", "ping", "tools/list", "tools/call", "logging/setLevel",
     "resources/list", "resources/read", "resources/templates/list", "resources/subscribe",
     "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
-    "server/discover", "subscriptions/listen",
+    "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel",
     "notification", "response", "other",
 };
 _Static_assert(sizeof method_names / sizeof method_names[0] == SM__COUNT, "method names");

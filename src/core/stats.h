@@ -11,7 +11,8 @@
     X(initialize) X(ping) X(tools_list) X(tools_call) X(logging_setLevel)                 \
     X(resources_list) X(resources_read) X(resources_templates_list)                      \
     X(resources_subscribe) X(resources_unsubscribe) X(prompts_list) X(prompts_get)       \
-    X(completion_complete) X(server_discover) X(subscriptions_listen) X(notification) X(response) X(other)
+    X(completion_complete) X(server_discover) X(subscriptions_listen) X(tasks_get)       \
+    X(tasks_update) X(tasks_cancel) X(notification) X(response) X(other)
 
 typedef enum {
 #define X(n) SM_##n,
@@ -61,6 +62,11 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(input_required_total, counter, "2026-07-28 calls answered input_required (MRTR rounds).")     \
     X(request_state_refused_total, counter,                                                          \
       "2026-07-28 retries refused because their requestState was replayed or its record expired.") \
+    X(tasks_stored, gauge, "Tasks stored (the tasks extension; bounded by --max-tasks).")          \
+    X(tasks_created_total, counter, "Tasks created (tools/call answered with a CreateTaskResult).") \
+    X(tasks_completed_total, counter, "Tasks that completed (a tool error included).")             \
+    X(tasks_failed_total, counter, "Tasks that failed (a JSON-RPC error while they ran).")         \
+    X(tasks_cancelled_total, counter, "Tasks cancelled by tasks/cancel.")                          \
     X(client_responses_unknown_total, counter, "Client responses to unknown server requests.")      \
     X(store_write_batches_total, counter, "RocksDB write batches committed.")                        \
     X(store_errors_total, counter, "RocksDB read or write errors, and writes refused for space.")   \

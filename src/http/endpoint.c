@@ -366,11 +366,19 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     char rid[SESSION_ID_LEN + 1];
     const char *rs = json_string_value(
         json_object_get(json_object_get(b->json, "params"), "requestState"));
+    /* tasks/get, tasks/update, tasks/cancel go to the task's worker (SEP-2663): their actor's
+     * id takes the task id's routing prefix; polling is hot, so no getrandom here either */
+    const char *task = method && strncmp(method, "tasks/", 6) == 0
+                           ? json_string_value(json_object_get(json_object_get(b->json, "params"), "taskId"))
+                           : NULL;
     int idrc = 0;
-    if (rs && reqstate_peek_record(rs, rid) == 0)
+    if (rs && reqstate_peek_record(rs, rid) == 0) {
         idrc = session_id_new_near(m->sid, rid);
-    else
+    } else {
         session_id_fast(m->sid); /* no syscall per request: this id is never shown to anyone */
+        if (task && session_id_valid(task))
+            memcpy(m->sid, task, SESSION_ROUTE_LEN);
+    }
     if (idrc != 0) {
         json_decref(params);
         http_reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a request id", NULL);

@@ -31,11 +31,33 @@ json_t *modern_answers(actor_t *a);
 /* The call's handler left requests unanswered: the record of the exchange is written (or
  * moved to its next round) and the call answers input_required with a fresh requestState. */
 void modern_input_required(actor_t *a, call_t *c, job_t *j);
+/* True when the call continues a verified exchange and answers every request of its last
+ * round (a MCPD_TOOL_TASK_AFTER_INPUT tool then becomes a task). */
+bool modern_round_answered(actor_t *a);
 /* The call completed: the record of its exchange (if any) is deleted. */
 void modern_call_complete(actor_t *a);
 /* The tool's x-mcp-header parameters against the request's Mcp-Param-* headers: NULL when
  * they agree, else the HeaderMismatch message (in why). */
 const char *modern_check_params(const json_t *input_schema, const json_t *args,
                                 const json_t *param_hdrs, char *why, size_t whylen);
+
+/* methods.c: a tool job for a (not started; the caller submits it). args stolen. */
+job_t *mcp_tool_job(actor_t *a, const tool_t *t, json_t *args);
+
+/* tasks.c: the tasks extension (SEP-2663) on the 2026-07-28 path. */
+/* True when the request's actor declares the extension in its clientCapabilities. */
+bool tasks_declared(const actor_t *a);
+/* Answers c with -32021 and data.requiredCapabilities naming the extension. */
+void tasks_answer_missing_extension(actor_t *a, call_t *c);
+/* The tools/call c of a (tool t, job j not started) becomes a task when it should: the call is
+ * answered with a CreateTaskResult and j runs for the task. false when it runs as usual. */
+bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j);
+/* tasks/get, tasks/update, tasks/cancel. */
+void tasks_handle_request(actor_t *a, call_t *c, json_t *params);
+/* A task's run ended (a->kind == ACTOR_TASK). */
+void tasks_job_done(actor_t *task, job_t *j);
+/* The DetailedTask of a task's state (pure; new object): the Task fields, and inputRequests,
+ * result (borrowed, may be NULL) or error by status. */
+json_t *tasks_detailed(const char *task_id, const json_t *state, const json_t *result);
 
 #endif

@@ -159,6 +159,12 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
         return;
     }
+    if (a->modern && (t->flags & MCPD_TOOL_TASK_REQUIRED) && !tasks_declared(a)) {
+        /* SEP-2663: a tool that runs only as a task, called without the extension: refused
+         * before anything else looks at the call */
+        tasks_answer_missing_extension(a, c);
+        return;
+    }
     json_t *args = json_object_get(params, "arguments");
     if (args && !json_is_object(args)) {
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "params.arguments must be an object", NULL);
@@ -183,17 +189,25 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
         mcp_answer_error(a, c, MCP_ERR_HEADER_MISMATCH, why, NULL);
         return;
     }
-    job_t *j = job_new(JOB_TOOL, a->w, a->sid, a->proto);
-    j->run = run_tool;
-    j->target = t;
     /* the handler owns its arguments: taken out of the request, never shared */
-    j->args = empty ? empty : json_incref(args);
+    job_t *j = mcp_tool_job(a, t, empty ? empty : json_incref(args));
     if (!empty)
         json_object_del(params, "arguments");
     if (json_is_string(tok) || json_is_integer(tok))
         j->progress_token = json_deep_copy(tok);
     STAT_INC(tool_calls_total);
+    if (a->modern && (t->flags & MCPD_TOOL_TASK) && tasks_maybe_create(a, c, t, j))
+        return; /* answered with its CreateTaskResult; j runs for the task */
     start_job(a, c, j, (t->flags & MCPD_TOOL_NONBLOCKING) != 0);
+}
+
+job_t *mcp_tool_job(actor_t *a, const tool_t *t, json_t *args)
+{
+    job_t *j = job_new(JOB_TOOL, a->w, a->sid, a->proto);
+    j->run = run_tool;
+    j->target = t;
+    j->args = args;
+    return j;
 }
 
 /* The resource a URI names; NULL for none, and for a URI holding U+0000 (uri NULL). */
@@ -440,6 +454,10 @@ void mcp_dispatch_request(actor_t *a, call_t *c, json_t *msg)
 
 void mcp_job_done(actor_t *a, job_t *j)
 {
+    if (a->kind == ACTOR_TASK) {
+        tasks_job_done(a, j);
+        return;
+    }
     call_t *c = j->call;
     if (!c)
         return; /* cancelled: no response is sent */

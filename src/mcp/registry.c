@@ -75,6 +75,14 @@ int mcpd_register_tool(mcpd_registry_t *reg, const mcpd_tool_def_t *def)
 {
     if (!reg || !def || !def->name || !*def->name || !def->handler)
         return -EINVAL;
+    unsigned flags = def->flags;
+    if (flags & (MCPD_TOOL_TASK_REQUIRED | MCPD_TOOL_TASK_AFTER_INPUT))
+        flags |= MCPD_TOOL_TASK;
+    if ((flags & MCPD_TOOL_TASK) && (flags & MCPD_TOOL_NONBLOCKING)) {
+        /* an inline handler runs within its worker's turn: it cannot outlive the call */
+        log_error("registry: tool %s cannot be both a task and non-blocking", def->name);
+        return -EINVAL;
+    }
     if (registry_find_tool(reg, def->name)) {
         log_error("registry: tool %s is registered twice", def->name);
         return -EEXIST;
@@ -108,8 +116,16 @@ int mcpd_register_tool(mcpd_registry_t *reg, const mcpd_tool_def_t *def)
     }
     GROW(reg->tools, reg->n_tools, reg->cap_tools);
     reg->tools[reg->n_tools++] = (tool_t){xstrdup(def->name), schema, listing, def->handler,
-                                          def->userdata, def->flags};
+                                          def->userdata, flags};
     return 0;
+}
+
+bool registry_has_task_tools(const mcpd_registry_t *reg)
+{
+    for (size_t i = 0; i < reg->n_tools; i++)
+        if (reg->tools[i].flags & MCPD_TOOL_TASK)
+            return true;
+    return false;
 }
 
 int mcpd_register_resource(mcpd_registry_t *reg, const mcpd_resource_def_t *def)

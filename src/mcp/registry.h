@@ -64,6 +64,9 @@ json_t *registry_list(const mcpd_registry_t *reg, list_kind_t kind, const char *
 /* The server capabilities that match what is registered. */
 json_t *registry_capabilities(const mcpd_registry_t *reg);
 
+/* True when a tool may run as a task (MCPD_TOOL_TASK): the tasks extension is announced. */
+bool registry_has_task_tools(const mcpd_registry_t *reg);
+
 /* Matches uri against an RFC 6570 level-1 template; vars gets {name: value}. */
 bool uri_template_match(const char *tmpl, const char *uri, json_t *vars);
 

@@ -522,6 +522,8 @@ int toolset_conformance_register(mcpd_registry_t *reg)
             return rc;
     }
     int rc = toolset_conformance_modern_register(reg);
+    if (rc == 0)
+        rc = toolset_conformance_tasks_register(reg);
     if (rc != 0)
         return rc;
     return mcpd_set_completion(reg, complete, NULL);

@@ -133,6 +133,11 @@ static const json_t *name_source(const json_t *body, const char *method, const c
         *field = "params.uri";
         return json_object_get(params, "uri");
     }
+    if (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||
+        strcmp(method, "tasks/cancel") == 0) {
+        *field = "params.taskId";
+        return json_object_get(params, "taskId");
+    }
     return NULL;
 }
 
@@ -198,6 +203,8 @@ modern_method_t modern_method_kind(const char *method)
         "server/discover", "tools/list", "tools/call", "resources/list",
         "resources/templates/list", "resources/read", "prompts/list", "prompts/get",
         "completion/complete", "subscriptions/listen",
+        /* the tasks extension (SEP-2663); tasks/result and tasks/list are not methods of it */
+        "tasks/get", "tasks/update", "tasks/cancel",
     };
     static const char *const REMOVED[] = {
         "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
@@ -227,4 +234,23 @@ int modern_http_status(int code)
     default:
         return 200;
     }
+}
+
+const char *modern_answer_problem(const char *method, const json_t *ans)
+{
+    if (!json_is_object(ans))
+        return "is not an object";
+    if (strcmp(method, "elicitation/create") == 0) {
+        const json_t *act = json_object_get(ans, "action");
+        if (!jsonrpc_str_is(act, "accept") && !jsonrpc_str_is(act, "decline") &&
+            !jsonrpc_str_is(act, "cancel"))
+            return "is not an ElicitResult (action must be accept, decline or cancel)";
+    } else if (strcmp(method, "sampling/createMessage") == 0) {
+        if (!json_object_get(ans, "role") || !json_object_get(ans, "content"))
+            return "is not a CreateMessageResult (role and content are required)";
+    } else if (strcmp(method, "roots/list") == 0) {
+        if (!json_is_array(json_object_get(ans, "roots")))
+            return "is not a ListRootsResult (roots must be an array)";
+    }
+    return NULL;
 }

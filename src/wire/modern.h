@@ -21,6 +21,8 @@
 #define META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
 #define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
 #define META_SUBSCRIPTION_ID "io.modelcontextprotocol/subscriptionId"
+/* The tasks extension (SEP-2663): its id in capabilities.extensions, both sides. */
+#define TASKS_EXTENSION "io.modelcontextprotocol/tasks"
 
 /* Longest decoded Mcp-Name / Mcp-Param-* value the server compares (bytes). */
 #define MODERN_HEADER_VALUE_MAX 4096
@@ -45,7 +47,8 @@ int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outle
 
 /* The checks of the mirrored headers (SEP-2243) against the body: MCP-Protocol-Version
  * present and equal to the _meta claim, Mcp-Method equal to method, Mcp-Name equal to
- * params.name (tools/call, prompts/get) or params.uri (resources/read). NULL when they hold;
+ * params.name (tools/call, prompts/get), params.uri (resources/read) or params.taskId
+ * (tasks/get, tasks/update, tasks/cancel: SEP-2663's routing header). NULL when they hold;
  * else the HeaderMismatch message in msg. */
 const char *modern_check_headers(const json_t *body, const char *version_hdr,
                                  const char *method_hdr, const char *name_hdr, char *msg,
@@ -63,5 +66,10 @@ modern_method_t modern_method_kind(const char *method);
  * "Request Metadata"): 404 for -32601, 400 for the protocol errors and malformed requests,
  * 200 for the rest (a tool's or a handler's error is an answer, not a transport failure). */
 int modern_http_status(int code);
+
+/* What is wrong with a client's answer to an input request of `method`, or NULL: an
+ * elicitation answer is an ElicitResult (an action), a sampling answer a CreateMessageResult
+ * (role and content), a roots answer a ListRootsResult (a roots array). */
+const char *modern_answer_problem(const char *method, const json_t *ans);
 
 #endif

@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "fake_worker.h"
 #include "store/eventlog.h"
+#include "store/sessionrec.h"
 #include "wire/eventid.h"
 #include "wire/jsonrpc.h"
 
@@ -264,6 +265,59 @@ static void in_json_mode_a_message_for_a_pending_post_goes_to_the_standalone_str
     json_decref(id);
 }
 
+/* A task (ACTOR_TASK) keeps its protocol state in ext "task": its metadata carries it through a
+ * hibernation (or a restart) and back; its kind is counted apart; deleting it deletes its two
+ * state keys with it. */
+static void a_task_round_trips_through_its_metadata_and_goes_whole(void **state)
+{
+    fixture_t *f = *state;
+    static const char TID[] = "fedcba9876543210fedcba9876543210";
+    actor_t *t = actor_create_kind(f->w, TID, ACTOR_TASK);
+    t->proto = proto_modern();
+    t->client_caps = json_pack("{s:{s:{}}}", "extensions", "io.modelcontextprotocol/tasks");
+    snprintf(t->auth_name, sizeof t->auth_name, "alice");
+    json_t *st = json_pack("{s:s,s:I,s:I,s:I,s:{s:{s:s}},s:{s:b}}", "st", "input_required", "ca",
+                           (json_int_t)1000, "ua", (json_int_t)2000, "ttl", (json_int_t)3600000,
+                           "ir", "k", "method", "elicitation/create", "ans", "j", 1);
+    actor_ext_set(t, "task", json_deep_copy(st));
+    actor_ext_set(t, "result", json_string("cached, never stored"));
+    sessionrec_put_state(actor_batch(t), TID, TASK_STATE_ARGS, "{}", 2);
+    sessionrec_put_state(actor_batch(t), TID, TASK_STATE_RESULT, "{}", 2);
+    actor_alarm_set(t, 3601000);
+    worker_turn_end(f->w);
+    actor_hibernate(t);
+    worker_turn_end(f->w);
+    assert_null(worker_find_actor(f->w, TID));
+
+    char *meta;
+    size_t len;
+    assert_int_equal(sessionrec_get_meta(f->store, TID, &meta, &len), 0);
+    assert_int_equal(actor_meta_kind(meta, len), STORED_TASK);
+    free(meta);
+
+    t = actor_find_or_load(f->w, TID);
+    assert_non_null(t);
+    assert_int_equal(t->kind, ACTOR_TASK);
+    assert_false(t->modern);
+    assert_ptr_equal(t->proto, proto_modern());
+    assert_string_equal(t->auth_name, "alice");
+    assert_int_equal(t->alarm_due, 3601000);
+    assert_non_null(json_object_get(json_object_get(t->client_caps, "extensions"),
+                                    "io.modelcontextprotocol/tasks"));
+    assert_true(json_equal(actor_ext(t, "task"), st));
+    assert_null(actor_ext(t, "result"));
+
+    actor_delete(t);
+    worker_turn_end(f->w);
+    char *v;
+    size_t vl;
+    assert_int_equal(sessionrec_get_meta(f->store, TID, &v, &vl), 1);
+    assert_int_equal(sessionrec_get_state(f->store, TID, TASK_STATE_ARGS, &v, &vl), 1);
+    assert_int_equal(sessionrec_get_state(f->store, TID, TASK_STATE_RESULT, &v, &vl), 1);
+    assert_int_equal(sessionrec_first_alarm(f->store, 0), 0);
+    json_decref(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +330,7 @@ int main(void)
         T(a_stream_still_dispatching_or_with_requests_open_does_not_settle),
         T(the_cap_keeps_the_newest_events_and_their_bytes),
         T(in_json_mode_a_message_for_a_pending_post_goes_to_the_standalone_stream),
+        T(a_task_round_trips_through_its_metadata_and_goes_whole),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

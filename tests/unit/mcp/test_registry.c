@@ -331,6 +331,28 @@ static void a_duplicate_tool_name_is_refused(void **state)
     registry_free(reg);
 }
 
+static void task_flags_imply_task_and_exclude_inline(void **state)
+{
+    mcpd_registry_t *reg = registry_new();
+    assert_false(registry_has_task_tools(reg));
+    mcpd_tool_def_t d = {.name = "inline_task", .handler = dummy_tool,
+                         .flags = MCPD_TOOL_TASK | MCPD_TOOL_NONBLOCKING};
+    assert_int_equal(mcpd_register_tool(reg, &d), -EINVAL);
+    d.flags = MCPD_TOOL_TASK_REQUIRED | MCPD_TOOL_NONBLOCKING;
+    assert_int_equal(mcpd_register_tool(reg, &d), -EINVAL);
+    assert_false(registry_has_task_tools(reg));
+    d.name = "required";
+    d.flags = MCPD_TOOL_TASK_REQUIRED;
+    assert_int_equal(mcpd_register_tool(reg, &d), 0);
+    assert_true(registry_find_tool(reg, "required")->flags & MCPD_TOOL_TASK);
+    d.name = "after_input";
+    d.flags = MCPD_TOOL_TASK_AFTER_INPUT;
+    assert_int_equal(mcpd_register_tool(reg, &d), 0);
+    assert_true(registry_find_tool(reg, "after_input")->flags & MCPD_TOOL_TASK);
+    assert_true(registry_has_task_tools(reg));
+    registry_free(reg);
+}
+
 static void an_unparsable_schema_is_refused(void **state)
 {
     mcpd_registry_t *reg = registry_new();
@@ -466,6 +488,7 @@ int main(void)
         cmocka_unit_test(a_registered_tool_is_listed_with_its_definition),
         cmocka_unit_test(a_tool_without_a_schema_gets_an_object_schema),
         cmocka_unit_test(a_duplicate_tool_name_is_refused),
+        cmocka_unit_test(task_flags_imply_task_and_exclude_inline),
         cmocka_unit_test(an_unparsable_schema_is_refused),
         cmocka_unit_test(a_schema_that_is_not_an_object_is_refused),
         cmocka_unit_test(an_unparsable_output_schema_or_annotations_is_refused),

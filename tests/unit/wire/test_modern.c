@@ -102,6 +102,39 @@ static void mirrored_headers_must_match_the_body(void **state)
     json_decref(m);
 }
 
+static void tasks_methods_mirror_the_task_id_in_mcp_name(void **state)
+{
+    (void)state;
+    char msg[300];
+    const char *id = "0123456789abcdef0123456789abcdef";
+    const char *methods[] = {"tasks/get", "tasks/update", "tasks/cancel"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *m = req(methods[i], "2026-07-28", json_pack("{s:s}", "taskId", id));
+        assert_null(modern_check_headers(m, "2026-07-28", methods[i], id, msg, sizeof msg));
+        assert_non_null(modern_check_headers(m, "2026-07-28", methods[i], NULL, msg, sizeof msg));
+        assert_non_null(modern_check_headers(m, "2026-07-28", methods[i], "wrong", msg, sizeof msg));
+        assert_non_null(strstr(msg, "params.taskId"));
+        json_decref(m);
+    }
+    /* tasks/result names nothing (and is not a method: 404 comes after the header checks) */
+    json_t *m = req("tasks/result", "2026-07-28", json_pack("{s:s}", "taskId", id));
+    assert_null(modern_check_headers(m, "2026-07-28", "tasks/result", NULL, msg, sizeof msg));
+    json_decref(m);
+}
+
+static void input_answers_are_checked_by_method(void **state)
+{
+    (void)state;
+    json_t *ok = json_pack("{s:s}", "action", "accept"), *bad = json_pack("{s:b}", "ignored", 1);
+    assert_null(modern_answer_problem("elicitation/create", ok));
+    assert_non_null(modern_answer_problem("elicitation/create", bad));
+    assert_non_null(modern_answer_problem("sampling/createMessage", ok));
+    assert_non_null(modern_answer_problem("roots/list", ok));
+    assert_non_null(modern_answer_problem("elicitation/create", json_null()));
+    json_decref(ok);
+    json_decref(bad);
+}
+
 static void the_method_table_and_statuses(void **state)
 {
     (void)state;
@@ -111,6 +144,11 @@ static void the_method_table_and_statuses(void **state)
     assert_int_equal(modern_method_kind("initialize"), MM_REMOVED);
     assert_int_equal(modern_method_kind("logging/setLevel"), MM_REMOVED);
     assert_int_equal(modern_method_kind("tools/lists"), MM_UNKNOWN);
+    assert_int_equal(modern_method_kind("tasks/get"), MM_KNOWN);
+    assert_int_equal(modern_method_kind("tasks/update"), MM_KNOWN);
+    assert_int_equal(modern_method_kind("tasks/cancel"), MM_KNOWN);
+    assert_int_equal(modern_method_kind("tasks/result"), MM_UNKNOWN); /* SEP-2663 removed it */
+    assert_int_equal(modern_method_kind("tasks/list"), MM_UNKNOWN);
     assert_int_equal(modern_method_kind(NULL), MM_UNKNOWN);
     assert_int_equal(modern_http_status(JSONRPC_METHOD_NOT_FOUND), 404);
     assert_int_equal(modern_http_status(MCP_ERR_HEADER_MISMATCH), 400);
@@ -127,6 +165,8 @@ int main(void)
         cmocka_unit_test(header_values_decode_plain_and_base64),
         cmocka_unit_test(mirrored_headers_must_match_the_body),
         cmocka_unit_test(the_method_table_and_statuses),
+        cmocka_unit_test(tasks_methods_mirror_the_task_id_in_mcp_name),
+        cmocka_unit_test(input_answers_are_checked_by_method),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
