@@ -372,7 +372,8 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
                            ? json_string_value(json_object_get(json_object_get(b->json, "params"), "taskId"))
                            : NULL;
     int idrc = 0;
-    if (rs && reqstate_peek_record(rs, rid) == 0) {
+    if (!task && rs && reqstate_peek_record(rs, rid) == 0) {
+        /* (a request about a task is routed by the task, whatever else it carries) */
         idrc = session_id_new_near(m->sid, rid);
     } else {
         session_id_fast(m->sid); /* no syscall per request: this id is never shown to anyone */

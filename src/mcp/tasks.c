@@ -194,11 +194,16 @@ static json_t *load_state(actor_t *task, const char *name)
     return r;
 }
 
-static void put_state(actor_t *task, const char *name, const json_t *value)
+/* false when value cannot be written as JSON (a string with bad UTF-8 made by a *_nocheck
+ * call): nothing is stored */
+static bool put_state(actor_t *task, const char *name, const json_t *value)
 {
     char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!text)
+        return false;
     sessionrec_put_state(actor_batch(task), task->sid, name, text, strlen(text));
     free(text);
+    return true;
 }
 
 /* Every outstanding request is answered: the handler runs again with all the answers. */
@@ -295,7 +300,12 @@ void tasks_job_done(actor_t *task, job_t *j)
         /* what the call would have answered (no related-task _meta: SEP-2663) */
         if (json_is_object(r) && !json_object_get(r, "resultType"))
             json_object_set_new(r, "resultType", json_string("complete"));
-        put_state(task, TASK_STATE_RESULT, r);
+        if (!put_state(task, TASK_STATE_RESULT, r)) {
+            json_decref(r);
+            task_fail(task, JSONRPC_INTERNAL_ERROR, "the tool's result is not valid JSON text",
+                      NULL, NULL);
+            return;
+        }
         actor_ext_set(task, "result", r);
         set_status(task, "completed", NULL);
         STAT_INC(tasks_completed_total);
