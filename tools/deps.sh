@@ -22,8 +22,10 @@ want=(meson ninja-build pkg-config gcc libevent-dev libjansson-dev librocksdb-de
 if [ "$mode" = test ] || [ "$mode" = interop ]; then
   # libcmocka-dev: the unit tests; python3: the integration tests; prometheus: promtool
   # (lifecycle lints /metrics); mount: mount/umount (a test on a tmpfs data directory);
-  # dpkg: dpkg-query (test_deps.py)
-  want+=(libcmocka-dev python3 prometheus mount dpkg)
+  # dpkg: dpkg-query (test_deps.py); haproxy: the cluster suite (tests/cluster) checks the
+  # configuration tools/mcpd-cluster writes with `haproxy -c` and routes through a real HAProxy
+  # (the package's service is not started: see policy-rc.d below)
+  want+=(libcmocka-dev python3 prometheus mount dpkg haproxy)
 fi
 if [ "$mode" = interop ]; then
   want+=(nodejs npm)
@@ -54,7 +56,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt=($SUDO apt-get -o DPkg::Lock::Timeout=300)  # wait for another apt on the machine
 "${apt[@]}" update -qq
-# Packages with services (prometheus) must not start them: a policy-rc.d that refuses, for the
+# Packages with services (prometheus, haproxy) must not start them: a policy-rc.d that refuses, for the
 # length of the install, unless the machine already has one.
 if [ ! -e /usr/sbin/policy-rc.d ]; then
   trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT  # also when the install fails
