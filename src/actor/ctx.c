@@ -8,6 +8,7 @@
 #include "actor/worker.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/shard.h"
 #include "wire/jsonrpc.h"
 
 #include <errno.h>
@@ -497,6 +498,11 @@ static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, c
     if (!handle) {
         ctx->state_on_handle = false;
         return send_and_wait(ctx, m, -1, true);
+    }
+    if (!shard_owns_id(handle)) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS,
+                           "this state handle belongs to a shard another node serves");
+        return NULL;
     }
     /* the handle's worker, not the call's: the message carries the handle's id */
     ctx->state_on_handle = true;

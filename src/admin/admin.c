@@ -3,6 +3,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/shard.h"
 #include "core/stats.h"
 #include "core/util.h"
 #include "core/auth.h"
@@ -165,7 +166,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     if (evhttp_request_get_command(req) != EVHTTP_REQ_GET || !path) {
-        send_text(req, 404, "text/plain", "not found: GET /healthz, /stats or /metrics\n");
+        send_text(req, 404, "text/plain", "not found: GET /healthz, /stats, /metrics or /shards\n");
         return;
     }
     if (strcmp(path, "/healthz") == 0) {
@@ -187,6 +188,20 @@ static void on_request(struct evhttp_request *req, void *arg)
         json_decref(o);
         send_text(req, 200, "application/json", s);
         free(s);
+    } else if (strcmp(path, "/shards") == 0) {
+        /* which shards this node serves: {"node", "owned", "shards": ["000-555", ...]} */
+        char *ranges = xmalloc(SHARD_COUNT * 8);
+        shard_ranges(ranges, SHARD_COUNT * 8);
+        json_t *list = json_array();
+        for (char *save = NULL, *r = strtok_r(ranges, ",", &save); r; r = strtok_r(NULL, ",", &save))
+            json_array_append_new(list, json_string(r));
+        free(ranges);
+        json_t *o = json_pack("{s:s,s:i,s:b,s:o}", "node", shard_node_name(), "owned",
+                              shard_owned_count(), "cluster", shard_in_cluster(), "shards", list);
+        char *s = json_dumps(o, JSON_INDENT(1));
+        json_decref(o);
+        send_text(req, 200, "application/json", s);
+        free(s);
     } else if (strcmp(path, "/metrics") == 0) {
         struct evbuffer *b = evhttp_request_get_output_buffer(req);
         metrics_text(b);
@@ -194,7 +209,7 @@ static void on_request(struct evhttp_request *req, void *arg)
                           "text/plain; version=0.0.4; charset=utf-8");
         evhttp_send_reply(req, 200, "OK", NULL);
     } else {
-        send_text(req, 404, "text/plain", "not found: GET /healthz, /stats or /metrics\n");
+        send_text(req, 404, "text/plain", "not found: GET /healthz, /stats, /metrics or /shards\n");
     }
 }
 

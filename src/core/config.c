@@ -2,6 +2,7 @@
  *
  * One table drives both parsing and --help, so a flag cannot exist without its help line. */
 #include "core/config.h"
+#include "core/cluster.h"
 
 #include "core/log.h"
 #include "core/util.h"
@@ -43,6 +44,11 @@ static const flag_t FLAGS[] = {
      "require Authorization: Bearer on /mcp; FILE has name:token lines, mode 600"},
     {"admin-token", "FILE", K_STR, OFF(admin_token), 0, 0,
      "require Authorization: Bearer on the admin listener; FILE as for --auth-tokens"},
+    {"cluster", "FILE", K_STR, OFF(cluster_file), 0, 0,
+     "run as one node of a cluster: FILE (JSON) lists the nodes and which of the 4096 shards each "
+     "owns; this node serves and mints ids only in its shards (README: Run a cluster)"},
+    {"node", "NAME", K_STR, OFF(node_name), 0, 0,
+     "this node's name in --cluster FILE (its listen, admin and data_dir there are the defaults)"},
     {"http-threads", "N", K_INT, OFF(http_threads), 1, 64, "HTTP threads (default 1)"},
     {"workers", "N", K_INT, OFF(workers), 0, 64,
      "actor worker threads; 0 runs the actors on the HTTP threads (default 1, or 0 when the "
@@ -316,7 +322,7 @@ int config_parse(config_t *c, int argc, char **argv)
     longopts[NFLAGS] = (struct option){0, 0, 0, 0};
     opterr = 0;
     optind = 0; /* 0, not 1: glibc then also resets its scan state (the previous argv) */
-    bool toolset_given = false;
+    bool toolset_given = false, listen_given = false, admin_given = false, data_given = false;
     for (;;) {
         int prev = optind ? optind : 1; /* optind is 0 before the first call */
         int opt = getopt_long(argc, argv, "", longopts, NULL);
@@ -360,11 +366,20 @@ int config_parse(config_t *c, int argc, char **argv)
         }
         if (apply(c, f, optarg) != 0)
             return 2;
+        listen_given = listen_given || f->off == OFF(listen_host);
+        admin_given = admin_given || f->off == OFF(admin_host);
+        data_given = data_given || f->off == OFF(data_dir);
     }
     if (optind < argc) {
         fprintf(stderr, "mcpactord: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }
+    if (c->node_name[0] && !c->cluster_file[0]) {
+        fprintf(stderr, "mcpactord: --node needs --cluster FILE\n");
+        return 2;
+    }
+    if (c->cluster_file[0] && cluster_load(c, listen_given, admin_given, data_given) != 0)
+        return 2;
     if (c->n_toolsets == 0 && !toolset_given)
         c->toolsets[c->n_toolsets++] = xstrdup("demo");
     if (c->session_jobs < 0)

@@ -19,6 +19,8 @@ typedef struct config {
     char data_dir[1024];
     char auth_tokens[1024];    /* --auth-tokens FILE ("" = no authentication) */
     char admin_token[1024];    /* --admin-token FILE ("" = admin listener open) */
+    char cluster_file[1024];   /* --cluster FILE ("" = a single node owning every shard) */
+    char node_name[1024];      /* --node NAME: this node in the cluster file */
     int http_threads;
     int workers;
     int tool_threads;

@@ -47,6 +47,7 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(mailbox_depth_max, gauge, "Deepest session mailbox seen since start.")                         \
     X(mailbox_full_total, counter, "Requests refused with 503 because a session mailbox was full.") \
     X(connections_open, gauge, "Client connections open on the MCP endpoint.")                      \
+    X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \
     X(limit_refusals_total, counter,                                                                 \
       "Requests refused by --max-connections, --max-sessions or --max-streams, and connections "    \
       "closed at accept past twice --max-connections.")                                             \

@@ -1,5 +1,6 @@
 /* Small helpers: clocks, ids, hashing. Any thread. */
 #include "core/util.h"
+#include "core/shard.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +36,15 @@ int64_t now_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The id's first SHARD_HEX characters become a shard this node owns, chosen by r (random):
+ * every id minted here is served here. */
+static void put_shard(char *out, uint64_t r)
+{
+    int s = shard_pick(r);
+    if (s >= 0)
+        shard_put(out, s);
+}
+
 void session_id_fast(char *out)
 {
     static _Thread_local uint64_t st[2];
@@ -44,6 +54,7 @@ void session_id_fast(char *out)
         st[0] |= 1;
     }
     static const char hex[] = "0123456789abcdef";
+    uint64_t first = 0;
     for (int half = 0; half < 2; half++) {
         /* xorshift128+ */
         uint64_t x = st[0], y = st[1];
@@ -51,10 +62,13 @@ void session_id_fast(char *out)
         x ^= x << 23;
         st[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
         uint64_t v = st[1] + y;
+        if (!half)
+            first = v;
         for (int i = 0; i < 16; i++)
             out[half * 16 + i] = hex[(v >> (60 - 4 * i)) & 15];
     }
     out[SESSION_ID_LEN] = '\0';
+    put_shard(out, first);
 }
 
 int session_id_new_near(char *out, const char *peer)
@@ -84,6 +98,9 @@ int session_id_new(char *out)
         out[2 * i + 1] = hex[raw[i] & 15];
     }
     out[SESSION_ID_LEN] = '\0';
+    uint64_t r;
+    memcpy(&r, raw, sizeof r);
+    put_shard(out, r);
     return 0;
 }
 

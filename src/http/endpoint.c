@@ -6,6 +6,7 @@
 #include "actor/worker.h"
 #include "core/auth.h"
 #include "core/config.h"
+#include "core/shard.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "core/stats.h"
@@ -151,6 +152,20 @@ static void parse_body(struct evhttp_request *req, pbody_t *b)
         b->id = json_object_get(b->json, "id");
 }
 
+/* An id whose shard this node does not serve (cluster mode): 503 + Retry-After, so that the
+ * client asks again once HAProxy's map names the owner (a shard being moved, or a request that
+ * came straight to the wrong node). Never 404: the session may well exist elsewhere. */
+static void reply_not_here(struct evhttp_request *req, const json_t *id, const char *what,
+                           const char *xid)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "Misdirected: the %s's shard %.3s is not served by this node (%s); retry: the "
+             "cluster routes it to the node that owns it", what, xid, shard_node_name());
+    STAT_INC(misdirected_total);
+    http_reply_error(req, id, 503, MCP_ERR_NOT_HERE, msg, "1");
+}
+
 /* Checks the session id header; on failure replies and returns false. */
 static bool check_session_header(struct evhttp_request *req, const json_t *id, const char *sid)
 {
@@ -167,6 +182,10 @@ static bool check_session_header(struct evhttp_request *req, const json_t *id, c
     }
     if (!session_id_valid(sid)) {
         http_reply_error(req, id, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found", NULL);
+        return false;
+    }
+    if (!shard_owns_id(sid)) {
+        reply_not_here(req, id, "session", sid);
         return false;
     }
     return true;
@@ -361,6 +380,21 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         http_reply_error(req, id, 400, MCP_ERR_HEADER_MISMATCH, msg, NULL);
         return;
     }
+    if (shard_owned_count() == 0) { /* drained: what it creates could not be kept here */
+        json_decref(params);
+        STAT_INC(misdirected_total);
+        http_reply_error(req, id, 503, MCP_ERR_NOT_HERE,
+                         "Misdirected: this node serves no shards now (drained); retry", "1");
+        return;
+    }
+    /* the ids it names (a state handle in Mcp-Param-Handle, a task, an exchange's record)
+     * must be served here */
+    const char *hid = json_string_value(json_object_get(params, "handle"));
+    if (hid && session_id_valid(hid) && !shard_owns_id(hid)) {
+        reply_not_here(req, id, "state handle", hid); /* (hid is params') */
+        json_decref(params);
+        return;
+    }
     wmsg_t *m = wmsg_new(WM_POST);
     /* a retry that carries a requestState goes to the worker of the record it names */
     char rid[SESSION_ID_LEN + 1];
@@ -371,8 +405,18 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     const char *task = method && strncmp(method, "tasks/", 6) == 0
                            ? json_string_value(json_object_get(json_object_get(b->json, "params"), "taskId"))
                            : NULL;
+    bool has_rid = !task && rs && reqstate_peek_record(rs, rid) == 0;
+    const char *elsewhere = task && session_id_valid(task) && !shard_owns_id(task) ? "task"
+                            : has_rid && !shard_owns_id(rid)                      ? "input request"
+                                                                                  : NULL;
+    if (elsewhere) {
+        json_decref(params);
+        wmsg_free(m);
+        reply_not_here(req, id, elsewhere, task && !has_rid ? task : rid);
+        return;
+    }
     int idrc = 0;
-    if (!task && rs && reqstate_peek_record(rs, rid) == 0) {
+    if (has_rid) {
         /* (a request about a task is routed by the task, whatever else it carries) */
         idrc = session_id_new_near(m->sid, rid);
     } else {
@@ -443,6 +487,13 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
                      (long long)g_cfg.max_sessions);
             STAT_INC(limit_refusals_total);
             http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "30");
+            wmsg_free(m);
+            return;
+        }
+        if (shard_owned_count() == 0) { /* drained: a new session could not be served here */
+            STAT_INC(misdirected_total);
+            http_reply_error(req, id, 503, MCP_ERR_NOT_HERE,
+                             "Misdirected: this node serves no shards now (drained); retry", "1");
             wmsg_free(m);
             return;
         }

@@ -92,4 +92,15 @@ uint64_t store_cache_budget(const store_t *s);
 uint64_t store_cache_usage(const store_t *s);
 uint64_t store_memtable_budget(const store_t *s);
 
+/* Shard moves (see ARCHITECTURE.md, Shards). The keys of every family that belong to ids
+ * starting with prefix (plen bytes; an alarm's id follows its due time) are written, from one
+ * snapshot, to dir/<family>.sst (no file for a family without such keys); *keys counts them.
+ * 0, or -errno with why. */
+int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char *dir,
+                        uint64_t *keys, char *why, size_t whylen);
+/* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms). */
+int store_delete_prefix(store_t *s, const char *prefix, size_t plen);
+/* Ingests the files store_export_prefix wrote into dir (copied: they stay). *files counts. */
+int store_ingest_dir(store_t *s, const char *dir, uint64_t *files, char *why, size_t whylen);
+
 #endif

@@ -17,6 +17,7 @@ enum {
     MCP_ERR_SESSION_NOT_FOUND = -32001,
     MCP_ERR_RESOURCE_NOT_FOUND = -32002,
     MCP_ERR_OVERLOADED = -32003,
+    MCP_ERR_NOT_HERE = -32010, /* the id's shard is served by another node (503, Retry-After) */
     MCP_ERR_REQUEST_CANCELLED = -32800,
     /* 2026-07-28 (protocol-defined) */
     MCP_ERR_HEADER_MISMATCH = -32020,

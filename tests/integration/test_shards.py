@@ -1,0 +1,175 @@
+"""Shards (issue 13, node side): every id a node mints carries one of the 4096 shards it owns
+in its first 3 hex digits; a request naming a shard the node does not serve is misdirected
+(503 + Retry-After: 1, JSON-RPC -32010, the id echoed), never 404; the cluster file's errors
+stop the start with a message. Two real nodes on one cluster file, each on its own data
+directory (the addresses come from the command line, which wins over the file)."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from mcptest import BINARY, Server, Session, run
+from test_modern import Modern
+
+N1 = range(0x000, 0x800)
+N2 = range(0x800, 0x1000)
+
+
+def shard(xid):
+    return int(xid[:3], 16)
+
+
+def write_cluster(path, assign):
+    nodes = [{"name": n, "listen": "127.0.0.1:1", "admin": "127.0.0.1:2"} for n in ("n1", "n2")]
+    with open(path, "w") as f:
+        json.dump({"shards": 4096, "nodes": nodes, "assign": assign}, f)
+
+
+def misdirected(test, r, rid):
+    test.assertEqual(r.status, 503, r.text)
+    test.assertEqual(r.header("retry-after"), "1")
+    m = json.loads(r.text)
+    test.assertEqual(m["id"], rid)
+    test.assertEqual(m["error"]["code"], -32010)
+    test.assertIn("not served by this node", m["error"]["message"])
+
+
+class TwoNodes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
+        cls.file = os.path.join(cls.dir, "cluster.json")
+        write_cluster(cls.file, {"n1": ["000-7ff"], "n2": ["800-fff"]})
+        cls.n1 = Server("--cluster", cls.file, "--node", "n1")
+        cls.n2 = Server("--cluster", cls.file, "--node", "n2")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.n1.cleanup()
+        cls.n2.cleanup()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_each_node_mints_session_ids_only_in_its_shards(self):
+        s1 = {shard(Session(self.n1).sid) for _ in range(30)}
+        s2 = {shard(Session(self.n2).sid) for _ in range(30)}
+        self.assertTrue(all(s in N1 for s in s1), s1)
+        self.assertTrue(all(s in N2 for s in s2), s2)
+        self.assertGreater(len(s1), 20)  # spread over the owned shards, not one hot shard
+
+    def test_a_session_on_the_wrong_node_is_misdirected_not_404(self):
+        s = Session(self.n1)
+        wrong = Session.__new__(Session)
+        wrong.__dict__.update(s.__dict__)
+        wrong.server = self.n2
+        r, _ = wrong.call("tools/list")
+        misdirected(self, r, wrong.next_id)
+        r = self.n2.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": s.sid,
+                                            "MCP-Protocol-Version": s.version})
+        misdirected(self, r, None)
+        r = self.n2.request("DELETE", headers={"Mcp-Session-Id": s.sid,
+                                               "MCP-Protocol-Version": s.version})
+        misdirected(self, r, None)
+        _, m = s.tool("echo", {"text": "home"})  # still served where it lives
+        self.assertEqual(m["result"]["content"][0]["text"], "home")
+        self.assertGreaterEqual(self.n2.stats()["misdirected_total"], 3)
+
+    def test_a_state_handle_is_minted_in_the_nodes_shards_and_refused_elsewhere(self):
+        c1, c2 = Modern(self.n1), Modern(self.n2)
+        r, m, _ = c1.result("tools/call", {"name": "new_counter", "arguments": {}})
+        h = m["result"]["structuredContent"]["handle"]
+        self.assertIn(shard(h), N1)
+        p = {"name": "counter", "arguments": {"handle": h}}
+        r, m, _ = c1.result("tools/call", p, headers={"Mcp-Param-Handle": h})
+        self.assertEqual(r.status, 200, r.text)
+        r, rid = c2.request("tools/call", p, headers={"Mcp-Param-Handle": h}, rid="h-1")
+        misdirected(self, r, "h-1")
+
+    def test_a_task_id_of_another_nodes_shard_is_misdirected(self):
+        c2 = Modern(self.n2)
+        tid = "0ab" + "1" * 29  # n1's shard
+        caps = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+        r, rid = c2.request("tasks/get", {"taskId": tid}, caps=caps, headers={"Mcp-Name": tid},
+                            rid=9)
+        misdirected(self, r, 9)
+
+    def test_stateless_calls_work_on_any_node(self):
+        for n in (self.n1, self.n2):
+            r, m, _ = Modern(n).result("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            self.assertEqual(m["result"]["content"][0]["text"], "x", r.text)
+
+    def test_the_admin_endpoint_shows_the_shards(self):
+        d = json.loads(self.n2.admin("/shards").text)
+        self.assertEqual(d, {"node": "n2", "owned": 2048, "cluster": True, "shards": ["800-fff"]})
+
+
+class DrainedNode(unittest.TestCase):
+    def test_a_node_without_shards_refuses_new_sessions_with_the_retry_error(self):
+        d = tempfile.mkdtemp(prefix="mcpd-shards-")
+        f = os.path.join(d, "cluster.json")
+        write_cluster(f, {"n1": ["000-fff"], "n2": []})
+        n2 = Server("--cluster", f, "--node", "n2")
+        try:
+            r = n2.request("POST", {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}},
+                headers={"Content-Type": "application/json",
+                         "Accept": "application/json, text/event-stream"})
+            self.assertEqual(r.status, 503, r.text)
+            self.assertEqual(json.loads(r.text)["error"]["code"], -32010)
+            self.assertEqual(json.loads(n2.admin("/shards").text)["owned"], 0)
+        finally:
+            n2.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
+
+
+class SingleNode(unittest.TestCase):
+    def test_without_a_cluster_every_shard_is_served(self):
+        n = Server()
+        try:
+            d = json.loads(n.admin("/shards").text)
+            self.assertEqual((d["owned"], d["cluster"], d["shards"]), (4096, False, ["000-fff"]))
+            shards = {shard(Session(n).sid) for _ in range(40)}
+            self.assertGreater(len(shards), 30)
+        finally:
+            n.cleanup()
+
+
+class BadClusterFiles(unittest.TestCase):
+    def start(self, assign=None, text=None, node="n1"):
+        d = tempfile.mkdtemp(prefix="mcpd-shards-")
+        f = os.path.join(d, "cluster.json")
+        if text is not None:
+            with open(f, "w") as fh:
+                fh.write(text)
+        else:
+            write_cluster(f, assign)
+        p = subprocess.run([BINARY, "--cluster", f, "--node", node, "--listen", "127.0.0.1:0",
+                            "--admin-listen", "off", "--data-dir", os.path.join(d, "db")],
+                           capture_output=True, text=True, timeout=20)
+        shutil.rmtree(d, ignore_errors=True)
+        return p
+
+    def test_errors_stop_the_start_with_a_message(self):
+        cases = [
+            ({"n1": ["000-7ff"], "n2": ["800-ffe"]}, None, "n1", "shard fff is assigned to no node"),
+            ({"n1": ["000-800"], "n2": ["800-fff"]}, None, "n1", "shard 800 is assigned twice"),
+            ({"n1": ["000-fff"], "n9": []}, None, "n1", "not in nodes"),
+            ({"n1": ["7ff-000"], "n2": ["800-fff"]}, None, "n1", "a range must be"),
+            ({"n1": ["000-fff"], "n2": []}, None, "n3", "no node named 'n3'"),
+            (None, "{not json", "n1", "cannot read it"),
+        ]
+        for assign, text, node, want in cases:
+            p = self.start(assign, text, node)
+            self.assertEqual(p.returncode, 2, (want, p.stderr))
+            self.assertIn(want, p.stderr)
+
+    def test_node_needs_cluster(self):
+        p = subprocess.run([BINARY, "--node", "n1"], capture_output=True, text=True, timeout=20)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--node needs --cluster", p.stderr)
+
+
+if __name__ == "__main__":
+    run()
