@@ -124,6 +124,8 @@ class ThreeNodes(unittest.TestCase):
             self.assertEqual(count(final[name], "tool_calls_total") -
                              count(after[name], "tool_calls_total"), 6 * owners.count(name),
                              f"every call of {name}'s sessions reached {name}, and no other")
+            self.assertEqual(count(final[name], "misdirected_total"),
+                             count(before[name], "misdirected_total"), f"{name} refused none")
 
     def test_a_get_stream_through_haproxy_resumes_with_last_event_id(self):
         s, = self.sessions(1)
