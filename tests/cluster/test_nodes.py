@@ -13,6 +13,7 @@ import unittest
 from clustertest import Cluster, Endpoint, run, run_tool, shard_of
 from mcptest import ACCEPT_BOTH, Session
 from test_modern import ELICIT, Modern, accept
+from test_tasks import TaskClient
 
 
 def text_of(msg):
@@ -33,8 +34,8 @@ class ThreeNodes(unittest.TestCase):
     def setUpClass(cls):
         cls.c = Cluster(cls.NAMES)
         try:
-            for name in cls.NAMES:
-                cls.c.start_node(name)
+            for name in cls.NAMES:  # demo (counter, notify, slow) + conformance (task tools)
+                cls.c.start_node(name, "--toolset", "demo,conformance")
             cls.c.start_haproxy()
             for name in cls.NAMES:
                 cls.c.wait_backend(name)
@@ -142,6 +143,22 @@ class ThreeNodes(unittest.TestCase):
         self.assertTrue(all(x is not None for x in got), got)
         self.assertEqual([x["message"]["params"]["data"]["n"] for x in got], [1, 2, 3])
 
+    def test_a_progress_stream_through_haproxy_arrives_as_the_node_sends_it(self):
+        s, = self.sessions(1)
+        t0 = time.time()
+        rid, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 2, "steps": 4},
+                                               "_meta": {"progressToken": "p"}})
+        first = st.next_message(5)
+        took = time.time() - t0
+        self.assertIsNotNone(first)
+        self.assertEqual(first["message"]["method"], "notifications/progress")
+        self.assertLess(took, 1.5, "HAProxy forwards each event, it does not buffer the stream")
+        rest = [e for e in st.read_until_end(10) if e.get("data")]
+        st.close()
+        msgs = [json.loads(e["data"]) for e in rest]
+        self.assertEqual([m["params"]["progress"] for m in msgs if m.get("method")], [2, 3, 4])
+        self.assertEqual([m["id"] for m in msgs if "result" in m], [rid])
+
     def test_a_node_answers_a_shard_it_does_not_own_with_503_retry_after_and_the_id(self):
         s, = self.sessions(1, owner="n1")
         _, m = s.tool("counter", {"by": 3})
@@ -204,6 +221,27 @@ class ThreeNodes(unittest.TestCase):
             r, m, _ = c.result("tools/call", p, caps=ELICIT)
             self.assertEqual(r.status, 200, r.text)
             self.assertEqual(text_of(m), f"Hello, Ada{i}!", m)
+
+    def test_tasks_through_haproxy_are_polled_on_the_node_that_runs_them(self):
+        c = TaskClient(Endpoint(self.c.hp_port))
+        before = self.stats()
+        tids = [c.tool("slow_compute", {"seconds": 0, "label": f"t{i}"})["taskId"] for i in range(6)]
+        owners = [self.c.owner(t) for t in tids]
+        self.assertGreaterEqual(len(set(owners)), 2, "tools/call is balanced over the nodes")
+        after = self.stats()
+        for name in self.NAMES:
+            self.assertEqual(count(after[name], "tasks_created_total") -
+                             count(before[name], "tasks_created_total"), owners.count(name))
+        # tasks/get carries Mcp-Name: <taskId>, routed by its shard; each task polled twice in a
+        # row, so round robin (what a request without a shard gets) could not hit its node twice
+        for tid in reversed(tids):
+            for _ in range(2):
+                t = c.wait(tid)
+                self.assertEqual(t["status"], "completed", t)
+        final = self.stats()
+        for name in self.NAMES:
+            self.assertEqual(count(final[name], "misdirected_total"),
+                             count(before[name], "misdirected_total"), name)
 
     # ---- set-shard ----
 
