@@ -3,6 +3,7 @@ in its first 3 hex digits; a request naming a shard the node does not serve is m
 (503 + Retry-After: 1, JSON-RPC -32010, the id echoed), never 404; the cluster file's errors
 stop the start with a message. Two real nodes on one cluster file, each on its own data
 directory (the addresses come from the command line, which wins over the file)."""
+import base64
 import json
 import os
 import shutil
@@ -21,10 +22,19 @@ def shard(xid):
     return int(xid[:3], 16)
 
 
-def write_cluster(path, assign):
+def write_cluster(path, assign, key=None):
     nodes = [{"name": n, "listen": "127.0.0.1:1", "admin": "127.0.0.1:2"} for n in ("n1", "n2")]
+    c = {"shards": 4096, "nodes": nodes, "assign": assign}
+    if key:
+        c["request_state_key"] = key
     with open(path, "w") as f:
-        json.dump({"shards": 4096, "nodes": nodes, "assign": assign}, f)
+        json.dump(c, f)
+
+
+def record_of(state):
+    """The record id a requestState names (its payload is base64url JSON before the dot)."""
+    b64 = state.split(".")[0]
+    return json.loads(base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)))["r"]
 
 
 def misdirected(test, r, rid):
@@ -120,7 +130,8 @@ class ShardMove(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
         cls.file = os.path.join(cls.dir, "cluster.json")
-        write_cluster(cls.file, {"n1": ["000-00f"], "n2": ["010-fff"]})
+        write_cluster(cls.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
+                      key=os.path.join(cls.dir, "request-state.key"))
         flags = ("--plugin", os.path.abspath(TESTKIT))
         cls.n1 = Server("--cluster", cls.file, "--node", "n1", *flags)
         cls.n2 = Server("--cluster", cls.file, "--node", "n2", *flags)
@@ -181,6 +192,32 @@ class ShardMove(unittest.TestCase):
         self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&dir={out}").status, 409)
         self.assertEqual(self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&dir={out}").status, 409)
         self.assertEqual(self.post_admin(self.n1, "/shards/release?shard=zz&dir=/tmp").status, 400)
+
+
+class MrtrAcrossAMove(ShardMove):
+    """An input-request exchange begun on n1 completes on n2 after its record's shard moved:
+    the record moves with the shard, and the cluster's one requestState key verifies there."""
+
+    def test_a_retry_completes_on_the_node_its_record_moved_to(self):
+        c1 = Modern(self.n1)
+        p = {"name": "elicit_name", "arguments": {}}
+        r, m, _ = c1.result("tools/call", p, caps={"elicitation": {}})
+        res = m["result"]
+        self.assertEqual(res["resultType"], "input_required", res)
+        rec = record_of(res["requestState"])
+        hexs = rec[:3]
+        self.assertIn(shard(rec), range(0, 16))
+        (key,) = res["inputRequests"].keys()
+        retry = dict(p, inputResponses={key: {"action": "accept", "content": {"name": "Ada"}}},
+                     requestState=res["requestState"])
+        out = os.path.join(self.dir, "mrtr-" + hexs)
+        self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&dir={out}").status, 200)
+        self.assertEqual(self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&dir={out}").status, 200)
+        r, m, _ = Modern(self.n2).result("tools/call", retry, caps={"elicitation": {}})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertIn("Ada", m["result"]["content"][0]["text"])
+
+    test_sessions_state_and_streams_move_with_their_shard = None
 
 
 class DrainedNode(unittest.TestCase):
