@@ -8,6 +8,7 @@
  */
 #include "actor/actor.h"
 #include "actor/alarm.h"
+#include "actor/shardmove.h"
 #include "actor/worker.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -92,6 +93,12 @@ static void stop_runtime(bool colocated)
     alarms_free();
     http_free();
     admin_stop();
+}
+
+/* POST /shards/release: its actors get up to 10 s to finish their turns */
+static int release_shard(int shard, const char *dir, json_t **report, char *why, size_t whylen)
+{
+    return shard_release(shard, dir, 10000, report, why, whylen);
 }
 
 int main(int argc, char **argv)
@@ -196,6 +203,8 @@ int main(int argc, char **argv)
     if (colocated)
         workers_drain_now(); /* their loops are not running yet: recovery goes first */
     alarms_start(store);
+    shardmove_init(store);
+    admin_set_shard_ops(release_shard, shard_adopt);
     if (http_run() != 0 ||
         (g_cfg.admin_enabled &&
          admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)) {

@@ -9,6 +9,7 @@
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/shard.h"
 #include "core/jsonparse.h"
 #include "store/eventlog.h"
 #include "store/sessionrec.h"
@@ -542,9 +543,8 @@ void actor_end_listens(worker_t *w)
     worker_foreach_actor(w, end_listen, NULL);
 }
 
-static void cancel_jobs_of(actor_t *a, void *arg)
+void actor_cancel_jobs(actor_t *a)
 {
-    (void)arg;
     for (call_t *c = a->calls; c; c = c->next)
         if (c->job)
             job_cancel(c->job);
@@ -553,10 +553,16 @@ static void cancel_jobs_of(actor_t *a, void *arg)
     actor_release_queued_jobs(a); /* cancelled: they end at once, before the pool stops */
 }
 
+static void cancel_jobs_each(actor_t *a, void *arg)
+{
+    (void)arg;
+    actor_cancel_jobs(a);
+}
+
 void actor_cancel_all_jobs(worker_t *w)
 {
     /* shutdown: handlers see the flag and return; their results still reach the store */
-    worker_foreach_actor(w, cancel_jobs_of, NULL);
+    worker_foreach_actor(w, cancel_jobs_each, NULL);
 }
 
 static void destroy_one(actor_t *a, void *arg)
@@ -637,6 +643,30 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         return;
     }
     case WM_POST:
+    case WM_GET:
+    case WM_DELETE:
+        if (!shard_owns_id(m->sid)) {
+            /* its shard moved away after the HTTP thread let it through: the same retry answer
+             * the HTTP thread gives (the client's retry reaches the new owner) */
+            const json_t *rid = m->type == WM_POST ? jsonrpc_request_id(m->u.post.body) : NULL;
+            if (m->u.client.conn.gen) {
+                json_t *body = jsonrpc_error(rid, MCP_ERR_NOT_HERE,
+                                             "Misdirected: this shard moved to another node "
+                                             "while the request waited; retry", NULL);
+                hmsg_t *h = hmsg_new(HM_REPLY, m->u.client.conn);
+                h->status = 503;
+                h->content_type = "application/json";
+                h->body = jsonrpc_dump(body, &h->len);
+                h->retry_after = "1";
+                json_decref(body);
+                worker_send_http(w, h);
+            }
+            STAT_INC(misdirected_total);
+            wmsg_free(m);
+            return;
+        }
+        if (m->type != WM_POST)
+            break;
         if (m->u.post.create || m->u.post.modern) {
             if (m->u.post.modern)
                 worker_ops(w)->on_modern(w, m);

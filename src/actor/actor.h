@@ -237,6 +237,9 @@ void actor_submit_job(actor_t *a, job_t *j);
 void actor_discard(actor_t *a);
 /* Hibernation: true when nothing is attached, running or awaited. */
 bool actor_is_idle(const actor_t *a);
+/* Tells its running jobs to stop (their results still reach the store) and ends its queued
+ * ones. */
+void actor_cancel_jobs(actor_t *a);
 /* Writes what a wake needs and frees the actor (idle actors only). */
 void actor_hibernate(actor_t *a);
 

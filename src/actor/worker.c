@@ -679,8 +679,12 @@ static void on_each(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_unlock(&each_mu);
 }
 
+/* one caller at a time: shutdown (main thread) and a shard move (admin thread) */
+static pthread_mutex_t each_run_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static void on_every_worker(void (*fn)(worker_t *w))
 {
+    pthread_mutex_lock(&each_run_mu);
     each_fn = fn;
     for (int i = 0; i < NW; i++)
         event_base_once(W[i].base, -1, EV_TIMEOUT, on_each, &W[i], NULL);
@@ -689,6 +693,12 @@ static void on_every_worker(void (*fn)(worker_t *w))
         pthread_cond_wait(&each_cv, &each_mu);
     each_done = 0;
     pthread_mutex_unlock(&each_mu);
+    pthread_mutex_unlock(&each_run_mu);
+}
+
+void workers_run_each(void (*fn)(worker_t *w))
+{
+    on_every_worker(fn);
 }
 
 void workers_end_listens(void)

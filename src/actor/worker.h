@@ -52,6 +52,9 @@ void workers_drain_now(void);
 /* Main thread, at shutdown, before the HTTP threads end their streams: every
  * subscriptions/listen stream gets its closing result. */
 void workers_end_listens(void);
+/* Runs fn on every worker thread (as a turn of its own) and waits for all of them. One caller
+ * at a time (others wait). */
+void workers_run_each(void (*fn)(worker_t *w));
 /* Main thread, at shutdown: cancel every job so handlers return; workers keep running. */
 void workers_cancel_all(void);
 /* true once workers_cancel_all ran: a job created now starts cancelled. Any thread. */

@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <event2/keyvalq_struct.h>
 #include <string.h>
 
 static struct {
@@ -155,6 +157,56 @@ static void metrics_text(struct evbuffer *b)
                  (long long)store_property_sum(A.store, "rocksdb.total-sst-files-size"));
 }
 
+static admin_shard_op SHARD_RELEASE, SHARD_ADOPT;
+
+void admin_set_shard_ops(admin_shard_op release, admin_shard_op adopt)
+{
+    SHARD_RELEASE = release;
+    SHARD_ADOPT = adopt;
+}
+
+static void send_json(struct evhttp_request *req, int status, json_t *o)
+{
+    char *s = json_dumps(o, JSON_INDENT(1));
+    json_decref(o);
+    send_text(req, status, "application/json", s);
+    free(s);
+}
+
+/* POST /shards/release or /shards/adopt ?shard=abc&dir=PATH */
+static void shard_move(struct evhttp_request *req, const char *path)
+{
+    bool release = strcmp(path, "/shards/release") == 0;
+    admin_shard_op op = release ? SHARD_RELEASE : SHARD_ADOPT;
+    struct evkeyvalq q = {0}; /* an empty list: first NULL */
+    q.tqh_last = &q.tqh_first;
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    if (!op || !query || evhttp_parse_query_str(query, &q) != 0) {
+        send_json(req, 400, json_pack("{s:s}", "error", "expected ?shard=<3 hex>&dir=<path>"));
+        evhttp_clear_headers(&q);
+        return;
+    }
+    const char *sh = evhttp_find_header(&q, "shard");
+    const char *dir = evhttp_find_header(&q, "dir");
+    int shard = sh && strlen(sh) == SHARD_HEX ? shard_of(sh) : -1;
+    if (shard < 0 || !dir || !*dir || dir[0] != '/') {
+        send_json(req, 400, json_pack("{s:s}", "error",
+                                      "expected ?shard=<3 lowercase hex>&dir=<absolute path>"));
+        evhttp_clear_headers(&q);
+        return;
+    }
+    char why[512] = "";
+    json_t *report = NULL;
+    int rc = op(shard, dir, &report, why, sizeof why);
+    evhttp_clear_headers(&q);
+    if (rc == 0) {
+        send_json(req, 200, report);
+        return;
+    }
+    int status = rc == -EALREADY ? 409 : rc == -EBUSY ? 503 : rc == -EINVAL ? 400 : 500;
+    send_json(req, status, json_pack("{s:s,s:s}", "error", why, "op", release ? "release" : "adopt"));
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     if (g_admin_auth.n &&
@@ -165,6 +217,11 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    if (path && evhttp_request_get_command(req) == EVHTTP_REQ_POST &&
+        (strcmp(path, "/shards/release") == 0 || strcmp(path, "/shards/adopt") == 0)) {
+        shard_move(req, path);
+        return;
+    }
     if (evhttp_request_get_command(req) != EVHTTP_REQ_GET || !path) {
         send_text(req, 404, "text/plain", "not found: GET /healthz, /stats, /metrics or /shards\n");
         return;

@@ -141,6 +141,16 @@ int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_da
         }
         strcpy(c->data_dir, data);
     }
+    /* one requestState key for the cluster: a retry verifies on whichever node holds its
+     * record after a move (unless --request-state-key names another) */
+    const char *key = json_string_value(json_object_get(root, "request_state_key"));
+    if (key && !c->request_state_key[0]) {
+        if (!*key || strlen(key) >= sizeof c->request_state_key) {
+            bad(file, "request_state_key must be a file path");
+            goto out;
+        }
+        strcpy(c->request_state_key, key);
+    }
     static bool mine[SHARD_COUNT];
     for (int s = 0; s < SHARD_COUNT; s++)
         mine[s] = owner[s] == my;

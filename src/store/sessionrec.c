@@ -35,6 +35,49 @@ uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind
     return n;
 }
 
+uint64_t sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen,
+                                 sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds)
+{
+    char upper[SESSION_ID_LEN];
+    if (plen == 0 || plen > sizeof upper)
+        return 0;
+    memcpy(upper, prefix, plen);
+    upper[plen - 1]++;
+    store_iter_t *it = store_iter_new(s, CF_SESSIONS, prefix, plen, upper, plen);
+    uint64_t n = 0;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t vl;
+        const char *v = store_iter_value(it, &vl);
+        int k = kind(v, vl);
+        if (k >= 0 && k < nkinds)
+            by_kind[k]++;
+        n++;
+    }
+    store_iter_free(it);
+    return n;
+}
+
+uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen,
+                                     int64_t *earliest)
+{
+    *earliest = 0;
+    uint64_t n = 0;
+    store_iter_t *it = store_iter_new(s, CF_ALARMS, NULL, 0, NULL, 0);
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl;
+        const unsigned char *k = store_iter_key(it, &kl);
+        int64_t due;
+        char sid[SESSION_ID_LEN + 1];
+        if (key_alarm_decode(k, kl, &due, sid) != 0 || strncmp(sid, prefix, plen) != 0)
+            continue;
+        if (!n || due < *earliest)
+            *earliest = due;
+        n++;
+    }
+    store_iter_free(it);
+    return n;
+}
+
 void sessionrec_put_alarm(store_batch_t *b, int64_t due_ms, const char *sid)
 {
     unsigned char k[KEY_ALARM_LEN];

@@ -1,0 +1,202 @@
+#include "actor/shardmove.h"
+
+#include "actor/actor.h"
+#include "actor/alarm.h"
+#include "actor/worker.h"
+#include "core/log.h"
+#include "core/shard.h"
+#include "core/stats.h"
+#include "core/util.h"
+#include "store/sessionrec.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static store_t *STORE;
+static pthread_mutex_t move_mu = PTHREAD_MUTEX_INITIALIZER;
+/* the shard being evicted, and the actors of it still busy after a round (workers add) */
+static int g_evict = -1;
+static atomic_long g_busy;
+
+void shardmove_init(store_t *store)
+{
+    STORE = store;
+}
+
+/* One round on a worker: every actor of the shard is told to stop (jobs cancelled, client
+ * connections ended: a stream's client resumes with Last-Event-ID where the shard goes) and
+ * hibernates once idle; what is still busy is counted. */
+static void evict_each(actor_t *a, void *arg)
+{
+    (void)arg;
+    if (shard_of(a->sid) != g_evict)
+        return;
+    actor_cancel_jobs(a);
+    for (stream_t *s = a->streams; s; s = s->next) {
+        if (s->conn.gen && s->sse) {
+            actor_send_sse_end(a, s->conn, s->num);
+            s->conn.gen = 0;
+        }
+    }
+    if (!actor_is_idle(a)) {
+        atomic_fetch_add(&g_busy, 1);
+        return;
+    }
+    if (a->modern)
+        worker_note_activity(a->w, a); /* an answered one-request actor: discarded */
+    else
+        actor_hibernate(a);
+}
+
+static void evict_round(worker_t *w)
+{
+    worker_foreach_actor(w, evict_each, NULL);
+}
+
+static void adjust_gauges(const char *prefix, int sign)
+{
+    uint64_t by[STORED__KINDS] = {0};
+    sessionrec_count_prefix(STORE, prefix, SHARD_HEX, actor_meta_kind, by, STORED__KINDS);
+    STAT_ADD(sessions_stored, sign * (long long)by[STORED_SESSION]);
+    STAT_ADD(input_records_stored, sign * (long long)by[STORED_RECORD]);
+    STAT_ADD(handles_stored, sign * (long long)by[STORED_HANDLE]);
+    STAT_ADD(tasks_stored, sign * (long long)by[STORED_TASK]);
+}
+
+static json_t *counts(const char *prefix, int64_t *earliest)
+{
+    uint64_t by[STORED__KINDS] = {0};
+    sessionrec_count_prefix(STORE, prefix, SHARD_HEX, actor_meta_kind, by, STORED__KINDS);
+    uint64_t alarms = sessionrec_alarms_of_prefix(STORE, prefix, SHARD_HEX, earliest);
+    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "sessions", (json_int_t)by[STORED_SESSION],
+                     "handles", (json_int_t)by[STORED_HANDLE], "tasks", (json_int_t)by[STORED_TASK],
+                     "input_records", (json_int_t)by[STORED_RECORD], "alarms", (json_int_t)alarms);
+}
+
+int shard_release(int shard, const char *dir, long wait_ms, json_t **report, char *why,
+                  size_t whylen)
+{
+    char prefix[SHARD_HEX + 1] = {0};
+    shard_put(prefix, shard);
+    pthread_mutex_lock(&move_mu);
+    int64_t t0 = now_mono_ms();
+    int rc = 0;
+    if (!shard_in_cluster()) {
+        snprintf(why, whylen, "this node runs without --cluster: it serves every shard");
+        rc = -EINVAL;
+        goto out;
+    }
+    if (!shard_owned(shard)) {
+        snprintf(why, whylen, "shard %s is not served by this node", prefix);
+        rc = -EALREADY;
+        goto out;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(why, whylen, "cannot create %s: %s", dir, strerror(errno));
+        rc = -EIO;
+        goto out;
+    }
+    /* 1. no new request for it: the HTTP threads and the workers answer 503 + Retry-After */
+    shard_set_owned(shard, false);
+    /* 2. its actors finish what they do and hibernate (all written to the store) */
+    g_evict = shard;
+    long rounds = 0;
+    for (;;) {
+        atomic_store(&g_busy, 0);
+        workers_run_each(evict_round);
+        rounds++;
+        if (atomic_load(&g_busy) == 0) {
+            /* once more after a moment: a request the HTTP thread let through just before the
+             * flag is answered (refused) by now */
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            workers_run_each(evict_round);
+            if (atomic_load(&g_busy) == 0)
+                break;
+        }
+        if (now_mono_ms() - t0 > wait_ms) {
+            snprintf(why, whylen, "%ld actors of shard %s were still busy after %ld ms; it is "
+                     "served here again", atomic_load(&g_busy), prefix, wait_ms);
+            shard_set_owned(shard, true);
+            rc = -EBUSY;
+            goto out;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    int64_t settled = now_mono_ms();
+    /* 3. its keys out, from one snapshot */
+    int64_t earliest;
+    json_t *what = counts(prefix, &earliest);
+    uint64_t keys = 0;
+    rc = store_export_prefix(STORE, prefix, SHARD_HEX, dir, &keys, why, whylen);
+    if (rc != 0) {
+        json_decref(what);
+        shard_set_owned(shard, true);
+        goto out;
+    }
+    /* 4. its copy here goes (the files hold it now) */
+    adjust_gauges(prefix, -1);
+    STAT_ADD(alarms_pending, -json_integer_value(json_object_get(what, "alarms")));
+    rc = store_delete_prefix(STORE, prefix, SHARD_HEX);
+    if (rc != 0) {
+        /* the export is complete: the new owner can take it; the keys left here are never
+         * served (the shard is not owned) and go with the next move back or a manual cleanup */
+        log_warn("shard %s: exported, but deleting the local copy failed (%d)", prefix, rc);
+        rc = 0;
+    }
+    int64_t t1 = now_mono_ms();
+    *report = json_pack("{s:s,s:s,s:s,s:I,s:o,s:I,s:I,s:I}", "shard", prefix, "node",
+                        shard_node_name(), "dir", dir, "keys", (json_int_t)keys, "moved", what,
+                        "settle_ms", (json_int_t)(settled - t0), "export_ms",
+                        (json_int_t)(t1 - settled), "rounds", (json_int_t)rounds);
+    log_info("shard %s released: %llu keys written to %s in %lld ms", prefix,
+             (unsigned long long)keys, dir, (long long)(t1 - t0));
+out:
+    g_evict = -1;
+    pthread_mutex_unlock(&move_mu);
+    return rc;
+}
+
+int shard_adopt(int shard, const char *dir, json_t **report, char *why, size_t whylen)
+{
+    char prefix[SHARD_HEX + 1] = {0};
+    shard_put(prefix, shard);
+    pthread_mutex_lock(&move_mu);
+    int64_t t0 = now_mono_ms();
+    int rc = 0;
+    if (!shard_in_cluster()) {
+        snprintf(why, whylen, "this node runs without --cluster: it serves every shard");
+        rc = -EINVAL;
+        goto out;
+    }
+    if (shard_owned(shard)) {
+        snprintf(why, whylen, "shard %s is served by this node already", prefix);
+        rc = -EALREADY;
+        goto out;
+    }
+    uint64_t files = 0;
+    rc = store_ingest_dir(STORE, dir, &files, why, whylen);
+    if (rc != 0)
+        goto out;
+    int64_t earliest;
+    json_t *what = counts(prefix, &earliest);
+    adjust_gauges(prefix, 1);
+    STAT_ADD(alarms_pending, json_integer_value(json_object_get(what, "alarms")));
+    if (earliest)
+        alarms_hint(earliest); /* the scheduler reads the alarms from the store */
+    shard_set_owned(shard, true);
+    int64_t t1 = now_mono_ms();
+    *report = json_pack("{s:s,s:s,s:I,s:o,s:I}", "shard", prefix, "node", shard_node_name(),
+                        "files", (json_int_t)files, "moved", what, "ingest_ms",
+                        (json_int_t)(t1 - t0));
+    log_info("shard %s adopted from %s in %lld ms", prefix, dir, (long long)(t1 - t0));
+out:
+    pthread_mutex_unlock(&move_mu);
+    return rc;
+}
