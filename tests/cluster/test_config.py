@@ -62,6 +62,7 @@ class ClusterFile(unittest.TestCase):
             (lambda d: d["nodes"][0].__setitem__("admin", "300.0.0.1:80"), "IPv4"),
             (lambda d: d["nodes"][1].__setitem__("admin", d["nodes"][0]["listen"]), "is also"),
             (lambda d: d.__setitem__("shards", 1024), "4096"),
+            (lambda d: d.__setitem__("request_state_key", ""), "request_state_key"),
         ]
         for mutate, why in cases:
             r = self.check(mutate)
