@@ -41,6 +41,9 @@ enum {
     MCPD_ERR_INVALID_PARAMS = -32602,
     MCPD_ERR_INTERNAL = -32603,
     MCPD_ERR_RESOURCE_NOT_FOUND = -32002,
+    /* the state it needs (a handle) lives in a shard that is moving to another node: the
+     * request is answered 503 + Retry-After and the client's retry reaches the new owner */
+    MCPD_ERR_MOVED = -32010,
 };
 
 /* ---- results ------------------------------------------------------------------------ */

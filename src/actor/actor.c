@@ -53,6 +53,8 @@ void actor_reply_text(worker_t *w, conn_ref_t conn, int status, char *body, size
     }
     hmsg_t *h = hmsg_new(HM_REPLY, conn);
     h->status = status;
+    if (status == 503)
+        h->retry_after = "1"; /* a worker's 503 (a shard moving): ask again soon */
     if (body) {
         h->content_type = "application/json";
         h->body = body;

@@ -68,6 +68,11 @@ void job_cancel(job_t *j)
 
 void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err)
 {
+    job_reply_code(j, wait_seq, result, 0, err);
+}
+
+void job_reply_code(job_t *j, uint32_t wait_seq, json_t *result, int code, const char *err)
+{
     pthread_mutex_lock(&j->mu);
     if (!j->waiting || j->reply_ready || wait_seq != j->wait_seq) {
         /* the handler gave up waiting (timeout, cancel), perhaps already waits for something
@@ -77,6 +82,7 @@ void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err)
         return;
     }
     j->reply = result;
+    j->reply_code = code;
     str_copy(j->reply_err, sizeof j->reply_err, err ? err : "");
     j->reply_ready = true;
     pthread_cond_broadcast(&j->cv);
@@ -139,7 +145,8 @@ static json_t *send_and_wait_to(job_t *j, wmsg_t *m, long wait_ms, bool until_an
         reply = j->reply;
         j->reply = NULL;
         if (!reply)
-            mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "%s", j->reply_err);
+            mcpd_ctx_set_error(j, j->reply_code ? j->reply_code : MCPD_ERR_INTERNAL, "%s",
+                               j->reply_err);
     } else if (atomic_load(&j->cancelled)) {
         mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the call was cancelled");
     } else if (j->inline_mode) {
@@ -500,8 +507,8 @@ static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, c
         return send_and_wait(ctx, m, -1, true);
     }
     if (!shard_owns_id(handle)) {
-        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS,
-                           "this state handle belongs to a shard another node serves");
+        mcpd_ctx_set_error(ctx, MCPD_ERR_MOVED,
+                           "this state handle belongs to a shard another node serves; retry");
         return NULL;
     }
     /* the handle's worker, not the call's: the message carries the handle's id */

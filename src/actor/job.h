@@ -71,6 +71,7 @@ struct mcpd_ctx {
     bool reply_ready;
     uint32_t wait_seq;      /* which wait the slot serves: a reply meant for an older one is dropped */
     json_t *reply;
+    int reply_code;          /* with reply_err: its JSON-RPC code (0: internal error) */
     char reply_err[256];
     state_op_t state_op;
     char *state_key;
@@ -118,6 +119,8 @@ void job_out_done(job_t *j);
 void job_cancel(job_t *j);
 /* Actor side: answer the handler's pending wait with a result (stolen) or an error message. */
 void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err);
+/* The same with the JSON-RPC code the handler's error gets (0: internal error). */
+void job_reply_code(job_t *j, uint32_t wait_seq, json_t *result, int code, const char *err);
 /* Runs the handler (tool thread, or the worker for inline jobs) and stores its outcome. */
 void job_run(job_t *j);
 

@@ -110,15 +110,11 @@ int shard_release(int shard, const char *dir, long wait_ms, json_t **report, cha
         atomic_store(&g_busy, 0);
         workers_run_each(evict_round);
         rounds++;
-        if (atomic_load(&g_busy) == 0) {
-            /* once more after a moment: a request the HTTP thread let through just before the
-             * flag is answered (refused) by now */
-            struct timespec ts = {0, 20 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            workers_run_each(evict_round);
-            if (atomic_load(&g_busy) == 0)
-                break;
-        }
+        /* a round runs after the turn in progress on each worker, and from the flag on every
+         * client message of the shard is refused by the worker too (actor_dispatch): a round
+         * that finds nothing busy has seen the last actor */
+        if (atomic_load(&g_busy) == 0)
+            break;
         if (now_mono_ms() - t0 > wait_ms) {
             snprintf(why, whylen, "%ld actors of shard %s were still busy after %ld ms; it is "
                      "served here again", atomic_load(&g_busy), prefix, wait_ms);

@@ -7,6 +7,7 @@
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/shard.h"
 #include "core/jsonparse.h"
 #include "store/eventlog.h"
 #include "store/sessionrec.h"
@@ -315,6 +316,12 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
 {
     job_t *j = m->u.tool.job; /* its handler waits for this answer: j is not freed meanwhile */
     uint32_t seq = m->u.tool.wait_seq;
+    if (!shard_owns_id(m->sid)) {
+        /* its shard is moving away (or moved): from the flag on nothing of it changes here */
+        job_reply_code(j, seq, NULL, MCPD_ERR_MOVED,
+                       "this state handle's shard is moving to another node; retry");
+        return;
+    }
     actor_t *h = actor_find_or_load(w, m->sid);
     int64_t now = now_wall_ms();
     if (j->state_op == HANDLE_NEW) {

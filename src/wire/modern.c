@@ -231,6 +231,8 @@ int modern_http_status(int code)
     case MCP_ERR_MISSING_CAPABILITY:
     case MCP_ERR_UNSUPPORTED_VERSION:
         return 400;
+    case MCP_ERR_NOT_HERE:
+        return 503; /* with Retry-After (actor_reply_text) */
     default:
         return 200;
     }
