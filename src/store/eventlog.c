@@ -265,7 +265,7 @@ json_t *eventlog_inflight_list(store_t *s, const char *sid)
 
 long eventlog_inflight_scan_all(store_t *s, eventlog_inflight_fn fn, void *arg)
 {
-    store_iter_t *it = store_iter_new(s, CF_REQMAP, NULL, 0, NULL, 0);
+    store_iter_t *it = store_iter_new_scan(s, CF_REQMAP);
     long n = 0;
     char sid[SESSION_ID_LEN + 1] = "";
     json_t *list = NULL;

@@ -68,6 +68,10 @@ int store_exists(store_t *s, store_cf_t cf, const void *k, size_t kl);
 /* Iterator over [lo, hi) in one column family. */
 store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t lol,
                              const void *hi, size_t hil);
+/* An iterator over a whole column family read once (start-up counts and scans): its blocks do
+ * not go through the block cache (they would only push out what requests read), and it reads
+ * ahead. */
+store_iter_t *store_iter_new_scan(store_t *s, store_cf_t cf);
 void store_iter_seek(store_iter_t *it, const void *k, size_t kl);
 void store_iter_seek_first(store_iter_t *it);
 void store_iter_seek_last(store_iter_t *it);
