@@ -88,6 +88,7 @@ def run_one(o, binary, rep):
     shutil.copytree(o.data, data)
     proc, port, admin, ready_s = start(binary, data)
     try:
+        time.sleep(o.delay)
         rss0 = rss_kb(proc.pid)
         r = mcpbench(o, ["wake", "--load-sessions", o.ids, "--sessions", str(o.wake),
                          "--seed", str(rep + 1), "--connections", str(o.connections),
@@ -151,6 +152,8 @@ def main():
     r.add_argument("--connections", type=int, default=8)
     r.add_argument("--reps", type=int, default=3)
     r.add_argument("--scratch", default=None)
+    r.add_argument("--delay", type=float, default=0,
+                   help="seconds between READY and the first wake (default 0)")
     r.add_argument("--json")
     for p in (c, r):
         p.add_argument("--mcpbench", default=DEFAULT_MCPBENCH)
