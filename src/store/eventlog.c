@@ -31,7 +31,7 @@ uint64_t eventlog_evict(store_t *s, store_batch_t *b, const char *sid, uint64_t 
     size_t old = 0; /* the evicted event's size, for the caller's byte budget */
     if (store_get(s, CF_EVENTS, k, sizeof k, NULL, &old) != 0)
         old = 0;
-    store_batch_delete(b, CF_EVENTS, k, sizeof k);
+    store_batch_single_delete(b, CF_EVENTS, k, sizeof k);
     return old;
 }
 

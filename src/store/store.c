@@ -73,6 +73,8 @@ struct store {
     rocksdb_env_t *env;
     rocksdb_options_t *opts;
     rocksdb_options_t *cf_opts;
+    rocksdb_options_t *ev_opts; /* the events column family: no filter (see table_options) */
+    rocksdb_block_based_table_options_t *ev_table;
     rocksdb_cache_t *cache;
     rocksdb_block_based_table_options_t *table;
     rocksdb_writeoptions_t *wopts;
@@ -180,7 +182,8 @@ static rocksdb_cache_t *cache_create(void)
  *     of one per level (and reads and caches fewer blocks: less RSS);
  *   - index and filter blocks in the cache's high-priority part, and those of level 0 (the
  *     newest, overlapping tables that every Get consults) pinned while their table lives. */
-static void table_options(rocksdb_block_based_table_options_t *t, rocksdb_cache_t *cache)
+static void table_options(rocksdb_block_based_table_options_t *t, rocksdb_cache_t *cache,
+                          bool filter)
 {
     rocksdb_block_based_options_set_block_cache(t, cache);
     rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
@@ -189,6 +192,8 @@ static void table_options(rocksdb_block_based_table_options_t *t, rocksdb_cache_
     rocksdb_block_based_options_set_index_type(t, rocksdb_block_based_table_index_type_two_level_index_search);
     rocksdb_block_based_options_set_metadata_block_size(t, 4096);
     rocksdb_block_based_options_set_pin_top_level_index_and_filter(t, 1);
+    if (!filter)
+        return;
     rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
     rocksdb_block_based_options_set_partition_filters(t, 1);
 }
@@ -202,7 +207,7 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
     store_t *s = xcalloc(1, sizeof *s);
     s->cache = cache_create();
     s->table = rocksdb_block_based_options_create();
-    table_options(s->table, s->cache);
+    table_options(s->table, s->cache, true);
 
     /* Compactions yield to request handling: on a machine with few cores they otherwise take
      * the core from the HTTP/actor threads for milliseconds at a time (the p99 of resumes).
@@ -230,9 +235,13 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
     s->cf_opts = rocksdb_options_create_copy(s->opts);
     rocksdb_options_set_write_buffer_size(s->cf_opts, CF_WRITE_BUFFER_BYTES);
 
+    s->ev_table = rocksdb_block_based_options_create();
+    table_options(s->ev_table, s->cache, false);
+    s->ev_opts = rocksdb_options_create_copy(s->cf_opts);
+    rocksdb_options_set_block_based_table_factory(s->ev_opts, s->ev_table);
     const rocksdb_options_t *cfo[CF__COUNT + 1];
     for (int i = 0; i <= CF__COUNT; i++)
-        cfo[i] = s->cf_opts;
+        cfo[i] = i == CF_EVENTS + 1 ? s->ev_opts : s->cf_opts;
     char *rerr = NULL;
     s->db = rocksdb_open_column_families(s->opts, dir, CF__COUNT + 1, cf_names, cfo, s->cf,
                                          &rerr);
@@ -240,6 +249,8 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
         snprintf(err, errlen, "cannot open RocksDB in %s: %s", dir, rerr);
         rocksdb_free(rerr);
         rocksdb_options_destroy(s->cf_opts);
+        rocksdb_options_destroy(s->ev_opts);
+        rocksdb_block_based_options_destroy(s->ev_table);
         rocksdb_options_destroy(s->opts);
         rocksdb_block_based_options_destroy(s->table);
         rocksdb_cache_destroy(s->cache);
@@ -305,6 +316,8 @@ void store_close(store_t *s)
     rocksdb_writeoptions_destroy(s->wopts);
     rocksdb_readoptions_destroy(s->ropts);
     rocksdb_options_destroy(s->cf_opts);
+    rocksdb_options_destroy(s->ev_opts);
+    rocksdb_block_based_options_destroy(s->ev_table);
     rocksdb_options_destroy(s->opts);
     rocksdb_block_based_options_destroy(s->table);
     rocksdb_cache_destroy(s->cache);
@@ -448,6 +461,11 @@ void store_batch_put(store_batch_t *b, store_cf_t cf, const void *k, size_t kl, 
 void store_batch_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl)
 {
     rocksdb_writebatch_delete_cf(b->wb, cfh(b->s, cf), k, kl);
+}
+
+void store_batch_single_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl)
+{
+    rocksdb_writebatch_singledelete_cf(b->wb, cfh(b->s, cf), k, kl);
 }
 
 void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, size_t lol,

@@ -37,6 +37,10 @@ void store_batch_free(store_batch_t *b);
 void store_batch_put(store_batch_t *b, store_cf_t cf, const void *k, size_t kl, const void *v,
                      size_t vl);
 void store_batch_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl);
+/* A delete for a key that was put exactly once and never overwritten (an event): RocksDB drops
+ * the put and this delete together when they meet in a flush or compaction, where a plain
+ * delete must be kept down to the last level. */
+void store_batch_single_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl);
 void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, size_t lol,
                               const void *hi, size_t hil);
 size_t store_batch_count(const store_batch_t *b);
