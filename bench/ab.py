@@ -21,6 +21,10 @@ SCENARIOS = {
     "call-sse": (["--response-mode", "sse"], ["call", "--connections", "32"], "throughput", True),
     "handshake": ([], ["handshake", "--connections", "8"], "throughput", True),
     "resume": ([], ["resume", "--events", "200"], "p99_ms", False),
+    # issue 14: 256 events on the standalone stream; a POST stream of 254 notifications (with its
+    # priming event and result 256 events, the most a binary from before the cap change keeps)
+    "resume-get": ([], ["resume", "--events", "256"], "p99_ms", False),
+    "resume-post": ([], ["resume", "--events", "254", "--resume-via", "post"], "p99_ms", False),
 }
 
 

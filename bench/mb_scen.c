@@ -9,7 +9,10 @@
  * handshake: initialize + initialized + DELETE, each operation on a session of its own.
  * sessions: RSS before and after creating N sessions (and after --settle), from the stats URL.
  * wake: N sessions, --settle idle seconds (the server hibernates them), then one ping each; a
- * second ping round gives the same server's warm latency for contrast.
+ * second ping round gives the same server's warm latency for contrast. A wake after a restart is
+ * two runs: --save-sessions creates the sessions and writes their ids to a file; the server is
+ * stopped and started again on the same data directory; --load-sessions wakes a random draw of
+ * them (no setup, no settle: after a restart every stored session is hibernated).
  */
 #include "mb_scen.h"
 
@@ -510,6 +513,89 @@ int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     return 0;
 }
 
+/* ---- wake after a restart: the session ids kept in a file between two runs ---- */
+
+static int save_sessions(const char *path, const mb_sess_t *sess, long n, mb_result_t *r)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        mb_result_fail(r, "cannot write %s", path);
+        return -1;
+    }
+    long saved = 0;
+    for (long i = 0; i < n; i++)
+        if (sess[i].ready && sess[i].sid[0]) {
+            fprintf(f, "%s %s\n", sess[i].sid, sess[i].pv);
+            saved++;
+        }
+    if (fclose(f) != 0) {
+        mb_result_fail(r, "cannot write %s", path);
+        return -1;
+    }
+    r->ok = (uint64_t)saved;
+    r->sessions = (int)saved;
+    mb_result_num(r, "sessions_saved", (double)saved);
+    return 0;
+}
+
+/* xorshift64*: a reproducible draw, independent of libc's rand */
+static uint64_t draw_next(uint64_t *st)
+{
+    *st ^= *st >> 12;
+    *st ^= *st << 25;
+    *st ^= *st >> 27;
+    return *st * 2685821657736338717ULL;
+}
+
+/* Reads every id of the file and keeps *n of them drawn at random (all when fewer), ready. */
+typedef struct saved_id {
+    char sid[72];
+    char pv[24];
+} saved_id_t;
+
+static mb_sess_t *load_sessions(const mb_cfg_t *c, long *n, mb_result_t *r)
+{
+    FILE *f = fopen(c->load_sessions, "r");
+    if (!f) {
+        mb_result_fail(r, "cannot read %s", c->load_sessions);
+        return NULL;
+    }
+    long cap = 1024, total = 0;
+    saved_id_t *all = mb_xcalloc((size_t)cap, sizeof *all);
+    saved_id_t one;
+    while (fscanf(f, "%71s %23s", one.sid, one.pv) == 2) {
+        if (total == cap) {
+            cap *= 2;
+            all = realloc(all, (size_t)cap * sizeof *all);
+            if (!all)
+                abort();
+        }
+        all[total++] = one;
+    }
+    fclose(f);
+    if (total == 0) {
+        free(all);
+        mb_result_fail(r, "no session ids in %s", c->load_sessions);
+        return NULL;
+    }
+    uint64_t st = 0x9E3779B97F4A7C15ULL ^ c->seed;
+    long keep = *n < total ? *n : total;
+    mb_sess_t *sess = mb_xcalloc((size_t)keep, sizeof *sess);
+    for (long i = 0; i < keep; i++) { /* partial Fisher-Yates */
+        long j = i + (long)(draw_next(&st) % (uint64_t)(total - i));
+        one = all[i];
+        all[i] = all[j];
+        all[j] = one;
+        mb_sess_set(&sess[i], all[i].sid, all[i].pv);
+        sess[i].next_id = 1000000; /* past the ids the saving run used */
+        sess[i].ready = true;
+    }
+    free(all);
+    *n = keep;
+    mb_result_num(r, "sessions_in_file", (double)total);
+    return sess;
+}
+
 int mb_scen_wake(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
 {
     mb_target_t t;
@@ -517,14 +603,26 @@ int mb_scen_wake(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
         return -1;
     r->unit = "wakes/s";
     long n = c->sessions;
-    mb_sess_t *sess = mb_xcalloc((size_t)n, sizeof *sess);
+    mb_sess_t *sess;
     int rc = -1;
-    if (mb_scen_setup(c, &t, sess, n, r) != 0)
-        goto out;
+    if (c->load_sessions) {
+        sess = load_sessions(c, &n, r);
+        if (!sess)
+            return -1;
+    } else {
+        sess = mb_xcalloc((size_t)n, sizeof *sess);
+        if (mb_scen_setup(c, &t, sess, n, r) != 0)
+            goto out;
+        if (c->save_sessions) {
+            rc = save_sessions(c->save_sessions, sess, n, r);
+            goto out;
+        }
+    }
     json_t *st0 = NULL, *st1 = NULL;
     if (p->stats_url)
         mb_read_rss(c->base, p->stats_url, 0, c->allow_remote, &st0);
-    mb_sleep_loop(c->base, (int64_t)(c->settle_s * 1e6));
+    if (!c->load_sessions)
+        mb_sleep_loop(c->base, (int64_t)(c->settle_s * 1e6));
     if (p->stats_url)
         mb_read_rss(c->base, p->stats_url, 0, c->allow_remote, &st1);
     int64_t h0 = mb_json_int(st0, "hibernations_total"), h1 = mb_json_int(st1, "hibernations_total");

@@ -44,6 +44,9 @@ typedef struct mb_cfg {
     const char *text;
     const char *pv;
     bool modern;         /* call-modern: stateless 2026-07-28 (no initialize, _meta + headers) */
+    const char *save_sessions; /* wake: write the created ids here and stop */
+    const char *load_sessions; /* wake: ids from here (a restarted server), no setup */
+    unsigned seed;             /* --load-sessions: the random draw */
     double max_error_pct;
     bool json, quiet, allow_remote;
     mb_peer_t peer[2];

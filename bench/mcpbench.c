@@ -40,6 +40,11 @@ static const char usage_text[] =
     "  --timeout SECS         per operation (default 10)\n"
     "  --warmup SECS          call: unmeasured load before the measured run (default 0)\n"
     "  --settle SECS          sessions: read RSS again after SECS; wake: idle time (default 3)\n"
+    "  --save-sessions FILE   wake: create --sessions sessions, write their ids to FILE, stop\n"
+    "                         (no settle, no pings): the first half of a wake after a restart\n"
+    "  --load-sessions FILE   wake: no setup; wake --sessions ids drawn at random (--seed) from\n"
+    "                         FILE, each once, then ping them again warm\n"
+    "  --seed N               --load-sessions: the random draw (default 1)\n"
     "scenario settings:\n"
     "  --text TEXT            echo text (default hello-bench)\n"
     "  --stats-url URL        JSON with rss_bytes (mcpactord admin /stats) or rss (Node)\n"
@@ -71,7 +76,7 @@ enum {
     O_DURATION = 256, O_REQUESTS, O_CONNECTIONS, O_SESSIONS, O_RATE, O_TIMEOUT, O_WARMUP,
     O_SETTLE, O_TEXT, O_STATS, O_STATS2, O_PID, O_PID2, O_NTOOL, O_NTOOL2, O_NARGS, O_NARGS2,
     O_EVENTS, O_RVIA, O_RFIRST, O_RARGS, O_MIX, O_PV, O_COMPARE, O_LABEL, O_LABEL2, O_JSON,
-    O_QUIET, O_MAXERR, O_REMOTE, O_HELP, O_VERSION,
+    O_QUIET, O_MAXERR, O_REMOTE, O_HELP, O_VERSION, O_SAVESESS, O_LOADSESS, O_SEED,
 };
 
 static const struct option long_opts[] = {
@@ -105,6 +110,9 @@ static const struct option long_opts[] = {
     {"quiet", no_argument, NULL, O_QUIET},
     {"max-errors", required_argument, NULL, O_MAXERR},
     {"allow-remote", no_argument, NULL, O_REMOTE},
+    {"save-sessions", required_argument, NULL, O_SAVESESS},
+    {"load-sessions", required_argument, NULL, O_LOADSESS},
+    {"seed", required_argument, NULL, O_SEED},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -183,6 +191,7 @@ int main(int argc, char **argv)
 
     mb_cfg_t c;
     memset(&c, 0, sizeof c);
+    c.seed = 1;
     c.scenario = scenarios[si].name;
     c.duration_s = -1;
     c.connections = -1;
@@ -287,6 +296,13 @@ int main(int argc, char **argv)
                 return usage_error("--resume-first must be auto, priming or notify: ", optarg);
             c.resume_first = optarg;
             break;
+        case O_SEED:
+            if (num_arg(name, optarg, 0, 4e9, &v))
+                return 2;
+            c.seed = (unsigned)v;
+            break;
+        case O_SAVESESS: c.save_sessions = optarg; break;
+        case O_LOADSESS: c.load_sessions = optarg; break;
         case O_MIX: c.mix = optarg; break;
         case O_PV: c.pv = optarg; break;
         case O_COMPARE: compare = optarg; break;
@@ -303,6 +319,10 @@ int main(int argc, char **argv)
     if (optind != argc - 1)
         return usage_error(optind >= argc ? "missing URL" : "exactly one URL expected", "");
 
+    if ((c.save_sessions || c.load_sessions) && strcmp(c.scenario, "wake") != 0)
+        return usage_error("--save-sessions/--load-sessions: only with wake", "");
+    if (c.save_sessions && c.load_sessions)
+        return usage_error("--save-sessions and --load-sessions: one or the other", "");
     if (c.modern && c.sessions >= 0)
         return usage_error("--sessions: call-modern has no sessions", "");
     /* per-scenario defaults */

@@ -51,6 +51,7 @@ typedef struct stream {
     bool dispatching;        /* its POST body is being dispatched: do not settle yet */
     bool delivered;          /* standalone stream: a GET has been attached to it before */
     int http_status;         /* a JSON reply's status when not 200 (2026-07-28 errors) */
+    struct post_cap *cap;    /* a POST stream's cap accounting (stream.c), from its first event */
 } stream_t;
 
 typedef struct call {

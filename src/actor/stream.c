@@ -9,6 +9,16 @@
  *   3. the frame is queued for the connection's HTTP thread, which receives it only after the
  *      worker has committed the batch (worker_turn_end).
  * A detached stream still gets step 2, so a client that resumes finds every message.
+ *
+ * The cap (--stream-cap N) counts the messages a client asked to be able to resume: a stream
+ * keeps its newest N notifications and server->client requests. On the standalone stream every
+ * event counts (its priming events too: one per GET, so they must be evictable). On a POST
+ * stream the priming event and the responses do not count and are never evicted: they are
+ * bounded by the requests the POST carried, and without them a stream of N notifications and
+ * its result, resumed from its priming event, came back one short at the default cap (N = 256:
+ * 258 events). Its counted events are not contiguous in seq, so the stream remembers, while it
+ * is live, which seqs it did not count (a POST stream is only appended to while it is live;
+ * crash recovery appends a response, which evicts nothing).
  */
 #include "actor/actor.h"
 
@@ -29,6 +39,15 @@
 #include <string.h>
 
 static _Thread_local stream_t *t_dirty; /* streams whose metadata changed this turn */
+
+/* A POST stream's cap accounting (see the file comment). Owned by its stream. */
+typedef struct post_cap {
+    uint64_t evict_next; /* the next seq the cap looks at: every seq below it is gone or kept */
+    uint64_t kept;       /* counted events stored and not evicted */
+    uint32_t n_skip, cap_skip, skip_at;
+    uint64_t *skip;      /* seqs not counted (priming, responses), ascending; skip_at: the first
+                          * not below evict_next */
+} post_cap_t;
 
 int actor_requests_in_flight(const actor_t *a)
 {
@@ -125,6 +144,9 @@ void actor_free_stream(actor_t *a, stream_t *s, bool write_meta)
         event_free(s->window);
     buf_free(&s->resp);
     json_decref(s->req_ids);
+    if (s->cap)
+        free(s->cap->skip);
+    free(s->cap);
     free(s);
 }
 
@@ -192,9 +214,41 @@ stream_t *actor_load_stream(actor_t *a, uint64_t num)
     return s;
 }
 
+/* The cap of a POST stream, after event s->seq was put: 1 when it evicted an event (its size in
+ * *old), 0 when nothing had to go. */
+static int post_cap_evict(actor_t *a, stream_t *s, bool counted, uint64_t *old)
+{
+    if (!s->cap)
+        s->cap = xcalloc(1, sizeof *s->cap);
+    post_cap_t *c = s->cap;
+    if (!c->evict_next)
+        c->evict_next = s->seq; /* a stream reloaded by recovery: nothing older is ours */
+    if (!counted) {
+        if (c->n_skip == c->cap_skip) {
+            c->cap_skip = c->cap_skip ? 2 * c->cap_skip : 4;
+            c->skip = xrealloc(c->skip, c->cap_skip * sizeof *c->skip);
+        }
+        c->skip[c->n_skip++] = s->seq;
+        return 0;
+    }
+    if (++c->kept <= (uint64_t)g_cfg.stream_cap)
+        return 0;
+    /* the oldest counted event still stored: seqs below evict_next are gone or not counted */
+    while (c->skip_at < c->n_skip && c->skip[c->skip_at] <= c->evict_next) {
+        if (c->skip[c->skip_at] == c->evict_next)
+            c->evict_next++;
+        c->skip_at++;
+    }
+    *old = eventlog_evict(worker_store(a->w), actor_batch(a), a->sid, s->num, c->evict_next++);
+    c->kept--;
+    return 1;
+}
+
 /* Stores one event (when the event store is on) and frames it either into `into` or, when the
- * stream has a connection, as an SSE_DATA message. text may be empty (a priming event). */
-static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, buf_t *into)
+ * stream has a connection, as an SSE_DATA message. text may be empty (a priming event).
+ * `counted`: the event counts against a POST stream's cap (not a priming event, not a response). */
+static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, buf_t *into,
+                       bool counted)
 {
     char eid[EVENT_ID_MAX];
     const char *id = NULL;
@@ -202,13 +256,14 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         s->seq++;
         event_id_format(eid, a->tag, s->num, s->seq);
         id = eid;
-        uint64_t old; /* the evicted event's size, for the byte budget */
+        uint64_t old = 0; /* the evicted event's size, for the byte budget */
+        bool post = s->num != STREAM_GET;
         eventlog_append(worker_store(a->w), actor_batch(a), a->sid, s->num, s->seq, text, len,
-                        (uint64_t)g_cfg.stream_cap, &old);
+                        post ? 0 : (uint64_t)g_cfg.stream_cap, &old);
         a->stored_more = true;
         s->bytes += len;
         a->log_bytes += len;
-        if (s->seq > (uint64_t)g_cfg.stream_cap) {
+        if (post ? post_cap_evict(a, s, counted, &old) : s->seq > (uint64_t)g_cfg.stream_cap) {
             s->bytes -= old < s->bytes ? old : s->bytes;
             a->log_bytes -= old < a->log_bytes ? old : a->log_bytes;
             worker_stat_add(a->w, DS_EVENTS_EVICTED, 1);
@@ -241,7 +296,7 @@ void actor_stream_prime(actor_t *a, stream_t *s, buf_t *into)
     if (!a->proto->priming || !actor_stores(a))
         return;
     sse_frame_retry(into, g_cfg.retry_ms);
-    emit_event(a, s, "", 0, into);
+    emit_event(a, s, "", 0, into, s->num == STREAM_GET);
 }
 
 void actor_send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive)
@@ -304,7 +359,7 @@ void actor_stream_start_sse(actor_t *a, stream_t *s)
     for (size_t off = 0; s->n_resp > 0; s->n_resp--) {
         size_t len = s->n_resp > 1 ? jsonrpc_text_len(s->resp.p + off, s->resp.len - off)
                                    : s->resp.len - off;
-        emit_event(a, s, s->resp.p + off, len, &b);
+        emit_event(a, s, s->resp.p + off, len, &b, false);
         off += len + 1; /* and its comma */
     }
     buf_free(&s->resp);
@@ -365,7 +420,7 @@ void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
     size_t len;
     char *text = jsonrpc_dump(msg, &len);
     json_decref(msg);
-    emit_event(a, s, text, len, NULL);
+    emit_event(a, s, text, len, NULL, true);
     free(text);
 }
 
@@ -454,7 +509,7 @@ static void complete_text(actor_t *a, call_t *c, buf_t *text)
     unlink_call(a, c);
     s->outstanding--;
     if (s->sse) {
-        emit_event(a, s, text->p, text->len, NULL);
+        emit_event(a, s, text->p, text->len, NULL, false);
         buf_free(text);
     } else if (s->n_resp++ == 0) {
         buf_free(&s->resp);

@@ -95,7 +95,7 @@ static const flag_t FLAGS[] = {
     {"retry-ms", "MS", K_INT, OFF(retry_ms), 0, 3600000,
      "SSE retry: hint for 2025-11-25 sessions (default 1000)"},
     {"stream-cap", "N", K_INT, OFF(stream_cap), 1, 1 << 24,
-     "events kept per stream, oldest evicted (default 256)"},
+     "notifications and requests kept per stream, oldest evicted; a POST stream keeps its priming event and responses besides (default 256)"},
     {"no-event-store", NULL, K_BOOL, OFF(event_store), 0, 0,
      "turn resumability off: no event log, keepalive on GET streams too"},
     {"request-timeout", "MS", K_INT, OFF(request_timeout_ms), 1, 86400000,

@@ -19,13 +19,20 @@ void eventlog_append(store_t *s, store_batch_t *b, const char *sid, uint64_t str
     key_event(k, sid, stream, seq);
     store_batch_put(b, CF_EVENTS, k, sizeof k, data, len);
     *evicted_bytes = 0;
-    if (cap && seq > cap) {
-        key_event(k, sid, stream, seq - cap);
-        size_t old = 0; /* the evicted event's size, for the caller's byte budget */
-        if (store_get(s, CF_EVENTS, k, sizeof k, NULL, &old) == 0)
-            *evicted_bytes = old;
-        store_batch_delete(b, CF_EVENTS, k, sizeof k);
-    }
+    if (cap && seq > cap)
+        *evicted_bytes = eventlog_evict(s, b, sid, stream, seq - cap);
+}
+
+uint64_t eventlog_evict(store_t *s, store_batch_t *b, const char *sid, uint64_t stream,
+                        uint64_t seq)
+{
+    unsigned char k[KEY_EVENT_LEN];
+    key_event(k, sid, stream, seq);
+    size_t old = 0; /* the evicted event's size, for the caller's byte budget */
+    if (store_get(s, CF_EVENTS, k, sizeof k, NULL, &old) != 0)
+        old = 0;
+    store_batch_single_delete(b, CF_EVENTS, k, sizeof k);
+    return old;
 }
 
 long eventlog_replay_after(store_t *s, const char *sid, uint64_t stream, uint64_t after,
@@ -258,7 +265,7 @@ json_t *eventlog_inflight_list(store_t *s, const char *sid)
 
 long eventlog_inflight_scan_all(store_t *s, eventlog_inflight_fn fn, void *arg)
 {
-    store_iter_t *it = store_iter_new(s, CF_REQMAP, NULL, 0, NULL, 0);
+    store_iter_t *it = store_iter_new_scan(s, CF_REQMAP);
     long n = 0;
     char sid[SESSION_ID_LEN + 1] = "";
     json_t *list = NULL;

@@ -33,6 +33,11 @@ void eventlog_append(store_t *s, store_batch_t *b, const char *sid, uint64_t str
                      uint64_t seq, const char *data, size_t len, uint64_t cap,
                      uint64_t *evicted_bytes);
 
+/* Deletes event `seq` of a stream in b; returns its size (0 when it was not stored). The
+ * caller's cap policy picks seq (a POST stream's cap skips its priming event and responses). */
+uint64_t eventlog_evict(store_t *s, store_batch_t *b, const char *sid, uint64_t stream,
+                        uint64_t seq);
+
 /* Called for each stored event after `after`, in order (data may be empty: a priming event). */
 typedef void (*eventlog_event_fn)(void *arg, uint64_t seq, const char *data, size_t len);
 /* Replays a stream's events after `after`; returns how many it found (priming events

@@ -21,7 +21,7 @@ uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind
 {
     if (!kind)
         return store_count_keys(s, CF_SESSIONS);
-    store_iter_t *it = store_iter_new(s, CF_SESSIONS, NULL, 0, NULL, 0);
+    store_iter_t *it = store_iter_new_scan(s, CF_SESSIONS);
     uint64_t n = 0;
     for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
         size_t vl;

@@ -74,6 +74,8 @@ struct store {
     rocksdb_env_t *env;
     rocksdb_options_t *opts;
     rocksdb_options_t *cf_opts;
+    rocksdb_options_t *ev_opts; /* the events column family: no filter (see table_options) */
+    rocksdb_block_based_table_options_t *ev_table;
     rocksdb_cache_t *cache;
     rocksdb_block_based_table_options_t *table;
     rocksdb_writeoptions_t *wopts;
@@ -153,6 +155,50 @@ static int write_keeper(store_t *s, char **rerr)
     return *rerr ? -EIO : 0;
 }
 
+/* The block cache. RocksDB's default splits 32 MiB into 64 shards of 512 KiB, and a block larger
+ * than its shard is dropped as soon as it is released: the index block of a table of a million
+ * sessions (~0.7 MiB, compressed) was read from the file and decompressed again on every Get.
+ * That was the first wake after a restart with 1M stored sessions (p50 1.75 ms with one
+ * connection, 12 ms with 8; sessions woken before a restart were in the memtable or small
+ * tables). Shards of 8 MiB hold such blocks (in tables written before the partitioned index
+ * below, too); one worker and the background threads hardly contend on 4 locks. */
+#define BLOCK_CACHE_SHARD_BITS 2
+
+static rocksdb_cache_t *cache_create(void)
+{
+    rocksdb_lru_cache_options_t *o = rocksdb_lru_cache_options_create();
+    rocksdb_lru_cache_options_set_capacity(o, BLOCK_CACHE_BYTES);
+    rocksdb_lru_cache_options_set_num_shard_bits(o, BLOCK_CACHE_SHARD_BITS);
+    rocksdb_cache_t *c = rocksdb_cache_create_lru_opts(o);
+    rocksdb_lru_cache_options_destroy(o);
+    return c;
+}
+
+/* Table format, for tables written from now on (older ones keep theirs until compacted):
+ *   - a partitioned index: 4 KiB index partitions cached like data blocks, and a small top
+ *     level pinned in the cache, so a point read after a restart reads one partition, not a
+ *     whole index block;
+ *   - whole-key bloom filters, partitioned the same way (10 bits a key, ~1 % false positives):
+ *     a Get skips the tables that do not hold its key, so a wake reads one data block instead
+ *     of one per level (and reads and caches fewer blocks: less RSS);
+ *   - index and filter blocks in the cache's high-priority part, and those of level 0 (the
+ *     newest, overlapping tables that every Get consults) pinned while their table lives. */
+static void table_options(rocksdb_block_based_table_options_t *t, rocksdb_cache_t *cache,
+                          bool filter)
+{
+    rocksdb_block_based_options_set_block_cache(t, cache);
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(t, 1);
+    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(t, 1);
+    rocksdb_block_based_options_set_index_type(t, rocksdb_block_based_table_index_type_two_level_index_search);
+    rocksdb_block_based_options_set_metadata_block_size(t, 4096);
+    rocksdb_block_based_options_set_pin_top_level_index_and_filter(t, 1);
+    if (!filter)
+        return;
+    rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
+    rocksdb_block_based_options_set_partition_filters(t, 1);
+}
+
 store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *err, size_t errlen)
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
@@ -160,10 +206,9 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
         return NULL;
     }
     store_t *s = xcalloc(1, sizeof *s);
-    s->cache = rocksdb_cache_create_lru(BLOCK_CACHE_BYTES);
+    s->cache = cache_create();
     s->table = rocksdb_block_based_options_create();
-    rocksdb_block_based_options_set_block_cache(s->table, s->cache);
-    rocksdb_block_based_options_set_cache_index_and_filter_blocks(s->table, 1);
+    table_options(s->table, s->cache, true);
 
     /* Compactions yield to request handling: on a machine with few cores they otherwise take
      * the core from the HTTP/actor threads for milliseconds at a time (the p99 of resumes).
@@ -191,9 +236,13 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
     s->cf_opts = rocksdb_options_create_copy(s->opts);
     rocksdb_options_set_write_buffer_size(s->cf_opts, CF_WRITE_BUFFER_BYTES);
 
+    s->ev_table = rocksdb_block_based_options_create();
+    table_options(s->ev_table, s->cache, false);
+    s->ev_opts = rocksdb_options_create_copy(s->cf_opts);
+    rocksdb_options_set_block_based_table_factory(s->ev_opts, s->ev_table);
     const rocksdb_options_t *cfo[CF__COUNT + 1];
     for (int i = 0; i <= CF__COUNT; i++)
-        cfo[i] = s->cf_opts;
+        cfo[i] = i == CF_EVENTS + 1 ? s->ev_opts : s->cf_opts;
     char *rerr = NULL;
     s->db = rocksdb_open_column_families(s->opts, dir, CF__COUNT + 1, cf_names, cfo, s->cf,
                                          &rerr);
@@ -201,6 +250,8 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
         snprintf(err, errlen, "cannot open RocksDB in %s: %s", dir, rerr);
         rocksdb_free(rerr);
         rocksdb_options_destroy(s->cf_opts);
+        rocksdb_options_destroy(s->ev_opts);
+        rocksdb_block_based_options_destroy(s->ev_table);
         rocksdb_options_destroy(s->opts);
         rocksdb_block_based_options_destroy(s->table);
         rocksdb_cache_destroy(s->cache);
@@ -266,6 +317,8 @@ void store_close(store_t *s)
     rocksdb_writeoptions_destroy(s->wopts);
     rocksdb_readoptions_destroy(s->ropts);
     rocksdb_options_destroy(s->cf_opts);
+    rocksdb_options_destroy(s->ev_opts);
+    rocksdb_block_based_options_destroy(s->ev_table);
     rocksdb_options_destroy(s->opts);
     rocksdb_block_based_options_destroy(s->table);
     rocksdb_cache_destroy(s->cache);
@@ -411,6 +464,11 @@ void store_batch_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t k
     rocksdb_writebatch_delete_cf(b->wb, cfh(b->s, cf), k, kl);
 }
 
+void store_batch_single_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl)
+{
+    rocksdb_writebatch_singledelete_cf(b->wb, cfh(b->s, cf), k, kl);
+}
+
 void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, size_t lol,
                               const void *hi, size_t hil)
 {
@@ -521,6 +579,16 @@ store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t l
     return it;
 }
 
+store_iter_t *store_iter_new_scan(store_t *s, store_cf_t cf)
+{
+    store_iter_t *it = xcalloc(1, sizeof *it);
+    it->ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_fill_cache(it->ro, 0);
+    rocksdb_readoptions_set_readahead_size(it->ro, 2u << 20);
+    it->it = rocksdb_create_iterator_cf(s->db, it->ro, cfh(s, cf));
+    return it;
+}
+
 void store_iter_seek(store_iter_t *it, const void *k, size_t kl)
 {
     rocksdb_iter_seek(it->it, k, kl);
@@ -574,7 +642,7 @@ void store_iter_free(store_iter_t *it)
 
 uint64_t store_count_keys(store_t *s, store_cf_t cf)
 {
-    store_iter_t *it = store_iter_new(s, cf, NULL, 0, NULL, 0);
+    store_iter_t *it = store_iter_new_scan(s, cf);
     uint64_t n = 0;
     for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it))
         n++;

@@ -37,6 +37,10 @@ void store_batch_free(store_batch_t *b);
 void store_batch_put(store_batch_t *b, store_cf_t cf, const void *k, size_t kl, const void *v,
                      size_t vl);
 void store_batch_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl);
+/* A delete for a key that was put exactly once and never overwritten (an event): RocksDB drops
+ * the put and this delete together when they meet in a flush or compaction, where a plain
+ * delete must be kept down to the last level. */
+void store_batch_single_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl);
 void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, size_t lol,
                               const void *hi, size_t hil);
 size_t store_batch_count(const store_batch_t *b);
@@ -68,6 +72,10 @@ int store_exists(store_t *s, store_cf_t cf, const void *k, size_t kl);
 /* Iterator over [lo, hi) in one column family. */
 store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t lol,
                              const void *hi, size_t hil);
+/* An iterator over a whole column family read once (start-up counts and scans): its blocks do
+ * not go through the block cache (they would only push out what requests read), and it reads
+ * ahead. */
+store_iter_t *store_iter_new_scan(store_t *s, store_cf_t cf);
 void store_iter_seek(store_iter_t *it, const void *k, size_t kl);
 void store_iter_seek_first(store_iter_t *it);
 void store_iter_seek_last(store_iter_t *it);

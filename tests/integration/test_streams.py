@@ -405,6 +405,59 @@ class Cap(ServerTest):
         self.assertGreaterEqual(self.server.stats()["events_evicted_total"], 7)
         g2.close()
 
+    def test_a_post_stream_keeps_its_newest_notifications_and_its_result_past_the_cap(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "notify",
+                                               "arguments": {"count": 10, "target": "request"}})
+        priming = st.next_event(5)
+        self.assertEqual(priming.get("data", ""), "", "a 2025-11-25 stream starts with its priming event")
+        st.read_until_end(10)
+        st.close()
+        g = s.open_get(last_event_id=priming["id"])
+        msgs = [json.loads(e["data"]) for e in g.read_until_end(5) if e.get("data")]
+        g.close()
+        notes = [m["params"]["data"]["n"] for m in msgs if m.get("method")]
+        self.assertEqual(notes, [7, 8, 9, 10], "the cap (4) counts notifications: the newest 4 are kept")
+        finals = [m for m in msgs if m.get("id") == rid]
+        self.assertEqual(len(finals), 1, "the result is not counted by the cap and never evicted")
+
+
+def resume_post_stream(test, session, count):
+    """A POST stream of `count` notifications and its result, read to the end, then resumed from
+    its priming event: returns (notifications' n in order, results for its id)."""
+    rid, st = session.stream_post("tools/call", {"name": "notify",
+                                                 "arguments": {"count": count, "target": "request"}})
+    priming = st.next_event(5)
+    test.assertEqual(priming.get("data", ""), "", "a 2025-11-25 stream starts with its priming event")
+    live = [json.loads(e["data"]) for e in st.read_until_end(20) if e.get("data")]
+    st.close()
+    test.assertEqual(len(live), count + 1, "the live stream carried every notification and the result")
+    g = session.open_get(last_event_id=priming["id"])
+    test.assertEqual(g.status, 200)
+    msgs = [json.loads(e["data"]) for e in g.read_until_end(20) if e.get("data")]
+    test.assertTrue(g.ended, "a finished POST stream's resume ends after the replay")
+    g.close()
+    return ([m["params"]["data"]["n"] for m in msgs if m.get("method")],
+            [m for m in msgs if m.get("id") == rid])
+
+
+class DefaultCap(ServerTest):
+    SERVER_FLAGS = ()
+
+    def test_a_post_stream_of_256_notifications_and_its_result_resumes_whole_at_the_default_cap(self):
+        s = Session(self.server)
+        for attempt in range(2):  # it was short on every try, not by chance
+            notes, finals = resume_post_stream(self, s, 256)
+            self.assertEqual(notes, list(range(1, 257)),
+                             f"try {attempt + 1}: all 256 notifications come back, in order")
+            self.assertEqual(len(finals), 1, f"try {attempt + 1}: and the result, once")
+
+    def test_past_the_default_cap_the_oldest_notifications_go_and_the_result_stays(self):
+        s = Session(self.server)
+        notes, finals = resume_post_stream(self, s, 300)
+        self.assertEqual(notes, list(range(45, 301)), "the newest 256 notifications are kept")
+        self.assertEqual(len(finals), 1, "the result is kept past the cap")
+
 
 if __name__ == "__main__":
     run()
