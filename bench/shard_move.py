@@ -81,10 +81,19 @@ def main():
         t.start()
         time.sleep(0.5)
         out = os.path.join(d, "export")
+        def step(port, path):  # POST starts it (202), GET /shards/move says when it is done
+            st, _, body = req(port, "POST", path)
+            seq = json.loads(body)["seq"]
+            while True:
+                st, _, body = req(port, "GET", "/shards/move")
+                j = json.loads(body)
+                if j.get("state") == "done" and j.get("seq") == seq:
+                    return j["status"], body
+                time.sleep(0.001)
         t0 = time.monotonic()
-        st, _, rel = req(adm1, "POST", f"/shards/release?shard=000&dir={out}")
+        st, rel = step(adm1, f"/shards/release?shard=000&dir={out}")
         t1 = time.monotonic()
-        st2, _, ad = req(adm2, "POST", f"/shards/adopt?shard=000&dir={out}")
+        st2, ad = step(adm2, f"/shards/adopt?shard=000&dir={out}")
         t2 = time.monotonic()
         where["port"] = port2  # what HAProxy's map flip does for a real client
         time.sleep(0.5)

@@ -80,6 +80,8 @@ static void on_store_writable(void)
  * co-located workers live on them. */
 static void stop_runtime(bool colocated)
 {
+    /* first: a shard move in progress (on the admin thread) finishes while the workers run */
+    admin_stop();
     workers_end_listens(); /* their closing results go out before the streams end */
     http_quiesce();
     alarms_stop();
@@ -92,7 +94,6 @@ static void stop_runtime(bool colocated)
         workers_stop();
     alarms_free();
     http_free();
-    admin_stop();
 }
 
 /* POST /shards/release: its actors get up to 10 s to finish their turns */

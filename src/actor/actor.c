@@ -689,6 +689,12 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
         wmsg_free(m);
         return;
     }
+    if ((m->type == WM_ALARM || m->type == WM_RECOVER) && !shard_owns_id(m->sid)) {
+        /* its shard moved away, or is being released: the alarm key went (or goes) with the
+         * data, and the new owner's scheduler runs it there */
+        wmsg_free(m);
+        return;
+    }
     actor_t *a = worker_find_actor(w, m->sid);
     if (!a && m->type == WM_CONN_CLOSED) {
         wmsg_free(m);

@@ -8,11 +8,13 @@
 #include "core/stats.h"
 #include "core/util.h"
 #include "store/sessionrec.h"
+#include "wire/jsonrpc.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -36,6 +38,16 @@ static void evict_each(actor_t *a, void *arg)
     (void)arg;
     if (shard_of(a->sid) != g_evict)
         return;
+    if (a->modern) {
+        /* a one-request actor is never stored and its stream cannot be resumed: it finishes
+         * its call on its live connection (what it creates, a record or a task, is written in
+         * that turn, before a later round exports the shard) */
+        if (!actor_is_idle(a))
+            atomic_fetch_add(&g_busy, 1);
+        else
+            worker_note_activity(a->w, a); /* answered: discarded */
+        return;
+    }
     actor_cancel_jobs(a);
     for (stream_t *s = a->streams; s; s = s->next) {
         if (s->conn.gen && s->sse) {
@@ -47,10 +59,7 @@ static void evict_each(actor_t *a, void *arg)
         atomic_fetch_add(&g_busy, 1);
         return;
     }
-    if (a->modern)
-        worker_note_activity(a->w, a); /* an answered one-request actor: discarded */
-    else
-        actor_hibernate(a);
+    actor_hibernate(a);
 }
 
 static void evict_round(worker_t *w)
@@ -76,6 +85,44 @@ static json_t *counts(const char *prefix, int64_t *earliest)
     return json_pack("{s:I,s:I,s:I,s:I,s:I}", "sessions", (json_int_t)by[STORED_SESSION],
                      "handles", (json_int_t)by[STORED_HANDLE], "tasks", (json_int_t)by[STORED_TASK],
                      "input_records", (json_int_t)by[STORED_RECORD], "alarms", (json_int_t)alarms);
+}
+
+/* dir/manifest.json: what the release exported, for the adopt to check against */
+static int write_manifest(const char *dir, const char *prefix, uint64_t keys, const json_t *what,
+                          char *why, size_t whylen)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    json_t *m = json_pack("{s:s,s:s,s:I,s:O}", "shard", prefix, "node", shard_node_name(),
+                          "keys", (json_int_t)keys, "moved", what);
+    int rc = json_dump_file(m, tmp, JSON_COMPACT);
+    json_decref(m);
+    if (rc != 0 || rename(tmp, path) != 0) {
+        snprintf(why, whylen, "cannot write %s", path);
+        return -EIO;
+    }
+    return 0;
+}
+
+static json_t *read_manifest(const char *dir, const char *prefix, char *why, size_t whylen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    json_error_t e;
+    json_t *m = json_load_file(path, 0, &e);
+    if (!m) {
+        snprintf(why, whylen, "no export to adopt in %s (%s): release the shard there first",
+                 dir, e.text);
+        return NULL;
+    }
+    if (!jsonrpc_str_is(json_object_get(m, "shard"), prefix) ||
+        !json_is_object(json_object_get(m, "moved"))) {
+        snprintf(why, whylen, "%s is the export of another shard", path);
+        json_decref(m);
+        return NULL;
+    }
+    return m;
 }
 
 int shard_release(int shard, const char *dir, long wait_ms, json_t **report, char *why,
@@ -119,6 +166,10 @@ int shard_release(int shard, const char *dir, long wait_ms, json_t **report, cha
             snprintf(why, whylen, "%ld actors of shard %s were still busy after %ld ms; it is "
                      "served here again", atomic_load(&g_busy), prefix, wait_ms);
             shard_set_owned(shard, true);
+            int64_t due;
+            sessionrec_alarms_of_prefix(STORE, prefix, SHARD_HEX, &due);
+            if (due)
+                alarms_hint(due); /* alarms refused meanwhile run now */
             rc = -EBUSY;
             goto out;
         }
@@ -131,9 +182,13 @@ int shard_release(int shard, const char *dir, long wait_ms, json_t **report, cha
     json_t *what = counts(prefix, &earliest);
     uint64_t keys = 0;
     rc = store_export_prefix(STORE, prefix, SHARD_HEX, dir, &keys, why, whylen);
+    if (rc == 0)
+        rc = write_manifest(dir, prefix, keys, what, why, whylen);
     if (rc != 0) {
         json_decref(what);
         shard_set_owned(shard, true);
+        if (earliest)
+            alarms_hint(earliest); /* served here again: alarms refused meanwhile run now */
         goto out;
     }
     /* 4. its copy here goes (the files hold it now) */
@@ -176,17 +231,35 @@ int shard_adopt(int shard, const char *dir, json_t **report, char *why, size_t w
         rc = -EALREADY;
         goto out;
     }
+    json_t *manifest = read_manifest(dir, prefix, why, whylen);
+    if (!manifest) {
+        rc = -EIO;
+        goto out;
+    }
+    /* whatever an earlier stay left under the prefix goes first (not owned: nobody reads it) */
+    store_delete_prefix(STORE, prefix, SHARD_HEX);
     uint64_t files = 0;
     rc = store_ingest_dir(STORE, dir, &files, why, whylen);
-    if (rc != 0)
-        goto out;
     int64_t earliest;
-    json_t *what = counts(prefix, &earliest);
+    json_t *what = rc == 0 ? counts(prefix, &earliest) : NULL;
+    if (rc == 0 && !json_equal(what, json_object_get(manifest, "moved"))) {
+        char *got = json_dumps(what, JSON_COMPACT), *want = json_dumps(json_object_get(manifest, "moved"), JSON_COMPACT);
+        snprintf(why, whylen, "the files in %s hold %s, the release wrote %s", dir, got, want);
+        free(got);
+        free(want);
+        rc = -EIO;
+    }
+    json_decref(manifest);
+    if (rc != 0) {
+        json_decref(what);
+        store_delete_prefix(STORE, prefix, SHARD_HEX); /* nothing half-ingested stays */
+        goto out;
+    }
     adjust_gauges(prefix, 1);
     STAT_ADD(alarms_pending, json_integer_value(json_object_get(what, "alarms")));
-    if (earliest)
-        alarms_hint(earliest); /* the scheduler reads the alarms from the store */
     shard_set_owned(shard, true);
+    if (earliest)
+        alarms_hint(earliest); /* owned first: an alarm due already is not refused */
     int64_t t1 = now_mono_ms();
     *report = json_pack("{s:s,s:s,s:I,s:o,s:I}", "shard", prefix, "node", shard_node_name(),
                         "files", (json_int_t)files, "moved", what, "ingest_ms",

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <event2/keyvalq_struct.h>
 #include <string.h>
+#include <time.h>
 
 static struct {
     struct event_base *base;
@@ -173,6 +174,47 @@ static void send_json(struct evhttp_request *req, int status, json_t *o)
     free(s);
 }
 
+/* A move runs on a thread of its own, so that the admin listener keeps answering /healthz
+ * (HAProxy's check) while a release waits for its actors: POST answers 202 at once and
+ * GET /shards/move tells how the last move went. One move at a time. */
+static struct {
+    pthread_mutex_t mu;
+    bool running;
+    admin_shard_op op;
+    bool release;
+    int shard;
+    char dir[4096];
+    unsigned long seq;  /* moves started */
+    int status;         /* of the last finished one (HTTP status), 0 before any */
+    json_t *body;       /* its answer */
+} MV = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void *move_main(void *arg)
+{
+    (void)arg;
+    char why[512] = "";
+    json_t *report = NULL;
+    int rc = MV.op(MV.shard, MV.dir, &report, why, sizeof why);
+    json_t *body;
+    int status;
+    if (rc == 0) {
+        status = 200;
+        body = report;
+    } else {
+        status = rc == -EALREADY ? 409 : rc == -EBUSY ? 503 : rc == -EINVAL ? 400 : 500;
+        body = json_pack("{s:s,s:s}", "error", why, "op", MV.release ? "release" : "adopt");
+    }
+    pthread_mutex_lock(&MV.mu);
+    json_object_set_new(body, "seq", json_integer((json_int_t)MV.seq));
+    json_object_set_new(body, "status", json_integer(status));
+    json_decref(MV.body);
+    MV.body = body;
+    MV.status = status;
+    MV.running = false;
+    pthread_mutex_unlock(&MV.mu);
+    return NULL;
+}
+
 /* POST /shards/release or /shards/adopt ?shard=abc&dir=PATH */
 static void shard_move(struct evhttp_request *req, const char *path)
 {
@@ -189,22 +231,52 @@ static void shard_move(struct evhttp_request *req, const char *path)
     const char *sh = evhttp_find_header(&q, "shard");
     const char *dir = evhttp_find_header(&q, "dir");
     int shard = sh && strlen(sh) == SHARD_HEX ? shard_of(sh) : -1;
-    if (shard < 0 || !dir || !*dir || dir[0] != '/') {
+    if (shard < 0 || !dir || !*dir || dir[0] != '/' || strlen(dir) >= sizeof MV.dir) {
         send_json(req, 400, json_pack("{s:s}", "error",
                                       "expected ?shard=<3 lowercase hex>&dir=<absolute path>"));
         evhttp_clear_headers(&q);
         return;
     }
-    char why[512] = "";
-    json_t *report = NULL;
-    int rc = op(shard, dir, &report, why, sizeof why);
-    evhttp_clear_headers(&q);
-    if (rc == 0) {
-        send_json(req, 200, report);
+    pthread_mutex_lock(&MV.mu);
+    if (MV.running) {
+        pthread_mutex_unlock(&MV.mu);
+        evhttp_clear_headers(&q);
+        send_json(req, 409, json_pack("{s:s}", "error", "a move is running: see GET /shards/move"));
         return;
     }
-    int status = rc == -EALREADY ? 409 : rc == -EBUSY ? 503 : rc == -EINVAL ? 400 : 500;
-    send_json(req, status, json_pack("{s:s,s:s}", "error", why, "op", release ? "release" : "adopt"));
+    MV.running = true;
+    MV.op = op;
+    MV.release = release;
+    MV.shard = shard;
+    strcpy(MV.dir, dir);
+    unsigned long seq = ++MV.seq;
+    pthread_t t;
+    bool started = pthread_create(&t, NULL, move_main, NULL) == 0;
+    if (started)
+        pthread_detach(t);
+    else
+        MV.running = false;
+    pthread_mutex_unlock(&MV.mu);
+    evhttp_clear_headers(&q);
+    if (!started) {
+        send_json(req, 500, json_pack("{s:s}", "error", "cannot start the move's thread"));
+        return;
+    }
+    send_json(req, 202, json_pack("{s:s,s:s,s:I}", "state", "running", "op",
+                                  release ? "release" : "adopt", "seq", (json_int_t)seq));
+}
+
+/* GET /shards/move: {"state":"running","seq"} or the last move's answer with "status" */
+static void shard_move_state(struct evhttp_request *req)
+{
+    pthread_mutex_lock(&MV.mu);
+    json_t *o = MV.running ? json_pack("{s:s,s:I}", "state", "running", "seq", (json_int_t)MV.seq)
+                : MV.body  ? json_deep_copy(MV.body)
+                           : json_pack("{s:s}", "state", "none");
+    if (!MV.running && MV.body)
+        json_object_set_new(o, "state", json_string("done"));
+    pthread_mutex_unlock(&MV.mu);
+    send_json(req, 200, o);
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -245,6 +317,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         json_decref(o);
         send_text(req, 200, "application/json", s);
         free(s);
+    } else if (strcmp(path, "/shards/move") == 0) {
+        shard_move_state(req);
     } else if (strcmp(path, "/shards") == 0) {
         /* which shards this node serves: {"node", "owned", "shards": ["000-555", ...]} */
         char *ranges = xmalloc(SHARD_COUNT * 8);
@@ -311,6 +385,18 @@ void admin_stop(void)
 {
     if (!A.running)
         return;
+    /* a shard move finishes first: it needs the workers, which stop after this */
+    for (;;) {
+        pthread_mutex_lock(&MV.mu);
+        bool running = MV.running;
+        pthread_mutex_unlock(&MV.mu);
+        if (!running)
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    json_decref(MV.body);
+    MV.body = NULL;
     event_base_once(A.base, -1, EV_TIMEOUT, on_stop, NULL, NULL);
     pthread_join(A.thread, NULL);
     evhttp_free(A.http);

@@ -755,6 +755,7 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
         rocksdb_sstfilewriter_t *w = NULL;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.sst", dir, cf_names[cf + 1]);
+        unlink(path); /* an older export's file would be ingested with this one */
         char *err = NULL;
         for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && !err; rocksdb_iter_next(it)) {
             size_t kl, vl;

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 from mcptest import BINARY, Server, Session, run
@@ -117,6 +118,11 @@ class TwoNodes(unittest.TestCase):
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 
 
+class Done:
+    def __init__(self, status, text):
+        self.status, self.text = status, text
+
+
 def text_of(m):
     return m["result"]["content"][0]["text"]
 
@@ -143,7 +149,19 @@ class ShardMove(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def post_admin(self, node, path):
-        return node.request("POST", path=path, port=node.admin_port, timeout=30)
+        """A move through the admin endpoint: POST starts it (202), GET /shards/move tells how
+        it went; returns a Response-like (status, text) of the finished move."""
+        r = node.request("POST", path=path, port=node.admin_port, timeout=30)
+        if r.status != 202:
+            return r
+        seq = json.loads(r.text)["seq"]
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            st = json.loads(node.admin("/shards/move").text)
+            if st.get("state") == "done" and st.get("seq") == seq:
+                return Done(st["status"], json.dumps(st))
+            time.sleep(0.01)
+        raise AssertionError("the move did not finish")
 
     def test_sessions_state_and_streams_move_with_their_shard(self):
         sessions = [Session(self.n1) for _ in range(40)]
@@ -159,6 +177,8 @@ class ShardMove(unittest.TestCase):
         g = mine[-1].open_get()
         hexs = "%03x" % target
         out = os.path.join(self.dir, "move-" + hexs)
+        owned1 = json.loads(self.n1.admin("/shards").text)["owned"]
+        owned2 = json.loads(self.n2.admin("/shards").text)["owned"]
         before = self.n1.stats()["sessions_stored"]
         r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&dir={out}")
         self.assertEqual(r.status, 200, r.text)
@@ -175,8 +195,8 @@ class ShardMove(unittest.TestCase):
         r = self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&dir={out}")
         self.assertEqual(r.status, 200, r.text)
         self.assertEqual(json.loads(r.text)["moved"]["sessions"], len(mine))
-        self.assertEqual(json.loads(self.n2.admin("/shards").text)["owned"], 4096 - 16 + 1)
-        self.assertEqual(json.loads(self.n1.admin("/shards").text)["owned"], 16 - 1)
+        self.assertEqual(json.loads(self.n2.admin("/shards").text)["owned"], owned2 + 1)
+        self.assertEqual(json.loads(self.n1.admin("/shards").text)["owned"], owned1 - 1)
         for i, s in enumerate(mine):  # the same sessions, their state intact, on n2
             s.server = self.n2
             self.assertEqual(text_of(s.tool("counter", {"by": 100})[1]), str(i + 101))
@@ -192,6 +212,24 @@ class ShardMove(unittest.TestCase):
         self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&dir={out}").status, 409)
         self.assertEqual(self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&dir={out}").status, 409)
         self.assertEqual(self.post_admin(self.n1, "/shards/release?shard=zz&dir=/tmp").status, 400)
+
+    def test_an_adopt_without_a_complete_export_is_refused_and_serves_nothing(self):
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        out = os.path.join(self.dir, "partial-" + hexs)
+        r = self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&dir={out}-typo")
+        self.assertEqual(r.status, 500, r.text)  # no export there: n2 does not take the shard
+        self.assertIn("no export to adopt", json.loads(r.text)["error"])
+        self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&dir={out}").status, 200)
+        os.unlink(os.path.join(out, "sessions.sst"))  # an export that lost a file
+        r = self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&dir={out}")
+        self.assertEqual(r.status, 500, r.text)
+        self.assertIn("the release wrote", json.loads(r.text)["error"])
+        self.assertNotIn(hexs, json.loads(self.n2.admin("/shards").text)["shards"])
+        # n1 adopts the rest of its own export back is refused too (incomplete): the operator
+        # sees the shard served by nobody, with the reason, instead of an empty shard
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&dir={out}")
+        self.assertEqual(r.status, 500, r.text)
 
 
 class MrtrAcrossAMove(ShardMove):
