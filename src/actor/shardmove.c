@@ -125,19 +125,29 @@ static json_t *read_manifest(const char *dir, const char *prefix, char *why, siz
     return m;
 }
 
+/* The start of a move step: the shard's id prefix, the lock (held on return, whatever rc),
+ * the start time; -EINVAL without a cluster. */
+static int move_begin(int shard, char prefix[SHARD_HEX + 1], int64_t *t0, char *why,
+                      size_t whylen)
+{
+    shard_put(prefix, shard);
+    pthread_mutex_lock(&move_mu);
+    *t0 = now_mono_ms();
+    if (!shard_in_cluster()) {
+        snprintf(why, whylen, "this node runs without --cluster: it serves every shard");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int shard_release(int shard, const char *dir, long wait_ms, json_t **report, char *why,
                   size_t whylen)
 {
     char prefix[SHARD_HEX + 1] = {0};
-    shard_put(prefix, shard);
-    pthread_mutex_lock(&move_mu);
-    int64_t t0 = now_mono_ms();
-    int rc = 0;
-    if (!shard_in_cluster()) {
-        snprintf(why, whylen, "this node runs without --cluster: it serves every shard");
-        rc = -EINVAL;
+    int64_t t0;
+    int rc = move_begin(shard, prefix, &t0, why, whylen);
+    if (rc != 0)
         goto out;
-    }
     if (!shard_owned(shard)) {
         snprintf(why, whylen, "shard %s is not served by this node", prefix);
         rc = -EALREADY;
@@ -217,15 +227,10 @@ out:
 int shard_adopt(int shard, const char *dir, json_t **report, char *why, size_t whylen)
 {
     char prefix[SHARD_HEX + 1] = {0};
-    shard_put(prefix, shard);
-    pthread_mutex_lock(&move_mu);
-    int64_t t0 = now_mono_ms();
-    int rc = 0;
-    if (!shard_in_cluster()) {
-        snprintf(why, whylen, "this node runs without --cluster: it serves every shard");
-        rc = -EINVAL;
+    int64_t t0;
+    int rc = move_begin(shard, prefix, &t0, why, whylen);
+    if (rc != 0)
         goto out;
-    }
     if (shard_owned(shard)) {
         snprintf(why, whylen, "shard %s is served by this node already", prefix);
         rc = -EALREADY;

@@ -1,5 +1,7 @@
 #include "core/shard.h"
 
+#include "core/util.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,22 +28,13 @@ static void rebuild_list(void)
 }
 static char NODE[128];
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 int shard_of(const char *id)
 {
     if (!id)
         return -1;
     int s = 0;
     for (int i = 0; i < SHARD_HEX; i++) {
-        int v = hexval(id[i]);
+        int v = hex_digit(id[i]);
         if (v < 0)
             return -1;
         s = s * 16 + v;

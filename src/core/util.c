@@ -117,6 +117,15 @@ bool session_id_valid(const char *s)
     return i == SESSION_ID_LEN;
 }
 
+int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
 void str_copy(char *dst, size_t size, const char *src)
 {
     if (!size)

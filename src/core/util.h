@@ -36,6 +36,8 @@ bool session_id_valid(const char *s);
 uint64_t hash_bytes(const void *data, size_t len);
 
 /* Allocation that aborts on failure: out of memory is not a recoverable condition here. */
+/* The value of a lowercase hex digit, -1 for any other character. */
+int hex_digit(char c);
 /* Copies src into dst (size bytes, NUL-terminated, cut like snprintf "%s" but no printf). */
 void str_copy(char *dst, size_t size, const char *src);
 void *xmalloc(size_t n);

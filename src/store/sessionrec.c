@@ -17,11 +17,10 @@ int sessionrec_get_meta(store_t *s, const char *sid, char **text, size_t *len)
     return store_get(s, CF_SESSIONS, sid, SESSION_ID_LEN, text, len);
 }
 
-uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds)
+/* Counts the metadata records it walks, by kind; frees it. */
+static uint64_t count_kinds(store_iter_t *it, sessionrec_kind_fn kind, uint64_t *by_kind,
+                            int nkinds)
 {
-    if (!kind)
-        return store_count_keys(s, CF_SESSIONS);
-    store_iter_t *it = store_iter_new_scan(s, CF_SESSIONS);
     uint64_t n = 0;
     for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
         size_t vl;
@@ -35,6 +34,13 @@ uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind
     return n;
 }
 
+uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds)
+{
+    if (!kind)
+        return store_count_keys(s, CF_SESSIONS);
+    return count_kinds(store_iter_new_scan(s, CF_SESSIONS), kind, by_kind, nkinds);
+}
+
 uint64_t sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen,
                                  sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds)
 {
@@ -43,18 +49,8 @@ uint64_t sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen,
         return 0;
     memcpy(upper, prefix, plen);
     upper[plen - 1]++;
-    store_iter_t *it = store_iter_new(s, CF_SESSIONS, prefix, plen, upper, plen);
-    uint64_t n = 0;
-    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-        size_t vl;
-        const char *v = store_iter_value(it, &vl);
-        int k = kind(v, vl);
-        if (k >= 0 && k < nkinds)
-            by_kind[k]++;
-        n++;
-    }
-    store_iter_free(it);
-    return n;
+    return count_kinds(store_iter_new(s, CF_SESSIONS, prefix, plen, upper, plen), kind, by_kind,
+                       nkinds);
 }
 
 uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen,

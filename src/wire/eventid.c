@@ -46,21 +46,12 @@ size_t event_id_format(char *out, uint32_t tag, uint64_t stream, uint64_t seq)
     return n + put_hex(out + n, seq, 16);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* Parses exactly n lowercase hex digits at s (n <= 16). */
 static int parse_hex(const char *s, size_t n, uint64_t *out)
 {
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++) {
-        int d = hexval(s[i]);
+        int d = hex_digit(s[i]);
         if (d < 0)
             return -1;
         v = (v << 4) | (uint64_t)d;

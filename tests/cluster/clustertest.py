@@ -9,7 +9,6 @@ MCPD_TEST_KEEP=1 keeps the temporary directory, MCPD_TEST_FLAGS (extra flags for
 import http.server
 import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -256,28 +255,10 @@ class Node(Server):
         super().__init__(*flags, data_dir=cluster.node(name)["data_dir"],
                          log_path=os.path.join(cluster.root, name + ".log"))
 
-    def start(self):
-        args = [BINARY, "--cluster", self.cluster.path, "--node", self.name,
+    def command(self):
+        return [BINARY, "--cluster", self.cluster.path, "--node", self.name,
                 "--allowed-host", self.cluster.hp_listen, "--log-level", "debug"] + \
             os.environ.get("MCPD_TEST_FLAGS", "").split() + self.flags
-        self.errlog = open(self.stderr_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.errlog)
-        deadline = time.time() + 15
-        line = b""
-        while time.time() < deadline:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if r:
-                line = self.proc.stdout.readline()
-                if line.startswith(b"READY"):
-                    break
-            if self.proc.poll() is not None:
-                break
-        if not line.startswith(b"READY"):
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f"node {self.name} did not start: " + self.log_tail())
-        self.port = self.cluster.port_of(self.name)
-        self.admin_port = self.cluster.port_of(self.name, "admin")
 
     def shards(self):
         return json.loads(self.admin("/shards").text)

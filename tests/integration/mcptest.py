@@ -51,10 +51,14 @@ class Server:
                                                     os.path.basename(self.data_dir) + ".log")
         self.start()
 
-    def start(self):
-        args = [BINARY, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+    def command(self):
+        """The command line start() runs (a subclass names other addresses)."""
+        return [BINARY, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
                 "--data-dir", self.data_dir, "--log-level", "debug"] + \
             os.environ.get("MCPD_TEST_FLAGS", "").split() + self.flags
+
+    def start(self):
+        args = self.command()
         self.errlog = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.errlog)
         deadline = time.time() + 15
