@@ -156,6 +156,85 @@ class HttpErrors(ServerTest):
         self.assertIsNone(r.header("Content-Type"), "an empty 202 names no content type")
         self.assertEqual(r.data, b"")
 
+    def raw_heads(self, requests):
+        """Sends raw HTTP/1.1 requests on one connection; returns [(status, headers, body)] with
+        headers as a list of (lower-case name, value) so a repeated header shows."""
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        out, buf = [], b""
+        try:
+            for method, headers, body in requests:
+                data = json.dumps(body).encode() if body is not None else b""
+                head = [f"{method} /mcp HTTP/1.1", f"Host: 127.0.0.1:{self.server.port}"]
+                head += [f"{k}: {v}" for k, v in headers.items()]
+                head.append(f"Content-Length: {len(data)}")
+                sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+                while b"\r\n\r\n" not in buf:
+                    d = sock.recv(65536)
+                    self.assertTrue(d, "connection closed before a response head")
+                    buf += d
+                h, _, buf = buf.partition(b"\r\n\r\n")
+                lines = h.decode().split("\r\n")
+                fields = [(k.strip().lower(), v.strip())
+                          for k, _, v in (l.partition(":") for l in lines[1:])]
+                lengths = [v for k, v in fields if k == "content-length"]
+                self.assertEqual(len(lengths), 1, fields)
+                while len(buf) < int(lengths[0]):
+                    d = sock.recv(65536)
+                    self.assertTrue(d, "connection closed inside a body")
+                    buf += d
+                n = int(lengths[0])
+                out.append((int(lines[0].split()[1]), fields, buf[:n]))
+                buf = buf[n:]
+        finally:
+            sock.close()
+        return out
+
+    def test_replies_carry_one_date_and_a_content_length_equal_to_the_body(self):
+        """The server gives Date and Content-Length itself (evhttp would format them per reply):
+        one of each, an IMF-fixdate of now, the exact body size, on a 200, a 202 and a 4xx; and a
+        keep-alive connection goes on after each."""
+        import email.utils
+        s = Session(self.server)
+        hdrs = dict(JSON_HEADERS, **{"Mcp-Session-Id": s.sid, "MCP-Protocol-Version": "2025-11-25"})
+        replies = self.raw_heads([
+            ("POST", hdrs, {"jsonrpc": "2.0", "id": 7, "method": "ping"}),
+            ("POST", hdrs, {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            ("POST", hdrs, {"jsonrpc": "1.0", "id": 8, "method": "ping"}),
+        ])
+        self.assertEqual([r[0] for r in replies], [200, 202, 400])
+        for status, fields, body in replies:
+            dates = [v for k, v in fields if k == "date"]
+            self.assertEqual(len(dates), 1, fields)
+            self.assertRegex(dates[0], r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d "
+                             r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} "
+                             r"\d\d:\d\d:\d\d GMT$")
+            when = email.utils.parsedate_to_datetime(dates[0]).timestamp()
+            self.assertLess(abs(when - time.time()), 5, dates[0])
+            length = int([v for k, v in fields if k == "content-length"][0])
+            self.assertEqual(length, len(body))
+        self.assertEqual(json.loads(replies[0][2])["id"], 7)
+        self.assertEqual(replies[1][2], b"")
+        self.assertEqual(json.loads(replies[2][2])["error"]["code"], -32600)
+        # an SSE stream's head too (the GET stream; chunked, so no Content-Length)
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        try:
+            sock.sendall((f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.server.port}\r\n"
+                          f"Accept: text/event-stream\r\nMcp-Session-Id: {s.sid}\r\n"
+                          "MCP-Protocol-Version: 2025-11-25\r\n\r\n").encode())
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                d = sock.recv(65536)
+                self.assertTrue(d, "connection closed before the stream's head")
+                buf += d
+        finally:
+            sock.close()
+        lines = buf.partition(b"\r\n\r\n")[0].decode().split("\r\n")
+        self.assertIn(" 200 ", lines[0])
+        dates = [l for l in lines[1:] if l.lower().startswith("date:")]
+        self.assertEqual(len(dates), 1, lines)
+        when = email.utils.parsedate_to_datetime(dates[0].partition(":")[2].strip()).timestamp()
+        self.assertLess(abs(when - time.time()), 5, dates[0])
+
     def test_a_request_without_a_session_id_gets_400(self):
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, JSON_HEADERS)
         self.assertError(r, 400, -32000, 2)
