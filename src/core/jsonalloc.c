@@ -109,6 +109,19 @@ void jsonalloc_init(void)
 #endif
 }
 
+bool jsonalloc_active(void)
+{
+    return g_on != 0;
+}
+
+unsigned jsonalloc_kept(void)
+{
+    unsigned n = 0;
+    for (int i = 2; i <= CLASSES; i++)
+        n += t_cache.count[i];
+    return n;
+}
+
 void jsonalloc_trim(void)
 {
     if (g_on)

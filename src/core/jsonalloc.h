@@ -10,8 +10,14 @@
 #ifndef MCPD_CORE_JSONALLOC_H
 #define MCPD_CORE_JSONALLOC_H
 
+#include <stdbool.h>
+
 /* Installs the cache as jansson's allocator. Call once, before any jansson value exists. */
 void jsonalloc_init(void);
+/* True once jsonalloc_init installed the cache (false under the sanitizers or when off). */
+bool jsonalloc_active(void);
+/* How many blocks the calling thread keeps now (tests). */
+unsigned jsonalloc_kept(void);
 /* Gives the calling thread's kept blocks back to malloc. */
 void jsonalloc_trim(void);
 

@@ -1,0 +1,116 @@
+/* Unit tests: jansson's per-thread block cache (src/core/jsonalloc.c). Skipped where the cache
+ * is off (ASan, TSan builds). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <malloc.h>
+#include <pthread.h>
+
+#include "core/jsonalloc.h"
+
+static int setup(void **state)
+{
+    (void)state;
+    jsonalloc_init();
+    return 0;
+}
+
+static void a_freed_value_is_kept_and_handed_out_again(void **state)
+{
+    (void)state;
+    if (!jsonalloc_active())
+        skip();
+    jsonalloc_trim();
+    assert_int_equal(jsonalloc_kept(), 0);
+    json_t *o = json_pack("{s:s, s:i, s:[i, i]}", "name", "echo", "n", 5, "list", 1, 2);
+    assert_non_null(o);
+    json_decref(o);
+    unsigned kept = jsonalloc_kept();
+    assert_true(kept >= 6); /* object, table, pairs, strings, array... */
+    /* the same shape again comes from the kept blocks: none is left over, none is added */
+    o = json_pack("{s:s, s:i, s:[i, i]}", "name", "echo", "n", 5, "list", 1, 2);
+    assert_int_equal(jsonalloc_kept(), 0);
+    json_decref(o);
+    assert_int_equal(jsonalloc_kept(), kept);
+    jsonalloc_trim();
+    assert_int_equal(jsonalloc_kept(), 0);
+}
+
+static void a_kept_block_is_exactly_the_size_malloc_gives(void **state)
+{
+    (void)state;
+    if (!jsonalloc_active())
+        skip();
+    /* a string value's copy of 1..200 bytes: the block's usable size is the one glibc gives a
+     * malloc of that size, whether fresh or taken from the cache */
+    for (size_t n = 1; n <= 200; n++) {
+        char text[256];
+        memset(text, 'x', n);
+        for (int round = 0; round < 2; round++) {
+            json_t *s = json_stringn(text, n);
+            const char *v = json_string_value(s);
+            void *ref = malloc(n + 1);
+            assert_int_equal(malloc_usable_size((void *)v), malloc_usable_size(ref));
+            free(ref);
+            json_decref(s);
+        }
+    }
+    jsonalloc_trim();
+}
+
+static void dumped_text_can_be_freed_with_free(void **state)
+{
+    (void)state;
+    json_t *o = json_pack("{s:s}", "a", "b");
+    for (int i = 0; i < 1000; i++) {
+        char *t = json_dumps(o, JSON_COMPACT);
+        assert_string_equal(t, "{\"a\":\"b\"}");
+        free(t); /* an ordinary malloc block, as jansson's docs promise */
+    }
+    json_decref(o);
+}
+
+static void *make_values(void *arg)
+{
+    json_t **out = arg;
+    for (int i = 0; i < 100; i++)
+        out[i] = json_pack("{s:i}", "k", i);
+    json_t *t = json_pack("[s, s]", "kept", "here");
+    json_decref(t); /* this thread keeps blocks, given back when it ends */
+    return NULL;
+}
+
+static void values_made_on_one_thread_are_freed_on_another(void **state)
+{
+    (void)state;
+    json_t *vals[100];
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, make_values, vals), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    jsonalloc_trim();
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(json_integer_value(json_object_get(vals[i], "k")), i);
+        json_decref(vals[i]);
+    }
+    /* at most PER_CLASS (64) blocks per class are kept; the rest went back to malloc */
+    if (jsonalloc_active())
+        assert_true(jsonalloc_kept() <= 64 * 15);
+    jsonalloc_trim();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_freed_value_is_kept_and_handed_out_again),
+        cmocka_unit_test(a_kept_block_is_exactly_the_size_malloc_gives),
+        cmocka_unit_test(dumped_text_can_be_freed_with_free),
+        cmocka_unit_test(values_made_on_one_thread_are_freed_on_another),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
