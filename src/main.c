@@ -11,7 +11,7 @@
 #include "actor/shardmove.h"
 #include "actor/worker.h"
 #include "core/config.h"
-#include "core/jsonalloc.h"
+#include "core/blockcache.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/util.h"
@@ -105,7 +105,7 @@ static int release_shard(int shard, const char *dir, json_t **report, char *why,
 
 int main(int argc, char **argv)
 {
-    jsonalloc_init(); /* before any jansson value */
+    blockcache_init(); /* before any jansson value and any other libevent call */
     config_defaults(&g_cfg);
     int rc = config_parse(&g_cfg, argc, argv);
     if (rc != 0) {

@@ -13,7 +13,7 @@
 #include "actor/alarm.h"
 #include "actor/refuse.h"
 #include "core/config.h"
-#include "core/jsonalloc.h"
+#include "core/blockcache.h"
 #include "core/log.h"
 #include "core/ptrmap.h"
 #include "core/stats.h"
@@ -392,7 +392,7 @@ static void on_trim_timer(evutil_socket_t fd, short what, void *arg)
     STAT_INC(timer_wakeups_total);
     w->burst_messages = 0;
     w->burst_bytes = 0;
-    jsonalloc_trim(); /* this thread's kept jansson blocks too */
+    blockcache_trim(); /* this thread's kept jansson blocks too */
     malloc_trim(0);
 }
 
@@ -512,7 +512,7 @@ static void on_idle_timer(evutil_socket_t fd, short what, void *arg)
      * memory (malloc_trim walks every arena: not something to do per actor). */
     if (w->hibernated_since_trim >= TRIM_AFTER_HIBERNATIONS &&
         (!w->lru_head || w->hibernated_since_trim >= 32 * TRIM_AFTER_HIBERNATIONS)) {
-        jsonalloc_trim();
+        blockcache_trim();
         malloc_trim(0);
         w->hibernated_since_trim = 0;
     }

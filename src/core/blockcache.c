@@ -1,0 +1,136 @@
+/* A per-thread cache of small malloc blocks for jansson and libevent. See blockcache.h. */
+#include "core/blockcache.h"
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BLOCKCACHE_OFF 1 /* the sanitizers must see every malloc and free (use after free) */
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define BLOCKCACHE_OFF 1
+#endif
+#endif
+
+#define GRAIN 16
+#define CLASSES 16   /* chunks of 32..256 bytes: requests of up to 248 */
+#define PER_CLASS 64 /* kept per class and thread: at most ~136 KiB per thread */
+
+typedef struct block { struct block *next; } block_t;
+
+typedef struct {
+    block_t *head[CLASSES + 1]; /* [0] and [1] unused */
+    unsigned count[CLASSES + 1];
+} cache_t;
+
+enum { T_NEW, T_REGISTERED, T_ENDING };
+
+static __thread cache_t t_cache;
+static __thread int t_state; /* T_REGISTERED: flush() is set to run at the thread's end */
+static pthread_key_t g_key;
+static int g_on;
+
+static void flush(cache_t *c)
+{
+    for (int i = 2; i <= CLASSES; i++) {
+        while (c->head[i]) {
+            block_t *b = c->head[i];
+            c->head[i] = b->next;
+            free(b);
+        }
+        c->count[i] = 0;
+    }
+}
+
+static void on_thread_end(void *arg)
+{
+    t_state = T_ENDING; /* frees by later destructors go straight to malloc */
+    flush(arg);
+}
+
+/* A class is glibc's chunk size over 16: a request of n bytes takes a chunk of (n + 8) rounded
+ * up to 16, at least 32, and usable size is the chunk less 8. So a kept block has exactly the
+ * size malloc would have given the request. */
+static size_t class_of_request(size_t n)
+{
+    size_t c = (n + 8 + GRAIN - 1) / GRAIN;
+    return c < 2 ? 2 : c;
+}
+
+static void *block_alloc(size_t n)
+{
+    size_t cls = class_of_request(n);
+    if (cls <= CLASSES) {
+        cache_t *c = &t_cache;
+        block_t *b = c->head[cls];
+        if (b) {
+            c->head[cls] = b->next;
+            c->count[cls]--;
+            return b;
+        }
+        return malloc(cls * GRAIN - 8);
+    }
+    return malloc(n);
+}
+
+static void block_free(void *p)
+{
+    if (!p)
+        return;
+    size_t cls = (malloc_usable_size(p) + 8) / GRAIN;
+    cache_t *c = &t_cache;
+    if (cls >= 2 && cls <= CLASSES && c->count[cls] < PER_CLASS && t_state != T_ENDING) {
+        if (t_state == T_NEW) {
+            t_state = T_REGISTERED;
+            pthread_setspecific(g_key, c);
+        }
+        block_t *b = p;
+        b->next = c->head[cls];
+        c->head[cls] = b;
+        c->count[cls]++;
+        return;
+    }
+    free(p);
+}
+
+static void *block_realloc(void *p, size_t n)
+{
+    return p ? realloc(p, n) : block_alloc(n); /* every block is malloc's own */
+}
+
+void blockcache_init(void)
+{
+#ifndef BLOCKCACHE_OFF
+    const char *env = getenv("MCPD_BLOCK_CACHE");
+    if (g_on || (env && strcmp(env, "off") == 0) || pthread_key_create(&g_key, on_thread_end) != 0)
+        return;
+    g_on = 1;
+    json_set_alloc_funcs(block_alloc, block_free);
+    if (!env || strcmp(env, "json") != 0)
+        event_set_mem_functions(block_alloc, block_realloc, block_free);
+#endif
+}
+
+bool blockcache_active(void)
+{
+    return g_on != 0;
+}
+
+unsigned blockcache_kept(void)
+{
+    unsigned n = 0;
+    for (int i = 2; i <= CLASSES; i++)
+        n += t_cache.count[i];
+    return n;
+}
+
+void blockcache_trim(void)
+{
+    if (g_on)
+        flush(&t_cache);
+}

@@ -1,0 +1,33 @@
+/* jansson's and libevent's allocations through a per-thread cache of small blocks.
+ *
+ * A request makes some 25-40 small jansson blocks (its parsed tree, the result) and about 30
+ * libevent ones (the evhttp_request, each header's evkeyval and two strdups, evbuffers, the
+ * reply's headers), and frees them all within the request. glibc's own per-thread cache keeps
+ * 7 blocks of a size, so most of such a burst took glibc's slower paths (_int_malloc, _int_free,
+ * malloc_consolidate). Here each thread keeps up to 64 freed blocks of each glibc chunk size up
+ * to 256 bytes (at most ~136 KiB a thread), and hands them out again on that thread.
+ *
+ * Every block is an ordinary malloc block of the size malloc would give: free() of a block
+ * jansson or libevent allocated stays correct (json_dumps' text), a block may be freed on
+ * another thread (that thread keeps it), and a long-lived value costs no byte more.
+ *
+ * Off under ASan and TSan, which must see every malloc and free. MCPD_BLOCK_CACHE in the
+ * environment, for A/B runs: "off" (plain malloc), "json" (jansson only), unset or anything
+ * else: both.
+ */
+#ifndef MCPD_CORE_BLOCKCACHE_H
+#define MCPD_CORE_BLOCKCACHE_H
+
+#include <stdbool.h>
+
+/* Installs the cache as jansson's and libevent's allocator. Call first in main: before any
+ * jansson value exists and before any other libevent call. */
+void blockcache_init(void);
+/* True once blockcache_init installed the cache (false under the sanitizers or when off). */
+bool blockcache_active(void);
+/* How many blocks the calling thread keeps now (tests). */
+unsigned blockcache_kept(void);
+/* Gives the calling thread's kept blocks back to malloc. */
+void blockcache_trim(void);
+
+#endif
