@@ -239,8 +239,8 @@ static actor_t *actor_load(worker_t *w, const char *sid)
         actor_ext_set(a, record ? "rec" : "task", json_is_object(ext) ? json_incref(ext) : json_object());
     }
     json_t *ci = json_object_get(m, "ci"), *cc = json_object_get(m, "cc");
-    a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
-    a->client_caps = json_is_object(cc) ? json_incref(cc) : NULL;
+    a->client_info = json_is_object(ci) ? worker_share_json(w, ci) : NULL;
+    a->client_caps = json_is_object(cc) ? worker_share_json(w, cc) : NULL;
     a->log_level = (int)json_integer_value(json_object_get(m, "ll"));
     a->created_ms = json_integer_value(json_object_get(m, "c"));
     a->touched_ms = json_integer_value(json_object_get(m, "t"));

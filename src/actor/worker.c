@@ -14,6 +14,7 @@
 #include "actor/refuse.h"
 #include "core/config.h"
 #include "core/blockcache.h"
+#include "core/jshare.h"
 #include "core/log.h"
 #include "core/ptrmap.h"
 #include "core/stats.h"
@@ -85,6 +86,7 @@ struct worker {
     size_t ndeferred, cap_deferred;
     long long dstats[DS__COUNT]; /* store-backed counters of the uncommitted writes */
     ptrmap_t recover;      /* hash(sid) of sessions reset by a failed turn */
+    jshare_t shared;       /* clientInfo and capabilities its sessions share */
 };
 
 static worker_t *W;
@@ -602,6 +604,11 @@ void worker_foreach_actor(worker_t *w, void (*fn)(struct actor *, void *), void 
     }
 }
 
+json_t *worker_share_json(worker_t *w, json_t *v)
+{
+    return jshare_get(&w->shared, v);
+}
+
 /* ---- lifecycle ---- */
 
 static void *worker_main(void *arg)
@@ -758,6 +765,7 @@ void workers_stop(void)
         store_batch_free(W[i].batch);
         free(W[i].out);
         free(W[i].buckets);
+        jshare_clear(&W[i].shared);
         free(W[i].touched);
         free(W[i].deferred);
         ptrmap_free(&W[i].recover);

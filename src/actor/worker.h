@@ -121,6 +121,10 @@ void worker_send_http(worker_t *w, hmsg_t *m);
 struct event_base *worker_base(worker_t *w);
 /* Commit, then send: the end of every turn and timer callback. */
 void worker_turn_end(worker_t *w);
+/* A new reference to a value equal to v (borrowed) that the worker's sessions share: one kind
+ * of client sends the same clientInfo and capabilities in every session (core/jshare.h). The
+ * value must not be changed. Worker thread only. */
+json_t *worker_share_json(worker_t *w, json_t *v);
 struct actor *worker_find_actor(worker_t *w, const char *sid);
 void worker_add_actor(worker_t *w, struct actor *a);
 void worker_remove_actor(worker_t *w, struct actor *a);

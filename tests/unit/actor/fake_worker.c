@@ -4,6 +4,8 @@
  * functions the tests never reach fail loudly. */
 #include "fake_worker.h"
 
+#include "core/jshare.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@ struct worker {
     int nsent;
     struct actor *actors[16];
     int nactors;
+    jshare_t shared;
 };
 
 static worker_t FW;
@@ -41,6 +44,7 @@ void fake_worker_free(worker_t *w)
 {
     fake_worker_clear_sent(w);
     store_batch_free(w->batch);
+    jshare_clear(&w->shared);
     t_current = NULL;
 }
 
@@ -122,6 +126,7 @@ struct actor *worker_find_actor(worker_t *w, const char *sid)
             return w->actors[i];
     return NULL;
 }
+json_t *worker_share_json(worker_t *w, json_t *v) { return jshare_get(&w->shared, v); }
 void worker_add_actor(worker_t *w, struct actor *a) { w->actors[w->nactors++] = a; }
 void worker_remove_actor(worker_t *w, struct actor *a)
 {
