@@ -8,13 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the sanitizers must see every malloc and free (use after free, races on reuse) */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define BLOCKCACHE_OFF 1 /* the sanitizers must see every malloc and free (use after free) */
-#endif
-#if defined(__has_feature)
+#define SANITIZED 1
+#elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define BLOCKCACHE_OFF 1
+#define SANITIZED 1
 #endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
 #endif
 
 #define GRAIN 16
@@ -105,15 +108,14 @@ static void *block_realloc(void *p, size_t n)
 
 void blockcache_init(void)
 {
-#ifndef BLOCKCACHE_OFF
     const char *env = getenv("MCPD_BLOCK_CACHE");
-    if (g_on || (env && strcmp(env, "off") == 0) || pthread_key_create(&g_key, on_thread_end) != 0)
+    if (SANITIZED || g_on || (env && strcmp(env, "off") == 0) ||
+        pthread_key_create(&g_key, on_thread_end) != 0)
         return;
     g_on = 1;
     json_set_alloc_funcs(block_alloc, block_free);
     if (!env || strcmp(env, "json") != 0)
         event_set_mem_functions(block_alloc, block_realloc, block_free);
-#endif
 }
 
 bool blockcache_active(void)
