@@ -29,11 +29,26 @@ static struct {
     bool running;
 } A;
 
+/* Sends what the output buffer holds. A HEAD gets the length a GET would and no body: evhttp
+ * (2.1.12) writes the output buffer after the head whatever the method, and a body after a HEAD
+ * reply is read as the start of the next response on the connection. */
+static void send_reply(struct evhttp_request *req, int status, const char *reason)
+{
+    struct evbuffer *b = evhttp_request_get_output_buffer(req);
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+        char n[24];
+        snprintf(n, sizeof n, "%zu", evbuffer_get_length(b));
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Length", n);
+        evbuffer_drain(b, evbuffer_get_length(b));
+    }
+    evhttp_send_reply(req, status, reason, NULL);
+}
+
 static void send_text(struct evhttp_request *req, int status, const char *ctype, const char *body)
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
     evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
-    evhttp_send_reply(req, status, status == 200 ? "OK" : status == 401 ? "Unauthorized" : "Not Found", NULL);
+    send_reply(req, status, status == 200 ? "OK" : status == 401 ? "Unauthorized" : "Not Found");
 }
 
 static json_t *stats_json(void)
@@ -294,7 +309,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         shard_move(req, path);
         return;
     }
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET || !path) {
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if ((cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) || !path) { /* HEAD: GET's head */
         send_text(req, 404, "text/plain", "not found: GET /healthz, /stats, /metrics or /shards\n");
         return;
     }
@@ -338,7 +354,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         metrics_text(b);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                           "text/plain; version=0.0.4; charset=utf-8");
-        evhttp_send_reply(req, 200, "OK", NULL);
+        send_reply(req, 200, "OK");
     } else {
         send_text(req, 404, "text/plain", "not found: GET /healthz, /stats, /metrics or /shards\n");
     }

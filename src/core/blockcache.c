@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,22 +39,27 @@ static __thread int t_state; /* T_REGISTERED: flush() is set to run at the threa
 static pthread_key_t g_key;
 static int g_on;
 
-static void flush(cache_t *c)
+static atomic_ulong g_freed_at_thread_end;
+
+static unsigned long flush(cache_t *c)
 {
+    unsigned long n = 0;
     for (int i = 2; i <= CLASSES; i++) {
         while (c->head[i]) {
             block_t *b = c->head[i];
             c->head[i] = b->next;
             free(b);
+            n++;
         }
         c->count[i] = 0;
     }
+    return n;
 }
 
 static void on_thread_end(void *arg)
 {
     t_state = T_ENDING; /* frees by later destructors go straight to malloc */
-    flush(arg);
+    atomic_fetch_add(&g_freed_at_thread_end, flush(arg));
 }
 
 /* A class is glibc's chunk size over 16: a request of n bytes takes a chunk of (n + 8) rounded
@@ -67,18 +73,17 @@ static size_t class_of_request(size_t n)
 
 static void *block_alloc(size_t n)
 {
+    if (n > CLASSES * GRAIN - 8)
+        return malloc(n); /* also keeps class_of_request from wrapping */
     size_t cls = class_of_request(n);
-    if (cls <= CLASSES) {
-        cache_t *c = &t_cache;
-        block_t *b = c->head[cls];
-        if (b) {
-            c->head[cls] = b->next;
-            c->count[cls]--;
-            return b;
-        }
-        return malloc(cls * GRAIN - 8);
+    cache_t *c = &t_cache;
+    block_t *b = c->head[cls];
+    if (b) {
+        c->head[cls] = b->next;
+        c->count[cls]--;
+        return b;
     }
-    return malloc(n);
+    return malloc(cls * GRAIN - 8);
 }
 
 static void block_free(void *p)
@@ -129,6 +134,11 @@ unsigned blockcache_kept(void)
     for (int i = 2; i <= CLASSES; i++)
         n += t_cache.count[i];
     return n;
+}
+
+unsigned long blockcache_freed_at_thread_end(void)
+{
+    return atomic_load(&g_freed_at_thread_end);
 }
 
 void blockcache_trim(void)

@@ -27,6 +27,8 @@ void blockcache_init(void);
 bool blockcache_active(void);
 /* How many blocks the calling thread keeps now (tests). */
 unsigned blockcache_kept(void);
+/* How many kept blocks ending threads gave back to malloc so far (tests). */
+unsigned long blockcache_freed_at_thread_end(void);
 /* Gives the calling thread's kept blocks back to malloc. */
 void blockcache_trim(void);
 

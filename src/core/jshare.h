@@ -3,7 +3,8 @@
  * Sessions from one kind of client send the same clientInfo and capabilities. Each session
  * kept its own parsed copy, two jansson objects of ~800 bytes together, more than half of an
  * idle session's memory. A jshare_t remembers the last JSHARE_SLOTS distinct values it was
- * given; a value equal (json_equal) to one of them is replaced by a reference to it. Shared
+ * given; a value equal (json_equal) to one of them is replaced by a reference to it (values of
+ * up to JSHARE_MAX_NODES values only, so a comparison stays cheap). Shared
  * values must be treated as read-only (nothing in the server changes them). Not thread-safe:
  * one owner thread (a worker); the references it hands out may be dropped on any thread
  * (jansson's reference counts are atomic).
@@ -14,6 +15,7 @@
 #include <jansson.h>
 
 #define JSHARE_SLOTS 8
+#define JSHARE_MAX_NODES 256 /* values of more (objects, arrays and scalars) are not shared */
 
 typedef struct {
     json_t *v[JSHARE_SLOTS];

@@ -96,15 +96,18 @@ void http_send_reply(struct evhttp_request *req, int status, const char *ctype, 
                        size_t len, const char *sid, const char *retry_after)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    /* Date and Content-Length given here so evhttp does not format them with snprintf. */
+    /* Date and Content-Length given here so evhttp does not format them with snprintf.
+     * (1xx, 204 and 304 carry no Content-Length; no caller sends them today.) */
     evhttp_add_header(out, "Date", date_now());
-    char clen[24], *d = clen + sizeof clen;
-    size_t n = body ? len : 0;
-    *--d = '\0';
-    do
-        *--d = (char)('0' + n % 10);
-    while ((n /= 10) != 0);
-    evhttp_add_header(out, "Content-Length", d);
+    if (status >= 200 && status != 204 && status != 304) {
+        char clen[24], *d = clen + sizeof clen;
+        size_t n = body ? len : 0;
+        *--d = '\0';
+        do
+            *--d = (char)('0' + n % 10);
+        while ((n /= 10) != 0);
+        evhttp_add_header(out, "Content-Length", d); /* a HEAD's: what a GET would carry */
+    }
     if (ctype)
         evhttp_add_header(out, "Content-Type", ctype);
     if (sid && *sid)
@@ -112,7 +115,9 @@ void http_send_reply(struct evhttp_request *req, int status, const char *ctype, 
     if (retry_after)
         evhttp_add_header(out, "Retry-After", retry_after);
     struct evbuffer *b = evhttp_request_get_output_buffer(req);
-    if (body && len)
+    /* evhttp (2.1.12) writes the output buffer after the head even for HEAD: a body there
+     * would be read as the start of the next response on the connection */
+    if (body && len && evhttp_request_get_command(req) != EVHTTP_REQ_HEAD)
         evbuffer_add(b, body, len);
     stats_count_status(status);
     evhttp_send_reply(req, status, reason_of(status), NULL);

@@ -230,10 +230,53 @@ class HttpErrors(ServerTest):
             sock.close()
         lines = buf.partition(b"\r\n\r\n")[0].decode().split("\r\n")
         self.assertIn(" 200 ", lines[0])
+        names = [l.partition(":")[0].strip().lower() for l in lines[1:]]
+        self.assertIn("transfer-encoding: chunked", [l.lower() for l in lines[1:]])
+        self.assertNotIn("content-length", names)
         dates = [l for l in lines[1:] if l.lower().startswith("date:")]
         self.assertEqual(len(dates), 1, lines)
         when = email.utils.parsedate_to_datetime(dates[0].partition(":")[2].strip()).timestamp()
         self.assertLess(abs(when - time.time()), 5, dates[0])
+
+    def test_a_head_reply_has_no_body_and_the_connection_goes_on(self):
+        """HEAD /mcp gets 405 with the length a GET would carry and no body (evhttp writes
+        whatever is in the output buffer, which used to put the JSON error on the wire, read by
+        the client as the start of the next response); then a POST on the same connection."""
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        try:
+            host = f"Host: 127.0.0.1:{self.server.port}\r\n"
+            sock.sendall(f"HEAD /mcp HTTP/1.1\r\n{host}\r\n".encode())
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                d = sock.recv(65536)
+                self.assertTrue(d, "connection closed before the HEAD reply")
+                buf += d
+            head, _, rest = buf.partition(b"\r\n\r\n")
+            lines = head.decode().split("\r\n")
+            self.assertIn(" 405 ", lines[0])
+            fields = {l.partition(":")[0].strip().lower(): l.partition(":")[2].strip() for l in lines[1:]}
+            self.assertGreater(int(fields["content-length"]), 0)
+            time.sleep(0.2)
+            sock.settimeout(0.3)
+            try:
+                rest += sock.recv(65536)
+            except socket.timeout:
+                pass
+            self.assertEqual(rest, b"", "bytes after a HEAD reply's head")
+            sock.settimeout(10)
+            body = json.dumps(INIT).encode()
+            sock.sendall((f"POST /mcp HTTP/1.1\r\n{host}Content-Type: application/json\r\n"
+                          f"Accept: {ACCEPT_BOTH}\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+                         + body)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                d = sock.recv(65536)
+                self.assertTrue(d, "connection closed before the POST reply")
+                buf += d
+            self.assertTrue(buf.startswith(b"HTTP/1.1 200 "), buf[:80])
+        finally:
+            sock.close()
+        self.assertServerHealthy()
 
     def test_a_request_without_a_session_id_gets_400(self):
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"}, JSON_HEADERS)

@@ -232,6 +232,27 @@ class Admin(unittest.TestCase):
     def test_unknown_admin_paths_get_404(self):
         self.assertEqual(self.server.admin("/nope").status, 404)
 
+    def test_a_head_to_the_admin_listener_gets_the_length_and_no_body(self):
+        """evhttp writes its output buffer even for HEAD; the admin listener empties it, so the
+        next request on the connection reads its own response."""
+        sock = socket.create_connection(("127.0.0.1", self.server.admin_port), timeout=10)
+        try:
+            host = f"Host: 127.0.0.1:{self.server.admin_port}\r\n"
+            sock.sendall(f"HEAD /healthz HTTP/1.1\r\n{host}\r\nGET /healthz HTTP/1.1\r\n{host}\r\n".encode())
+            buf, deadline = b"", time.time() + 10
+            while buf.count(b"HTTP/1.1 ") < 2 or not buf.endswith(b"ok\n"):
+                self.assertLess(time.time(), deadline, buf)
+                d = sock.recv(65536)
+                self.assertTrue(d, buf)
+                buf += d
+        finally:
+            sock.close()
+        first, _, rest = buf.partition(b"\r\n\r\n")
+        self.assertTrue(first.startswith(b"HTTP/1.1 200 "), first)
+        self.assertIn(b"Content-Length: 3", first)
+        self.assertTrue(rest.startswith(b"HTTP/1.1 200 "), rest[:40])  # nothing in between
+        self.assertTrue(rest.endswith(b"\r\n\r\nok\n"), rest[-40:])
+
 
 class Plugin(unittest.TestCase):
     def test_the_example_plugin_adds_a_tool_with_durable_state(self):

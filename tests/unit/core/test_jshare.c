@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -63,11 +64,42 @@ static void different_values_stay_apart_and_the_oldest_is_forgotten(void **state
     jshare_clear(&s);
 }
 
+static void a_large_value_is_not_shared(void **state)
+{
+    (void)state;
+    jshare_t s = {0};
+    json_t *big = json_object(), *big2 = json_object();
+    for (int i = 0; i < JSHARE_MAX_NODES; i++) { /* the object itself and 256 members */
+        char k[16];
+        snprintf(k, sizeof k, "k%d", i);
+        json_object_set_new(big, k, json_integer(i));
+        json_object_set_new(big2, k, json_integer(i));
+    }
+    json_t *r = jshare_get(&s, big), *r2 = jshare_get(&s, big2);
+    assert_ptr_equal(r, big);
+    assert_ptr_equal(r2, big2); /* equal, but not compared: each keeps its own */
+    assert_int_equal(big->refcount, 2); /* nothing remembered it */
+    json_decref(r);
+    json_decref(r2);
+    /* one member fewer fits: shared */
+    json_object_del(big, "k0");
+    json_object_del(big2, "k0");
+    r = jshare_get(&s, big);
+    r2 = jshare_get(&s, big2);
+    assert_ptr_equal(r2, big);
+    json_decref(r);
+    json_decref(r2);
+    json_decref(big);
+    json_decref(big2);
+    jshare_clear(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_equal_value_gets_the_remembered_one),
         cmocka_unit_test(different_values_stay_apart_and_the_oldest_is_forgotten),
+        cmocka_unit_test(a_large_value_is_not_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
