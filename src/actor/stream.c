@@ -77,6 +77,30 @@ static void put_stream_meta(actor_t *a, stream_t *s)
     eventlog_put_stream(actor_batch(a), a->sid, s->num, &r);
 }
 
+/* The in-flight index: a reqmap key per unanswered request of an SSE stream, deleted with its
+ * answer; what is left at startup was interrupted by a crash (actors_recover_all). */
+static void reqmap_key(actor_t *a, call_t *c, bool put)
+{
+    a->stored_more = true;
+    if (put)
+        eventlog_inflight_put(actor_batch(a), a->sid, c->id, c->stream->num);
+    else
+        eventlog_inflight_delete(actor_batch(a), a->sid, c->id, c->stream->num);
+    c->mapped = put;
+}
+
+/* Written with the stream's metadata at the end of the turn (flush_stream), not when the call
+ * starts: a call answered within the turn it started in (a quick tool under load) would put
+ * its key and delete it in the same batch, two memtable writes for nothing. */
+static void map_calls(actor_t *a, stream_t *s)
+{
+    if (!actor_stores(a) || !s->sse)
+        return;
+    for (call_t *c = a->calls; c; c = c->next)
+        if (c->stream == s && !c->mapped)
+            reqmap_key(a, c, true);
+}
+
 static void mark_dirty(stream_t *s)
 {
     if (s->dirty)
@@ -91,12 +115,20 @@ void actor_stream_dirty(stream_t *s)
     mark_dirty(s);
 }
 
+/* A dirty stream's writes at the end of a turn: its record and the in-flight keys of its
+ * unanswered calls. */
+static void flush_stream(stream_t *s)
+{
+    put_stream_meta(s->actor, s);
+    map_calls(s->actor, s);
+}
+
 void actor_flush_dirty(worker_t *w)
 {
     (void)w;
     actor_flush_meta();
     for (stream_t *s = t_dirty; s; s = s->dirty_next) {
-        put_stream_meta(s->actor, s);
+        flush_stream(s);
         s->dirty = false;
     }
     t_dirty = NULL;
@@ -107,7 +139,7 @@ void actor_stream_undirty(stream_t *s, bool write)
     if (!s->dirty)
         return;
     if (write)
-        put_stream_meta(s->actor, s);
+        flush_stream(s);
     for (stream_t **pp = &t_dirty; *pp; pp = &(*pp)->dirty_next) {
         if (*pp == s) {
             *pp = s->dirty_next;
@@ -323,27 +355,6 @@ void actor_send_sse_end(actor_t *a, conn_ref_t conn, uint64_t num)
     worker_send_http(a->w, h);
 }
 
-/* The in-flight index: a reqmap key per unanswered request of an SSE stream, deleted with its
- * answer; what is left at startup was interrupted by a crash (actors_recover_all). */
-static void reqmap_key(actor_t *a, call_t *c, bool put)
-{
-    a->stored_more = true;
-    if (put)
-        eventlog_inflight_put(actor_batch(a), a->sid, c->id, c->stream->num);
-    else
-        eventlog_inflight_delete(actor_batch(a), a->sid, c->id, c->stream->num);
-    c->mapped = put;
-}
-
-static void map_calls(actor_t *a, stream_t *s)
-{
-    if (!actor_stores(a))
-        return;
-    for (call_t *c = a->calls; c; c = c->next)
-        if (c->stream == s && !c->mapped)
-            reqmap_key(a, c, true);
-}
-
 void actor_stream_start_sse(actor_t *a, stream_t *s)
 {
     if (s->sse)
@@ -365,10 +376,8 @@ void actor_stream_start_sse(actor_t *a, stream_t *s)
     buf_free(&s->resp);
     actor_send_sse_start(a, s, &b, true); /* POST streams always get the keepalive */
     buf_free(&b);
-    if (actor_stores(a)) {
-        mark_dirty(s);
-        map_calls(a, s);
-    }
+    if (actor_stores(a))
+        mark_dirty(s); /* its record, and its calls' in-flight keys, at the turn's end */
 }
 
 static void on_window(evutil_socket_t fd, short what, void *arg)
@@ -482,7 +491,7 @@ call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t
     a->calls = c;
     json_array_append(s->req_ids, c->id);
     if (s->sse && actor_stores(a))
-        reqmap_key(a, c, true);
+        mark_dirty(s); /* the call's in-flight key, at the turn's end */
     return c;
 }
 

@@ -7,6 +7,7 @@
 #include "store/keys.h"
 
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* ---- events ---- */
@@ -210,6 +211,13 @@ uint64_t eventlog_delete_stream(store_t *s, store_batch_t *b, const char *sid, u
 
 /* ---- the in-flight index ---- */
 
+static atomic_long g_inflight_writes;
+
+long eventlog_inflight_writes(void)
+{
+    return atomic_load(&g_inflight_writes);
+}
+
 static void inflight_key(store_batch_t *b, const char *sid, const json_t *id, uint64_t stream,
                          bool put)
 {
@@ -217,6 +225,7 @@ static void inflight_key(store_batch_t *b, const char *sid, const json_t *id, ui
     size_t tl = strlen(t);
     unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
     size_t kl = key_reqmap(k, sid, t, tl, stream);
+    atomic_fetch_add(&g_inflight_writes, 1);
     if (put)
         store_batch_put(b, CF_REQMAP, k, kl, "", 0);
     else

@@ -80,6 +80,8 @@ void eventlog_inflight_delete(store_batch_t *b, const char *sid, const json_t *i
                               uint64_t stream);
 /* The session's entries as [[stream, id], ...] (new array). */
 json_t *eventlog_inflight_list(store_t *s, const char *sid);
+/* How many puts and deletes of in-flight keys were batched so far, process-wide (tests). */
+long eventlog_inflight_writes(void);
 /* Startup: fn gets every session with entries, once, with its list (stolen: fn owns it, so it
  * can hand it to another thread whole). Returns the number of entries. */
 typedef void (*eventlog_inflight_fn)(void *arg, const char *sid, json_t *list);

@@ -186,6 +186,28 @@ static void a_running_sse_call_is_in_the_in_flight_index_until_answered(void **s
     json_decref(id);
 }
 
+static void an_sse_call_answered_in_the_turn_it_started_writes_no_in_flight_key(void **state)
+{
+    fixture_t *f = *state;
+    stream_t *s;
+    json_t *id = json_integer(4);
+    long before = eventlog_inflight_writes();
+    call_t *c = post_one(f, id, &s);
+    s->dispatching = false;
+    actor_stream_send(f->a, s, note(1)); /* SSE now */
+    assert_true(s->sse);
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    worker_turn_end(f->w);
+    /* the key would have been put and deleted in one batch: neither is written */
+    assert_int_equal(eventlog_inflight_writes(), before);
+    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    assert_int_equal(json_array_size(inflight), 0);
+    json_decref(inflight);
+    /* the stream and its events are stored as ever */
+    assert_int_equal(stored_of(f, 1).n, 3);
+    json_decref(id);
+}
+
 static void a_post_whose_requests_were_all_cancelled_ends_as_an_event_stream_not_202(void **state)
 {
     fixture_t *f = *state;
@@ -333,6 +355,7 @@ int main(void)
         T(a_call_answered_at_once_is_one_json_reply_and_stores_no_event),
         T(a_call_that_sends_first_becomes_sse_and_every_frame_is_stored_with_its_id),
         T(a_running_sse_call_is_in_the_in_flight_index_until_answered),
+        T(an_sse_call_answered_in_the_turn_it_started_writes_no_in_flight_key),
         T(a_post_whose_requests_were_all_cancelled_ends_as_an_event_stream_not_202),
         T(a_post_without_requests_is_answered_202),
         T(a_stream_still_dispatching_or_with_requests_open_does_not_settle),
