@@ -156,6 +156,16 @@ class HttpErrors(ServerTest):
         self.assertIsNone(r.header("Content-Type"), "an empty 202 names no content type")
         self.assertEqual(r.data, b"")
 
+    def read_head(self, sock, buf, what):
+        """Reads from sock until buf holds a whole response head; returns (lines of the head,
+        the bytes after it)."""
+        while b"\r\n\r\n" not in buf:
+            d = sock.recv(65536)
+            self.assertTrue(d, f"connection closed before {what}")
+            buf += d
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        return head.decode().split("\r\n"), rest
+
     def raw_heads(self, requests):
         """Sends raw HTTP/1.1 requests on one connection; returns [(status, headers, body)] with
         headers as a list of (lower-case name, value) so a repeated header shows."""
@@ -168,12 +178,7 @@ class HttpErrors(ServerTest):
                 head += [f"{k}: {v}" for k, v in headers.items()]
                 head.append(f"Content-Length: {len(data)}")
                 sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + data)
-                while b"\r\n\r\n" not in buf:
-                    d = sock.recv(65536)
-                    self.assertTrue(d, "connection closed before a response head")
-                    buf += d
-                h, _, buf = buf.partition(b"\r\n\r\n")
-                lines = h.decode().split("\r\n")
+                lines, buf = self.read_head(sock, buf, "a response head")
                 fields = [(k.strip().lower(), v.strip())
                           for k, _, v in (l.partition(":") for l in lines[1:])]
                 lengths = [v for k, v in fields if k == "content-length"]
@@ -221,14 +226,9 @@ class HttpErrors(ServerTest):
             sock.sendall((f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.server.port}\r\n"
                           f"Accept: text/event-stream\r\nMcp-Session-Id: {s.sid}\r\n"
                           "MCP-Protocol-Version: 2025-11-25\r\n\r\n").encode())
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                d = sock.recv(65536)
-                self.assertTrue(d, "connection closed before the stream's head")
-                buf += d
+            lines, _ = self.read_head(sock, b"", "the stream's head")
         finally:
             sock.close()
-        lines = buf.partition(b"\r\n\r\n")[0].decode().split("\r\n")
         self.assertIn(" 200 ", lines[0])
         names = [l.partition(":")[0].strip().lower() for l in lines[1:]]
         self.assertIn("transfer-encoding: chunked", [l.lower() for l in lines[1:]])
@@ -246,13 +246,7 @@ class HttpErrors(ServerTest):
         try:
             host = f"Host: 127.0.0.1:{self.server.port}\r\n"
             sock.sendall(f"HEAD /mcp HTTP/1.1\r\n{host}\r\n".encode())
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                d = sock.recv(65536)
-                self.assertTrue(d, "connection closed before the HEAD reply")
-                buf += d
-            head, _, rest = buf.partition(b"\r\n\r\n")
-            lines = head.decode().split("\r\n")
+            lines, rest = self.read_head(sock, b"", "the HEAD reply")
             self.assertIn(" 405 ", lines[0])
             fields = {l.partition(":")[0].strip().lower(): l.partition(":")[2].strip() for l in lines[1:]}
             self.assertGreater(int(fields["content-length"]), 0)
@@ -268,12 +262,8 @@ class HttpErrors(ServerTest):
             sock.sendall((f"POST /mcp HTTP/1.1\r\n{host}Content-Type: application/json\r\n"
                           f"Accept: {ACCEPT_BOTH}\r\nContent-Length: {len(body)}\r\n\r\n").encode()
                          + body)
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                d = sock.recv(65536)
-                self.assertTrue(d, "connection closed before the POST reply")
-                buf += d
-            self.assertTrue(buf.startswith(b"HTTP/1.1 200 "), buf[:80])
+            lines, _ = self.read_head(sock, b"", "the POST reply")
+            self.assertTrue(lines[0].startswith("HTTP/1.1 200 "), lines[0])
         finally:
             sock.close()
         self.assertServerHealthy()
