@@ -344,7 +344,7 @@ void actor_send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive)
     if (body && body->len)
         h->body = buf_steal(body, &h->len);
     if (s->num != STREAM_GET && json_array_size(s->req_ids) == 1)
-        h->req_id = json_dumps(json_array_get(s->req_ids, 0), JSON_COMPACT | JSON_ENCODE_ANY);
+        h->req_id = json_dump_compact(json_array_get(s->req_ids, 0), NULL);
     worker_send_http(a->w, h);
 }
 

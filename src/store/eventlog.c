@@ -1,6 +1,7 @@
 /* The event log. Any thread (see eventlog.h). */
 #include "store/eventlog.h"
 
+#include "core/jsondump.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -221,8 +222,8 @@ long eventlog_inflight_writes(void)
 static void inflight_key(store_batch_t *b, const char *sid, const json_t *id, uint64_t stream,
                          bool put)
 {
-    char *t = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
-    size_t tl = strlen(t);
+    size_t tl;
+    char *t = json_dump_compact(id, &tl);
     unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
     size_t kl = key_reqmap(k, sid, t, tl, stream);
     atomic_fetch_add(&g_inflight_writes, 1);

@@ -1,8 +1,9 @@
 /* Value encodings of store records. Pure functions, any thread. */
 #include "store/records.h"
 
-#include "core/util.h"
+#include "core/jsondump.h"
 #include "core/jsonparse.h"
+#include "core/util.h"
 #include "store/keys.h"
 
 #include <stdlib.h>
@@ -13,8 +14,8 @@
 
 char *streamrec_encode(const streamrec_t *r, size_t *len)
 {
-    char *ids = r->req_ids && json_array_size(r->req_ids) ? json_dumps(r->req_ids, JSON_COMPACT) : NULL;
-    size_t idlen = ids ? strlen(ids) : 0;
+    size_t idlen = 0;
+    char *ids = r->req_ids && json_array_size(r->req_ids) ? json_dump_compact(r->req_ids, &idlen) : NULL;
     unsigned char *v = xmalloc(STREAMREC_HDR + idlen);
     v[0] = 'T';
     v[1] = (unsigned char)((r->finished ? 1 : 0) | (r->is_get ? 2 : 0) | (r->delivered ? 4 : 0));
