@@ -40,6 +40,7 @@ typedef struct stream {
     bool sse;                /* the connection carries SSE (ids assigned) */
     bool finished;           /* every response written */
     bool dirty;              /* metadata to write at turn end */
+    bool unmapped;           /* SSE with calls whose in-flight keys are not written yet */
     bool batch;              /* JSON mode answers with an array */
     int outstanding;         /* requests not yet answered */
     buf_t resp;              /* JSON mode: the responses collected so far, as JSON text joined by

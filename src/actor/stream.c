@@ -94,6 +94,9 @@ static void reqmap_key(actor_t *a, call_t *c, bool put)
  * its key and delete it in the same batch, two memtable writes for nothing. */
 static void map_calls(actor_t *a, stream_t *s)
 {
+    if (!s->unmapped)
+        return;
+    s->unmapped = false;
     if (!actor_stores(a) || !s->sse)
         return;
     for (call_t *c = a->calls; c; c = c->next)
@@ -376,8 +379,10 @@ void actor_stream_start_sse(actor_t *a, stream_t *s)
     buf_free(&s->resp);
     actor_send_sse_start(a, s, &b, true); /* POST streams always get the keepalive */
     buf_free(&b);
-    if (actor_stores(a))
-        mark_dirty(s); /* its record, and its calls' in-flight keys, at the turn's end */
+    if (actor_stores(a)) {
+        s->unmapped = true;
+        mark_dirty(s); /* its record, and its calls' in-flight keys, at the commit */
+    }
 }
 
 static void on_window(evutil_socket_t fd, short what, void *arg)
@@ -490,8 +495,10 @@ call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t
     c->next = a->calls;
     a->calls = c;
     json_array_append(s->req_ids, c->id);
-    if (s->sse && actor_stores(a))
-        mark_dirty(s); /* the call's in-flight key, at the turn's end */
+    if (s->sse && actor_stores(a)) {
+        s->unmapped = true;
+        mark_dirty(s); /* the call's in-flight key, at the commit */
+    }
     return c;
 }
 

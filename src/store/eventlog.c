@@ -226,7 +226,7 @@ static void inflight_key(store_batch_t *b, const char *sid, const json_t *id, ui
     char *t = json_dump_compact(id, &tl);
     unsigned char *k = xmalloc(SESSION_ID_LEN + tl + 9);
     size_t kl = key_reqmap(k, sid, t, tl, stream);
-    atomic_fetch_add(&g_inflight_writes, 1);
+    atomic_fetch_add_explicit(&g_inflight_writes, 1, memory_order_relaxed);
     if (put)
         store_batch_put(b, CF_REQMAP, k, kl, "", 0);
     else

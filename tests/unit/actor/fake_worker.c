@@ -98,7 +98,11 @@ const actor_ops_t *worker_ops(const worker_t *w)
 }
 store_t *worker_store(worker_t *w) { return w->store; }
 store_batch_t *worker_batch(worker_t *w) { return w->batch; }
-int worker_commit(worker_t *w) { return store_commit(w->store, w->batch); }
+int worker_commit(worker_t *w)
+{
+    actor_flush_dirty(w); /* as the real one: a commit carries the turn's dirty streams */
+    return store_commit(w->store, w->batch);
+}
 bool worker_turn_failed(const worker_t *w) { return false; }
 void worker_touch(worker_t *w, struct actor *a) {}
 void worker_defer_reply(worker_t *w, struct mcpd_ctx *j, uint32_t wait_seq, json_t *value)

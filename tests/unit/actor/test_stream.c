@@ -348,6 +348,54 @@ static void a_task_round_trips_through_its_metadata_and_goes_whole(void **state)
     json_decref(st);
 }
 
+static void a_stream_without_priming_that_turns_sse_indexes_its_call(void **state)
+{
+    fixture_t *f = *state;
+    f->a->proto = proto_find("2025-06-18"); /* no priming event: nothing else dirties it */
+    stream_t *s;
+    json_t *id = json_integer(5);
+    call_t *c = post_one(f, id, &s);
+    s->dispatching = false;
+    actor_stream_start_sse(f->a, s); /* the JSON window expired (on_window) */
+    worker_turn_end(f->w);
+    assert_int_equal(fake_worker_sent(f->w, 0)->type, HM_SSE_START);
+    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    assert_int_equal(json_array_size(inflight), 1);
+    json_decref(inflight);
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    worker_turn_end(f->w);
+    inflight = eventlog_inflight_list(f->store, SID);
+    assert_int_equal(json_array_size(inflight), 0);
+    json_decref(inflight);
+    json_decref(id);
+}
+
+static void a_batch_stream_indexes_only_its_unanswered_call(void **state)
+{
+    fixture_t *f = *state;
+    stream_t *s = actor_new_post_stream(f->a, CONN);
+    s->outstanding = 2;
+    s->dispatching = true;
+    json_t *i1 = json_integer(1), *i2 = json_integer(2);
+    call_t *c1 = actor_add_call(f->a, s, i1, SM_tools_call);
+    call_t *c2 = actor_add_call(f->a, s, i2, SM_tools_call);
+    actor_stream_send(f->a, s, note(1)); /* SSE now */
+    actor_complete_call(f->a, c1, jsonrpc_result(i1, json_object()));
+    s->dispatching = false;
+    worker_turn_end(f->w);
+    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    assert_int_equal(json_array_size(inflight), 1);
+    assert_true(json_equal(json_array_get(json_array_get(inflight, 0), 1), i2));
+    json_decref(inflight);
+    actor_complete_call(f->a, c2, jsonrpc_result(i2, json_object()));
+    worker_turn_end(f->w);
+    inflight = eventlog_inflight_list(f->store, SID);
+    assert_int_equal(json_array_size(inflight), 0);
+    json_decref(inflight);
+    json_decref(i1);
+    json_decref(i2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +404,8 @@ int main(void)
         T(a_call_that_sends_first_becomes_sse_and_every_frame_is_stored_with_its_id),
         T(a_running_sse_call_is_in_the_in_flight_index_until_answered),
         T(an_sse_call_answered_in_the_turn_it_started_writes_no_in_flight_key),
+        T(a_stream_without_priming_that_turns_sse_indexes_its_call),
+        T(a_batch_stream_indexes_only_its_unanswered_call),
         T(a_post_whose_requests_were_all_cancelled_ends_as_an_event_stream_not_202),
         T(a_post_without_requests_is_answered_202),
         T(a_stream_still_dispatching_or_with_requests_open_does_not_settle),
