@@ -377,10 +377,27 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
         http_end_stream(c);
         return false;
     }
-    struct evbuffer *b = evbuffer_new();
-    evbuffer_add(b, data, len);
-    evhttp_send_reply_chunk(c->req, b);
-    evbuffer_free(b);
+    /* straight into the connection's output, framed as evhttp_send_reply_chunk would (a hex
+     * size line, the bytes, CRLF) but without its evbuffer_add_printf and a buffer per frame;
+     * evhttp's write callback is already set from the reply's start */
+    struct bufferevent *bev = conn_bev(c);
+    if (!bev || !len)
+        return true; /* the connection is going: evhttp would drop it too */
+    struct evbuffer *out = bufferevent_get_output(bev);
+    if (c->chunked) {
+        char head[2 * sizeof(size_t) + 2], *p = head + sizeof head;
+        size_t n = len;
+        *--p = '\n';
+        *--p = '\r';
+        do
+            *--p = "0123456789abcdef"[n & 15];
+        while ((n >>= 4) != 0);
+        evbuffer_add(out, p, (size_t)(head + sizeof head - p));
+        evbuffer_add(out, data, len);
+        evbuffer_add(out, "\r\n", 2);
+    } else {
+        evbuffer_add(out, data, len); /* HTTP/1.0: the body runs to the connection's close */
+    }
     return true;
 }
 
@@ -401,6 +418,7 @@ static void start_sse(hconn_t *c, hmsg_t *m)
         evhttp_add_header(out, "Mcp-Session-Id", m->session_id);
     stats_count_status(200);
     evhttp_send_reply_start(c->req, 200, "OK");
+    c->chunked = evhttp_find_header(out, "Transfer-Encoding") != NULL; /* evhttp chose it */
     c->state = H_SSE;
     c->stream = m->stream;
     if (c->stream == STREAM_GET)

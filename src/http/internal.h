@@ -66,6 +66,7 @@ struct hconn {
     uint32_t slot;
     uint32_t gen;
     hstate_t state;
+    bool chunked; /* an SSE reply evhttp started with Transfer-Encoding: chunked */
     uint64_t stream;
     char sid[SESSION_ID_LEN + 1];
     struct event *keepalive;

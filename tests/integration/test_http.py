@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, Response, Server, ServerTest, Session, run
+from mcptest import ACCEPT_BOTH, Response, Server, ServerTest, Session, parse_sse, run
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 TOKEN_A = "alpha-token-0123456789abcdef"
@@ -351,6 +351,57 @@ class HttpErrors(ServerTest):
         h = dict(JSON_HEADERS, Host="evil.example")
         r = self.server.request("POST", INIT, h)
         self.assertError(r, 403, -32000, 1)
+
+
+class SseFraming(ServerTest):
+    """The server writes SSE frames into the connection itself (not evhttp_send_reply_chunk):
+    chunked on HTTP/1.1 with exact sizes, raw on HTTP/1.0 (the body ends with the connection)."""
+    SERVER_FLAGS = ("--response-mode", "sse")
+
+    def exchange(self, version, extra=""):
+        body = json.dumps(INIT).encode()
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        try:
+            sock.sendall((f"POST /mcp HTTP/{version}\r\nHost: 127.0.0.1:{self.server.port}\r\n"
+                          f"Content-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n{extra}"
+                          f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+            buf = b""
+            while True:
+                d = sock.recv(65536)
+                if not d:
+                    return buf
+                buf += d
+        finally:
+            sock.close()
+
+    def events_of(self, text):
+        return [json.loads(e["data"]) for e in parse_sse(text) if e.get("data")]
+
+    def test_http_1_1_frames_are_chunks_of_their_exact_size(self):
+        raw = self.exchange("1.1", "Connection: close\r\n")
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        self.assertIn(b"Transfer-Encoding: chunked", head)
+        body, chunks = b"", 0
+        while True:
+            line, _, rest = rest.partition(b"\r\n")
+            size = int(line, 16)
+            if size == 0:
+                self.assertEqual(rest, b"\r\n")
+                break
+            self.assertEqual(rest[size:size + 2], b"\r\n", "a chunk ends where its size says")
+            body += rest[:size]
+            rest = rest[size + 2:]
+            chunks += 1
+        self.assertGreaterEqual(chunks, 2)  # the priming event and the response
+        self.assertEqual(self.events_of(body.decode())[-1]["id"], 1)
+
+    def test_http_1_0_gets_the_frames_raw_until_the_connection_closes(self):
+        raw = self.exchange("1.0")
+        head, _, body = raw.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.0 200 "), head)
+        self.assertNotIn(b"Transfer-Encoding", head)
+        self.assertTrue(body.startswith(b"retry: "), body[:40])
+        self.assertEqual(self.events_of(body.decode())[-1]["id"], 1)
 
 
 class Sessions(ServerTest):
