@@ -89,9 +89,9 @@ static void reqmap_key(actor_t *a, call_t *c, bool put)
     c->mapped = put;
 }
 
-/* Written with the stream's metadata at the end of the turn (flush_stream), not when the call
- * starts: a call answered within the turn it started in (a quick tool under load) would put
- * its key and delete it in the same batch, two memtable writes for nothing. */
+/* Written with the stream's metadata at the next commit (flush_stream), not when the call
+ * starts: a call answered before that commit (a quick tool under load) would put its key and
+ * delete it in the same batch, two memtable writes for nothing. */
 static void map_calls(actor_t *a, stream_t *s)
 {
     if (!s->unmapped)
@@ -118,8 +118,8 @@ void actor_stream_dirty(stream_t *s)
     mark_dirty(s);
 }
 
-/* A dirty stream's writes at the end of a turn: its record and the in-flight keys of its
- * unanswered calls. */
+/* A dirty stream's writes at a commit: its record and the in-flight keys of its unanswered
+ * calls. */
 static void flush_stream(stream_t *s)
 {
     put_stream_meta(s->actor, s);

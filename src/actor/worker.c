@@ -394,7 +394,7 @@ static void on_trim_timer(evutil_socket_t fd, short what, void *arg)
     STAT_INC(timer_wakeups_total);
     w->burst_messages = 0;
     w->burst_bytes = 0;
-    blockcache_trim(); /* this thread's kept jansson blocks too */
+    blockcache_trim(); /* this thread's kept jansson and libevent blocks too */
     malloc_trim(0);
 }
 

@@ -126,6 +126,20 @@ int hex_digit(char c)
     return -1;
 }
 
+size_t hex_put(char *out, uint64_t v, int width)
+{
+    static const char hex[] = "0123456789abcdef";
+    int n = 1;
+    while (n < 16 && (v >> (4 * n)))
+        n++;
+    if (n < width)
+        n = width;
+    for (int i = n - 1; i >= 0; i--, v >>= 4)
+        out[i] = hex[v & 15];
+    out[n] = '\0';
+    return (size_t)n;
+}
+
 void str_copy(char *dst, size_t size, const char *src)
 {
     if (!size)

@@ -38,6 +38,10 @@ uint64_t hash_bytes(const void *data, size_t len);
 /* Allocation that aborts on failure: out of memory is not a recoverable condition here. */
 /* The value of a lowercase hex digit, -1 for any other character. */
 int hex_digit(char c);
+/* v in lowercase hex at out: width digits zero-padded (at most 16), or (width 0) as few as it
+ * takes; a NUL after them (out >= 17 bytes). Returns the digits written. No printf: event ids
+ * and SSE chunk sizes are written with it on the hot path. */
+size_t hex_put(char *out, uint64_t v, int width);
 /* Copies src into dst (size bytes, NUL-terminated, cut like snprintf "%s" but no printf). */
 void str_copy(char *dst, size_t size, const char *src);
 void *xmalloc(size_t n);

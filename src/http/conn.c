@@ -14,6 +14,7 @@
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "core/util.h"
 #include "wire/checks.h"
 #include "wire/eventid.h"
 #include "wire/jsonrpc.h"
@@ -385,14 +386,11 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
         return true; /* the connection is going: evhttp would drop it too */
     struct evbuffer *out = bufferevent_get_output(bev);
     if (c->chunked) {
-        char head[2 * sizeof(size_t) + 2], *p = head + sizeof head;
-        size_t n = len;
-        *--p = '\n';
-        *--p = '\r';
-        do
-            *--p = "0123456789abcdef"[n & 15];
-        while ((n >>= 4) != 0);
-        evbuffer_add(out, p, (size_t)(head + sizeof head - p));
+        char head[20];
+        size_t n = hex_put(head, len, 0);
+        head[n++] = '\r';
+        head[n++] = '\n';
+        evbuffer_add(out, head, n);
         evbuffer_add(out, data, len);
         evbuffer_add(out, "\r\n", 2);
     } else {

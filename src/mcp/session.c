@@ -44,13 +44,9 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     actor_t *a = actor_create(w, m->sid);
     a->proto = proto_negotiate(jsonrpc_cstr(pv)); /* one holding U+0000 is unknown: the latest */
     /* shared with the worker's other sessions that sent the same (read-only from here on) */
-    if (caps)
-        a->client_caps = worker_share_json(w, caps);
-    else {
-        json_t *none = json_object();
-        a->client_caps = worker_share_json(w, none);
-        json_decref(none);
-    }
+    json_t *none = caps ? NULL : json_object();
+    a->client_caps = worker_share_json(w, caps ? caps : none);
+    json_decref(none);
     a->client_info = info ? worker_share_json(w, info) : NULL;
     str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
     /* every session holds one alarm while it exists: at the latest, its own expiry */

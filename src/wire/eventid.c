@@ -11,39 +11,23 @@ uint32_t session_tag(const char *sid)
     return (uint32_t)(hash_bytes(sid, SESSION_ID_LEN) >> 32);
 }
 
-/* v in lowercase hex at out: width digits zero-padded, or (width 0) as few as it takes; NUL
- * after them. No printf: every event's id is formatted on the hot path. */
-static size_t put_hex(char *out, uint64_t v, int width)
-{
-    static const char hex[] = "0123456789abcdef";
-    int n = 1;
-    while (n < 16 && (v >> (4 * n)))
-        n++;
-    if (n < width)
-        n = width;
-    for (int i = n - 1; i >= 0; i--, v >>= 4)
-        out[i] = hex[v & 15];
-    out[n] = '\0';
-    return (size_t)n;
-}
-
 size_t stream_id_format(char *out, uint32_t tag, uint64_t stream)
 {
-    size_t n = put_hex(out, tag, 8);
+    size_t n = hex_put(out, tag, 8);
     if (stream == STREAM_GET) {
         memcpy(out + n, "-get", 5);
         return n + 4;
     }
     out[n++] = '-';
     out[n++] = 'p';
-    return n + put_hex(out + n, stream, 0);
+    return n + hex_put(out + n, stream, 0);
 }
 
 size_t event_id_format(char *out, uint32_t tag, uint64_t stream, uint64_t seq)
 {
     size_t n = stream_id_format(out, tag, stream);
     out[n++] = ':';
-    return n + put_hex(out + n, seq, 16);
+    return n + hex_put(out + n, seq, 16);
 }
 
 /* Parses exactly n lowercase hex digits at s (n <= 16). */

@@ -125,17 +125,22 @@ class SessionClient(Client):
         if res is not None:
             self.acked.append(int(res["content"][0]["text"]))
 
+    @staticmethod
+    def check_opened(st, what):
+        """A stream's status: 503 is retried, a 502/504 (a node died) is ambiguous."""
+        if st.status in (502, 503, 504):
+            st.close()
+            raise Retry() if st.status == 503 else Ambiguous()
+        if st.status != 200:
+            raise AssertionError(f"{what}: {st.status}")
+
     def open(self, last=None):
         def once():
             g = self.s.open_get(last_event_id=last)
             g.next_event(timeout=0)  # the status line
             if g.status is None:
                 g.next_event(timeout=2)
-            if g.status in (502, 503, 504):
-                g.close()
-                raise Retry() if g.status == 503 else Ambiguous()
-            if g.status != 200:
-                raise AssertionError(f"GET resume: {g.status}")
+            self.check_opened(g, "GET resume")
             return g
         return self.attempt(once, "GET")
 
@@ -149,11 +154,7 @@ class SessionClient(Client):
         def start():
             rid, st = self.s.stream_post("tools/call", params)
             st.next_event(timeout=5)
-            if st.status in (502, 503, 504):
-                st.close()
-                raise Retry() if st.status == 503 else Ambiguous()
-            if st.status != 200:
-                raise AssertionError(f"POST stream: {st.status}")
+            self.check_opened(st, "POST stream")
             return rid, st
         got = self.attempt(start, "slow")
         if got is None:

@@ -106,6 +106,14 @@ static stored_t stored_of(fixture_t *f, uint64_t stream)
     return s;
 }
 
+static size_t inflight_count(fixture_t *f)
+{
+    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    size_t n = json_array_size(inflight);
+    json_decref(inflight);
+    return n;
+}
+
 static void a_call_answered_at_once_is_one_json_reply_and_stores_no_event(void **state)
 {
     fixture_t *f = *state;
@@ -159,31 +167,32 @@ static void a_call_that_sends_first_becomes_sse_and_every_frame_is_stored_with_i
     assert_int_equal(rec.seq, 3);
     json_decref(rec.req_ids);
     /* answered: nothing left in the in-flight index; finished: indexed for expiry */
-    json_t *inflight = eventlog_inflight_list(f->store, SID);
-    assert_int_equal(json_array_size(inflight), 0);
-    json_decref(inflight);
+    assert_int_equal(inflight_count(f), 0);
     assert_true(eventlog_first_expiry(f->store, SID) > 0);
+    json_decref(id);
+}
+
+/* A call whose stream turns SSE (the JSON window expired) is in the in-flight index from the
+ * commit that sends the stream's head until the one of its answer. */
+static void sse_call_is_indexed_until_answered(fixture_t *f, json_int_t n)
+{
+    stream_t *s;
+    json_t *id = json_integer(n);
+    call_t *c = post_one(f, id, &s);
+    s->dispatching = false;
+    actor_stream_start_sse(f->a, s);
+    worker_turn_end(f->w);
+    assert_int_equal(fake_worker_sent(f->w, 0)->type, HM_SSE_START);
+    assert_int_equal(inflight_count(f), 1); /* a crash now would answer it at restart */
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    worker_turn_end(f->w);
+    assert_int_equal(inflight_count(f), 0);
     json_decref(id);
 }
 
 static void a_running_sse_call_is_in_the_in_flight_index_until_answered(void **state)
 {
-    fixture_t *f = *state;
-    stream_t *s;
-    json_t *id = json_integer(3);
-    call_t *c = post_one(f, id, &s);
-    s->dispatching = false;
-    actor_stream_start_sse(f->a, s);
-    worker_turn_end(f->w);
-    json_t *inflight = eventlog_inflight_list(f->store, SID);
-    assert_int_equal(json_array_size(inflight), 1); /* a crash now would answer it at restart */
-    json_decref(inflight);
-    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
-    worker_turn_end(f->w);
-    inflight = eventlog_inflight_list(f->store, SID);
-    assert_int_equal(json_array_size(inflight), 0);
-    json_decref(inflight);
-    json_decref(id);
+    sse_call_is_indexed_until_answered(*state, 3);
 }
 
 static void an_sse_call_answered_in_the_turn_it_started_writes_no_in_flight_key(void **state)
@@ -200,9 +209,7 @@ static void an_sse_call_answered_in_the_turn_it_started_writes_no_in_flight_key(
     worker_turn_end(f->w);
     /* the key would have been put and deleted in one batch: neither is written */
     assert_int_equal(eventlog_inflight_writes(), before);
-    json_t *inflight = eventlog_inflight_list(f->store, SID);
-    assert_int_equal(json_array_size(inflight), 0);
-    json_decref(inflight);
+    assert_int_equal(inflight_count(f), 0);
     /* the stream and its events are stored as ever */
     assert_int_equal(stored_of(f, 1).n, 3);
     json_decref(id);
@@ -352,22 +359,7 @@ static void a_stream_without_priming_that_turns_sse_indexes_its_call(void **stat
 {
     fixture_t *f = *state;
     f->a->proto = proto_find("2025-06-18"); /* no priming event: nothing else dirties it */
-    stream_t *s;
-    json_t *id = json_integer(5);
-    call_t *c = post_one(f, id, &s);
-    s->dispatching = false;
-    actor_stream_start_sse(f->a, s); /* the JSON window expired (on_window) */
-    worker_turn_end(f->w);
-    assert_int_equal(fake_worker_sent(f->w, 0)->type, HM_SSE_START);
-    json_t *inflight = eventlog_inflight_list(f->store, SID);
-    assert_int_equal(json_array_size(inflight), 1);
-    json_decref(inflight);
-    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
-    worker_turn_end(f->w);
-    inflight = eventlog_inflight_list(f->store, SID);
-    assert_int_equal(json_array_size(inflight), 0);
-    json_decref(inflight);
-    json_decref(id);
+    sse_call_is_indexed_until_answered(f, 5);
 }
 
 static void a_batch_stream_indexes_only_its_unanswered_call(void **state)
@@ -389,9 +381,7 @@ static void a_batch_stream_indexes_only_its_unanswered_call(void **state)
     json_decref(inflight);
     actor_complete_call(f->a, c2, jsonrpc_result(i2, json_object()));
     worker_turn_end(f->w);
-    inflight = eventlog_inflight_list(f->store, SID);
-    assert_int_equal(json_array_size(inflight), 0);
-    json_decref(inflight);
+    assert_int_equal(inflight_count(f), 0);
     json_decref(i1);
     json_decref(i2);
 }

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,6 +204,28 @@ static void str_copy_copies_and_cuts_like_snprintf(void **state)
     assert_string_equal(d, "");
 }
 
+static void hex_put_writes_the_fewest_digits_or_the_width_asked(void **state)
+{
+    (void)state;
+    char out[17];
+    assert_int_equal(hex_put(out, 0, 0), 1);
+    assert_string_equal(out, "0");
+    assert_int_equal(hex_put(out, 0x141, 0), 3);
+    assert_string_equal(out, "141");
+    assert_int_equal(hex_put(out, 0xab, 8), 8);
+    assert_string_equal(out, "000000ab");
+    assert_int_equal(hex_put(out, UINT64_MAX, 0), 16);
+    assert_string_equal(out, "ffffffffffffffff");
+    assert_int_equal(hex_put(out, 1, 16), 16);
+    assert_string_equal(out, "0000000000000001");
+    for (uint64_t v = 1; v < (1ULL << 40); v = v * 7 + 3) {
+        char want[17];
+        snprintf(want, sizeof want, "%llx", (unsigned long long)v);
+        hex_put(out, v, 0);
+        assert_string_equal(out, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +245,7 @@ int main(void)
         cmocka_unit_test(an_empty_host_is_rejected),
         cmocka_unit_test(a_host_too_long_for_the_buffer_is_rejected),
         cmocka_unit_test(string_duplicates_are_independent_copies),
+        cmocka_unit_test(hex_put_writes_the_fewest_digits_or_the_width_asked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
