@@ -7,6 +7,7 @@
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "core/config.h"
+#include "core/jsonparse.h"
 #include "core/log.h"
 #include "core/shard.h"
 #include "wire/jsonrpc.h"
@@ -407,14 +408,11 @@ bool mcpd_ctx_input_pending(const mcpd_ctx_t *ctx)
 
 unsigned job_caps_of(const json_t *caps)
 {
-    unsigned c = 0;
-    if (json_object_get(caps, "elicitation"))
-        c |= JOB_CAP_ELICITATION;
-    if (json_object_get(caps, "sampling"))
-        c |= JOB_CAP_SAMPLING;
-    if (json_object_get(caps, "roots"))
-        c |= JOB_CAP_ROOTS;
-    return c;
+    static const jkey_t KEYS[] = {JKEY("elicitation"), JKEY("sampling"), JKEY("roots")};
+    json_t *v[3];
+    json_pick(caps, KEYS, 3, v); /* per call: one walk, none for empty capabilities */
+    return (v[0] ? JOB_CAP_ELICITATION : 0u) | (v[1] ? JOB_CAP_SAMPLING : 0u) |
+           (v[2] ? JOB_CAP_ROOTS : 0u);
 }
 
 bool mcpd_ctx_client_supports(const mcpd_ctx_t *ctx, const char *capability)

@@ -17,6 +17,7 @@
 
 #include "core/mq.h"
 #include "core/util.h"
+#include "wire/jsonrpc.h"
 
 typedef struct conn_ref {
     uint32_t thread; /* HTTP thread index */
@@ -78,6 +79,8 @@ typedef struct wmsg {
         struct {               /* WM_POST */
             wm_client_t c;
             json_t *body;      /* owned: the parsed message or batch */
+            jr_view_t v;       /* a single message's method, id and params, found by the HTTP
+                                  thread (borrowed from body); all NULL for a batch */
             size_t n;          /* messages in it (1 unless a batch) */
             signed char *kinds; /* jr_kind_t of each, classified once by the HTTP thread:
                                    points at kinds_inline, or owned when it does not fit */

@@ -463,3 +463,35 @@ json_t *json_parse_buf(const char *buf, size_t len, char *err, size_t errlen, si
     free(ps.scratch);
     return v;
 }
+
+size_t json_pick(const json_t *obj, const jkey_t *keys, size_t n, json_t **out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = NULL;
+    size_t members = json_object_size(obj); /* 0 for NULL and non-objects */
+    if (members == 0 || n == 0)
+        return 0;
+    json_t *o = (json_t *)obj; /* jansson's iterators take a non-const object; nothing changes */
+    size_t found = 0;
+    if (members > JSON_PICK_WALK_MAX) {
+        for (size_t i = 0; i < n; i++)
+            found += (out[i] = json_object_getn(o, keys[i].s, keys[i].n)) != NULL;
+        return found;
+    }
+    for (void *it = json_object_iter(o); it && found < n; it = json_object_iter_next(o, it)) {
+        size_t kl = json_object_iter_key_len(it);
+        const char *k = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (out[i] || keys[i].n != kl)
+                continue;
+            if (!k)
+                k = json_object_iter_key(it);
+            if (memcmp(keys[i].s, k, kl) == 0) {
+                out[i] = json_object_iter_value(it);
+                found++;
+                break;
+            }
+        }
+    }
+    return found;
+}

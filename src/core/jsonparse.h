@@ -13,4 +13,20 @@
  * JSON; this parser refuses it (tests/fuzz/fuzz_json.c checks the rest, input by input). */
 json_t *json_parse_buf(const char *buf, size_t len, char *err, size_t errlen, size_t *err_pos);
 
+/* A key for json_pick: its text and length (JKEY("id") for a literal). */
+typedef struct {
+    const char *s;
+    size_t n;
+} jkey_t;
+#define JKEY(lit) {(lit), sizeof(lit) - 1}
+
+/* Looks up n keys of one object at once: out[i] = the value of keys[i] (borrowed), or NULL.
+ * Each json_object_get hashes its key (~170 instructions); a request's objects have a handful
+ * of members, so one walk over them, comparing lengths first, answers several lookups for the
+ * price of one or two. An object of more than JSON_PICK_WALK_MAX members is looked up key by
+ * key instead. obj NULL or not an object: every out[i] NULL. The keys must be distinct.
+ * Returns how many were found. */
+#define JSON_PICK_WALK_MAX 16
+size_t json_pick(const json_t *obj, const jkey_t *keys, size_t n, json_t **out);
+
 #endif

@@ -127,6 +127,7 @@ typedef struct pbody {
     jr_kind_t kind;   /* of a single message; JR_INVALID for a batch */
     const char *why;  /* a single JR_INVALID message: what is wrong */
     const json_t *id; /* a single request's id, borrowed from json; NULL otherwise */
+    jr_view_t v;      /* a single message's method, id and params (all NULL for a batch) */
     char err[160];
     size_t pos;
 } pbody_t;
@@ -137,6 +138,7 @@ static void parse_body(struct evhttp_request *req, pbody_t *b)
     b->kind = JR_INVALID;
     b->why = NULL;
     b->id = NULL;
+    b->v = (jr_view_t){0};
     b->err[0] = '\0';
     b->pos = 0;
     if (evhttp_request_get_command(req) != EVHTTP_REQ_POST)
@@ -147,9 +149,9 @@ static void parse_body(struct evhttp_request *req, pbody_t *b)
     b->json = json_parse_buf(data, len, b->err, sizeof b->err, &b->pos);
     if (!b->json || json_is_array(b->json))
         return;
-    b->kind = jsonrpc_classify(b->json, &b->why);
+    b->kind = jsonrpc_classify_view(b->json, &b->why, &b->v);
     if (b->kind == JR_REQUEST)
-        b->id = json_object_get(b->json, "id");
+        b->id = b->v.id;
 }
 
 /* An id whose shard this node does not serve (cluster mode): 503 + Retry-After, so that the
@@ -263,7 +265,7 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
         http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
         return false;
     }
-    if (jsonrpc_str_is(json_object_get(body, "method"), "initialize")) {
+    if (jsonrpc_str_is(b->v.method, "initialize")) {
         if (b->kind != JR_REQUEST) {
             http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
                         "Invalid Request: initialize must be a request (with an id)", NULL);
@@ -280,6 +282,7 @@ static void classify_into(wmsg_t *m, const pbody_t *b)
 {
     json_t *body = m->u.post.body;
     if (!json_is_array(body)) {
+        m->u.post.v = b->v;
         m->u.post.n = 1;
         m->u.post.kinds[0] = (signed char)b->kind;
         return;
@@ -343,7 +346,7 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     }
     char msg[400];
     json_t *data = NULL;
-    int code = modern_check_meta(json_object_get(b->json, "params"), msg, sizeof msg, &data);
+    int code = modern_check_meta(b->v.params, msg, sizeof msg, &data);
     if (code == JSONRPC_INVALID_PARAMS) {
         http_reply_error(req, id, 400, code, msg, NULL);
         return;
@@ -360,11 +363,11 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         http_reply_error_data(req, id, 400, code, msg, data, NULL);
         return;
     }
-    const char *method = jsonrpc_cstr(json_object_get(b->json, "method"));
+    const char *method = jsonrpc_cstr(b->v.method);
     modern_method_t mk = modern_method_kind(method);
     if (mk != MM_KNOWN) {
         char quoted[201];
-        jsonrpc_quote_name(json_object_get(b->json, "method"), quoted, sizeof quoted);
+        jsonrpc_quote_name(b->v.method, quoted, sizeof quoted);
         snprintf(msg, sizeof msg,
                  mk == MM_REMOVED ? "Method not found: %s does not exist in protocol version "
                                     MODERN_VERSION " (it belongs to the session era)"
@@ -398,12 +401,11 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     wmsg_t *m = wmsg_new(WM_POST);
     /* a retry that carries a requestState goes to the worker of the record it names */
     char rid[SESSION_ID_LEN + 1];
-    const char *rs = json_string_value(
-        json_object_get(json_object_get(b->json, "params"), "requestState"));
+    const char *rs = json_string_value(json_object_get(b->v.params, "requestState"));
     /* tasks/get, tasks/update, tasks/cancel go to the task's worker (SEP-2663): their actor's
      * id takes the task id's routing prefix; polling is hot, so no getrandom here either */
     const char *task = method && strncmp(method, "tasks/", 6) == 0
-                           ? json_string_value(json_object_get(json_object_get(b->json, "params"), "taskId"))
+                           ? json_string_value(json_object_get(b->v.params, "taskId"))
                            : NULL;
     bool has_rid = !task && rs && reqstate_peek_record(rs, rid) == 0;
     const char *elsewhere = task && session_id_valid(task) && !shard_owns_id(task) ? "task"
@@ -468,7 +470,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     /* an initialize that carries the modern claim and no params.protocolVersion is a modern
      * client probing a removed method (404); with protocolVersion it opens a session */
     if (g_cfg.modern && !sid && !json_is_array(b->json) && modern_claims(b->json, h->version) &&
-        (!is_init || !json_object_get(json_object_get(b->json, "params"), "protocolVersion"))) {
+        (!is_init || !json_object_get(b->v.params, "protocolVersion"))) {
         handle_modern(t, req, h, who, link, b);
         return;
     }

@@ -5,6 +5,7 @@
 #define MCPD_MCP_INTERNAL_H
 
 #include "mcp/session.h"
+#include "wire/jsonrpc.h"
 
 const mcpd_registry_t *mcp_reg(void);
 json_t *mcp_server_info(void);
@@ -14,7 +15,7 @@ void mcp_answer(actor_t *a, call_t *c, json_t *result);
 void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data);
 /* The methods both eras share; the era's own ones (initialize, server/discover) are handled
  * before. */
-void mcp_dispatch_request(actor_t *a, call_t *c, json_t *msg);
+void mcp_dispatch_request(actor_t *a, call_t *c, const jr_view_t *v);
 void mcp_job_done(actor_t *a, job_t *j);
 
 /* modern.c */

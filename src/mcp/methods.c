@@ -6,6 +6,7 @@
 
 #include "core/buf.h"
 #include "core/jsondump.h"
+#include "core/jsonparse.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
@@ -135,7 +136,10 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
 
 static void do_tools_call(actor_t *a, call_t *c, json_t *params)
 {
-    json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    static const jkey_t KEYS[] = {JKEY("name"), JKEY("arguments"), JKEY("_meta")};
+    json_t *pv[3];
+    json_pick(params, KEYS, 3, pv);
+    json_t *tok = json_object_get(pv[2], "progressToken");
     if (json_is_string(tok) && json_string_length(tok) > MCP_MAX_PROGRESS_TOKEN_BYTES) {
         /* it is copied into every progress notification: 1 MB of token, 100 steps, 100 MB */
         char msg[120];
@@ -145,7 +149,7 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
         return;
     }
-    json_t *name = json_object_get(params, "name");
+    json_t *name = pv[0];
     if (!json_is_string(name)) {
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "tools/call needs params.name (a string)", NULL);
         return;
@@ -165,7 +169,7 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
         tasks_answer_missing_extension(a, c);
         return;
     }
-    json_t *args = json_object_get(params, "arguments");
+    json_t *args = pv[1];
     if (args && !json_is_object(args)) {
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "params.arguments must be an object", NULL);
         return;
@@ -184,7 +188,7 @@ static void do_tools_call(actor_t *a, call_t *c, json_t *params)
             mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
         return;
     }
-    if (a->modern && modern_check_params(t->input_schema, args, actor_ext(a, "ph"), why, sizeof why)) {
+    if (a->modern && t->param_headers && modern_check_params(t->input_schema, args, actor_ext(a, "ph"), why, sizeof why)) {
         json_decref(empty);
         mcp_answer_error(a, c, MCP_ERR_HEADER_MISMATCH, why, NULL);
         return;
@@ -397,9 +401,9 @@ static void do_set_level(actor_t *a, call_t *c, json_t *params)
     mcp_answer(a, c, json_object());
 }
 
-void mcp_dispatch_request(actor_t *a, call_t *c, json_t *msg)
+void mcp_dispatch_request(actor_t *a, call_t *c, const jr_view_t *v)
 {
-    json_t *params = json_object_get(msg, "params");
+    json_t *params = v->params;
     STAT_INC(requests_total[c->method]);
     switch (c->method) {
     case SM_ping:
@@ -442,7 +446,7 @@ void mcp_dispatch_request(actor_t *a, call_t *c, json_t *msg)
         return;
     default: {
         char quoted[201], m[300];
-        jsonrpc_quote_name(json_object_get(msg, "method"), quoted, sizeof quoted);
+        jsonrpc_quote_name(v->method, quoted, sizeof quoted);
         snprintf(m, sizeof m, "Method not found: %s", quoted);
         mcp_answer_error(a, c, JSONRPC_METHOD_NOT_FOUND, m, NULL);
         return;

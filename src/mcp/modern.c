@@ -12,6 +12,7 @@
 #include "mcp/internal.h"
 
 #include "core/config.h"
+#include "core/jsonparse.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
 #include "wire/modern.h"
@@ -264,7 +265,12 @@ static bool tool_is_once(stats_method_t m, const char *target)
  * (bound by one digest; a long resource URI stays out of the token), "a" the answers so far. */
 static json_t *bound_of(json_t *params, stats_method_t m)
 {
-    return json_pack("[O?,O?]", target_of(params, m), json_object_get(params, "arguments"));
+    /* (built by hand: json_pack reads its format string on every call) */
+    json_t *target = (json_t *)target_of(params, m), *args = json_object_get(params, "arguments");
+    json_t *b = json_array();
+    json_array_append_new(b, target ? json_incref(target) : json_null());
+    json_array_append_new(b, args ? json_incref(args) : json_null());
+    return b;
 }
 
 /* bound: bound_of's (taken) */
@@ -287,8 +293,10 @@ static json_t *mrtr_of(actor_t *a, call_t *c)
  * record it continues). false after answering the call with an error. */
 static bool take_input(actor_t *a, call_t *c, json_t *params)
 {
-    json_t *ir = json_object_get(params, "inputResponses");
-    json_t *rs = json_object_get(params, "requestState");
+    static const jkey_t KEYS[] = {JKEY("inputResponses"), JKEY("requestState")};
+    json_t *pv[2];
+    json_pick(params, KEYS, 2, pv);
+    json_t *ir = pv[0], *rs = pv[1];
     if (ir && !json_is_object(ir))
         return input_error(a, c, "Invalid params: params.inputResponses must be an object of "
                                  "answers keyed as the inputRequests were");
@@ -557,16 +565,19 @@ static void do_listen(actor_t *a, call_t *c, json_t *params)
 
 void mcp_handle_modern(worker_t *w, wmsg_t *m)
 {
-    json_t *body = m->u.post.body;
-    json_t *meta = json_object_get(json_object_get(body, "params"), "_meta");
+    jr_view_t v = m->u.post.v; /* (the HTTP thread checked it is a single request) */
+    static const jkey_t KEYS[] = {JKEY(META_CLIENT_CAPS), JKEY(META_CLIENT_INFO),
+                                  JKEY(META_LOG_LEVEL)};
+    json_t *mv[3];
+    json_pick(json_object_get(v.params, "_meta"), KEYS, 3, mv);
     actor_t *a = actor_create_kind(w, m->sid, ACTOR_MODERN);
     STAT_INC(modern_requests_total);
     a->proto = proto_modern();
-    a->client_caps = json_incref(json_object_get(meta, META_CLIENT_CAPS));
-    json_t *ci = json_object_get(meta, META_CLIENT_INFO);
+    a->client_caps = json_incref(mv[0]);
+    json_t *ci = mv[1];
     a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
     /* without a level in _meta, no log message is sent for the request */
-    json_t *ll = json_object_get(meta, META_LOG_LEVEL);
+    json_t *ll = mv[2];
     a->log_level = ll ? log_level_index(json_string_value(ll)) : 8;
     actor_ext_set(a, "ph", m->u.post.param_hdrs); /* NULL: none */
     m->u.post.param_hdrs = NULL;
@@ -575,8 +586,8 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     stream_t *s = actor_new_post_stream(a, m->u.client.conn);
     s->outstanding = 1;
     s->dispatching = true;
-    const char *method = jsonrpc_cstr(json_object_get(body, "method"));
-    call_t *c = actor_add_call(a, s, json_object_get(body, "id"), stats_method_of(method));
+    const char *method = jsonrpc_cstr(v.method);
+    call_t *c = actor_add_call(a, s, v.id, stats_method_of(method));
     if (m->u.client.recv_us)
         c->started_us = m->u.client.recv_us;
     /* --response-mode sse: the stream turns SSE when the call streams or when it settles with a
@@ -587,17 +598,17 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
         mcp_answer(a, c, discover_result());
     } else if (c->method == SM_subscriptions_listen) {
         STAT_INC(requests_total[SM_subscriptions_listen]);
-        do_listen(a, c, json_object_get(body, "params"));
+        do_listen(a, c, v.params);
     } else if (c->method == SM_tasks_get || c->method == SM_tasks_update ||
                c->method == SM_tasks_cancel) {
         STAT_INC(requests_total[c->method]);
-        tasks_handle_request(a, c, json_object_get(body, "params"));
+        tasks_handle_request(a, c, v.params);
     } else if ((c->method == SM_tools_call || c->method == SM_prompts_get ||
                 c->method == SM_resources_read) &&
-               !take_input(a, c, json_object_get(body, "params"))) {
+               !take_input(a, c, v.params)) {
         /* answered with its error */
     } else {
-        mcp_dispatch_request(a, c, body);
+        mcp_dispatch_request(a, c, &v);
     }
     s->dispatching = false;
     if (!actor_stream_settle(a, s))

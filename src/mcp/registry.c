@@ -71,6 +71,24 @@ static void set_opt_str(json_t *obj, const char *key, const char *v)
         json_object_set_new(obj, key, json_string(v));
 }
 
+/* True when a property reachable through "properties" (as modern_check_params walks them, to
+ * the same depth) names a string x-mcp-header: a tool without one has nothing to compare with
+ * the Mcp-Param-* headers, and its calls skip the walk. */
+static bool names_param_header(const json_t *schema, int depth)
+{
+    const json_t *props = json_object_get(schema, "properties");
+    if (!json_is_object(props) || depth > 16)
+        return false;
+    const char *name;
+    const json_t *ps;
+    json_object_foreach((json_t *)props, name, ps) {
+        if (json_is_string(json_object_get(ps, "x-mcp-header")) ||
+            (json_is_object(ps) && names_param_header(ps, depth + 1)))
+            return true;
+    }
+    return false;
+}
+
 int mcpd_register_tool(mcpd_registry_t *reg, const mcpd_tool_def_t *def)
 {
     if (!reg || !def || !def->name || !*def->name || !def->handler)
@@ -116,7 +134,7 @@ int mcpd_register_tool(mcpd_registry_t *reg, const mcpd_tool_def_t *def)
     }
     GROW(reg->tools, reg->n_tools, reg->cap_tools);
     reg->tools[reg->n_tools++] = (tool_t){xstrdup(def->name), schema, listing, def->handler,
-                                          def->userdata, flags};
+                                          def->userdata, flags, names_param_header(schema, 0)};
     return 0;
 }
 

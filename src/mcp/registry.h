@@ -6,6 +6,7 @@
 
 #include <mcpactord/tool.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct tool {
@@ -15,6 +16,7 @@ typedef struct tool {
     mcpd_tool_fn fn;
     void *ud;
     unsigned flags;
+    bool param_headers;   /* its schema names an x-mcp-header (2026-07-28 calls check them) */
 } tool_t;
 
 typedef struct resource {

@@ -8,6 +8,7 @@
 #include "mcp/internal.h"
 
 #include "core/config.h"
+#include "core/jsonparse.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
 
@@ -20,11 +21,12 @@
 
 static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
 {
-    json_t *params = json_object_get(m->u.post.body, "params");
-    json_t *id = json_object_get(m->u.post.body, "id");
-    json_t *pv = json_object_get(params, "protocolVersion");
-    json_t *caps = json_object_get(params, "capabilities");
-    json_t *info = json_object_get(params, "clientInfo");
+    json_t *params = m->u.post.v.params, *id = m->u.post.v.id;
+    static const jkey_t KEYS[] = {JKEY("protocolVersion"), JKEY("capabilities"),
+                                  JKEY("clientInfo")};
+    json_t *pp[3];
+    json_pick(params, KEYS, 3, pp);
+    json_t *pv = pp[0], *caps = pp[1], *info = pp[2];
     const char *bad = NULL;
     if (!json_is_string(pv))
         bad = "initialize needs params.protocolVersion (a string)";
@@ -189,6 +191,7 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
     /* the calls join the stream before it starts: its first frame names them */
     call_t *calls_small[16];
     call_t **calls = n <= 16 ? calls_small : xmalloc(n * sizeof *calls);
+    jr_view_t v1 = {0};
     for (size_t i = 0; i < n; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
         calls[i] = NULL;
@@ -198,8 +201,12 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
             json_decref(null_id);
         } else if (kinds[i] == JR_REQUEST) {
             /* a method name holding U+0000 is "other": unknown, never the method it starts with */
-            const char *method = jsonrpc_cstr(json_object_get(msg, "method"));
-            calls[i] = actor_add_call(a, s, json_object_get(msg, "id"), stats_method_of(method));
+            if (batch)
+                jsonrpc_view(msg, &v1);
+            else
+                v1 = m->u.post.v;
+            const char *method = jsonrpc_cstr(v1.method);
+            calls[i] = actor_add_call(a, s, v1.id, stats_method_of(method));
             if (m->u.client.recv_us)
                 calls[i]->started_us = m->u.client.recv_us; /* latency counts from receipt, queueing included */
         }
@@ -218,7 +225,10 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
             snprintf(text, sizeof text, "Invalid Request: batch item %zu: %s", i, why);
             mcp_answer_error(a, calls[i], JSONRPC_INVALID_REQUEST, text, NULL);
         } else if (kinds[i] == JR_REQUEST) {
-            mcp_dispatch_request(a, calls[i], msg);
+            jr_view_t v = v1; /* a single request's, from the loop above */
+            if (batch)
+                jsonrpc_view(msg, &v);
+            mcp_dispatch_request(a, calls[i], &v);
         }
     }
     if (calls != calls_small)

@@ -1,8 +1,9 @@
 /* JSON-RPC 2.0 message validation and construction. Pure functions, any thread. */
 #include "wire/jsonrpc.h"
 
-#include "core/util.h"
 #include "core/jsondump.h"
+#include "core/jsonparse.h"
+#include "core/util.h"
 
 #include <string.h>
 
@@ -51,21 +52,42 @@ bool jsonrpc_id_valid(const json_t *id)
     return json_is_integer(id) || (json_is_string(id) && json_string_length(id) <= JSONRPC_MAX_ID_BYTES);
 }
 
+void jsonrpc_view(const json_t *msg, jr_view_t *v)
+{
+    static const jkey_t KEYS[] = {JKEY("method"), JKEY("id"), JKEY("params")};
+    json_t *out[3];
+    json_pick(msg, KEYS, 3, out);
+    v->method = out[0];
+    v->id = out[1];
+    v->params = out[2];
+}
+
 jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
 {
+    jr_view_t v;
+    return jsonrpc_classify_view(msg, why, &v);
+}
+
+jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *v)
+{
+    /* one walk over the message's members instead of six lookups */
+    static const jkey_t KEYS[] = {JKEY("method"), JKEY("id"),     JKEY("params"),
+                                  JKEY("jsonrpc"), JKEY("result"), JKEY("error")};
+    json_t *out[6];
+    json_pick(msg, KEYS, 6, out);
+    v->method = out[0];
+    v->id = out[1];
+    v->params = out[2];
     if (!json_is_object(msg)) {
         *why = "a JSON-RPC message must be an object";
         return JR_INVALID;
     }
-    const json_t *ver = json_object_get(msg, "jsonrpc");
-    if (!jsonrpc_str_is(ver, "2.0")) {
+    if (!jsonrpc_str_is(out[3], "2.0")) {
         *why = "\"jsonrpc\" must be \"2.0\"";
         return JR_INVALID;
     }
-    const json_t *method = json_object_get(msg, "method");
-    const json_t *id = json_object_get(msg, "id");
-    const json_t *result = json_object_get(msg, "result");
-    const json_t *error = json_object_get(msg, "error");
+    const json_t *method = out[0], *id = out[1], *params = out[2];
+    const json_t *result = out[4], *error = out[5];
     if (method) {
         if (!json_is_string(method) || json_string_length(method) == 0) {
             *why = "\"method\" must be a non-empty string";
@@ -75,7 +97,6 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
             *why = "a message cannot carry both \"method\" and \"result\"/\"error\"";
             return JR_INVALID;
         }
-        const json_t *params = json_object_get(msg, "params");
         if (params && !json_is_object(params)) {
             *why = "\"params\" must be an object";
             return JR_INVALID;
@@ -118,7 +139,8 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
 const json_t *jsonrpc_request_id(const json_t *msg)
 {
     const char *why;
-    return msg && jsonrpc_classify(msg, &why) == JR_REQUEST ? json_object_get(msg, "id") : NULL;
+    jr_view_t v;
+    return msg && jsonrpc_classify_view(msg, &why, &v) == JR_REQUEST ? v.id : NULL;
 }
 
 json_t *jsonrpc_result(const json_t *id, json_t *result)

@@ -51,6 +51,15 @@ void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen);
 
 /* Classifies one message; on JR_INVALID, *why says what is wrong (a static string). */
 jr_kind_t jsonrpc_classify(const json_t *msg, const char **why);
+/* A message's members that its handlers read, found while it is classified (borrowed from the
+ * message; NULL when absent, every one NULL for a message that is not an object). */
+typedef struct {
+    json_t *method, *id, *params;
+} jr_view_t;
+/* jsonrpc_classify, which also fills *v. */
+jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *v);
+/* The method, id and params of a message in one walk over its members (no validation). */
+void jsonrpc_view(const json_t *msg, jr_view_t *v);
 /* A request id is a string of at most JSONRPC_MAX_ID_BYTES bytes or an integer (never null, a
  * bool, a real, an object). */
 bool jsonrpc_id_valid(const json_t *id);

@@ -2,6 +2,7 @@
 #include "wire/modern.h"
 
 #include "core/b64.h"
+#include "core/jsonparse.h"
 #include "wire/jsonrpc.h"
 #include "wire/proto.h"
 
@@ -43,24 +44,28 @@ int modern_check_meta(const json_t *params, char *msg, size_t msglen, json_t **d
                  META_PROTOCOL_VERSION, META_CLIENT_CAPS);
         return JSONRPC_INVALID_PARAMS;
     }
-    const json_t *pv = json_object_get(meta, META_PROTOCOL_VERSION);
+    static const jkey_t KEYS[] = {JKEY(META_PROTOCOL_VERSION), JKEY(META_CLIENT_CAPS),
+                                  JKEY(META_CLIENT_INFO), JKEY(META_LOG_LEVEL)};
+    json_t *mv[4];
+    json_pick(meta, KEYS, 4, mv);
+    const json_t *pv = mv[0];
     if (!json_is_string(pv)) {
         snprintf(msg, msglen, "Invalid params: params._meta[\"%s\"] is required (a string)",
                  META_PROTOCOL_VERSION);
         return JSONRPC_INVALID_PARAMS;
     }
-    if (!json_is_object(json_object_get(meta, META_CLIENT_CAPS))) {
+    if (!json_is_object(mv[1])) {
         snprintf(msg, msglen, "Invalid params: params._meta[\"%s\"] is required (an object)",
                  META_CLIENT_CAPS);
         return JSONRPC_INVALID_PARAMS;
     }
-    const json_t *ci = json_object_get(meta, META_CLIENT_INFO);
+    const json_t *ci = mv[2];
     if (ci && !json_is_object(ci)) {
         snprintf(msg, msglen, "Invalid params: params._meta[\"%s\"] must be an object",
                  META_CLIENT_INFO);
         return JSONRPC_INVALID_PARAMS;
     }
-    const json_t *ll = json_object_get(meta, META_LOG_LEVEL);
+    const json_t *ll = mv[3];
     if (ll) {
         static const char *const LEVELS[] = {"debug", "info", "notice", "warning",
                                              "error", "critical", "alert", "emergency"};
@@ -122,9 +127,8 @@ int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outle
 }
 
 /* The body's value Mcp-Name mirrors, or NULL when the method has none. */
-static const json_t *name_source(const json_t *body, const char *method, const char **field)
+static const json_t *name_source(const json_t *params, const char *method, const char **field)
 {
-    const json_t *params = json_object_get(body, "params");
     if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0) {
         *field = "params.name";
         return json_object_get(params, "name");
@@ -145,7 +149,9 @@ const char *modern_check_headers(const json_t *body, const char *version_hdr,
                                  const char *method_hdr, const char *name_hdr, char *msg,
                                  size_t msglen)
 {
-    const json_t *pv = json_object_get(meta_of(body), META_PROTOCOL_VERSION);
+    jr_view_t v;
+    jsonrpc_view(body, &v);
+    const json_t *pv = json_object_get(json_object_get(v.params, "_meta"), META_PROTOCOL_VERSION);
     char q[80];
     if (!version_hdr) {
         snprintf(msg, msglen, "Header mismatch: the MCP-Protocol-Version header is required");
@@ -158,7 +164,7 @@ const char *modern_check_headers(const json_t *body, const char *version_hdr,
                  "_meta value '%s'", version_hdr, q);
         return msg;
     }
-    const json_t *method = json_object_get(body, "method");
+    const json_t *method = v.method;
     if (!method_hdr) {
         snprintf(msg, msglen, "Header mismatch: the Mcp-Method header is required");
         return msg;
@@ -171,7 +177,7 @@ const char *modern_check_headers(const json_t *body, const char *version_hdr,
         return msg;
     }
     const char *field;
-    const json_t *src = name_source(body, method_hdr, &field);
+    const json_t *src = name_source(v.params, method_hdr, &field);
     if (!src)
         return NULL;
     if (!name_hdr) {

@@ -112,6 +112,69 @@ static void long_keys_and_strings_round_trip(void **state)
     agrees_with_jansson(buf, (size_t)n);
 }
 
+/* json_pick agrees with json_object_get, key by key, on objects small enough to be walked and
+ * large enough to be looked up, with keys missing, keys holding U+0000 and values of any kind */
+static void pick_agrees_with_object_get(void **state)
+{
+    (void)state;
+    static const char *const POOL[] = {"jsonrpc", "id", "method", "params", "result", "error",
+                                       "i", "idx", "", "_meta", "name", "arguments", "a", "b"};
+    const size_t npool = sizeof POOL / sizeof *POOL;
+    srand(7);
+    for (int round = 0; round < 400; round++) {
+        json_t *o = json_object();
+        size_t members = (size_t)(round % (2 * JSON_PICK_WALK_MAX + 4));
+        for (size_t i = 0; json_object_size(o) < members; i++) {
+            char extra[32];
+            snprintf(extra, sizeof extra, "k%zu", i);
+            const char *k = i < npool && rand() % 3 ? POOL[rand() % npool] : extra;
+            json_object_set_new(o, k, json_integer((json_int_t)i));
+        }
+        /* a key "id\u0000x" and "name\u0000": the same C strings as "id" and "name" */
+        if (round % 5 == 0)
+            json_object_setn_new(o, "id\0x", 4, json_string("not id"));
+        if (round % 7 == 0)
+            json_object_setn_new(o, "name\0", 5, json_string("not name"));
+        const char *keys[8];
+        size_t n = (size_t)(round % 9);
+        for (size_t i = 0; i < n; i++) {
+            const char *k;
+            bool dup;
+            do {
+                k = POOL[rand() % npool];
+                dup = false;
+                for (size_t j = 0; j < i; j++)
+                    dup = dup || strcmp(keys[j], k) == 0;
+            } while (dup);
+            keys[i] = k;
+        }
+        jkey_t jk[8];
+        for (size_t i = 0; i < n; i++)
+            jk[i] = (jkey_t){keys[i], strlen(keys[i])};
+        json_t *out[8];
+        size_t found = json_pick(o, jk, n, out);
+        size_t expect = 0;
+        for (size_t i = 0; i < n; i++) {
+            json_t *want = json_object_get(o, keys[i]);
+            assert_ptr_equal(out[i], want);
+            expect += want != NULL;
+        }
+        assert_int_equal(found, expect);
+        json_decref(o);
+    }
+    json_t *out[2] = {(json_t *)1, (json_t *)1};
+    const jkey_t keys[2] = {JKEY("id"), JKEY("method")};
+    json_t *arr = json_array();
+    assert_int_equal(json_pick(NULL, keys, 2, out), 0);
+    assert_null(out[0]);
+    assert_null(out[1]);
+    out[0] = out[1] = (json_t *)1;
+    assert_int_equal(json_pick(arr, keys, 2, out), 0);
+    assert_null(out[0]);
+    assert_null(out[1]);
+    json_decref(arr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -121,6 +184,7 @@ int main(void)
         cmocka_unit_test(nesting_is_bounded_like_jansson),
         cmocka_unit_test(an_error_points_at_the_problem),
         cmocka_unit_test(long_keys_and_strings_round_trip),
+        cmocka_unit_test(pick_agrees_with_object_get),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
