@@ -354,7 +354,7 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     /* the mirrored headers before the version: a header that disagrees with the body is the
      * error, whichever version either names */
     char hmsg[400];
-    if (modern_check_headers(b->json, h->version, h->mcp_method, h->mcp_name, hmsg, sizeof hmsg)) {
+    if (modern_check_headers(&b->v, h->version, h->mcp_method, h->mcp_name, hmsg, sizeof hmsg)) {
         json_decref(data);
         http_reply_error(req, id, 400, MCP_ERR_HEADER_MISMATCH, hmsg, NULL);
         return;

@@ -145,13 +145,11 @@ static const json_t *name_source(const json_t *params, const char *method, const
     return NULL;
 }
 
-const char *modern_check_headers(const json_t *body, const char *version_hdr,
+const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
                                  const char *method_hdr, const char *name_hdr, char *msg,
                                  size_t msglen)
 {
-    jr_view_t v;
-    jsonrpc_view(body, &v);
-    const json_t *pv = json_object_get(json_object_get(v.params, "_meta"), META_PROTOCOL_VERSION);
+    const json_t *pv = json_object_get(json_object_get(v->params, "_meta"), META_PROTOCOL_VERSION);
     char q[80];
     if (!version_hdr) {
         snprintf(msg, msglen, "Header mismatch: the MCP-Protocol-Version header is required");
@@ -164,7 +162,7 @@ const char *modern_check_headers(const json_t *body, const char *version_hdr,
                  "_meta value '%s'", version_hdr, q);
         return msg;
     }
-    const json_t *method = v.method;
+    const json_t *method = v->method;
     if (!method_hdr) {
         snprintf(msg, msglen, "Header mismatch: the Mcp-Method header is required");
         return msg;
@@ -177,7 +175,7 @@ const char *modern_check_headers(const json_t *body, const char *version_hdr,
         return msg;
     }
     const char *field;
-    const json_t *src = name_source(v.params, method_hdr, &field);
+    const json_t *src = name_source(v->params, method_hdr, &field);
     if (!src)
         return NULL;
     if (!name_hdr) {

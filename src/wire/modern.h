@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "wire/jsonrpc.h"
+
 #define MODERN_VERSION "2026-07-28"
 
 #define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
@@ -45,12 +47,13 @@ int modern_check_meta(const json_t *params, char *msg, size_t msglen, json_t **d
  * carry, is malformed base64, or does not fit outsize - 1 bytes. */
 int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outlen);
 
-/* The checks of the mirrored headers (SEP-2243) against the body: MCP-Protocol-Version
+/* The checks of the mirrored headers (SEP-2243) against the message (v: its method and params,
+ * from jsonrpc_classify_view or jsonrpc_view): MCP-Protocol-Version
  * present and equal to the _meta claim, Mcp-Method equal to method, Mcp-Name equal to
  * params.name (tools/call, prompts/get), params.uri (resources/read) or params.taskId
  * (tasks/get, tasks/update, tasks/cancel: SEP-2663's routing header). NULL when they hold;
  * else the HeaderMismatch message in msg. */
-const char *modern_check_headers(const json_t *body, const char *version_hdr,
+const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
                                  const char *method_hdr, const char *name_hdr, char *msg,
                                  size_t msglen);
 

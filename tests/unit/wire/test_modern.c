@@ -81,24 +81,33 @@ static void header_values_decode_plain_and_base64(void **state)
     assert_int_equal(modern_header_decode("toolong", small, sizeof small, &n), -1);
 }
 
+/* modern_check_headers on a message's view, as the HTTP thread calls it */
+static const char *check_headers(const json_t *m, const char *version, const char *method,
+                                 const char *name, char *msg, size_t msglen)
+{
+    jr_view_t v;
+    jsonrpc_view(m, &v);
+    return modern_check_headers(&v, version, method, name, msg, msglen);
+}
+
 static void mirrored_headers_must_match_the_body(void **state)
 {
     (void)state;
     char msg[300];
     json_t *m = req("tools/call", "2026-07-28", json_pack("{s:s}", "name", "echo"));
-    assert_null(modern_check_headers(m, "2026-07-28", "tools/call", "echo", msg, sizeof msg));
-    assert_null(modern_check_headers(m, "2026-07-28", "tools/call", "=?base64?ZWNobw==?=", msg,
+    assert_null(check_headers(m, "2026-07-28", "tools/call", "echo", msg, sizeof msg));
+    assert_null(check_headers(m, "2026-07-28", "tools/call", "=?base64?ZWNobw==?=", msg,
                                      sizeof msg));
-    assert_non_null(modern_check_headers(m, NULL, "tools/call", "echo", msg, sizeof msg));
-    assert_non_null(modern_check_headers(m, "2025-11-25", "tools/call", "echo", msg, sizeof msg));
-    assert_non_null(modern_check_headers(m, "2026-07-28", NULL, "echo", msg, sizeof msg));
-    assert_non_null(modern_check_headers(m, "2026-07-28", "tools/list", "echo", msg, sizeof msg));
-    assert_non_null(modern_check_headers(m, "2026-07-28", "tools/call", NULL, msg, sizeof msg));
-    assert_non_null(modern_check_headers(m, "2026-07-28", "tools/call", "add", msg, sizeof msg));
+    assert_non_null(check_headers(m, NULL, "tools/call", "echo", msg, sizeof msg));
+    assert_non_null(check_headers(m, "2025-11-25", "tools/call", "echo", msg, sizeof msg));
+    assert_non_null(check_headers(m, "2026-07-28", NULL, "echo", msg, sizeof msg));
+    assert_non_null(check_headers(m, "2026-07-28", "tools/list", "echo", msg, sizeof msg));
+    assert_non_null(check_headers(m, "2026-07-28", "tools/call", NULL, msg, sizeof msg));
+    assert_non_null(check_headers(m, "2026-07-28", "tools/call", "add", msg, sizeof msg));
     json_decref(m);
     /* no Mcp-Name for a method without a name */
     m = req("tools/list", "2026-07-28", NULL);
-    assert_null(modern_check_headers(m, "2026-07-28", "tools/list", NULL, msg, sizeof msg));
+    assert_null(check_headers(m, "2026-07-28", "tools/list", NULL, msg, sizeof msg));
     json_decref(m);
 }
 
@@ -110,15 +119,15 @@ static void tasks_methods_mirror_the_task_id_in_mcp_name(void **state)
     const char *methods[] = {"tasks/get", "tasks/update", "tasks/cancel"};
     for (size_t i = 0; i < 3; i++) {
         json_t *m = req(methods[i], "2026-07-28", json_pack("{s:s}", "taskId", id));
-        assert_null(modern_check_headers(m, "2026-07-28", methods[i], id, msg, sizeof msg));
-        assert_non_null(modern_check_headers(m, "2026-07-28", methods[i], NULL, msg, sizeof msg));
-        assert_non_null(modern_check_headers(m, "2026-07-28", methods[i], "wrong", msg, sizeof msg));
+        assert_null(check_headers(m, "2026-07-28", methods[i], id, msg, sizeof msg));
+        assert_non_null(check_headers(m, "2026-07-28", methods[i], NULL, msg, sizeof msg));
+        assert_non_null(check_headers(m, "2026-07-28", methods[i], "wrong", msg, sizeof msg));
         assert_non_null(strstr(msg, "params.taskId"));
         json_decref(m);
     }
     /* tasks/result names nothing (and is not a method: 404 comes after the header checks) */
     json_t *m = req("tasks/result", "2026-07-28", json_pack("{s:s}", "taskId", id));
-    assert_null(modern_check_headers(m, "2026-07-28", "tasks/result", NULL, msg, sizeof msg));
+    assert_null(check_headers(m, "2026-07-28", "tasks/result", NULL, msg, sizeof msg));
     json_decref(m);
 }
 
