@@ -151,6 +151,8 @@ void actor_write_meta(actor_t *a)
     json_object_set_new(m, "rq", json_integer((json_int_t)a->next_req_num));
     if (a->subscriptions && json_object_size(a->subscriptions))
         json_object_set(m, "sub", a->subscriptions);
+    if (a->owner)
+        json_object_set_new(m, "p", json_string(principal_name(a->owner)));
     if (a->kind == ACTOR_RECORD) {
         json_object_set_new(m, "k", json_string("r"));
         json_object_set(m, "rec", actor_ext(a, "rec") ? actor_ext(a, "rec") : json_null());
@@ -259,6 +261,8 @@ static actor_t *actor_load(worker_t *w, const char *sid)
              json_string_value(json_object_get(m, "a")) ? json_string_value(json_object_get(m, "a")) : "");
     json_t *sub = json_object_get(m, "sub");
     a->subscriptions = json_is_object(sub) ? json_incref(sub) : NULL;
+    const char *owner = json_string_value(json_object_get(m, "p"));
+    a->owner = owner ? principal_get(owner) : NULL;
     json_decref(m);
 
     /* POST stream numbers continue after the newest stored stream */
@@ -325,6 +329,7 @@ static void actor_free(actor_t *a)
     json_decref(a->client_caps);
     json_decref(a->subscriptions);
     json_decref(a->ext);
+    principal_unref(a->owner);
     free(a);
 }
 

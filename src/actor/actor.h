@@ -110,6 +110,9 @@ typedef struct actor {
                                   the metadata) */
 
     char auth_name[64];
+    principal_t *owner;      /* reference: who made it, for the shares (core/principal.h):
+                                "t:<token>", or "a:<address>" without tokens; stored ("p");
+                                NULL for one stored before it was kept */
     int64_t created_ms;
     int64_t touched_ms;
     int64_t touched_stored_ms; /* the touched_ms last written to the store */

@@ -54,6 +54,8 @@ void job_free(job_t *j)
     free(j->input_key);
     json_decref(j->answers);
     json_decref(j->input_requests);
+    principal_unref(j->fair);
+    principal_unref(j->owner);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     free(j);
@@ -65,6 +67,8 @@ void job_cancel(job_t *j)
     atomic_store(&j->cancelled, true);
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
+    if (!j->inline_mode)
+        pool_expedite(j); /* one still waiting for a thread ends now */
 }
 
 void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err)

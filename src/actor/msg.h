@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/mq.h"
+#include "core/principal.h"
 #include "core/util.h"
 #include "wire/jsonrpc.h"
 
@@ -63,6 +64,8 @@ typedef struct wm_client {
     int64_t recv_us;           /* when the HTTP thread received it (monotonic) */
     char auth_name[64];        /* the token name that sent it ("" without auth) */
     char proto_hdr[32];        /* MCP-Protocol-Version header ("" when absent) */
+    principal_t *principal;    /* owned reference, set for initialize and 2026-07-28 requests
+                                  (NULL otherwise): who sent it (core/principal.h) */
 } wm_client_t;
 
 /* Messages to a worker. The sender fills the header and the member of the union its type

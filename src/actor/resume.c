@@ -152,17 +152,25 @@ void actor_handle_conn_closed(actor_t *a, wmsg_t *m)
     if (!s || !conn_ref_eq(s->conn, m->u.closed.conn))
         return;
     s->conn.gen = 0;
-    if (!a->modern)
-        return; /* a session's stream lives on: its client resumes */
+    if (actor_stores(a))
+        return; /* a session's stream lives on: its client resumes (a disconnect is not a
+                   cancellation: 2025-11-25 transports, "SHOULD NOT be interpreted as the
+                   client cancelling its request") */
     /* 2026-07-28: closing the response stream cancels its request (streamable-http,
-     * "Cancellation"); nothing more is sent for it */
+     * "Cancellation"); nothing more is sent for it. A session's stream without the event
+     * store (--no-event-store) cannot be resumed either: its response can never reach the
+     * client, so its calls are cancelled the same way and free their tool threads. */
+    int n = 0; /* a batch's requests share their stream: every one of them is cancelled */
+    for (const call_t *c = a->calls; c; c = c->next)
+        n += c->stream == s;
     call_t *c = a->calls;
-    while (c) {
+    while (c && n > 0) {
         call_t *next = c->next;
         if (c->stream == s) {
-            log_debug("a 2026-07-28 request was cancelled: its client closed the response stream");
-            actor_drop_call(a, c); /* may settle and free s: nothing of s is read after */
-            break;
+            log_debug("%s: a request was cancelled: its client closed the response stream, which "
+                      "cannot be resumed", a->modern ? "2026-07-28" : "--no-event-store");
+            n--;
+            actor_drop_call(a, c); /* the last may settle and free s: s is not read after it */
         }
         c = next;
     }

@@ -366,8 +366,24 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
 
 /* ---- the session's share of the tool pool ---- */
 
+/* Whose share of the pool a's jobs run in (a new reference): the token name; without tokens a
+ * session is its own principal, and a 2026-07-28 request or task is its client's (its
+ * address, a->owner). */
+static principal_t *fair_principal(const actor_t *a)
+{
+    if (a->auth_name[0])
+        return principal_of('t', a->auth_name);
+    if (a->kind != ACTOR_SESSION && a->owner)
+        return principal_ref(a->owner);
+    return principal_of('s', a->sid);
+}
+
 void actor_submit_job(actor_t *a, job_t *j)
 {
+    if (!j->fair)
+        j->fair = fair_principal(a);
+    if (!j->owner)
+        j->owner = principal_ref(a->owner);
     if (a->jobs_running < g_cfg.session_jobs || workers_stopping()) {
         /* at shutdown every job starts cancelled and ends at once: none may wait for a place
          * the pool will not give after it stops */

@@ -141,6 +141,9 @@ static const flag_t FLAGS[] = {
     {"max-tasks", "N", K_INT, OFF(max_tasks), 1, 1LL << 40,
      "2026-07-28 tasks extension: tasks stored; past it a tool that may run as a task runs "
      "synchronously and one that must gets -32003 (default 100000)"},
+    {"principal-share", "PERCENT", K_INT, OFF(principal_share), 1, 100,
+     "the most one principal (token name; without tokens the session, or the client's address) "
+     "may hold of the tool threads, in percent, at least 1 (default 50)"},
     {"handle-ttl", "SECS", K_INT, OFF(handle_ttl_s), 1, 86400LL * 3650,
      "delete a state handle (mcpd_ctx_handle_new) unused this long (default 604800)"},
     {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
@@ -180,6 +183,7 @@ void config_defaults(config_t *c)
     c->task_ttl_s = 3600;
     c->task_poll_ms = 1000;
     c->max_tasks = 100000;
+    c->principal_share = 50;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;
     c->keepalive_s = 25;

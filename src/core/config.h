@@ -67,6 +67,8 @@ typedef struct config {
     int64_t task_ttl_s;           /* a task's ttlMs: it is deleted this long after its creation */
     int64_t task_poll_ms;         /* a task's pollIntervalMs */
     int64_t max_tasks;            /* tasks stored (the tasks extension) */
+    int64_t principal_share;      /* percent of each global cap (tool threads, sessions,
+                                     connections, handles, tasks) one principal may hold */
 } config_t;
 
 extern config_t g_cfg;

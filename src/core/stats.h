@@ -54,6 +54,10 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(log_trims_total, counter,                                                                      \
       "Finished streams deleted early to keep a session under --session-log-bytes.")                \
     X(tool_calls_total, counter, "Tool calls started.")                                              \
+    X(tool_threads_busy, gauge, "Tool pool threads running a handler.")                             \
+    X(tool_jobs_waiting, gauge,                                                                      \
+      "Handlers waiting for a tool thread: their principal holds its share (--principal-share) "    \
+      "or the pool is full.")                                                                        \
     X(modern_requests_total, counter, "2026-07-28 (stateless) requests served by a worker.")        \
     X(modern_requests_live, gauge, "2026-07-28 requests in progress (each has a one-request actor).") \
     X(handles_created_total, counter, "State handles created (mcpd_ctx_handle_new).")               \

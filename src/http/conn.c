@@ -229,6 +229,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
         atomic_fetch_sub_explicit(&g_http_admitted, 1, memory_order_relaxed);
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
+    principal_unref(l->principal);
     free(l);
 }
 
@@ -247,6 +248,10 @@ static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon)
     hlink_t *l = xcalloc(1, sizeof *l);
     l->t = t;
     l->evcon = evcon;
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    evhttp_connection_get_peer(evcon, &addr, &port);
+    l->principal = principal_of('a', addr);
     l->admitted = admit();
     ptrmap_put(&t->links, evcon, l);
     STAT_INC(connections_open);

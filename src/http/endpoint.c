@@ -433,6 +433,7 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         return;
     }
     str_copy(m->u.client.proto_hdr, sizeof m->u.client.proto_hdr, MODERN_VERSION);
+    m->u.client.principal = who[0] ? principal_of('t', who) : principal_ref(link->principal);
     m->u.post.modern = true;
     m->u.post.param_hdrs = params;
     m->u.post.body = b->json; /* ownership moves to the actor with the message */

@@ -28,6 +28,7 @@
 
 #include "actor/msg.h"
 #include "core/mq.h"
+#include "core/principal.h"
 #include "core/ptrmap.h"
 #include "core/util.h"
 #include "http/server.h"
@@ -56,6 +57,7 @@ typedef struct hlink {
     struct evhttp_connection *evcon;
     hconn_t *sse;
     bool admitted; /* holds one of the --max-connections places */
+    principal_t *principal; /* reference: "a:<peer address>" (core/principal.h) */
 } hlink_t;
 
 struct hconn {

@@ -582,6 +582,8 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     actor_ext_set(a, "ph", m->u.post.param_hdrs); /* NULL: none */
     m->u.post.param_hdrs = NULL;
     str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
+    a->owner = m->u.client.principal; /* taken: its client, for the shares */
+    m->u.client.principal = NULL;
 
     stream_t *s = actor_new_post_stream(a, m->u.client.conn);
     s->outstanding = 1;

@@ -250,6 +250,7 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
     task->proto = proto_modern();
     task->client_caps = json_deep_copy(a->client_caps);
     memcpy(task->auth_name, a->auth_name, sizeof task->auth_name);
+    task->owner = principal_ref(a->owner); /* its runs take its creator's share of the pool */
     json_int_t now = now_wall_ms(), ttl = g_cfg.task_ttl_s * 1000;
     json_t *st = json_pack("{s:s,s:I,s:I,s:I,s:I,s:s}", "st", "working", "ca", now, "ua", now,
                            "ttl", ttl, "pi", (json_int_t)g_cfg.task_poll_ms, "tool", t->name);
