@@ -90,6 +90,7 @@ typedef struct wmsg {
             signed char kinds_inline[WMSG_KINDS_INLINE];
             json_t *param_hdrs; /* owned, modern only: {lowercased Mcp-Param-* name: decoded
                                    value}, NULL when the request had none */
+            uint32_t nodes;    /* JSON values in body (the worker trims after big ones) */
             bool create;       /* initialize: sid is the new session's fresh id */
             bool modern;       /* a 2026-07-28 request (checked by the HTTP thread): no
                                   session; sid is a fresh id for its one-request actor */

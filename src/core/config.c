@@ -70,6 +70,9 @@ static const flag_t FLAGS[] = {
      "error, warn, info or debug (default info)"},
     {"max-body", "BYTES", K_INT, OFF(max_body), 1024, 1LL << 30,
      "largest POST body (default 4194304); larger gets 413"},
+    {"max-json-nodes", "N", K_INT, OFF(max_json_nodes), 64, 1LL << 30,
+     "JSON values (objects, arrays, strings, numbers, literals) one request body may hold; "
+     "more gets 413 (default 100000)"},
     {"max-headers", "BYTES", K_INT, OFF(max_headers), 1024, 1LL << 20,
      "largest request header block (default 16384); larger gets 431/400"},
     {"mailbox", "N", K_INT, OFF(mailbox), 1, 1 << 20,
@@ -168,6 +171,7 @@ void config_defaults(config_t *c)
     c->log_level = LOG_INFO;
     c->max_body = 4 * 1024 * 1024;
     c->max_headers = 16 * 1024;
+    c->max_json_nodes = 100000;
     c->mailbox = 1024;
     c->max_connections = 10000;
     c->max_sessions = 1000000;

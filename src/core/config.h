@@ -37,6 +37,7 @@ typedef struct config {
     int log_level;
     int64_t max_body;          /* bytes */
     int64_t max_headers;       /* bytes */
+    int64_t max_json_nodes;    /* JSON values one request body may hold */
     int64_t mailbox;           /* messages queued per session */
     int64_t max_connections;   /* open client connections across HTTP threads */
     int64_t max_sessions;      /* stored sessions (live or hibernated) */

@@ -10,6 +10,7 @@
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "core/auth.h"
+#include "core/blockcache.h"
 #include "core/config.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
@@ -23,6 +24,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <malloc.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -140,6 +142,26 @@ void http_reply_error_data(struct evhttp_request *req, const json_t *id, int sta
     json_decref(e);
     http_send_reply(req, status, "application/json", text, len, NULL, retry_after);
     free(text);
+}
+
+/* ---- memory ---- */
+
+static void on_trim(evutil_socket_t fd, short what, void *arg)
+{
+    STAT_INC(timer_wakeups_total);
+    blockcache_trim();
+    malloc_trim(0);
+}
+
+void http_note_big_parse(http_thread_t *t)
+{
+    if (!t)
+        return;
+    if (!t->trim_ev)
+        t->trim_ev = evtimer_new(t->base, on_trim, t);
+    struct timeval tv = {1, 0}; /* pushed back by every further big body: one trim at the end */
+    if (t->trim_ev)
+        evtimer_add(t->trim_ev, &tv);
 }
 
 /* ---- slots ---- */

@@ -130,6 +130,7 @@ typedef struct pbody {
     jr_view_t v;      /* a single message's method, id and params (all NULL for a batch) */
     char err[160];
     size_t pos;
+    json_parse_info_t info; /* how many values it held; too_many: past --max-json-nodes */
 } pbody_t;
 
 static void parse_body(struct evhttp_request *req, pbody_t *b)
@@ -146,7 +147,10 @@ static void parse_body(struct evhttp_request *req, pbody_t *b)
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    b->json = json_parse_buf(data, len, b->err, sizeof b->err, &b->pos);
+    b->json = json_parse_buf_bounded(data, len, (size_t)g_cfg.max_json_nodes, &b->info, b->err,
+                                     sizeof b->err, &b->pos);
+    if (b->info.nodes >= HTTP_BIG_PARSE_NODES)
+        http_note_big_parse(g_http_self); /* its memory goes back once it is freed */
     if (!b->json || json_is_array(b->json))
         return;
     b->kind = jsonrpc_classify_view(b->json, &b->why, &b->v);
@@ -281,6 +285,7 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
 static void classify_into(wmsg_t *m, const pbody_t *b)
 {
     json_t *body = m->u.post.body;
+    m->u.post.nodes = b->info.nodes > UINT32_MAX ? UINT32_MAX : (uint32_t)b->info.nodes;
     if (!json_is_array(body)) {
         m->u.post.v = b->v;
         m->u.post.n = 1;
@@ -456,6 +461,14 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     if (!content_type_is_json(h->content_type)) {
         http_reply_error(req, id, 415, MCP_ERR_BAD_REQUEST,
                     "Unsupported Media Type: Content-Type must be application/json", NULL);
+        return;
+    }
+    if (b->info.too_many) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Payload Too Large: the body holds more than %lld JSON values "
+                 "(--max-json-nodes)", (long long)g_cfg.max_json_nodes);
+        STAT_INC(limit_refusals_total);
+        http_reply_error(req, NULL, 413, JSONRPC_INVALID_REQUEST, msg, NULL);
         return;
     }
     if (!b->json) {

@@ -94,6 +94,7 @@ struct http_thread {
     struct bufferevent **fresh; /* accepted this loop iteration, not yet tracked (on_fresh) */
     uint32_t nfresh, capfresh;
     struct event *fresh_ev;
+    struct event *trim_ev; /* malloc_trim after a big body was parsed (http_note_big_parse) */
     bool stopping;
 };
 
@@ -125,6 +126,11 @@ hconn_t *http_hconn_get(http_thread_t *t, conn_ref_t ref);
 void http_notify_closed(hconn_t *c);
 /* Ends the SSE response c carries and frees c. */
 void http_end_stream(hconn_t *c);
+/* A body of this many JSON values or more was parsed on thread t (NULL: not an HTTP thread):
+ * a second later, once it is freed, the heap pages it took go back to the kernel (glibc keeps
+ * them in the thread's arena otherwise). */
+#define HTTP_BIG_PARSE_NODES 10000
+void http_note_big_parse(http_thread_t *t);
 /* The connection's tracker; NULL when --max-connections refuses it. */
 hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req);
 /* evhttp callbacks: a new connection's bufferevent, the connections picked up after it, the

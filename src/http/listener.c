@@ -265,6 +265,8 @@ void http_free(void)
         free(t->fresh);
         if (t->fresh_ev)
             event_free(t->fresh_ev);
+        if (t->trim_ev)
+            event_free(t->trim_ev);
         if (t->base)
             event_base_free(t->base);
         free(t->slots);

@@ -208,5 +208,69 @@ class NoCancelOnCloseWithTheStore(ServerTest):
         self.assertEqual(finals[0]["result"]["content"][0]["text"], "done after 1 steps")
 
 
+class JsonNodes(ServerTest):
+    """--max-json-nodes (default 100000): a body of more JSON values gets 413 -32600 before it
+    costs more than that many, and the memory a big body took goes back to the system once it
+    is freed (issue 21: a 4 MB body of 1.39 M empty objects cost ~260 MB per request, kept)."""
+
+    def rss_mb(self):
+        return self.server.stats()["rss_bytes"] / 1e6
+
+    def settled_rss(self, base, margin):
+        """Waits (up to 5 s) for RSS to come back within margin MB of base; returns it."""
+        deadline = time.time() + 5
+        while True:
+            now = self.rss_mb()
+            if now < base + margin or time.time() > deadline:
+                return now
+            time.sleep(0.2)
+
+    def test_a_body_of_too_many_values_gets_413_and_its_memory_goes_back(self):
+        s = Session(self.server)
+        base = self.rss_mb()
+        body = "[" + ",".join(["{}"] * 1390000) + "]"  # 4.2 MB: under --max-body
+        answers = []
+        ts = in_threads([lambda: answers.append(self.server.request("POST", body, s.headers(), timeout=60))
+                         for _ in range(3)])
+        for t in ts:
+            t.join(60)
+        self.assertEqual(len(answers), 3)
+        for r in answers:
+            self.assertEqual(r.status, 413, r.text[:200])
+            self.assertIsNone(r.json()["id"])
+            self.assertEqual(r.json()["error"]["code"], -32600)
+            self.assertIn("--max-json-nodes", r.json()["error"]["message"])
+        after = self.settled_rss(base, 15)
+        print(f"RSS {base:.1f} MB before three 1.39 M-value bodies, {after:.1f} MB after", flush=True)
+        self.assertLess(after, base + 15, "the refused bodies' memory stayed resident")
+        self.assertGreater(self.server.stats()["limit_refusals_total"], 0)
+        self.assertServerHealthy()
+
+    def test_a_big_body_under_the_bound_is_served_and_its_memory_goes_back(self):
+        s = Session(self.server)
+        base = self.rss_mb()
+        for _ in range(3):
+            _, m = s.tool("echo", {"text": "x", "pad": [{} for _ in range(99000)]})
+            self.assertEqual(m["result"]["content"][0]["text"], "x")
+        after = self.settled_rss(base, 15)
+        print(f"RSS {base:.1f} MB before three 99 k-value calls, {after:.1f} MB after", flush=True)
+        self.assertLess(after, base + 15, "a served big body's memory stayed resident")
+
+
+class JsonNodesFlag(ServerTest):
+    SERVER_FLAGS = ("--max-json-nodes", "64")
+
+    def test_the_bound_is_the_flag_and_a_request_within_it_is_served(self):
+        s = Session(self.server)
+        ok_args = {"text": "y", "pad": list(range(50))}  # 50 + 7 values with the envelope
+        _, m = s.tool("echo", ok_args)
+        self.assertEqual(m["result"]["content"][0]["text"], "y")
+        r = s.post({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": "y", "pad": list(range(70))}}})
+        self.assertEqual(r.status, 413, r.text)
+        self.assertEqual(r.json()["error"]["code"], -32600)
+        self.assertIsNone(r.json()["id"])  # the body was not read to its end: no id to trust
+
+
 if __name__ == "__main__":
     run()
