@@ -272,5 +272,78 @@ class JsonNodesFlag(ServerTest):
         self.assertIsNone(r.json()["id"])  # the body was not read to its end: no id to trust
 
 
+TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
+
+
+class ReplayedState(ServerTest):
+    """A requestState round completes at most once: concurrent retries of one valid state get
+    one completion; the others are refused (-32602) while it runs, and as a replay after it
+    (issue 21: 20 concurrent retries completed up to 20 times for a tool not marked single-use).
+    A retry that ends without completing (its client closed the stream) leaves the round to the
+    next retry."""
+    SERVER_FLAGS = ("--plugin", os.path.abspath(TESTKIT), "--tool-threads", "8")
+    ELICIT = {"elicitation": {}}
+
+    def first_round(self, item, ms=1000):
+        r, m = modern_call(self.server, "confirm_slow", {"item": item, "ms": ms}, caps=self.ELICIT)
+        res = m["result"]
+        self.assertEqual(res["resultType"], "input_required", res)
+        return res["requestState"]
+
+    def retry_body(self, item, state, ms=1000):
+        return {"name": "confirm_slow", "arguments": {"item": item, "ms": ms},
+                "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+                "requestState": state, "_meta": meta(self.ELICIT)}
+
+    def retry(self, item, state, ms=1000):
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": self.retry_body(item, state, ms)}
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH,
+             "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "confirm_slow"}
+        r = self.server.request("POST", body, h, timeout=30)
+        return [m for m in r.messages() if m.get("id") == 2][0]
+
+    def test_twenty_concurrent_retries_of_one_state_complete_once(self):
+        state = self.first_round("x")
+        answers = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(20)
+
+        def go():
+            barrier.wait()
+            m = self.retry("x", state)
+            with lock:
+                answers.append(m)
+        for t in in_threads([go] * 20):
+            t.join(30)
+        self.assertEqual(len(answers), 20)
+        done = [m for m in answers if "result" in m]
+        refused = [m for m in answers if "error" in m]
+        print(f"20 concurrent retries: {len(done)} completed, {len(refused)} refused", flush=True)
+        self.assertEqual(len(done), 1, [m.get("error", {}).get("message", "completed") for m in answers])
+        self.assertEqual(done[0]["result"]["content"][0]["text"], "confirmed x")
+        for m in refused:
+            self.assertEqual(m["error"]["code"], -32602, m)
+            self.assertTrue("in use" in m["error"]["message"] or "replay" in m["error"]["message"], m)
+        late = self.retry("x", state)
+        self.assertEqual(late["error"]["code"], -32602)
+        self.assertIn("replay", late["error"]["message"])
+
+    def test_a_retry_whose_client_went_leaves_the_round_to_the_next(self):
+        state = self.first_round("y", 3000)
+        body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": self.retry_body("y", state, 3000)}
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH,
+             "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "confirm_slow"}
+        st = SSEStream(self.server.port, "POST", h, body)  # its head comes after --json-window
+        st.close()  # the call is cancelled: it completes nothing
+        deadline = time.time() + 10
+        while True:
+            m = self.retry("y", state, 3000)
+            if "result" in m or time.time() > deadline:
+                break
+            self.assertIn("in use", m["error"]["message"])  # until the cancelled run has ended
+            time.sleep(0.3)
+        self.assertEqual(m["result"]["content"][0]["text"], "confirmed y", m)
+
+
 if __name__ == "__main__":
     run()
