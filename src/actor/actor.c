@@ -144,6 +144,8 @@ void actor_write_meta(actor_t *a)
     json_object_set_new(m, "c", json_integer(a->created_ms));
     json_object_set_new(m, "t", json_integer(a->touched_ms));
     json_object_set_new(m, "i", json_boolean(a->initialized));
+    if (a->kind == ACTOR_SESSION && !a->used)
+        json_object_set_new(m, "u", json_false()); /* absent: used (and every older session) */
     json_object_set_new(m, "a", json_string(a->auth_name));
     json_object_set_new(m, "al", json_integer(a->alarm_due));
     json_object_set_new(m, "ns", json_integer((json_int_t)a->next_stream));
@@ -247,6 +249,7 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     a->created_ms = json_integer_value(json_object_get(m, "c"));
     a->touched_ms = json_integer_value(json_object_get(m, "t"));
     a->initialized = json_is_true(json_object_get(m, "i"));
+    a->used = !json_is_false(json_object_get(m, "u"));
     a->alarm_due = json_integer_value(json_object_get(m, "al"));
     a->touched_stored_ms = a->touched_ms;
     a->log_bytes = (uint64_t)json_integer_value(json_object_get(m, "lb"));
@@ -623,6 +626,26 @@ void actor_hibernate(actor_t *a)
 
 /* ---- dispatch ---- */
 
+/* A POST that uses its session: one carrying a request or a response (notifications alone,
+ * such as notifications/initialized, do not). */
+static bool post_uses(const wmsg_t *m)
+{
+    for (size_t i = 0; i < m->u.post.n; i++)
+        if (m->u.post.kinds[i] != JR_NOTIFICATION)
+            return true;
+    return false;
+}
+
+void actor_mark_used(actor_t *a)
+{
+    a->used = true;
+    actor_persist_meta(a);
+    /* its alarm was its unused expiry: its own expiry now (a stored stream's, if it has one,
+     * comes back at that alarm's sweep, so then it is left as it is) */
+    if (a->alarm_due == actor_unused_expiry(a) && !a->stored_more)
+        actor_alarm_set(a, a->touched_ms + g_cfg.session_ttl_s * 1000);
+}
+
 /* How stale the stored touch time may get before a request rewrites it (session TTL). */
 #define TOUCH_PERSIST_MS (3600 * 1000)
 
@@ -731,10 +754,14 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     switch (m->type) {
     case WM_POST:
         a->touched_ms = now_wall_ms();
+        if (!a->used && post_uses(m))
+            actor_mark_used(a);
         worker_ops(w)->on_post(a, m);
         break;
     case WM_GET:
         a->touched_ms = now_wall_ms();
+        if (!a->used)
+            actor_mark_used(a);
         actor_handle_get(a, m);
         break;
     case WM_DELETE: {

@@ -90,6 +90,8 @@ typedef struct actor {
     json_t *subscriptions;   /* {uri: true} */
     int log_level;           /* index into the syslog levels, -1 = not set */
     bool initialized;
+    bool used;               /* a request (not a notification) or a GET came after initialize;
+                                a session never used is deleted after --unused-session-ttl */
     bool modern;             /* serves one 2026-07-28 request: never stored, no event ids,
                                 freed once its request is answered (actor_discard) */
     char kind;               /* ACTOR_SESSION, ACTOR_MODERN, ACTOR_RECORD, ACTOR_HANDLE or
@@ -245,6 +247,8 @@ bool actor_is_idle(const actor_t *a);
 /* Tells its running jobs to stop (their results still reach the store) and ends its queued
  * ones. */
 void actor_cancel_jobs(actor_t *a);
+/* A request or a GET reached session a: from now on it expires by --session-ttl only. */
+void actor_mark_used(actor_t *a);
 /* Writes what a wake needs and frees the actor (idle actors only). */
 void actor_hibernate(actor_t *a);
 
@@ -297,6 +301,8 @@ void actor_broadcast(worker_t *w, wmsg_t *m);
 void actor_end_listens(worker_t *w);
 
 /* sweep.c: alarms, expiry, sweep, recovery. */
+/* When a session never used after initialize is deleted (created + --unused-session-ttl). */
+int64_t actor_unused_expiry(const actor_t *a);
 /* Moves the session's alarm to `due` (0 clears it). */
 void actor_alarm_set(actor_t *a, int64_t due);
 /* Makes sure the alarm is due no later than `due`. */

@@ -111,6 +111,9 @@ static const flag_t FLAGS[] = {
      "delete a POST stream this long after its last response (default 600)"},
     {"session-ttl", "SECS", K_INT, OFF(session_ttl_s), 1, 86400LL * 3650,
      "delete a session untouched this long; it answers 404 afterwards (default 604800)"},
+    {"unused-session-ttl", "SECS", K_INT, OFF(unused_session_ttl_s), 1, 86400LL * 3650,
+     "delete a session that got no request after initialize (only notifications) this long "
+     "after its creation (default 600)"},
     {"min-free-space", "BYTES", K_INT, OFF(min_free_space), 0, 1LL << 50,
      "refuse writes (503) while the data directory's filesystem has less free (default "
      "67108864; 0 leaves it to RocksDB's own error)"},
@@ -199,6 +202,7 @@ void config_defaults(config_t *c)
     c->event_ttl_s = 86400;
     c->finished_stream_ttl_s = 600;
     c->session_ttl_s = 604800;
+    c->unused_session_ttl_s = 600;
     c->sync = false;
     c->read_timeout_s = 30;
 }

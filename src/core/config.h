@@ -56,6 +56,8 @@ typedef struct config {
     int64_t event_ttl_s;
     int64_t finished_stream_ttl_s;
     int64_t session_ttl_s;
+    int64_t unused_session_ttl_s; /* a session with no request after initialize is deleted
+                                     this long after its creation */
     bool sync;
     int64_t read_timeout_s;    /* a request that does not finish sending in time is dropped */
     bool modern;               /* --modern: serve 2026-07-28 (stateless) beside the session era */

@@ -33,6 +33,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(sessions_created_total, counter, "Sessions created by initialize.")                            \
     X(sessions_deleted_total, counter, "Sessions deleted (DELETE or session TTL).")                  \
     X(sessions_stored, gauge, "Sessions stored (live or hibernated).")                               \
+    X(sessions_unused_expired_total, counter,                                                        \
+      "Sessions deleted because no request came after initialize (--unused-session-ttl).")          \
     X(events_stored_total, counter, "SSE events written to the event log.")                          \
     X(events_replayed_total, counter, "Events replayed to resuming clients.")                        \
     X(events_evicted_total, counter, "Events evicted by the per-stream cap.")                        \

@@ -51,8 +51,11 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     json_decref(none);
     a->client_info = info ? worker_share_json(w, info) : NULL;
     str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
-    /* every session holds one alarm while it exists: at the latest, its own expiry */
-    actor_alarm_set(a, a->created_ms + g_cfg.session_ttl_s * 1000); /* persists the metadata */
+    /* every session holds one alarm while it exists: at the latest, its own expiry; until a
+     * request comes after initialize, the earlier --unused-session-ttl */
+    int64_t expiry = a->created_ms + g_cfg.session_ttl_s * 1000;
+    a->used = false;
+    actor_alarm_set(a, actor_unused_expiry(a) < expiry ? actor_unused_expiry(a) : expiry);
     STAT_INC(sessions_created_total);
     worker_stat_add(w, DS_SESSIONS_STORED, 1);
     STAT_INC(requests_total[SM_initialize]);

@@ -345,5 +345,46 @@ class ReplayedState(ServerTest):
         self.assertEqual(m["result"]["content"][0]["text"], "confirmed y", m)
 
 
+class UnusedSessions(ServerTest):
+    """A session that gets no request after initialize (notifications alone do not count) is
+    deleted --unused-session-ttl after its creation (issue 21: mcp-remote left 2 such sessions
+    per start, kept 7 days); one used once keeps --session-ttl. The flag survives hibernation
+    (--idle-timeout 1)."""
+    SERVER_FLAGS = ("--unused-session-ttl", "3", "--idle-timeout", "1")
+
+    def ping(self, s):
+        return s.post({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+
+    def test_a_session_never_used_after_initialize_goes_and_a_used_one_stays(self):
+        base = self.server.stats()
+        idle = Session(self.server)            # initialize + notifications/initialized only
+        listed = Session(self.server)
+        listed.call("tools/list")
+        streamed = Session(self.server)
+        g = streamed.open_get()
+        g.close()
+        woken = Session(self.server)
+        time.sleep(1.5)                        # woken hibernates, then is used after its wake
+        woken.call("tools/list")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            st = self.server.stats()
+            if st["sessions_unused_expired_total"] > base["sessions_unused_expired_total"]:
+                break
+            time.sleep(0.2)
+        time.sleep(0.5)
+        st = self.server.stats()
+        self.assertEqual(st["sessions_unused_expired_total"] - base["sessions_unused_expired_total"], 1, st)
+        self.assertEqual(st["sessions_stored"] - base["sessions_stored"], 3, st)
+        self.assertEqual(self.ping(idle).status, 404)
+        for s in (listed, streamed, woken):
+            self.assertEqual(self.ping(s).status, 200, s.sid)
+
+    def test_an_unused_session_goes_even_while_hibernated(self):
+        s = Session(self.server, initialized=False)
+        time.sleep(6)  # hibernated after 1 s; its alarm wakes it at 3 s
+        self.assertEqual(self.ping(s).status, 404)
+
+
 if __name__ == "__main__":
     run()
