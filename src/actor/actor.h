@@ -114,7 +114,10 @@ typedef struct actor {
     char auth_name[64];
     principal_t *owner;      /* reference: who made it, for the shares (core/principal.h):
                                 "t:<token>", or "a:<address>" without tokens; stored ("p");
-                                NULL for one stored before it was kept */
+                                for one stored before it was kept, "t:<its token>" or "a:" */
+    bool share_given_back;   /* a session, handle or task holds one unit of its owner's share
+                                of --max-sessions, --max-handles or --max-tasks until it is
+                                deleted; a cancelled task gives it back early (stored "hs") */
     int64_t created_ms;
     int64_t touched_ms;
     int64_t touched_stored_ms; /* the touched_ms last written to the store */
@@ -190,6 +193,14 @@ actor_t *actor_create_kind(worker_t *w, const char *sid, char kind);
 /* What stored metadata (actor_write_meta's) belongs to: the startup counts (sessionrec_count). */
 enum { STORED_SESSION = 0, STORED_RECORD, STORED_HANDLE, STORED_TASK, STORED__KINDS };
 int actor_meta_kind(const char *meta, size_t len);
+/* Adds sign (+1, -1) times what the stored records of ids starting with prefix (plen 0: all)
+ * hold of their owners' shares (principal_add), and counts them by kind into by_kind (may be
+ * NULL): at startup, and when a shard leaves or comes (shardmove.c). */
+void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
+                           uint64_t by_kind[STORED__KINDS]);
+/* a (a task) gives its unit of its owner's share back before it is deleted: it no longer
+ * counts against --max-tasks. */
+void actor_give_share_back(actor_t *a);
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none. */
 actor_t *actor_find_or_load(worker_t *w, const char *sid);
 /* The metadata changed: it is written once, at the end of the turn. */

@@ -21,6 +21,8 @@ void wmsg_free(wmsg_t *m)
     case WM_POST:
     case WM_GET:
     case WM_DELETE:
+        if (m->type == WM_POST && m->u.post.holds_session)
+            principal_give(m->u.client.principal, PR_SESSIONS); /* no session was made */
         principal_unref(m->u.client.principal);
         if (m->type != WM_POST)
             break;

@@ -92,6 +92,9 @@ typedef struct wmsg {
                                    value}, NULL when the request had none */
             uint32_t nodes;    /* JSON values in body (the worker trims after big ones) */
             bool create;       /* initialize: sid is the new session's fresh id */
+            bool holds_session; /* initialize: it holds one unit of its principal's share of
+                                   --max-sessions, which the new session takes over; freed
+                                   with the message otherwise */
             bool modern;       /* a 2026-07-28 request (checked by the HTTP thread): no
                                   session; sid is a fresh id for its one-request actor */
         } post;

@@ -109,6 +109,9 @@ static const flag_t FLAGS[] = {
      "delete a stream's events this long after its last write (default 86400)"},
     {"finished-stream-ttl", "SECS", K_INT, OFF(finished_stream_ttl_s), 1, 86400LL * 3650,
      "delete a POST stream this long after its last response (default 600)"},
+    {"get-idle-timeout", "SECS", K_INT, OFF(get_idle_timeout_s), 1, 86400LL * 365,
+     "end a standalone GET stream that sent nothing this long; the client resumes it with "
+     "Last-Event-ID (default 300; with --no-event-store its keepalive keeps it busy)"},
     {"session-ttl", "SECS", K_INT, OFF(session_ttl_s), 1, 86400LL * 3650,
      "delete a session untouched this long; it answers 404 afterwards (default 604800)"},
     {"unused-session-ttl", "SECS", K_INT, OFF(unused_session_ttl_s), 1, 86400LL * 3650,
@@ -149,7 +152,8 @@ static const flag_t FLAGS[] = {
      "synchronously and one that must gets -32003 (default 100000)"},
     {"principal-share", "PERCENT", K_INT, OFF(principal_share), 1, 100,
      "the most one principal (token name; without tokens the session, or the client's address) "
-     "may hold of the tool threads, in percent, at least 1 (default 50)"},
+     "may hold of the tool threads and of --max-sessions, --max-connections and --max-tasks, "
+     "in percent, at least 1 of each (default 50)"},
     {"handle-ttl", "SECS", K_INT, OFF(handle_ttl_s), 1, 86400LL * 3650,
      "delete a state handle (mcpd_ctx_handle_new) unused this long (default 604800)"},
     {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
@@ -191,6 +195,7 @@ void config_defaults(config_t *c)
     c->task_poll_ms = 1000;
     c->max_tasks = 100000;
     c->principal_share = 50;
+    c->get_idle_timeout_s = 300;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;
     c->keepalive_s = 25;

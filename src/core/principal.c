@@ -7,6 +7,7 @@
  * goes when nothing references it and it holds nothing. */
 #include "core/principal.h"
 
+#include "core/stats.h"
 #include "core/util.h"
 
 #include <errno.h>
@@ -80,6 +81,7 @@ static void maybe_free(principal_t *p)
         }
     }
     g_live--;
+    STAT_DEC(principals_live);
     free(p);
 }
 
@@ -97,6 +99,7 @@ static principal_t *find_locked(const char *name)
     p->next = g_buckets[h % NBUCKETS];
     g_buckets[h % NBUCKETS] = p;
     g_live++;
+    STAT_INC(principals_live);
     return p;
 }
 

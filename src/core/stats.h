@@ -49,10 +49,16 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(mailbox_depth_max, gauge, "Deepest session mailbox seen since start.")                         \
     X(mailbox_full_total, counter, "Requests refused with 503 because a session mailbox was full.") \
     X(connections_open, gauge, "Client connections open on the MCP endpoint.")                      \
+    X(get_streams_idle_ended_total, counter,                                                         \
+      "Standalone GET streams ended after --get-idle-timeout without a write (clients resume).")    \
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \
     X(limit_refusals_total, counter,                                                                 \
-      "Requests refused by --max-connections, --max-sessions or --max-streams, and connections "    \
+      "Requests refused by a limit (--max-connections, --max-sessions, --max-streams, "             \
+      "--max-handles, --max-tasks, --max-json-nodes, a principal's share...), and connections "     \
       "closed at accept past twice --max-connections.")                                             \
+    X(share_refusals_total, counter,                                                                 \
+      "Of those, refused because the principal held its share (--principal-share) of a cap.")       \
+    X(principals_live, gauge, "Principals that hold or reference something (core/principal.c).")   \
     X(log_trims_total, counter,                                                                      \
       "Finished streams deleted early to keep a session under --session-log-bytes.")                \
     X(tool_calls_total, counter, "Tool calls started.")                                              \

@@ -497,15 +497,16 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
             wmsg_free(m);
             return;
         }
-        if (STAT_GET(sessions_stored) >= g_cfg.max_sessions) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "Server busy: %lld sessions are stored (--max-sessions); retry later",
-                     (long long)g_cfg.max_sessions);
-            STAT_INC(limit_refusals_total);
-            http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "30");
+        /* the session's place is taken here, before it exists: the cap is exact however many
+         * initializes are in flight, and one client holds at most its share of it */
+        principal_t *pr = who[0] ? principal_of('t', who) : principal_ref(link->principal);
+        if (!http_take_share(req, id, pr, PR_SESSIONS)) {
+            principal_unref(pr);
             wmsg_free(m);
             return;
         }
+        m->u.client.principal = pr;
+        m->u.post.holds_session = true; /* given back unless the session is made */
         if (shard_owned_count() == 0) { /* drained: a new session could not be served here */
             STAT_INC(misdirected_total);
             http_reply_error(req, id, 503, MCP_ERR_NOT_HERE,
@@ -611,12 +612,7 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
     }
     hlink_t *link = http_link_of(t, req);
     if (!link) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "Server busy: %lld client connections are open (--max-connections); retry shortly",
-                 (long long)g_cfg.max_connections);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-        STAT_INC(limit_refusals_total);
-        http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        http_reply_link_refused(t, req, id); /* 503 (the cap) or 429 (its address's share) */
         return;
     }
     if (refuse_repeated(req, id, h))

@@ -57,6 +57,8 @@ typedef struct hlink {
     struct evhttp_connection *evcon;
     hconn_t *sse;
     bool admitted; /* holds one of the --max-connections places */
+    int refused;   /* not admitted: -ENOSPC (every place is taken) or -EDQUOT (its address
+                      holds its share of them) */
     principal_t *principal; /* reference: "a:<peer address>" (core/principal.h) */
 } hlink_t;
 
@@ -72,6 +74,8 @@ struct hconn {
     uint64_t stream;
     char sid[SESSION_ID_LEN + 1];
     struct event *keepalive;
+    struct event *idle; /* a standalone GET stream without keepalive: ended when it has sent
+                           nothing for --get-idle-timeout (the client resumes) */
     json_t *id; /* the request's id, for an answer of our own at shutdown (a copy: the body is
                    the actor's), or NULL */
 };
@@ -98,12 +102,11 @@ struct http_thread {
     bool stopping;
 };
 
-/* The HTTP threads (listener.c sets them up); the Host/Origin allow-lists; the connections
- * holding one of the --max-connections places, across the threads (any HTTP thread). */
+/* The HTTP threads (listener.c sets them up); the Host/Origin allow-lists. (The connections
+ * holding one of the --max-connections places are counted by core/principal.c, per address.) */
 extern http_thread_t *g_http;
 extern int g_http_n;
 extern hostcheck_t g_hostcheck;
-extern atomic_llong g_http_admitted;
 /* The HTTP thread the calling thread is (NULL on any other): debug builds assert that only an
  * HTTP thread handles its own connections' frames. */
 extern _Thread_local http_thread_t *g_http_self;
@@ -133,6 +136,12 @@ void http_end_stream(hconn_t *c);
 void http_note_big_parse(http_thread_t *t);
 /* The connection's tracker; NULL when --max-connections refuses it. */
 hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req);
+/* Answers the request of a connection http_link_of refused (503, or 429 for an address past
+ * its share; Connection: close either way). */
+void http_reply_link_refused(http_thread_t *t, struct evhttp_request *req, const json_t *id);
+/* Takes one unit of r (PR_SESSIONS...) for p; false after answering the request (503 when
+ * the cap is reached, 429 when p holds its share; Retry-After, the id echoed). */
+bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *p, pres_t r);
 /* evhttp callbacks: a new connection's bufferevent, the connections picked up after it, the
  * worker frames in the inbox. */
 struct bufferevent *http_on_new_bev(struct event_base *base, void *arg);

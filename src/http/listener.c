@@ -34,7 +34,6 @@
 http_thread_t *g_http;
 int g_http_n;
 hostcheck_t g_hostcheck;
-atomic_llong g_http_admitted;
 _Thread_local http_thread_t *g_http_self;
 
 /* ---- threads ---- */

@@ -44,6 +44,10 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
         return;
     }
     actor_t *a = actor_create(w, m->sid);
+    /* its place of --max-sessions, taken by the HTTP thread, is the session's from now on */
+    a->owner = m->u.client.principal;
+    m->u.client.principal = NULL;
+    m->u.post.holds_session = false;
     a->proto = proto_negotiate(jsonrpc_cstr(pv)); /* one holding U+0000 is unknown: the latest */
     /* shared with the worker's other sessions that sent the same (read-only from here on) */
     json_t *none = caps ? NULL : json_object();

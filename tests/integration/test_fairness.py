@@ -2,6 +2,7 @@
 principal, cancellation of a call nobody can receive, and the caps one client could fill.
 Timing checks use generous bounds: the hogs run 6 s, the other principal's call must finish in
 under 2 s."""
+import http.client
 import json
 import os
 import socket
@@ -384,6 +385,194 @@ class UnusedSessions(ServerTest):
         s = Session(self.server, initialized=False)
         time.sleep(6)  # hibernated after 1 s; its alarm wakes it at 3 s
         self.assertEqual(self.ping(s).status, 404)
+
+
+def request_from(server, source, method, body=None, headers=None, timeout=10):
+    """One request on a fresh connection from the loopback address `source` (127.0.0.x: each
+    is another client address, another principal without tokens)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout,
+                                      source_address=(source, 0))
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+    conn.request(method, "/mcp", body=body, headers=headers or {})
+    resp = conn.getresponse()
+    data = resp.read()
+    conn.close()
+    from mcptest import Response
+    return Response(resp.status, resp.getheaders(), data)
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "fairness", "version": "1"}}}
+INIT_HEADERS = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
+
+
+class SessionCaps(ServerTest):
+    """--max-sessions is exact under concurrent initializes, and one client (its address
+    without tokens) holds at most --principal-share of it: 429 past its share, 503 past the cap
+    (issue 21: 10k sessions/s from one client filled the cap; 5,001 stored with a cap of
+    5,000)."""
+    SERVER_FLAGS = ("--max-sessions", "10")  # each address may hold 5 (the default 50 %)
+
+    def burst(self, source, n):
+        answers = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(n)
+
+        def go():
+            barrier.wait()
+            r = request_from(self.server, source, "POST", INIT, INIT_HEADERS)
+            with lock:
+                answers.append(r)
+        for t in in_threads([go] * n):
+            t.join(30)
+        return answers
+
+    def test_concurrent_initializes_get_exactly_the_share_then_the_cap(self):
+        first = self.burst("127.0.0.2", 15)
+        ok = [r for r in first if r.status == 200]
+        self.assertEqual(len(ok), 5, [r.status for r in first])
+        for r in first:
+            if r.status != 200:
+                self.assertEqual(r.status, 429, r.text)
+                self.assertEqual(r.json()["id"], 1)
+                self.assertIn("--max-sessions", r.json()["error"]["message"])
+                self.assertIsNotNone(r.header("retry-after"))
+        # another client still gets in, and the cap holds exactly with two bursts at once
+        second, third = [], []
+        ts = in_threads([lambda: second.extend(self.burst("127.0.0.3", 10)),
+                         lambda: third.extend(self.burst("127.0.0.4", 10))])
+        for t in ts:
+            t.join(60)
+        statuses = sorted(r.status for r in second + third)
+        self.assertEqual(statuses.count(200), 5, statuses)  # 10 - 5: the cap, exactly
+        for r in second + third:
+            if r.status == 503:
+                self.assertIn("--max-sessions", r.json()["error"]["message"])
+        st = self.server.stats()
+        self.assertEqual(st["sessions_stored"], 10, st)
+        # a deleted session gives its place back
+        sid = ok[0].header("mcp-session-id")
+        r = request_from(self.server, "127.0.0.2", "DELETE", None,
+                         {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
+        self.assertEqual(r.status, 200)
+        r = request_from(self.server, "127.0.0.2", "POST", INIT, INIT_HEADERS)
+        self.assertEqual(r.status, 200, r.text)
+
+
+class SessionCapsAcrossRestarts(unittest.TestCase):
+    def test_the_shares_are_counted_again_at_startup(self):
+        srv = Server("--max-sessions", "4")
+        try:
+            for _ in range(2):
+                self.assertEqual(request_from(srv, "127.0.0.5", "POST", INIT, INIT_HEADERS).status, 200)
+            srv.restart()
+            r = request_from(srv, "127.0.0.5", "POST", INIT, INIT_HEADERS)
+            self.assertEqual(r.status, 429, r.text)  # its 2 stored sessions are its share
+            self.assertEqual(request_from(srv, "127.0.0.6", "POST", INIT, INIT_HEADERS).status, 200)
+        finally:
+            srv.cleanup()
+
+
+class ConnectionShares(ServerTest):
+    """--max-connections 4: one address holds at most 2 of them; its next connection's request
+    gets 429 and is closed, while another address still gets in."""
+    SERVER_FLAGS = ("--max-connections", "4")
+
+    def test_an_address_past_its_share_is_refused_and_another_gets_in(self):
+        held = []
+        for _ in range(2):
+            sk = socket.create_connection(("127.0.0.1", self.server.port), source_address=("127.0.0.7", 0))
+            held.append(sk)
+        time.sleep(0.3)  # accepted and counted
+        try:
+            r = request_from(self.server, "127.0.0.7", "POST", INIT, INIT_HEADERS)
+            self.assertEqual(r.status, 429, r.text)
+            self.assertEqual(r.header("connection").lower(), "close")
+            self.assertIn("--max-connections", r.json()["error"]["message"])
+            r = request_from(self.server, "127.0.0.8", "POST", INIT, INIT_HEADERS)
+            self.assertEqual(r.status, 200, r.text)
+        finally:
+            for sk in held:
+                sk.close()
+        time.sleep(0.3)
+        self.assertEqual(request_from(self.server, "127.0.0.7", "POST", INIT, INIT_HEADERS).status, 200)
+
+
+class IdleGetStreams(ServerTest):
+    """A standalone GET stream that sent nothing for --get-idle-timeout ends; the client resumes
+    with Last-Event-ID and gets what was sent meanwhile (issue 21: GET streams never ended, so
+    idle ones held their connections forever)."""
+    SERVER_FLAGS = ("--get-idle-timeout", "1")
+
+    def test_an_idle_get_ends_and_resumes_without_a_loss(self):
+        s = Session(self.server)
+        g = s.open_get()
+        prime = g.next_event(5)  # 2025-11-25: the priming event names the position
+        self.assertIsNotNone(prime and prime.get("id"), prime)
+        t0 = time.time()
+        g.read_until_end(10)
+        took = time.time() - t0
+        g.close()
+        self.assertLess(took, 5, "the idle stream was not ended")
+        self.assertGreaterEqual(self.server.stats()["get_streams_idle_ended_total"], 1)
+        _, m = s.tool("notify", {"count": 1, "target": "session"})  # stored for the resume
+        self.assertIn("result", m)
+        back = s.open_get(prime["id"])
+        msgs = []
+        while not msgs:  # (a resumed stream starts with a priming event of the client's position)
+            e = back.next_event(5)
+            if e is None:
+                break
+            if e.get("data"):
+                msgs.append(json.loads(e["data"]))
+        back.close()
+        self.assertEqual(len(msgs), 1, msgs)
+        self.assertEqual(msgs[0]["method"], "notifications/message")
+
+    def test_a_get_that_sends_is_not_idle(self):
+        s = Session(self.server)
+        g = s.open_get()
+        g.next_event(5)
+        for _ in range(4):
+            time.sleep(0.6)
+            s.tool("notify", {"count": 1, "target": "session"})
+            self.assertIsNotNone(g.next_event(3), "the stream ended while it was sending")
+        g.close()
+
+
+class TaskCaps(ServerTest):
+    """--max-tasks 4: a client holds at most 2 tasks at once; a cancelled task gives its place
+    back at once and is kept a minute, not its whole TTL (issue 21: a cancelled task kept its
+    slot for its TTL)."""
+    SERVER_FLAGS = ("--max-tasks", "4", "--toolset", "conformance")
+    CAPS = {"extensions": {EXT: {}}}
+
+    def call(self, name, args):
+        r, m = modern_call(self.server, name, args, caps=self.CAPS)
+        return m
+
+    def tasks(self, method, tid):
+        body = {"jsonrpc": "2.0", "id": 1, "method": method,
+                "params": {"taskId": tid, "_meta": meta(self.CAPS)}}
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": "2026-07-28",
+             "Mcp-Method": method, "Mcp-Name": tid}
+        return self.server.request("POST", body, h).json()
+
+    def test_a_share_of_tasks_and_a_cancel_frees_its_place(self):
+        a = self.call("slow_compute", {"seconds": 60, "label": "a"})["result"]["taskId"]
+        b = self.call("slow_compute", {"seconds": 60, "label": "b"})["result"]["taskId"]
+        over = self.call("failing_job", {})  # runs only as a task: refused past the share
+        self.assertEqual(over["error"]["code"], -32003, over)
+        self.assertIn("--max-tasks", over["error"]["message"])
+        self.assertIn("result", self.tasks("tasks/cancel", a))
+        t = self.tasks("tasks/get", a)["result"]
+        self.assertEqual(t["status"], "cancelled")
+        self.assertLessEqual(t["ttlMs"], 61000 + 5000, t)  # a minute from the cancel
+        made = self.call("failing_job", {})
+        self.assertEqual(made["result"]["resultType"], "task", made)
+        self.tasks("tasks/cancel", b)
 
 
 if __name__ == "__main__":
