@@ -115,7 +115,7 @@ int main(int argc, char **argv)
     }
     g_log_level = (log_level_t)g_cfg.log_level;
     const int64_t caps[PR__COUNT] = {[PR_SESSIONS] = g_cfg.max_sessions,
-                                     [PR_HANDLES] = 0, /* counted, not capped */
+                                     [PR_HANDLES] = g_cfg.max_handles,
                                      [PR_TASKS] = g_cfg.max_tasks,
                                      [PR_CONNECTIONS] = g_cfg.max_connections};
     principals_configure(caps, (int)g_cfg.principal_share);
@@ -199,7 +199,7 @@ int main(int argc, char **argv)
         return 1; /* threads may be running: no orderly teardown from here */
     }
     uint64_t stored[STORED__KINDS] = {0};
-    /* the gauges, and what each principal holds of --max-sessions, --max-tasks (and handles) */
+    /* the gauges, and what each principal holds of --max-sessions, --max-handles, --max-tasks */
     actors_account_stored(store, NULL, 0, 1, stored);
     atomic_store(&g_stats.sessions_stored, (long long)stored[STORED_SESSION]);
     atomic_store(&g_stats.input_records_stored, (long long)stored[STORED_RECORD]);

@@ -528,7 +528,7 @@ int mcpd_ctx_handle_new(mcpd_ctx_t *ctx, char *out)
     }
     json_t *r = state_op_on(ctx, id, HANDLE_NEW, NULL, NULL, NULL, NULL);
     if (!r)
-        return -EIO;
+        return ctx->err_code == MCPD_ERR_OVERLOADED ? -EDQUOT : -EIO;
     json_decref(r);
     memcpy(out, id, SESSION_ID_LEN + 1);
     return 0;

@@ -152,8 +152,11 @@ static const flag_t FLAGS[] = {
      "synchronously and one that must gets -32003 (default 100000)"},
     {"principal-share", "PERCENT", K_INT, OFF(principal_share), 1, 100,
      "the most one principal (token name; without tokens the session, or the client's address) "
-     "may hold of the tool threads and of --max-sessions, --max-connections and --max-tasks, "
-     "in percent, at least 1 of each (default 50)"},
+     "may hold of the tool threads and of --max-sessions, --max-connections, --max-handles and "
+     "--max-tasks, in percent, at least 1 of each (default 50)"},
+    {"max-handles", "N", K_INT, OFF(max_handles), 1, 1LL << 40,
+     "state handles stored; past it (or past a principal's share) mcpd_ctx_handle_new fails "
+     "(the demo's new_counter: a tool error) (default 100000)"},
     {"handle-ttl", "SECS", K_INT, OFF(handle_ttl_s), 1, 86400LL * 3650,
      "delete a state handle (mcpd_ctx_handle_new) unused this long (default 604800)"},
     {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
@@ -195,6 +198,7 @@ void config_defaults(config_t *c)
     c->task_poll_ms = 1000;
     c->max_tasks = 100000;
     c->principal_share = 50;
+    c->max_handles = 100000;
     c->get_idle_timeout_s = 300;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;

@@ -66,6 +66,7 @@ typedef struct config {
     char request_state_key[1024]; /* requestState HMAC key file ("" = <data-dir>/request-state.key) */
     int64_t request_state_ttl_s;  /* lifetime of a requestState and its record */
     int64_t handle_ttl_s;         /* a state handle is deleted this long after its last use */
+    int64_t max_handles;          /* state handles stored */
     int64_t get_idle_timeout_s;   /* a standalone GET stream that sent nothing this long ends */
     int64_t max_input_records;    /* pending 2026-07-28 input-request exchanges stored */
     int64_t task_ttl_s;           /* a task's ttlMs: it is deleted this long after its creation */

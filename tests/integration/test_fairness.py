@@ -475,6 +475,41 @@ class SessionCapsAcrossRestarts(unittest.TestCase):
             srv.cleanup()
 
 
+class HandleCaps(ServerTest):
+    """--max-handles and each token's share of it: past them new_counter answers a tool error
+    (isError) the model can act on (issue 21: 100,000 new_counter in 40 s, each kept 7 days)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tokens = token_file({"alice": TOKEN_A, "bob": TOKEN_B, "carol": "c" * 40})
+        cls.server = Server("--max-handles", "4", "--auth-tokens", cls.tokens)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+        os.unlink(cls.tokens)
+
+    def new_counter(self, token):
+        r, m = modern_call(self.server, "new_counter", {}, headers={"Authorization": f"Bearer {token}"})
+        self.assertEqual(r.status, 200, r.text)
+        return m["result"]
+
+    def test_a_token_holds_its_share_and_the_cap_holds(self):
+        for _ in range(2):
+            self.assertNotIn("isError", self.new_counter(TOKEN_A))
+        over = self.new_counter(TOKEN_A)
+        self.assertTrue(over.get("isError"), over)
+        self.assertIn("share of --max-handles", over["content"][0]["text"])
+        for _ in range(2):  # bob still gets his
+            self.assertNotIn("isError", self.new_counter(TOKEN_B))
+        full = self.new_counter("c" * 40)  # carol: the cap itself
+        self.assertTrue(full.get("isError"), full)
+        self.assertIn("(--max-handles)", full["content"][0]["text"])
+        st = self.server.stats()
+        self.assertEqual(st["handles_stored"], 4)
+        self.assertGreaterEqual(st["share_refusals_total"], 1)
+
+
 class ConnectionShares(ServerTest):
     """--max-connections 4: one address holds at most 2 of them; its next connection's request
     gets 429 and is closed, while another address still gets in."""
