@@ -11,7 +11,8 @@
  *   2. the oldest waiting job of a principal that has nothing running;
  *   3. a job of the principal with the fewest running, while that principal runs fewer than
  *      its share (--principal-share percent of the threads, at least 1) AND taking it still
- *      leaves the reserve free (a quarter of the threads, at least 1).
+ *      leaves the reserve free (a quarter of the threads, at least 1; none when the share is
+ *      100 %, which turns the shares off).
  * So a principal with nothing running finds a thread at once unless every thread runs a
  * different principal's job (the reserve is there for it), and a principal's extra jobs wait
  * for threads nobody else asks for. No thread is idle while a job of a principal with nothing
@@ -178,7 +179,9 @@ static void *pool_main(void *arg)
 
 int pool_start(int nthreads)
 {
-    P.reserve = nthreads / 4 > 1 ? nthreads / 4 : 1;
+    /* --principal-share 100 turns the shares off: no reserve either, any job takes any free
+     * thread (only --session-jobs applies, as before the shares) */
+    P.reserve = g_cfg.principal_share >= 100 ? 0 : nthreads / 4 > 1 ? nthreads / 4 : 1;
     int64_t share = (int64_t)nthreads * g_cfg.principal_share / 100;
     P.share = share > 1 ? (int)share : 1;
     P.threads = xcalloc((size_t)nthreads, sizeof *P.threads);

@@ -140,6 +140,23 @@ class PoolShares(ServerTest):
         self.assertLess(time.time() - t0, 8)
 
 
+class PoolSharesOff(ServerTest):
+    """--principal-share 100 turns the shares off: one principal may use every thread (only
+    --session-jobs applies), with no thread held back for others."""
+    SERVER_FLAGS = ("--tool-threads", "2", "--session-jobs", "2", "--principal-share", "100",
+                    "--response-mode", "sse")
+
+    def test_one_session_runs_on_every_thread(self):
+        s = Session(self.server)
+        t0 = time.time()
+        streams = [slow_stream(s, i, 2)[1] for i in range(2)]
+        for st in streams:
+            st.read_until_end(15)
+            st.close()
+        took = time.time() - t0
+        self.assertLess(took, 3.5, f"two 2 s calls on two threads took {took:.1f} s: they did not run at once")
+
+
 class PoolSharesByToken(ServerTest):
     """With tokens the principal is the token: two sessions of one token share its share."""
 
