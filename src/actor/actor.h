@@ -51,6 +51,10 @@ typedef struct stream {
     bool session_header;     /* add Mcp-Session-Id to the response (initialize) */
     bool dispatching;        /* its POST body is being dispatched: do not settle yet */
     bool delivered;          /* standalone stream: a GET has been attached to it before */
+    bool server_ended;       /* standalone stream: the server ended its last connection (idle,
+                                a slow reader) after event ended_seq; the next GET without
+                                Last-Event-ID gets what came after it (in memory only) */
+    uint64_t ended_seq;
     int http_status;         /* a JSON reply's status when not 200 (2026-07-28 errors) */
     struct post_cap *cap;    /* a POST stream's cap accounting (stream.c), from its first event */
 } stream_t;

@@ -110,6 +110,7 @@ typedef struct wmsg {
         struct {               /* WM_CONN_CLOSED */
             conn_ref_t conn;
             uint64_t stream;   /* the stream the connection carried */
+            bool by_server;    /* the server ended it (idle, a slow reader), not the client */
         } closed;
         struct {               /* WM_TOOL_* */
             struct mcpd_ctx *job; /* borrowed: the worker frees it at WM_TOOL_DONE */

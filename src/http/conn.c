@@ -228,13 +228,24 @@ conn_ref_t http_ref_of(const hconn_t *c)
 }
 
 /* Tells the actor that the client's SSE connection is gone (it may resume later). */
-void http_notify_closed(hconn_t *c)
+static void notify(hconn_t *c, bool by_server)
 {
     wmsg_t *m = wmsg_new(WM_CONN_CLOSED);
     memcpy(m->sid, c->sid, SESSION_ID_LEN + 1);
     m->u.closed.conn = http_ref_of(c);
     m->u.closed.stream = c->stream;
+    m->u.closed.by_server = by_server;
     worker_push(worker_for_session(c->sid), m);
+}
+
+void http_notify_closed(hconn_t *c)
+{
+    notify(c, false);
+}
+
+void http_notify_ended(hconn_t *c)
+{
+    notify(c, true);
 }
 
 static void on_conn_close(struct evhttp_connection *evcon, void *arg)
@@ -447,14 +458,14 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
     if (pending_input(c) >= SSE_INPUT_MAX) {
         log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream",
                  c->sid, pending_input(c));
-        http_notify_closed(c);
+        http_notify_ended(c);
         http_end_stream(c);
         return false;
     }
     if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
         log_warn("session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
                  c->sid, pending_output(c));
-        http_notify_closed(c);
+        http_notify_ended(c);
         http_end_stream(c);
         return false;
     }
@@ -500,7 +511,7 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
     STAT_INC(get_streams_idle_ended_total);
     log_debug("session %.8s: standalone stream idle for %lld s (--get-idle-timeout): ended; the "
               "client resumes", c->sid, (long long)g_cfg.get_idle_timeout_s);
-    http_notify_closed(c);
+    http_notify_ended(c);
     http_end_stream(c);
 }
 

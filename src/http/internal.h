@@ -127,6 +127,8 @@ conn_ref_t http_ref_of(const hconn_t *c);
 hconn_t *http_hconn_get(http_thread_t *t, conn_ref_t ref);
 /* Tells the actor that the client's SSE connection is gone (it may resume later). */
 void http_notify_closed(hconn_t *c);
+/* The same when the server ends it (idle, a slow reader): the actor remembers where. */
+void http_notify_ended(hconn_t *c);
 /* Ends the SSE response c carries and frees c. */
 void http_end_stream(hconn_t *c);
 /* A body of this many JSON values or more was parsed on thread t (NULL: not an HTTP thread):

@@ -588,6 +588,18 @@ class IdleGetStreams(ServerTest):
         self.assertEqual(len(msgs), 1, msgs)
         self.assertEqual(msgs[0]["method"], "notifications/message")
 
+    def test_a_client_without_an_event_id_gets_what_came_after_the_end(self):
+        s = Session(self.server, version="2025-06-18")  # no priming event: nothing to resume from
+        g = s.open_get()
+        self.assertIsNone(g.next_event(3))  # ended after 1 s, having sent nothing
+        g.close()
+        s.tool("notify", {"count": 1, "target": "session"})
+        again = s.open_get()  # no Last-Event-ID: what came since the end, then live
+        e = again.next_event(5)
+        again.close()
+        self.assertIsNotNone(e, "the message sent between the end and the new GET was lost")
+        self.assertEqual(json.loads(e["data"])["method"], "notifications/message")
+
     def test_a_get_that_sends_is_not_idle(self):
         s = Session(self.server)
         g = s.open_get()
