@@ -52,8 +52,9 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
 {
     memset(h, 0, sizeof *h);
     /* H_ONCE: a second copy is refused: a proxy in front may act on a different one than we
-     * do (the session, the version, the Host checked against DNS rebinding); H_FRAMING: the
-     * same for the headers that frame the body, which makes the connection unusable */
+     * do (the session, the version, the Host checked against DNS rebinding, the token, the
+     * media type, the resume point); H_FRAMING: the same for the headers that frame the body,
+     * which makes the connection unusable */
     static const struct {
         const char *name;
         size_t len;
@@ -63,12 +64,12 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
         {"Accept", 6, offsetof(rhdr_t, accept), H_FIRST_WINS},
         {"Host", 4, offsetof(rhdr_t, host), H_ONCE},
         {"Origin", 6, offsetof(rhdr_t, origin), H_FIRST_WINS},
-        {"Content-Type", 12, offsetof(rhdr_t, content_type), H_FIRST_WINS},
+        {"Content-Type", 12, offsetof(rhdr_t, content_type), H_ONCE},
         {"Content-Length", 14, offsetof(rhdr_t, content_length), H_FRAMING},
         {"Mcp-Session-Id", 14, offsetof(rhdr_t, session_id), H_ONCE},
         {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version), H_ONCE},
-        {"Authorization", 13, offsetof(rhdr_t, authorization), H_FIRST_WINS},
-        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id), H_FIRST_WINS},
+        {"Authorization", 13, offsetof(rhdr_t, authorization), H_ONCE},
+        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id), H_ONCE},
         {"Transfer-Encoding", 17, offsetof(rhdr_t, transfer_encoding), H_FRAMING},
         {"Mcp-Method", 10, offsetof(rhdr_t, mcp_method), H_ONCE},
         {"Mcp-Name", 8, offsetof(rhdr_t, mcp_name), H_ONCE},

@@ -1,4 +1,5 @@
 """Hardening: authentication, limits and hostile input. Real binary, real sockets."""
+import http.client
 import json
 import os
 import socket
@@ -65,6 +66,28 @@ class Authentication(unittest.TestCase):
             self.assertEqual(r.status, 401, auth)
         r = self.post("Bearer wrong-but-long-enough-token")
         self.assertIn('error="invalid_token"', r.header("www-authenticate"))
+
+    def test_two_authorization_headers_get_400_whichever_comes_first(self):
+        # the first one used to win: a proxy may have checked the other
+        for pair in ((f"Bearer {TOKEN_A}", "Bearer wrong-but-long-enough-token"),
+                     ("Bearer wrong-but-long-enough-token", f"Bearer {TOKEN_A}"),
+                     (f"Bearer {TOKEN_A}", f"Bearer {TOKEN_B}")):
+            with self.subTest(pair=pair):
+                conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+                conn.putrequest("POST", "/mcp")
+                data = json.dumps(self.INIT).encode()
+                for k, v in (("Content-Type", "application/json"), ("Accept", ACCEPT_BOTH),
+                             ("Authorization", pair[0]), ("Authorization", pair[1]),
+                             ("Content-Length", str(len(data)))):
+                    conn.putheader(k, v)
+                conn.endheaders(data)
+                resp = conn.getresponse()
+                body = json.loads(resp.read())
+                conn.close()
+                self.assertEqual(resp.status, 400, body)
+                self.assertEqual(body["error"]["code"], -32000)
+                self.assertEqual(body["id"], 1, "the request's id is echoed")
+                self.assertIn("Authorization header was sent more than once", body["error"]["message"])
 
     def test_a_valid_token_is_served(self):
         s = AuthSession(self.server, TOKEN_A)
@@ -648,7 +671,8 @@ def read_responses(sock, timeout=2):
 class RequestFraming(unittest.TestCase):
     """A request whose length is ambiguous (RFC 9112 6.3) is refused with one 400 and the
     connection is closed: what follows its body cannot be trusted as the next request. A
-    repeated Mcp-Session-Id, MCP-Protocol-Version or Host is refused with 400."""
+    repeated Mcp-Session-Id, MCP-Protocol-Version, Host, Authorization, Content-Type or
+    Last-Event-ID is refused with 400."""
 
     @classmethod
     def setUpClass(cls):
@@ -771,6 +795,38 @@ class RequestFraming(unittest.TestCase):
                 msg = json.loads(responses[0][2])
                 self.assertEqual(msg["error"]["code"], -32000)
                 self.assertIn("more than once", msg["error"]["message"])
+
+    def test_a_repeated_content_type_authorization_or_last_event_id_gets_400(self):
+        # the first copy used to win: a proxy in front may have acted on the other one
+        s = Session(self.server)
+        ping = json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}).encode()
+        sid = b"Mcp-Session-Id: " + s.sid.encode()
+        ver = b"MCP-Protocol-Version: " + s.version.encode()
+        cl = b"Content-Length: %d" % len(ping)
+        for name, extra, header in (
+                ("two Content-Types", b"Content-Type: text/plain", "Content-Type"),
+                ("the same Content-Type twice", b"Content-Type: application/json", "Content-Type"),
+                ("two Authorizations", b"Authorization: Bearer one-token-0123456789\r\n"
+                                       b"Authorization: Bearer two-token-0123456789", "Authorization")):
+            with self.subTest(name):
+                sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+                sock.sendall(self.head(cl, sid, ver, extra) + ping + self.head(cl, sid, ver) + ping)
+                responses, _ = read_responses(sock, 1)
+                sock.close()
+                self.assertEqual([r[0] for r in responses], [400, 200], responses)
+                msg = json.loads(responses[0][2])
+                self.assertEqual((msg["error"]["code"], msg["id"]), (-32000, 4))
+                self.assertIn(f"the {header} header was sent more than once", msg["error"]["message"])
+        # a resume naming two event ids (each valid on its own): neither is picked
+        eid = [e for e in s.post({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                  "params": {"name": "slow", "arguments": {"seconds": 0, "steps": 1},
+                                             "_meta": {"progressToken": "t"}}}).events()
+               if e.get("id")][0]["id"].encode()
+        r = raw_status(self.server.port,
+                       b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n%s\r\n%s\r\n"
+                       b"Last-Event-ID: %s\r\nLast-Event-ID: %s\r\n\r\n" % (self.server.port, sid, ver, eid, eid))
+        self.assertEqual(r.status, 400, r.text)
+        self.assertIn("the Last-Event-ID header was sent more than once", r.text)
 
 
 def status_of(srv, sess, eid):
