@@ -137,7 +137,7 @@ class TokenFiles(unittest.TestCase):
         path = write_tokens([f"alice:{TOKEN_A}"], mode=0o644)
         try:
             r = self.start("--auth-tokens", path)
-            self.assertEqual(r.returncode, 1)
+            self.assertEqual(r.returncode, 2)
             self.assertIn("chmod 600", r.stderr)
             self.assertNotIn(TOKEN_A, r.stderr)
         finally:
@@ -149,7 +149,7 @@ class TokenFiles(unittest.TestCase):
             path = write_tokens(lines)
             try:
                 r = self.start("--auth-tokens", path)
-                self.assertEqual(r.returncode, 1, lines)
+                self.assertEqual(r.returncode, 2, lines)
                 self.assertIn(why, r.stderr)
                 self.assertNotIn(TOKEN_A, r.stderr)
             finally:
@@ -157,8 +157,24 @@ class TokenFiles(unittest.TestCase):
 
     def test_a_missing_token_file_is_refused(self):
         r = self.start("--auth-tokens", "/nonexistent/tokens")
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, 2)
         self.assertIn("/nonexistent/tokens", r.stderr)
+
+    def test_one_token_under_two_names_is_refused_at_start(self):
+        # it was accepted, and every request with it was the first name's: the second name's
+        # owner would act as, and see the sessions of, the first
+        for flag in ("--auth-tokens", "--admin-token"):
+            path = write_tokens([f"alice:{TOKEN_A}", f"bob:{TOKEN_B}", f"carol:{TOKEN_A}"])
+            try:
+                r = self.start(flag, path)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("line 3", r.stderr)
+                self.assertIn("carol", r.stderr)
+                self.assertIn("alice", r.stderr)
+                self.assertNotIn(TOKEN_A, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            finally:
+                os.unlink(path)
 
 
 class BadInputTable(unittest.TestCase):
