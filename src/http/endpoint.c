@@ -41,12 +41,13 @@
 typedef struct rhdr {
     const char *origin, *host, *authorization, *accept, *content_type, *session_id, *version,
         *last_event_id, *content_length, *transfer_encoding, *mcp_method, *mcp_name;
+    const char *coding; /* the first Content-Encoding that names a coding other than identity */
     bool mcp_param;     /* at least one Mcp-Param-* header came */
     const char *twice;  /* the first header that must come once and came again, or NULL */
     bool twice_framing; /* Content-Length or Transfer-Encoding came again */
 } rhdr_t;
 
-enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING };
+enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING, H_CODING };
 
 static void read_headers(struct evhttp_request *req, rhdr_t *h)
 {
@@ -54,7 +55,8 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
     /* H_ONCE: a second copy is refused: a proxy in front may act on a different one than we
      * do (the session, the version, the Host checked against DNS rebinding, the token, the
      * media type, the resume point); H_FRAMING: the same for the headers that frame the body,
-     * which makes the connection unusable */
+     * which makes the connection unusable; H_CODING: every copy is looked at (a body coded
+     * twice lists its codings in two headers) */
     static const struct {
         const char *name;
         size_t len;
@@ -73,6 +75,7 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
         {"Transfer-Encoding", 17, offsetof(rhdr_t, transfer_encoding), H_FRAMING},
         {"Mcp-Method", 10, offsetof(rhdr_t, mcp_method), H_ONCE},
         {"Mcp-Name", 8, offsetof(rhdr_t, mcp_name), H_ONCE},
+        {"Content-Encoding", 16, offsetof(rhdr_t, coding), H_CODING},
     };
     struct evkeyval *kv;
     for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
@@ -82,7 +85,10 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
         for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
             if (kl == WANT[i].len && strcasecmp(kv->key, WANT[i].name) == 0) {
                 const char **slot = (const char **)((char *)h + WANT[i].off);
-                if (!*slot) { /* the first of repeated headers, as evhttp_find_header did */
+                if (WANT[i].rule == H_CODING) {
+                    if (!*slot && !content_coding_is_identity(kv->value))
+                        *slot = kv->value;
+                } else if (!*slot) { /* the first of repeated headers, as evhttp_find_header did */
                     *slot = kv->value;
                 } else if (WANT[i].rule != H_FIRST_WINS) {
                     if (!h->twice)
@@ -456,6 +462,16 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     if (!content_type_is_json(h->content_type)) {
         http_reply_error(req, id, 415, MCP_ERR_BAD_REQUEST,
                     "Unsupported Media Type: Content-Type must be application/json", NULL);
+        return;
+    }
+    if (h->coding) {
+        /* the body is read as it comes: a compressed one would only fail to parse (RFC 9110
+         * 15.5.16: 415, and Accept-Encoding says which codings would do) */
+        char msg[200];
+        snprintf(msg, sizeof msg, "Unsupported Media Type: Content-Encoding '%.60s' is not "
+                 "accepted; send the body uncoded (identity)", h->coding);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Accept-Encoding", "identity");
+        http_reply_error(req, id, 415, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
     if (!b->json) {

@@ -1,5 +1,6 @@
 """The HTTP layer of /mcp: every status and JSON-RPC error the transport defines, each followed
 by a check that the server still serves a healthy session."""
+import gzip
 import http.client
 import json
 import os
@@ -8,6 +9,7 @@ import tempfile
 import threading
 import time
 import unittest
+import zlib
 
 from mcptest import ACCEPT_BOTH, Response, Server, ServerTest, Session, parse_sse, run
 
@@ -60,6 +62,24 @@ class HttpErrors(ServerTest):
         r = self.server.request("POST", INIT, {"Content-Type": "application/json; charset=utf-8",
                                                "Accept": ACCEPT_BOTH})
         self.assertEqual(r.status, 200, r.text)
+
+    def test_a_compressed_body_gets_415_with_accept_encoding_identity(self):
+        # it was parsed as JSON as it came and refused with 400 -32700
+        body = json.dumps(INIT).encode()
+        for coding, data in (("gzip", gzip.compress(body)), ("deflate", zlib.compress(body)),
+                             ("br", body), ("identity, gzip", gzip.compress(body)), ("x-foo", body)):
+            with self.subTest(coding=coding):
+                r = self.server.request("POST", data, dict(JSON_HEADERS, **{"Content-Encoding": coding}))
+                self.assertEqual(r.header("accept-encoding"), "identity", r.headers)
+                # the id is echoed where the body could be read as it is
+                self.assertError(r, 415, -32000, 1 if data is body else None)
+                self.assertIn("Content-Encoding", r.json()["error"]["message"])
+
+    def test_an_identity_content_encoding_is_accepted(self):
+        for coding in ("identity", "Identity", " identity ,identity"):
+            with self.subTest(coding=coding):
+                r = self.server.request("POST", INIT, dict(JSON_HEADERS, **{"Content-Encoding": coding}))
+                self.assertEqual(r.status, 200, r.text)
 
     def test_a_body_over_the_limit_gets_413(self):
         big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "a" * 5000}})
