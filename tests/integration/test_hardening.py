@@ -498,9 +498,6 @@ class Limits(unittest.TestCase):
         srv = self.server("--max-streams", "4")
         s = Session(srv, version="2025-03-26")
         calls = lambda n: [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(n)]
-        r = s.post(calls(5))
-        self.assertEqual(r.status, 429, "five requests in one batch are five in flight")
-        self.assertIn("carries 5", r.json()["error"]["message"])
         r = s.post(calls(4))
         self.assertEqual(r.status, 200)
         self.assertEqual(sorted(m["id"] for m in r.json()), [0, 1, 2, 3])
@@ -508,10 +505,32 @@ class Limits(unittest.TestCase):
         _, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 1, "steps": 2},
                                              "_meta": {"progressToken": 1}})
         st.next_event(5)
-        self.assertEqual(s.post(calls(4)).status, 429)
+        r = s.post(calls(4))
+        self.assertEqual(r.status, 429, "four requests in one batch are four in flight")
+        self.assertIn("carries 4", r.json()["error"]["message"])
         self.assertEqual(s.post(calls(3)).status, 200)
         st.read_until_end(5)
         st.close()
+
+    def test_a_batch_larger_than_max_streams_gets_a_final_413_not_a_retry(self):
+        # it got 429 + Retry-After, which no retry could ever satisfy
+        srv = self.server("--max-streams", "4")
+        s = Session(srv, version="2025-03-26")
+        batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(5)]
+        batch.append({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}})
+        for _ in range(2):  # idle or not, it is the same answer
+            r = s.post(batch)
+            self.assertEqual(r.status, 413, r.text)
+            self.assertIsNone(r.header("retry-after"), "nothing to wait for")
+            body = r.json()
+            self.assertEqual(body["error"]["code"], -32600)
+            self.assertIsNone(body["id"], "a batch's refusal has id null")
+            self.assertIn("--max-streams", body["error"]["message"])
+            self.assertIn("5 requests", body["error"]["message"])
+        # notifications do not count: four requests and any number of them are served
+        r = s.post(batch[1:])
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(sorted(m["id"] for m in r.json()), [1, 2, 3, 4])
 
     def test_past_the_session_log_budget_the_oldest_finished_streams_go(self):
         srv = self.server("--session-log-bytes", "8192")
