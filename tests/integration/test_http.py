@@ -593,6 +593,7 @@ class ErrorsEchoTheRequestId(unittest.TestCase):
         plain, auth = self.plain, self.auth
         s = Session(plain)
         s06 = Session(plain, version="2025-06-18")
+        s03 = Session(plain, version="2025-03-26")
         alice = Session(auth, token=TOKEN_A)
         sh = s.headers()
         ping = self.ping
@@ -627,6 +628,16 @@ class ErrorsEchoTheRequestId(unittest.TestCase):
             ("--max-connections", self.with_the_only_connection_held, 503, -32000, True),
             ("a batch where the version forbids it (actor)", self.post(plain, s06.headers(), lambda rid: [ping(rid)]),
              400, -32600, False),
+            ("a batch over --max-streams (actor)", self.post(plain, s03.headers(), lambda rid: [ping(rid), ping(2)]),
+             413, -32600, False),
+            ("a coded body", self.post(plain, dict(sh, **{"Content-Encoding": "deflate"}), ping), 415, -32000, True),
+            ("Content-Type twice",
+             lambda rid: post_raw_headers(plain.port, list(sh.items()) + [("Content-Type", "text/plain")], ping(rid)),
+             400, -32000, True),
+            ("Authorization twice",
+             lambda rid: post_raw_headers(auth.port, list(alice.headers().items()) +
+                                          [("Authorization", f"Bearer {TOKEN_B}")], ping(rid)),
+             400, -32000, True),
             ("a POST to another path", lambda rid: plain.request("POST", ping(rid), JSON_HEADERS, path="/other"),
              404, -32000, True),
         ]
