@@ -713,6 +713,43 @@ class FlagOff(ServerTest):
         self.assertEqual(m["result"]["content"][0]["text"], "ok")
 
 
+class JsonResponseMode(ServerTest):
+    """--response-mode json keeps session-era POSTs JSON (their messages go to the session's
+    GET stream). A 2026-07-28 request has no session: what its call sends (progress it asked
+    for with a progressToken, log messages at its logLevel) can only travel on its own
+    response, which turns SSE for it."""
+    SERVER_FLAGS = ("--response-mode", "json")
+
+    def test_a_modern_call_with_a_progress_token_gets_its_progress(self):
+        # the progress was dropped and the call answered with JSON alone
+        params = {"name": "slow", "arguments": {"seconds": 0.2, "steps": 2},
+                  "_meta": dict(meta(), progressToken="p1")}
+        r, m, msgs = Modern(self.server).result("tools/call", params)
+        self.assertEqual(r.status, 200, r.text)
+        self.assertTrue(r.header("content-type").startswith("text/event-stream"), r.headers)
+        progress = [x["params"] for x in msgs if x.get("method") == "notifications/progress"]
+        self.assertEqual([(p["progressToken"], p["progress"], p["total"]) for p in progress],
+                         [("p1", 1, 2), ("p1", 2, 2)], msgs)
+        self.assertEqual(m["result"]["content"][0]["text"], "done after 2 steps")
+        self.assertIs(msgs[-1], m, "the result comes last")
+
+    def test_a_modern_call_with_a_log_level_gets_its_log_messages(self):
+        r, m, msgs = Modern(self.server).result("tools/call", {"name": "notify", "arguments": {"count": 2}},
+                                                level="info")
+        self.assertTrue(r.header("content-type").startswith("text/event-stream"), r.headers)
+        self.assertEqual(len([x for x in msgs if x.get("method") == "notifications/message"]), 2, msgs)
+        self.assertEqual(m["result"]["content"][0]["text"], "sent 2")
+
+    def test_a_silent_modern_call_and_a_session_call_stay_json(self):
+        r, m, _ = Modern(self.server).result("tools/call", {"name": "slow", "arguments": {"seconds": 0.1, "steps": 0}})
+        self.assertEqual(r.header("content-type"), "application/json")
+        self.assertEqual(m["result"]["content"][0]["text"], "done after 0 steps")
+        s = Session(self.server)
+        r, m = s.tool("slow", {"seconds": 0.1, "steps": 2}, meta={"progressToken": "p"})
+        self.assertEqual(r.header("content-type"), "application/json", "the session era keeps json mode")
+        self.assertEqual(m["result"]["content"][0]["text"], "done after 2 steps")
+
+
 class ModernIsTheDefault(ServerTest):
     def test_a_server_without_flags_serves_both_eras(self):
         r, m, _ = Modern(self.server).result("server/discover")
