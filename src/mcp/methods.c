@@ -489,6 +489,8 @@ void mcp_job_done(actor_t *a, job_t *j)
         modern_call_complete(a);
     json_t *r = j->result;
     j->result = NULL;
+    if (!r && j->kind == JOB_TOOL && j->err_kind == JERR_INPUT)
+        r = mcpd_error_result("%s", j->err); /* the model can fix its arguments */
     if (!r) {
         mcp_answer_error(a, c, j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR,
                      j->err[0] ? j->err : "internal error", NULL);

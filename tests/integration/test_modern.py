@@ -289,10 +289,14 @@ class ModernPath(ServerTest):
                                    level="error")
         self.assertEqual([x for x in msgs if x.get("method") == "notifications/message"], [])
 
-    def test_session_state_is_refused_without_a_session(self):
-        _, m, _ = self.c.result("tools/call", {"name": "counter", "arguments": {}})
-        self.assertIn("error", m, m)
-        self.assertIn("no session", m["error"]["message"])
+    def test_session_state_is_refused_without_a_session_as_a_tool_error(self):
+        # the model can fix it (pass a handle): a tool result with isError, not -32603
+        r, m, _ = self.c.result("tools/call", {"name": "counter", "arguments": {}})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertNotIn("error", m, m)
+        self.assertTrue(m["result"]["isError"], m)
+        self.assertIn("no session", m["result"]["content"][0]["text"])
+        self.assertEqual(m["result"]["resultType"], "complete")
 
     def test_closing_the_response_stream_cancels_the_request(self):
         params = {"name": "slow", "arguments": {"seconds": 6, "steps": 60},
@@ -531,9 +535,23 @@ class StateHandles(ServerTest):
         self.assertEqual(r.json()["error"]["code"], -32020)
         self.assertEqual(r.json()["id"], rid)
 
-    def test_an_unknown_handle_is_an_error(self):
-        _, m, _ = self.count("0123456789abcdef0123456789abcdef")
-        self.assertIn("unknown handle", m["error"]["message"])
+    def test_an_unknown_or_malformed_handle_is_a_tool_error(self):
+        # a model can fix its argument: a tool result with isError (they were -32603 and -32602)
+        for h, why in (("0123456789abcdef0123456789abcdef", "unknown handle"), ("zz", "not a handle"),
+                       ("", "not a handle")):
+            with self.subTest(handle=h):
+                r, m, _ = self.count(h)
+                self.assertEqual(r.status, 200, r.text)
+                self.assertNotIn("error", m, m)
+                self.assertTrue(m["result"]["isError"], m)
+                self.assertIn(why, m["result"]["content"][0]["text"])
+        s = Session(self.server)  # the session era answers the same
+        for h, why in (("0123456789abcdef0123456789abcdef", "unknown handle"), ("zz", "not a handle")):
+            with self.subTest(era="session", handle=h):
+                _, m = s.tool("counter", {"handle": h})
+                self.assertNotIn("error", m, m)
+                self.assertTrue(m["result"]["isError"], m)
+                self.assertIn(why, m["result"]["content"][0]["text"])
 
     def test_a_session_can_use_a_handle_and_not_open_it_as_a_session(self):
         h = self.new_counter()
@@ -576,7 +594,8 @@ class HandleExpiry(ServerTest):
         self.assertEqual(self.server.stats()["alarms_pending"], base)
         _, m, _ = c.result("tools/call", {"name": "counter", "arguments": {"handle": h}},
                            headers={"Mcp-Param-Handle": h})
-        self.assertIn("unknown handle", m["error"]["message"])
+        self.assertTrue(m["result"]["isError"], m)
+        self.assertIn("unknown handle", m["result"]["content"][0]["text"])
 
 
 class Listen(ServerTest):
