@@ -479,7 +479,7 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
         size_t len;
         char *text = buf_steal(&s->resp, &len);
         actor_reply_text(a->w, s->conn, s->http_status ? s->http_status : 200, text, len,
-                         s->session_header ? a->sid : NULL);
+                         s->session_header ? a->sid : NULL, s->retry_after);
     }
     actor_free_stream(a, s, true);
     return true;

@@ -287,7 +287,7 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
             job_reply(j, wait_seq, answer, NULL);
         else {
             json_decref(answer);
-            job_reply(j, wait_seq, NULL, REFUSE_MESSAGE);
+            job_reply_fail(j, wait_seq, MCPD_ERR_INTERNAL, JERR_STORAGE, REFUSE_MESSAGE);
         }
     } else {
         worker_defer_reply(owner->w, j, wait_seq, answer);

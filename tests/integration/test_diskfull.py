@@ -321,5 +321,45 @@ class FreeSpaceFloor(TmpfsCase):
         self.assertEqual(counter_value(s)[1], acked + 1)
 
 
+def modern_counter(server, rid, handle):
+    """A 2026-07-28 counter call on a state handle: (status, Retry-After, body)."""
+    params = {"name": "counter", "arguments": {"handle": handle},
+              "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {}}}
+    r = server.request("POST", {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params},
+                       {"Content-Type": "application/json", "Accept": mcptest.ACCEPT_BOTH,
+                        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                        "Mcp-Name": "counter", "Mcp-Param-Handle": handle})
+    return r.status, r.header("retry-after"), r.messages()[-1]
+
+
+class HandleWrites(TmpfsCase):
+    """A state handle's write is refused like any other: the call that needed it gets 503 +
+    Retry-After, in both eras, and the increment never happened."""
+    FLAGS = ("--min-free-space", str(4 << 20))
+
+    def test_a_refused_handle_write_gets_503_with_retry_after_in_both_eras(self):
+        s = mcptest.Session(self.server)
+        _, m = s.tool("new_counter", {})
+        h = m["result"]["structuredContent"]["handle"]
+        self.assertEqual(modern_counter(self.server, 1, h)[2]["result"]["content"][0]["text"], "1")
+        acked = self.peek_counter(s)
+        self.fill_and_restart(leave=8 << 20)
+        self.fill_until_refused(s, acked)
+        # it was 200 with a -32603 error and no Retry-After
+        status, retry, body = modern_counter(self.server, "m-1", h)
+        self.assertEqual((status, retry), (503, "5"), body)
+        self.assertEqual((body["id"], body["error"]["code"]), ("m-1", -32603), body)
+        self.assertIn("Storage unavailable", body["error"]["message"])
+        r = s.post({"jsonrpc": "2.0", "id": "s-1", "method": "tools/call",
+                    "params": {"name": "counter", "arguments": {"handle": h}}})
+        self.assertEqual((r.status, r.header("retry-after")), (503, "5"), r.text)
+        self.assertEqual((r.json()["id"], r.json()["error"]["code"]), ("s-1", -32603))
+        self.fs.release()
+        self.wait_health(200, timeout=10)
+        status, _, body = modern_counter(self.server, 2, h)
+        self.assertEqual(body["result"]["content"][0]["text"], "2", "the refused increments never happened")
+
+
 if __name__ == "__main__":
     mcptest.run()
