@@ -454,8 +454,10 @@ void actor_reset(actor_t *a)
     for (stream_t *s = a->streams; s; s = s->next)
         actor_stream_undirty(s, false);
     meta_undirty(a);
-    log_info("session %.8s: its writes were refused; it is reloaded from the store at its next "
-             "request (%s)", a->sid, a->calls ? "its open requests got the storage error" : "nothing was open");
+    /* debug: a full disk refuses every turn, and the store logs the refusals' start and end
+     * (with their count) once each */
+    log_debug("session %.8s: its writes were refused; it is reloaded from the store at its next "
+              "request (%s)", a->sid, a->calls ? "its open requests got the storage error" : "nothing was open");
     worker_remove_actor(a->w, a);
     actor_free(a);
 }
