@@ -27,6 +27,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -140,6 +141,22 @@ void http_reply_error_data(struct evhttp_request *req, const json_t *id, int sta
     json_decref(e);
     http_send_reply(req, status, "application/json", text, len, NULL, retry_after);
     free(text);
+}
+
+void http_refuse_connect(struct evhttp_request *req)
+{
+    /* evhttp 2.1 expects a tunnel after any answer to CONNECT: it writes neither the length
+     * nor, for a non-2xx answer, a way to tell where the answer ends, and keeps the connection
+     * whatever Connection says, so a client saw the answer end only at --read-timeout. The
+     * answer goes out as a GET's would (http_struct.h's type), framed, and the connection is
+     * closed after it: what the client sends next may be meant for the tunnel. */
+    req->type = EVHTTP_REQ_GET;
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    evhttp_add_header(out, "Allow", "GET, POST, DELETE");
+    evhttp_add_header(out, "Connection", "close");
+    http_reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST,
+                     "Method Not Allowed: CONNECT (this server opens no tunnels); use POST, GET "
+                     "or DELETE on /mcp", NULL);
 }
 
 /* ---- slots ---- */

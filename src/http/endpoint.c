@@ -673,6 +673,10 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
 
 void http_on_mcp(struct evhttp_request *req, void *arg)
 {
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT) {
+        http_refuse_connect(req);
+        return;
+    }
     rhdr_t h;
     read_headers(req, &h);
     if (refuse_framing(req, &h))
@@ -685,6 +689,10 @@ void http_on_mcp(struct evhttp_request *req, void *arg)
 
 void http_on_other(struct evhttp_request *req, void *arg)
 {
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT) {
+        http_refuse_connect(req);
+        return;
+    }
     rhdr_t h;
     read_headers(req, &h);
     if (refuse_framing(req, &h))

@@ -15,7 +15,9 @@
  *    detached from its connection (evcon NULL) and left to us: the close callback finishes it
  *    with evhttp_send_reply_end, which then only frees it;
  *  - when the whole evhttp is freed (shutdown) the close callback also runs, but the request is
- *    still attached and libevent frees it itself.
+ *    still attached and libevent frees it itself;
+ *  - an answer to CONNECT gets no length and leaves the connection open (a tunnel would follow):
+ *    http_refuse_connect answers it as a GET.
  */
 #ifndef MCPD_HTTP_INTERNAL_H
 #define MCPD_HTTP_INTERNAL_H
@@ -114,6 +116,9 @@ void http_reply_error(struct evhttp_request *req, const json_t *id, int status, 
 /* The same with the error's data member (stolen, may be NULL). */
 void http_reply_error_data(struct evhttp_request *req, const json_t *id, int status, int code,
                            const char *msg, json_t *data, const char *retry_after);
+/* A CONNECT, on any path: 405 with Allow and Connection: close, and the connection is closed
+ * after it. */
+void http_refuse_connect(struct evhttp_request *req);
 hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *link);
 void http_hconn_free(hconn_t *c);
 conn_ref_t http_ref_of(const hconn_t *c);

@@ -831,6 +831,31 @@ class RequestFraming(unittest.TestCase):
                 self.assertEqual(msg["error"]["code"], -32000)
                 self.assertIn("more than once", msg["error"]["message"])
 
+    def test_connect_gets_405_at_once_and_the_connection_is_closed(self):
+        # libevent answered 501 without a length and kept the connection: the client read the
+        # answer only when --read-timeout closed it
+        port = self.server.port
+        for target in (b"127.0.0.1:%d" % port, b"/mcp", b"example.com:443"):
+            with self.subTest(target=target):
+                sessions_before = self.server.stats()["sessions_created_total"]
+                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+                t0 = time.time()
+                sock.sendall(b"CONNECT %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (target, port)
+                             + self.smuggled())
+                responses, eof = read_responses(sock, timeout=3)
+                took = time.time() - t0
+                sock.close()
+                self.assertEqual([r[0] for r in responses], [405], responses)
+                status, headers, body = responses[0]
+                self.assertEqual(headers.get("connection", "").lower(), "close")
+                self.assertEqual(headers.get("allow"), "GET, POST, DELETE")
+                self.assertTrue(eof, "the connection is closed after the answer")
+                self.assertLess(took, 2, "answered at once, not at the read timeout")
+                msg = json.loads(body)
+                self.assertEqual((msg["error"]["code"], msg["id"]), (-32000, None))
+                self.assertEqual(self.server.stats()["sessions_created_total"], sessions_before,
+                                 "nothing after it was served")
+
     def test_a_repeated_content_type_authorization_or_last_event_id_gets_400(self):
         # the first copy used to win: a proxy in front may have acted on the other one
         s = Session(self.server)
