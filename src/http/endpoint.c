@@ -101,12 +101,16 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
     }
 }
 
-/* A request whose body length is ambiguous: 400 and the connection is closed, since what
- * follows the body cannot be trusted as the next request (nor the body: id null). evhttp
- * refuses some of these itself, with its own reply. True when refused. */
-static bool refuse_framing(struct evhttp_request *req, const rhdr_t *h)
+/* A request whose body length is ambiguous, or whose bytes hold what evhttp misreads (a NUL
+ * in its head, a malformed chunked body: the input scanner's find, counted here): 400 and the
+ * connection is closed, since what follows the body cannot be trusted as the next request
+ * (nor the body: id null). evhttp refuses some of these itself, with its own reply. True when
+ * refused. */
+static bool refuse_framing(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h)
 {
-    const char *why = framing_problem(h->content_length, h->transfer_encoding, h->twice_framing);
+    const char *why = http_scan_fault(t, req);
+    if (!why)
+        why = framing_problem(h->content_length, h->transfer_encoding, h->twice_framing);
     if (!why)
         return false;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
@@ -679,7 +683,7 @@ void http_on_mcp(struct evhttp_request *req, void *arg)
     }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(req, &h))
+    if (refuse_framing(arg, req, &h))
         return;
     pbody_t b;
     parse_body(req, &b);
@@ -695,7 +699,7 @@ void http_on_other(struct evhttp_request *req, void *arg)
     }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(req, &h))
+    if (refuse_framing(arg, req, &h))
         return;
     pbody_t b;
     parse_body(req, &b); /* a POST of a request gets its id back, as on /mcp */

@@ -262,9 +262,7 @@ void http_free(void)
         else if (t->fd >= 0)
             close(t->fd);
         ptrmap_free(&t->links); /* evhttp_free ran every connection's close callback */
-        for (uint32_t j = 0; j < t->nfresh; j++)
-            bufferevent_decref(t->fresh[j]); /* accepted as the loop ended: freed by evhttp_free */
-        free(t->fresh);
+        http_fresh_free(t); /* accepted as the loop ended: freed by evhttp_free */
         if (t->fresh_ev)
             event_free(t->fresh_ev);
         if (t->base)

@@ -831,6 +831,106 @@ class RequestFraming(unittest.TestCase):
                 self.assertEqual(msg["error"]["code"], -32000)
                 self.assertIn("more than once", msg["error"]["message"])
 
+    def test_a_nul_byte_in_a_header_line_gets_400_and_the_connection_is_closed(self):
+        # evhttp kept a value up to the NUL, and took a line starting with one for the end of
+        # the head (the rest became the body or the next request)
+        s = Session(self.server)
+        body = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode()
+        cl = b"Content-Length: %d" % len(body)
+        sid = b"Mcp-Session-Id: " + s.sid.encode()
+        ver = b"MCP-Protocol-Version: " + s.version.encode()
+        for name, extra in (("in a value", [cl, sid, ver, b"X-Note: a\x00b"]),
+                            ("in the session id", [cl, sid + b"\x00zz", ver]),
+                            ("in the length", [cl + b"\x00", sid, ver]),
+                            ("at the start of a line", [sid, ver, b"\x00X-Note: 1", cl]),
+                            ("at the start of a line after the length", [cl, sid, ver, b"\x00X-Note: 1"])):
+            with self.subTest(name):
+                self.assertRefusedAndClosed(self.head(*extra) + body + self.smuggled())
+        # a name with a NUL has no colon before it: evhttp refuses the line itself
+        self.assertRefusedAndClosed(self.head(cl, sid, ver, b"X-No\x00te: 1") + body + self.smuggled(),
+                                    by_libevent=True)
+
+    def test_a_nul_in_the_second_request_of_a_connection_refuses_that_one_only(self):
+        s = Session(self.server)
+        body = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode()
+        good = [b"Content-Length: %d" % len(body), b"Mcp-Session-Id: " + s.sid.encode(),
+                b"MCP-Protocol-Version: " + s.version.encode()]
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(self.head(*good) + body + self.head(*good, b"X-Note: \x00") + body +
+                     self.head(*good) + body)
+        responses, eof = read_responses(sock)
+        sock.close()
+        self.assertEqual([r[0] for r in responses], [200, 400], responses)
+        self.assertEqual(responses[1][1].get("connection"), "close")
+        self.assertTrue(eof)
+
+    def chunked(self, *chunks):
+        return self.head(b"Transfer-Encoding: chunked") + b"".join(chunks)
+
+    def test_a_chunk_extension_or_an_invalid_chunk_size_gets_400_not_413(self):
+        # evhttp answered 413 (its HTML page) to these, and took "N junk" for N
+        body = json.dumps(Authentication.INIT).encode()
+        n = b"%x" % len(body)
+        for name, data in (("an extension", self.chunked(n + b";ext=1\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("an extension on the last chunk", self.chunked(n + b"\r\n", body, b"\r\n0;x\r\n\r\n")),
+                           ("not hex", self.chunked(b"zz\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("a sign", self.chunked(b"+" + n + b"\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("a 0x prefix", self.chunked(b"0x" + n + b"\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("a trailing space", self.chunked(n + b" \r\n", body, b"\r\n0\r\n\r\n")),
+                           ("an empty size line", self.chunked(b"\r\n", n + b"\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("no CRLF after the data", self.chunked(n + b"\r\n", body, b"0\r\n\r\n")),
+                           ("a NUL in the size", self.chunked(n + b"\x00\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("a NUL in a trailer", self.chunked(n + b"\r\n", body, b"\r\n0\r\nX-T: \x00\r\n\r\n"))):
+            with self.subTest(name):
+                self.assertRefusedAndClosed(data + self.smuggled())
+
+    def test_a_bad_chunk_after_a_good_request_on_the_same_connection_refuses_that_one_only(self):
+        body = json.dumps(Authentication.INIT).encode()
+        n = b"%x" % len(body)
+        good = self.chunked(n[:1] + b"\r\n", body[:int(n[:1], 16)], b"\r\n",
+                            b"%x\r\n" % (len(body) - int(n[:1], 16)), body[int(n[:1], 16):], b"\r\n0\r\n\r\n")
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(good + good + self.chunked(n + b";x\r\n", body, b"\r\n0\r\n\r\n") + good)
+        responses, eof = read_responses(sock)
+        sock.close()
+        self.assertEqual([r[0] for r in responses], [200, 200, 400], responses)
+        self.assertTrue(eof)
+
+    def test_faults_split_across_reads_are_found_the_same(self):
+        # a bad line that began in an earlier read is cut where it began
+        s = Session(self.server)
+        body = json.dumps(Authentication.INIT).encode()
+        n = b"%x" % len(body)
+        ping = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode()
+        good = self.head(b"Content-Length: %d" % len(ping), b"Mcp-Session-Id: " + s.sid.encode()) + ping
+        for name, data, statuses in (
+                # (the bytes up to the fault: the server answers and closes there)
+                ("an extension", good + self.chunked(n + b";ext=1"), [200, 400]),
+                ("no CRLF after the data", self.chunked(n + b"\r\n", body, b"XY"), [400]),
+                ("a NUL in a value", good + self.head(b"X-Note: a\x00b", b"Content-Length: 2") + b"{}", [200, 400]),
+                ("a clean chunked pair", self.chunked(n + b"\r\n", body, b"\r\n0\r\n\r\n") * 2, [200, 200])):
+            for piece in (1, 7):
+                with self.subTest(name, piece=piece):
+                    sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    for i in range(0, len(data), piece):
+                        sock.sendall(data[i:i + piece])
+                        if i % (piece * 16) == 0:
+                            time.sleep(0.001)
+                    responses, eof = read_responses(sock)
+                    sock.close()
+                    self.assertEqual([r[0] for r in responses], statuses, responses)
+                    if statuses[-1] == 400:
+                        self.assertTrue(eof)
+                        self.assertEqual(json.loads(responses[-1][2])["error"]["code"], -32000)
+
+    def test_a_chunked_body_over_the_limit_still_gets_413(self):
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(self.chunked(b"%x\r\n" % (8 << 20)))
+        responses, _ = read_responses(sock)
+        sock.close()
+        self.assertEqual([r[0] for r in responses], [413], responses)
+
     def test_connect_gets_405_at_once_and_the_connection_is_closed(self):
         # libevent answered 501 without a length and kept the connection: the client read the
         # answer only when --read-timeout closed it
