@@ -271,19 +271,21 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
     h->added += fresh;
     if (fresh == 0 || h->s.status != HTTPSCAN_RUNNING)
         return; /* (scan_cut's own changes come here too, once the scan has ended) */
-    struct evbuffer_ptr at;
-    if (evbuffer_ptr_set(in, &at, evbuffer_get_length(in) - fresh, EVBUFFER_PTR_SET) != 0)
-        return;
+    size_t off = evbuffer_get_length(in) - fresh; /* where the new bytes begin */
     while (fresh > 0 && h->s.status == HTTPSCAN_RUNNING) {
+        /* usually evhttp has taken everything before them: they are the whole buffer */
+        struct evbuffer_ptr at;
+        if (off > 0 && evbuffer_ptr_set(in, &at, off, EVBUFFER_PTR_SET) != 0)
+            return;
         struct evbuffer_iovec v[4];
-        int nv = evbuffer_peek(in, (ev_ssize_t)fresh, &at, v, 4);
+        int nv = evbuffer_peek(in, (ev_ssize_t)fresh, off > 0 ? &at : NULL, v, 4);
         if (nv <= 0)
             return;
         for (int i = 0; i < nv && i < 4 && fresh > 0 && h->s.status == HTTPSCAN_RUNNING; i++) {
             size_t k = v[i].iov_len < fresh ? v[i].iov_len : fresh;
             httpscan_feed(&h->s, v[i].iov_base, k);
             fresh -= k;
-            evbuffer_ptr_set(in, &at, k, EVBUFFER_PTR_ADD);
+            off += k;
         }
     }
     if (h->s.status == HTTPSCAN_BAD_CHUNK)

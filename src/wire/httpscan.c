@@ -9,24 +9,26 @@
 #include <string.h>
 
 enum {
+    /* looked at byte by byte (step), with fast paths at a line's start (feed) */
     ST_REQ,         /* before a request line's first byte */
     ST_METHOD,      /* in the method: the request line's text before its first space */
-    ST_LINE_REST,   /* in the rest of the request line */
     ST_HLINE,       /* before a header line's first byte */
     ST_HLINE_CR,    /* after a header line's first byte, a CR */
     ST_NAME,        /* in a header name that may still be Content-Length or Transfer-Encoding */
-    ST_SKIP_HEAD,   /* in a header line that is neither */
     ST_VALUE_LEAD,  /* after the colon of one of them: leading spaces */
     ST_VALUE,       /* in its value */
     ST_VALUE_CR,    /* in its value, after a CR */
-    ST_BODY,        /* in a body of known length (left bytes to go) */
     ST_CSIZE,       /* in a chunk-size line */
     ST_CSIZE_CR,    /* in a chunk-size line, after a CR */
-    ST_CDATA,       /* in a chunk's data (left bytes to go) */
     ST_CDATA_END,   /* right after a chunk's data: CRLF must follow */
     ST_CDATA_CR,    /* after that CR */
     ST_TRAILER,     /* before a trailer line's first byte */
     ST_TRAILER_CR,  /* after a trailer line's first byte, a CR */
+    /* skipped in bulk (feed) */
+    ST_BODY,        /* in a body of known length (left bytes to go) */
+    ST_CDATA,       /* in a chunk's data (left bytes to go) */
+    ST_LINE_REST,   /* in the rest of the request line */
+    ST_SKIP_HEAD,   /* in a header line that is neither */
     ST_SKIP_TRAILER /* in a trailer line */
 };
 
@@ -63,25 +65,31 @@ const char *httpscan_body_end(const httpscan_t *s)
     return s->flags & F_TRAILERS ? "\r\n" : "0\r\n\r\n";
 }
 
-static uint64_t pack(const char *m)
-{
-    uint64_t v = 0;
-    while (*m)
-        v = v << 8 | (unsigned char)*m++;
-    return v;
-}
+/* A method's bytes, big-endian in a word (at most 8). */
+#define M3(a, b, c) ((uint64_t)(a) << 16 | (uint64_t)(b) << 8 | (uint64_t)(c))
+#define M4(a, b, c, d) (M3(a, b, c) << 8 | (uint64_t)(d))
+#define M5(a, b, c, d, e) (M4(a, b, c, d) << 8 | (uint64_t)(e))
+#define M6(a, b, c, d, e, f) (M5(a, b, c, d, e) << 8 | (uint64_t)(f))
+#define M7(a, b, c, d, e, f, g) (M6(a, b, c, d, e, f) << 8 | (uint64_t)(g))
 
 static uint8_t method_kind(uint64_t packed, uint32_t len)
 {
-    static const char *const BODY[] = {"GET", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"};
-    if (len > 7)
-        return M_END;
-    for (size_t i = 0; i < sizeof BODY / sizeof BODY[0]; i++)
-        if (packed == pack(BODY[i]) && len == strlen(BODY[i]))
-            return M_BODY;
-    if (packed == pack("HEAD") && len == 4)
-        return M_HEAD;
-    return M_END; /* CONNECT (refused, closed), TRACE and the rest (evhttp: 501, closed) */
+    switch (len) {
+    case 3:
+        return packed == M3('G', 'E', 'T') || packed == M3('P', 'U', 'T') ? M_BODY : M_END;
+    case 4:
+        return packed == M4('P', 'O', 'S', 'T') ? M_BODY
+               : packed == M4('H', 'E', 'A', 'D') ? M_HEAD
+                                                   : M_END;
+    case 5:
+        return packed == M5('P', 'A', 'T', 'C', 'H') ? M_BODY : M_END;
+    case 6:
+        return packed == M6('D', 'E', 'L', 'E', 'T', 'E') ? M_BODY : M_END;
+    case 7:
+        return packed == M7('O', 'P', 'T', 'I', 'O', 'N', 'S') ? M_BODY : M_END;
+    default:
+        return M_END; /* CONNECT (refused, closed), TRACE and the rest (evhttp: 501, closed) */
+    }
 }
 
 static int lower(int c)
@@ -100,6 +108,19 @@ static int hexval(int c)
 static void fault(httpscan_t *s, httpscan_status_t st)
 {
     s->status = st;
+}
+
+/* A header name turned out to be Content-Length or Transfer-Encoding (h), its colon read. */
+static void name_matched(httpscan_t *s, uint8_t h)
+{
+    uint8_t seen = h == H_CL ? F_CL : F_TE;
+    if (s->flags & seen)
+        s->flags |= F_BAD; /* twice: framing_problem refuses it */
+    s->flags |= seen;
+    s->header = s->last = h;
+    s->n = 0;
+    s->value = 0;
+    s->state = ST_VALUE_LEAD;
 }
 
 /* The end of a Content-Length or Transfer-Encoding value. */
@@ -234,18 +255,10 @@ static bool step(httpscan_t *s, unsigned char c)
             uint8_t h = (s->header & H_CL) && s->n == 14   ? H_CL
                         : (s->header & H_TE) && s->n == 17 ? H_TE
                                                            : H_OTHER;
-            if (h == H_OTHER) {
+            if (h == H_OTHER)
                 s->state = ST_SKIP_HEAD;
-                return true;
-            }
-            uint8_t seen = h == H_CL ? F_CL : F_TE;
-            if (s->flags & seen)
-                s->flags |= F_BAD; /* twice: framing_problem refuses it */
-            s->flags |= seen;
-            s->header = s->last = h;
-            s->n = 0;
-            s->value = 0;
-            s->state = ST_VALUE_LEAD;
+            else
+                name_matched(s, h);
         } else {
             int l = lower(c);
             if (s->n >= 14 || CL_NAME[s->n] != l)
@@ -355,64 +368,140 @@ static bool step(httpscan_t *s, unsigned char c)
     return true;
 }
 
-/* Skips to the end of a line that needs no parsing; a NUL in it is a fault. Returns the
- * bytes consumed (the LF included when found). */
-static size_t skip_line(httpscan_t *s, const unsigned char *p, size_t n)
+/* Skips to the end of a line that needs no parsing; a NUL in it (*nul: the piece's first NUL
+ * at or after p, or NULL) is a fault. Returns the bytes consumed (the LF included when
+ * found). */
+static size_t skip_line(httpscan_t *s, const unsigned char *p, size_t n,
+                        const unsigned char *nul)
 {
     const unsigned char *lf = memchr(p, '\n', n);
-    size_t span = lf ? (size_t)(lf - p) : n;
-    const unsigned char *nul = memchr(p, 0, span);
-    if (nul) {
+    const unsigned char *end = lf ? lf : p + n;
+    if (nul && nul < end) {
         s->pos += (uint64_t)(nul - p);
         fault(s, s->state == ST_SKIP_TRAILER ? HTTPSCAN_BAD_CHUNK : HTTPSCAN_NUL);
         return (size_t)(nul - p);
     }
-    s->pos += span;
+    s->pos += (uint64_t)(end - p);
     if (!lf)
         return n;
     s->pos++;
     s->state = s->state == ST_LINE_REST || s->state == ST_SKIP_HEAD ? ST_HLINE : ST_TRAILER;
-    return span + 1;
+    return (size_t)(end - p) + 1;
+}
+
+/* Bytes of a body or of a line that needs no parsing. */
+static size_t bulk(httpscan_t *s, const unsigned char *p, size_t n, const unsigned char *nul)
+{
+    if (s->state != ST_BODY && s->state != ST_CDATA)
+        return skip_line(s, p, n, nul);
+    size_t used = s->left < n ? (size_t)s->left : n;
+    s->left -= used;
+    s->pos += used;
+    if (s->left == 0) {
+        if (s->state == ST_BODY) {
+            s->state = ST_REQ;
+        } else {
+            s->state = ST_CDATA_END;
+            s->line_at = s->pos;
+        }
+    }
+    return used;
+}
+
+/* The k (<= 8) bytes at p with the 0x20 bit set, in a word: a letter's lower case, so a part
+ * of a name compares at once in either case. */
+static uint64_t word_or20(const void *p, size_t k)
+{
+    uint64_t w = 0;
+    memcpy(&w, p, k);
+    return w | 0x2020202020202020ull;
+}
+
+/* A request line whose method and its space are in the piece: read at once. Returns the bytes
+ * consumed, 0 (nothing changed) when the byte-by-byte path must take it. */
+static size_t request_line_fast(httpscan_t *s, const unsigned char *p, size_t n)
+{
+    const unsigned char *sp = memchr(p, ' ', n < 9 ? n : 9);
+    if (!sp)
+        return 0;
+    size_t k = (size_t)(sp - p);
+    uint64_t v = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (p[i] == 0 || p[i] == '\n')
+            return 0;
+        v = v << 8 | p[i];
+    }
+    s->request++;
+    s->line_at = s->pos;
+    s->flags = 0;
+    s->method = method_kind(v, (uint32_t)k);
+    s->state = ST_LINE_REST;
+    s->pos += k + 1;
+    return k + 1;
+}
+
+/* A header line's start: most names are told from the two that matter by their first byte,
+ * and those two are compared at once when the piece holds them. Returns the bytes consumed;
+ * 0 with the state unchanged when the byte-by-byte path must take it. */
+static size_t header_line_fast(httpscan_t *s, const unsigned char *p, size_t n)
+{
+    int l = lower(p[0]);
+    if (l != 'c' && l != 't') {
+        if (p[0] <= ' ' || p[0] == ':')
+            return 0; /* an empty line, a folded one, a NUL, an empty name: step */
+        s->line_at = s->pos;
+        s->last = H_OTHER;
+        s->state = ST_SKIP_HEAD;
+        return 0;
+    }
+    if (n < 18)
+        return 0; /* perhaps not all here: byte by byte */
+    s->line_at = s->pos;
+    s->last = H_OTHER;
+    /* | 0x20 lets a letter match either case and nothing else; of the other bytes, '-' and
+     * ':' are checked exactly ('-' and CR, ':' and 0x1a, differ by that bit only) */
+    if (l == 'c' && word_or20(p, 8) == word_or20("content-", 8) &&
+        word_or20(p + 8, 7) == word_or20("length:", 7) && p[7] == '-' && p[14] == ':') {
+        name_matched(s, H_CL);
+        s->pos += 15;
+        return 15;
+    }
+    if (l == 't' && word_or20(p, 8) == word_or20("transfer", 8) &&
+        word_or20(p + 8, 8) == word_or20("-encodin", 8) && lower(p[16]) == 'g' && p[8] == '-' &&
+        p[17] == ':') {
+        name_matched(s, H_TE);
+        s->pos += 18;
+        return 18;
+    }
+    s->state = ST_SKIP_HEAD;
+    return 0;
 }
 
 httpscan_status_t httpscan_feed(httpscan_t *s, const void *data, size_t n)
 {
     const unsigned char *p = data;
+    /* the piece's first NUL not passed yet: one search serves every line that is skipped */
+    const unsigned char *nul = n ? memchr(p, 0, n) : NULL;
     while (n > 0 && s->status == HTTPSCAN_RUNNING) {
-        size_t used;
-        switch (s->state) {
-        case ST_BODY:
-        case ST_CDATA:
-            used = s->left < n ? (size_t)s->left : n;
-            s->left -= used;
-            s->pos += used;
-            if (s->left == 0) {
-                if (s->state == ST_BODY) {
-                    s->state = ST_REQ;
-                } else {
-                    s->state = ST_CDATA_END;
-                    s->line_at = s->pos;
-                }
+        size_t used = 0;
+        if (s->state >= ST_BODY) {
+            if (nul && nul < p) /* passed inside a body: the next one */
+                nul = memchr(p, 0, n);
+            used = bulk(s, p, n, nul);
+        } else {
+            uint8_t before = s->state;
+            if (before == ST_REQ)
+                used = request_line_fast(s, p, n);
+            else if (before == ST_HLINE)
+                used = header_line_fast(s, p, n);
+            if (used == 0 && s->state == before) {
+                if (!step(s, *p))
+                    continue; /* the byte is looked at again in the new state */
+                if (s->status != HTTPSCAN_RUNNING && s->status != HTTPSCAN_STOPPED)
+                    break; /* a fault: pos stays at its byte */
+                used = 1;
+                s->pos++;
             }
-            break;
-        case ST_LINE_REST:
-        case ST_SKIP_HEAD:
-        case ST_SKIP_TRAILER:
-            used = skip_line(s, p, n);
-            break;
-        default:
-            used = 0;
-            while (used < n && s->status == HTTPSCAN_RUNNING && s->state != ST_BODY &&
-                   s->state != ST_CDATA && s->state != ST_LINE_REST &&
-                   s->state != ST_SKIP_HEAD && s->state != ST_SKIP_TRAILER) {
-                if (step(s, p[used])) {
-                    if (s->status != HTTPSCAN_RUNNING && s->status != HTTPSCAN_STOPPED)
-                        break; /* a fault: pos stays at its byte */
-                    used++;
-                    s->pos++;
-                }
-            }
-            break;
         }
         p += used;
         n -= used;
