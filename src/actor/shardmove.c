@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,7 +105,7 @@ static int put_record(int shard, const shardrec_t *r)
 /* ---- the start-up rule ---- */
 
 shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec_t *rec,
-                             bool *claim, char *why, size_t whylen)
+                             bool bootstrapped, bool *claim, char *why, size_t whylen)
 {
     *claim = false;
     why[0] = '\0';
@@ -142,6 +143,11 @@ shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec
                      "node never adopted it (no record): it holds no data for it", file_epoch);
             return SHARD_REFUSE;
         }
+        if (bootstrapped) {
+            snprintf(why, whylen, "the cluster file gives it to this node, but this node never "
+                     "held it (no record since its first start): it holds no data for it");
+            return SHARD_REFUSE;
+        }
         *claim = true;
         return SHARD_SERVE;
     }
@@ -171,22 +177,57 @@ static void log_ranges(const char *const why[SHARD_COUNT], bool refused)
     }
 }
 
+static void sweep_move_dir(void);
+static int fsync_dir(const char *dir);
+
+/* Whether any id-keyed family holds a key of the shard (a seek each; alarms go with the
+ * metadata in one batch, so they never outlive it). */
+static bool local_copy_left(store_t *store, const char *prefix)
+{
+    for (int cf = 0; cf < CF__COUNT; cf++)
+        if (cf != CF_ALARMS && store_prefix_any(store, (store_cf_t)cf, prefix, SHARD_HEX))
+            return true;
+    return false;
+}
+
+/* --move-dir exists, and its entry is on disk (an export there may be a shard's only copy). */
+static int make_move_dir(void)
+{
+    if (mkdir(MOVE_DIR, 0700) == 0) {
+        char parent[sizeof MOVE_DIR];
+        snprintf(parent, sizeof parent, "%s", MOVE_DIR);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent)
+            *slash = '\0';
+        else
+            snprintf(parent, sizeof parent, "%s", slash ? "/" : ".");
+        fsync_dir(parent);
+    } else if (errno != EEXIST) {
+        log_error("cluster: cannot create the move directory %s: %s", MOVE_DIR, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (lstat(MOVE_DIR, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        log_error("cluster: the move directory %s is not a directory", MOVE_DIR);
+        return -1;
+    }
+    return 0;
+}
+
 int shardmove_init(store_t *store, const char *move_dir)
 {
     STORE = store;
     snprintf(MOVE_DIR, sizeof MOVE_DIR, "%s", move_dir);
     if (!shard_in_cluster())
         return 0;
-    if (mkdir(MOVE_DIR, 0700) != 0 && errno != EEXIST) {
-        log_error("cluster: cannot create the move directory %s: %s", MOVE_DIR, strerror(errno));
+    if (make_move_dir() != 0)
         return -1;
-    }
-    int bad = -1;
-    if (shardrec_load_all(store, REC, &bad) != 0) {
-        if (bad >= 0)
-            log_error("cluster: the ownership record of shard %03x does not decode", bad);
-        else
-            log_error("cluster: cannot read the shard ownership records");
+    static bool bad[SHARD_COUNT];
+    if (shardrec_load_all(store, REC, bad) != 0)
+        log_error("cluster: some shard ownership records do not decode; those shards are refused");
+    int boot = shardrec_bootstrapped(store);
+    if (boot < 0) {
+        log_error("cluster: cannot read the shard ownership records");
         return -1;
     }
     static bool mine[SHARD_COUNT];
@@ -196,9 +237,13 @@ int shardmove_init(store_t *store, const char *move_dir)
     int nclaim = 0, nrefused = 0, ncleaned = 0;
     for (int s = 0; s < SHARD_COUNT; s++) {
         char why[300];
-        bool c;
-        shard_verdict_t v = shard_decide(cluster_file_mine(s), cluster_file_epoch(s), &REC[s],
-                                         &c, why, sizeof why);
+        bool c = false;
+        shard_verdict_t v = SHARD_REFUSE;
+        if (bad[s])
+            snprintf(why, sizeof why, "its ownership record in the store does not decode");
+        else
+            v = shard_decide(cluster_file_mine(s), cluster_file_epoch(s), &REC[s], boot == 1, &c,
+                             why, sizeof why);
         mine[s] = v == SHARD_SERVE;
         refused[s] = notes[s] = NULL;
         if (v == SHARD_REFUSE) {
@@ -215,14 +260,15 @@ int shardmove_init(store_t *store, const char *move_dir)
         }
         char prefix[SHARD_HEX + 1];
         shard_hex(s, prefix);
-        if (REC[s].state == SHARDREC_RELEASED &&
-            store_prefix_any(store, CF_SESSIONS, prefix, SHARD_HEX)) {
+        if (REC[s].state == SHARDREC_RELEASED && local_copy_left(store, prefix)) {
             /* the release was recorded and the process died before its local delete */
             if (store_delete_prefix(store, prefix, SHARD_HEX) == 0)
                 ncleaned++;
         }
     }
-    if (nclaim && shardrec_put_many(store, claim, claimed, nclaim) != 0) {
+    /* the first start records the file's shards (and that it did: from then on a shard without
+     * a record is one this node never held) */
+    if (boot == 0 && shardrec_bootstrap(store, claim, claimed, nclaim) != 0) {
         log_error("cluster: cannot record this node's %d shards (the store refuses writes)",
                   nclaim);
         for (int s = 0; s < SHARD_COUNT; s++) {
@@ -240,8 +286,10 @@ int shardmove_init(store_t *store, const char *move_dir)
         free(notes[s]);
     }
     shard_begin_cluster(mine);
+    sweep_move_dir();
     if (nclaim)
-        log_info("cluster: %d shards of the cluster file recorded as held here at epoch 1", nclaim);
+        log_info("cluster: first start: %d shards of the cluster file recorded as held here at "
+                 "epoch 1", nclaim);
     if (ncleaned)
         log_info("cluster: finished deleting the local copy of %d released shards", ncleaned);
     if (nrefused)
@@ -263,6 +311,11 @@ static void dir_of(char *out, size_t len, bool out_dir, int shard, uint32_t epoc
  * something else is in it (left alone), or -errno. */
 static int remove_dir(const char *dir)
 {
+    struct stat st;
+    if (lstat(dir, &st) != 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTEMPTY; /* a link or a file in its place: not this code's, left alone */
     char path[2048];
     for (int cf = 0; cf < CF__COUNT; cf++) {
         snprintf(path, sizeof path, "%s/%s.sst", dir, store_cf_name((store_cf_t)cf));
@@ -284,6 +337,8 @@ static int fresh_dir(const char *dir, char *why, size_t whylen)
     int rc = remove_dir(dir);
     if (rc == 0 && mkdir(dir, 0700) != 0)
         rc = -errno;
+    if (rc == 0 && fsync_dir(MOVE_DIR) != 0)
+        rc = -EIO; /* the directory's entry is on disk before anything is written into it */
     if (rc == -ENOTEMPTY || rc == -EEXIST) {
         snprintf(why, whylen, "%s holds files this node did not write: remove them first", dir);
         return -EALREADY;
@@ -293,6 +348,40 @@ static int fresh_dir(const char *dir, char *why, size_t whylen)
         return -EIO;
     }
     return 0;
+}
+
+/* At start: fetches that a crash interrupted, and exports no record keeps (a crash between a
+ * record and the delete of a directory), are deleted; anything else is left alone. */
+static void sweep_move_dir(void)
+{
+    DIR *d = opendir(MOVE_DIR);
+    if (!d)
+        return;
+    struct dirent *e;
+    int removed = 0;
+    while ((e = readdir(d)) != NULL) {
+        char kind[4] = "", sh[SHARD_HEX + 1] = "";
+        unsigned epoch = 0;
+        int n = 0;
+        if (sscanf(e->d_name, "%3[a-z]-%3[0-9a-f].%u%n", kind, sh, &epoch, &n) != 3 ||
+            e->d_name[n] != '\0' || (strcmp(kind, "in") != 0 && strcmp(kind, "out") != 0))
+            continue;
+        int s = shard_of(sh);
+        if (s < 0)
+            continue;
+        bool kept = strcmp(kind, "out") == 0 && REC[s].state == SHARDREC_RELEASED &&
+                    REC[s].export_kept && REC[s].epoch == epoch;
+        if (kept)
+            continue;
+        char dir[DIR_MAX];
+        dir_of(dir, sizeof dir, strcmp(kind, "out") == 0, s, epoch);
+        if (remove_dir(dir) == 0)
+            removed++;
+    }
+    closedir(d);
+    if (removed)
+        log_info("cluster: deleted %d move directories no record keeps (interrupted moves)",
+                 removed);
 }
 
 static int fsync_dir(const char *dir)
@@ -533,6 +622,9 @@ static int peer_step(const peer_t *p, const char *path, int *status, json_t **ou
         return 0;
     }
     json_int_t seq = json_integer_value(json_object_get(o, "seq"));
+    char run[40];
+    const char *r0 = json_string_value(json_object_get(o, "run"));
+    snprintf(run, sizeof run, "%s", r0 ? r0 : "");
     json_decref(o);
     int64_t deadline = now_mono_ms() + PEER_STEP_WAIT_MS;
     while (now_mono_ms() < deadline) {
@@ -541,8 +633,15 @@ static int peer_step(const peer_t *p, const char *path, int *status, json_t **ou
         rc = peer_json(p, "GET", "/shards/move", status, &o, why, whylen);
         if (rc != 0)
             return rc;
-        if (*status == 200 && json_is_string(json_object_get(o, "state")) &&
-            strcmp(json_string_value(json_object_get(o, "state")), "done") == 0 &&
+        const char *st = json_string_value(json_object_get(o, "state"));
+        const char *r = json_string_value(json_object_get(o, "run"));
+        if (*status == 200 && r && strcmp(r, run) != 0) {
+            /* another process answers: the peer restarted, and this step's answer is lost */
+            snprintf(why, whylen, "%s:%d restarted while the step ran", p->host, p->port);
+            json_decref(o);
+            return -EAGAIN;
+        }
+        if (*status == 200 && st && strcmp(st, "done") == 0 &&
             json_integer_value(json_object_get(o, "seq")) == seq) {
             *status = (int)json_integer_value(json_object_get(o, "status"));
             *out = o;
@@ -632,6 +731,11 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
         goto out;
     }
     uint32_t epoch = (rec.epoch > rec.declined ? rec.epoch : rec.declined) + 1;
+    if (epoch > SHARDREC_EPOCH_MAX) {
+        snprintf(why, whylen, "shard %s has used up its epochs", prefix);
+        rc = -EINVAL;
+        goto out;
+    }
     dir_of(dir, sizeof dir, true, shard, epoch);
     if ((rc = fresh_dir(dir, why, whylen)) != 0)
         goto out;
@@ -784,12 +888,20 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
 static int take(int shard, const char *prefix, uint32_t epoch, const char *from, json_t *what,
                 int64_t earliest, char *why, size_t whylen)
 {
-    shardrec_t own = {.state = SHARDREC_OWNED, .epoch = epoch, .declined = REC[shard].declined};
+    shardrec_t was = REC[shard];
+    shardrec_t own = {.state = SHARDREC_OWNED, .epoch = epoch, .declined = was.declined};
     snprintf(own.peer, sizeof own.peer, "%s", from);
     if (put_record(shard, &own) != 0) {
         snprintf(why, whylen, "cannot record the adoption (the store refuses writes)");
         store_delete_prefix(STORE, prefix, SHARD_HEX);
         return -EIO;
+    }
+    if (was.state == SHARDREC_RELEASED && was.export_kept) {
+        /* an export of ours from an earlier stay: the shard went on from there (a newer epoch
+         * came back), so nobody adopts it any more */
+        char old[DIR_MAX];
+        dir_of(old, sizeof old, true, shard, was.epoch);
+        remove_dir(old);
     }
     adjust_gauges(prefix, 1);
     STAT_ADD(alarms_pending, json_integer_value(json_object_get(what, "alarms")));
@@ -813,19 +925,6 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
     if (rc != 0 || (rc = peer_of(rq->peer, &from, why, whylen)) != 0)
         goto out;
     shardrec_t rec = REC[shard];
-    if (rec.state == SHARDREC_OWNED && strcmp(rec.peer, rq->peer) == 0) {
-        /* asked again: adopted already (an answer was lost, or a move is re-run) */
-        *report = json_pack("{s:s,s:s,s:s,s:I,s:b,s:b}", "shard", prefix, "node",
-                            shard_node_name(), "from", rq->peer, "epoch", (json_int_t)rec.epoch,
-                            "already", 1, "serving", shard_owned(shard));
-        goto out;
-    }
-    if (shard_owned(shard)) {
-        snprintf(why, whylen, "shard %s is served by this node already (epoch %u)", prefix,
-                 rec.epoch);
-        rc = -EALREADY;
-        goto out;
-    }
     /* 1. the manifest, from the node that released it */
     char url[128];
     snprintf(url, sizeof url, "/shards/export?shard=%s", prefix);
@@ -835,6 +934,35 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
     if (peer_call(&from, "GET", url, 1 << 20, &status, &text, &len, why, whylen) != 0) {
         free(text);
         rc = -EAGAIN;
+        goto out;
+    }
+    uint32_t offered = 0;
+    if (status == 200 && manifest_parse(text, len, &m, why, whylen) == 0)
+        offered = m.epoch;
+    if (rec.state == SHARDREC_OWNED && strcmp(rec.peer, rq->peer) == 0 && offered <= rec.epoch) {
+        /* asked again, and the peer offers nothing newer: adopted already (an answer was lost,
+         * or a move is re-run) */
+        free(text);
+        *report = json_pack("{s:s,s:s,s:s,s:I,s:b,s:b}", "shard", prefix, "node",
+                            shard_node_name(), "from", rq->peer, "epoch", (json_int_t)rec.epoch,
+                            "already", 1, "serving", shard_owned(shard));
+        goto out;
+    }
+    manifest_clear(&m);
+    if (shard_owned(shard)) {
+        snprintf(why, whylen, "shard %s is served by this node already (epoch %u)", prefix,
+                 rec.epoch);
+        free(text);
+        rc = -EALREADY;
+        goto out;
+    }
+    if (rec.state == SHARDREC_OWNED && !rq->force) {
+        /* its own copy, refused at start (the file disagreed): an adopt would delete it */
+        snprintf(why, whylen, "this node holds its own copy of shard %s at epoch %u (refused "
+                 "here: its cluster file disagrees); adopting would delete it: force=1 to "
+                 "replace it", prefix, rec.epoch);
+        free(text);
+        rc = -EALREADY;
         goto out;
     }
     if (status != 200) {
@@ -915,6 +1043,11 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
         rc = -EALREADY;
         goto out;
     }
+    if (rec.epoch + 1 > SHARDREC_EPOCH_MAX) {
+        snprintf(why, whylen, "shard %s has used up its epochs", prefix);
+        rc = -EINVAL;
+        goto out;
+    }
     char dir[DIR_MAX];
     dir_of(dir, sizeof dir, true, shard, rec.epoch);
     if ((rc = read_manifest(dir, &m, why, whylen)) != 0 ||
@@ -941,6 +1074,23 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
             goto out;
         }
         json_decref(ans);
+        /* and its record says so (whatever answered that step): declined E, not holding it */
+        snprintf(url, sizeof url, "/shards/record?shard=%s", prefix);
+        json_t *r = NULL;
+        bool fenced = false;
+        if (peer_json(&to, "GET", url, &status, &r, why, whylen) == 0 && status == 200) {
+            const char *st = json_string_value(json_object_get(r, "state"));
+            json_int_t ep = json_integer_value(json_object_get(r, "epoch"));
+            fenced = json_integer_value(json_object_get(r, "declined")) >= rec.epoch &&
+                     !(st && strcmp(st, "owned") == 0 && ep >= rec.epoch);
+        }
+        json_decref(r);
+        if (!fenced) {
+            snprintf(why, whylen, "%s's record of shard %s does not show epoch %u declined: "
+                     "the export stays", rec.peer, prefix, rec.epoch);
+            rc = -EAGAIN;
+            goto out;
+        }
     } else if (!rq->force) {
         char cause[300];
         snprintf(cause, sizeof cause, "%s", why);

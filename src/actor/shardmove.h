@@ -26,13 +26,14 @@ typedef struct shard_req {
     char peer[SHARDREC_PEER_MAX + 1]; /* release: the node it goes to; adopt: the node it
                                          comes from; decline: the node asking */
     uint32_t epoch;                   /* decline: the export's epoch */
-    bool force;                       /* reclaim: without the other node's word */
+    bool force;                       /* reclaim: without the other node's word; adopt: over
+                                         this node's own (refused) copy */
 } shard_req_t;
 
 /* Start, before any thread serves: reads the records, settles them against the cluster file
- * (shard_decide), claims the file's never-moved shards at epoch 1, finishes the local delete
- * of released shards, and sets which shards are served. Without --cluster it does nothing.
- * 0, or -1 after logging why. */
+ * (shard_decide), at the first start claims the file's never-moved shards at epoch 1,
+ * finishes the local delete of released shards, clears move directories no record keeps, and
+ * sets which shards are served. Without --cluster it does nothing. 0, or -1 after logging why. */
 int shardmove_init(store_t *store, const char *move_dir);
 
 typedef enum { SHARD_NOT_MINE = 0, SHARD_SERVE, SHARD_REFUSE } shard_verdict_t;
@@ -41,11 +42,12 @@ typedef enum { SHARD_NOT_MINE = 0, SHARD_SERVE, SHARD_REFUSE } shard_verdict_t;
  *   - owned at e: served unless the file names a later epoch, or e itself for another node
  *     (then refused: this node's copy may be stale);
  *   - released: not served (refused, and said, when the file still gives it here);
- *   - no record: the file's shard is claimed at epoch 1 if it never moved (file epoch 1), else
- *     refused (the file says it moved here, but this node never adopted it).
+ *   - no record: at the node's first start (!bootstrapped) the file's shard is claimed at
+ *     epoch 1 if it never moved (file epoch 1); else refused (the file says it moved here, or
+ *     gives it a shard after its first start: this node never held it, it has no data for it).
  * *claim: write an owned record at epoch 1. why: the reason of a refusal or a disagreement. */
 shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec_t *rec,
-                             bool *claim, char *why, size_t whylen);
+                             bool bootstrapped, bool *claim, char *why, size_t whylen);
 
 /* The steps. 0 with *report (new), or -errno with why:
  *   -EINVAL  a bad request (no such node, no cluster)

@@ -203,6 +203,10 @@ static struct {
     admin_shard_step step;
     const char *name;
     admin_shard_req_t rq;
+    char run[17];       /* this process's id (random): a step is (run, seq), so an answer of
+                           another process (a restart between the POST and the poll) never
+                           passes for it */
+    bool stopping;      /* admin_stop: no new step */
     unsigned long seq;  /* steps started */
     int status;         /* of the last finished one (HTTP status), 0 before any */
     json_t *body;       /* its answer */
@@ -233,6 +237,7 @@ static void *move_main(void *arg)
     json_t *body = rc == 0 ? report : json_pack("{s:s,s:s}", "error", why, "op", MV.name);
     pthread_mutex_lock(&MV.mu);
     json_object_set_new(body, "seq", json_integer((json_int_t)MV.seq));
+    json_object_set_new(body, "run", json_string(MV.run));
     json_object_set_new(body, "status", json_integer(status));
     json_decref(MV.body);
     MV.body = body;
@@ -277,7 +282,7 @@ static void shard_step(struct evhttp_request *req, const char *op)
         const char *name, *peer_key, *usage;
     } STEPS[] = {
         {"release", "to", "?shard=<3 hex>&to=<node>"},
-        {"adopt", "from", "?shard=<3 hex>&from=<node>"},
+        {"adopt", "from", "?shard=<3 hex>&from=<node>[&force=1]"},
         {"reclaim", NULL, "?shard=<3 hex>[&force=1]"},
         {"decline", "from", "?shard=<3 hex>&epoch=<n>[&from=<node>]"},
         {"finish", NULL, "?shard=<3 hex>"},
@@ -317,10 +322,10 @@ static void shard_step(struct evhttp_request *req, const char *op)
     rq.force = force && strcmp(force, "1") == 0;
     evhttp_clear_headers(&qs.q);
     pthread_mutex_lock(&MV.mu);
-    if (MV.running) {
+    if (MV.running || MV.stopping) {
         pthread_mutex_unlock(&MV.mu);
-        send_json(req, 409, json_pack("{s:s,s:b}", "error", "a move step is running: see GET "
-                                      "/shards/move", "busy", 1));
+        send_json(req, 409, json_pack("{s:s,s:b}", "error", MV.stopping ? "the node is stopping"
+                                      : "a move step is running: see GET /shards/move", "busy", 1));
         return;
     }
     MV.running = true;
@@ -339,17 +344,18 @@ static void shard_step(struct evhttp_request *req, const char *op)
         send_json(req, 500, json_pack("{s:s}", "error", "cannot start the move's thread"));
         return;
     }
-    send_json(req, 202, json_pack("{s:s,s:s,s:I}", "state", "running", "op", STEPS[i].name,
-                                  "seq", (json_int_t)seq));
+    send_json(req, 202, json_pack("{s:s,s:s,s:I,s:s}", "state", "running", "op", STEPS[i].name,
+                                  "seq", (json_int_t)seq, "run", MV.run));
 }
 
 /* GET /shards/move: {"state":"running","seq"} or the last step's answer with "status" */
 static void shard_move_state(struct evhttp_request *req)
 {
     pthread_mutex_lock(&MV.mu);
-    json_t *o = MV.running ? json_pack("{s:s,s:I}", "state", "running", "seq", (json_int_t)MV.seq)
+    json_t *o = MV.running ? json_pack("{s:s,s:I,s:s}", "state", "running", "seq",
+                                       (json_int_t)MV.seq, "run", MV.run)
                 : MV.body  ? json_deep_copy(MV.body)
-                           : json_pack("{s:s}", "state", "none");
+                           : json_pack("{s:s,s:s}", "state", "none", "run", MV.run);
     if (!MV.running && MV.body)
         json_object_set_new(o, "state", json_string("done"));
     pthread_mutex_unlock(&MV.mu);
@@ -404,9 +410,13 @@ static void shard_query(struct evhttp_request *req, bool export)
         return;
     }
     evhttp_clear_headers(&qs.q);
+    if (evbuffer_add_file(evhttp_request_get_output_buffer(req), fd, 0, st.st_size) != 0) {
+        close(fd); /* owned by the buffer only on success */
+        send_json(req, 500, json_pack("{s:s}", "error", "cannot send the file"));
+        return;
+    }
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       file ? "application/octet-stream" : "application/json");
-    evbuffer_add_file(evhttp_request_get_output_buffer(req), fd, 0, st.st_size); /* owns fd */
     send_reply(req, 200, "OK");
 }
 
@@ -490,6 +500,10 @@ static void *admin_main(void *arg)
 int admin_start(const char *host, int port, store_t *store, int *bound_port)
 {
     A.store = store;
+    char id[SESSION_ID_LEN + 1];
+    if (session_id_new(id) != 0)
+        session_id_fast(id);
+    memcpy(MV.run, id, sizeof MV.run - 1);
     A.base = event_base_new();
     A.http = evhttp_new(A.base);
     evhttp_set_gencb(A.http, on_request, NULL);
@@ -521,7 +535,11 @@ void admin_stop(void)
 {
     if (!A.running)
         return;
-    /* a shard move finishes first: it needs the workers, which stop after this */
+    /* a shard step finishes first (it needs the workers, which stop after this), and none
+     * starts from now on */
+    pthread_mutex_lock(&MV.mu);
+    MV.stopping = true;
+    pthread_mutex_unlock(&MV.mu);
     for (;;) {
         pthread_mutex_lock(&MV.mu);
         bool running = MV.running;
@@ -531,11 +549,11 @@ void admin_stop(void)
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    json_decref(MV.body);
-    MV.body = NULL;
     event_base_once(A.base, -1, EV_TIMEOUT, on_stop, NULL, NULL);
     pthread_join(A.thread, NULL);
     evhttp_free(A.http);
     event_base_free(A.base);
+    json_decref(MV.body); /* the loop that read it has ended */
+    MV.body = NULL;
     A.running = false;
 }

@@ -235,6 +235,18 @@ int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_da
         }
         strcpy(c->data_dir, data);
     }
+    /* the admin listener serves whole shards (exports) and moves them: off loopback, only with
+     * a token */
+    bool loopback = strncmp(c->admin_host, "127.", 4) == 0 || strcmp(c->admin_host, "::1") == 0 ||
+                    strcmp(c->admin_host, "localhost") == 0;
+    if (c->admin_enabled && !loopback && !c->admin_token[0]) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "this node's admin listener %.200s is not on loopback: give "
+                 "it --admin-token FILE (the shard API serves and moves whole shards)",
+                 c->admin_host);
+        bad(file, msg);
+        goto out;
+    }
     /* one requestState key for the cluster: a retry verifies on whichever node holds its
      * record after a move (unless --request-state-key names another) */
     const char *key = json_string_value(json_object_get(root, "request_state_key"));

@@ -105,9 +105,19 @@ int shardrec_get(store_t *s, int shard, shardrec_t *r)
     return rc;
 }
 
-int shardrec_put_many(store_t *s, const int *shards, const shardrec_t *recs, int n)
+#define BOOT_KEY "shards-bootstrapped"
+
+int shardrec_bootstrapped(store_t *s)
+{
+    int rc = store_get(s, CF_NODE, BOOT_KEY, sizeof BOOT_KEY - 1, NULL, NULL);
+    return rc < 0 ? rc : rc == 0;
+}
+
+static int put_batch(store_t *s, const int *shards, const shardrec_t *recs, int n, bool boot)
 {
     store_batch_t *b = store_batch_new(s);
+    if (boot)
+        store_batch_put(b, CF_NODE, BOOT_KEY, sizeof BOOT_KEY - 1, "1", 1);
     for (int i = 0; i < n; i++) {
         char k[KEY_LEN], v[256];
         key_of(shards[i], k);
@@ -120,15 +130,25 @@ int shardrec_put_many(store_t *s, const int *shards, const shardrec_t *recs, int
     return rc;
 }
 
+int shardrec_put_many(store_t *s, const int *shards, const shardrec_t *recs, int n)
+{
+    return put_batch(s, shards, recs, n, false);
+}
+
+int shardrec_bootstrap(store_t *s, const int *shards, const shardrec_t *recs, int n)
+{
+    return put_batch(s, shards, recs, n, true);
+}
+
 int shardrec_put(store_t *s, int shard, const shardrec_t *r)
 {
     return shardrec_put_many(s, &shard, r, 1);
 }
 
-int shardrec_load_all(store_t *s, shardrec_t recs[SHARD_COUNT], int *bad)
+int shardrec_load_all(store_t *s, shardrec_t recs[SHARD_COUNT], bool bad[SHARD_COUNT])
 {
     memset(recs, 0, sizeof(shardrec_t) * SHARD_COUNT);
-    *bad = -1;
+    memset(bad, 0, sizeof(bool) * SHARD_COUNT);
     char lo[] = KEY_PREFIX, hi[] = KEY_PREFIX;
     hi[sizeof hi - 2]++; /* "shard0": just past every "shard/..." key */
     store_iter_t *it = store_iter_new(s, CF_NODE, lo, sizeof lo - 1, hi, sizeof hi - 1);
@@ -141,9 +161,8 @@ int shardrec_load_all(store_t *s, shardrec_t recs[SHARD_COUNT], int *bad)
         if (shard < 0)
             continue; /* not a record of this layout */
         if (shardrec_decode(v, vl, &recs[shard]) != 0) {
-            *bad = shard;
+            bad[shard] = true;
             rc = -EINVAL;
-            break;
         }
     }
     store_iter_free(it);

@@ -45,8 +45,13 @@ int shardrec_get(store_t *s, int shard, shardrec_t *r);
 int shardrec_put(store_t *s, int shard, const shardrec_t *r);
 /* Writes several records in one fsynced commit (recs[i] for shards[i]). */
 int shardrec_put_many(store_t *s, const int *shards, const shardrec_t *recs, int n);
-/* Every record (absent ones zeroed): 0, or -EIO; a record that does not decode is -EINVAL
- * with its shard in *bad. */
-int shardrec_load_all(store_t *s, shardrec_t recs[SHARD_COUNT], int *bad);
+/* The first start in a cluster: the claims of the cluster file's shards, written in one fsynced
+ * commit with a marker that says this store has taken its records. */
+int shardrec_bootstrap(store_t *s, const int *shards, const shardrec_t *recs, int n);
+/* Whether shardrec_bootstrap ran on this store: 1, 0, or -EIO. */
+int shardrec_bootstrapped(store_t *s);
+/* Every record (absent ones zeroed): 0; -EINVAL when some record does not decode (bad[shard]
+ * set for each, the others read). */
+int shardrec_load_all(store_t *s, shardrec_t recs[SHARD_COUNT], bool bad[SHARD_COUNT]);
 
 #endif

@@ -160,7 +160,7 @@ class Moves(unittest.TestCase):
 
     # ---- a node dies inside a step ----
 
-    def crash_inside(self, victim, point, owner, to):
+    def crash_inside(self, victim, point, owner, to, then):
         s = self.session_on(owner, 9)
         sh = shard_of(s.sid)
         n = self.c.nodes[victim]
@@ -171,21 +171,68 @@ class Moves(unittest.TestCase):
         n.proc.wait(10)
         self.assertEqual(n.proc.returncode, -9, f"{victim} died at {point}")
         self.restart(victim)
+        then(n.record(sh), s)  # what the node knows when it comes back
         self.move(sh, to)
         self.assertDone(sh, to)
         self.assertEqual(self.counter(s), "9", f"nothing acknowledged lost ({point})")
 
     def test_a_crash_after_the_export_before_the_release_is_recorded(self):
-        # the node comes back owning the shard with its data; the draft export is never served
-        self.crash_inside("n1", "release-exported", "n1", "n2")
+        def then(rec, s):
+            # the node comes back owning the shard with its data; the draft export is deleted
+            self.assertEqual((rec["state"], rec["serving"], rec["epoch"]), ("owned", True, 1))
+            self.assertEqual(self.c.nodes["n1"].moves(), [])
+            self.assertEqual(self.counter(s), "9")
+        self.crash_inside("n1", "release-exported", "n1", "n2", then)
 
     def test_a_crash_after_the_release_is_recorded_before_the_local_delete(self):
-        # the node comes back released (the restart finishes the delete); the export holds it
-        self.crash_inside("n2", "release-recorded", "n2", "n3")
+        def then(rec, s):
+            # the node comes back released (the restart finishes the delete); the export holds it
+            self.assertEqual((rec["state"], rec["serving"], rec["export_kept"]),
+                             ("released", False, True))
+            self.assertEqual(len(self.c.nodes["n2"].moves()), 1)
+        self.crash_inside("n2", "release-recorded", "n2", "n3", then)
 
     def test_a_crash_after_the_adopt_ingested_before_it_is_recorded(self):
-        # the adopter comes back without the shard; the next adopt deletes the leftover first
-        self.crash_inside("n3", "adopt-ingested", "n1", "n3")
+        def then(rec, s):
+            # the adopter comes back without the shard; the next adopt deletes the leftover
+            self.assertEqual((rec["state"], rec["serving"]), ("none", False))
+            self.assertEqual(self.c.nodes["n3"].moves(), [], "the interrupted fetch is cleared")
+        self.crash_inside("n3", "adopt-ingested", "n1", "n3", then)
+
+    # ---- moves that stopped twice; a hand-edited map ----
+
+    def test_a_chain_of_stopped_moves_is_finished_by_the_last_move(self):
+        s = self.session_on("n1", 4)
+        sh = shard_of(s.sid)
+        self.move(sh, "n2", "--stop-after", "adopt")
+        self.move(sh, "n3", "--stop-after", "release")  # from n2, which holds it now
+        r = self.move(sh, "n1", check=False)  # neither end of the move in transit: refused
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("in transit from n2 to n3", r.stderr)
+        self.move(sh, "n3")
+        self.assertDone(sh, "n3", epoch_at_least=3)
+        self.assertEqual(self.counter(s), "4")
+
+    def test_a_hand_edited_map_never_makes_a_node_serve_a_shard_without_its_data(self):
+        s = self.session_on("n2", 8)
+        sh = shard_of(s.sid)
+        run_tool("set-shard", self.c.path, f"{sh:03x}", "n1", "--force")
+        for name in ("n1", "n2"):  # both restarted on the edited file
+            self.c.nodes[name].kill9()
+            self.restart(name)
+        rec1, rec2 = self.c.nodes["n1"].record(sh), self.c.nodes["n2"].record(sh)
+        self.assertEqual((rec1["serving"], rec1["state"]), (False, "none"), rec1)
+        self.assertIn("never held it", rec1["refused"])
+        self.assertEqual((rec2["serving"], rec2["state"]), (False, "owned"), rec2)
+        self.assertIn("another node", rec2["refused"])
+        r = self.move(sh, "n1", check=False)
+        self.assertEqual(r.returncode, 1, "nothing to move: no node serves it")
+        self.assertIn("no node serves shard", r.stderr)
+        # the repair: the map back, the owner restarted; nothing was lost
+        run_tool("set-shard", self.c.path, f"{sh:03x}", "n2", "--force")
+        self.c.nodes["n2"].kill9()
+        self.restart("n2")
+        self.assertEqual(self.counter(s), "8")
 
     # ---- a stale cluster file; health checks with an admin token ----
 

@@ -25,12 +25,12 @@ def shard(xid):
     return int(xid[:3], 16)
 
 
-def write_cluster(path, assign, key=None, admin=None):
+def write_cluster(path, assign, key=None, admin=None, names=("n1", "n2")):
     """A cluster file for n1 and n2 (their addresses come from the command line; admin, a
     {name: port}, gives real admin addresses, which the nodes use to reach each other)."""
     admin = admin or {}
-    nodes = [{"name": n, "listen": f"127.0.0.1:{1 + i}",
-              "admin": f"127.0.0.1:{admin.get(n, 3 + i)}"} for i, n in enumerate(("n1", "n2"))]
+    nodes = [{"name": n, "listen": f"127.0.0.1:{1 + 2 * i}",
+              "admin": f"127.0.0.1:{admin.get(n, 2 + 2 * i)}"} for i, n in enumerate(names)]
     c = {"shards": 4096, "nodes": nodes, "assign": assign}
     if key:
         c["request_state_key"] = key
@@ -162,9 +162,11 @@ class ShardMove(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
         cls.file = os.path.join(cls.dir, "cluster.json")
-        a1, a2 = free_ports(2)
+        a1, a2, a3 = free_ports(3)
+        # n3 is never started: a node that cannot be asked
         write_cluster(cls.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
-                      key=os.path.join(cls.dir, "request-state.key"), admin={"n1": a1, "n2": a2})
+                      key=os.path.join(cls.dir, "request-state.key"),
+                      admin={"n1": a1, "n2": a2, "n3": a3}, names=("n1", "n2", "n3"))
         flags = ("--plugin", os.path.abspath(TESTKIT))
         cls.n1 = Server("--cluster", cls.file, "--node", "n1", *flags,
                         "--admin-listen", f"127.0.0.1:{a1}")
@@ -241,6 +243,9 @@ class ShardMove(unittest.TestCase):
         self.assertEqual((r.status, json.loads(r.text)["epoch"], json.loads(r.text)["already"]),
                          (200, epoch, True), r.text)
         # to another node it is refused: it is in transit to n2
+        r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n3")
+        self.assertEqual(r.status, 409, r.text)
+        self.assertIn("released at epoch", json.loads(r.text)["error"])
         self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n9").status, 400)
         # between release and adopt: both nodes answer the retry error, n1 has no copy left
         r, _ = mine[0].call("tools/list")
@@ -335,6 +340,32 @@ class ShardMove(unittest.TestCase):
         self.assertEqual(r.status, 409, r.text)
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6")
 
+    def test_a_release_is_not_taken_back_once_the_other_node_holds_it(self):
+        s = Session(self.n1)
+        self.assertEqual(text_of(s.tool("counter", {"by": 3})[1]), "3")
+        hexs = s.sid[:3]
+        self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2").status, 200)
+        self.assertEqual(self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&from=n1").status, 200)
+        r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}")
+        self.assertEqual(r.status, 409, r.text)
+        self.assertIn("finish the move", json.loads(r.text)["error"])
+        self.assertEqual(self.record(self.n1, hexs)["state"], "released")
+        s.server = self.n2
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "4", "served by n2 alone")
+
+    def test_a_release_to_a_node_that_cannot_be_asked_is_taken_back_only_by_force(self):
+        s = Session(self.n1)
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        hexs = s.sid[:3]
+        self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n3").status, 200)
+        r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}")
+        self.assertEqual(r.status, 503, r.text)
+        self.assertIn("cannot ask n3", json.loads(r.text)["error"])
+        self.assertEqual(self.record(self.n1, hexs)["state"], "released")
+        r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}&force=1")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6")
+
 
     def test_exports_stay_in_the_move_directory_and_foreign_files_are_never_touched(self):
         s = Session(self.n1)
@@ -390,6 +421,8 @@ class MrtrAcrossAMove(ShardMove):
     test_an_incomplete_or_damaged_export_is_refused_and_serves_nothing = None
     test_a_release_is_taken_back_only_after_the_other_node_declines_it = None
     test_exports_stay_in_the_move_directory_and_foreign_files_are_never_touched = None
+    test_a_release_is_not_taken_back_once_the_other_node_holds_it = None
+    test_a_release_to_a_node_that_cannot_be_asked_is_taken_back_only_by_force = None
 
 
 class DrainedNode(unittest.TestCase):
@@ -452,6 +485,17 @@ class BadClusterFiles(unittest.TestCase):
             p = self.start(assign, text, node)
             self.assertEqual(p.returncode, 2, (want, p.stderr))
             self.assertIn(want, p.stderr)
+
+    def test_an_admin_listener_off_loopback_needs_an_admin_token(self):
+        d = tempfile.mkdtemp(prefix="mcpd-shards-")
+        f = os.path.join(d, "cluster.json")
+        write_cluster(f, {"n1": ["000-fff"], "n2": []})
+        p = subprocess.run([BINARY, "--cluster", f, "--node", "n1", "--listen", "127.0.0.1:0",
+                            "--admin-listen", "0.0.0.0:0", "--data-dir", os.path.join(d, "db")],
+                           capture_output=True, text=True, timeout=20)
+        shutil.rmtree(d, ignore_errors=True)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--admin-token", p.stderr)
 
     def test_node_needs_cluster(self):
         p = subprocess.run([BINARY, "--node", "n1"], capture_output=True, text=True, timeout=20)

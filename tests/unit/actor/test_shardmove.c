@@ -20,16 +20,28 @@ static shardrec_t rec(shardrec_state_t st, uint32_t epoch, const char *peer)
 static shard_verdict_t decide(bool mine, uint32_t file_epoch, shardrec_t r, bool *claim,
                               char *why)
 {
-    return shard_decide(mine, file_epoch, &r, claim, why, 300);
+    return shard_decide(mine, file_epoch, &r, true, claim, why, 300);
 }
 
-static void a_never_moved_shard_of_the_file_is_claimed_at_epoch_1(void **state)
+static void a_never_moved_shard_of_the_file_is_claimed_at_epoch_1_at_the_first_start(void **state)
 {
     bool claim;
     char why[300];
-    assert_int_equal(decide(true, 1, rec(SHARDREC_NONE, 0, ""), &claim, why), SHARD_SERVE);
+    shardrec_t none = rec(SHARDREC_NONE, 0, "");
+    assert_int_equal(shard_decide(true, 1, &none, false, &claim, why, sizeof why), SHARD_SERVE);
     assert_true(claim);
     assert_string_equal(why, "");
+}
+
+static void after_the_first_start_a_shard_without_a_record_is_never_claimed(void **state)
+{
+    bool claim;
+    char why[300];
+    /* a hand-edited map (set-shard) gives this node a shard another node holds: it must not
+     * serve it empty and mint ids there */
+    assert_int_equal(decide(true, 1, rec(SHARDREC_NONE, 0, ""), &claim, why), SHARD_REFUSE);
+    assert_false(claim);
+    assert_non_null(strstr(why, "never held it"));
 }
 
 static void another_nodes_shard_without_a_record_is_not_served_and_not_claimed(void **state)
@@ -95,7 +107,8 @@ static void a_held_shard_is_refused_when_the_file_names_a_later_or_the_same_epoc
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_never_moved_shard_of_the_file_is_claimed_at_epoch_1),
+        cmocka_unit_test(a_never_moved_shard_of_the_file_is_claimed_at_epoch_1_at_the_first_start),
+        cmocka_unit_test(after_the_first_start_a_shard_without_a_record_is_never_claimed),
         cmocka_unit_test(another_nodes_shard_without_a_record_is_not_served_and_not_claimed),
         cmocka_unit_test(a_shard_the_file_says_moved_here_without_a_record_is_refused),
         cmocka_unit_test(a_released_shard_is_never_served_even_when_the_file_still_gives_it_here),

@@ -107,8 +107,8 @@ static void records_are_stored_read_back_and_survive_a_reopen(void **state)
     f->s = open_in(f->dir);
     assert_non_null(f->s);
     static shardrec_t all[SHARD_COUNT];
-    int bad = 0;
-    assert_int_equal(shardrec_load_all(f->s, all, &bad), 0);
+    static bool bad[SHARD_COUNT];
+    assert_int_equal(shardrec_load_all(f->s, all, bad), 0);
     assert_int_equal(all[0xabc].state, SHARDREC_OWNED);
     assert_int_equal(all[0xabc].epoch, 1);
     assert_int_equal(all[0x001].state, SHARDREC_RELEASED);
@@ -116,6 +116,28 @@ static void records_are_stored_read_back_and_survive_a_reopen(void **state)
     assert_int_equal(all[0x002].state, SHARDREC_NONE);
     assert_int_equal(shardrec_get(f->s, 0x001, &r), 0);
     assert_int_equal(r.epoch, 4);
+    /* a record that does not decode marks its shard only */
+    store_batch_t *b = store_batch_new(f->s);
+    store_batch_put(b, CF_NODE, "shard/00f", 9, "garbage", 7);
+    assert_int_equal(store_commit(f->s, b), 0);
+    store_batch_free(b);
+    assert_int_equal(shardrec_load_all(f->s, all, bad), -EINVAL);
+    assert_true(bad[0x00f]);
+    assert_false(bad[0xabc]);
+    assert_int_equal(all[0xabc].state, SHARDREC_OWNED);
+}
+
+static void the_bootstrap_marker_is_written_with_the_first_claims(void **state)
+{
+    fixture_t *f = *state;
+    assert_int_equal(shardrec_bootstrapped(f->s), 0);
+    int shards[1] = {0x123};
+    shardrec_t recs[1] = {{.state = SHARDREC_OWNED, .epoch = 1}};
+    assert_int_equal(shardrec_bootstrap(f->s, shards, recs, 1), 0);
+    assert_int_equal(shardrec_bootstrapped(f->s), 1);
+    shardrec_t r;
+    assert_int_equal(shardrec_get(f->s, 0x123, &r), 0);
+    assert_int_equal(r.state, SHARDREC_OWNED);
 }
 
 /* ---- manifest ---- */
@@ -291,6 +313,8 @@ int main(void)
         cmocka_unit_test(values_that_are_not_records_do_not_decode),
         cmocka_unit_test_setup_teardown(records_are_stored_read_back_and_survive_a_reopen, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(the_bootstrap_marker_is_written_with_the_first_claims,
+                                        setup, teardown),
         cmocka_unit_test(a_manifest_lists_every_family_and_round_trips),
         cmocka_unit_test(an_incomplete_or_altered_manifest_is_refused_with_the_reason),
         cmocka_unit_test_setup_teardown(a_shards_export_holds_exactly_its_keys_and_ingests_elsewhere,
