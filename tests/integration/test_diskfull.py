@@ -334,6 +334,7 @@ class QuietLog(TmpfsCase):
         self.fill_and_restart(leave=8 << 20)
         before = len(self.server.log_tail(1 << 30))
         self.fill_until_refused(sessions[0], acked)
+        self.fs.fill(leave=0)  # none free: every write below is refused
         refused = 1
         for i in range(150):
             s = sessions[i % 3]
@@ -341,7 +342,7 @@ class QuietLog(TmpfsCase):
             self.assertEqual((status, value), (503, None))
             refused += 1
         self.fs.release()
-        self.wait_health(200, timeout=10)
+        self.wait_health(200, timeout=40)
         self.assertEqual(counter_value(sessions[1])[0], 200, "writes succeed again")
         window = self.server.log_tail(1 << 30)[before:].splitlines()
         self.assertLess(len(window), 20, "a line per refused turn:\n" + "\n".join(window[:40]))
@@ -368,8 +369,9 @@ def modern_counter(server, rid, handle):
 
 class HandleWrites(TmpfsCase):
     """A state handle's write is refused like any other: the call that needed it gets 503 +
-    Retry-After, in both eras, and the increment never happened."""
-    FLAGS = ("--min-free-space", str(4 << 20))
+    Retry-After, in both eras, and the increment never happened. (auto mode: a call's own turns
+    write nothing before its result, so the handle's refusal is what answers it.)"""
+    FLAGS = ("--min-free-space", str(4 << 20), "--response-mode", "auto")
 
     def test_a_refused_handle_write_gets_503_with_retry_after_in_both_eras(self):
         s = mcptest.Session(self.server)
@@ -379,6 +381,9 @@ class HandleWrites(TmpfsCase):
         acked = self.peek_counter(s)
         self.fill_and_restart(leave=8 << 20)
         self.fill_until_refused(s, acked)
+        # none free: every write is refused, a handle's small one too (near the floor a small
+        # batch may still fit where a larger one did not)
+        self.fs.fill(leave=0)
         # it was 200 with a -32603 error and no Retry-After
         status, retry, body = modern_counter(self.server, "m-1", h)
         self.assertEqual((status, retry), (503, "5"), body)
@@ -389,7 +394,7 @@ class HandleWrites(TmpfsCase):
         self.assertEqual((r.status, r.header("retry-after")), (503, "5"), r.text)
         self.assertEqual((r.json()["id"], r.json()["error"]["code"]), ("s-1", -32603))
         self.fs.release()
-        self.wait_health(200, timeout=10)
+        self.wait_health(200, timeout=40)
         status, _, body = modern_counter(self.server, 2, h)
         self.assertEqual(body["result"]["content"][0]["text"], "2", "the refused increments never happened")
 
