@@ -158,7 +158,7 @@ int main(int argc, char **argv)
         (g_cfg.admin_token[0] && auth_load(&g_admin_auth, g_cfg.admin_token, aerr, sizeof aerr) != 0)) {
         log_error("authentication: %s", aerr);
         config_free(&g_cfg);
-        return 1;
+        return 2; /* a file named by a flag that cannot be used: as a bad flag */
     }
     if (g_auth.n)
         log_info("authentication on: %zu tokens from %s", g_auth.n, g_cfg.auth_tokens);

@@ -89,6 +89,7 @@ struct store {
     pthread_cond_t cv;
     char why[256];
     int64_t since_ms;
+    long long refused;          /* under mu: commits refused since the refusals started */
     bool watcher_running, closing;
     pthread_t watcher;
     void (*on_writable)(void);
@@ -364,8 +365,9 @@ static void mark_writable(store_t *s, const char *how)
     bool changed = atomic_load(&s->refusing);
     if (changed) {
         atomic_store_explicit(&s->refusing, false, memory_order_release);
-        log_info("store: writes succeed again (%s) after %lld s of refusals; serving normally",
-                 how, (long long)((now_wall_ms() - s->since_ms) / 1000));
+        log_info("store: writes succeed again (%s) after %lld s of refusals (%lld writes "
+                 "refused); serving normally",
+                 how, (long long)((now_wall_ms() - s->since_ms) / 1000), s->refused);
     }
     pthread_mutex_unlock(&s->mu);
     if (changed && s->on_writable)
@@ -416,8 +418,8 @@ static void *watcher_main(void *arg)
     return NULL;
 }
 
-/* A write failed (or the guard refused it): counted every time, logged once per transition,
- * watched until it heals. */
+/* A write failed (or the guard refused it): counted every time, logged once per transition
+ * (the end's line has the count), watched until it heals. */
 static void mark_refusing(store_t *s, const char *err, bool by_guard)
 {
     STAT_INC(store_errors_total);
@@ -427,6 +429,7 @@ static void mark_refusing(store_t *s, const char *err, bool by_guard)
     if (!atomic_load(&s->refusing)) {
         snprintf(s->why, sizeof s->why, "%s", err);
         s->since_ms = now_wall_ms();
+        s->refused = 0;
         atomic_store_explicit(&s->refusing, true, memory_order_release);
         log_error("store: a write failed (%s); writes are refused until the store recovers "
                   "(requests that need a write get 503 or a -32603 error, /healthz says 503)",
@@ -439,6 +442,7 @@ static void mark_refusing(store_t *s, const char *err, bool by_guard)
     } else {
         log_debug("store: write refused: %s", err);
     }
+    s->refused++;
     pthread_mutex_unlock(&s->mu);
 }
 
