@@ -219,10 +219,11 @@ class ShardMove(unittest.TestCase):
         r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2")
         self.assertEqual(r.status, 200, r.text)
         rep = json.loads(r.text)
-        self.assertEqual(rep["moved"]["sessions"], len(mine))
+        # this test's sessions, and any an earlier test of the class made in the same shard
+        self.assertGreaterEqual(rep["moved"]["sessions"], len(mine))
         self.assertGreater(rep["keys"], len(mine))
         epoch = rep["epoch"]
-        self.assertEqual(self.n1.stats()["sessions_stored"], before - len(mine))
+        self.assertEqual(self.n1.stats()["sessions_stored"], before - rep["moved"]["sessions"])
         self.assertEqual(sorted(f["cf"] for f in rep["families"]),
                          sorted(["sessions", "streams", "events", "reqmap", "state", "alarms",
                                  "expiry"]), "every family is in the manifest, even empty ones")
@@ -252,7 +253,7 @@ class ShardMove(unittest.TestCase):
         misdirected(self, r, mine[0].next_id)
         r = self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
         self.assertEqual(r.status, 200, r.text)
-        self.assertEqual(json.loads(r.text)["moved"]["sessions"], len(mine))
+        self.assertEqual(json.loads(r.text)["moved"], rep["moved"])
         self.assertEqual(json.loads(r.text)["epoch"], epoch)
         self.assertEqual(json.loads(self.n2.admin("/shards").text)["owned"], owned2 + 1)
         self.assertEqual(json.loads(self.n1.admin("/shards").text)["owned"], owned1 - 1)
