@@ -98,11 +98,34 @@ static void stop_runtime(bool colocated)
     http_free();
 }
 
-/* POST /shards/release: its actors get up to 10 s to finish their turns */
-static int release_shard(int shard, const char *dir, json_t **report, char *why, size_t whylen)
+/* The admin listener's shard steps (admin cannot reach the actor layer: main wires them). */
+static void shard_req_of(const admin_shard_req_t *in, shard_req_t *out)
 {
-    return shard_release(shard, dir, 10000, report, why, whylen);
+    *out = (shard_req_t){.shard = in->shard, .epoch = (uint32_t)in->epoch, .force = in->force};
+    snprintf(out->peer, sizeof out->peer, "%s", in->peer);
 }
+
+/* POST /shards/release: its actors get up to 10 s to finish their turns */
+static int step_release(const admin_shard_req_t *in, json_t **report, char *why, size_t whylen)
+{
+    shard_req_t rq;
+    shard_req_of(in, &rq);
+    return shard_release(&rq, 10000, report, why, whylen);
+}
+
+#define STEP(name)                                                                          \
+    static int step_##name(const admin_shard_req_t *in, json_t **report, char *why,        \
+                           size_t whylen)                                                   \
+    {                                                                                       \
+        shard_req_t rq;                                                                     \
+        shard_req_of(in, &rq);                                                              \
+        return shard_##name(&rq, report, why, whylen);                                      \
+    }
+STEP(adopt)
+STEP(reclaim)
+STEP(decline)
+STEP(finish)
+#undef STEP
 
 int main(int argc, char **argv)
 {
@@ -141,7 +164,7 @@ int main(int argc, char **argv)
         (g_cfg.admin_token[0] && auth_load(&g_admin_auth, g_cfg.admin_token, aerr, sizeof aerr) != 0)) {
         log_error("authentication: %s", aerr);
         config_free(&g_cfg);
-        return 1;
+        return 2; /* a file named by a flag that cannot be used: as a bad flag */
     }
     if (g_auth.n)
         log_info("authentication on: %zu tokens from %s", g_auth.n, g_cfg.auth_tokens);
@@ -167,6 +190,16 @@ int main(int argc, char **argv)
         goto early_exit;
     }
     store_on_writable(store, on_store_writable); /* before any thread may write */
+    /* which shards this node serves: its durable records against the cluster file */
+    char move_dir[1100];
+    if (g_cfg.move_dir[0])
+        snprintf(move_dir, sizeof move_dir, "%s", g_cfg.move_dir);
+    else
+        snprintf(move_dir, sizeof move_dir, "%s/moves", g_cfg.data_dir);
+    if (shardmove_init(store, move_dir) != 0) {
+        exit_code = 1;
+        goto early_exit;
+    }
     /* HTTP loops first (bound, not running): co-located workers run on them */
     int port = 0, admin_port = 0;
     if (http_init(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &port) != 0) {
@@ -213,8 +246,11 @@ int main(int argc, char **argv)
     if (colocated)
         workers_drain_now(); /* their loops are not running yet: recovery goes first */
     alarms_start(store);
-    shardmove_init(store);
-    admin_set_shard_ops(release_shard, shard_adopt);
+    admin_shard_ops_t shard_ops = {
+        .release = step_release, .adopt = step_adopt, .reclaim = step_reclaim,
+        .decline = step_decline, .finish = step_finish, .summary = shardmove_summary,
+        .record = shardmove_record, .export_path = shardmove_export_path};
+    admin_set_shard_ops(&shard_ops);
     if (http_run() != 0 ||
         (g_cfg.admin_enabled &&
          admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)) {

@@ -261,7 +261,11 @@ json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_updat
  * error (isError) carrying mcpd_ctx_last_error(), which a model can act on. */
 int mcpd_ctx_handle_new(mcpd_ctx_t *ctx, char *out);
 /* As mcpd_ctx_state_get/put/update, on the handle's state. An unknown (expired, deleted,
- * another principal's) handle fails with mcpd_ctx_last_error() saying so. */
+ * another principal's) handle fails with mcpd_ctx_last_error() saying so, as does a malformed
+ * one; so does session state (mcpd_ctx_state_*) in a 2026-07-28 request, which has no session.
+ * A tool handler that returns NULL after such a failure is answered with a tool result with
+ * isError and that message, since the model can fix its arguments (other handlers: -32602,
+ * or -32603 for the missing session). */
 json_t *mcpd_ctx_handle_state_get(mcpd_ctx_t *ctx, const char *handle, const char *key);
 int mcpd_ctx_handle_state_put(mcpd_ctx_t *ctx, const char *handle, const char *key, json_t *value);
 json_t *mcpd_ctx_handle_state_update(mcpd_ctx_t *ctx, const char *handle, const char *key,

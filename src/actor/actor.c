@@ -45,7 +45,7 @@ bool actor_log_enabled(const actor_t *a, const char *level)
 /* ---- replies on connections the actor does not keep ---- */
 
 void actor_reply_text(worker_t *w, conn_ref_t conn, int status, char *body, size_t len,
-                      const char *sid_header)
+                      const char *sid_header, const char *retry_after)
 {
     if (!conn.gen) {
         free(body);
@@ -54,7 +54,7 @@ void actor_reply_text(worker_t *w, conn_ref_t conn, int status, char *body, size
     hmsg_t *h = hmsg_new(HM_REPLY, conn);
     h->status = status;
     if (status == 503)
-        h->retry_after = "1"; /* a worker's 503 (a shard moving): ask again soon */
+        h->retry_after = retry_after ? retry_after : "1"; /* a shard moving: ask again soon */
     if (body) {
         h->content_type = "application/json";
         h->body = body;
@@ -72,7 +72,7 @@ void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const c
     if (body && conn.gen)
         text = jsonrpc_dump(body, &len);
     json_decref(body);
-    actor_reply_text(w, conn, status, text, len, sid_header);
+    actor_reply_text(w, conn, status, text, len, sid_header, NULL);
 }
 
 void actor_reply_error(worker_t *w, conn_ref_t conn, const json_t *id, int status, int code,
@@ -576,8 +576,10 @@ void actor_reset(actor_t *a)
     for (stream_t *s = a->streams; s; s = s->next)
         actor_stream_undirty(s, false);
     meta_undirty(a);
-    log_info("session %.8s: its writes were refused; it is reloaded from the store at its next "
-             "request (%s)", a->sid, a->calls ? "its open requests got the storage error" : "nothing was open");
+    /* debug: a full disk refuses every turn, and the store logs the refusals' start and end
+     * (with their count) once each */
+    log_debug("session %.8s: its writes were refused; it is reloaded from the store at its next "
+              "request (%s)", a->sid, a->calls ? "its open requests got the storage error" : "nothing was open");
     worker_remove_actor(a->w, a);
     actor_free(a);
 }

@@ -55,7 +55,9 @@ typedef struct stream {
                                 a slow reader) after event ended_seq; the next GET without
                                 Last-Event-ID gets what came after it (in memory only) */
     uint64_t ended_seq;
-    int http_status;         /* a JSON reply's status when not 200 (2026-07-28 errors) */
+    int http_status;         /* a JSON reply's status when not 200 (2026-07-28 errors, a
+                              * storage refusal) */
+    const char *retry_after; /* with http_status 503: Retry-After (static; NULL: "1") */
     struct post_cap *cap;    /* a POST stream's cap accounting (stream.c), from its first event */
 } stream_t;
 
@@ -241,9 +243,10 @@ void actor_reset(actor_t *a);
 store_batch_t *actor_batch(actor_t *a);
 /* Replies on a connection the actor does not keep (errors, 202s, DELETE). */
 void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header);
-/* The same with the body already JSON text (malloc'd, taken). */
+/* The same with the body already JSON text (malloc'd, taken); retry_after (static) goes with
+ * a 503 (NULL: "1", a shard moving: ask again soon). */
 void actor_reply_text(worker_t *w, conn_ref_t conn, int status, char *body, size_t len,
-                      const char *sid_header);
+                      const char *sid_header, const char *retry_after);
 /* id: the request's id to echo (borrowed; NULL for null, e.g. a batch). */
 void actor_reply_error(worker_t *w, conn_ref_t conn, const json_t *id, int status, int code,
                        const char *msg);

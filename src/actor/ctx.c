@@ -71,12 +71,26 @@ void job_cancel(job_t *j)
         pool_expedite(j); /* one still waiting for a thread ends now */
 }
 
+static void reply_slot(job_t *j, uint32_t wait_seq, json_t *result, int code, job_err_t kind,
+                       const char *err);
+
 void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err)
 {
-    job_reply_code(j, wait_seq, result, 0, err);
+    reply_slot(j, wait_seq, result, 0, JERR_OTHER, err);
 }
 
 void job_reply_code(job_t *j, uint32_t wait_seq, json_t *result, int code, const char *err)
+{
+    reply_slot(j, wait_seq, result, code, JERR_OTHER, err);
+}
+
+void job_reply_fail(job_t *j, uint32_t wait_seq, int code, job_err_t kind, const char *err)
+{
+    reply_slot(j, wait_seq, NULL, code, kind, err);
+}
+
+static void reply_slot(job_t *j, uint32_t wait_seq, json_t *result, int code, job_err_t kind,
+                       const char *err)
 {
     pthread_mutex_lock(&j->mu);
     if (!j->waiting || j->reply_ready || wait_seq != j->wait_seq) {
@@ -88,6 +102,7 @@ void job_reply_code(job_t *j, uint32_t wait_seq, json_t *result, int code, const
     }
     j->reply = result;
     j->reply_code = code;
+    j->reply_kind = (unsigned char)kind;
     str_copy(j->reply_err, sizeof j->reply_err, err ? err : "");
     j->reply_ready = true;
     pthread_cond_broadcast(&j->cv);
@@ -149,9 +164,11 @@ static json_t *send_and_wait_to(job_t *j, wmsg_t *m, long wait_ms, bool until_an
     if (j->reply_ready) {
         reply = j->reply;
         j->reply = NULL;
-        if (!reply)
+        if (!reply) {
             mcpd_ctx_set_error(j, j->reply_code ? j->reply_code : MCPD_ERR_INTERNAL, "%s",
                                j->reply_err);
+            j->err_kind = j->reply_kind;
+        }
     } else if (atomic_load(&j->cancelled)) {
         mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the call was cancelled");
     } else if (j->inline_mode) {
@@ -481,11 +498,15 @@ static json_t *state_op(mcpd_ctx_t *ctx, state_op_t op, const char *key, json_t 
 static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, const char *key,
                            json_t *value, mcpd_state_update_fn fn, void *arg)
 {
-    if (handle && (!session_id_valid(handle) || ctx->inline_mode)) {
+    if (handle && ctx->inline_mode) {
         json_decref(value);
-        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS, "%s",
-                           ctx->inline_mode ? "a non-blocking tool cannot use handles"
-                                            : "not a handle (32 lowercase hex characters)");
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "a non-blocking tool cannot use handles");
+        return NULL;
+    }
+    if (handle && !session_id_valid(handle)) {
+        json_decref(value);
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS, "not a handle (32 lowercase hex characters)");
+        ctx->err_kind = JERR_INPUT;
         return NULL;
     }
     if (op == HANDLE_NEW || op == HANDLE_DELETE)
@@ -614,6 +635,7 @@ json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_updat
 void mcpd_ctx_set_error(mcpd_ctx_t *ctx, int code, const char *fmt, ...)
 {
     ctx->err_code = code ? code : MCPD_ERR_INTERNAL;
+    ctx->err_kind = JERR_OTHER;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);

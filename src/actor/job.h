@@ -35,6 +35,18 @@ typedef json_t *(*job_fn)(struct mcpd_ctx *j);
 
 typedef enum { STATE_GET, STATE_PUT, STATE_UPDATE, HANDLE_NEW, HANDLE_DELETE } state_op_t;
 
+/* What a handler's error is, beyond its JSON-RPC code: the protocol layer answers by it. */
+typedef enum {
+    JERR_OTHER = 0,
+    /* the call's input cannot work (a malformed or unknown state handle, session state in a
+     * request that has no session): a tools/call whose handler fails with it is answered with
+     * a tool result with isError, which the model can act on, not a JSON-RPC error */
+    JERR_INPUT,
+    /* the store refused the write the handler waited for: answered as a refused turn is (503 +
+     * Retry-After while the response has not started; refuse.h) */
+    JERR_STORAGE,
+} job_err_t;
+
 struct mcpd_ctx {
     struct mcpd_ctx *pool_next; /* tool pool queue link (under the pool's mutex) */
     bool pool_waiting;          /* in its principal's pool queue (the pool's mutex) */
@@ -67,6 +79,7 @@ struct mcpd_ctx {
     char *input_key;        /* mcpd_ctx_input_key: the next request's key (NULL = numbered) */
     atomic_bool input_pending; /* a request of this run was left unanswered (set by the worker) */
     int err_code;
+    unsigned char err_kind; /* job_err_t of err (mcpd_ctx_set_error: JERR_OTHER) */
     char err[256];
     json_t *result;
 
@@ -78,6 +91,7 @@ struct mcpd_ctx {
     uint32_t wait_seq;      /* which wait the slot serves: a reply meant for an older one is dropped */
     json_t *reply;
     int reply_code;          /* with reply_err: its JSON-RPC code (0: internal error) */
+    unsigned char reply_kind; /* with reply_err: its job_err_t */
     char reply_err[256];
     state_op_t state_op;
     char *state_key;
@@ -127,6 +141,8 @@ void job_cancel(job_t *j);
 void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err);
 /* The same with the JSON-RPC code the handler's error gets (0: internal error). */
 void job_reply_code(job_t *j, uint32_t wait_seq, json_t *result, int code, const char *err);
+/* An error answer with its code and its kind (job_err_t). */
+void job_reply_fail(job_t *j, uint32_t wait_seq, int code, job_err_t kind, const char *err);
 /* Runs the handler (tool thread, or the worker for inline jobs) and stores its outcome. */
 void job_run(job_t *j);
 

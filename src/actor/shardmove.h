@@ -1,22 +1,76 @@
-/* Moving a shard between nodes (issue 13): the old owner releases it (stops serving it, lets
- * its actors finish their turns and hibernate, writes its keys out as SST files and deletes its
- * copy); the new owner adopts it (ingests the files, counts what came, hints the alarms, serves
- * it). Called from the admin thread, one move at a time. See ARCHITECTURE.md, Shards. */
+/* Who owns a shard, and moving one between nodes (issues 13 and 21). Each node keeps a durable
+ * record per shard it has held (store/shardrec.h): owned at an epoch, or released at an epoch
+ * to a named node with its export kept in --move-dir. A move is a release on the old owner (it
+ * stops serving the shard, lets its actors finish their turns and hibernate, writes the keys as
+ * SST files with a manifest of sizes and SHA-256s, records the release, deletes its copy) and
+ * an adopt on the new one (it fetches the export from the old owner's admin listener, checks
+ * every file, ingests them, records the new epoch, serves). Every record is written, fsynced,
+ * before the change it records takes effect, so a node that dies at any step comes back
+ * knowing what it holds. See ARCHITECTURE.md, "Who owns a shard".
+ *
+ * Threads: shardmove_init on the main thread at start; the steps on the admin listener's move
+ * thread, one at a time; the read-only queries (summary, record, export path) on the admin
+ * thread. */
 #ifndef MCPD_ACTOR_SHARDMOVE_H
 #define MCPD_ACTOR_SHARDMOVE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "store/shardrec.h"
 #include "store/store.h"
 
-void shardmove_init(store_t *store);
-/* 0 with *report (new), or -errno with why: -EALREADY not owned here, -EBUSY its actors did
- * not settle within wait_ms (the shard is served here again), -EIO the export failed (served
- * here again; nothing was deleted). */
-int shard_release(int shard, const char *dir, long wait_ms, json_t **report, char *why,
-                  size_t whylen);
-/* 0 with *report, or -errno with why (-EALREADY owned here already, -EIO ingestion failed). */
-int shard_adopt(int shard, const char *dir, json_t **report, char *why, size_t whylen);
+typedef struct shard_req {
+    int shard;
+    char peer[SHARDREC_PEER_MAX + 1]; /* release: the node it goes to; adopt: the node it
+                                         comes from; decline: the node asking */
+    uint32_t epoch;                   /* decline: the export's epoch */
+    bool force;                       /* reclaim: without the other node's word; adopt: over
+                                         this node's own (refused) copy */
+} shard_req_t;
+
+/* Start, before any thread serves: reads the records, settles them against the cluster file
+ * (shard_decide), at the first start claims the file's never-moved shards at epoch 1,
+ * finishes the local delete of released shards, clears move directories no record keeps, and
+ * sets which shards are served. Without --cluster it does nothing. 0, or -1 after logging why. */
+int shardmove_init(store_t *store, const char *move_dir);
+
+typedef enum { SHARD_NOT_MINE = 0, SHARD_SERVE, SHARD_REFUSE } shard_verdict_t;
+/* The start-up rule for one shard: the cluster file gives it to this node or not, at
+ * file_epoch; rec is the node's record. The later epoch wins; an equal epoch must agree:
+ *   - owned at e: served unless the file names a later epoch, or e itself for another node
+ *     (then refused: this node's copy may be stale);
+ *   - released: not served (refused, and said, when the file still gives it here);
+ *   - no record: at the node's first start (!bootstrapped) the file's shard is claimed at
+ *     epoch 1 if it never moved (file epoch 1); else refused (the file says it moved here, or
+ *     gives it a shard after its first start: this node never held it, it has no data for it).
+ * *claim: write an owned record at epoch 1. why: the reason of a refusal or a disagreement. */
+shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec_t *rec,
+                             bool bootstrapped, bool *claim, char *why, size_t whylen);
+
+/* The steps. 0 with *report (new), or -errno with why:
+ *   -EINVAL  a bad request (no such node, no cluster)
+ *   -EALREADY the shard's state forbids it (not served here, released elsewhere, ...)
+ *   -EBUSY   its actors did not settle within wait_ms (served here again)
+ *   -EAGAIN  the other node could not be reached, or is busy: retry
+ *   -EBADMSG the export is incomplete or damaged (nothing adopted)
+ *   -EIO     a local write failed (nothing changed) */
+int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *why, size_t whylen);
+int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
+/* The releasing node takes its export back (the adopt failed): the node it was for must first
+ * promise never to adopt it (decline), unless force. */
+int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
+/* This node promises never to adopt the shard's export of rq->epoch (refused when it has). */
+int shard_decline(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
+/* The releasing node deletes its export once the node it went to holds the shard. */
+int shard_finish(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
+
+/* GET /shards: what this node serves, refuses and has in transit (new reference). */
+json_t *shardmove_summary(void);
+/* GET /shards/record?shard=abc: one shard's record and whether it is served. */
+json_t *shardmove_record(int shard);
+/* The path of a file of the shard's kept export (file NULL: its manifest): 0, or -ENOENT. */
+int shardmove_export_path(int shard, const char *file, char *path, size_t len);
 
 #endif

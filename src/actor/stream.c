@@ -424,8 +424,10 @@ void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
 {
     ASSERT_OWNER(a->w);
     if (s->num != STREAM_GET && !s->sse) {
-        if (g_cfg.response_mode == RESPONSE_JSON) {
-            /* a JSON-only POST cannot carry it: it becomes session-level */
+        if (g_cfg.response_mode == RESPONSE_JSON && !a->modern) {
+            /* a JSON-only POST cannot carry it: it becomes session-level. A 2026-07-28 request
+             * has no session: what its call sends (progress it asked for with a progressToken,
+             * log messages at its logLevel) has no other way to it, so its response turns SSE */
             actor_send_session(a, msg);
             return;
         }
@@ -477,7 +479,7 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
         size_t len;
         char *text = buf_steal(&s->resp, &len);
         actor_reply_text(a->w, s->conn, s->http_status ? s->http_status : 200, text, len,
-                         s->session_header ? a->sid : NULL);
+                         s->session_header ? a->sid : NULL, s->retry_after);
     }
     actor_free_stream(a, s, true);
     return true;

@@ -288,7 +288,7 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
             job_reply(j, wait_seq, answer, NULL);
         else {
             json_decref(answer);
-            job_reply(j, wait_seq, NULL, REFUSE_MESSAGE);
+            job_reply_fail(j, wait_seq, MCPD_ERR_INTERNAL, JERR_STORAGE, REFUSE_MESSAGE);
         }
     } else {
         worker_defer_reply(owner->w, j, wait_seq, answer);
@@ -298,9 +298,9 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
 static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
 {
     if (j->modern) {
-        job_reply(j, m->u.tool.wait_seq, NULL,
-                  "no session state in protocol version 2026-07-28: the request has no session "
-                  "(keep state behind a handle: mcpd_ctx_handle_new)");
+        job_reply_fail(j, m->u.tool.wait_seq, MCPD_ERR_INTERNAL, JERR_INPUT,
+                       "no session state in protocol version 2026-07-28: the request has no "
+                       "session (keep state behind a handle: mcpd_ctx_handle_new)");
         return;
     }
     if (strlen(j->state_key) > 200 || !*j->state_key) {
@@ -368,8 +368,9 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
     if (!h || h->kind != ACTOR_HANDLE || strcmp(h->auth_name, j->principal) != 0) {
         if (h)
             worker_note_activity(w, h);
-        job_reply(j, seq, NULL, "unknown handle: it expired (--handle-ttl), was deleted, or "
-                                "belongs to another principal");
+        job_reply_fail(j, seq, MCPD_ERR_INVALID_PARAMS, JERR_INPUT,
+                       "unknown handle: it expired (--handle-ttl), was deleted, or belongs to "
+                       "another principal");
         return;
     }
     h->touched_ms = now;

@@ -319,7 +319,8 @@ static void fail_turn(worker_t *w)
     free(touched);
     for (size_t i = 0; i < w->ndeferred; i++) {
         json_decref(w->deferred[i].value);
-        job_reply(w->deferred[i].job, w->deferred[i].wait_seq, NULL, REFUSE_MESSAGE);
+        job_reply_fail(w->deferred[i].job, w->deferred[i].wait_seq, MCPD_ERR_INTERNAL,
+                       JERR_STORAGE, REFUSE_MESSAGE);
     }
     w->ndeferred = 0;
     memset(w->dstats, 0, sizeof w->dstats);

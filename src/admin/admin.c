@@ -7,6 +7,7 @@
 #include "core/stats.h"
 #include "core/util.h"
 #include "core/auth.h"
+#include "core/cluster.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -17,6 +18,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <event2/keyvalq_struct.h>
 #include <string.h>
 #include <time.h>
@@ -48,7 +52,9 @@ static void send_text(struct evhttp_request *req, int status, const char *ctype,
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
     evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
-    send_reply(req, status, status == 200 ? "OK" : status == 401 ? "Unauthorized" : "Not Found");
+    send_reply(req, status, status == 200 ? "OK" : status == 202 ? "Accepted"
+                            : status == 401 ? "Unauthorized" : status == 404 ? "Not Found"
+                            : status == 503 ? "Service Unavailable" : "Error");
 }
 
 static json_t *stats_json(void)
@@ -173,12 +179,11 @@ static void metrics_text(struct evbuffer *b)
                  (long long)store_property_sum(A.store, "rocksdb.total-sst-files-size"));
 }
 
-static admin_shard_op SHARD_RELEASE, SHARD_ADOPT;
+static admin_shard_ops_t OPS;
 
-void admin_set_shard_ops(admin_shard_op release, admin_shard_op adopt)
+void admin_set_shard_ops(const admin_shard_ops_t *ops)
 {
-    SHARD_RELEASE = release;
-    SHARD_ADOPT = adopt;
+    OPS = *ops;
 }
 
 static void send_json(struct evhttp_request *req, int status, json_t *o)
@@ -189,38 +194,50 @@ static void send_json(struct evhttp_request *req, int status, json_t *o)
     free(s);
 }
 
-/* A move runs on a thread of its own, so that the admin listener keeps answering /healthz
+/* A step runs on a thread of its own, so that the admin listener keeps answering /healthz
  * (HAProxy's check) while a release waits for its actors: POST answers 202 at once and
- * GET /shards/move tells how the last move went. One move at a time. */
+ * GET /shards/move tells how the last step went. One step at a time. */
 static struct {
     pthread_mutex_t mu;
     bool running;
-    admin_shard_op op;
-    bool release;
-    int shard;
-    char dir[4096];
-    unsigned long seq;  /* moves started */
+    admin_shard_step step;
+    const char *name;
+    admin_shard_req_t rq;
+    char run[17];       /* this process's id (random): a step is (run, seq), so an answer of
+                           another process (a restart between the POST and the poll) never
+                           passes for it */
+    bool stopping;      /* admin_stop: no new step */
+    unsigned long seq;  /* steps started */
     int status;         /* of the last finished one (HTTP status), 0 before any */
     json_t *body;       /* its answer */
 } MV = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* The HTTP status of a step's -errno (see actor/shardmove.h). */
+static int step_status(int rc)
+{
+    switch (rc) {
+    case 0: return 200;
+    case -EINVAL: return 400;
+    case -ENOENT: return 404;
+    case -EALREADY: return 409;
+    case -EBADMSG: return 502; /* the export it was given is incomplete or damaged */
+    case -EBUSY:
+    case -EAGAIN: return 503;  /* retry: actors still busy, the other node unreachable */
+    default: return 500;
+    }
+}
+
 static void *move_main(void *arg)
 {
     (void)arg;
-    char why[512] = "";
+    char why[1024] = "";
     json_t *report = NULL;
-    int rc = MV.op(MV.shard, MV.dir, &report, why, sizeof why);
-    json_t *body;
-    int status;
-    if (rc == 0) {
-        status = 200;
-        body = report;
-    } else {
-        status = rc == -EALREADY ? 409 : rc == -EBUSY ? 503 : rc == -EINVAL ? 400 : 500;
-        body = json_pack("{s:s,s:s}", "error", why, "op", MV.release ? "release" : "adopt");
-    }
+    int rc = MV.step(&MV.rq, &report, why, sizeof why);
+    int status = step_status(rc);
+    json_t *body = rc == 0 ? report : json_pack("{s:s,s:s}", "error", why, "op", MV.name);
     pthread_mutex_lock(&MV.mu);
     json_object_set_new(body, "seq", json_integer((json_int_t)MV.seq));
+    json_object_set_new(body, "run", json_string(MV.run));
     json_object_set_new(body, "status", json_integer(status));
     json_decref(MV.body);
     MV.body = body;
@@ -230,40 +247,91 @@ static void *move_main(void *arg)
     return NULL;
 }
 
-/* POST /shards/release or /shards/adopt ?shard=abc&dir=PATH */
-static void shard_move(struct evhttp_request *req, const char *path)
+typedef struct query {
+    struct evkeyvalq q;
+    int shard;
+    bool ok;
+} query_t;
+
+/* The query string of req, and its shard= (3 lowercase hex). */
+static void query_read(struct evhttp_request *req, query_t *qs)
 {
-    bool release = strcmp(path, "/shards/release") == 0;
-    admin_shard_op op = release ? SHARD_RELEASE : SHARD_ADOPT;
-    struct evkeyvalq q = {0}; /* an empty list: first NULL */
-    q.tqh_last = &q.tqh_first;
+    qs->q.tqh_first = NULL; /* an empty list */
+    qs->q.tqh_last = &qs->q.tqh_first;
     const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    if (!op || !query || evhttp_parse_query_str(query, &q) != 0) {
-        send_json(req, 400, json_pack("{s:s}", "error", "expected ?shard=<3 hex>&dir=<path>"));
-        evhttp_clear_headers(&q);
+    qs->ok = query && evhttp_parse_query_str(query, &qs->q) == 0;
+    const char *sh = qs->ok ? evhttp_find_header(&qs->q, "shard") : NULL;
+    qs->shard = sh && strlen(sh) == SHARD_HEX ? shard_of(sh) : -1;
+}
+
+static const char *query_get(query_t *qs, const char *key)
+{
+    return qs->ok ? evhttp_find_header(&qs->q, key) : NULL;
+}
+
+static void bad_request(struct evhttp_request *req, query_t *qs, const char *what)
+{
+    evhttp_clear_headers(&qs->q);
+    send_json(req, 400, json_pack("{s:s}", "error", what));
+}
+
+/* POST /shards/{release,adopt,reclaim,decline,finish}?shard=abc&... */
+static void shard_step(struct evhttp_request *req, const char *op)
+{
+    static const struct {
+        const char *name, *peer_key, *usage;
+    } STEPS[] = {
+        {"release", "to", "?shard=<3 hex>&to=<node>"},
+        {"adopt", "from", "?shard=<3 hex>&from=<node>[&force=1]"},
+        {"reclaim", NULL, "?shard=<3 hex>[&force=1]"},
+        {"decline", "from", "?shard=<3 hex>&epoch=<n>[&from=<node>]"},
+        {"finish", NULL, "?shard=<3 hex>"},
+    };
+    admin_shard_step steps[] = {OPS.release, OPS.adopt, OPS.reclaim, OPS.decline, OPS.finish};
+    int i = 0;
+    while (i < 5 && strcmp(STEPS[i].name, op) != 0)
+        i++;
+    query_t qs;
+    query_read(req, &qs);
+    char usage[200];
+    snprintf(usage, sizeof usage, "expected POST /shards/%s%s", op, i < 5 ? STEPS[i].usage : "");
+    if (i == 5 || !steps[i]) {
+        evhttp_clear_headers(&qs.q);
+        send_text(req, 404, "text/plain", "not found: POST /shards/release, adopt, reclaim, "
+                  "decline or finish\n");
         return;
     }
-    const char *sh = evhttp_find_header(&q, "shard");
-    const char *dir = evhttp_find_header(&q, "dir");
-    int shard = sh && strlen(sh) == SHARD_HEX ? shard_of(sh) : -1;
-    if (shard < 0 || !dir || !*dir || dir[0] != '/' || strlen(dir) >= sizeof MV.dir) {
-        send_json(req, 400, json_pack("{s:s}", "error",
-                                      "expected ?shard=<3 lowercase hex>&dir=<absolute path>"));
-        evhttp_clear_headers(&q);
+    if (query_get(&qs, "dir")) {
+        bad_request(req, &qs, "dir= is not taken: exports are written to and read from this "
+                    "node's --move-dir, and the adopting node fetches them over this listener");
         return;
     }
+    admin_shard_req_t rq = {.shard = qs.shard};
+    const char *peer = STEPS[i].peer_key ? query_get(&qs, STEPS[i].peer_key) : NULL;
+    const char *epoch = query_get(&qs, "epoch"), *force = query_get(&qs, "force");
+    int64_t ep = 0;
+    bool peer_needed = STEPS[i].peer_key && strcmp(op, "decline") != 0;
+    if (qs.shard < 0 || (peer_needed && !peer) || (peer && !cluster_name_ok(peer)) ||
+        (strcmp(op, "decline") == 0 && (!epoch || parse_int64(epoch, 1, 2000000000, &ep) != 0)) ||
+        (force && strcmp(force, "1") != 0 && strcmp(force, "0") != 0)) {
+        bad_request(req, &qs, usage);
+        return;
+    }
+    snprintf(rq.peer, sizeof rq.peer, "%s", peer ? peer : "");
+    rq.epoch = (long)ep;
+    rq.force = force && strcmp(force, "1") == 0;
+    evhttp_clear_headers(&qs.q);
     pthread_mutex_lock(&MV.mu);
-    if (MV.running) {
+    if (MV.running || MV.stopping) {
         pthread_mutex_unlock(&MV.mu);
-        evhttp_clear_headers(&q);
-        send_json(req, 409, json_pack("{s:s}", "error", "a move is running: see GET /shards/move"));
+        send_json(req, 409, json_pack("{s:s,s:b}", "error", MV.stopping ? "the node is stopping"
+                                      : "a move step is running: see GET /shards/move", "busy", 1));
         return;
     }
     MV.running = true;
-    MV.op = op;
-    MV.release = release;
-    MV.shard = shard;
-    strcpy(MV.dir, dir);
+    MV.step = steps[i];
+    MV.name = STEPS[i].name;
+    MV.rq = rq;
     unsigned long seq = ++MV.seq;
     pthread_t t;
     bool started = pthread_create(&t, NULL, move_main, NULL) == 0;
@@ -272,30 +340,118 @@ static void shard_move(struct evhttp_request *req, const char *path)
     else
         MV.running = false;
     pthread_mutex_unlock(&MV.mu);
-    evhttp_clear_headers(&q);
     if (!started) {
         send_json(req, 500, json_pack("{s:s}", "error", "cannot start the move's thread"));
         return;
     }
-    send_json(req, 202, json_pack("{s:s,s:s,s:I}", "state", "running", "op",
-                                  release ? "release" : "adopt", "seq", (json_int_t)seq));
+    send_json(req, 202, json_pack("{s:s,s:s,s:I,s:s}", "state", "running", "op", STEPS[i].name,
+                                  "seq", (json_int_t)seq, "run", MV.run));
 }
 
-/* GET /shards/move: {"state":"running","seq"} or the last move's answer with "status" */
+/* GET /shards/move: {"state":"running","seq"} or the last step's answer with "status" */
 static void shard_move_state(struct evhttp_request *req)
 {
     pthread_mutex_lock(&MV.mu);
-    json_t *o = MV.running ? json_pack("{s:s,s:I}", "state", "running", "seq", (json_int_t)MV.seq)
+    json_t *o = MV.running ? json_pack("{s:s,s:I,s:s}", "state", "running", "seq",
+                                       (json_int_t)MV.seq, "run", MV.run)
                 : MV.body  ? json_deep_copy(MV.body)
-                           : json_pack("{s:s}", "state", "none");
+                           : json_pack("{s:s,s:s}", "state", "none", "run", MV.run);
     if (!MV.running && MV.body)
         json_object_set_new(o, "state", json_string("done"));
     pthread_mutex_unlock(&MV.mu);
     send_json(req, 200, o);
 }
 
+/* GET /shards: which shards this node serves, refuses, and has in transit */
+static void shard_summary(struct evhttp_request *req)
+{
+    char *ranges = xmalloc(SHARD_COUNT * 8);
+    shard_ranges(ranges, SHARD_COUNT * 8);
+    json_t *list = json_array();
+    for (char *save = NULL, *r = strtok_r(ranges, ",", &save); r; r = strtok_r(NULL, ",", &save))
+        json_array_append_new(list, json_string(r));
+    free(ranges);
+    json_t *o = json_pack("{s:s,s:i,s:b,s:o}", "node", shard_node_name(), "owned",
+                          shard_owned_count(), "cluster", shard_in_cluster(), "shards", list);
+    if (OPS.summary) {
+        json_t *more = OPS.summary();
+        json_object_update(o, more);
+        json_decref(more);
+    }
+    send_json(req, 200, o);
+}
+
+/* GET /shards/record?shard=abc and /shards/export?shard=abc[&file=NAME] */
+static void shard_query(struct evhttp_request *req, bool export)
+{
+    query_t qs;
+    query_read(req, &qs);
+    if (qs.shard < 0 || !OPS.record) {
+        bad_request(req, &qs, export ? "expected ?shard=<3 hex>[&file=<family>.sst]"
+                                     : "expected ?shard=<3 hex>");
+        return;
+    }
+    if (!export) {
+        evhttp_clear_headers(&qs.q);
+        send_json(req, 200, OPS.record(qs.shard));
+        return;
+    }
+    char path[4096];
+    const char *file = query_get(&qs, "file");
+    int fd = -1;
+    struct stat st;
+    if (OPS.export_path(qs.shard, file, path, sizeof path) != 0 ||
+        (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        evhttp_clear_headers(&qs.q);
+        send_json(req, 404, json_pack("{s:s}", "error", "no such export here: the shard is not "
+                                      "released by this node, or its move is finished"));
+        return;
+    }
+    evhttp_clear_headers(&qs.q);
+    if (evbuffer_add_file(evhttp_request_get_output_buffer(req), fd, 0, st.st_size) != 0) {
+        close(fd); /* owned by the buffer only on success */
+        send_json(req, 500, json_pack("{s:s}", "error", "cannot send the file"));
+        return;
+    }
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      file ? "application/octet-stream" : "application/json");
+    send_reply(req, 200, "OK");
+}
+
+/* GET /healthz: 503 while the store refuses writes. /healthz/mint also 503 while this node owns
+ * no shard: it could mint no session id (HAProxy's be_any checks it, so new sessions and
+ * stateless requests go only to nodes that can take them). */
+static void healthz(struct evhttp_request *req, bool mint)
+{
+    char why[256], text[400];
+    int64_t since = 0;
+    if (store_write_error(A.store, why, sizeof why, &since)) {
+        /* the process runs, but requests that write are refused: a balancer should send
+         * new sessions elsewhere */
+        snprintf(text, sizeof text, "unhealthy: the store refuses writes for %lld s: %s\n",
+                 (long long)((now_wall_ms() - since) / 1000), why);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "5");
+        send_text(req, 503, "text/plain", text);
+    } else if (mint && shard_owned_count() == 0) {
+        send_text(req, 503, "text/plain", "unhealthy for new sessions: this node owns no shard\n");
+    } else {
+        send_text(req, 200, "text/plain", "ok\n");
+    }
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
+    const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    bool get = cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD; /* HEAD: GET's head */
+    /* a load balancer's health check is not a secret: /healthz answers without the token, so
+     * HAProxy's checks need none (it tells whether the node takes requests, nothing more) */
+    if (path && get && (strcmp(path, "/healthz") == 0 || strcmp(path, "/healthz/mint") == 0)) {
+        healthz(req, strcmp(path, "/healthz/mint") == 0);
+        return;
+    }
     if (g_admin_auth.n &&
         !auth_check(&g_admin_auth, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"))) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
@@ -303,31 +459,15 @@ static void on_request(struct evhttp_request *req, void *arg)
         send_text(req, 401, "text/plain", "unauthorized: send Authorization: Bearer <admin token>\n");
         return;
     }
-    const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-    if (path && evhttp_request_get_command(req) == EVHTTP_REQ_POST &&
-        (strcmp(path, "/shards/release") == 0 || strcmp(path, "/shards/adopt") == 0)) {
-        shard_move(req, path);
+    if (path && cmd == EVHTTP_REQ_POST && strncmp(path, "/shards/", 8) == 0) {
+        shard_step(req, path + 8);
         return;
     }
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    if ((cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) || !path) { /* HEAD: GET's head */
+    if (!get || !path) {
         send_text(req, 404, "text/plain", "not found: GET /healthz, /stats, /metrics or /shards\n");
         return;
     }
-    if (strcmp(path, "/healthz") == 0) {
-        char why[256], text[400];
-        int64_t since = 0;
-        if (store_write_error(A.store, why, sizeof why, &since)) {
-            /* the process runs, but requests that write are refused: a balancer should send
-             * new sessions elsewhere */
-            snprintf(text, sizeof text, "unhealthy: the store refuses writes for %lld s: %s\n",
-                     (long long)((now_wall_ms() - since) / 1000), why);
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "5");
-            send_text(req, 503, "text/plain", text);
-        } else {
-            send_text(req, 200, "text/plain", "ok\n");
-        }
-    } else if (strcmp(path, "/stats") == 0) {
+    if (strcmp(path, "/stats") == 0) {
         json_t *o = stats_json();
         char *s = json_dumps(o, JSON_INDENT(1) | JSON_SORT_KEYS);
         json_decref(o);
@@ -336,19 +476,9 @@ static void on_request(struct evhttp_request *req, void *arg)
     } else if (strcmp(path, "/shards/move") == 0) {
         shard_move_state(req);
     } else if (strcmp(path, "/shards") == 0) {
-        /* which shards this node serves: {"node", "owned", "shards": ["000-555", ...]} */
-        char *ranges = xmalloc(SHARD_COUNT * 8);
-        shard_ranges(ranges, SHARD_COUNT * 8);
-        json_t *list = json_array();
-        for (char *save = NULL, *r = strtok_r(ranges, ",", &save); r; r = strtok_r(NULL, ",", &save))
-            json_array_append_new(list, json_string(r));
-        free(ranges);
-        json_t *o = json_pack("{s:s,s:i,s:b,s:o}", "node", shard_node_name(), "owned",
-                              shard_owned_count(), "cluster", shard_in_cluster(), "shards", list);
-        char *s = json_dumps(o, JSON_INDENT(1));
-        json_decref(o);
-        send_text(req, 200, "application/json", s);
-        free(s);
+        shard_summary(req);
+    } else if (strcmp(path, "/shards/record") == 0 || strcmp(path, "/shards/export") == 0) {
+        shard_query(req, strcmp(path, "/shards/export") == 0);
     } else if (strcmp(path, "/metrics") == 0) {
         struct evbuffer *b = evhttp_request_get_output_buffer(req);
         metrics_text(b);
@@ -370,6 +500,10 @@ static void *admin_main(void *arg)
 int admin_start(const char *host, int port, store_t *store, int *bound_port)
 {
     A.store = store;
+    char id[SESSION_ID_LEN + 1];
+    if (session_id_new(id) != 0)
+        session_id_fast(id);
+    memcpy(MV.run, id, sizeof MV.run - 1);
     A.base = event_base_new();
     A.http = evhttp_new(A.base);
     evhttp_set_gencb(A.http, on_request, NULL);
@@ -401,7 +535,11 @@ void admin_stop(void)
 {
     if (!A.running)
         return;
-    /* a shard move finishes first: it needs the workers, which stop after this */
+    /* a shard step finishes first (it needs the workers, which stop after this), and none
+     * starts from now on */
+    pthread_mutex_lock(&MV.mu);
+    MV.stopping = true;
+    pthread_mutex_unlock(&MV.mu);
     for (;;) {
         pthread_mutex_lock(&MV.mu);
         bool running = MV.running;
@@ -411,11 +549,11 @@ void admin_stop(void)
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    json_decref(MV.body);
-    MV.body = NULL;
     event_base_once(A.base, -1, EV_TIMEOUT, on_stop, NULL, NULL);
     pthread_join(A.thread, NULL);
     evhttp_free(A.http);
     event_base_free(A.base);
+    json_decref(MV.body); /* the loop that read it has ended */
+    MV.body = NULL;
     A.running = false;
 }

@@ -1,23 +1,39 @@
-/* The admin listener (--admin-listen, loopback by default): GET /healthz and GET /stats.
+/* The admin listener (--admin-listen, loopback by default): /healthz, /stats, /metrics and the
+ * shard API.
  * One thread with its own event_base; it only reads process-wide counters and RocksDB
  * properties, never actor state. */
 #ifndef MCPD_ADMIN_ADMIN_H
 #define MCPD_ADMIN_ADMIN_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "store/store.h"
 
 /* 0, or -1 after logging why. *bound_port gets the port (port 0 picks one). */
 int admin_start(const char *host, int port, store_t *store, int *bound_port);
-/* Shard moves, done by the actor layer (main registers them; admin cannot reach it): POST
- * /shards/release?shard=abc&dir=PATH and /shards/adopt?shard=abc&dir=PATH start one on a
- * thread of its own (202; 409 while one runs), GET /shards/move tells how it went. An op
- * returns 0 with *report (new), or -errno with why. */
-typedef int (*admin_shard_op)(int shard, const char *dir, json_t **report, char *why,
-                              size_t whylen);
-void admin_set_shard_ops(admin_shard_op release, admin_shard_op adopt);
+/* Shard ownership and moves, done by the actor layer (main registers them; admin cannot reach
+ * it). A step (POST /shards/<op>?shard=abc&...) runs on a thread of its own: 202 at once (409
+ * with "busy" while another runs), then GET /shards/move tells how it went. A step returns 0
+ * with *report (new), or -errno with why (statuses in admin.c). The queries run on the admin
+ * thread: GET /shards (summary merged into the answer), /shards/record?shard=abc, and
+ * /shards/export?shard=abc[&file=NAME] (the manifest, or one file, of a kept export). */
+typedef struct admin_shard_req {
+    int shard;
+    char peer[65];  /* to= (release), from= (adopt, decline) */
+    long epoch;     /* epoch= (decline) */
+    bool force;     /* force=1 (reclaim) */
+} admin_shard_req_t;
+typedef int (*admin_shard_step)(const admin_shard_req_t *rq, json_t **report, char *why,
+                                size_t whylen);
+typedef struct admin_shard_ops {
+    admin_shard_step release, adopt, reclaim, decline, finish;
+    json_t *(*summary)(void);        /* merged into GET /shards */
+    json_t *(*record)(int shard);    /* GET /shards/record */
+    int (*export_path)(int shard, const char *file, char *path, size_t len);
+} admin_shard_ops_t;
+void admin_set_shard_ops(const admin_shard_ops_t *ops);
 void admin_stop(void);
 
 #endif

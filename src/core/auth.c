@@ -69,6 +69,13 @@ int auth_parse(auth_t *a, const char *text, char *err, size_t errlen)
                 snprintf(err, errlen, "line %d: the name %.*s appears twice", lineno, (int)nl, line);
                 goto fail;
             }
+            /* one token under two names: a request carrying it would be the first name's,
+             * and the second name's client would use the first one's sessions */
+            if (a->entries[i].len == tl && memcmp(a->entries[i].token, colon + 1, tl) == 0) {
+                snprintf(err, errlen, "line %d: the token of %.*s is already %s's; give every "
+                         "name its own token", lineno, (int)nl, line, a->entries[i].name);
+                goto fail;
+            }
         }
         a->entries = xrealloc(a->entries, (a->n + 1) * sizeof *a->entries);
         auth_entry_t *e = &a->entries[a->n++];

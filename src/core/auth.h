@@ -1,7 +1,8 @@
 /* Bearer-token authentication. Loaded on the main thread; read-only afterwards (any thread).
  *
  * A token file has one `name:token` per line (blank lines and lines starting with '#' are
- * ignored); it must not be readable or writable by group or others. The name identifies the
+ * ignored), every name and every token once; it must not be readable or writable by group or
+ * others. The name identifies the
  * client in logs and binds its sessions; the token never leaves this module (never logged). */
 #ifndef MCPD_CORE_AUTH_H
 #define MCPD_CORE_AUTH_H

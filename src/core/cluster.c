@@ -7,6 +7,79 @@
 #include <stdio.h>
 #include <string.h>
 
+static int bad(const char *file, const char *what);
+
+/* The file's view, kept for the shard-move code (start-up reconciliation, peer addresses). */
+static bool FILE_MINE[SHARD_COUNT];
+static uint32_t FILE_EPOCH[SHARD_COUNT];
+#define MAX_NODES 4096
+static struct node_addr {
+    char name[65];
+    char host[256];
+    int port; /* admin; 0: the node has no admin address */
+} *NODES;
+static int N_NODES;
+
+bool cluster_file_mine(int s)
+{
+    return s >= 0 && s < SHARD_COUNT && FILE_MINE[s];
+}
+
+uint32_t cluster_file_epoch(int s)
+{
+    return s >= 0 && s < SHARD_COUNT && FILE_EPOCH[s] ? FILE_EPOCH[s] : 1;
+}
+
+int cluster_node_admin(const char *name, char *host, size_t hostlen, int *port)
+{
+    for (int i = 0; i < N_NODES; i++) {
+        if (strcmp(NODES[i].name, name) == 0) {
+            if (!NODES[i].port)
+                return -1;
+            snprintf(host, hostlen, "%s", NODES[i].host);
+            *port = NODES[i].port;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+bool cluster_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 64 || name[0] == '.' || name[0] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* "epochs": {"abc": N, ...} (written by tools/mcpd-cluster as shards move) */
+static int read_epochs(const char *file, json_t *epochs)
+{
+    memset(FILE_EPOCH, 0, sizeof FILE_EPOCH);
+    if (!epochs)
+        return 0;
+    if (!json_is_object(epochs))
+        return bad(file, "epochs must be an object {\"abc\": epoch}");
+    const char *k;
+    json_t *v;
+    json_object_foreach(epochs, k, v) {
+        int s = strlen(k) == SHARD_HEX ? shard_of(k) : -1;
+        if (s < 0)
+            return bad(file, "epochs: each key is a shard (3 lowercase hex digits)");
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > 2000000000)
+            return bad(file, "epochs: each value is an integer 1..2000000000");
+        FILE_EPOCH[s] = (uint32_t)json_integer_value(v);
+    }
+    return 0;
+}
+
 static int bad(const char *file, const char *what)
 {
     fprintf(stderr, "mcpactord: --cluster %s: %s\n", file, what);
@@ -92,8 +165,9 @@ int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_da
     for (size_t i = 0; i < json_array_size(nodes); i++) {
         json_t *n = json_array_get(nodes, i);
         const char *name = json_string_value(json_object_get(n, "name"));
-        if (!name || !*name || strlen(name) > 64) {
-            bad(file, "every node needs a name (1..64 characters)");
+        if (!name || !cluster_name_ok(name)) {
+            bad(file, "every node needs a name of 1..64 letters, digits, '_', '.' or '-' "
+                "(not starting with '.' or '-')");
             goto out;
         }
         for (size_t k = 0; k < i; k++) {
@@ -117,8 +191,28 @@ int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_da
         bad(file, "assign must be an object {node name: [shard ranges]}");
         goto out;
     }
-    if (read_assign(file, assign, nodes, owner) != 0)
+    if (read_assign(file, assign, nodes, owner) != 0 ||
+        read_epochs(file, json_object_get(root, "epochs")) != 0)
         goto out;
+    free(NODES);
+    N_NODES = 0;
+    NODES = xcalloc(json_array_size(nodes), sizeof *NODES);
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *n = json_array_get(nodes, i);
+        struct node_addr *na = &NODES[N_NODES++];
+        snprintf(na->name, sizeof na->name, "%s", json_string_value(json_object_get(n, "name")));
+        const char *a = json_string_value(json_object_get(n, "admin"));
+        if (a && parse_host_port(a, na->host, sizeof na->host, &na->port) != 0)
+            na->port = 0;
+    }
+    const char *mdir = json_string_value(json_object_get(me, "move_dir"));
+    if (mdir && !c->move_dir[0]) {
+        if (!*mdir || strlen(mdir) >= sizeof c->move_dir) {
+            bad(file, "this node's move_dir is empty or too long");
+            goto out;
+        }
+        strcpy(c->move_dir, mdir);
+    }
     const char *listen = json_string_value(json_object_get(me, "listen"));
     const char *admin = json_string_value(json_object_get(me, "admin"));
     const char *data = json_string_value(json_object_get(me, "data_dir"));
@@ -141,6 +235,18 @@ int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_da
         }
         strcpy(c->data_dir, data);
     }
+    /* the admin listener serves whole shards (exports) and moves them: off loopback, only with
+     * a token */
+    bool loopback = strncmp(c->admin_host, "127.", 4) == 0 || strcmp(c->admin_host, "::1") == 0 ||
+                    strcmp(c->admin_host, "localhost") == 0;
+    if (c->admin_enabled && !loopback && !c->admin_token[0]) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "this node's admin listener %.200s is not on loopback: give "
+                 "it --admin-token FILE (the shard API serves and moves whole shards)",
+                 c->admin_host);
+        bad(file, msg);
+        goto out;
+    }
     /* one requestState key for the cluster: a retry verifies on whichever node holds its
      * record after a move (unless --request-state-key names another) */
     const char *key = json_string_value(json_object_get(root, "request_state_key"));
@@ -153,7 +259,7 @@ int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_da
     }
     static bool mine[SHARD_COUNT];
     for (int s = 0; s < SHARD_COUNT; s++)
-        mine[s] = owner[s] == my;
+        FILE_MINE[s] = mine[s] = owner[s] == my;
     shard_begin_cluster(mine);
     shard_set_node_name(c->node_name);
     rc = 0;

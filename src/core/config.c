@@ -49,6 +49,9 @@ static const flag_t FLAGS[] = {
      "owns; this node serves and mints ids only in its shards (README: Run a cluster)"},
     {"node", "NAME", K_STR, OFF(node_name), 0, 0,
      "this node's name in --cluster FILE (its listen, admin and data_dir there are the defaults)"},
+    {"move-dir", "DIR", K_STR, OFF(move_dir), 0, 0,
+     "where this node writes the exports of the shards it releases and the files of those it "
+     "adopts (default <data-dir>/moves; the cluster file's move_dir for the node)"},
     {"http-threads", "N", K_INT, OFF(http_threads), 1, 64, "HTTP threads (default 1)"},
     {"workers", "N", K_INT, OFF(workers), 0, 64,
      "actor worker threads; 0 runs the actors on the HTTP threads (default 1, or 0 when the "

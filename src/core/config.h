@@ -21,6 +21,7 @@ typedef struct config {
     char admin_token[1024];    /* --admin-token FILE ("" = admin listener open) */
     char cluster_file[1024];   /* --cluster FILE ("" = a single node owning every shard) */
     char node_name[1024];      /* --node NAME: this node in the cluster file */
+    char move_dir[1024];       /* --move-dir DIR: shard exports ("" = <data-dir>/moves) */
     int http_threads;
     int workers;
     int tool_threads;

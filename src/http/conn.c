@@ -29,6 +29,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
 #include <event2/keyvalq_struct.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -164,6 +165,22 @@ void http_note_big_parse(http_thread_t *t)
         evtimer_add(t->trim_ev, &tv);
 }
 
+void http_refuse_connect(struct evhttp_request *req)
+{
+    /* evhttp 2.1 expects a tunnel after any answer to CONNECT: it writes neither the length
+     * nor, for a non-2xx answer, a way to tell where the answer ends, and keeps the connection
+     * whatever Connection says, so a client saw the answer end only at --read-timeout. The
+     * answer goes out as a GET's would (http_struct.h's type), framed, and the connection is
+     * closed after it: what the client sends next may be meant for the tunnel. */
+    req->type = EVHTTP_REQ_GET;
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    evhttp_add_header(out, "Allow", "GET, POST, DELETE");
+    evhttp_add_header(out, "Connection", "close");
+    http_reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST,
+                     "Method Not Allowed: CONNECT (this server opens no tunnels); use POST, GET "
+                     "or DELETE on /mcp", NULL);
+}
+
 /* ---- slots ---- */
 
 hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *link)
@@ -248,6 +265,106 @@ void http_notify_ended(hconn_t *c)
     notify(c, true);
 }
 
+/* ---- the input scanner (wire/httpscan.h) ----
+ *
+ * evhttp parses a connection's bytes itself and calls the server only with a whole request, so
+ * what it lets through or misreports in the framing (a NUL in a head, a malformed chunked body)
+ * is found by scanning the bytes as they arrive: a callback on the bufferevent's input buffer
+ * runs when the socket read has added them, before evhttp's read callback parses them.
+ *   - A NUL in a head: evhttp still hands the request over (with a value cut at the NUL); the
+ *     fault names the request by its number on the connection, and the endpoint refuses that
+ *     request when it comes (http_scan_fault).
+ *   - A bad chunked body: evhttp would answer 413 itself, or read a size where none is. The
+ *     input is cut where the bad line begins and the end of a chunked body is put there
+ *     (httpscan_body_end), so evhttp hands over the request, which is refused.
+ * Either refusal closes the connection, so nothing after the faulty request is ever read; the
+ * scanner stops there too. Every request evhttp parses reaches the endpoint's callbacks or
+ * ends the connection (evhttp's own refusals close it; CONNECT, whose answer evhttp would not
+ * close, stops the scanner), so counting the requests handed over keeps the numbers in step. */
+
+static void scan_cut(hscan_t *h, struct evbuffer *in)
+{
+    size_t len = evbuffer_get_length(in);
+    uint64_t first = h->added - len; /* the stream offset of in's first byte */
+    if (h->s.line_at < first || h->s.line_at > h->added)
+        return; /* never: evhttp consumes only whole lines, and the line is not whole yet */
+    struct evbuffer *keep = evbuffer_new();
+    if (!keep)
+        return;
+    evbuffer_remove_buffer(in, keep, (size_t)(h->s.line_at - first));
+    evbuffer_drain(in, evbuffer_get_length(in));
+    evbuffer_add_buffer(in, keep);
+    const char *end = httpscan_body_end(&h->s);
+    evbuffer_add(in, end, strlen(end));
+    evbuffer_free(keep);
+}
+
+static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
+{
+    hscan_t *h = arg;
+    size_t fresh = info->n_added; /* the buffer's last bytes: evhttp only drains the front */
+    h->added += fresh;
+    if (fresh == 0 || h->s.status != HTTPSCAN_RUNNING)
+        return; /* (scan_cut's own changes come here too, once the scan has ended) */
+    size_t off = evbuffer_get_length(in) - fresh; /* where the new bytes begin */
+    while (fresh > 0 && h->s.status == HTTPSCAN_RUNNING) {
+        /* usually evhttp has taken everything before them: they are the whole buffer */
+        struct evbuffer_ptr at;
+        if (off > 0 && evbuffer_ptr_set(in, &at, off, EVBUFFER_PTR_SET) != 0)
+            return;
+        struct evbuffer_iovec v[4];
+        int nv = evbuffer_peek(in, (ev_ssize_t)fresh, off > 0 ? &at : NULL, v, 4);
+        if (nv <= 0)
+            return;
+        for (int i = 0; i < nv && i < 4 && fresh > 0 && h->s.status == HTTPSCAN_RUNNING; i++) {
+            size_t k = v[i].iov_len < fresh ? v[i].iov_len : fresh;
+            httpscan_feed(&h->s, v[i].iov_base, k);
+            fresh -= k;
+            off += k;
+        }
+    }
+    if (h->s.status == HTTPSCAN_BAD_CHUNK)
+        scan_cut(h, in);
+}
+
+static hscan_t *scan_attach(struct bufferevent *bev)
+{
+    hscan_t *h = xcalloc(1, sizeof *h);
+    httpscan_init(&h->s);
+    h->in = bufferevent_get_input(bev);
+    h->cb = evbuffer_add_cb(h->in, on_input, h);
+    if (!h->cb) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void scan_detach(hscan_t *h)
+{
+    if (!h)
+        return;
+    evbuffer_remove_cb_entry(h->in, h->cb);
+    free(h);
+}
+
+const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req)
+{
+    hlink_t *l = ptrmap_get(&t->links, evhttp_request_get_connection(req));
+    hscan_t *h = l ? l->scan : NULL;
+    if (!h || ++h->served != h->s.request)
+        return NULL;
+    switch (h->s.status) {
+    case HTTPSCAN_NUL:
+        return "Bad Request: a header line holds a NUL byte";
+    case HTTPSCAN_BAD_CHUNK:
+        return "Bad Request: a malformed chunked body (a chunk-size line is hex digits and CRLF: "
+               "no extension, sign or space; each chunk's data ends with CRLF)";
+    default:
+        return NULL;
+    }
+}
+
 static void on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
     hlink_t *l = arg;
@@ -265,6 +382,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
     principal_unref(l->principal);
+    scan_detach(l->scan); /* its bufferevent is freed after this callback */
     free(l);
 }
 
@@ -321,12 +439,14 @@ bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *
     return false;
 }
 
-/* Starts tracking a connection: counted, and admitted when a place is free. */
-static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon)
+/* Starts tracking a connection: counted, and admitted when a place is free. scan (taken) is its
+ * input's scanner, or NULL. */
+static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hscan_t *scan)
 {
     hlink_t *l = xcalloc(1, sizeof *l);
     l->t = t;
     l->evcon = evcon;
+    l->scan = scan;
     char *addr = NULL;
     ev_uint16_t port = 0;
     evhttp_connection_get_peer(evcon, &addr, &port);
@@ -342,16 +462,17 @@ static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon)
  * answer (or is served, if a place was freed meanwhile); a silent one is dropped by
  * --read-timeout. At twice the limit a new connection is closed at once instead, so that
  * silent connections cannot pile up descriptors. */
-static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon)
+static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hscan_t *scan)
 {
     if (STAT_GET(connections_open) >= 2 * g_cfg.max_connections) {
         STAT_INC(limit_refusals_total);
         log_debug("closing a new connection at once: %lld are open (twice --max-connections)",
                   (long long)STAT_GET(connections_open));
+        scan_detach(scan);
         evhttp_connection_free(evcon);
         return;
     }
-    link_make(t, evcon);
+    link_make(t, evcon, scan);
 }
 
 /* Picks up the connections accepted in this loop iteration (see http_on_new_bev). */
@@ -359,14 +480,27 @@ void http_on_fresh(evutil_socket_t fd, short what, void *arg)
 {
     http_thread_t *t = arg;
     for (uint32_t i = 0; i < t->nfresh; i++) {
-        struct bufferevent *bev = t->fresh[i];
+        struct bufferevent *bev = t->fresh[i].bev;
         void *evcon = NULL;
         bufferevent_getcb(bev, NULL, NULL, NULL, &evcon); /* NULL: evhttp freed it already */
         if (evcon && !ptrmap_get(&t->links, evcon))
-            link_accepted(t, evcon);
+            link_accepted(t, evcon, t->fresh[i].scan);
+        else
+            scan_detach(t->fresh[i].scan);
         bufferevent_decref(bev);
     }
     t->nfresh = 0;
+}
+
+void http_fresh_free(http_thread_t *t)
+{
+    for (uint32_t i = 0; i < t->nfresh; i++) {
+        scan_detach(t->fresh[i].scan);
+        bufferevent_decref(t->fresh[i].bev);
+    }
+    t->nfresh = 0;
+    free(t->fresh);
+    t->fresh = NULL;
 }
 
 /* Connections count from accept, so that silent and half-sent ones count against
@@ -386,7 +520,7 @@ struct bufferevent *http_on_new_bev(struct event_base *base, void *arg)
         t->fresh = xrealloc(t->fresh, t->capfresh * sizeof *t->fresh);
     }
     bufferevent_incref(bev);
-    t->fresh[t->nfresh++] = bev;
+    t->fresh[t->nfresh++] = (hfresh_t){bev, scan_attach(bev)};
     event_active(t->fresh_ev, EV_TIMEOUT, 1);
     return bev;
 }
@@ -398,7 +532,7 @@ hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req)
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     hlink_t *l = ptrmap_get(&t->links, evcon);
     if (!l)
-        l = link_make(t, evcon); /* not seen at accept (its bufferevent could not be made) */
+        l = link_make(t, evcon, NULL); /* not seen at accept (its bufferevent was not ours) */
     if (!l->admitted)
         l->admitted = admit(l);
     return l->admitted ? l : NULL;

@@ -41,19 +41,22 @@
 typedef struct rhdr {
     const char *origin, *host, *authorization, *accept, *content_type, *session_id, *version,
         *last_event_id, *content_length, *transfer_encoding, *mcp_method, *mcp_name;
+    const char *coding; /* the first Content-Encoding that names a coding other than identity */
     bool mcp_param;     /* at least one Mcp-Param-* header came */
     const char *twice;  /* the first header that must come once and came again, or NULL */
     bool twice_framing; /* Content-Length or Transfer-Encoding came again */
 } rhdr_t;
 
-enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING };
+enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING, H_CODING };
 
 static void read_headers(struct evhttp_request *req, rhdr_t *h)
 {
     memset(h, 0, sizeof *h);
     /* H_ONCE: a second copy is refused: a proxy in front may act on a different one than we
-     * do (the session, the version, the Host checked against DNS rebinding); H_FRAMING: the
-     * same for the headers that frame the body, which makes the connection unusable */
+     * do (the session, the version, the Host checked against DNS rebinding, the token, the
+     * media type, the resume point); H_FRAMING: the same for the headers that frame the body,
+     * which makes the connection unusable; H_CODING: every copy is looked at (a body coded
+     * twice lists its codings in two headers) */
     static const struct {
         const char *name;
         size_t len;
@@ -63,15 +66,16 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
         {"Accept", 6, offsetof(rhdr_t, accept), H_FIRST_WINS},
         {"Host", 4, offsetof(rhdr_t, host), H_ONCE},
         {"Origin", 6, offsetof(rhdr_t, origin), H_FIRST_WINS},
-        {"Content-Type", 12, offsetof(rhdr_t, content_type), H_FIRST_WINS},
+        {"Content-Type", 12, offsetof(rhdr_t, content_type), H_ONCE},
         {"Content-Length", 14, offsetof(rhdr_t, content_length), H_FRAMING},
         {"Mcp-Session-Id", 14, offsetof(rhdr_t, session_id), H_ONCE},
         {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version), H_ONCE},
-        {"Authorization", 13, offsetof(rhdr_t, authorization), H_FIRST_WINS},
-        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id), H_FIRST_WINS},
+        {"Authorization", 13, offsetof(rhdr_t, authorization), H_ONCE},
+        {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id), H_ONCE},
         {"Transfer-Encoding", 17, offsetof(rhdr_t, transfer_encoding), H_FRAMING},
         {"Mcp-Method", 10, offsetof(rhdr_t, mcp_method), H_ONCE},
         {"Mcp-Name", 8, offsetof(rhdr_t, mcp_name), H_ONCE},
+        {"Content-Encoding", 16, offsetof(rhdr_t, coding), H_CODING},
     };
     struct evkeyval *kv;
     for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
@@ -81,7 +85,10 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
         for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
             if (kl == WANT[i].len && strcasecmp(kv->key, WANT[i].name) == 0) {
                 const char **slot = (const char **)((char *)h + WANT[i].off);
-                if (!*slot) { /* the first of repeated headers, as evhttp_find_header did */
+                if (WANT[i].rule == H_CODING) {
+                    if (!*slot && !content_coding_is_identity(kv->value))
+                        *slot = kv->value;
+                } else if (!*slot) { /* the first of repeated headers, as evhttp_find_header did */
                     *slot = kv->value;
                 } else if (WANT[i].rule != H_FIRST_WINS) {
                     if (!h->twice)
@@ -94,12 +101,16 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
     }
 }
 
-/* A request whose body length is ambiguous: 400 and the connection is closed, since what
- * follows the body cannot be trusted as the next request (nor the body: id null). evhttp
- * refuses some of these itself, with its own reply. True when refused. */
-static bool refuse_framing(struct evhttp_request *req, const rhdr_t *h)
+/* A request whose body length is ambiguous, or whose bytes hold what evhttp misreads (a NUL
+ * in its head, a malformed chunked body: the input scanner's find, counted here): 400 and the
+ * connection is closed, since what follows the body cannot be trusted as the next request
+ * (nor the body: id null). evhttp refuses some of these itself, with its own reply. True when
+ * refused. */
+static bool refuse_framing(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h)
 {
-    const char *why = framing_problem(h->content_length, h->transfer_encoding, h->twice_framing);
+    const char *why = http_scan_fault(t, req);
+    if (!why)
+        why = framing_problem(h->content_length, h->transfer_encoding, h->twice_framing);
     if (!why)
         return false;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
@@ -463,6 +474,16 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
                     "Unsupported Media Type: Content-Type must be application/json", NULL);
         return;
     }
+    if (h->coding) {
+        /* the body is read as it comes: a compressed one would only fail to parse (RFC 9110
+         * 15.5.16: 415, and Accept-Encoding says which codings would do) */
+        char msg[200];
+        snprintf(msg, sizeof msg, "Unsupported Media Type: Content-Encoding '%.60s' is not "
+                 "accepted; send the body uncoded (identity)", h->coding);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Accept-Encoding", "identity");
+        http_reply_error(req, id, 415, MCP_ERR_BAD_REQUEST, msg, NULL);
+        return;
+    }
     if (b->info.too_many) {
         char msg[200];
         snprintf(msg, sizeof msg, "Payload Too Large: the body holds more than %lld JSON values "
@@ -666,9 +687,13 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
 
 void http_on_mcp(struct evhttp_request *req, void *arg)
 {
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT) {
+        http_refuse_connect(req);
+        return;
+    }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(req, &h))
+    if (refuse_framing(arg, req, &h))
         return;
     pbody_t b;
     parse_body(req, &b);
@@ -678,9 +703,13 @@ void http_on_mcp(struct evhttp_request *req, void *arg)
 
 void http_on_other(struct evhttp_request *req, void *arg)
 {
+    if (evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT) {
+        http_refuse_connect(req);
+        return;
+    }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(req, &h))
+    if (refuse_framing(arg, req, &h))
         return;
     pbody_t b;
     parse_body(req, &b); /* a POST of a request gets its id back, as on /mcp */

@@ -15,7 +15,9 @@
  *    detached from its connection (evcon NULL) and left to us: the close callback finishes it
  *    with evhttp_send_reply_end, which then only frees it;
  *  - when the whole evhttp is freed (shutdown) the close callback also runs, but the request is
- *    still attached and libevent frees it itself.
+ *    still attached and libevent frees it itself;
+ *  - an answer to CONNECT gets no length and leaves the connection open (a tunnel would follow):
+ *    http_refuse_connect answers it as a GET.
  */
 #ifndef MCPD_HTTP_INTERNAL_H
 #define MCPD_HTTP_INTERNAL_H
@@ -33,9 +35,12 @@
 #include "core/util.h"
 #include "http/server.h"
 #include "wire/checks.h"
+#include "wire/httpscan.h"
 
 #include <event2/util.h>
 
+struct evbuffer;
+struct evbuffer_cb_entry;
 struct evhttp;
 struct evhttp_request;
 struct evhttp_connection;
@@ -49,6 +54,17 @@ typedef enum { H_PENDING = 0, H_SSE } hstate_t;
 typedef struct http_thread http_thread_t;
 typedef struct hconn hconn_t;
 
+/* A connection's input scanned as evhttp will frame it (wire/httpscan.h), by a callback on its
+ * bufferevent's input buffer that runs before evhttp reads the bytes (conn.c). Owned by the
+ * connection's hlink, or by its hfresh entry until the hlink is made. */
+typedef struct hscan {
+    httpscan_t s;
+    struct evbuffer *in;
+    struct evbuffer_cb_entry *cb;
+    uint64_t added;  /* bytes ever added to in: the stream offset of its end */
+    uint64_t served; /* requests handed to the endpoint's callbacks so far */
+} hscan_t;
+
 /* One per accepted client connection: counts it in connections_open and against
  * --max-connections, and is the one close callback of its connection, which also ends the SSE
  * stream the connection carries, if any. */
@@ -56,11 +72,18 @@ typedef struct hlink {
     http_thread_t *t;
     struct evhttp_connection *evcon;
     hconn_t *sse;
+    hscan_t *scan; /* NULL when its bufferevent was not ours */
     bool admitted; /* holds one of the --max-connections places */
     int refused;   /* not admitted: -ENOSPC (every place is taken) or -EDQUOT (its address
                       holds its share of them) */
     principal_t *principal; /* reference: "a:<peer address>" (core/principal.h) */
 } hlink_t;
+
+/* A connection accepted in this loop iteration and not tracked yet (http_on_fresh). */
+typedef struct hfresh {
+    struct bufferevent *bev; /* a reference of ours */
+    hscan_t *scan;
+} hfresh_t;
 
 struct hconn {
     http_thread_t *t;
@@ -95,7 +118,7 @@ struct http_thread {
     uint32_t *free_slots;
     uint32_t nslots, nfree, cap;
     ptrmap_t links; /* evhttp_connection -> hlink_t */
-    struct bufferevent **fresh; /* accepted this loop iteration, not yet tracked (on_fresh) */
+    hfresh_t *fresh; /* accepted this loop iteration, not yet tracked (on_fresh) */
     uint32_t nfresh, capfresh;
     struct event *fresh_ev;
     struct event *trim_ev; /* malloc_trim after a big body was parsed (http_note_big_parse) */
@@ -120,6 +143,9 @@ void http_reply_error(struct evhttp_request *req, const json_t *id, int status, 
 /* The same with the error's data member (stolen, may be NULL). */
 void http_reply_error_data(struct evhttp_request *req, const json_t *id, int status, int code,
                            const char *msg, json_t *data, const char *retry_after);
+/* A CONNECT, on any path: 405 with Allow and Connection: close, and the connection is closed
+ * after it. */
+void http_refuse_connect(struct evhttp_request *req);
 hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *link);
 void http_hconn_free(hconn_t *c);
 conn_ref_t http_ref_of(const hconn_t *c);
@@ -144,6 +170,11 @@ void http_reply_link_refused(http_thread_t *t, struct evhttp_request *req, const
 /* Takes one unit of r (PR_SESSIONS...) for p; false after answering the request (503 when
  * the cap is reached, 429 when p holds its share; Retry-After, the id echoed). */
 bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *p, pres_t r);
+/* Counts req as the next request of its connection; when the input scanner found a fault in
+ * it, what is wrong (the request is then refused, and its connection closed). */
+const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req);
+/* Drops the connections accepted as the loop ended (after evhttp_free). */
+void http_fresh_free(http_thread_t *t);
 /* evhttp callbacks: a new connection's bufferevent, the connections picked up after it, the
  * worker frames in the inbox. */
 struct bufferevent *http_on_new_bev(struct event_base *base, void *arg);

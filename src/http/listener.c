@@ -130,9 +130,11 @@ int http_init(int n, const char *host, int port, int *bound_port)
         t->http = evhttp_new(t->base);
         if (!t->base || !t->http || mq_init(&t->inbox) != 0)
             return -1;
+        /* CONNECT reaches the callbacks only to be refused at once (http_refuse_connect) */
         evhttp_set_allowed_methods(t->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
                                                 EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
-                                                EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
+                                                EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD |
+                                                EVHTTP_REQ_CONNECT);
         /* bodiless replies (202, a DELETE's 200) carry no Content-Type rather than libevent's
          * default text/html; every reply with a body names its own */
         evhttp_set_default_content_type(t->http, NULL);
@@ -259,9 +261,7 @@ void http_free(void)
         else if (t->fd >= 0)
             close(t->fd);
         ptrmap_free(&t->links); /* evhttp_free ran every connection's close callback */
-        for (uint32_t j = 0; j < t->nfresh; j++)
-            bufferevent_decref(t->fresh[j]); /* accepted as the loop ended: freed by evhttp_free */
-        free(t->fresh);
+        http_fresh_free(t); /* accepted as the loop ended: freed by evhttp_free */
         if (t->fresh_ev)
             event_free(t->fresh_ev);
         if (t->trim_ev)

@@ -4,6 +4,7 @@
  * for 2026-07-28, applied to every answer in one place (modern_decorate). */
 #include "mcp/internal.h"
 
+#include "actor/refuse.h"
 #include "core/buf.h"
 #include "core/jsondump.h"
 #include "core/jsonparse.h"
@@ -73,6 +74,19 @@ void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *
     if (a->modern && !c->stream->sse)
         c->stream->http_status = modern_http_status(code);
     actor_complete_call(a, c, jsonrpc_error(c->id, code, msg, data));
+}
+
+/* The store refused a write the handler waited for (a state handle's, on its own worker's
+ * turn): what a refused turn answers (refuse.h), 503 + Retry-After while the response has not
+ * started and answers this request alone, else the error in its place. */
+static void answer_refused(actor_t *a, call_t *c)
+{
+    stream_t *s = c->stream;
+    if (!s->sse && !s->batch) {
+        s->http_status = 503;
+        s->retry_after = REFUSE_RETRY_AFTER;
+    }
+    actor_complete_call(a, c, refuse_error(c->id));
 }
 
 /* Built once at start and shared, read-only, by every answer (jansson's reference counts are
@@ -489,6 +503,12 @@ void mcp_job_done(actor_t *a, job_t *j)
         modern_call_complete(a);
     json_t *r = j->result;
     j->result = NULL;
+    if (!r && j->kind == JOB_TOOL && j->err_kind == JERR_INPUT)
+        r = mcpd_error_result("%s", j->err); /* the model can fix its arguments */
+    if (!r && j->err_kind == JERR_STORAGE) {
+        answer_refused(a, c);
+        return;
+    }
     if (!r) {
         mcp_answer_error(a, c, j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR,
                      j->err[0] ? j->err : "internal error", NULL);

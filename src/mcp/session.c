@@ -165,12 +165,23 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
     /* the HTTP thread validated every message and classified it once: the kind travels with
      * the message */
     const signed char *kinds = m->u.post.kinds;
+    for (size_t i = 0; i < n; i++) /* an invalid batch item gets an error answer: it counts */
+        requests += kinds[i] == JR_REQUEST || kinds[i] == JR_INVALID;
+    if (requests > g_cfg.max_streams) {
+        /* more than --max-streams could ever admit at once (only a batch carries more than
+         * one): final, unlike the 429 below, and refused whole, its notifications too */
+        char msg[240];
+        snprintf(msg, sizeof msg,
+                 "Invalid Request: this batch carries %d requests and a session may have at most "
+                 "%lld in flight (--max-streams); split it", requests, (long long)g_cfg.max_streams);
+        STAT_INC(limit_refusals_total);
+        actor_reply_error(a->w, m->u.client.conn, NULL, 413, JSONRPC_INVALID_REQUEST, msg);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
         jr_kind_t k = (jr_kind_t)kinds[i];
-        if (k == JR_REQUEST || k == JR_INVALID) /* an invalid batch item gets an error answer */
-            requests++;
-        else if (k == JR_NOTIFICATION)
+        if (k == JR_NOTIFICATION)
             handle_notification(a, msg);
         else if (k == JR_RESPONSE)
             handle_response(a, msg);

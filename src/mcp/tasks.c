@@ -304,7 +304,7 @@ void tasks_job_done(actor_t *task, job_t *j)
         json_object_set_new(st, "ir", j->input_requests);
         j->input_requests = NULL;
         set_status(task, "input_required", NULL);
-    } else if (!j->result) {
+    } else if (!j->result && j->err_kind != JERR_INPUT) {
         char sm[320];
         const char *err = j->err[0] ? j->err : "internal error";
         snprintf(sm, sizeof sm, "Tool execution failed: %s", err);
@@ -312,6 +312,8 @@ void tasks_job_done(actor_t *task, job_t *j)
     } else {
         json_t *r = j->result;
         j->result = NULL;
+        if (!r) /* a failure the model can fix: a tool error, as the call would have answered */
+            r = mcpd_error_result("%s", j->err);
         /* what the call would have answered (no related-task _meta: SEP-2663) */
         if (json_is_object(r) && !json_object_get(r, "resultType"))
             json_object_set_new(r, "resultType", json_string("complete"));

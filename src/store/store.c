@@ -40,6 +40,7 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <rocksdb/c.h>
 #include <stdatomic.h>
@@ -79,6 +80,7 @@ struct store {
     rocksdb_cache_t *cache;
     rocksdb_block_based_table_options_t *table;
     rocksdb_writeoptions_t *wopts;
+    rocksdb_writeoptions_t *wopts_sync; /* store_commit_sync */
     rocksdb_readoptions_t *ropts;
     rocksdb_column_family_handle_t *cf[CF__COUNT + 1]; /* [0] is "default" */
     /* write health: `refusing` is read lock-free on every commit; the rest under mu */
@@ -87,6 +89,7 @@ struct store {
     pthread_cond_t cv;
     char why[256];
     int64_t since_ms;
+    long long refused;          /* under mu: commits refused since the refusals started */
     bool watcher_running, closing;
     pthread_t watcher;
     void (*on_writable)(void);
@@ -261,6 +264,8 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
     }
     s->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(s->wopts, sync ? 1 : 0);
+    s->wopts_sync = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_set_sync(s->wopts_sync, 1);
     s->ropts = rocksdb_readoptions_create();
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t ca;
@@ -315,6 +320,7 @@ void store_close(store_t *s)
         rocksdb_column_family_handle_destroy(s->cf[i]);
     rocksdb_close(s->db);
     rocksdb_writeoptions_destroy(s->wopts);
+    rocksdb_writeoptions_destroy(s->wopts_sync);
     rocksdb_readoptions_destroy(s->ropts);
     rocksdb_options_destroy(s->cf_opts);
     rocksdb_options_destroy(s->ev_opts);
@@ -359,8 +365,9 @@ static void mark_writable(store_t *s, const char *how)
     bool changed = atomic_load(&s->refusing);
     if (changed) {
         atomic_store_explicit(&s->refusing, false, memory_order_release);
-        log_info("store: writes succeed again (%s) after %lld s of refusals; serving normally",
-                 how, (long long)((now_wall_ms() - s->since_ms) / 1000));
+        log_info("store: writes succeed again (%s) after %lld s of refusals (%lld writes "
+                 "refused); serving normally",
+                 how, (long long)((now_wall_ms() - s->since_ms) / 1000), s->refused);
     }
     pthread_mutex_unlock(&s->mu);
     if (changed && s->on_writable)
@@ -411,8 +418,8 @@ static void *watcher_main(void *arg)
     return NULL;
 }
 
-/* A write failed (or the guard refused it): counted every time, logged once per transition,
- * watched until it heals. */
+/* A write failed (or the guard refused it): counted every time, logged once per transition
+ * (the end's line has the count), watched until it heals. */
 static void mark_refusing(store_t *s, const char *err, bool by_guard)
 {
     STAT_INC(store_errors_total);
@@ -422,6 +429,7 @@ static void mark_refusing(store_t *s, const char *err, bool by_guard)
     if (!atomic_load(&s->refusing)) {
         snprintf(s->why, sizeof s->why, "%s", err);
         s->since_ms = now_wall_ms();
+        s->refused = 0;
         atomic_store_explicit(&s->refusing, true, memory_order_release);
         log_error("store: a write failed (%s); writes are refused until the store recovers "
                   "(requests that need a write get 503 or a -32603 error, /healthz says 503)",
@@ -434,6 +442,7 @@ static void mark_refusing(store_t *s, const char *err, bool by_guard)
     } else {
         log_debug("store: write refused: %s", err);
     }
+    s->refused++;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -492,7 +501,7 @@ void store_batch_clear(store_batch_t *b)
     rocksdb_writebatch_clear(b->wb);
 }
 
-int store_commit(store_t *s, store_batch_t *b)
+static int commit_with(store_t *s, store_batch_t *b, const rocksdb_writeoptions_t *wo)
 {
     if (rocksdb_writebatch_count(b->wb) == 0)
         return 0;
@@ -508,7 +517,7 @@ int store_commit(store_t *s, store_batch_t *b)
         return -ENOSPC;
     }
     char *err = NULL;
-    rocksdb_write(s->db, s->wopts, b->wb, &err);
+    rocksdb_write(s->db, wo, b->wb, &err);
     size_t size = 0;
     rocksdb_writebatch_data(b->wb, &size);
     if (size > BATCH_KEEP_BYTES) {
@@ -526,6 +535,16 @@ int store_commit(store_t *s, store_batch_t *b)
     if (!store_writable(s))
         mark_writable(s, "a write");
     return 0;
+}
+
+int store_commit(store_t *s, store_batch_t *b)
+{
+    return commit_with(s, b, s->wopts);
+}
+
+int store_commit_sync(store_t *s, store_batch_t *b)
+{
+    return commit_with(s, b, s->wopts_sync);
 }
 
 int store_get(store_t *s, store_cf_t cf, const void *k, size_t kl, char **val, size_t *vl)
@@ -732,10 +751,26 @@ static void prefix_upper(char *out, const char *prefix, size_t plen)
     out[plen - 1]++;
 }
 
-int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char *dir,
-                        uint64_t *keys, char *why, size_t whylen)
+const char *store_cf_name(store_cf_t cf)
 {
-    *keys = 0;
+    return cf_names[cf + 1];
+}
+
+/* fsync(2) of a file by path: 0, or -errno. */
+static int fsync_path(const char *path, int flags)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char *dir,
+                        uint64_t keys[CF__COUNT], char *why, size_t whylen)
+{
+    memset(keys, 0, sizeof(uint64_t) * CF__COUNT);
     if (plen == 0 || plen > 32)
         return -EINVAL;
     char upper[32];
@@ -770,7 +805,7 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
                     break;
             }
             rocksdb_sstfilewriter_put(w, k, kl, v, vl, &err);
-            (*keys)++;
+            keys[cf]++;
         }
         if (!err)
             rocksdb_iter_get_error(it, &err);
@@ -780,6 +815,13 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
             snprintf(why, whylen, "exporting %s: %s", cf_names[cf + 1], err);
             rocksdb_free(err);
             rc = -EIO;
+        } else if (w) {
+            /* the export may be the shard's only copy once the release is recorded */
+            int e = fsync_path(path, O_RDONLY);
+            if (e != 0) {
+                snprintf(why, whylen, "fsync %s: %s", path, strerror(-e));
+                rc = -EIO;
+            }
         }
         if (w)
             rocksdb_sstfilewriter_destroy(w);
@@ -789,6 +831,40 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
     rocksdb_release_snapshot(s->db, snap);
     rocksdb_envoptions_destroy(env);
     return rc;
+}
+
+void store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT])
+{
+    memset(keys, 0, sizeof(uint64_t) * CF__COUNT);
+    if (plen == 0 || plen > 32)
+        return;
+    char upper[32];
+    prefix_upper(upper, prefix, plen);
+    for (int cf = 0; cf < CF__COUNT; cf++) {
+        bool all = cf == CF_ALARMS;
+        store_iter_t *it = store_iter_new(s, (store_cf_t)cf, all ? NULL : prefix, plen,
+                                          all ? NULL : upper, plen);
+        for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+            size_t kl;
+            const unsigned char *k = store_iter_key(it, &kl);
+            if (key_has_prefix((store_cf_t)cf, k, kl, prefix, plen))
+                keys[cf]++;
+        }
+        store_iter_free(it);
+    }
+}
+
+bool store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen)
+{
+    if (plen == 0 || plen > 32 || cf == CF_ALARMS)
+        return false;
+    char upper[32];
+    prefix_upper(upper, prefix, plen);
+    store_iter_t *it = store_iter_new(s, cf, prefix, plen, upper, plen);
+    store_iter_seek_first(it);
+    bool any = store_iter_valid(it);
+    store_iter_free(it);
+    return any;
 }
 
 int store_delete_prefix(store_t *s, const char *prefix, size_t plen)
@@ -817,17 +893,17 @@ int store_delete_prefix(store_t *s, const char *prefix, size_t plen)
     return rc;
 }
 
-int store_ingest_dir(store_t *s, const char *dir, uint64_t *files, char *why, size_t whylen)
+int store_ingest_dir(store_t *s, const char *dir, const bool present[CF__COUNT], bool move,
+                     char *why, size_t whylen)
 {
-    *files = 0;
     rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
-    rocksdb_ingestexternalfileoptions_set_move_files(io, 0); /* the export stays for a retry */
+    rocksdb_ingestexternalfileoptions_set_move_files(io, move ? 1 : 0);
     int rc = 0;
     for (int cf = 0; cf < CF__COUNT && rc == 0; cf++) {
+        if (!present[cf])
+            continue; /* the family had no key of the shard */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.sst", dir, cf_names[cf + 1]);
-        if (access(path, R_OK) != 0)
-            continue; /* the family had no key of the shard */
         const char *list[1] = {path};
         char *err = NULL;
         rocksdb_ingest_external_file_cf(s->db, cfh(s, (store_cf_t)cf), list, 1, io, &err);
@@ -835,8 +911,6 @@ int store_ingest_dir(store_t *s, const char *dir, uint64_t *files, char *why, si
             snprintf(why, whylen, "ingesting %s: %s", path, err);
             rocksdb_free(err);
             rc = -EIO;
-        } else {
-            (*files)++;
         }
     }
     rocksdb_ingestexternalfileoptions_destroy(io);

@@ -12,6 +12,9 @@
 #include <stdint.h>
 
 typedef enum {
+    /* RocksDB's default family: the node's own records (the keeper key, shard ownership:
+     * store/shardrec.h). Never exported with a shard. */
+    CF_NODE = -1,
     CF_SESSIONS = 0,
     CF_STREAMS,
     CF_EVENTS,
@@ -49,6 +52,9 @@ size_t store_batch_bytes(const store_batch_t *b);
 /* Writes and clears the batch. 0, or -EIO (counted; logged once per change of health, see
  * store_write_health). The batch is cleared either way: what it held was not stored. */
 int store_commit(store_t *s, store_batch_t *b);
+/* store_commit with the write-ahead log fsynced whatever --sync says: for the records a node
+ * must not forget after a machine crash (shard ownership). */
+int store_commit_sync(store_t *s, store_batch_t *b);
 /* Clears the batch without writing it (a turn that must not reach the store). */
 void store_batch_clear(store_batch_t *b);
 
@@ -102,13 +108,21 @@ uint64_t store_memtable_budget(const store_t *s);
 
 /* Shard moves (see ARCHITECTURE.md, Shards). The keys of every family that belong to ids
  * starting with prefix (plen bytes; an alarm's id follows its due time) are written, from one
- * snapshot, to dir/<family>.sst (no file for a family without such keys); *keys counts them.
- * 0, or -errno with why. */
+ * snapshot, to dir/<family>.sst (no file for a family without such keys), each file fsynced;
+ * keys[cf] counts them. 0, or -errno with why. */
 int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char *dir,
-                        uint64_t *keys, char *why, size_t whylen);
+                        uint64_t keys[CF__COUNT], char *why, size_t whylen);
+/* Counts the keys of every family that belong to ids starting with prefix (as exported). */
+void store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT]);
+/* Whether family cf holds any key of an id starting with prefix (one seek; not the alarms). */
+bool store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);
 /* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms). */
 int store_delete_prefix(store_t *s, const char *prefix, size_t plen);
-/* Ingests the files store_export_prefix wrote into dir (copied: they stay). *files counts. */
-int store_ingest_dir(store_t *s, const char *dir, uint64_t *files, char *why, size_t whylen);
+/* Ingests dir/<family>.sst for each family with present[cf]. move: the files are moved into
+ * the database (hard links; dir loses them), else copied. 0, or -EIO with why. */
+int store_ingest_dir(store_t *s, const char *dir, const bool present[CF__COUNT], bool move,
+                     char *why, size_t whylen);
+/* The name of a column family ("sessions", ...): its export file is <name>.sst. */
+const char *store_cf_name(store_cf_t cf);
 
 #endif

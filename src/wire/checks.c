@@ -99,6 +99,22 @@ bool content_type_is_json(const char *ct)
     return token_eq(ct, n, "application/json");
 }
 
+bool content_coding_is_identity(const char *v)
+{
+    for (const char *p = v;;) {
+        const char *item = skip_ws(p);
+        const char *comma = strchr(item, ',');
+        size_t n = comma ? (size_t)(comma - item) : strlen(item);
+        /* token_eq ignores trailing spaces and tabs; a member that is only blanks (", ,")
+         * codes nothing (RFC 9110 5.6.1 lets a recipient skip empty members) */
+        if (!token_eq(item, n, "identity") && !token_eq(item, n, ""))
+            return false;
+        if (!comma)
+            return true;
+        p = comma + 1;
+    }
+}
+
 bool header_is_visible_ascii(const char *v, size_t max)
 {
     size_t i = 0;

@@ -11,6 +11,9 @@
 bool accept_allows(const char *accept, const char *type);
 /* True when a Content-Type value is application/json (parameters such as charset allowed). */
 bool content_type_is_json(const char *ct);
+/* True when a Content-Encoding value names no coding but identity: a comma-separated list of
+ * "identity" (any case, optional spaces and tabs around each), or an empty one. */
+bool content_coding_is_identity(const char *v);
 /* True when every byte is visible ASCII (0x21..0x7E) and the length is 1..max. */
 bool header_is_visible_ascii(const char *v, size_t max);
 /* RFC 9112 6.3: why a request's body length is ambiguous, or NULL when it is not. cl and te

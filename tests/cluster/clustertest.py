@@ -67,8 +67,12 @@ def expand(ranges):
 class Cluster:
     """A cluster file for `names` in a fresh temporary directory; shards split evenly."""
 
-    def __init__(self, names=("n1", "n2", "n3")):
+    def __init__(self, names=("n1", "n2", "n3"), separate_roots=False):
+        """separate_roots: each node's data directory (and so its move directory) in a
+        temporary directory of its own, as on separate machines: nothing is shared."""
         self.root = tempfile.mkdtemp(prefix="mcpd-cluster-")
+        self.node_roots = [tempfile.mkdtemp(prefix=f"mcpd-{n}-") for n in names] \
+            if separate_roots else []
         ports = free_ports(2 * len(names) + 1)
         self.hp_port = ports[0]
         self.hp_listen = f"127.0.0.1:{self.hp_port}"
@@ -80,7 +84,8 @@ class Cluster:
         for i, name in enumerate(names):
             nodes.append({"name": name, "listen": f"127.0.0.1:{ports[1 + 2 * i]}",
                           "admin": f"127.0.0.1:{ports[2 + 2 * i]}",
-                          "data_dir": os.path.join(self.root, name)})
+                          "data_dir": os.path.join(self.node_roots[i] if separate_roots
+                                                   else self.root, name)})
             lo, hi = i * per, (SHARDS - 1 if i == len(names) - 1 else (i + 1) * per - 1)
             assign[name] = [f"{lo:03x}-{hi:03x}"]
         self.doc = {"shards": SHARDS, "nodes": nodes, "assign": assign,
@@ -123,8 +128,8 @@ class Cluster:
         self.haproxy = HAProxy(cfg, self.hp_port, self.socket, os.path.join(self.root, "haproxy.log"))
         return self.haproxy
 
-    def start_node(self, name, *flags):
-        n = Node(self, name, *flags)
+    def start_node(self, name, *flags, env=None, cluster_file=None):
+        n = Node(self, name, *flags, env=env, cluster_file=cluster_file)
         self.nodes[name] = n
         return n
 
@@ -154,6 +159,8 @@ class Cluster:
             self.haproxy.stop()
         if not os.environ.get("MCPD_TEST_KEEP"):
             shutil.rmtree(self.root, ignore_errors=True)
+            for r in self.node_roots:
+                shutil.rmtree(r, ignore_errors=True)
         else:
             print(f"kept {self.root}", file=sys.stderr)
         if errors:
@@ -250,18 +257,27 @@ class Node(Server):
     """mcpactord started as a cluster node: --cluster FILE --node NAME (its listen, admin and data
     directory come from the file) and HAProxy's address as an allowed Host."""
 
-    def __init__(self, cluster, name, *flags):
+    def __init__(self, cluster, name, *flags, env=None, cluster_file=None):
         self.cluster, self.name = cluster, name
+        self.cluster_file = cluster_file  # another copy of the file (a stale one), or None
         super().__init__(*flags, data_dir=cluster.node(name)["data_dir"],
-                         log_path=os.path.join(cluster.root, name + ".log"))
+                         log_path=os.path.join(cluster.root, name + ".log"), env=env)
 
     def command(self):
-        return [BINARY, "--cluster", self.cluster.path, "--node", self.name,
+        return [BINARY, "--cluster", self.cluster_file or self.cluster.path, "--node", self.name,
                 "--allowed-host", self.cluster.hp_listen, "--log-level", "debug"] + \
             os.environ.get("MCPD_TEST_FLAGS", "").split() + self.flags
 
     def shards(self):
         return json.loads(self.admin("/shards").text)
+
+    def record(self, shard):
+        return json.loads(self.admin(f"/shards/record?shard={shard:03x}").text)
+
+    def moves(self):
+        """What is in this node's move directory (<data_dir>/moves)."""
+        d = os.path.join(self.data_dir, "moves")
+        return sorted(os.listdir(d)) if os.path.isdir(d) else []
 
 
 # ---- stub nodes: answer every request with their name and the headers they got ----
@@ -288,7 +304,7 @@ class _StubHandler(http.server.BaseHTTPRequestHandler):
 
 class _HealthHandler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        ok = self.path == "/healthz"
+        ok = self.path in ("/healthz", "/healthz/mint")
         out = b"ok" if ok else b"not found"
         self.send_response(200 if ok else 404)
         self.send_header("Content-Length", str(len(out)))

@@ -251,7 +251,10 @@ class ThreeNodes(unittest.TestCase):
         self.assertEqual(text_of(s.tool("counter", {"by": 2})[1]), "2")
         pid = self.c.haproxy.proc.pid
         before = self.stats()
-        run_tool("set-shard", self.c.path, shard, "n3")
+        r = run_tool("set-shard", self.c.path, shard, "n3", check=False)
+        self.assertEqual(r.returncode, 1, "n3 does not hold the shard: routing it there is refused")
+        self.assertIn("does not serve", r.stderr)
+        run_tool("set-shard", self.c.path, shard, "n3", "--force")
         try:
             rid = s.new_id()
             r = s.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",

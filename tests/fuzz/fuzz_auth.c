@@ -1,8 +1,8 @@
 /* libFuzzer harness: token files, Authorization headers (src/core/auth.c). One thread: libFuzzer's.
  *
  * Input: a token file's text, then Authorization header values, separated by NUL bytes. When
- * auth_parse accepts the file, every entry is well formed and "Bearer <token>" (in any case, with
- * extra spaces) names the first entry with that token; each header gets the answer of a plain
+ * auth_parse accepts the file, every entry is well formed, no two share a name or a token, and
+ * "Bearer <token>" (in any case, with extra spaces) names the entry with that token; each header gets the answer of a plain
  * reference implementation. When it refuses, nothing is left allocated and err says why.
  */
 #include "fuzz.h"
@@ -44,8 +44,11 @@ static void check_entry(const auth_t *a, size_t i)
     FUZZ_CHECK(e->len >= AUTH_TOKEN_MIN && e->len <= AUTH_TOKEN_MAX);
     for (size_t j = 0; j < e->len; j++)
         FUZZ_CHECK(e->token[j] >= 0x21 && e->token[j] <= 0x7e);
-    for (size_t j = 0; j < i; j++)
+    for (size_t j = 0; j < i; j++) {
         FUZZ_CHECK(strcmp(a->entries[j].name, e->name) != 0);
+        /* one token never names two entries */
+        FUZZ_CHECK(a->entries[j].len != e->len || memcmp(a->entries[j].token, e->token, e->len) != 0);
+    }
 
     char h[AUTH_TOKEN_MAX + 32];
     snprintf(h, sizeof h, "Bearer %.*s", (int)e->len, (const char *)e->token);

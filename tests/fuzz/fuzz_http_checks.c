@@ -2,7 +2,8 @@
  *
  * The input is split at LF into header values (an HTTP header value never holds a LF); each one
  * goes, as a NUL-terminated copy of exactly its length, through every check the HTTP thread
- * makes: accept_allows, content_type_is_json, header_is_visible_ascii, framing_problem,
+ * makes: accept_allows, content_type_is_json, content_coding_is_identity,
+ * header_is_visible_ascii, framing_problem,
  * hostcheck_host_ok and hostcheck_origin_ok, against fixed allow-lists (where the answer is known exactly) and one
  * built from the first three values (listen host, --allowed-host, --allowed-origin).
  */
@@ -46,6 +47,24 @@ static bool visible_ascii_ref(const char *v, size_t len, size_t max)
     return true;
 }
 
+static bool coding_identity_ref(const char *v, size_t len)
+{
+    size_t start = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && v[i] != ',')
+            continue;
+        size_t a = start, b = i;
+        while (a < b && (v[a] == ' ' || v[a] == '\t'))
+            a++;
+        while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t'))
+            b--;
+        if (b > a && !(b - a == 8 && strncasecmp(v + a, "identity", 8) == 0))
+            return false;
+        start = i + 1;
+    }
+    return true;
+}
+
 static bool in_list(const char *v, size_t n, const char *const *list, size_t nl)
 {
     for (size_t i = 0; i < nl; i++)
@@ -72,6 +91,17 @@ static void check_value(const char *v, size_t len, const hostcheck_t *dyn)
     }
     if (content_type_is_json(v))
         FUZZ_CHECK(strcasestr(v, JSON) != NULL);
+
+    /* content_coding_is_identity: exactly the lists whose members are all "identity" or
+     * blank, compared against a plain split */
+    FUZZ_CHECK(content_coding_is_identity(v) == coding_identity_ref(v, len));
+    if (len < 1024) {
+        char pre[1100];
+        snprintf(pre, sizeof pre, "gzip,%s", v);
+        FUZZ_CHECK(!content_coding_is_identity(pre));
+        snprintf(pre, sizeof pre, "identity ,%s", v);
+        FUZZ_CHECK(content_coding_is_identity(pre) == content_coding_is_identity(v));
+    }
 
     FUZZ_CHECK(header_is_visible_ascii(v, 256) == visible_ascii_ref(v, len, 256));
     size_t small = len > 0 ? len - 1 : 0;

@@ -40,8 +40,9 @@ def require_program(name):
 class Server:
     """One mcpactord process. Stop it with stop(); a restart keeps the data directory."""
 
-    def __init__(self, *flags, data_dir=None, log_path=None):
+    def __init__(self, *flags, data_dir=None, log_path=None, env=None):
         self.flags = list(flags)
+        self.env = dict(env or {})  # extra environment of the process (set before start())
         self.own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="mcpd-test-")
         self.proc = None
@@ -60,7 +61,8 @@ class Server:
     def start(self):
         args = self.command()
         self.errlog = open(self.stderr_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.errlog)
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.errlog,
+                                     env=dict(os.environ, **self.env) if self.env else None)
         deadline = time.time() + 15
         line = b""
         while time.time() < deadline:
@@ -138,9 +140,11 @@ class Server:
         conn.close()
         return Response(resp.status, resp.getheaders(), data)
 
+    admin_token = None  # set for a server run with --admin-token
+
     def admin(self, path):
-        r = self.request("GET", path=path, port=self.admin_port)
-        return r
+        h = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else None
+        return self.request("GET", path=path, port=self.admin_port, headers=h)
 
     def stats(self):
         return json.loads(self.admin("/stats").text)

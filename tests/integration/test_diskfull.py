@@ -9,6 +9,7 @@ aborts (the harness fails a test whose server does not exit 0).
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -319,6 +320,83 @@ class FreeSpaceFloor(TmpfsCase):
         self.fs.release()
         self.wait_health(200, timeout=10)
         self.assertEqual(counter_value(s)[1], acked + 1)
+
+
+class QuietLog(TmpfsCase):
+    """While writes are refused the log says so once when it starts and once when it ends,
+    with the count, however many requests are refused in between (it wrote a line per
+    refused turn: 9.4k lines in 20 s)."""
+    FLAGS = ("--min-free-space", str(4 << 20), "--log-level", "info")
+
+    def test_refusals_are_logged_once_at_the_start_and_once_at_the_end_with_counts(self):
+        sessions = [mcptest.Session(self.server) for _ in range(3)]
+        acked = self.peek_counter(sessions[0])
+        self.fill_and_restart(leave=8 << 20)
+        before = len(self.server.log_tail(1 << 30))
+        self.fill_until_refused(sessions[0], acked)
+        self.fs.fill(leave=0)  # none free: every write below is refused
+        refused = 1
+        for i in range(150):
+            s = sessions[i % 3]
+            status, value, _ = counter_value(s)
+            self.assertEqual((status, value), (503, None))
+            refused += 1
+        self.fs.release()
+        self.wait_health(200, timeout=40)
+        self.assertEqual(counter_value(sessions[1])[0], 200, "writes succeed again")
+        window = self.server.log_tail(1 << 30)[before:].splitlines()
+        self.assertLess(len(window), 20, "a line per refused turn:\n" + "\n".join(window[:40]))
+        starts = [l for l in window if "writes are refused" in l]
+        ends = [l for l in window if "writes succeed again" in l]
+        self.assertEqual((len(starts), len(ends)), (1, 1), "\n".join(window))
+        self.assertIn("ERROR", starts[0])
+        m = re.search(r"(\d+) writes refused", ends[0])
+        self.assertIsNotNone(m, ends[0])
+        self.assertGreaterEqual(int(m.group(1)), refused, ends[0])
+
+
+def modern_counter(server, rid, handle):
+    """A 2026-07-28 counter call on a state handle: (status, Retry-After, body)."""
+    params = {"name": "counter", "arguments": {"handle": handle},
+              "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {}}}
+    r = server.request("POST", {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params},
+                       {"Content-Type": "application/json", "Accept": mcptest.ACCEPT_BOTH,
+                        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                        "Mcp-Name": "counter", "Mcp-Param-Handle": handle})
+    return r.status, r.header("retry-after"), r.messages()[-1]
+
+
+class HandleWrites(TmpfsCase):
+    """A state handle's write is refused like any other: the call that needed it gets 503 +
+    Retry-After, in both eras, and the increment never happened. (auto mode: a call's own turns
+    write nothing before its result, so the handle's refusal is what answers it.)"""
+    FLAGS = ("--min-free-space", str(4 << 20), "--response-mode", "auto")
+
+    def test_a_refused_handle_write_gets_503_with_retry_after_in_both_eras(self):
+        s = mcptest.Session(self.server)
+        _, m = s.tool("new_counter", {})
+        h = m["result"]["structuredContent"]["handle"]
+        self.assertEqual(modern_counter(self.server, 1, h)[2]["result"]["content"][0]["text"], "1")
+        acked = self.peek_counter(s)
+        self.fill_and_restart(leave=8 << 20)
+        self.fill_until_refused(s, acked)
+        # none free: every write is refused, a handle's small one too (near the floor a small
+        # batch may still fit where a larger one did not)
+        self.fs.fill(leave=0)
+        # it was 200 with a -32603 error and no Retry-After
+        status, retry, body = modern_counter(self.server, "m-1", h)
+        self.assertEqual((status, retry), (503, "5"), body)
+        self.assertEqual((body["id"], body["error"]["code"]), ("m-1", -32603), body)
+        self.assertIn("Storage unavailable", body["error"]["message"])
+        r = s.post({"jsonrpc": "2.0", "id": "s-1", "method": "tools/call",
+                    "params": {"name": "counter", "arguments": {"handle": h}}})
+        self.assertEqual((r.status, r.header("retry-after")), (503, "5"), r.text)
+        self.assertEqual((r.json()["id"], r.json()["error"]["code"]), ("s-1", -32603))
+        self.fs.release()
+        self.wait_health(200, timeout=40)
+        status, _, body = modern_counter(self.server, 2, h)
+        self.assertEqual(body["result"]["content"][0]["text"], "2", "the refused increments never happened")
 
 
 if __name__ == "__main__":

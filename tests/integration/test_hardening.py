@@ -1,4 +1,5 @@
 """Hardening: authentication, limits and hostile input. Real binary, real sockets."""
+import http.client
 import json
 import os
 import socket
@@ -66,6 +67,28 @@ class Authentication(unittest.TestCase):
         r = self.post("Bearer wrong-but-long-enough-token")
         self.assertIn('error="invalid_token"', r.header("www-authenticate"))
 
+    def test_two_authorization_headers_get_400_whichever_comes_first(self):
+        # the first one used to win: a proxy may have checked the other
+        for pair in ((f"Bearer {TOKEN_A}", "Bearer wrong-but-long-enough-token"),
+                     ("Bearer wrong-but-long-enough-token", f"Bearer {TOKEN_A}"),
+                     (f"Bearer {TOKEN_A}", f"Bearer {TOKEN_B}")):
+            with self.subTest(pair=pair):
+                conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+                conn.putrequest("POST", "/mcp")
+                data = json.dumps(self.INIT).encode()
+                for k, v in (("Content-Type", "application/json"), ("Accept", ACCEPT_BOTH),
+                             ("Authorization", pair[0]), ("Authorization", pair[1]),
+                             ("Content-Length", str(len(data)))):
+                    conn.putheader(k, v)
+                conn.endheaders(data)
+                resp = conn.getresponse()
+                body = json.loads(resp.read())
+                conn.close()
+                self.assertEqual(resp.status, 400, body)
+                self.assertEqual(body["error"]["code"], -32000)
+                self.assertEqual(body["id"], 1, "the request's id is echoed")
+                self.assertIn("Authorization header was sent more than once", body["error"]["message"])
+
     def test_a_valid_token_is_served(self):
         s = AuthSession(self.server, TOKEN_A)
         _, m = s.tool("echo", {"text": "authed"})
@@ -114,7 +137,7 @@ class TokenFiles(unittest.TestCase):
         path = write_tokens([f"alice:{TOKEN_A}"], mode=0o644)
         try:
             r = self.start("--auth-tokens", path)
-            self.assertEqual(r.returncode, 1)
+            self.assertEqual(r.returncode, 2)
             self.assertIn("chmod 600", r.stderr)
             self.assertNotIn(TOKEN_A, r.stderr)
         finally:
@@ -126,7 +149,7 @@ class TokenFiles(unittest.TestCase):
             path = write_tokens(lines)
             try:
                 r = self.start("--auth-tokens", path)
-                self.assertEqual(r.returncode, 1, lines)
+                self.assertEqual(r.returncode, 2, lines)
                 self.assertIn(why, r.stderr)
                 self.assertNotIn(TOKEN_A, r.stderr)
             finally:
@@ -134,8 +157,24 @@ class TokenFiles(unittest.TestCase):
 
     def test_a_missing_token_file_is_refused(self):
         r = self.start("--auth-tokens", "/nonexistent/tokens")
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, 2)
         self.assertIn("/nonexistent/tokens", r.stderr)
+
+    def test_one_token_under_two_names_is_refused_at_start(self):
+        # it was accepted, and every request with it was the first name's: the second name's
+        # owner would act as, and see the sessions of, the first
+        for flag in ("--auth-tokens", "--admin-token"):
+            path = write_tokens([f"alice:{TOKEN_A}", f"bob:{TOKEN_B}", f"carol:{TOKEN_A}"])
+            try:
+                r = self.start(flag, path)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("line 3", r.stderr)
+                self.assertIn("carol", r.stderr)
+                self.assertIn("alice", r.stderr)
+                self.assertNotIn(TOKEN_A, r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            finally:
+                os.unlink(path)
 
 
 class BadInputTable(unittest.TestCase):
@@ -461,9 +500,6 @@ class Limits(unittest.TestCase):
         srv = self.server("--max-streams", "4")
         s = Session(srv, version="2025-03-26")
         calls = lambda n: [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(n)]
-        r = s.post(calls(5))
-        self.assertEqual(r.status, 429, "five requests in one batch are five in flight")
-        self.assertIn("carries 5", r.json()["error"]["message"])
         r = s.post(calls(4))
         self.assertEqual(r.status, 200)
         self.assertEqual(sorted(m["id"] for m in r.json()), [0, 1, 2, 3])
@@ -471,10 +507,32 @@ class Limits(unittest.TestCase):
         _, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 1, "steps": 2},
                                              "_meta": {"progressToken": 1}})
         st.next_event(5)
-        self.assertEqual(s.post(calls(4)).status, 429)
+        r = s.post(calls(4))
+        self.assertEqual(r.status, 429, "four requests in one batch are four in flight")
+        self.assertIn("carries 4", r.json()["error"]["message"])
         self.assertEqual(s.post(calls(3)).status, 200)
         st.read_until_end(5)
         st.close()
+
+    def test_a_batch_larger_than_max_streams_gets_a_final_413_not_a_retry(self):
+        # it got 429 + Retry-After, which no retry could ever satisfy
+        srv = self.server("--max-streams", "4")
+        s = Session(srv, version="2025-03-26")
+        batch = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(5)]
+        batch.append({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}})
+        for _ in range(2):  # idle or not, it is the same answer
+            r = s.post(batch)
+            self.assertEqual(r.status, 413, r.text)
+            self.assertIsNone(r.header("retry-after"), "nothing to wait for")
+            body = r.json()
+            self.assertEqual(body["error"]["code"], -32600)
+            self.assertIsNone(body["id"], "a batch's refusal has id null")
+            self.assertIn("--max-streams", body["error"]["message"])
+            self.assertIn("5 requests", body["error"]["message"])
+        # notifications do not count: four requests and any number of them are served
+        r = s.post(batch[1:])
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(sorted(m["id"] for m in r.json()), [1, 2, 3, 4])
 
     def test_past_the_session_log_budget_the_oldest_finished_streams_go(self):
         srv = self.server("--session-log-bytes", "8192")
@@ -650,7 +708,8 @@ def read_responses(sock, timeout=2):
 class RequestFraming(unittest.TestCase):
     """A request whose length is ambiguous (RFC 9112 6.3) is refused with one 400 and the
     connection is closed: what follows its body cannot be trusted as the next request. A
-    repeated Mcp-Session-Id, MCP-Protocol-Version or Host is refused with 400."""
+    repeated Mcp-Session-Id, MCP-Protocol-Version, Host, Authorization, Content-Type or
+    Last-Event-ID is refused with 400."""
 
     @classmethod
     def setUpClass(cls):
@@ -773,6 +832,164 @@ class RequestFraming(unittest.TestCase):
                 msg = json.loads(responses[0][2])
                 self.assertEqual(msg["error"]["code"], -32000)
                 self.assertIn("more than once", msg["error"]["message"])
+
+    def test_a_nul_byte_in_a_header_line_gets_400_and_the_connection_is_closed(self):
+        # evhttp kept a value up to the NUL, and took a line starting with one for the end of
+        # the head (the rest became the body or the next request)
+        s = Session(self.server)
+        body = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode()
+        cl = b"Content-Length: %d" % len(body)
+        sid = b"Mcp-Session-Id: " + s.sid.encode()
+        ver = b"MCP-Protocol-Version: " + s.version.encode()
+        for name, extra in (("in a value", [cl, sid, ver, b"X-Note: a\x00b"]),
+                            ("in the session id", [cl, sid + b"\x00zz", ver]),
+                            ("in the length", [cl + b"\x00", sid, ver]),
+                            ("at the start of a line", [sid, ver, b"\x00X-Note: 1", cl]),
+                            ("at the start of a line after the length", [cl, sid, ver, b"\x00X-Note: 1"])):
+            with self.subTest(name):
+                self.assertRefusedAndClosed(self.head(*extra) + body + self.smuggled())
+        # a name with a NUL has no colon before it: evhttp refuses the line itself
+        self.assertRefusedAndClosed(self.head(cl, sid, ver, b"X-No\x00te: 1") + body + self.smuggled(),
+                                    by_libevent=True)
+
+    def test_a_nul_in_the_second_request_of_a_connection_refuses_that_one_only(self):
+        s = Session(self.server)
+        body = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode()
+        good = [b"Content-Length: %d" % len(body), b"Mcp-Session-Id: " + s.sid.encode(),
+                b"MCP-Protocol-Version: " + s.version.encode()]
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(self.head(*good) + body + self.head(*good, b"X-Note: \x00") + body +
+                     self.head(*good) + body)
+        responses, eof = read_responses(sock)
+        sock.close()
+        self.assertEqual([r[0] for r in responses], [200, 400], responses)
+        self.assertEqual(responses[1][1].get("connection"), "close")
+        self.assertTrue(eof)
+
+    def chunked(self, *chunks):
+        return self.head(b"Transfer-Encoding: chunked") + b"".join(chunks)
+
+    def test_a_chunk_extension_or_an_invalid_chunk_size_gets_400_not_413(self):
+        # evhttp answered 413 (its HTML page) to these, and took "N junk" for N
+        body = json.dumps(Authentication.INIT).encode()
+        n = b"%x" % len(body)
+        for name, data in (("an extension", self.chunked(n + b";ext=1\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("an extension on the last chunk", self.chunked(n + b"\r\n", body, b"\r\n0;x\r\n\r\n")),
+                           ("not hex", self.chunked(b"zz\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("a sign", self.chunked(b"+" + n + b"\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("a 0x prefix", self.chunked(b"0x" + n + b"\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("a trailing space", self.chunked(n + b" \r\n", body, b"\r\n0\r\n\r\n")),
+                           ("an empty size line", self.chunked(b"\r\n", n + b"\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("no CRLF after the data", self.chunked(n + b"\r\n", body, b"0\r\n\r\n")),
+                           ("a NUL in the size", self.chunked(n + b"\x00\r\n", body, b"\r\n0\r\n\r\n")),
+                           ("a NUL in a trailer", self.chunked(n + b"\r\n", body, b"\r\n0\r\nX-T: \x00\r\n\r\n"))):
+            with self.subTest(name):
+                self.assertRefusedAndClosed(data + self.smuggled())
+
+    def test_a_bad_chunk_after_a_good_request_on_the_same_connection_refuses_that_one_only(self):
+        body = json.dumps(Authentication.INIT).encode()
+        n = b"%x" % len(body)
+        good = self.chunked(n[:1] + b"\r\n", body[:int(n[:1], 16)], b"\r\n",
+                            b"%x\r\n" % (len(body) - int(n[:1], 16)), body[int(n[:1], 16):], b"\r\n0\r\n\r\n")
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(good + good + self.chunked(n + b";x\r\n", body, b"\r\n0\r\n\r\n") + good)
+        responses, eof = read_responses(sock)
+        sock.close()
+        self.assertEqual([r[0] for r in responses], [200, 200, 400], responses)
+        self.assertTrue(eof)
+
+    def test_faults_split_across_reads_are_found_the_same(self):
+        # a bad line that began in an earlier read is cut where it began
+        s = Session(self.server)
+        body = json.dumps(Authentication.INIT).encode()
+        n = b"%x" % len(body)
+        ping = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"}).encode()
+        good = self.head(b"Content-Length: %d" % len(ping), b"Mcp-Session-Id: " + s.sid.encode()) + ping
+        for name, data, statuses in (
+                # (the bytes up to the faulty one: the server answers and closes there, and
+                # a byte sent after that would be refused by the closed socket)
+                ("an extension", good + self.chunked(n + b";"), [200, 400]),
+                ("no CRLF after the data", self.chunked(n + b"\r\n", body, b"X"), [400]),
+                ("a NUL in a value", good + self.head(b"X-Note: a\x00b", b"Content-Length: 2") + b"{}", [200, 400]),
+                ("a clean chunked pair", self.chunked(n + b"\r\n", body, b"\r\n0\r\n\r\n") * 2, [200, 200])):
+            for piece in (1, 7):
+                with self.subTest(name, piece=piece):
+                    sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    for i in range(0, len(data), piece):
+                        sock.sendall(data[i:i + piece])
+                        if i % (piece * 16) == 0:
+                            time.sleep(0.001)
+                    responses, eof = read_responses(sock)
+                    sock.close()
+                    self.assertEqual([r[0] for r in responses], statuses, responses)
+                    if statuses[-1] == 400:
+                        self.assertTrue(eof)
+                        self.assertEqual(json.loads(responses[-1][2])["error"]["code"], -32000)
+
+    def test_a_chunked_body_over_the_limit_still_gets_413(self):
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(self.chunked(b"%x\r\n" % (8 << 20)))
+        responses, _ = read_responses(sock)
+        sock.close()
+        self.assertEqual([r[0] for r in responses], [413], responses)
+
+    def test_connect_gets_405_at_once_and_the_connection_is_closed(self):
+        # libevent answered 501 without a length and kept the connection: the client read the
+        # answer only when --read-timeout closed it
+        port = self.server.port
+        for target in (b"127.0.0.1:%d" % port, b"/mcp", b"example.com:443"):
+            with self.subTest(target=target):
+                sessions_before = self.server.stats()["sessions_created_total"]
+                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+                t0 = time.time()
+                sock.sendall(b"CONNECT %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (target, port)
+                             + self.smuggled())
+                responses, eof = read_responses(sock, timeout=3)
+                took = time.time() - t0
+                sock.close()
+                self.assertEqual([r[0] for r in responses], [405], responses)
+                status, headers, body = responses[0]
+                self.assertEqual(headers.get("connection", "").lower(), "close")
+                self.assertEqual(headers.get("allow"), "GET, POST, DELETE")
+                self.assertTrue(eof, "the connection is closed after the answer")
+                self.assertLess(took, 2, "answered at once, not at the read timeout")
+                msg = json.loads(body)
+                self.assertEqual((msg["error"]["code"], msg["id"]), (-32000, None))
+                self.assertEqual(self.server.stats()["sessions_created_total"], sessions_before,
+                                 "nothing after it was served")
+
+    def test_a_repeated_content_type_authorization_or_last_event_id_gets_400(self):
+        # the first copy used to win: a proxy in front may have acted on the other one
+        s = Session(self.server)
+        ping = json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}).encode()
+        sid = b"Mcp-Session-Id: " + s.sid.encode()
+        ver = b"MCP-Protocol-Version: " + s.version.encode()
+        cl = b"Content-Length: %d" % len(ping)
+        for name, extra, header in (
+                ("two Content-Types", b"Content-Type: text/plain", "Content-Type"),
+                ("the same Content-Type twice", b"Content-Type: application/json", "Content-Type"),
+                ("two Authorizations", b"Authorization: Bearer one-token-0123456789\r\n"
+                                       b"Authorization: Bearer two-token-0123456789", "Authorization")):
+            with self.subTest(name):
+                sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+                sock.sendall(self.head(cl, sid, ver, extra) + ping + self.head(cl, sid, ver) + ping)
+                responses, _ = read_responses(sock, 1)
+                sock.close()
+                self.assertEqual([r[0] for r in responses], [400, 200], responses)
+                msg = json.loads(responses[0][2])
+                self.assertEqual((msg["error"]["code"], msg["id"]), (-32000, 4))
+                self.assertIn(f"the {header} header was sent more than once", msg["error"]["message"])
+        # a resume naming two event ids (each valid on its own): neither is picked
+        eid = [e for e in s.post({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                  "params": {"name": "slow", "arguments": {"seconds": 0, "steps": 1},
+                                             "_meta": {"progressToken": "t"}}}).events()
+               if e.get("id")][0]["id"].encode()
+        r = raw_status(self.server.port,
+                       b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n%s\r\n%s\r\n"
+                       b"Last-Event-ID: %s\r\nLast-Event-ID: %s\r\n\r\n" % (self.server.port, sid, ver, eid, eid))
+        self.assertEqual(r.status, 400, r.text)
+        self.assertIn("the Last-Event-ID header was sent more than once", r.text)
 
 
 def status_of(srv, sess, eid):

@@ -1,5 +1,6 @@
 """The HTTP layer of /mcp: every status and JSON-RPC error the transport defines, each followed
 by a check that the server still serves a healthy session."""
+import gzip
 import http.client
 import json
 import os
@@ -8,6 +9,7 @@ import tempfile
 import threading
 import time
 import unittest
+import zlib
 
 from mcptest import ACCEPT_BOTH, Response, Server, ServerTest, Session, parse_sse, run
 
@@ -60,6 +62,24 @@ class HttpErrors(ServerTest):
         r = self.server.request("POST", INIT, {"Content-Type": "application/json; charset=utf-8",
                                                "Accept": ACCEPT_BOTH})
         self.assertEqual(r.status, 200, r.text)
+
+    def test_a_compressed_body_gets_415_with_accept_encoding_identity(self):
+        # it was parsed as JSON as it came and refused with 400 -32700
+        body = json.dumps(INIT).encode()
+        for coding, data in (("gzip", gzip.compress(body)), ("deflate", zlib.compress(body)),
+                             ("br", body), ("identity, gzip", gzip.compress(body)), ("x-foo", body)):
+            with self.subTest(coding=coding):
+                r = self.server.request("POST", data, dict(JSON_HEADERS, **{"Content-Encoding": coding}))
+                self.assertEqual(r.header("accept-encoding"), "identity", r.headers)
+                # the id is echoed where the body could be read as it is
+                self.assertError(r, 415, -32000, 1 if data is body else None)
+                self.assertIn("Content-Encoding", r.json()["error"]["message"])
+
+    def test_an_identity_content_encoding_is_accepted(self):
+        for coding in ("identity", "Identity", " identity ,identity"):
+            with self.subTest(coding=coding):
+                r = self.server.request("POST", INIT, dict(JSON_HEADERS, **{"Content-Encoding": coding}))
+                self.assertEqual(r.status, 200, r.text)
 
     def test_a_body_over_the_limit_gets_413(self):
         big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "a" * 5000}})
@@ -573,6 +593,7 @@ class ErrorsEchoTheRequestId(unittest.TestCase):
         plain, auth = self.plain, self.auth
         s = Session(plain)
         s06 = Session(plain, version="2025-06-18")
+        s03 = Session(plain, version="2025-03-26")
         alice = Session(auth, token=TOKEN_A)
         sh = s.headers()
         ping = self.ping
@@ -607,6 +628,16 @@ class ErrorsEchoTheRequestId(unittest.TestCase):
             ("--max-connections", self.with_the_only_connection_held, 503, -32000, True),
             ("a batch where the version forbids it (actor)", self.post(plain, s06.headers(), lambda rid: [ping(rid)]),
              400, -32600, False),
+            ("a batch over --max-streams (actor)", self.post(plain, s03.headers(), lambda rid: [ping(rid), ping(2)]),
+             413, -32600, False),
+            ("a coded body", self.post(plain, dict(sh, **{"Content-Encoding": "deflate"}), ping), 415, -32000, True),
+            ("Content-Type twice",
+             lambda rid: post_raw_headers(plain.port, list(sh.items()) + [("Content-Type", "text/plain")], ping(rid)),
+             400, -32000, True),
+            ("Authorization twice",
+             lambda rid: post_raw_headers(auth.port, list(alice.headers().items()) +
+                                          [("Authorization", f"Bearer {TOKEN_B}")], ping(rid)),
+             400, -32000, True),
             ("a POST to another path", lambda rid: plain.request("POST", ping(rid), JSON_HEADERS, path="/other"),
              404, -32000, True),
         ]

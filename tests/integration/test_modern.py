@@ -289,10 +289,14 @@ class ModernPath(ServerTest):
                                    level="error")
         self.assertEqual([x for x in msgs if x.get("method") == "notifications/message"], [])
 
-    def test_session_state_is_refused_without_a_session(self):
-        _, m, _ = self.c.result("tools/call", {"name": "counter", "arguments": {}})
-        self.assertIn("error", m, m)
-        self.assertIn("no session", m["error"]["message"])
+    def test_session_state_is_refused_without_a_session_as_a_tool_error(self):
+        # the model can fix it (pass a handle): a tool result with isError, not -32603
+        r, m, _ = self.c.result("tools/call", {"name": "counter", "arguments": {}})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertNotIn("error", m, m)
+        self.assertTrue(m["result"]["isError"], m)
+        self.assertIn("no session", m["result"]["content"][0]["text"])
+        self.assertEqual(m["result"]["resultType"], "complete")
 
     def test_closing_the_response_stream_cancels_the_request(self):
         params = {"name": "slow", "arguments": {"seconds": 6, "steps": 60},
@@ -531,9 +535,23 @@ class StateHandles(ServerTest):
         self.assertEqual(r.json()["error"]["code"], -32020)
         self.assertEqual(r.json()["id"], rid)
 
-    def test_an_unknown_handle_is_an_error(self):
-        _, m, _ = self.count("0123456789abcdef0123456789abcdef")
-        self.assertIn("unknown handle", m["error"]["message"])
+    def test_an_unknown_or_malformed_handle_is_a_tool_error(self):
+        # a model can fix its argument: a tool result with isError (they were -32603 and -32602)
+        for h, why in (("0123456789abcdef0123456789abcdef", "unknown handle"), ("zz", "not a handle"),
+                       ("", "not a handle")):
+            with self.subTest(handle=h):
+                r, m, _ = self.count(h)
+                self.assertEqual(r.status, 200, r.text)
+                self.assertNotIn("error", m, m)
+                self.assertTrue(m["result"]["isError"], m)
+                self.assertIn(why, m["result"]["content"][0]["text"])
+        s = Session(self.server)  # the session era answers the same
+        for h, why in (("0123456789abcdef0123456789abcdef", "unknown handle"), ("zz", "not a handle")):
+            with self.subTest(era="session", handle=h):
+                _, m = s.tool("counter", {"handle": h})
+                self.assertNotIn("error", m, m)
+                self.assertTrue(m["result"]["isError"], m)
+                self.assertIn(why, m["result"]["content"][0]["text"])
 
     def test_a_session_can_use_a_handle_and_not_open_it_as_a_session(self):
         h = self.new_counter()
@@ -576,7 +594,8 @@ class HandleExpiry(ServerTest):
         self.assertEqual(self.server.stats()["alarms_pending"], base)
         _, m, _ = c.result("tools/call", {"name": "counter", "arguments": {"handle": h}},
                            headers={"Mcp-Param-Handle": h})
-        self.assertIn("unknown handle", m["error"]["message"])
+        self.assertTrue(m["result"]["isError"], m)
+        self.assertIn("unknown handle", m["result"]["content"][0]["text"])
 
 
 class Listen(ServerTest):
@@ -711,6 +730,43 @@ class FlagOff(ServerTest):
         s = Session(self.server)
         _, m = s.tool("echo", {"text": "ok"})
         self.assertEqual(m["result"]["content"][0]["text"], "ok")
+
+
+class JsonResponseMode(ServerTest):
+    """--response-mode json keeps session-era POSTs JSON (their messages go to the session's
+    GET stream). A 2026-07-28 request has no session: what its call sends (progress it asked
+    for with a progressToken, log messages at its logLevel) can only travel on its own
+    response, which turns SSE for it."""
+    SERVER_FLAGS = ("--response-mode", "json")
+
+    def test_a_modern_call_with_a_progress_token_gets_its_progress(self):
+        # the progress was dropped and the call answered with JSON alone
+        params = {"name": "slow", "arguments": {"seconds": 0.2, "steps": 2},
+                  "_meta": dict(meta(), progressToken="p1")}
+        r, m, msgs = Modern(self.server).result("tools/call", params)
+        self.assertEqual(r.status, 200, r.text)
+        self.assertTrue(r.header("content-type").startswith("text/event-stream"), r.headers)
+        progress = [x["params"] for x in msgs if x.get("method") == "notifications/progress"]
+        self.assertEqual([(p["progressToken"], p["progress"], p["total"]) for p in progress],
+                         [("p1", 1, 2), ("p1", 2, 2)], msgs)
+        self.assertEqual(m["result"]["content"][0]["text"], "done after 2 steps")
+        self.assertIs(msgs[-1], m, "the result comes last")
+
+    def test_a_modern_call_with_a_log_level_gets_its_log_messages(self):
+        r, m, msgs = Modern(self.server).result("tools/call", {"name": "notify", "arguments": {"count": 2}},
+                                                level="info")
+        self.assertTrue(r.header("content-type").startswith("text/event-stream"), r.headers)
+        self.assertEqual(len([x for x in msgs if x.get("method") == "notifications/message"]), 2, msgs)
+        self.assertEqual(m["result"]["content"][0]["text"], "sent 2")
+
+    def test_a_silent_modern_call_and_a_session_call_stay_json(self):
+        r, m, _ = Modern(self.server).result("tools/call", {"name": "slow", "arguments": {"seconds": 0.1, "steps": 0}})
+        self.assertEqual(r.header("content-type"), "application/json")
+        self.assertEqual(m["result"]["content"][0]["text"], "done after 0 steps")
+        s = Session(self.server)
+        r, m = s.tool("slow", {"seconds": 0.1, "steps": 2}, meta={"progressToken": "p"})
+        self.assertEqual(r.header("content-type"), "application/json", "the session era keeps json mode")
+        self.assertEqual(m["result"]["content"][0]["text"], "done after 2 steps")
 
 
 class ModernIsTheDefault(ServerTest):

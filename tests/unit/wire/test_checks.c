@@ -145,6 +145,28 @@ static void other_content_types_are_not_json(void **state)
     assert_false(content_type_is_json(NULL));
 }
 
+/* ---- content_coding_is_identity ---- */
+
+static void identity_alone_or_listed_codes_nothing(void **state)
+{
+    assert_true(content_coding_is_identity("identity"));
+    assert_true(content_coding_is_identity("IDENTITY"));
+    assert_true(content_coding_is_identity(" identity\t, identity "));
+    assert_true(content_coding_is_identity(""));
+    assert_true(content_coding_is_identity("identity, ,"));
+}
+
+static void any_other_coding_is_a_coding(void **state)
+{
+    assert_false(content_coding_is_identity("gzip"));
+    assert_false(content_coding_is_identity("identity, gzip"));
+    assert_false(content_coding_is_identity("gzip,identity"));
+    assert_false(content_coding_is_identity("br"));
+    assert_false(content_coding_is_identity("identityx"));
+    assert_false(content_coding_is_identity("identity;q=1"));
+    assert_false(content_coding_is_identity("iden tity"));
+}
+
 /* ---- header_is_visible_ascii ---- */
 
 static void visible_ascii_within_the_limit_passes(void **state)
@@ -536,6 +558,8 @@ int main(void)
         cmocka_unit_test(content_type_json_with_or_without_charset_is_json),
         cmocka_unit_test(content_type_comparison_ignores_case),
         cmocka_unit_test(other_content_types_are_not_json),
+        cmocka_unit_test(identity_alone_or_listed_codes_nothing),
+        cmocka_unit_test(any_other_coding_is_a_coding),
         cmocka_unit_test(visible_ascii_within_the_limit_passes),
         cmocka_unit_test(spaces_and_control_characters_fail),
         cmocka_unit_test(del_and_bytes_above_ascii_fail),

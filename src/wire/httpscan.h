@@ -1,0 +1,72 @@
+/* A client connection's bytes scanned as evhttp (libevent 2.1.12) will frame them, for two
+ * faults evhttp lets through or misreports. Pure functions over a caller-owned state: any
+ * thread, no allocation. The HTTP thread feeds it every byte a connection receives before
+ * evhttp reads them (http/conn.c), and refuses the faulty request itself.
+ *
+ *   - A NUL byte in a request head (HTTPSCAN_NUL): evhttp keeps a header's value up to it (a
+ *     proxy in front may have read the whole line) and takes a line that starts with one for
+ *     the end of the head, so the rest of the head becomes the body or the next request.
+ *   - A malformed chunked body (HTTPSCAN_BAD_CHUNK): a chunk-size line that is not hex digits
+ *     and CRLF (a chunk extension, a sign, a 0x prefix, spaces, an empty line), a chunk's data
+ *     not followed by CRLF, a NUL in the trailers. evhttp answers 413 to some of these and
+ *     takes "5 junk", "+5" or "0x5" for 5, so a proxy and evhttp may disagree on where the
+ *     body ends.
+ *
+ * What it must know of evhttp's framing it follows exactly, for the requests after which evhttp
+ * keeps the connection: the method (the text before the request line's first space: HEAD has
+ * no body), the first Transfer-Encoding (a body is chunked when its value, less leading spaces
+ * and trailing spaces and tabs, is "chunked" in any case) and the first Content-Length
+ * (decimal digits). Where the framing is ambiguous (either header twice, both, another coding,
+ * a length that is not digits, a folded line after one of them) the server refuses the request
+ * and closes the connection (wire/checks.c framing_problem), as evhttp closes it after a head it
+ * cannot parse, an empty request line or a method it does not serve; CONNECT is refused with a
+ * close too. The scanner stops there (HTTPSCAN_STOPPED): nothing after that request is read.
+ *
+ * It does not look at what it need not: a body of known length and a chunk's data are skipped
+ * by count, and lines that are not Content-Length or Transfer-Encoding are searched for their
+ * end and for a NUL with memchr.
+ */
+#ifndef MCPD_WIRE_HTTPSCAN_H
+#define MCPD_WIRE_HTTPSCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    HTTPSCAN_RUNNING = 0,
+    HTTPSCAN_STOPPED,   /* the connection ends with the current request: nothing more to check */
+    HTTPSCAN_NUL,       /* a NUL byte in a head or a trailer */
+    HTTPSCAN_BAD_CHUNK, /* a chunk-size line that is not 1*HEXDIG CRLF, no CRLF after a chunk's
+                           data, or a NUL in the trailers */
+} httpscan_status_t;
+
+typedef struct httpscan {
+    /* results: status; once it is a fault, the request it is in (1 = the connection's first)
+     * and the stream offset where the line of the fault begins (for a missing CRLF after a
+     * chunk's data: the first byte after the data) */
+    httpscan_status_t status;
+    uint64_t request;
+    uint64_t line_at;
+    /* the parser's state (httpscan.c) */
+    uint64_t pos;   /* bytes scanned */
+    uint64_t left;  /* body or chunk-data bytes still to skip */
+    uint64_t value; /* the Content-Length or chunk size being read */
+    uint32_t n;     /* bytes of the current token (method, name, value, size) seen */
+    uint8_t state;
+    uint8_t method; /* what the request line's method means for the body */
+    uint8_t header; /* the header whose name or value is being read */
+    uint8_t last;   /* the last header line's header (a folded line continues it) */
+    uint8_t flags;  /* per head and per value (httpscan.c) */
+} httpscan_t;
+
+/* For HTTPSCAN_BAD_CHUNK: the bytes that, put at line_at in place of the rest, end the body
+ * there in evhttp's eyes (so that the request reaches the server, which refuses it): the last
+ * chunk and the end of the trailers, or only the latter when the fault is in the trailers. */
+const char *httpscan_body_end(const httpscan_t *s);
+/* A fresh connection: the next byte begins its first request. */
+void httpscan_init(httpscan_t *s);
+/* Scans the next n bytes of the connection. Returns s->status; once it is not
+ * HTTPSCAN_RUNNING, later calls change nothing. */
+httpscan_status_t httpscan_feed(httpscan_t *s, const void *data, size_t n);
+
+#endif

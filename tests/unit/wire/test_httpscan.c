@@ -1,0 +1,248 @@
+/* Unit tests: a connection's bytes scanned as evhttp frames them (src/wire/httpscan.c). Every
+ * case is fed whole and then one byte at a time, which must give the same answer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "wire/httpscan.h"
+
+#define HEAD "Host: h\r\nContent-Type: application/json\r\n"
+#define POST(extra) "POST /mcp HTTP/1.1\r\n" HEAD extra "\r\n"
+
+typedef struct result {
+    httpscan_status_t status;
+    uint64_t request, line_at, pos;
+} result_t;
+
+static result_t scan(const char *data, size_t n, size_t step)
+{
+    httpscan_t s;
+    httpscan_init(&s);
+    for (size_t off = 0; off < n; off += step)
+        httpscan_feed(&s, data + off, n - off < step ? n - off : step);
+    return (result_t){s.status, s.request, s.line_at, s.pos};
+}
+
+/* The scan of the n bytes at data, the same whole and byte by byte. */
+static result_t scan_both(const char *data, size_t n)
+{
+    result_t whole = scan(data, n, n ? n : 1), bytes = scan(data, n, 1);
+    assert_int_equal(whole.status, bytes.status);
+    assert_int_equal(whole.request, bytes.request);
+    if (whole.status == HTTPSCAN_NUL || whole.status == HTTPSCAN_BAD_CHUNK) {
+        assert_int_equal(whole.line_at, bytes.line_at);
+        assert_int_equal(whole.pos, bytes.pos);
+    }
+    return whole;
+}
+
+#define SCAN(lit) scan_both(lit, sizeof(lit) - 1)
+
+/* ---- requests that go on ---- */
+
+static void pipelined_requests_with_bodies_are_counted_and_stay_running(void **state)
+{
+    /* the bodies hold what would be faults in a head: a NUL, a chunk extension */
+    static const char s[] = POST("Content-Length: 5\r\n") "a\0;x\n"
+                            POST("content-length:   3  \t\r\n") "\0\0\0"
+                            "GET /mcp HTTP/1.1\r\n" HEAD "\r\n"
+                            "GET /mcp HTTP/1.1\r\n";
+    result_t r = SCAN(s);
+    assert_int_equal(r.status, HTTPSCAN_RUNNING);
+    assert_int_equal(r.request, 4);
+}
+
+static void a_chunked_body_is_followed_to_its_end(void **state)
+{
+    static const char s[] = POST("Transfer-Encoding: Chunked \r\n")
+        "5\r\nab\0;x\r\n" "A\r\n0123456789\r\n" "0\r\nX-Trailer: 1\r\n\r\n"
+        POST("transfer-encoding: chunked\r\n") "00\n\n"
+        "DELETE /mcp HTTP/1.1\r\n";
+    result_t r = SCAN(s);
+    assert_int_equal(r.status, HTTPSCAN_RUNNING);
+    assert_int_equal(r.request, 3);
+}
+
+static void a_head_request_has_no_body_whatever_it_says(void **state)
+{
+    /* evhttp reads no body for HEAD: what follows is the next request, and it has a NUL */
+    static const char s[] = "HEAD /mcp HTTP/1.1\r\nContent-Length: 9\r\n\r\n"
+                            "GET /mcp HTTP/1.1\r\nX: \0\r\n\r\n";
+    result_t r = SCAN(s);
+    assert_int_equal(r.status, HTTPSCAN_NUL);
+    assert_int_equal(r.request, 2);
+}
+
+static void other_headers_that_resemble_the_framing_ones_are_not_them(void **state)
+{
+    static const char s[] = POST("Content-Lengthy: 5\r\nTransfer-Encoding : chunked\r\n"
+                                 "Content-Length-X: 1\r\nX-Content-Length: 2\r\n") "GET / HTTP/1.1\r\n";
+    result_t r = SCAN(s);
+    assert_int_equal(r.status, HTTPSCAN_RUNNING);
+    assert_int_equal(r.request, 2);
+}
+
+/* ---- NUL ---- */
+
+static void a_nul_in_a_head_is_found_on_its_line(void **state)
+{
+    static const char value[] = POST("X-Note: a\0b\r\nContent-Length: 1\r\n") "x";
+    result_t r = SCAN(value);
+    assert_int_equal(r.status, HTTPSCAN_NUL);
+    assert_int_equal(r.request, 1);
+    assert_int_equal(r.line_at, strstr(value, "X-Note") - value);
+    assert_int_equal(r.pos, strstr(value, "X-Note") - value + 9);
+
+    static const char line_start[] = POST("\0X: 1\r\n");
+    assert_int_equal(SCAN(line_start).status, HTTPSCAN_NUL);
+    static const char in_length[] = POST("Content-Length: 1\0\r\n") "x";
+    assert_int_equal(SCAN(in_length).status, HTTPSCAN_NUL);
+    static const char in_name[] = POST("Content-Le\0ngth: 1\r\n") "x";
+    assert_int_equal(SCAN(in_name).status, HTTPSCAN_NUL);
+    static const char in_request_line[] = "POST /m\0cp HTTP/1.1\r\n\r\n";
+    assert_int_equal(SCAN(in_request_line).status, HTTPSCAN_NUL);
+    static const char in_method[] = "PO\0ST /mcp HTTP/1.1\r\n\r\n";
+    assert_int_equal(SCAN(in_method).status, HTTPSCAN_NUL);
+}
+
+static void a_nul_in_a_later_request_names_that_request(void **state)
+{
+    static const char s[] = POST("Content-Length: 2\r\n") "{}" POST("Content-Length: 2\r\n") "{}"
+        "GET /mcp HTTP/1.1\r\nAccept: \0\r\n\r\n";
+    result_t r = SCAN(s);
+    assert_int_equal(r.status, HTTPSCAN_NUL);
+    assert_int_equal(r.request, 3);
+}
+
+/* ---- chunks ---- */
+
+static void a_bad_chunk_size_line_is_found_where_it_begins(void **state)
+{
+    static const char *const bad[] = {"5;ext=1", "5 ", "5\t", "+5", "0x5", "-5", "z", "", " 5",
+                                      "5\r5", "5\0"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char s[200];
+        size_t at = (size_t)snprintf(s, sizeof s, POST("Transfer-Encoding: chunked\r\n"));
+        size_t len = strlen(bad[i]) + (strcmp(bad[i], "5\0") == 0 ? 1 : 0);
+        memcpy(s + at, bad[i], len);
+        memcpy(s + at + len, "\r\nhello\r\n0\r\n\r\n", 15);
+        result_t r = scan_both(s, at + len + 15);
+        assert_int_equal(r.status, HTTPSCAN_BAD_CHUNK);
+        assert_int_equal(r.request, 1);
+        assert_int_equal(r.line_at, at);
+    }
+}
+
+static void an_extension_on_the_last_chunk_is_bad_too(void **state)
+{
+    static const char s[] = POST("Transfer-Encoding: chunked\r\n") "2\r\nhi\r\n0;x=y\r\n\r\n";
+    result_t r = SCAN(s);
+    assert_int_equal(r.status, HTTPSCAN_BAD_CHUNK);
+    assert_int_equal(r.line_at, strstr(s, "0;x") - s);
+}
+
+static void data_not_followed_by_crlf_is_bad_where_the_crlf_belongs(void **state)
+{
+    static const char s[] = POST("Transfer-Encoding: chunked\r\n") "2\r\nhiX\r\n0\r\n\r\n";
+    result_t r = SCAN(s);
+    assert_int_equal(r.status, HTTPSCAN_BAD_CHUNK);
+    assert_int_equal(r.line_at, strstr(s, "X\r\n0") - s);
+    static const char cr[] = POST("Transfer-Encoding: chunked\r\n") "2\r\nhi\rX0\r\n\r\n";
+    r = SCAN(cr);
+    assert_int_equal(r.status, HTTPSCAN_BAD_CHUNK);
+    assert_int_equal(r.line_at, strstr(cr, "\rX0") - cr);
+    static const char extra_line[] = POST("Transfer-Encoding: chunked\r\n") "2\r\nhi\r\n\r\n0\r\n\r\n";
+    assert_int_equal(SCAN(extra_line).status, HTTPSCAN_BAD_CHUNK);
+}
+
+static void a_nul_in_the_trailers_is_a_bad_chunked_body(void **state)
+{
+    static const char s[] = POST("Transfer-Encoding: chunked\r\n") "0\r\nX: 1\r\nY: \0\r\n\r\n";
+    httpscan_t sc;
+    httpscan_init(&sc);
+    assert_int_equal(httpscan_feed(&sc, s, sizeof s - 1), HTTPSCAN_BAD_CHUNK);
+    assert_int_equal(sc.line_at, strstr(s, "Y: ") - s);
+    assert_string_equal(httpscan_body_end(&sc), "\r\n");
+    static const char size[] = POST("Transfer-Encoding: chunked\r\n") "1;\r\n";
+    httpscan_init(&sc);
+    assert_int_equal(httpscan_feed(&sc, size, sizeof size - 1), HTTPSCAN_BAD_CHUNK);
+    assert_string_equal(httpscan_body_end(&sc), "0\r\n\r\n");
+}
+
+/* ---- where the scan stops ---- */
+
+static void ambiguous_framing_stops_the_scan(void **state)
+{
+    static const char *const heads[] = {
+        "Content-Length: 1\r\nContent-Length: 1\r\n",
+        "Transfer-Encoding: chunked\r\nContent-Length: 1\r\n",
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: gzip\r\n",
+        "Transfer-Encoding: chunked, gzip\r\n",
+        "Transfer-Encoding:\tchunked\r\n",
+        "Content-Length: +1\r\n",
+        "Content-Length: 1 1\r\n",
+        "Content-Length:\r\n",
+        "Content-Length: 99999999999999999999999\r\n",
+        "Content-Length: 1\r\n more\r\n",
+        "Content-Length: 1\rx\r\n",
+    };
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        char s[300];
+        int n = snprintf(s, sizeof s, "POST /mcp HTTP/1.1\r\n%s\r\nGET / HTTP/1.1\r\nX: \1\r\n\r\n", heads[i]);
+        s[strstr(s, "\1") - s] = '\0'; /* a NUL the scan must not reach */
+        result_t r = scan_both(s, (size_t)n);
+        assert_int_equal(r.status, HTTPSCAN_STOPPED);
+        assert_int_equal(r.request, 1);
+    }
+}
+
+static void methods_after_which_the_connection_ends_stop_the_scan(void **state)
+{
+    static const char connect[] = "CONNECT h:1 HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nX: \0\r\n\r\n";
+    assert_int_equal(SCAN(connect).status, HTTPSCAN_STOPPED);
+    static const char trace[] = "TRACE / HTTP/1.1\r\n\r\n";
+    assert_int_equal(SCAN(trace).status, HTTPSCAN_STOPPED);
+    static const char lower[] = "get / HTTP/1.1\r\n\r\n";
+    assert_int_equal(SCAN(lower).status, HTTPSCAN_STOPPED);
+    static const char empty_line[] = "\r\nGET / HTTP/1.1\r\n\r\n";
+    assert_int_equal(SCAN(empty_line).status, HTTPSCAN_STOPPED);
+    static const char huge_chunk[] = POST("Transfer-Encoding: chunked\r\n") "10000000000000000\r\n";
+    assert_int_equal(SCAN(huge_chunk).status, HTTPSCAN_STOPPED);
+}
+
+static void nothing_changes_after_the_scan_ends(void **state)
+{
+    static const char s[] = POST("X: \0\r\n");
+    httpscan_t sc;
+    httpscan_init(&sc);
+    assert_int_equal(httpscan_feed(&sc, s, sizeof s - 1), HTTPSCAN_NUL);
+    httpscan_t before = sc;
+    assert_int_equal(httpscan_feed(&sc, "GET / HTTP/1.1\r\n\r\n", 18), HTTPSCAN_NUL);
+    assert_memory_equal(&before, &sc, sizeof sc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pipelined_requests_with_bodies_are_counted_and_stay_running),
+        cmocka_unit_test(a_chunked_body_is_followed_to_its_end),
+        cmocka_unit_test(a_head_request_has_no_body_whatever_it_says),
+        cmocka_unit_test(other_headers_that_resemble_the_framing_ones_are_not_them),
+        cmocka_unit_test(a_nul_in_a_head_is_found_on_its_line),
+        cmocka_unit_test(a_nul_in_a_later_request_names_that_request),
+        cmocka_unit_test(a_bad_chunk_size_line_is_found_where_it_begins),
+        cmocka_unit_test(an_extension_on_the_last_chunk_is_bad_too),
+        cmocka_unit_test(data_not_followed_by_crlf_is_bad_where_the_crlf_belongs),
+        cmocka_unit_test(a_nul_in_the_trailers_is_a_bad_chunked_body),
+        cmocka_unit_test(ambiguous_framing_stops_the_scan),
+        cmocka_unit_test(methods_after_which_the_connection_ends_stop_the_scan),
+        cmocka_unit_test(nothing_changes_after_the_scan_ends),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
