@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/blockcache.h"
 #include "core/log.h"
+#include "core/principal.h"
 #include "core/stats.h"
 #include "core/util.h"
 #include "admin/admin.h"
@@ -136,6 +137,11 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : 2;
     }
     g_log_level = (log_level_t)g_cfg.log_level;
+    const int64_t caps[PR__COUNT] = {[PR_SESSIONS] = g_cfg.max_sessions,
+                                     [PR_HANDLES] = g_cfg.max_handles,
+                                     [PR_TASKS] = g_cfg.max_tasks,
+                                     [PR_CONNECTIONS] = g_cfg.max_connections};
+    principals_configure(caps, (int)g_cfg.principal_share);
     /* Blocks of 512 KiB and more (RocksDB's memtable arena blocks) stay mmapped, so a flushed
      * memtable goes back to the kernel. Left alone, glibc raises this threshold after the first
      * large free and later memtables stay resident after their flush (seen in the soak). */
@@ -226,7 +232,8 @@ int main(int argc, char **argv)
         return 1; /* threads may be running: no orderly teardown from here */
     }
     uint64_t stored[STORED__KINDS] = {0};
-    sessionrec_count(store, actor_meta_kind, stored, STORED__KINDS);
+    /* the gauges, and what each principal holds of --max-sessions, --max-handles, --max-tasks */
+    actors_account_stored(store, NULL, 0, 1, stored);
     atomic_store(&g_stats.sessions_stored, (long long)stored[STORED_SESSION]);
     atomic_store(&g_stats.input_records_stored, (long long)stored[STORED_RECORD]);
     atomic_store(&g_stats.handles_stored, (long long)stored[STORED_HANDLE]);

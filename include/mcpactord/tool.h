@@ -44,6 +44,10 @@ enum {
     /* the state it needs (a handle) lives in a shard that is moving to another node: the
      * request is answered 503 + Retry-After and the client's retry reaches the new owner */
     MCPD_ERR_MOVED = -32010,
+    /* a server limit was reached (--max-handles, or the caller's share of it): the call may
+     * succeed later; mcpd_ctx_handle_new returns -EDQUOT with the reason in
+     * mcpd_ctx_last_error() */
+    MCPD_ERR_OVERLOADED = -32003,
 };
 
 /* ---- results ------------------------------------------------------------------------ */
@@ -251,7 +255,10 @@ json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_updat
  * block until the worker that owns the handle has stored the change; they fail in a
  * MCPD_TOOL_NONBLOCKING tool. */
 #define MCPD_HANDLE_LEN 32
-/* Mints a handle: out (MCPD_HANDLE_LEN + 1 bytes) gets its id. 0, or a negative errno. */
+/* Mints a handle: out (MCPD_HANDLE_LEN + 1 bytes) gets its id. 0, or a negative errno:
+ * -EDQUOT when --max-handles is reached or the caller (its token, or its address without
+ * tokens) holds its share of it (--principal-share): a tool should answer that with a tool
+ * error (isError) carrying mcpd_ctx_last_error(), which a model can act on. */
 int mcpd_ctx_handle_new(mcpd_ctx_t *ctx, char *out);
 /* As mcpd_ctx_state_get/put/update, on the handle's state. An unknown (expired, deleted,
  * another principal's) handle fails with mcpd_ctx_last_error() saying so, as does a malformed

@@ -144,6 +144,8 @@ void actor_write_meta(actor_t *a)
     json_object_set_new(m, "c", json_integer(a->created_ms));
     json_object_set_new(m, "t", json_integer(a->touched_ms));
     json_object_set_new(m, "i", json_boolean(a->initialized));
+    if (a->kind == ACTOR_SESSION && !a->used)
+        json_object_set_new(m, "u", json_false()); /* absent: used (and every older session) */
     json_object_set_new(m, "a", json_string(a->auth_name));
     json_object_set_new(m, "al", json_integer(a->alarm_due));
     json_object_set_new(m, "ns", json_integer((json_int_t)a->next_stream));
@@ -151,6 +153,10 @@ void actor_write_meta(actor_t *a)
     json_object_set_new(m, "rq", json_integer((json_int_t)a->next_req_num));
     if (a->subscriptions && json_object_size(a->subscriptions))
         json_object_set(m, "sub", a->subscriptions);
+    if (a->owner)
+        json_object_set_new(m, "p", json_string(principal_name(a->owner)));
+    if (a->share_given_back)
+        json_object_set_new(m, "hs", json_false());
     if (a->kind == ACTOR_RECORD) {
         json_object_set_new(m, "k", json_string("r"));
         json_object_set(m, "rec", actor_ext(a, "rec") ? actor_ext(a, "rec") : json_null());
@@ -206,6 +212,47 @@ actor_t *actor_create_kind(worker_t *w, const char *sid, char kind)
     return a;
 }
 
+/* The owner a stored record names ("p"), or for one written before owners were kept, the
+ * principal it would have had: its token's, or "a:" (an address not known). */
+static void owner_of(const json_t *m, char *out, size_t n)
+{
+    const char *p = json_string_value(json_object_get(m, "p"));
+    const char *auth = json_string_value(json_object_get(m, "a"));
+    if (p)
+        snprintf(out, n, "%s", p);
+    else if (auth && *auth)
+        snprintf(out, n, "t:%s", auth);
+    else
+        snprintf(out, n, "a:");
+}
+
+/* Which share a kind of actor holds a unit of (-1: none). */
+static int share_of(char kind)
+{
+    return kind == ACTOR_SESSION  ? PR_SESSIONS
+           : kind == ACTOR_HANDLE ? PR_HANDLES
+           : kind == ACTOR_TASK   ? PR_TASKS
+                                  : -1;
+}
+
+/* a's unit of its owner's share goes back (deleted, or never stored). */
+static void give_share(actor_t *a)
+{
+    int r = share_of(a->kind);
+    if (r < 0 || !a->owner || a->share_given_back || a->modern)
+        return;
+    a->share_given_back = true;
+    principal_give(a->owner, (pres_t)r);
+}
+
+void actor_give_share_back(actor_t *a)
+{
+    if (a->share_given_back)
+        return;
+    give_share(a);
+    actor_persist_meta(a);
+}
+
 /* Wakes a session from the store; NULL when it does not exist. */
 static actor_t *actor_load(worker_t *w, const char *sid)
 {
@@ -245,6 +292,7 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     a->created_ms = json_integer_value(json_object_get(m, "c"));
     a->touched_ms = json_integer_value(json_object_get(m, "t"));
     a->initialized = json_is_true(json_object_get(m, "i"));
+    a->used = !json_is_false(json_object_get(m, "u"));
     a->alarm_due = json_integer_value(json_object_get(m, "al"));
     a->touched_stored_ms = a->touched_ms;
     a->log_bytes = (uint64_t)json_integer_value(json_object_get(m, "lb"));
@@ -259,6 +307,10 @@ static actor_t *actor_load(worker_t *w, const char *sid)
              json_string_value(json_object_get(m, "a")) ? json_string_value(json_object_get(m, "a")) : "");
     json_t *sub = json_object_get(m, "sub");
     a->subscriptions = json_is_object(sub) ? json_incref(sub) : NULL;
+    char owner[PRINCIPAL_NAME_MAX];
+    owner_of(m, owner, sizeof owner);
+    a->owner = principal_get(owner);
+    a->share_given_back = json_is_false(json_object_get(m, "hs"));
     json_decref(m);
 
     /* POST stream numbers continue after the newest stored stream */
@@ -284,6 +336,65 @@ int actor_meta_kind(const char *meta, size_t len)
                                         : STORED_SESSION;
     json_decref(m);
     return kind;
+}
+
+/* The owner of a session's metadata without a parse: the value of its last "p" member, which
+ * actor_write_meta writes after everything a client sent (clientInfo, capabilities,
+ * subscriptions). false when there is none or it holds an escape (then the caller parses). */
+static bool fast_owner(const char *meta, size_t len, char *out, size_t n)
+{
+    const char *hit = NULL;
+    for (const char *p = meta; (p = memmem(p, len - (size_t)(p - meta), "\"p\":\"", 5)); p += 5)
+        hit = p + 5;
+    if (!hit)
+        return false;
+    const char *end = memchr(hit, '"', len - (size_t)(hit - meta));
+    if (!end || memchr(hit, '\\', (size_t)(end - hit)) || (size_t)(end - hit) >= n)
+        return false;
+    memcpy(out, hit, (size_t)(end - hit));
+    out[end - hit] = '\0';
+    return true;
+}
+
+struct account {
+    int sign;
+    uint64_t *by_kind;
+};
+
+static void account_one(void *arg, const char *sid, const char *meta, size_t len)
+{
+    (void)sid;
+    struct account *ac = arg;
+    char owner[PRINCIPAL_NAME_MAX];
+    int kind = STORED_SESSION;
+    bool holds = true;
+    if (memmem(meta, len, "\"k\":\"", 5) || memmem(meta, len, "\"hs\":", 5) ||
+        !fast_owner(meta, len, owner, sizeof owner)) {
+        json_t *m = json_parse_buf(meta, len, NULL, 0, NULL);
+        const json_t *k = json_object_get(m, "k");
+        kind = jsonrpc_str_is(k, "r")   ? STORED_RECORD
+               : jsonrpc_str_is(k, "h") ? STORED_HANDLE
+               : jsonrpc_str_is(k, "t") ? STORED_TASK
+                                        : STORED_SESSION;
+        owner_of(m, owner, sizeof owner);
+        holds = !json_is_false(json_object_get(m, "hs"));
+        json_decref(m);
+    }
+    if (ac->by_kind)
+        ac->by_kind[kind]++;
+    int r = kind == STORED_SESSION  ? PR_SESSIONS
+            : kind == STORED_HANDLE ? PR_HANDLES
+            : kind == STORED_TASK   ? PR_TASKS
+                                    : -1;
+    if (r >= 0 && holds)
+        principal_add(owner, (pres_t)r, ac->sign);
+}
+
+void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
+                           uint64_t by_kind[STORED__KINDS])
+{
+    struct account ac = {sign, by_kind};
+    sessionrec_scan_meta(s, prefix, plen, account_one, &ac);
 }
 
 actor_t *actor_find_or_load(worker_t *w, const char *sid)
@@ -325,6 +436,7 @@ static void actor_free(actor_t *a)
     json_decref(a->client_caps);
     json_decref(a->subscriptions);
     json_decref(a->ext);
+    principal_unref(a->owner);
     free(a);
 }
 
@@ -387,6 +499,7 @@ void actor_delete(actor_t *a)
         sessionrec_delete_state(b, a->sid, TASK_STATE_ARGS);
         sessionrec_delete_state(b, a->sid, TASK_STATE_RESULT);
     }
+    give_share(a);
     if (a->kind == ACTOR_SESSION) {
         worker_stat_add(w, DS_SESSIONS_DELETED, 1);
         worker_stat_add(w, DS_SESSIONS_STORED, -1);
@@ -449,6 +562,15 @@ static void refuse_connections(actor_t *a)
 
 void actor_reset(actor_t *a)
 {
+    if (share_of(a->kind) >= 0) {
+        char *v = NULL;
+        size_t vl;
+        int rc = sessionrec_get_meta(worker_store(a->w), a->sid, &v, &vl);
+        if (rc == 0)
+            free(v);
+        else if (rc == 1)
+            give_share(a); /* created in the refused turn: it was never stored */
+    }
     refuse_connections(a);
     orphan_jobs(a);
     for (stream_t *s = a->streams; s; s = s->next)
@@ -620,6 +742,26 @@ void actor_hibernate(actor_t *a)
 
 /* ---- dispatch ---- */
 
+/* A POST that uses its session: one carrying a request or a response (notifications alone,
+ * such as notifications/initialized, do not). */
+static bool post_uses(const wmsg_t *m)
+{
+    for (size_t i = 0; i < m->u.post.n; i++)
+        if (m->u.post.kinds[i] != JR_NOTIFICATION)
+            return true;
+    return false;
+}
+
+void actor_mark_used(actor_t *a)
+{
+    a->used = true;
+    actor_persist_meta(a);
+    /* its alarm was its unused expiry: its own expiry now (a stored stream's, if it has one,
+     * comes back at that alarm's sweep, so then it is left as it is) */
+    if (a->alarm_due == actor_unused_expiry(a) && !a->stored_more)
+        actor_alarm_set(a, a->touched_ms + g_cfg.session_ttl_s * 1000);
+}
+
 /* How stale the stored touch time may get before a request rewrites it (session TTL). */
 #define TOUCH_PERSIST_MS (3600 * 1000)
 
@@ -728,10 +870,14 @@ void actor_dispatch(worker_t *w, wmsg_t *m)
     switch (m->type) {
     case WM_POST:
         a->touched_ms = now_wall_ms();
+        if (!a->used && post_uses(m))
+            actor_mark_used(a);
         worker_ops(w)->on_post(a, m);
         break;
     case WM_GET:
         a->touched_ms = now_wall_ms();
+        if (!a->used)
+            actor_mark_used(a);
         actor_handle_get(a, m);
         break;
     case WM_DELETE: {

@@ -51,6 +51,10 @@ typedef struct stream {
     bool session_header;     /* add Mcp-Session-Id to the response (initialize) */
     bool dispatching;        /* its POST body is being dispatched: do not settle yet */
     bool delivered;          /* standalone stream: a GET has been attached to it before */
+    bool server_ended;       /* standalone stream: the server ended its last connection (idle,
+                                a slow reader) after event ended_seq; the next GET without
+                                Last-Event-ID gets what came after it (in memory only) */
+    uint64_t ended_seq;
     int http_status;         /* a JSON reply's status when not 200 (2026-07-28 errors, a
                               * storage refusal) */
     const char *retry_after; /* with http_status 503: Retry-After (static; NULL: "1") */
@@ -92,6 +96,8 @@ typedef struct actor {
     json_t *subscriptions;   /* {uri: true} */
     int log_level;           /* index into the syslog levels, -1 = not set */
     bool initialized;
+    bool used;               /* a request (not a notification) or a GET came after initialize;
+                                a session never used is deleted after --unused-session-ttl */
     bool modern;             /* serves one 2026-07-28 request: never stored, no event ids,
                                 freed once its request is answered (actor_discard) */
     char kind;               /* ACTOR_SESSION, ACTOR_MODERN, ACTOR_RECORD, ACTOR_HANDLE or
@@ -112,6 +118,12 @@ typedef struct actor {
                                   the metadata) */
 
     char auth_name[64];
+    principal_t *owner;      /* reference: who made it, for the shares (core/principal.h):
+                                "t:<token>", or "a:<address>" without tokens; stored ("p");
+                                for one stored before it was kept, "t:<its token>" or "a:" */
+    bool share_given_back;   /* a session, handle or task holds one unit of its owner's share
+                                of --max-sessions, --max-handles or --max-tasks until it is
+                                deleted; a cancelled task gives it back early (stored "hs") */
     int64_t created_ms;
     int64_t touched_ms;
     int64_t touched_stored_ms; /* the touched_ms last written to the store */
@@ -187,6 +199,14 @@ actor_t *actor_create_kind(worker_t *w, const char *sid, char kind);
 /* What stored metadata (actor_write_meta's) belongs to: the startup counts (sessionrec_count). */
 enum { STORED_SESSION = 0, STORED_RECORD, STORED_HANDLE, STORED_TASK, STORED__KINDS };
 int actor_meta_kind(const char *meta, size_t len);
+/* Adds sign (+1, -1) times what the stored records of ids starting with prefix (plen 0: all)
+ * hold of their owners' shares (principal_add), and counts them by kind into by_kind (may be
+ * NULL): at startup, and when a shard leaves or comes (shardmove.c). */
+void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
+                           uint64_t by_kind[STORED__KINDS]);
+/* a (a task) gives its unit of its owner's share back before it is deleted: it no longer
+ * counts against --max-tasks. */
+void actor_give_share_back(actor_t *a);
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none. */
 actor_t *actor_find_or_load(worker_t *w, const char *sid);
 /* The metadata changed: it is written once, at the end of the turn. */
@@ -245,6 +265,8 @@ bool actor_is_idle(const actor_t *a);
 /* Tells its running jobs to stop (their results still reach the store) and ends its queued
  * ones. */
 void actor_cancel_jobs(actor_t *a);
+/* A request or a GET reached session a: from now on it expires by --session-ttl only. */
+void actor_mark_used(actor_t *a);
 /* Writes what a wake needs and frees the actor (idle actors only). */
 void actor_hibernate(actor_t *a);
 
@@ -297,6 +319,8 @@ void actor_broadcast(worker_t *w, wmsg_t *m);
 void actor_end_listens(worker_t *w);
 
 /* sweep.c: alarms, expiry, sweep, recovery. */
+/* When a session never used after initialize is deleted (created + --unused-session-ttl). */
+int64_t actor_unused_expiry(const actor_t *a);
 /* Moves the session's alarm to `due` (0 clears it). */
 void actor_alarm_set(actor_t *a, int64_t due);
 /* Makes sure the alarm is due no later than `due`. */

@@ -54,6 +54,8 @@ void job_free(job_t *j)
     free(j->input_key);
     json_decref(j->answers);
     json_decref(j->input_requests);
+    principal_unref(j->fair);
+    principal_unref(j->owner);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
     free(j);
@@ -65,6 +67,8 @@ void job_cancel(job_t *j)
     atomic_store(&j->cancelled, true);
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
+    if (!j->inline_mode)
+        pool_expedite(j); /* one still waiting for a thread ends now */
 }
 
 static void reply_slot(job_t *j, uint32_t wait_seq, json_t *result, int code, job_err_t kind,
@@ -545,7 +549,7 @@ int mcpd_ctx_handle_new(mcpd_ctx_t *ctx, char *out)
     }
     json_t *r = state_op_on(ctx, id, HANDLE_NEW, NULL, NULL, NULL, NULL);
     if (!r)
-        return -EIO;
+        return ctx->err_code == MCPD_ERR_OVERLOADED ? -EDQUOT : -EIO;
     json_decref(r);
     memcpy(out, id, SESSION_ID_LEN + 1);
     return 0;

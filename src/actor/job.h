@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "core/principal.h"
 #include "core/util.h"
 #include "wire/proto.h"
 
@@ -47,7 +48,9 @@ typedef enum {
 } job_err_t;
 
 struct mcpd_ctx {
-    struct mcpd_ctx *pool_next; /* tool pool queue link */
+    struct mcpd_ctx *pool_next; /* tool pool queue link (under the pool's mutex) */
+    bool pool_waiting;          /* in its principal's pool queue (the pool's mutex) */
+    bool pool_skip;             /* cancelled while it waited there: the handler is not run */
     job_kind_t kind;
     /* fixed at creation */
     struct worker *w;
@@ -63,6 +66,9 @@ struct mcpd_ctx {
     bool modern;            /* a 2026-07-28 call: requests become input requests (MRTR) */
     unsigned client_caps;   /* JOB_CAP_* the client declared */
     char principal[64];     /* the auth token name of the call (handles belong to it) */
+    principal_t *fair;      /* reference: whose share of the tool pool it runs in (pool.c) */
+    principal_t *owner;     /* reference: who a handle it makes is counted for (the call's
+                               client: core/principal.h), NULL when not known */
     atomic_bool cancelled;
     /* messages sent (progress, logs, notifications) that the worker has not handled yet: a
      * handler that sends faster than its session stores them waits (JOB_OUT_MAX) */
@@ -142,7 +148,10 @@ void job_run(job_t *j);
 
 /* Tool pool: started before the HTTP threads, stopped after them. */
 int pool_start(int nthreads);
+/* Any thread: j (with j->fair set) runs when a thread is free for its principal's share. */
 void pool_submit(job_t *j);
+/* j was cancelled: if it still waits for a thread it ends at once, without its handler. */
+void pool_expedite(job_t *j);
 void pool_stop(void);
 
 #endif

@@ -19,6 +19,13 @@ void wmsg_free(wmsg_t *m)
         return;
     switch (m->type) {
     case WM_POST:
+    case WM_GET:
+    case WM_DELETE:
+        if (m->type == WM_POST && m->u.post.holds_session)
+            principal_give(m->u.client.principal, PR_SESSIONS); /* no session was made */
+        principal_unref(m->u.client.principal);
+        if (m->type != WM_POST)
+            break;
         json_decref(m->u.post.body);
         json_decref(m->u.post.param_hdrs);
         if (m->u.post.kinds != m->u.post.kinds_inline)

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/mq.h"
+#include "core/principal.h"
 #include "core/util.h"
 #include "wire/jsonrpc.h"
 
@@ -63,6 +64,8 @@ typedef struct wm_client {
     int64_t recv_us;           /* when the HTTP thread received it (monotonic) */
     char auth_name[64];        /* the token name that sent it ("" without auth) */
     char proto_hdr[32];        /* MCP-Protocol-Version header ("" when absent) */
+    principal_t *principal;    /* owned reference, set for initialize and 2026-07-28 requests
+                                  (NULL otherwise): who sent it (core/principal.h) */
 } wm_client_t;
 
 /* Messages to a worker. The sender fills the header and the member of the union its type
@@ -87,7 +90,11 @@ typedef struct wmsg {
             signed char kinds_inline[WMSG_KINDS_INLINE];
             json_t *param_hdrs; /* owned, modern only: {lowercased Mcp-Param-* name: decoded
                                    value}, NULL when the request had none */
+            uint32_t nodes;    /* JSON values in body (the worker trims after big ones) */
             bool create;       /* initialize: sid is the new session's fresh id */
+            bool holds_session; /* initialize: it holds one unit of its principal's share of
+                                   --max-sessions, which the new session takes over; freed
+                                   with the message otherwise */
             bool modern;       /* a 2026-07-28 request (checked by the HTTP thread): no
                                   session; sid is a fresh id for its one-request actor */
         } post;
@@ -103,6 +110,7 @@ typedef struct wmsg {
         struct {               /* WM_CONN_CLOSED */
             conn_ref_t conn;
             uint64_t stream;   /* the stream the connection carried */
+            bool by_server;    /* the server ended it (idle, a slow reader), not the client */
         } closed;
         struct {               /* WM_TOOL_* */
             struct mcpd_ctx *job; /* borrowed: the worker frees it at WM_TOOL_DONE */

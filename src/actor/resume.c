@@ -29,16 +29,20 @@ static void open_standalone(actor_t *a, conn_ref_t conn)
     g->conn = conn;
     buf_t b = {0};
     long backlog = 0;
-    if (!g->delivered && g->seq > 0 && g_cfg.event_store) {
+    bool after_end = g->server_ended && g->seq > g->ended_seq;
+    if (((!g->delivered && g->seq > 0) || after_end) && g_cfg.event_store) {
         /* The session's first GET: its client cannot have seen anything stored for it yet
-         * (session-level messages sent before it connected), so it gets all of it. Later
-         * GETs without Last-Event-ID start fresh, as the client asked. */
+         * (session-level messages sent before it connected), so it gets all of it. Likewise
+         * after the server ended the stream (--get-idle-timeout): a client with no event id
+         * to resume from (an older version's stream that never sent one) gets what came
+         * since. Other GETs without Last-Event-ID start fresh, as the client asked. */
         if (a->proto->priming)
             sse_frame_retry(&b, g_cfg.retry_ms);
-        backlog = replay_after(a, STREAM_GET, 0, &b);
+        backlog = replay_after(a, STREAM_GET, after_end ? g->ended_seq : 0, &b);
         if (backlog == 0)
             buf_free(&b);
     }
+    g->server_ended = false;
     if (backlog == 0)
         actor_stream_prime(a, g, &b);
     if (!g->delivered && g_cfg.event_store) {
@@ -130,6 +134,7 @@ static void resume(actor_t *a, wmsg_t *m)
         buf_free(&b);
         return;
     }
+    s->server_ended = false; /* it resumes from its own position */
     /* the connection takes the stream over; an older connection on it is ended */
     if (s->conn.gen && !conn_ref_eq(s->conn, m->u.client.conn))
         actor_send_sse_end(a, s->conn, s->num);
@@ -152,17 +157,29 @@ void actor_handle_conn_closed(actor_t *a, wmsg_t *m)
     if (!s || !conn_ref_eq(s->conn, m->u.closed.conn))
         return;
     s->conn.gen = 0;
-    if (!a->modern)
-        return; /* a session's stream lives on: its client resumes */
+    if (s->num == STREAM_GET && m->u.closed.by_server) {
+        s->server_ended = true;
+        s->ended_seq = s->seq;
+    }
+    if (actor_stores(a))
+        return; /* a session's stream lives on: its client resumes (a disconnect is not a
+                   cancellation: 2025-11-25 transports, "SHOULD NOT be interpreted as the
+                   client cancelling its request") */
     /* 2026-07-28: closing the response stream cancels its request (streamable-http,
-     * "Cancellation"); nothing more is sent for it */
+     * "Cancellation"); nothing more is sent for it. A session's stream without the event
+     * store (--no-event-store) cannot be resumed either: its response can never reach the
+     * client, so its calls are cancelled the same way and free their tool threads. */
+    int n = 0; /* a batch's requests share their stream: every one of them is cancelled */
+    for (const call_t *c = a->calls; c; c = c->next)
+        n += c->stream == s;
     call_t *c = a->calls;
-    while (c) {
+    while (c && n > 0) {
         call_t *next = c->next;
         if (c->stream == s) {
-            log_debug("a 2026-07-28 request was cancelled: its client closed the response stream");
-            actor_drop_call(a, c); /* may settle and free s: nothing of s is read after */
-            break;
+            log_debug("%s: a request was cancelled: its client closed the response stream, which "
+                      "cannot be resumed", a->modern ? "2026-07-28" : "--no-event-store");
+            n--;
+            actor_drop_call(a, c); /* the last may settle and free s: s is not read after it */
         }
         c = next;
     }

@@ -531,6 +531,7 @@ static void adjust_gauges(const char *prefix, int sign)
     STAT_ADD(input_records_stored, sign * (long long)by[STORED_RECORD]);
     STAT_ADD(handles_stored, sign * (long long)by[STORED_HANDLE]);
     STAT_ADD(tasks_stored, sign * (long long)by[STORED_TASK]);
+    actors_account_stored(STORE, prefix, SHARD_HEX, sign, NULL); /* the owners' shares */
 }
 
 static json_t *counts(const char *prefix, int64_t *earliest)

@@ -38,6 +38,11 @@
 
 static _Atomic long g_tombstones;
 
+int64_t actor_unused_expiry(const actor_t *a)
+{
+    return a->created_ms + g_cfg.unused_session_ttl_s * 1000;
+}
+
 void actor_alarm_set(actor_t *a, int64_t due)
 {
     if (due == a->alarm_due || a->modern)
@@ -159,7 +164,10 @@ static int64_t next_due(actor_t *a, int64_t now, bool more)
         if (g->conn.gen && ge <= now) /* attached: not swept now (sweep_standalone); a TTL on */
             ge = now + g_cfg.event_ttl_s * 1000;
     }
-    return sweep_next_due(now, more, a->touched_ms + g_cfg.session_ttl_s * 1000,
+    int64_t expiry = a->touched_ms + g_cfg.session_ttl_s * 1000;
+    if (!a->used && actor_unused_expiry(a) < expiry)
+        expiry = actor_unused_expiry(a);
+    return sweep_next_due(now, more, expiry,
                           more ? 0 : eventlog_first_expiry(worker_store(a->w), a->sid), ge);
 }
 
@@ -193,6 +201,18 @@ bool actor_on_alarm(actor_t *a, int64_t due)
         }
         actor_alarm_set(a, expiry);
         return true;
+    }
+    if (!a->used && actor_unused_expiry(a) <= now) {
+        if (actor_is_idle(a)) {
+            /* nothing came after initialize: clients that open a session and never come back
+             * (a probe, a CLI call that never sends DELETE) do not keep it for --session-ttl */
+            log_info("session %.8s expired: no request after initialize in %lld s "
+                     "(--unused-session-ttl)", a->sid, (long long)((now - a->created_ms) / 1000));
+            STAT_INC(sessions_unused_expired_total);
+            actor_delete(a);
+            return false;
+        }
+        actor_mark_used(a); /* in use after all (a stream attached): its own expiry applies */
     }
     if (a->touched_ms + g_cfg.session_ttl_s * 1000 <= now && actor_is_idle(a)) {
         log_info("session %.8s expired: untouched for %lld s (--session-ttl)", a->sid,

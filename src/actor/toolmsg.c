@@ -16,6 +16,7 @@
 #include "wire/modern.h"
 #include "wire/sse.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,7 +331,30 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
             job_reply(j, seq, NULL, "handle id collision; try again");
             return;
         }
+        /* --max-handles, and the caller's share of it: a handle costs a store record for
+         * --handle-ttl (a week by default), so one client minting them in a loop would fill
+         * the cap for everyone */
+        principal_t *owner = j->owner ? principal_ref(j->owner) : principal_get("a:");
+        int rc = principal_take(owner, PR_HANDLES);
+        if (rc != 0) {
+            char msg[300];
+            if (rc == -EDQUOT)
+                snprintf(msg, sizeof msg, "too many state handles: this client holds %lld, its "
+                         "share of --max-handles (--principal-share); delete some "
+                         "(mcpd_ctx_handle_delete) or let them expire (--handle-ttl)",
+                         (long long)principal_limit(PR_HANDLES));
+            else
+                snprintf(msg, sizeof msg, "too many state handles: %lld are stored "
+                         "(--max-handles); retry later", (long long)principal_total(PR_HANDLES));
+            principal_unref(owner);
+            STAT_INC(limit_refusals_total);
+            if (rc == -EDQUOT)
+                STAT_INC(share_refusals_total);
+            job_reply_code(j, seq, NULL, MCPD_ERR_OVERLOADED, msg);
+            return;
+        }
         h = actor_create_kind(w, m->sid, ACTOR_HANDLE);
+        h->owner = owner; /* it holds one of the owner's --max-handles until it is deleted */
         h->proto = proto_modern();
         str_copy(h->auth_name, sizeof h->auth_name, j->principal);
         actor_alarm_set(h, now + g_cfg.handle_ttl_s * 1000); /* its expiry; persists the meta */
@@ -367,8 +391,24 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
 
 /* ---- the session's share of the tool pool ---- */
 
+/* Whose share of the pool a's jobs run in (a new reference): the token name; without tokens a
+ * session is its own principal, and a 2026-07-28 request or task is its client's (its
+ * address, a->owner). */
+static principal_t *fair_principal(const actor_t *a)
+{
+    if (a->auth_name[0])
+        return principal_of('t', a->auth_name);
+    if (a->kind != ACTOR_SESSION && a->owner)
+        return principal_ref(a->owner);
+    return principal_of('s', a->sid);
+}
+
 void actor_submit_job(actor_t *a, job_t *j)
 {
+    if (!j->fair)
+        j->fair = fair_principal(a);
+    if (!j->owner)
+        j->owner = principal_ref(a->owner);
     if (a->jobs_running < g_cfg.session_jobs || workers_stopping()) {
         /* at shutdown every job starts cancelled and ends at once: none may wait for a place
          * the pool will not give after it stops */

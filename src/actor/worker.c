@@ -417,8 +417,11 @@ static void on_inbox(evutil_socket_t fd, short what, void *arg)
     w->turn_messages = 0;
     while (n) {
         mq_node_t *next = n->next;
-        handle(w, (wmsg_t *)n);
-        w->turn_messages++;
+        wmsg_t *m = (wmsg_t *)n;
+        /* a body of many values is a burst of its own (freed here, in the HTTP thread's
+         * arena): 16 values weigh about one message */
+        w->turn_messages += 1 + (m->type == WM_POST ? m->u.post.nodes / 16 : 0);
+        handle(w, m);
         n = next;
     }
     note_burst(w, store_batch_bytes(w->batch));

@@ -73,6 +73,9 @@ static const flag_t FLAGS[] = {
      "error, warn, info or debug (default info)"},
     {"max-body", "BYTES", K_INT, OFF(max_body), 1024, 1LL << 30,
      "largest POST body (default 4194304); larger gets 413"},
+    {"max-json-nodes", "N", K_INT, OFF(max_json_nodes), 64, 1LL << 30,
+     "JSON values (objects, arrays, strings, numbers, literals) one request body may hold; "
+     "more gets 413 (default 100000)"},
     {"max-headers", "BYTES", K_INT, OFF(max_headers), 1024, 1LL << 20,
      "largest request header block (default 16384); larger gets 431/400"},
     {"mailbox", "N", K_INT, OFF(mailbox), 1, 1 << 20,
@@ -109,8 +112,14 @@ static const flag_t FLAGS[] = {
      "delete a stream's events this long after its last write (default 86400)"},
     {"finished-stream-ttl", "SECS", K_INT, OFF(finished_stream_ttl_s), 1, 86400LL * 3650,
      "delete a POST stream this long after its last response (default 600)"},
+    {"get-idle-timeout", "SECS", K_INT, OFF(get_idle_timeout_s), 1, 86400LL * 365,
+     "end a standalone GET stream that sent nothing this long; the client resumes it with "
+     "Last-Event-ID (default 300; with --no-event-store its keepalive keeps it busy)"},
     {"session-ttl", "SECS", K_INT, OFF(session_ttl_s), 1, 86400LL * 3650,
      "delete a session untouched this long; it answers 404 afterwards (default 604800)"},
+    {"unused-session-ttl", "SECS", K_INT, OFF(unused_session_ttl_s), 1, 86400LL * 3650,
+     "delete a session that got no request after initialize (only notifications) this long "
+     "after its creation (default 600)"},
     {"min-free-space", "BYTES", K_INT, OFF(min_free_space), 0, 1LL << 50,
      "refuse writes (503) while the data directory's filesystem has less free (default "
      "67108864; 0 leaves it to RocksDB's own error)"},
@@ -144,6 +153,13 @@ static const flag_t FLAGS[] = {
     {"max-tasks", "N", K_INT, OFF(max_tasks), 1, 1LL << 40,
      "2026-07-28 tasks extension: tasks stored; past it a tool that may run as a task runs "
      "synchronously and one that must gets -32003 (default 100000)"},
+    {"principal-share", "PERCENT", K_INT, OFF(principal_share), 1, 100,
+     "the most one principal (token name; without tokens the session, or the client's address) "
+     "may hold of the tool threads and of --max-sessions, --max-connections, --max-handles and "
+     "--max-tasks, in percent, at least 1 of each (default 50)"},
+    {"max-handles", "N", K_INT, OFF(max_handles), 1, 1LL << 40,
+     "state handles stored; past it (or past a principal's share) mcpd_ctx_handle_new fails "
+     "(the demo's new_counter: a tool error) (default 100000)"},
     {"handle-ttl", "SECS", K_INT, OFF(handle_ttl_s), 1, 86400LL * 3650,
      "delete a state handle (mcpd_ctx_handle_new) unused this long (default 604800)"},
     {"help", NULL, K_BOOL, 0, 0, 0, "print this help and exit"},
@@ -168,6 +184,7 @@ void config_defaults(config_t *c)
     c->log_level = LOG_INFO;
     c->max_body = 4 * 1024 * 1024;
     c->max_headers = 16 * 1024;
+    c->max_json_nodes = 100000;
     c->mailbox = 1024;
     c->max_connections = 10000;
     c->max_sessions = 1000000;
@@ -183,6 +200,9 @@ void config_defaults(config_t *c)
     c->task_ttl_s = 3600;
     c->task_poll_ms = 1000;
     c->max_tasks = 100000;
+    c->principal_share = 50;
+    c->max_handles = 100000;
+    c->get_idle_timeout_s = 300;
     c->response_mode = RESPONSE_AUTO;
     c->json_window_ms = 1000;
     c->keepalive_s = 25;
@@ -194,6 +214,7 @@ void config_defaults(config_t *c)
     c->event_ttl_s = 86400;
     c->finished_stream_ttl_s = 600;
     c->session_ttl_s = 604800;
+    c->unused_session_ttl_s = 600;
     c->sync = false;
     c->read_timeout_s = 30;
 }

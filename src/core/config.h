@@ -38,6 +38,7 @@ typedef struct config {
     int log_level;
     int64_t max_body;          /* bytes */
     int64_t max_headers;       /* bytes */
+    int64_t max_json_nodes;    /* JSON values one request body may hold */
     int64_t mailbox;           /* messages queued per session */
     int64_t max_connections;   /* open client connections across HTTP threads */
     int64_t max_sessions;      /* stored sessions (live or hibernated) */
@@ -56,6 +57,8 @@ typedef struct config {
     int64_t event_ttl_s;
     int64_t finished_stream_ttl_s;
     int64_t session_ttl_s;
+    int64_t unused_session_ttl_s; /* a session with no request after initialize is deleted
+                                     this long after its creation */
     bool sync;
     int64_t read_timeout_s;    /* a request that does not finish sending in time is dropped */
     bool modern;               /* --modern: serve 2026-07-28 (stateless) beside the session era */
@@ -64,10 +67,14 @@ typedef struct config {
     char request_state_key[1024]; /* requestState HMAC key file ("" = <data-dir>/request-state.key) */
     int64_t request_state_ttl_s;  /* lifetime of a requestState and its record */
     int64_t handle_ttl_s;         /* a state handle is deleted this long after its last use */
+    int64_t max_handles;          /* state handles stored */
+    int64_t get_idle_timeout_s;   /* a standalone GET stream that sent nothing this long ends */
     int64_t max_input_records;    /* pending 2026-07-28 input-request exchanges stored */
     int64_t task_ttl_s;           /* a task's ttlMs: it is deleted this long after its creation */
     int64_t task_poll_ms;         /* a task's pollIntervalMs */
     int64_t max_tasks;            /* tasks stored (the tasks extension) */
+    int64_t principal_share;      /* percent of each global cap (tool threads, sessions,
+                                     connections, handles, tasks) one principal may hold */
 } config_t;
 
 extern config_t g_cfg;

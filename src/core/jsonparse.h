@@ -13,6 +13,19 @@
  * JSON; this parser refuses it (tests/fuzz/fuzz_json.c checks the rest, input by input). */
 json_t *json_parse_buf(const char *buf, size_t len, char *err, size_t errlen, size_t *err_pos);
 
+/* What json_parse_buf_bounded saw: the values it counted (only when bounded), and whether it
+ * stopped because there were more than max_nodes. */
+typedef struct json_parse_info {
+    size_t nodes;
+    bool too_many;
+} json_parse_info_t;
+/* The same with at most max_nodes values (every object, array, string, number, true, false
+ * and null counts one; 0: no limit): past it the parse stops at once and fails ("too many JSON
+ * values", info->too_many), so a client's body cannot make more than that many. info may be
+ * NULL. */
+json_t *json_parse_buf_bounded(const char *buf, size_t len, size_t max_nodes,
+                               json_parse_info_t *info, char *err, size_t errlen, size_t *err_pos);
+
 /* A key for json_pick: its text and length (JKEY("id") for a literal). */
 typedef struct {
     const char *s;

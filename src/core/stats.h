@@ -33,6 +33,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(sessions_created_total, counter, "Sessions created by initialize.")                            \
     X(sessions_deleted_total, counter, "Sessions deleted (DELETE or session TTL).")                  \
     X(sessions_stored, gauge, "Sessions stored (live or hibernated).")                               \
+    X(sessions_unused_expired_total, counter,                                                        \
+      "Sessions deleted because no request came after initialize (--unused-session-ttl).")          \
     X(events_stored_total, counter, "SSE events written to the event log.")                          \
     X(events_replayed_total, counter, "Events replayed to resuming clients.")                        \
     X(events_evicted_total, counter, "Events evicted by the per-stream cap.")                        \
@@ -47,13 +49,23 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(mailbox_depth_max, gauge, "Deepest session mailbox seen since start.")                         \
     X(mailbox_full_total, counter, "Requests refused with 503 because a session mailbox was full.") \
     X(connections_open, gauge, "Client connections open on the MCP endpoint.")                      \
+    X(get_streams_idle_ended_total, counter,                                                         \
+      "Standalone GET streams ended after --get-idle-timeout without a write (clients resume).")    \
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \
     X(limit_refusals_total, counter,                                                                 \
-      "Requests refused by --max-connections, --max-sessions or --max-streams, and connections "    \
+      "Requests refused by a limit (--max-connections, --max-sessions, --max-streams, "             \
+      "--max-handles, --max-tasks, --max-json-nodes, a principal's share...), and connections "     \
       "closed at accept past twice --max-connections.")                                             \
+    X(share_refusals_total, counter,                                                                 \
+      "Of those, refused because the principal held its share (--principal-share) of a cap.")       \
+    X(principals_live, gauge, "Principals that hold or reference something (core/principal.c).")   \
     X(log_trims_total, counter,                                                                      \
       "Finished streams deleted early to keep a session under --session-log-bytes.")                \
     X(tool_calls_total, counter, "Tool calls started.")                                              \
+    X(tool_threads_busy, gauge, "Tool pool threads running a handler.")                             \
+    X(tool_jobs_waiting, gauge,                                                                      \
+      "Handlers waiting for a tool thread: their principal holds its share (--principal-share) "    \
+      "or the pool is full.")                                                                        \
     X(modern_requests_total, counter, "2026-07-28 (stateless) requests served by a worker.")        \
     X(modern_requests_live, gauge, "2026-07-28 requests in progress (each has a one-request actor).") \
     X(handles_created_total, counter, "State handles created (mcpd_ctx_handle_new).")               \

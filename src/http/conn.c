@@ -10,6 +10,7 @@
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "core/auth.h"
+#include "core/blockcache.h"
 #include "core/config.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
@@ -23,6 +24,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <malloc.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -143,6 +145,26 @@ void http_reply_error_data(struct evhttp_request *req, const json_t *id, int sta
     free(text);
 }
 
+/* ---- memory ---- */
+
+static void on_trim(evutil_socket_t fd, short what, void *arg)
+{
+    STAT_INC(timer_wakeups_total);
+    blockcache_trim();
+    malloc_trim(0);
+}
+
+void http_note_big_parse(http_thread_t *t)
+{
+    if (!t)
+        return;
+    if (!t->trim_ev)
+        t->trim_ev = evtimer_new(t->base, on_trim, t);
+    struct timeval tv = {1, 0}; /* pushed back by every further big body: one trim at the end */
+    if (t->trim_ev)
+        evtimer_add(t->trim_ev, &tv);
+}
+
 void http_refuse_connect(struct evhttp_request *req)
 {
     /* evhttp 2.1 expects a tunnel after any answer to CONNECT: it writes neither the length
@@ -197,6 +219,8 @@ void http_hconn_free(hconn_t *c)
     t->free_slots[t->nfree++] = c->slot;
     if (c->keepalive)
         event_free(c->keepalive);
+    if (c->idle)
+        event_free(c->idle);
     json_decref(c->id);
     if (c->state == H_SSE) {
         if (c->stream == STREAM_GET)
@@ -221,13 +245,24 @@ conn_ref_t http_ref_of(const hconn_t *c)
 }
 
 /* Tells the actor that the client's SSE connection is gone (it may resume later). */
-void http_notify_closed(hconn_t *c)
+static void notify(hconn_t *c, bool by_server)
 {
     wmsg_t *m = wmsg_new(WM_CONN_CLOSED);
     memcpy(m->sid, c->sid, SESSION_ID_LEN + 1);
     m->u.closed.conn = http_ref_of(c);
     m->u.closed.stream = c->stream;
+    m->u.closed.by_server = by_server;
     worker_push(worker_for_session(c->sid), m);
+}
+
+void http_notify_closed(hconn_t *c)
+{
+    notify(c, false);
+}
+
+void http_notify_ended(hconn_t *c)
+{
+    notify(c, true);
 }
 
 /* ---- the input scanner (wire/httpscan.h) ----
@@ -343,19 +378,64 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
         http_hconn_free(c);
     }
     if (l->admitted)
-        atomic_fetch_sub_explicit(&g_http_admitted, 1, memory_order_relaxed);
+        principal_give(l->principal, PR_CONNECTIONS);
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
+    principal_unref(l->principal);
     scan_detach(l->scan); /* its bufferevent is freed after this callback */
     free(l);
 }
 
-/* Takes one of the --max-connections places; false when none is free. */
-static bool admit(void)
+/* Takes one of the --max-connections places for l's address; false when none is free or the
+ * address holds its share of them (--principal-share). */
+static bool admit(hlink_t *l)
 {
-    if (atomic_fetch_add_explicit(&g_http_admitted, 1, memory_order_relaxed) < g_cfg.max_connections)
+    l->refused = principal_take(l->principal, PR_CONNECTIONS);
+    return l->refused == 0;
+}
+
+static const char *cap_name(pres_t r)
+{
+    switch (r) {
+    case PR_SESSIONS:
+        return "sessions";
+    case PR_HANDLES:
+        return "handles";
+    case PR_TASKS:
+        return "tasks";
+    default:
+        return "connections";
+    }
+}
+
+/* The answer to a request refused by a cap (rc -ENOSPC) or a share (-EDQUOT). */
+static void reply_refused(struct evhttp_request *req, const json_t *id, pres_t r, int rc,
+                          const char *retry_after)
+{
+    char msg[300];
+    const char *what = cap_name(r);
+    STAT_INC(limit_refusals_total);
+    if (rc == -EDQUOT) {
+        STAT_INC(share_refusals_total);
+        snprintf(msg, sizeof msg, "Too Many Requests: this client holds %lld %s, its share of "
+                 "--max-%s (--principal-share %lld%%); %s, or retry later",
+                 (long long)principal_limit(r), what, what, (long long)g_cfg.principal_share,
+                 r == PR_SESSIONS ? "end the sessions it no longer uses (DELETE)"
+                                  : "close connections it does not use");
+        http_reply_error(req, id, 429, MCP_ERR_BAD_REQUEST, msg, retry_after);
+        return;
+    }
+    snprintf(msg, sizeof msg, "Server busy: %lld %s are %s (--max-%s); retry later",
+             (long long)principal_total(r), what, r == PR_CONNECTIONS ? "open" : "stored", what);
+    http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, retry_after);
+}
+
+bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *p, pres_t r)
+{
+    int rc = principal_take(p, r);
+    if (rc == 0)
         return true;
-    atomic_fetch_sub_explicit(&g_http_admitted, 1, memory_order_relaxed);
+    reply_refused(req, id, r, rc, "30");
     return false;
 }
 
@@ -367,7 +447,11 @@ static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hsc
     l->t = t;
     l->evcon = evcon;
     l->scan = scan;
-    l->admitted = admit();
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    evhttp_connection_get_peer(evcon, &addr, &port);
+    l->principal = principal_of('a', addr);
+    l->admitted = admit(l);
     ptrmap_put(&t->links, evcon, l);
     STAT_INC(connections_open);
     evhttp_connection_set_closecb(evcon, on_conn_close, l);
@@ -450,8 +534,15 @@ hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req)
     if (!l)
         l = link_make(t, evcon, NULL); /* not seen at accept (its bufferevent was not ours) */
     if (!l->admitted)
-        l->admitted = admit();
+        l->admitted = admit(l);
     return l->admitted ? l : NULL;
+}
+
+void http_reply_link_refused(http_thread_t *t, struct evhttp_request *req, const json_t *id)
+{
+    hlink_t *l = ptrmap_get(&t->links, evhttp_request_get_connection(req));
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    reply_refused(req, id, PR_CONNECTIONS, l && l->refused ? l->refused : -ENOSPC, "1");
 }
 
 /* What a client may send on a connection while it carries an SSE response before the server
@@ -501,14 +592,14 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
     if (pending_input(c) >= SSE_INPUT_MAX) {
         log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream",
                  c->sid, pending_input(c));
-        http_notify_closed(c);
+        http_notify_ended(c);
         http_end_stream(c);
         return false;
     }
     if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
         log_warn("session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
                  c->sid, pending_output(c));
-        http_notify_closed(c);
+        http_notify_ended(c);
         http_end_stream(c);
         return false;
     }
@@ -518,6 +609,10 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
     struct bufferevent *bev = conn_bev(c);
     if (!bev || !len)
         return true; /* the connection is going: evhttp would drop it too */
+    if (c->idle) {
+        struct timeval tv = {g_cfg.get_idle_timeout_s, 0};
+        evtimer_add(c->idle, &tv); /* it is not idle: the count starts again */
+    }
     struct evbuffer *out = bufferevent_get_output(bev);
     if (c->chunked) {
         char head[20];
@@ -537,6 +632,21 @@ static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 {
     hconn_t *c = arg;
     sse_write(c, SSE_KEEPALIVE, sizeof SSE_KEEPALIVE - 1);
+}
+
+/* A standalone GET stream that sent nothing for --get-idle-timeout ends: it holds a
+ * connection (and a --max-connections place) for as long as it is open, and one that nobody
+ * reads would hold it forever (no keepalive goes on it while the event store is on: a proxy may
+ * cut it). Its client resumes with Last-Event-ID and misses nothing (every event is stored). */
+static void on_idle(evutil_socket_t fd, short what, void *arg)
+{
+    hconn_t *c = arg;
+    STAT_INC(timer_wakeups_total);
+    STAT_INC(get_streams_idle_ended_total);
+    log_debug("session %.8s: standalone stream idle for %lld s (--get-idle-timeout): ended; the "
+              "client resumes", c->sid, (long long)g_cfg.get_idle_timeout_s);
+    http_notify_ended(c);
+    http_end_stream(c);
 }
 
 static void start_sse(hconn_t *c, hmsg_t *m)
@@ -572,6 +682,11 @@ static void start_sse(hconn_t *c, hmsg_t *m)
         c->keepalive = event_new(c->t->base, -1, EV_PERSIST, on_keepalive, c);
         struct timeval tv = {g_cfg.keepalive_s, 0};
         event_add(c->keepalive, &tv);
+    } else if (c->stream == STREAM_GET) {
+        c->idle = evtimer_new(c->t->base, on_idle, c);
+        struct timeval tv = {g_cfg.get_idle_timeout_s, 0};
+        if (c->idle)
+            evtimer_add(c->idle, &tv);
     }
 }
 

@@ -141,6 +141,7 @@ typedef struct pbody {
     jr_view_t v;      /* a single message's method, id and params (all NULL for a batch) */
     char err[160];
     size_t pos;
+    json_parse_info_t info; /* how many values it held; too_many: past --max-json-nodes */
 } pbody_t;
 
 static void parse_body(struct evhttp_request *req, pbody_t *b)
@@ -157,7 +158,10 @@ static void parse_body(struct evhttp_request *req, pbody_t *b)
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    b->json = json_parse_buf(data, len, b->err, sizeof b->err, &b->pos);
+    b->json = json_parse_buf_bounded(data, len, (size_t)g_cfg.max_json_nodes, &b->info, b->err,
+                                     sizeof b->err, &b->pos);
+    if (b->info.nodes >= HTTP_BIG_PARSE_NODES)
+        http_note_big_parse(g_http_self); /* its memory goes back once it is freed */
     if (!b->json || json_is_array(b->json))
         return;
     b->kind = jsonrpc_classify_view(b->json, &b->why, &b->v);
@@ -292,6 +296,7 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
 static void classify_into(wmsg_t *m, const pbody_t *b)
 {
     json_t *body = m->u.post.body;
+    m->u.post.nodes = b->info.nodes > UINT32_MAX ? UINT32_MAX : (uint32_t)b->info.nodes;
     if (!json_is_array(body)) {
         m->u.post.v = b->v;
         m->u.post.n = 1;
@@ -444,6 +449,7 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         return;
     }
     str_copy(m->u.client.proto_hdr, sizeof m->u.client.proto_hdr, MODERN_VERSION);
+    m->u.client.principal = who[0] ? principal_of('t', who) : principal_ref(link->principal);
     m->u.post.modern = true;
     m->u.post.param_hdrs = params;
     m->u.post.body = b->json; /* ownership moves to the actor with the message */
@@ -478,6 +484,14 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
         http_reply_error(req, id, 415, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
+    if (b->info.too_many) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "Payload Too Large: the body holds more than %lld JSON values "
+                 "(--max-json-nodes)", (long long)g_cfg.max_json_nodes);
+        STAT_INC(limit_refusals_total);
+        http_reply_error(req, NULL, 413, JSONRPC_INVALID_REQUEST, msg, NULL);
+        return;
+    }
     if (!b->json) {
         char msg[300];
         snprintf(msg, sizeof msg, "Parse error: %s (at byte %zu)", b->err, b->pos);
@@ -504,15 +518,16 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
             wmsg_free(m);
             return;
         }
-        if (STAT_GET(sessions_stored) >= g_cfg.max_sessions) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "Server busy: %lld sessions are stored (--max-sessions); retry later",
-                     (long long)g_cfg.max_sessions);
-            STAT_INC(limit_refusals_total);
-            http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "30");
+        /* the session's place is taken here, before it exists: the cap is exact however many
+         * initializes are in flight, and one client holds at most its share of it */
+        principal_t *pr = who[0] ? principal_of('t', who) : principal_ref(link->principal);
+        if (!http_take_share(req, id, pr, PR_SESSIONS)) {
+            principal_unref(pr);
             wmsg_free(m);
             return;
         }
+        m->u.client.principal = pr;
+        m->u.post.holds_session = true; /* given back unless the session is made */
         if (shard_owned_count() == 0) { /* drained: a new session could not be served here */
             STAT_INC(misdirected_total);
             http_reply_error(req, id, 503, MCP_ERR_NOT_HERE,
@@ -618,12 +633,7 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
     }
     hlink_t *link = http_link_of(t, req);
     if (!link) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "Server busy: %lld client connections are open (--max-connections); retry shortly",
-                 (long long)g_cfg.max_connections);
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-        STAT_INC(limit_refusals_total);
-        http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        http_reply_link_refused(t, req, id); /* 503 (the cap) or 429 (its address's share) */
         return;
     }
     if (refuse_repeated(req, id, h))

@@ -30,6 +30,7 @@
 
 #include "actor/msg.h"
 #include "core/mq.h"
+#include "core/principal.h"
 #include "core/ptrmap.h"
 #include "core/util.h"
 #include "http/server.h"
@@ -73,6 +74,9 @@ typedef struct hlink {
     hconn_t *sse;
     hscan_t *scan; /* NULL when its bufferevent was not ours */
     bool admitted; /* holds one of the --max-connections places */
+    int refused;   /* not admitted: -ENOSPC (every place is taken) or -EDQUOT (its address
+                      holds its share of them) */
+    principal_t *principal; /* reference: "a:<peer address>" (core/principal.h) */
 } hlink_t;
 
 /* A connection accepted in this loop iteration and not tracked yet (http_on_fresh). */
@@ -93,6 +97,8 @@ struct hconn {
     uint64_t stream;
     char sid[SESSION_ID_LEN + 1];
     struct event *keepalive;
+    struct event *idle; /* a standalone GET stream without keepalive: ended when it has sent
+                           nothing for --get-idle-timeout (the client resumes) */
     json_t *id; /* the request's id, for an answer of our own at shutdown (a copy: the body is
                    the actor's), or NULL */
 };
@@ -115,15 +121,15 @@ struct http_thread {
     hfresh_t *fresh; /* accepted this loop iteration, not yet tracked (on_fresh) */
     uint32_t nfresh, capfresh;
     struct event *fresh_ev;
+    struct event *trim_ev; /* malloc_trim after a big body was parsed (http_note_big_parse) */
     bool stopping;
 };
 
-/* The HTTP threads (listener.c sets them up); the Host/Origin allow-lists; the connections
- * holding one of the --max-connections places, across the threads (any HTTP thread). */
+/* The HTTP threads (listener.c sets them up); the Host/Origin allow-lists. (The connections
+ * holding one of the --max-connections places are counted by core/principal.c, per address.) */
 extern http_thread_t *g_http;
 extern int g_http_n;
 extern hostcheck_t g_hostcheck;
-extern atomic_llong g_http_admitted;
 /* The HTTP thread the calling thread is (NULL on any other): debug builds assert that only an
  * HTTP thread handles its own connections' frames. */
 extern _Thread_local http_thread_t *g_http_self;
@@ -147,10 +153,23 @@ conn_ref_t http_ref_of(const hconn_t *c);
 hconn_t *http_hconn_get(http_thread_t *t, conn_ref_t ref);
 /* Tells the actor that the client's SSE connection is gone (it may resume later). */
 void http_notify_closed(hconn_t *c);
+/* The same when the server ends it (idle, a slow reader): the actor remembers where. */
+void http_notify_ended(hconn_t *c);
 /* Ends the SSE response c carries and frees c. */
 void http_end_stream(hconn_t *c);
+/* A body of this many JSON values or more was parsed on thread t (NULL: not an HTTP thread):
+ * a second later, once it is freed, the heap pages it took go back to the kernel (glibc keeps
+ * them in the thread's arena otherwise). */
+#define HTTP_BIG_PARSE_NODES 10000
+void http_note_big_parse(http_thread_t *t);
 /* The connection's tracker; NULL when --max-connections refuses it. */
 hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req);
+/* Answers the request of a connection http_link_of refused (503, or 429 for an address past
+ * its share; Connection: close either way). */
+void http_reply_link_refused(http_thread_t *t, struct evhttp_request *req, const json_t *id);
+/* Takes one unit of r (PR_SESSIONS...) for p; false after answering the request (503 when
+ * the cap is reached, 429 when p holds its share; Retry-After, the id echoed). */
+bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *p, pres_t r);
 /* Counts req as the next request of its connection; when the input scanner found a fault in
  * it, what is wrong (the request is then refused, and its connection closed). */
 const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req);

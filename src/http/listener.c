@@ -34,7 +34,6 @@
 http_thread_t *g_http;
 int g_http_n;
 hostcheck_t g_hostcheck;
-atomic_llong g_http_admitted;
 _Thread_local http_thread_t *g_http_self;
 
 /* ---- threads ---- */
@@ -265,6 +264,8 @@ void http_free(void)
         http_fresh_free(t); /* accepted as the loop ended: freed by evhttp_free */
         if (t->fresh_ev)
             event_free(t->fresh_ev);
+        if (t->trim_ev)
+            event_free(t->trim_ev);
         if (t->base)
             event_base_free(t->base);
         free(t->slots);

@@ -175,7 +175,9 @@ const char *modern_check_params(const json_t *input_schema, const json_t *args,
  * does not verify, has expired, belongs to another request, or names a record that is gone or
  * has moved on (a replay); a tool flagged MCPD_TOOL_INPUT_ONCE consumes its record at the
  * retry's start, so its state works at most once. The record is deleted when the call
- * completes. */
+ * completes. A round completes at most once: while one retry of it runs, the record names
+ * that retry ("busy") and another retry of the same state is refused (-32602); a retry that
+ * ends without completing (an error, its client gone) leaves the round to the next one. */
 
 static unsigned char g_key[REQSTATE_KEY_LEN];
 static int64_t g_state_ttl_ms = 900000;
@@ -348,7 +350,23 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
                                      "exchange has ended (a replay is refused); send the request "
                                      "again without it");
         }
-        json_object_update(answers, json_object_get(actor_ext(rec, "rec"), "a"));
+        /* one retry of a round at a time: a concurrent retry of the same state would run the
+         * handler again with the same answers and complete the round twice (issue 21: 20
+         * concurrent retries completed up to 20 times). The retry in progress names itself
+         * in the record (in memory; written with it only if it hibernates meanwhile); a
+         * holder that is gone (answered and freed, or the server restarted) holds nothing. */
+        json_t *recx = actor_ext(rec, "rec");
+        const char *holder = json_string_value(json_object_get(recx, "busy"));
+        if (holder && strcmp(holder, a->sid) != 0 && worker_find_actor(a->w, holder)) {
+            json_decref(p);
+            worker_note_activity(a->w, rec);
+            STAT_INC(request_state_refused_total);
+            return input_error(a, c, "Invalid params: requestState is in use by another retry "
+                                     "of this round that is still running; each round completes "
+                                     "once: use the answer of that retry");
+        }
+        json_object_set_new(recx, "busy", json_string(a->sid));
+        json_object_update(answers, json_object_get(recx, "a"));
         json_object_set_new(mrtr, "r", json_string(rid));
         json_t *keys = json_object_get(actor_ext(rec, "rec"), "k");
         if (json_is_array(keys))
@@ -582,6 +600,8 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     actor_ext_set(a, "ph", m->u.post.param_hdrs); /* NULL: none */
     m->u.post.param_hdrs = NULL;
     str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
+    a->owner = m->u.client.principal; /* taken: its client, for the shares */
+    m->u.client.principal = NULL;
 
     stream_t *s = actor_new_post_stream(a, m->u.client.conn);
     s->outstanding = 1;

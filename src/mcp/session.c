@@ -44,6 +44,10 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
         return;
     }
     actor_t *a = actor_create(w, m->sid);
+    /* its place of --max-sessions, taken by the HTTP thread, is the session's from now on */
+    a->owner = m->u.client.principal;
+    m->u.client.principal = NULL;
+    m->u.post.holds_session = false;
     a->proto = proto_negotiate(jsonrpc_cstr(pv)); /* one holding U+0000 is unknown: the latest */
     /* shared with the worker's other sessions that sent the same (read-only from here on) */
     json_t *none = caps ? NULL : json_object();
@@ -51,8 +55,11 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     json_decref(none);
     a->client_info = info ? worker_share_json(w, info) : NULL;
     str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
-    /* every session holds one alarm while it exists: at the latest, its own expiry */
-    actor_alarm_set(a, a->created_ms + g_cfg.session_ttl_s * 1000); /* persists the metadata */
+    /* every session holds one alarm while it exists: at the latest, its own expiry; until a
+     * request comes after initialize, the earlier --unused-session-ttl */
+    int64_t expiry = a->created_ms + g_cfg.session_ttl_s * 1000;
+    a->used = false;
+    actor_alarm_set(a, actor_unused_expiry(a) < expiry ? actor_unused_expiry(a) : expiry);
     STAT_INC(sessions_created_total);
     worker_stat_add(w, DS_SESSIONS_STORED, 1);
     STAT_INC(requests_total[SM_initialize]);

@@ -42,6 +42,7 @@
 #include "wire/jsonrpc.h"
 #include "wire/modern.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,13 +232,24 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
     char id[SESSION_ID_LEN + 1];
     int code = 0;
     const char *refusal = NULL;
-    if (STAT_GET(tasks_stored) >= g_cfg.max_tasks) {
+    /* a place of --max-tasks, within the client's share of it (a cancelled task gives its
+     * place back at once) */
+    principal_t *owner = a->owner ? principal_ref(a->owner) : principal_get("a:");
+    int rc = principal_take(owner, PR_TASKS);
+    if (rc != 0) {
+        principal_unref(owner);
         if (!(t->flags & MCPD_TOOL_TASK_REQUIRED))
             return false; /* the server may run it synchronously instead */
         code = MCP_ERR_OVERLOADED;
-        refusal = "Server busy: too many tasks are stored (--max-tasks); retry later";
+        refusal = rc == -EDQUOT ? "Too many tasks: this client holds its share of --max-tasks "
+                                  "(--principal-share); cancel some or retry later"
+                                : "Server busy: too many tasks are stored (--max-tasks); retry later";
         STAT_INC(limit_refusals_total);
+        if (rc == -EDQUOT)
+            STAT_INC(share_refusals_total);
     } else if (session_id_new_near(id, a->sid) != 0) {
+        principal_give(owner, PR_TASKS);
+        principal_unref(owner);
         code = JSONRPC_INTERNAL_ERROR;
         refusal = "cannot make a task id";
     }
@@ -250,6 +262,9 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
     task->proto = proto_modern();
     task->client_caps = json_deep_copy(a->client_caps);
     memcpy(task->auth_name, a->auth_name, sizeof task->auth_name);
+    /* it holds that place until it is deleted or cancelled, and its runs take its creator's
+     * share of the tool pool */
+    task->owner = owner;
     json_int_t now = now_wall_ms(), ttl = g_cfg.task_ttl_s * 1000;
     json_t *st = json_pack("{s:s,s:I,s:I,s:I,s:I,s:s}", "st", "working", "ca", now, "ua", now,
                            "ttl", ttl, "pi", (json_int_t)g_cfg.task_poll_ms, "tool", t->name);
@@ -390,6 +405,9 @@ static const char *update(actor_t *task, json_t *responses, char *why, size_t wh
     return NULL;
 }
 
+/* How long a cancelled task is kept for its tasks/get (at most; its TTL may end it sooner). */
+#define CANCELLED_TASK_KEEP_MS (60 * 1000)
+
 static void cancel(actor_t *task)
 {
     json_t *st = actor_ext(task, "task");
@@ -398,6 +416,15 @@ static void cancel(actor_t *task)
     json_object_set_new(st, "x", json_true());
     /* cancelled at once (not when the job returns), so the next tasks/get is deterministic */
     set_status(task, "cancelled", "Cancelled by the client");
+    /* its place of --max-tasks is free at once, and it is kept a minute (its ttlMs says so:
+     * SEP-2663 lets a task's ttlMs change), not until its TTL: creating and cancelling tasks
+     * in a loop cannot fill the cap or the store */
+    actor_give_share_back(task);
+    json_int_t now = now_wall_ms(), ca = json_integer_value(json_object_get(st, "ca"));
+    if (task->alarm_due == 0 || now + CANCELLED_TASK_KEEP_MS < task->alarm_due) {
+        json_object_set_new(st, "ttl", json_integer(now + CANCELLED_TASK_KEEP_MS - ca));
+        actor_alarm_set(task, now + CANCELLED_TASK_KEEP_MS);
+    }
     for (job_t *j = task->detached; j; j = j->detached_next)
         job_cancel(j);
     STAT_INC(tasks_cancelled_total);

@@ -53,6 +53,34 @@ uint64_t sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen,
                        nkinds);
 }
 
+void sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionrec_meta_fn fn,
+                          void *arg)
+{
+    char upper[SESSION_ID_LEN];
+    if (plen > sizeof upper)
+        return;
+    store_iter_t *it;
+    if (plen == 0) {
+        it = store_iter_new_scan(s, CF_SESSIONS);
+    } else {
+        memcpy(upper, prefix, plen);
+        upper[plen - 1]++;
+        it = store_iter_new(s, CF_SESSIONS, prefix, plen, upper, plen);
+    }
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl, vl;
+        const unsigned char *k = store_iter_key(it, &kl);
+        const char *v = store_iter_value(it, &vl);
+        if (kl != SESSION_ID_LEN)
+            continue;
+        char sid[SESSION_ID_LEN + 1];
+        memcpy(sid, k, SESSION_ID_LEN);
+        sid[SESSION_ID_LEN] = '\0';
+        fn(arg, sid, v, vl);
+    }
+    store_iter_free(it);
+}
+
 uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen,
                                      int64_t *earliest)
 {

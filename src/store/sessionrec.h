@@ -25,6 +25,11 @@ uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind
 /* The same for the ids starting with prefix (a shard). */
 uint64_t sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen,
                                  sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds);
+/* Calls fn for every stored metadata record whose id starts with prefix (plen 0: every
+ * record): startup and shard moves only, O(records). */
+typedef void (*sessionrec_meta_fn)(void *arg, const char *sid, const char *meta, size_t len);
+void sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionrec_meta_fn fn,
+                          void *arg);
 /* The alarms of ids starting with prefix: how many, and the earliest due (0: none). */
 uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen,
                                      int64_t *earliest);

@@ -2,6 +2,8 @@
  * Names and behaviour are relied on by the tests, the README and mcpbench. */
 #include <mcpactord/tool.h>
 
+#include <errno.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +102,10 @@ static json_t *new_counter(mcpd_ctx_t *ctx, json_t *args, void *ud)
     (void)args;
     (void)ud;
     char h[MCPD_HANDLE_LEN + 1];
-    if (mcpd_ctx_handle_new(ctx, h) != 0)
+    int rc = mcpd_ctx_handle_new(ctx, h);
+    if (rc == -EDQUOT) /* a limit: the model can act on it (use a handle it has, retry later) */
+        return mcpd_error_result("new_counter: %s", mcpd_ctx_last_error(ctx));
+    if (rc != 0)
         return NULL; /* the error is set */
     json_t *r = mcpd_text_resultf("%s", h);
     json_object_set_new(r, "structuredContent", json_pack("{s:s}", "handle", h));

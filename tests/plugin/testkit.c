@@ -12,6 +12,9 @@
  *   confirm_once {item}         2026-07-28: asks a confirmation (input request "confirm") and
  *                               returns "redeemed <item>"; flagged MCPD_TOOL_INPUT_ONCE, so its
  *                               requestState works at most once;
+ *   confirm_slow {item, ms}     2026-07-28: the same without MCPD_TOOL_INPUT_ONCE; once
+ *                               confirmed it works ms milliseconds, then returns
+ *                               "confirmed <item>" (concurrent retries of one round);
  *   prompt kit_prompt {x} and a completion provider that, for the value "ask", asks the client
  *                               for input (2026-07-28 allows that only on tools, prompts and
  *                               resources: the server must refuse it, not crash). */
@@ -110,6 +113,20 @@ static json_t *confirm_once(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     return mcpd_text_resultf("redeemed %s", json_string_value(json_object_get(args, "item")));
 }
 
+static json_t *confirm_slow(mcpd_ctx_t *ctx, json_t *args, void *userdata)
+{
+    (void)userdata;
+    mcpd_ctx_input_key(ctx, "confirm");
+    json_t *r = mcpd_ctx_elicit(ctx, "Proceed?", json_pack("{s:s,s:{s:{s:s}}}", "type", "object",
+                                                           "properties", "ok", "type", "boolean"), 0);
+    if (!r)
+        return mcpd_ctx_input_pending(ctx) ? mcpd_text_result("input required")
+                                           : mcpd_error_result("%s", mcpd_ctx_last_error(ctx));
+    json_decref(r);
+    mcpd_ctx_sleep_ms(ctx, (long)json_integer_value(json_object_get(args, "ms")));
+    return mcpd_text_resultf("confirmed %s", json_string_value(json_object_get(args, "item")));
+}
+
 static json_t *kit_prompt(mcpd_ctx_t *ctx, json_t *args, void *userdata)
 {
     (void)ctx;
@@ -168,6 +185,11 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
          .input_schema = "{\"type\":\"object\",\"properties\":{\"item\":{\"type\":\"string\"}},"
                          "\"required\":[\"item\"]}",
          .handler = confirm_once, .flags = MCPD_TOOL_INPUT_ONCE},
+        {.name = "confirm_slow",
+         .description = "Test only: an input request, then ms milliseconds of work.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"item\":{\"type\":\"string\"},"
+                         "\"ms\":{\"type\":\"integer\"}},\"required\":[\"item\"]}",
+         .handler = confirm_slow},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         int rc = mcpd_register_tool(reg, &defs[i]);

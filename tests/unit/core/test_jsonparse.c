@@ -99,6 +99,31 @@ static void an_error_points_at_the_problem(void **state)
     assert_string_equal(err, "invalid token");
 }
 
+/* Every value counts one, containers included: [{},{"a":1}] is 4; one past the bound is
+ * refused with too_many, the bound itself is accepted, and 0 is no bound. */
+static void the_node_bound_counts_every_value(void **state)
+{
+    const char *t = "[{},{\"a\":1}]";
+    json_parse_info_t info;
+    char err[160];
+    size_t pos = 0;
+    json_t *v = json_parse_buf_bounded(t, strlen(t), 4, &info, err, sizeof err, &pos);
+    assert_non_null(v);
+    assert_int_equal(info.nodes, 4);
+    assert_false(info.too_many);
+    json_decref(v);
+    assert_null(json_parse_buf_bounded(t, strlen(t), 3, &info, err, sizeof err, &pos));
+    assert_true(info.too_many);
+    assert_string_equal(err, "too many JSON values");
+    v = json_parse_buf_bounded(t, strlen(t), 0, &info, NULL, 0, NULL);
+    assert_non_null(v);
+    assert_false(info.too_many);
+    json_decref(v);
+    /* a malformed body within the bound is a parse error, not too_many */
+    assert_null(json_parse_buf_bounded("[1,", 3, 10, &info, err, sizeof err, &pos));
+    assert_false(info.too_many);
+}
+
 static void long_keys_and_strings_round_trip(void **state)
 {
     char buf[5000];
@@ -183,6 +208,7 @@ int main(void)
         cmocka_unit_test(invalid_documents_are_refused),
         cmocka_unit_test(nesting_is_bounded_like_jansson),
         cmocka_unit_test(an_error_points_at_the_problem),
+        cmocka_unit_test(the_node_bound_counts_every_value),
         cmocka_unit_test(long_keys_and_strings_round_trip),
         cmocka_unit_test(pick_agrees_with_object_get),
     };

@@ -1,0 +1,214 @@
+/* Principals and their shares of the global caps (principal.h). Any thread.
+ *
+ * One mutex guards the table and every count: a take is a check of two numbers and an
+ * increment, so a cap holds exactly under any concurrency, and nothing here is on the path of
+ * an ordinary call (sessions, handles and tasks are created once; connections once per
+ * accept; a job takes a reference, no count). The table is chained, 1024 buckets; an entry
+ * goes when nothing references it and it holds nothing. */
+#include "core/principal.h"
+
+#include "core/stats.h"
+#include "core/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NBUCKETS 1024
+
+struct principal {
+    struct principal *next; /* bucket chain */
+    uint64_t hash;
+    long refs;
+    long long held[PR__COUNT];
+    principal_sched_t sched; /* the tool pool's (its mutex) */
+    char name[PRINCIPAL_NAME_MAX];
+};
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static principal_t *g_buckets[NBUCKETS];
+static long long g_total[PR__COUNT];
+static long long g_live;
+static int64_t g_caps[PR__COUNT];
+static int g_share_pct = 100;
+
+void principals_configure(const int64_t caps[PR__COUNT], int share_pct)
+{
+    pthread_mutex_lock(&g_mu);
+    for (int r = 0; r < PR__COUNT; r++)
+        g_caps[r] = caps[r];
+    g_share_pct = share_pct < 1 ? 1 : share_pct > 100 ? 100 : share_pct;
+    pthread_mutex_unlock(&g_mu);
+}
+
+static int64_t limit_locked(pres_t r)
+{
+    if (g_caps[r] <= 0)
+        return 0;
+    int64_t l = g_caps[r] / 100 * g_share_pct + g_caps[r] % 100 * g_share_pct / 100;
+    return l < 1 ? 1 : l;
+}
+
+int64_t principal_limit(pres_t r)
+{
+    pthread_mutex_lock(&g_mu);
+    int64_t l = limit_locked(r);
+    pthread_mutex_unlock(&g_mu);
+    return l;
+}
+
+static bool empty(const principal_t *p)
+{
+    if (p->refs)
+        return false;
+    for (int r = 0; r < PR__COUNT; r++)
+        if (p->held[r])
+            return false;
+    return true;
+}
+
+/* Unlinks and frees p when nothing references it and it holds nothing (the lock held). */
+static void maybe_free(principal_t *p)
+{
+    if (!empty(p))
+        return;
+    for (principal_t **pp = &g_buckets[p->hash % NBUCKETS]; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    g_live--;
+    STAT_DEC(principals_live);
+    free(p);
+}
+
+/* The entry for name, made when absent (the lock held); no reference taken. */
+static principal_t *find_locked(const char *name)
+{
+    size_t n = strnlen(name, PRINCIPAL_NAME_MAX - 1);
+    uint64_t h = hash_bytes(name, n);
+    for (principal_t *p = g_buckets[h % NBUCKETS]; p; p = p->next)
+        if (p->hash == h && strncmp(p->name, name, n) == 0 && p->name[n] == '\0')
+            return p;
+    principal_t *p = xcalloc(1, sizeof *p);
+    memcpy(p->name, name, n);
+    p->hash = h;
+    p->next = g_buckets[h % NBUCKETS];
+    g_buckets[h % NBUCKETS] = p;
+    g_live++;
+    STAT_INC(principals_live);
+    return p;
+}
+
+principal_t *principal_get(const char *name)
+{
+    pthread_mutex_lock(&g_mu);
+    principal_t *p = find_locked(name);
+    p->refs++;
+    pthread_mutex_unlock(&g_mu);
+    return p;
+}
+
+principal_t *principal_of(char kind, const char *value)
+{
+    char name[PRINCIPAL_NAME_MAX];
+    snprintf(name, sizeof name, "%c:%s", kind, value ? value : "");
+    return principal_get(name);
+}
+
+principal_t *principal_ref(principal_t *p)
+{
+    if (p) {
+        pthread_mutex_lock(&g_mu);
+        p->refs++;
+        pthread_mutex_unlock(&g_mu);
+    }
+    return p;
+}
+
+void principal_unref(principal_t *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&g_mu);
+    p->refs--;
+    maybe_free(p);
+    pthread_mutex_unlock(&g_mu);
+}
+
+const char *principal_name(const principal_t *p)
+{
+    return p->name; /* fixed at creation */
+}
+
+principal_sched_t *principal_sched(principal_t *p)
+{
+    return &p->sched;
+}
+
+int principal_take(principal_t *p, pres_t r)
+{
+    pthread_mutex_lock(&g_mu);
+    int rc = 0;
+    int64_t limit = limit_locked(r);
+    if (g_caps[r] > 0 && g_total[r] >= g_caps[r])
+        rc = -ENOSPC;
+    else if (limit > 0 && p->held[r] >= limit)
+        rc = -EDQUOT;
+    else {
+        p->held[r]++;
+        g_total[r]++;
+    }
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+void principal_give(principal_t *p, pres_t r)
+{
+    pthread_mutex_lock(&g_mu);
+    if (p->held[r] > 0) {
+        p->held[r]--;
+        g_total[r]--;
+    }
+    maybe_free(p);
+    pthread_mutex_unlock(&g_mu);
+}
+
+void principal_add(const char *name, pres_t r, long long n)
+{
+    pthread_mutex_lock(&g_mu);
+    principal_t *p = find_locked(name);
+    if (n < 0 && -n > p->held[r])
+        n = -p->held[r]; /* never below nothing: a count that drifted stays sane */
+    p->held[r] += n;
+    g_total[r] += n;
+    maybe_free(p);
+    pthread_mutex_unlock(&g_mu);
+}
+
+long long principal_held(const principal_t *p, pres_t r)
+{
+    pthread_mutex_lock(&g_mu);
+    long long n = p->held[r];
+    pthread_mutex_unlock(&g_mu);
+    return n;
+}
+
+long long principal_total(pres_t r)
+{
+    pthread_mutex_lock(&g_mu);
+    long long n = g_total[r];
+    pthread_mutex_unlock(&g_mu);
+    return n;
+}
+
+long long principals_live(void)
+{
+    pthread_mutex_lock(&g_mu);
+    long long n = g_live;
+    pthread_mutex_unlock(&g_mu);
+    return n;
+}

@@ -1,0 +1,85 @@
+/* Principals: who a request is for, when the server shares out what one client could fill.
+ * Any thread (one mutex).
+ *
+ * A principal is a name:
+ *   "t:<token name>"  with --auth-tokens: the bearer token's name, for everything;
+ *   "a:<address>"     without: the client's peer address (IPv4 or IPv6 text), for the
+ *                     resources it creates (sessions, handles, tasks) and its connections,
+ *                     and for the tool pool share of its 2026-07-28 calls and tasks;
+ *   "s:<session id>"  without: the tool pool share of a session's calls (a session is its own
+ *                     principal for the pool, as the session era has no better identity).
+ * Behind a proxy every client has the proxy's address: without tokens they share one
+ * principal there.
+ *
+ * Each principal counts what it holds of the resources the server caps globally
+ * (--max-sessions, --max-handles, --max-tasks, --max-connections): principal_take takes one
+ * unit when the global count is below the cap *and* the principal holds less than its share
+ * (--principal-share percent of the cap, at least 1), under one lock, so the caps are exact
+ * however many threads take at once. The entry lives while it is referenced (an actor, a job,
+ * a connection, a message) or holds anything; the counts of stored things are rebuilt at
+ * startup from the store (principal_add).
+ *
+ * The tool pool keeps its per-principal queue in the entry (principal_sched), under the
+ * pool's own mutex: this module only keeps the entry alive for it. */
+#ifndef MCPD_CORE_PRINCIPAL_H
+#define MCPD_CORE_PRINCIPAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A principal's name: "t:" + a token name (at most 63 bytes), "a:" + an address, "s:" + a
+ * session id. */
+#define PRINCIPAL_NAME_MAX 72
+
+typedef enum {
+    PR_SESSIONS = 0, /* sessions stored (and initializes in flight) */
+    PR_HANDLES,      /* state handles stored */
+    PR_TASKS,        /* tasks stored and not cancelled */
+    PR_CONNECTIONS,  /* client connections holding a --max-connections place */
+    PR__COUNT
+} pres_t;
+
+typedef struct principal principal_t;
+struct mcpd_ctx;
+
+/* The tool pool's per-principal state (actor/pool.c; under the pool's mutex, never this
+ * module's). */
+typedef struct principal_sched {
+    int running;                       /* its jobs on a pool thread now */
+    struct mcpd_ctx *head, *tail;      /* its jobs waiting for a thread, oldest first */
+    struct principal *next_waiting;    /* the pool's list of principals with waiting jobs */
+    bool waiting;                      /* on that list */
+} principal_sched_t;
+
+/* Main thread, before any other thread uses this module: the global caps (0: none) and the
+ * share one principal may hold of each, in percent (1..100). */
+void principals_configure(const int64_t caps[PR__COUNT], int share_pct);
+/* The most of r one principal may hold: share_pct of the cap, at least 1 (0: no cap). */
+int64_t principal_limit(pres_t r);
+
+/* The entry for name (a new reference; made when absent). Names longer than
+ * PRINCIPAL_NAME_MAX - 1 bytes are cut. */
+principal_t *principal_get(const char *name);
+/* The same for kind ('t', 'a' or 's') and value: "<kind>:<value>". */
+principal_t *principal_of(char kind, const char *value);
+principal_t *principal_ref(principal_t *p);
+/* Drops a reference (NULL: nothing). */
+void principal_unref(principal_t *p);
+const char *principal_name(const principal_t *p);
+principal_sched_t *principal_sched(principal_t *p);
+
+/* Takes one unit of r for p: 0, -ENOSPC when the global cap is reached, -EDQUOT when p holds
+ * its share already. Nothing is taken on failure. */
+int principal_take(principal_t *p, pres_t r);
+/* Gives one unit of r back. */
+void principal_give(principal_t *p, pres_t r);
+/* Adds n (may be negative) to what name holds of r, with no limit: the startup count and
+ * shard moves. */
+void principal_add(const char *name, pres_t r, long long n);
+/* What p holds of r, and what all principals hold together. */
+long long principal_held(const principal_t *p, pres_t r);
+long long principal_total(pres_t r);
+/* Principals with an entry now (for /stats). */
+long long principals_live(void);
+
+#endif

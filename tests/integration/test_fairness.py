@@ -1,0 +1,648 @@
+"""One client must not lock out the rest (issue 21, section 2): the tool pool's shares per
+principal, cancellation of a call nobody can receive, and the caps one client could fill.
+Timing checks use generous bounds: the hogs run 6 s, the other principal's call must finish in
+under 2 s."""
+import http.client
+import json
+import os
+import socket
+import tempfile
+import threading
+import time
+import unittest
+
+from mcptest import ACCEPT_BOTH, SSEStream, Server, ServerTest, Session, run
+from test_modern import Modern, meta
+
+EXT = "io.modelcontextprotocol/tasks"
+TOKEN_A = "a" * 40
+TOKEN_B = "b" * 40
+HOG_S = 6
+PROMPT_S = 2.0
+
+
+def token_file(names):
+    """A mode-600 token file with name:token lines; returns its path."""
+    fd, path = tempfile.mkstemp(prefix="mcpd-tokens-")
+    with os.fdopen(fd, "w") as f:
+        for name, tok in names.items():
+            f.write(f"{name}:{tok}\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def slow_stream(session, i, seconds=HOG_S):
+    """A slow call whose response head comes at once (its first progress): (rid, SSEStream)."""
+    return session.stream_post("tools/call", {"name": "slow",
+                                              "arguments": {"seconds": seconds, "steps": seconds},
+                                              "_meta": {"progressToken": f"hog{i}"}})
+
+
+def modern_call(server, name, arguments, caps=None, timeout=60, headers=None):
+    """A 2026-07-28 tools/call with a long HTTP timeout: (Response, the answer)."""
+    params = {"name": name, "arguments": arguments, "_meta": meta(caps)}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": "2026-07-28",
+         "Mcp-Method": "tools/call", "Mcp-Name": name}
+    h.update(headers or {})
+    r = server.request("POST", body, h, timeout=timeout)
+    finals = [m for m in r.messages() if m.get("id") == 1]
+    return r, finals[0] if finals else None
+
+
+def in_threads(fns):
+    """Starts each fn in a thread; returns the threads (joined by the caller)."""
+    ts = [threading.Thread(target=f, daemon=True) for f in fns]
+    for t in ts:
+        t.start()
+    return ts
+
+
+class PoolShares(ServerTest):
+    """--tool-threads 4: a principal holds at most half of them (--principal-share 50), and one
+    of them stays for a principal with nothing running; without tokens a session is a
+    principal, and 2026-07-28 calls and tasks are their client's address. (SSE mode: a call's
+    response head comes at once, so the test starts every hog before any ends.)"""
+    SERVER_FLAGS = ("--tool-threads", "4", "--toolset", "demo,conformance", "--response-mode", "sse")
+
+    def timed_counter(self, session):
+        t0 = time.time()
+        _, m = session.tool("counter", {})
+        took = time.time() - t0
+        self.assertIn("result", m, m)
+        return took
+
+    def drain(self, streams):
+        for st in streams:
+            st.read_until_end(HOG_S + 10)
+            st.close()
+
+    def test_two_sessions_with_two_long_calls_each_leave_a_thread_for_a_third(self):
+        hogs = [Session(self.server), Session(self.server)]
+        streams = []
+        for h in hogs:
+            for i in range(2):
+                _, st = slow_stream(h, i)
+                streams.append(st)
+        time.sleep(0.3)
+        took = self.timed_counter(Session(self.server))
+        print(f"a third session's counter took {took:.3f} s while two sessions ran 2 x {HOG_S} s each",
+              flush=True)
+        self.assertLess(took, PROMPT_S, f"the third session waited {took:.2f} s for a tool thread")
+        self.drain(streams)
+
+    def test_four_stateless_calls_leave_a_thread_for_a_session(self):
+        results = []
+        calls = in_threads([lambda: results.append(modern_call(
+            self.server, "slow", {"seconds": HOG_S, "steps": 1})) for _ in range(4)])
+        time.sleep(0.5)
+        took = self.timed_counter(Session(self.server))
+        print(f"a session's counter took {took:.3f} s while four stateless calls ran {HOG_S} s", flush=True)
+        self.assertLess(took, PROMPT_S, f"the session waited {took:.2f} s for a tool thread")
+        for t in calls:
+            t.join(HOG_S * 3)
+        self.assertEqual(len(results), 4)
+        for r, m in results:
+            self.assertEqual(m["result"]["content"][0]["text"], "done after 1 steps", r.text)
+
+    def test_eight_tasks_leave_threads_for_others(self):
+        c = Modern(self.server)
+        caps = {"extensions": {EXT: {}}}
+        ids = []
+        for i in range(8):
+            r, m, _ = c.result("tools/call", {"name": "slow_compute",
+                                              "arguments": {"seconds": HOG_S, "label": str(i)}}, caps=caps)
+            self.assertEqual(m["result"]["resultType"], "task", r.text)
+            ids.append(m["result"]["taskId"])
+        time.sleep(0.3)
+        took = self.timed_counter(Session(self.server))
+        print(f"a session's counter took {took:.3f} s while eight {HOG_S} s tasks ran", flush=True)
+        self.assertLess(took, PROMPT_S, f"the session waited {took:.2f} s behind the tasks")
+        stats = self.server.stats()
+        self.assertLessEqual(stats["tool_threads_busy"], 4)
+        self.assertGreaterEqual(stats["tool_jobs_waiting"], 5, stats)  # 8 tasks, 2 (their share) run
+        for tid in ids:
+            c.result("tasks/cancel", {"taskId": tid}, caps=caps,
+                     headers={"Mcp-Name": tid})
+
+    def test_a_principals_jobs_past_its_share_wait_and_then_all_run(self):
+        s = Session(self.server)
+        streams = [slow_stream(s, i, 1)[1] for i in range(2)]
+        t = Session(self.server)
+        streams += [slow_stream(t, i, 1)[1] for i in range(2)]
+        t0 = time.time()
+        for st in streams:
+            msgs = [json.loads(e["data"]) for e in st.read_until_end(15) if e.get("data")]
+            st.close()
+            self.assertTrue(any(m.get("result", {}).get("content", [{}])[0].get("text") == "done after 1 steps"
+                                for m in msgs), msgs)
+        # 3 ran at once (2 + 1: the reserve), the fourth after one of them: about 2 s in all
+        self.assertLess(time.time() - t0, 8)
+
+
+class PoolSharesOff(ServerTest):
+    """--principal-share 100 turns the shares off: one principal may use every thread (only
+    --session-jobs applies), with no thread held back for others."""
+    SERVER_FLAGS = ("--tool-threads", "2", "--session-jobs", "2", "--principal-share", "100",
+                    "--response-mode", "sse")
+
+    def test_one_session_runs_on_every_thread(self):
+        s = Session(self.server)
+        t0 = time.time()
+        streams = [slow_stream(s, i, 2)[1] for i in range(2)]
+        for st in streams:
+            st.read_until_end(15)
+            st.close()
+        took = time.time() - t0
+        self.assertLess(took, 3.5, f"two 2 s calls on two threads took {took:.1f} s: they did not run at once")
+
+
+class PoolSharesByToken(ServerTest):
+    """With tokens the principal is the token: two sessions of one token share its share."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tokens = token_file({"alice": TOKEN_A, "bob": TOKEN_B})
+        cls.server = Server("--tool-threads", "4", "--auth-tokens", cls.tokens, "--response-mode", "sse")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+        os.unlink(cls.tokens)
+
+    def test_one_tokens_sessions_share_its_threads(self):
+        streams = []
+        for _ in range(2):  # each session may run --session-jobs (2): 4 jobs, all alice's
+            s = Session(self.server, token=TOKEN_A)
+            for i in range(2):
+                _, st = slow_stream(s, i)
+                streams.append(st)
+        time.sleep(0.3)
+        t0 = time.time()
+        _, m = Session(self.server, token=TOKEN_B).tool("counter", {})
+        took = time.time() - t0
+        print(f"bob's counter took {took:.3f} s while alice ran 4 x {HOG_S} s", flush=True)
+        self.assertEqual(m["result"]["content"][0]["text"], "1")
+        self.assertLess(took, PROMPT_S, f"bob waited {took:.2f} s behind alice's calls")
+        for st in streams:
+            st.read_until_end(HOG_S * 3)
+            st.close()
+
+
+class CancelOnClose(ServerTest):
+    """Without the event store a session's stream cannot be resumed: when its client closes the
+    connection, its calls are cancelled (their thread is free at once), as a 2026-07-28 call's
+    are. With the store, a disconnect is not a cancellation (the client resumes)."""
+    SERVER_FLAGS = ("--tool-threads", "1", "--no-event-store")
+
+    def test_a_closed_connection_cancels_the_call_and_frees_its_thread(self):
+        a = Session(self.server)
+        _, st = slow_stream(a, 0, 30)
+        st.next_event(5)  # the first progress: it runs on the only thread
+        st.close()
+        time.sleep(0.3)
+        t0 = time.time()
+        _, m = Session(self.server).tool("counter", {})
+        took = time.time() - t0
+        print(f"the next call took {took:.3f} s after the first one's client went", flush=True)
+        self.assertEqual(m["result"]["content"][0]["text"], "1")
+        self.assertLess(took, PROMPT_S, "the closed call still held the only tool thread")
+
+
+class NoCancelOnCloseWithTheStore(ServerTest):
+    SERVER_FLAGS = ("--tool-threads", "1")
+
+    def test_a_closed_connection_leaves_the_call_running_for_a_resume(self):
+        a = Session(self.server)
+        _, st = slow_stream(a, 0, 1)
+        first = st.next_event(5)
+        st.close()
+        time.sleep(1.5)
+        back = a.open_get(first["id"])
+        msgs = [json.loads(e["data"]) for e in back.read_until_end(10) if e.get("data")]
+        back.close()
+        finals = [m for m in msgs if "result" in m]
+        self.assertEqual(len(finals), 1, msgs)
+        self.assertEqual(finals[0]["result"]["content"][0]["text"], "done after 1 steps")
+
+
+class JsonNodes(ServerTest):
+    """--max-json-nodes (default 100000): a body of more JSON values gets 413 -32600 before it
+    costs more than that many, and the memory a big body took goes back to the system once it
+    is freed (issue 21: a 4 MB body of 1.39 M empty objects cost ~260 MB per request, kept)."""
+
+    def rss_mb(self):
+        return self.server.stats()["rss_bytes"] / 1e6
+
+    def assertRssBack(self, after, base, margin, msg):
+        if any(os.environ.get(v) for v in ("ASAN_OPTIONS", "TSAN_OPTIONS")):
+            return  # under a sanitizer RSS measures its quarantine and shadow memory
+        self.assertLess(after, base + margin, msg)
+
+    def settled_rss(self, base, margin):
+        """Waits (up to 5 s) for RSS to come back within margin MB of base; returns it."""
+        deadline = time.time() + (0 if any(os.environ.get(v) for v in ("ASAN_OPTIONS", "TSAN_OPTIONS")) else 5)
+        while True:
+            now = self.rss_mb()
+            if now < base + margin or time.time() > deadline:
+                return now
+            time.sleep(0.2)
+
+    def test_a_body_of_too_many_values_gets_413_and_its_memory_goes_back(self):
+        s = Session(self.server)
+        base = self.rss_mb()
+        body = "[" + ",".join(["{}"] * 1390000) + "]"  # 4.2 MB: under --max-body
+        answers = []
+        ts = in_threads([lambda: answers.append(self.server.request("POST", body, s.headers(), timeout=60))
+                         for _ in range(3)])
+        for t in ts:
+            t.join(60)
+        self.assertEqual(len(answers), 3)
+        for r in answers:
+            self.assertEqual(r.status, 413, r.text[:200])
+            self.assertIsNone(r.json()["id"])
+            self.assertEqual(r.json()["error"]["code"], -32600)
+            self.assertIn("--max-json-nodes", r.json()["error"]["message"])
+        after = self.settled_rss(base, 15)
+        print(f"RSS {base:.1f} MB before three 1.39 M-value bodies, {after:.1f} MB after", flush=True)
+        self.assertRssBack(after, base, 15, "the refused bodies' memory stayed resident")
+        self.assertGreater(self.server.stats()["limit_refusals_total"], 0)
+        self.assertServerHealthy()
+
+    def test_a_big_body_under_the_bound_is_served_and_its_memory_goes_back(self):
+        s = Session(self.server)
+        base = self.rss_mb()
+        for _ in range(3):
+            _, m = s.tool("echo", {"text": "x", "pad": [{} for _ in range(99000)]})
+            self.assertEqual(m["result"]["content"][0]["text"], "x")
+        after = self.settled_rss(base, 15)
+        print(f"RSS {base:.1f} MB before three 99 k-value calls, {after:.1f} MB after", flush=True)
+        self.assertRssBack(after, base, 15, "a served big body's memory stayed resident")
+
+
+class JsonNodesFlag(ServerTest):
+    SERVER_FLAGS = ("--max-json-nodes", "64")
+
+    def test_the_bound_is_the_flag_and_a_request_within_it_is_served(self):
+        s = Session(self.server)
+        ok_args = {"text": "y", "pad": list(range(50))}  # 50 + 7 values with the envelope
+        _, m = s.tool("echo", ok_args)
+        self.assertEqual(m["result"]["content"][0]["text"], "y")
+        r = s.post({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": "y", "pad": list(range(70))}}})
+        self.assertEqual(r.status, 413, r.text)
+        self.assertEqual(r.json()["error"]["code"], -32600)
+        self.assertIsNone(r.json()["id"])  # the body was not read to its end: no id to trust
+
+
+TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
+
+
+class ReplayedState(ServerTest):
+    """A requestState round completes at most once: concurrent retries of one valid state get
+    one completion; the others are refused (-32602) while it runs, and as a replay after it
+    (issue 21: 20 concurrent retries completed up to 20 times for a tool not marked single-use).
+    A retry that ends without completing (its client closed the stream) leaves the round to the
+    next retry."""
+    SERVER_FLAGS = ("--plugin", os.path.abspath(TESTKIT), "--tool-threads", "8")
+    ELICIT = {"elicitation": {}}
+
+    def first_round(self, item, ms=1000):
+        r, m = modern_call(self.server, "confirm_slow", {"item": item, "ms": ms}, caps=self.ELICIT)
+        res = m["result"]
+        self.assertEqual(res["resultType"], "input_required", res)
+        return res["requestState"]
+
+    def retry_body(self, item, state, ms=1000):
+        return {"name": "confirm_slow", "arguments": {"item": item, "ms": ms},
+                "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+                "requestState": state, "_meta": meta(self.ELICIT)}
+
+    def retry(self, item, state, ms=1000):
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": self.retry_body(item, state, ms)}
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH,
+             "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "confirm_slow"}
+        r = self.server.request("POST", body, h, timeout=30)
+        return [m for m in r.messages() if m.get("id") == 2][0]
+
+    def test_twenty_concurrent_retries_of_one_state_complete_once(self):
+        state = self.first_round("x")
+        answers = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(20)
+
+        def go():
+            barrier.wait()
+            m = self.retry("x", state)
+            with lock:
+                answers.append(m)
+        for t in in_threads([go] * 20):
+            t.join(30)
+        self.assertEqual(len(answers), 20)
+        done = [m for m in answers if "result" in m]
+        refused = [m for m in answers if "error" in m]
+        print(f"20 concurrent retries: {len(done)} completed, {len(refused)} refused", flush=True)
+        self.assertEqual(len(done), 1, [m.get("error", {}).get("message", "completed") for m in answers])
+        self.assertEqual(done[0]["result"]["content"][0]["text"], "confirmed x")
+        for m in refused:
+            self.assertEqual(m["error"]["code"], -32602, m)
+            self.assertTrue("in use" in m["error"]["message"] or "replay" in m["error"]["message"], m)
+        late = self.retry("x", state)
+        self.assertEqual(late["error"]["code"], -32602)
+        self.assertIn("replay", late["error"]["message"])
+
+    def test_a_retry_whose_client_went_leaves_the_round_to_the_next(self):
+        state = self.first_round("y", 3000)
+        body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": self.retry_body("y", state, 3000)}
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH,
+             "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "confirm_slow"}
+        st = SSEStream(self.server.port, "POST", h, body)  # its head comes after --json-window
+        st.close()  # the call is cancelled: it completes nothing
+        deadline = time.time() + 10
+        while True:
+            m = self.retry("y", state, 3000)
+            if "result" in m or time.time() > deadline:
+                break
+            self.assertIn("in use", m["error"]["message"])  # until the cancelled run has ended
+            time.sleep(0.3)
+        self.assertEqual(m["result"]["content"][0]["text"], "confirmed y", m)
+
+
+class UnusedSessions(ServerTest):
+    """A session that gets no request after initialize (notifications alone do not count) is
+    deleted --unused-session-ttl after its creation (issue 21: mcp-remote left 2 such sessions
+    per start, kept 7 days); one used once keeps --session-ttl. The flag survives hibernation
+    (--idle-timeout 1)."""
+    SERVER_FLAGS = ("--unused-session-ttl", "3", "--idle-timeout", "1")
+
+    def ping(self, s):
+        return s.post({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+
+    def test_a_session_never_used_after_initialize_goes_and_a_used_one_stays(self):
+        base = self.server.stats()
+        idle = Session(self.server)            # initialize + notifications/initialized only
+        listed = Session(self.server)
+        listed.call("tools/list")
+        streamed = Session(self.server)
+        g = streamed.open_get()
+        g.close()
+        woken = Session(self.server)
+        time.sleep(1.5)                        # woken hibernates, then is used after its wake
+        woken.call("tools/list")
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            st = self.server.stats()
+            if st["sessions_unused_expired_total"] > base["sessions_unused_expired_total"]:
+                break
+            time.sleep(0.2)
+        time.sleep(0.5)
+        st = self.server.stats()
+        self.assertEqual(st["sessions_unused_expired_total"] - base["sessions_unused_expired_total"], 1, st)
+        self.assertEqual(st["sessions_stored"] - base["sessions_stored"], 3, st)
+        self.assertEqual(self.ping(idle).status, 404)
+        for s in (listed, streamed, woken):
+            self.assertEqual(self.ping(s).status, 200, s.sid)
+
+    def test_an_unused_session_goes_even_while_hibernated(self):
+        s = Session(self.server, initialized=False)
+        time.sleep(6)  # hibernated after 1 s; its alarm wakes it at 3 s
+        self.assertEqual(self.ping(s).status, 404)
+
+
+def request_from(server, source, method, body=None, headers=None, timeout=10):
+    """One request on a fresh connection from the loopback address `source` (127.0.0.x: each
+    is another client address, another principal without tokens)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout,
+                                      source_address=(source, 0))
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+    conn.request(method, "/mcp", body=body, headers=headers or {})
+    resp = conn.getresponse()
+    data = resp.read()
+    conn.close()
+    from mcptest import Response
+    return Response(resp.status, resp.getheaders(), data)
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "fairness", "version": "1"}}}
+INIT_HEADERS = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
+
+
+class SessionCaps(ServerTest):
+    """--max-sessions is exact under concurrent initializes, and one client (its address
+    without tokens) holds at most --principal-share of it: 429 past its share, 503 past the cap
+    (issue 21: 10k sessions/s from one client filled the cap; 5,001 stored with a cap of
+    5,000)."""
+    SERVER_FLAGS = ("--max-sessions", "10")  # each address may hold 5 (the default 50 %)
+
+    def burst(self, source, n):
+        answers = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(n)
+
+        def go():
+            barrier.wait()
+            r = request_from(self.server, source, "POST", INIT, INIT_HEADERS)
+            with lock:
+                answers.append(r)
+        for t in in_threads([go] * n):
+            t.join(30)
+        return answers
+
+    def test_concurrent_initializes_get_exactly_the_share_then_the_cap(self):
+        first = self.burst("127.0.0.2", 15)
+        ok = [r for r in first if r.status == 200]
+        self.assertEqual(len(ok), 5, [r.status for r in first])
+        for r in first:
+            if r.status != 200:
+                self.assertEqual(r.status, 429, r.text)
+                self.assertEqual(r.json()["id"], 1)
+                self.assertIn("--max-sessions", r.json()["error"]["message"])
+                self.assertIsNotNone(r.header("retry-after"))
+        # another client still gets in, and the cap holds exactly with two bursts at once
+        second, third = [], []
+        ts = in_threads([lambda: second.extend(self.burst("127.0.0.3", 10)),
+                         lambda: third.extend(self.burst("127.0.0.4", 10))])
+        for t in ts:
+            t.join(60)
+        statuses = sorted(r.status for r in second + third)
+        self.assertEqual(statuses.count(200), 5, statuses)  # 10 - 5: the cap, exactly
+        for r in second + third:
+            if r.status == 503:
+                self.assertIn("--max-sessions", r.json()["error"]["message"])
+        st = self.server.stats()
+        self.assertEqual(st["sessions_stored"], 10, st)
+        # a deleted session gives its place back
+        sid = ok[0].header("mcp-session-id")
+        r = request_from(self.server, "127.0.0.2", "DELETE", None,
+                         {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"})
+        self.assertEqual(r.status, 200)
+        r = request_from(self.server, "127.0.0.2", "POST", INIT, INIT_HEADERS)
+        self.assertEqual(r.status, 200, r.text)
+
+
+class SessionCapsAcrossRestarts(unittest.TestCase):
+    def test_the_shares_are_counted_again_at_startup(self):
+        srv = Server("--max-sessions", "4")
+        try:
+            for _ in range(2):
+                self.assertEqual(request_from(srv, "127.0.0.5", "POST", INIT, INIT_HEADERS).status, 200)
+            srv.restart()
+            r = request_from(srv, "127.0.0.5", "POST", INIT, INIT_HEADERS)
+            self.assertEqual(r.status, 429, r.text)  # its 2 stored sessions are its share
+            self.assertEqual(request_from(srv, "127.0.0.6", "POST", INIT, INIT_HEADERS).status, 200)
+        finally:
+            srv.cleanup()
+
+
+class HandleCaps(ServerTest):
+    """--max-handles and each token's share of it: past them new_counter answers a tool error
+    (isError) the model can act on (issue 21: 100,000 new_counter in 40 s, each kept 7 days)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tokens = token_file({"alice": TOKEN_A, "bob": TOKEN_B, "carol": "c" * 40})
+        cls.server = Server("--max-handles", "4", "--auth-tokens", cls.tokens)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+        os.unlink(cls.tokens)
+
+    def new_counter(self, token):
+        r, m = modern_call(self.server, "new_counter", {}, headers={"Authorization": f"Bearer {token}"})
+        self.assertEqual(r.status, 200, r.text)
+        return m["result"]
+
+    def test_a_token_holds_its_share_and_the_cap_holds(self):
+        for _ in range(2):
+            self.assertNotIn("isError", self.new_counter(TOKEN_A))
+        over = self.new_counter(TOKEN_A)
+        self.assertTrue(over.get("isError"), over)
+        self.assertIn("share of --max-handles", over["content"][0]["text"])
+        for _ in range(2):  # bob still gets his
+            self.assertNotIn("isError", self.new_counter(TOKEN_B))
+        full = self.new_counter("c" * 40)  # carol: the cap itself
+        self.assertTrue(full.get("isError"), full)
+        self.assertIn("(--max-handles)", full["content"][0]["text"])
+        st = self.server.stats()
+        self.assertEqual(st["handles_stored"], 4)
+        self.assertGreaterEqual(st["share_refusals_total"], 1)
+
+
+class ConnectionShares(ServerTest):
+    """--max-connections 4: one address holds at most 2 of them; its next connection's request
+    gets 429 and is closed, while another address still gets in."""
+    SERVER_FLAGS = ("--max-connections", "4")
+
+    def test_an_address_past_its_share_is_refused_and_another_gets_in(self):
+        held = []
+        for _ in range(2):
+            sk = socket.create_connection(("127.0.0.1", self.server.port), source_address=("127.0.0.7", 0))
+            held.append(sk)
+        time.sleep(0.3)  # accepted and counted
+        try:
+            r = request_from(self.server, "127.0.0.7", "POST", INIT, INIT_HEADERS)
+            self.assertEqual(r.status, 429, r.text)
+            self.assertEqual(r.header("connection").lower(), "close")
+            self.assertIn("--max-connections", r.json()["error"]["message"])
+            r = request_from(self.server, "127.0.0.8", "POST", INIT, INIT_HEADERS)
+            self.assertEqual(r.status, 200, r.text)
+        finally:
+            for sk in held:
+                sk.close()
+        time.sleep(0.3)
+        self.assertEqual(request_from(self.server, "127.0.0.7", "POST", INIT, INIT_HEADERS).status, 200)
+
+
+class IdleGetStreams(ServerTest):
+    """A standalone GET stream that sent nothing for --get-idle-timeout ends; the client resumes
+    with Last-Event-ID and gets what was sent meanwhile (issue 21: GET streams never ended, so
+    idle ones held their connections forever)."""
+    SERVER_FLAGS = ("--get-idle-timeout", "1")
+
+    def test_an_idle_get_ends_and_resumes_without_a_loss(self):
+        s = Session(self.server)
+        g = s.open_get()
+        prime = g.next_event(5)  # 2025-11-25: the priming event names the position
+        self.assertIsNotNone(prime and prime.get("id"), prime)
+        t0 = time.time()
+        g.read_until_end(10)
+        took = time.time() - t0
+        g.close()
+        self.assertLess(took, 5, "the idle stream was not ended")
+        self.assertGreaterEqual(self.server.stats()["get_streams_idle_ended_total"], 1)
+        _, m = s.tool("notify", {"count": 1, "target": "session"})  # stored for the resume
+        self.assertIn("result", m)
+        back = s.open_get(prime["id"])
+        msgs = []
+        while not msgs:  # (a resumed stream starts with a priming event of the client's position)
+            e = back.next_event(5)
+            if e is None:
+                break
+            if e.get("data"):
+                msgs.append(json.loads(e["data"]))
+        back.close()
+        self.assertEqual(len(msgs), 1, msgs)
+        self.assertEqual(msgs[0]["method"], "notifications/message")
+
+    def test_a_client_without_an_event_id_gets_what_came_after_the_end(self):
+        s = Session(self.server, version="2025-06-18")  # no priming event: nothing to resume from
+        g = s.open_get()
+        self.assertIsNone(g.next_event(3))  # ended after 1 s, having sent nothing
+        g.close()
+        s.tool("notify", {"count": 1, "target": "session"})
+        again = s.open_get()  # no Last-Event-ID: what came since the end, then live
+        e = again.next_event(5)
+        again.close()
+        self.assertIsNotNone(e, "the message sent between the end and the new GET was lost")
+        self.assertEqual(json.loads(e["data"])["method"], "notifications/message")
+
+    def test_a_get_that_sends_is_not_idle(self):
+        s = Session(self.server)
+        g = s.open_get()
+        g.next_event(5)
+        for _ in range(4):
+            time.sleep(0.6)
+            s.tool("notify", {"count": 1, "target": "session"})
+            self.assertIsNotNone(g.next_event(3), "the stream ended while it was sending")
+        g.close()
+
+
+class TaskCaps(ServerTest):
+    """--max-tasks 4: a client holds at most 2 tasks at once; a cancelled task gives its place
+    back at once and is kept a minute, not its whole TTL (issue 21: a cancelled task kept its
+    slot for its TTL)."""
+    SERVER_FLAGS = ("--max-tasks", "4", "--toolset", "conformance")
+    CAPS = {"extensions": {EXT: {}}}
+
+    def call(self, name, args):
+        r, m = modern_call(self.server, name, args, caps=self.CAPS)
+        return m
+
+    def tasks(self, method, tid):
+        body = {"jsonrpc": "2.0", "id": 1, "method": method,
+                "params": {"taskId": tid, "_meta": meta(self.CAPS)}}
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": "2026-07-28",
+             "Mcp-Method": method, "Mcp-Name": tid}
+        return self.server.request("POST", body, h).json()
+
+    def test_a_share_of_tasks_and_a_cancel_frees_its_place(self):
+        a = self.call("slow_compute", {"seconds": 60, "label": "a"})["result"]["taskId"]
+        b = self.call("slow_compute", {"seconds": 60, "label": "b"})["result"]["taskId"]
+        over = self.call("failing_job", {})  # runs only as a task: refused past the share
+        self.assertEqual(over["error"]["code"], -32003, over)
+        self.assertIn("--max-tasks", over["error"]["message"])
+        self.assertIn("result", self.tasks("tasks/cancel", a))
+        t = self.tasks("tasks/get", a)["result"]
+        self.assertEqual(t["status"], "cancelled")
+        self.assertLessEqual(t["ttlMs"], 61000 + 5000, t)  # a minute from the cancel
+        made = self.call("failing_job", {})
+        self.assertEqual(made["result"]["resultType"], "task", made)
+        self.tasks("tasks/cancel", b)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,129 @@
+/* Unit tests: principals and their shares of the global caps (src/core/principal.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "core/principal.h"
+
+static void configure(int64_t sessions, int share)
+{
+    const int64_t caps[PR__COUNT] = {[PR_SESSIONS] = sessions, [PR_HANDLES] = 0,
+                                     [PR_TASKS] = 0, [PR_CONNECTIONS] = 0};
+    principals_configure(caps, share);
+}
+
+static void one_name_is_one_entry_and_it_goes_when_unused(void **state)
+{
+    configure(10, 50);
+    long long before = principals_live();
+    principal_t *a = principal_get("a:10.0.0.1");
+    principal_t *b = principal_of('a', "10.0.0.1");
+    assert_ptr_equal(a, b);
+    assert_string_equal(principal_name(a), "a:10.0.0.1");
+    assert_int_equal(principals_live(), before + 1);
+    principal_unref(a);
+    principal_unref(b);
+    assert_int_equal(principals_live(), before);
+}
+
+static void a_principal_takes_its_share_and_the_cap_holds(void **state)
+{
+    configure(10, 50);
+    assert_int_equal(principal_limit(PR_SESSIONS), 5);
+    principal_t *a = principal_get("t:alice"), *b = principal_get("t:bob"),
+                *c = principal_get("t:carol");
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(principal_take(a, PR_SESSIONS), 0);
+    assert_int_equal(principal_take(a, PR_SESSIONS), -EDQUOT);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(principal_take(b, PR_SESSIONS), 0);
+    assert_int_equal(principal_take(c, PR_SESSIONS), -ENOSPC);
+    assert_int_equal(principal_total(PR_SESSIONS), 10);
+    principal_give(a, PR_SESSIONS);
+    assert_int_equal(principal_take(c, PR_SESSIONS), 0);
+    assert_int_equal(principal_held(c, PR_SESSIONS), 1);
+    /* an entry holding something stays without references: the counts of stored things */
+    long long live = principals_live();
+    principal_unref(c);
+    assert_int_equal(principals_live(), live);
+    principal_add("t:carol", PR_SESSIONS, -1);
+    assert_int_equal(principals_live(), live - 1);
+    for (int i = 0; i < 4; i++)
+        principal_give(a, PR_SESSIONS);
+    for (int i = 0; i < 5; i++)
+        principal_give(b, PR_SESSIONS);
+    assert_int_equal(principal_total(PR_SESSIONS), 0);
+    principal_unref(a);
+    principal_unref(b);
+}
+
+static void no_cap_means_no_limit_and_a_share_is_at_least_one(void **state)
+{
+    configure(1, 50);
+    assert_int_equal(principal_limit(PR_SESSIONS), 1);
+    assert_int_equal(principal_limit(PR_HANDLES), 0);
+    principal_t *p = principal_get("a:x");
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(principal_take(p, PR_HANDLES), 0);
+    principal_add("a:x", PR_HANDLES, -5000); /* never below nothing */
+    assert_int_equal(principal_held(p, PR_HANDLES), 0);
+    assert_int_equal(principal_total(PR_HANDLES), 0);
+    principal_unref(p);
+}
+
+#define THREADS 8
+#define TRIES 2000
+
+static void *taker(void *arg)
+{
+    principal_t *p = principal_get(arg);
+    long got = 0;
+    for (int i = 0; i < TRIES; i++)
+        got += principal_take(p, PR_SESSIONS) == 0;
+    principal_unref(p);
+    return (void *)got;
+}
+
+static void the_cap_is_exact_under_concurrent_takes(void **state)
+{
+    configure(1000, 100);
+    pthread_t t[THREADS];
+    char names[THREADS][16];
+    for (int i = 0; i < THREADS; i++) {
+        snprintf(names[i], sizeof names[i], "a:%d", i);
+        pthread_create(&t[i], NULL, taker, names[i]);
+    }
+    long total = 0;
+    for (int i = 0; i < THREADS; i++) {
+        void *got;
+        pthread_join(t[i], &got);
+        total += (long)got;
+    }
+    assert_int_equal(total, 1000);
+    assert_int_equal(principal_total(PR_SESSIONS), 1000);
+    for (int i = 0; i < THREADS; i++) {
+        principal_t *p = principal_get(names[i]);
+        principal_add(names[i], PR_SESSIONS, -principal_held(p, PR_SESSIONS));
+        principal_unref(p);
+    }
+    assert_int_equal(principal_total(PR_SESSIONS), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(one_name_is_one_entry_and_it_goes_when_unused),
+        cmocka_unit_test(a_principal_takes_its_share_and_the_cap_holds),
+        cmocka_unit_test(no_cap_means_no_limit_and_a_share_is_at_least_one),
+        cmocka_unit_test(the_cap_is_exact_under_concurrent_takes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
