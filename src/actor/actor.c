@@ -235,21 +235,38 @@ static int share_of(char kind)
                                   : -1;
 }
 
-/* a's unit of its owner's share goes back (deleted, or never stored). */
-static void give_share(actor_t *a)
+/* a's unit of its owner's share goes back: now (never stored), or once the turn's writes that
+ * free it (a delete, "hs": false) are stored, so a refused turn never frees a place whose
+ * record stays. */
+static void give_share(actor_t *a, bool now)
 {
     int r = share_of(a->kind);
-    if (r < 0 || !a->owner || a->share_given_back || a->modern)
+    if (r < 0 || !a->owner || a->modern)
         return;
+    if (a->share_given_back) {
+        /* its share went back earlier (a cancelled task): the global count ends with it; a
+         * task never stored was cancelled in the refused turn, whose give is dropped */
+        if (now)
+            principal_give(a->owner, (pres_t)r);
+        else
+            worker_give_at_commit(a->w, a->owner, r, GIVE_GLOBAL);
+        return;
+    }
     a->share_given_back = true;
-    principal_give(a->owner, (pres_t)r);
+    if (now)
+        principal_give(a->owner, (pres_t)r);
+    else
+        worker_give_at_commit(a->w, a->owner, r, GIVE_BOTH);
 }
 
 void actor_give_share_back(actor_t *a)
 {
-    if (a->share_given_back)
+    int r = share_of(a->kind);
+    if (a->share_given_back || r < 0 || !a->owner || a->modern)
         return;
-    give_share(a);
+    /* its client's share only: it still counts against the global cap until it is deleted */
+    a->share_given_back = true;
+    worker_give_at_commit(a->w, a->owner, r, GIVE_SHARE);
     actor_persist_meta(a);
 }
 
@@ -351,6 +368,11 @@ static bool fast_owner(const char *meta, size_t len, char *out, size_t n)
     const char *end = memchr(hit, '"', len - (size_t)(hit - meta));
     if (!end || memchr(hit, '\\', (size_t)(end - hit)) || (size_t)(end - hit) >= n)
         return false;
+    /* actor_write_meta writes the owner last: the record ends with it. A "p" inside what a
+     * client sent (a record written before owners were kept has no top-level one) is followed
+     * by more than the record's closing brace */
+    if (end + 2 != meta + len || end[1] != '}')
+        return false;
     memcpy(out, hit, (size_t)(end - hit));
     out[end - hit] = '\0';
     return true;
@@ -359,12 +381,15 @@ static bool fast_owner(const char *meta, size_t len, char *out, size_t n)
 struct account {
     int sign;
     uint64_t *by_kind;
+    bool served_only; /* the startup count: shards not served here count for nothing */
 };
 
 static void account_one(void *arg, const char *sid, const char *meta, size_t len)
 {
-    (void)sid;
     struct account *ac = arg;
+    if (ac->served_only && !shard_owns_id(sid))
+        return; /* a refused shard's copy, or a crashed adopt's leftover (deleted before any
+                   adopt): counted when it is served */
     char owner[PRINCIPAL_NAME_MAX];
     int kind = STORED_SESSION;
     bool holds = true;
@@ -388,12 +413,14 @@ static void account_one(void *arg, const char *sid, const char *meta, size_t len
                                     : -1;
     if (r >= 0 && holds)
         principal_add(owner, (pres_t)r, ac->sign);
+    else if (r >= 0)
+        principal_add_global((pres_t)r, ac->sign); /* a cancelled task, until it is deleted */
 }
 
 void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
                            uint64_t by_kind[STORED__KINDS])
 {
-    struct account ac = {sign, by_kind};
+    struct account ac = {sign, by_kind, prefix == NULL};
     sessionrec_scan_meta(s, prefix, plen, account_one, &ac);
 }
 
@@ -499,7 +526,7 @@ void actor_delete(actor_t *a)
         sessionrec_delete_state(b, a->sid, TASK_STATE_ARGS);
         sessionrec_delete_state(b, a->sid, TASK_STATE_RESULT);
     }
-    give_share(a);
+    give_share(a, false);
     if (a->kind == ACTOR_SESSION) {
         worker_stat_add(w, DS_SESSIONS_DELETED, 1);
         worker_stat_add(w, DS_SESSIONS_STORED, -1);
@@ -569,7 +596,7 @@ void actor_reset(actor_t *a)
         if (rc == 0)
             free(v);
         else if (rc == 1)
-            give_share(a); /* created in the refused turn: it was never stored */
+            give_share(a, true); /* created in the refused turn: it was never stored */
     }
     refuse_connections(a);
     orphan_jobs(a);

@@ -212,9 +212,11 @@ void pool_submit(job_t *j)
         return;
     }
     if (!j->fair || atomic_load(&j->cancelled)) {
-        /* cancelled already (its caller went, or the server is stopping): it runs at once
-         * and its handler sees the flag; every job has a principal, this is the safe answer
-         * if one has not */
+        /* cancelled already (its caller went, or the server is stopping): it ends at once
+         * without running its handler, as a job cancelled while it waited does (a handler
+         * that never looks at the flag must not take a thread outside every share); every
+         * job has a principal, this is the safe answer if one has not */
+        j->pool_skip = atomic_load(&j->cancelled);
         express_append(j);
     } else {
         principal_sched_t *s = principal_sched(j->fair);

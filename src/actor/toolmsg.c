@@ -391,14 +391,15 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
 
 /* ---- the session's share of the tool pool ---- */
 
-/* Whose share of the pool a's jobs run in (a new reference): the token name; without tokens a
- * session is its own principal, and a 2026-07-28 request or task is its client's (its
- * address, a->owner). */
+/* Whose share of the pool a's jobs run in (a new reference): the token name; without tokens
+ * the client's address (a->owner: every session, request and task of one client shares one
+ * share, so opening more sessions does not buy more threads). A session without an owner (one
+ * stored before owners were kept) is its own principal. */
 static principal_t *fair_principal(const actor_t *a)
 {
     if (a->auth_name[0])
         return principal_of('t', a->auth_name);
-    if (a->kind != ACTOR_SESSION && a->owner)
+    if (a->owner)
         return principal_ref(a->owner);
     return principal_of('s', a->sid);
 }

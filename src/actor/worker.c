@@ -16,6 +16,7 @@
 #include "core/blockcache.h"
 #include "core/jshare.h"
 #include "core/log.h"
+#include "core/principal.h"
 #include "core/ptrmap.h"
 #include "core/stats.h"
 #include "actor/job.h"
@@ -85,6 +86,8 @@ struct worker {
     deferred_t *deferred;  /* state answers waiting for the commit */
     size_t ndeferred, cap_deferred;
     long long dstats[DS__COUNT]; /* store-backed counters of the uncommitted writes */
+    struct give { principal_t *p; int r; give_mode_t mode; } *gives; /* at the commit */
+    size_t ngives, cap_gives;
     ptrmap_t recover;      /* hash(sid) of sessions reset by a failed turn */
     jshare_t shared;       /* clientInfo and capabilities its sessions share */
 };
@@ -222,6 +225,31 @@ void worker_stat_add(worker_t *w, dstat_t which, long long n)
     w->dstats[which] += n;
 }
 
+void worker_give_at_commit(worker_t *w, principal_t *p, int r, give_mode_t mode)
+{
+    if (w->ngives == w->cap_gives) {
+        w->cap_gives = w->cap_gives ? w->cap_gives * 2 : 16;
+        w->gives = xrealloc(w->gives, w->cap_gives * sizeof *w->gives);
+    }
+    w->gives[w->ngives++] = (struct give){principal_ref(p), r, mode};
+}
+
+/* The commit stored the deletes: their units go back. ok false: it did not, they stay held. */
+static void settle_gives(worker_t *w, bool ok)
+{
+    for (size_t i = 0; i < w->ngives; i++) {
+        struct give *g = &w->gives[i];
+        if (ok && g->mode == GIVE_BOTH)
+            principal_give(g->p, (pres_t)g->r);
+        else if (ok && g->mode == GIVE_SHARE)
+            principal_give_share(g->p, (pres_t)g->r);
+        else if (ok)
+            principal_give_global((pres_t)g->r);
+        principal_unref(g->p);
+    }
+    w->ngives = 0;
+}
+
 static void *recover_key(const char *sid)
 {
     return (void *)(uintptr_t)(hash_bytes(sid, SESSION_ID_LEN) | 1);
@@ -258,6 +286,7 @@ static void commit_succeeded(worker_t *w)
     for (size_t i = 0; i < w->ndeferred; i++)
         job_reply(w->deferred[i].job, w->deferred[i].wait_seq, w->deferred[i].value, NULL);
     w->ndeferred = 0;
+    settle_gives(w, true);
 }
 
 int worker_commit(worker_t *w)
@@ -324,6 +353,7 @@ static void fail_turn(worker_t *w)
     }
     w->ndeferred = 0;
     memset(w->dstats, 0, sizeof w->dstats);
+    settle_gives(w, false);
     w->alarm_hint = 0;
     w->turn_failed = false;
     w->epoch++;
@@ -772,6 +802,8 @@ void workers_stop(void)
         jshare_clear(&W[i].shared);
         free(W[i].touched);
         free(W[i].deferred);
+        settle_gives(&W[i], false);
+        free(W[i].gives);
         ptrmap_free(&W[i].recover);
     }
     free(W);

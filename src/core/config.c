@@ -5,6 +5,7 @@
 #include "core/cluster.h"
 
 #include "core/log.h"
+#include "core/principal.h"
 #include "core/util.h"
 
 #include <getopt.h>
@@ -67,6 +68,10 @@ static const flag_t FLAGS[] = {
      "load tools from a shared object (repeatable)"},
     {"allowed-host", "HOST[:PORT]", K_LIST, OFF(allowed_hosts), 0, 0,
      "accept this Host header besides the --listen address (repeatable)"},
+    {"trusted-proxy", "ADDR", K_LIST, OFF(trusted_proxies), 0, 0,
+     "a reverse proxy (HAProxy, nginx) at ADDR: its requests' client is the last address of "
+     "their X-Forwarded-For, for the per-client shares; its connections take no share "
+     "(repeatable)"},
     {"allowed-origin", "ORIGIN", K_LIST, OFF(allowed_origins), 0, 0,
      "accept this Origin besides http(s)://<listen address> (repeatable)"},
     {"log-level", "LEVEL", K_LEVEL, OFF(log_level), 0, 0,
@@ -306,6 +311,15 @@ static int apply(config_t *c, const flag_t *f, const char *val)
             return add_list(c->plugins, &c->n_plugins, val, f->name);
         if (f->off == OFF(allowed_hosts))
             return add_list(c->allowed_hosts, &c->n_allowed_hosts, val, f->name);
+        if (f->off == OFF(trusted_proxies)) {
+            char norm[64];
+            if (principal_address(val, norm, sizeof norm) != 0 || strchr(norm, '/')) {
+                fprintf(stderr, "mcpactord: --trusted-proxy %s: expected an IPv4 or IPv6 "
+                        "address\n", val);
+                return -1;
+            }
+            return add_list(c->trusted_proxies, &c->n_trusted_proxies, norm, f->name);
+        }
         return add_list(c->allowed_origins, &c->n_allowed_origins, val, f->name);
     case K_LEVEL: {
         log_level_t lv;
@@ -427,5 +441,8 @@ void config_free(config_t *c)
         free(c->allowed_hosts[i]);
     for (int i = 0; i < c->n_allowed_origins; i++)
         free(c->allowed_origins[i]);
+    for (int i = 0; i < c->n_trusted_proxies; i++)
+        free(c->trusted_proxies[i]);
+    c->n_trusted_proxies = 0;
     c->n_toolsets = c->n_plugins = c->n_allowed_hosts = c->n_allowed_origins = 0;
 }

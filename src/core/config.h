@@ -35,6 +35,8 @@ typedef struct config {
     int n_allowed_hosts;
     char *allowed_origins[CFG_MAX_LIST];
     int n_allowed_origins;
+    char *trusted_proxies[CFG_MAX_LIST]; /* --trusted-proxy ADDR: X-Forwarded-For names the client */
+    int n_trusted_proxies;
     int log_level;
     int64_t max_body;          /* bytes */
     int64_t max_headers;       /* bytes */

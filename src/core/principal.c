@@ -11,6 +11,7 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,36 @@ principal_t *principal_of(char kind, const char *value)
     return principal_get(name);
 }
 
+int principal_address(const char *addr, char *out, size_t n)
+{
+    struct in_addr v4;
+    struct in6_addr v6;
+    if (!addr)
+        return -1;
+    if (inet_pton(AF_INET, addr, &v4) == 1)
+        return inet_ntop(AF_INET, &v4, out, (socklen_t)n) ? 0 : -1;
+    if (inet_pton(AF_INET6, addr, &v6) != 1)
+        return -1;
+    if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+        memcpy(&v4, v6.s6_addr + 12, 4);
+        return inet_ntop(AF_INET, &v4, out, (socklen_t)n) ? 0 : -1;
+    }
+    memset(v6.s6_addr + 8, 0, 8); /* one client may hold a whole /64 */
+    if (!inet_ntop(AF_INET6, &v6, out, (socklen_t)n))
+        return -1;
+    size_t len = strlen(out);
+    if (len + 4 > n)
+        return -1;
+    memcpy(out + len, "/64", 4);
+    return 0;
+}
+
+principal_t *principal_of_address(const char *addr)
+{
+    char norm[INET6_ADDRSTRLEN + 4];
+    return principal_of('a', principal_address(addr, norm, sizeof norm) == 0 ? norm : addr);
+}
+
 principal_t *principal_ref(principal_t *p)
 {
     if (p) {
@@ -156,8 +187,8 @@ int principal_take(principal_t *p, pres_t r)
     int64_t limit = limit_locked(r);
     if (g_caps[r] > 0 && g_total[r] >= g_caps[r])
         rc = -ENOSPC;
-    else if (limit > 0 && p->held[r] >= limit)
-        rc = -EDQUOT;
+    else if (limit > 0 && p->held[r] >= limit && p->name[0] != 'p')
+        rc = -EDQUOT; /* "p:": a trusted proxy's connections carry many clients */
     else {
         p->held[r]++;
         g_total[r]++;
@@ -174,6 +205,29 @@ void principal_give(principal_t *p, pres_t r)
         g_total[r]--;
     }
     maybe_free(p);
+    pthread_mutex_unlock(&g_mu);
+}
+
+void principal_give_share(principal_t *p, pres_t r)
+{
+    pthread_mutex_lock(&g_mu);
+    if (p->held[r] > 0)
+        p->held[r]--;
+    maybe_free(p);
+    pthread_mutex_unlock(&g_mu);
+}
+
+void principal_give_global(pres_t r)
+{
+    principal_add_global(r, -1);
+}
+
+void principal_add_global(pres_t r, long long n)
+{
+    pthread_mutex_lock(&g_mu);
+    if (n < 0 && -n > g_total[r])
+        n = -g_total[r];
+    g_total[r] += n;
     pthread_mutex_unlock(&g_mu);
 }
 

@@ -6,10 +6,11 @@
  *   "a:<address>"     without: the client's peer address (IPv4 or IPv6 text), for the
  *                     resources it creates (sessions, handles, tasks) and its connections,
  *                     and for the tool pool share of its 2026-07-28 calls and tasks;
- *   "s:<session id>"  without: the tool pool share of a session's calls (a session is its own
- *                     principal for the pool, as the session era has no better identity).
- * Behind a proxy every client has the proxy's address: without tokens they share one
- * principal there.
+ *   "s:<session id>"  a session stored before owners were kept: its own pool principal;
+ *   "p:<address>"     the connections of a --trusted-proxy (no share: they carry many
+ *                     clients, whose own address comes from X-Forwarded-For).
+ * An IPv6 address counts by its /64 (one client may hold a whole /64), an IPv4-mapped one as
+ * its IPv4 address.
  *
  * Each principal counts what it holds of the resources the server caps globally
  * (--max-sessions, --max-handles, --max-tasks, --max-connections): principal_take takes one
@@ -25,6 +26,7 @@
 #define MCPD_CORE_PRINCIPAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* A principal's name: "t:" + a token name (at most 63 bytes), "a:" + an address, "s:" + a
@@ -36,6 +38,7 @@ typedef enum {
     PR_HANDLES,      /* state handles stored */
     PR_TASKS,        /* tasks stored and not cancelled */
     PR_CONNECTIONS,  /* client connections holding a --max-connections place */
+    PR_OPEN,         /* client connections open, holding a place or not (no cap: counted) */
     PR__COUNT
 } pres_t;
 
@@ -60,8 +63,14 @@ int64_t principal_limit(pres_t r);
 /* The entry for name (a new reference; made when absent). Names longer than
  * PRINCIPAL_NAME_MAX - 1 bytes are cut. */
 principal_t *principal_get(const char *name);
-/* The same for kind ('t', 'a' or 's') and value: "<kind>:<value>". */
+/* The same for kind ('t', 'a', 's' or 'p') and value: "<kind>:<value>". */
 principal_t *principal_of(char kind, const char *value);
+/* A client address as a principal counts it ("a:" + principal_address, or the text as given
+ * when it is not an address). */
+principal_t *principal_of_address(const char *addr);
+/* An address in its principal form: IPv4 as is, IPv6 as its /64 ("2001:db8::/64"),
+ * IPv4-mapped IPv6 as IPv4. 0, or -1 when addr is not an address. */
+int principal_address(const char *addr, char *out, size_t n);
 principal_t *principal_ref(principal_t *p);
 /* Drops a reference (NULL: nothing). */
 void principal_unref(principal_t *p);
@@ -73,6 +82,13 @@ principal_sched_t *principal_sched(principal_t *p);
 int principal_take(principal_t *p, pres_t r);
 /* Gives one unit of r back. */
 void principal_give(principal_t *p, pres_t r);
+/* One unit of r stops counting in p's share but still counts against the global cap (a
+ * cancelled task, kept a minute: its client may make others, but create-and-cancel in a loop
+ * cannot grow the store past the cap); principal_give_global ends it. */
+void principal_give_share(principal_t *p, pres_t r);
+void principal_give_global(pres_t r);
+/* Adds n to the global count of r alone (the startup count of cancelled tasks). */
+void principal_add_global(pres_t r, long long n);
 /* Adds n (may be negative) to what name holds of r, with no limit: the startup count and
  * shard moves. */
 void principal_add(const char *name, pres_t r, long long n);

@@ -27,6 +27,8 @@
 #include <malloc.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/http_struct.h>
@@ -379,6 +381,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     }
     if (l->admitted)
         principal_give(l->principal, PR_CONNECTIONS);
+    principal_give(l->principal, PR_OPEN);
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
     principal_unref(l->principal);
@@ -430,6 +433,38 @@ static void reply_refused(struct evhttp_request *req, const json_t *id, pres_t r
     http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, retry_after);
 }
 
+principal_t *http_request_principal(struct evhttp_request *req, const char *who,
+                                    const hlink_t *link)
+{
+    if (who && who[0])
+        return principal_of('t', who);
+    if (!link->trusted)
+        return principal_ref(link->principal);
+    /* the proxy appends the address it saw to the last X-Forwarded-For (or adds a header of
+     * its own after the client's): only that last entry is the proxy's word */
+    const char *last = NULL;
+    struct evkeyval *h;
+    TAILQ_FOREACH(h, evhttp_request_get_input_headers(req), next)
+        if (evutil_ascii_strcasecmp(h->key, "X-Forwarded-For") == 0)
+            last = h->value;
+    if (!last)
+        return principal_ref(link->principal);
+    const char *comma = strrchr(last, ',');
+    const char *a = comma ? comma + 1 : last;
+    while (*a == ' ' || *a == '\t')
+        a++;
+    char addr[64];
+    size_t n = strcspn(a, " \t");
+    if (n == 0 || n >= sizeof addr)
+        return principal_ref(link->principal);
+    memcpy(addr, a, n);
+    addr[n] = '\0';
+    char norm[64];
+    if (principal_address(addr, norm, sizeof norm) != 0)
+        return principal_ref(link->principal); /* not an address: the proxy's own share */
+    return principal_of('a', norm);
+}
+
 bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *p, pres_t r)
 {
     int rc = principal_take(p, r);
@@ -439,18 +474,34 @@ bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *
     return false;
 }
 
+/* The principal a connection counts for (a new reference), and whether its peer is a
+ * --trusted-proxy. */
+static principal_t *conn_principal(struct evhttp_connection *evcon, bool *trusted)
+{
+    char *addr = NULL;
+    ev_uint16_t port = 0;
+    evhttp_connection_get_peer(evcon, &addr, &port);
+    char norm[64];
+    *trusted = false;
+    if (principal_address(addr, norm, sizeof norm) == 0)
+        for (int i = 0; i < g_cfg.n_trusted_proxies && !*trusted; i++)
+            *trusted = strcmp(norm, g_cfg.trusted_proxies[i]) == 0;
+    /* a trusted proxy's connections take no share: they carry many clients */
+    return *trusted ? principal_of('p', norm) : principal_of_address(addr);
+}
+
 /* Starts tracking a connection: counted, and admitted when a place is free. scan (taken) is its
- * input's scanner, or NULL. */
-static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hscan_t *scan)
+ * input's scanner, or NULL; p (taken) its principal. */
+static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hscan_t *scan,
+                          principal_t *p, bool trusted)
 {
     hlink_t *l = xcalloc(1, sizeof *l);
     l->t = t;
     l->evcon = evcon;
     l->scan = scan;
-    char *addr = NULL;
-    ev_uint16_t port = 0;
-    evhttp_connection_get_peer(evcon, &addr, &port);
-    l->principal = principal_of('a', addr);
+    l->trusted = trusted;
+    l->principal = p;
+    principal_take(p, PR_OPEN); /* no cap: it counts what the address has open */
     l->admitted = admit(l);
     ptrmap_put(&t->links, evcon, l);
     STAT_INC(connections_open);
@@ -461,18 +512,29 @@ static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hsc
 /* A connection accepted past --max-connections is kept, so that its request gets the 503
  * answer (or is served, if a place was freed meanwhile); a silent one is dropped by
  * --read-timeout. At twice the limit a new connection is closed at once instead, so that
- * silent connections cannot pile up descriptors. */
+ * silent connections cannot pile up descriptors. So is one from an address that has twice its
+ * share of the places open already (held or not): one address alone cannot reach twice the
+ * limit and get every other client's new connections closed. */
 static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hscan_t *scan)
 {
-    if (STAT_GET(connections_open) >= 2 * g_cfg.max_connections) {
+    bool trusted;
+    principal_t *p = conn_principal(evcon, &trusted);
+    int64_t share = principal_limit(PR_CONNECTIONS);
+    bool over_share = !trusted && share > 0 && g_cfg.principal_share < 100 &&
+                      principal_held(p, PR_OPEN) >= 2 * share;
+    if (over_share || STAT_GET(connections_open) >= 2 * g_cfg.max_connections) {
         STAT_INC(limit_refusals_total);
-        log_debug("closing a new connection at once: %lld are open (twice --max-connections)",
-                  (long long)STAT_GET(connections_open));
+        if (over_share)
+            STAT_INC(share_refusals_total);
+        log_debug("closing a new connection at once: %s", over_share
+                  ? "its address has twice its share of --max-connections open"
+                  : "twice --max-connections are open");
+        principal_unref(p);
         scan_detach(scan);
         evhttp_connection_free(evcon);
         return;
     }
-    link_make(t, evcon, scan);
+    link_make(t, evcon, scan, p, trusted);
 }
 
 /* Picks up the connections accepted in this loop iteration (see http_on_new_bev). */
@@ -531,8 +593,11 @@ hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     hlink_t *l = ptrmap_get(&t->links, evcon);
-    if (!l)
-        l = link_make(t, evcon, NULL); /* not seen at accept (its bufferevent was not ours) */
+    if (!l) { /* not seen at accept (its bufferevent was not ours) */
+        bool trusted;
+        principal_t *p = conn_principal(evcon, &trusted);
+        l = link_make(t, evcon, NULL, p, trusted);
+    }
     if (!l->admitted)
         l->admitted = admit(l);
     return l->admitted ? l : NULL;

@@ -449,7 +449,7 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         return;
     }
     str_copy(m->u.client.proto_hdr, sizeof m->u.client.proto_hdr, MODERN_VERSION);
-    m->u.client.principal = who[0] ? principal_of('t', who) : principal_ref(link->principal);
+    m->u.client.principal = http_request_principal(req, who, link);
     m->u.post.modern = true;
     m->u.post.param_hdrs = params;
     m->u.post.body = b->json; /* ownership moves to the actor with the message */
@@ -520,7 +520,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
         }
         /* the session's place is taken here, before it exists: the cap is exact however many
          * initializes are in flight, and one client holds at most its share of it */
-        principal_t *pr = who[0] ? principal_of('t', who) : principal_ref(link->principal);
+        principal_t *pr = http_request_principal(req, who, link);
         if (!http_take_share(req, id, pr, PR_SESSIONS)) {
             principal_unref(pr);
             wmsg_free(m);

@@ -76,7 +76,9 @@ typedef struct hlink {
     bool admitted; /* holds one of the --max-connections places */
     int refused;   /* not admitted: -ENOSPC (every place is taken) or -EDQUOT (its address
                       holds its share of them) */
-    principal_t *principal; /* reference: "a:<peer address>" (core/principal.h) */
+    principal_t *principal; /* reference: "a:<peer address>" (core/principal.h), or
+                               "p:<address>" for a --trusted-proxy */
+    bool trusted;           /* its peer is a --trusted-proxy: X-Forwarded-For names the client */
 } hlink_t;
 
 /* A connection accepted in this loop iteration and not tracked yet (http_on_fresh). */
@@ -169,6 +171,11 @@ hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req);
 void http_reply_link_refused(http_thread_t *t, struct evhttp_request *req, const json_t *id);
 /* Takes one unit of r (PR_SESSIONS...) for p; false after answering the request (503 when
  * the cap is reached, 429 when p holds its share; Retry-After, the id echoed). */
+/* Who a request is for (a new reference): its token's name; else the client's address, from
+ * the last X-Forwarded-For entry when the connection is a --trusted-proxy's, from the
+ * connection otherwise. */
+principal_t *http_request_principal(struct evhttp_request *req, const char *who,
+                                    const hlink_t *link);
 bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *p, pres_t r);
 /* Counts req as the next request of its connection; when the input scanner found a fault in
  * it, what is wrong (the request is then refused, and its connection closed). */

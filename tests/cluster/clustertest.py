@@ -265,7 +265,8 @@ class Node(Server):
 
     def command(self):
         return [BINARY, "--cluster", self.cluster_file or self.cluster.path, "--node", self.name,
-                "--allowed-host", self.cluster.hp_listen, "--log-level", "debug"] + \
+                "--allowed-host", self.cluster.hp_listen, "--trusted-proxy", "127.0.0.1",
+                "--log-level", "debug"] + \
             os.environ.get("MCPD_TEST_FLAGS", "").split() + self.flags
 
     def shards(self):

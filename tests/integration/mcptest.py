@@ -417,6 +417,25 @@ class Session:
                                                            **self.auth))
 
 
+class From:
+    """The server as another client sees it: requests from another loopback address (another
+    principal without tokens: core/principal.h), for Session and friends."""
+
+    def __init__(self, server, source="127.0.0.2"):
+        self.server, self.source, self.port = server, source, server.port
+
+    def request(self, method, body=None, headers=None, path="/mcp", port=None, timeout=10):
+        conn = http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=timeout,
+                                          source_address=(self.source, 0))
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        return Response(resp.status, resp.getheaders(), data)
+
+
 class ServerTest(unittest.TestCase):
     """Base class: self.server is a fresh server per test class (flags from SERVER_FLAGS)."""
 

@@ -6,7 +6,7 @@ import threading
 import time
 import unittest
 
-from mcptest import Server, ServerTest, Session, run
+from mcptest import From, Server, ServerTest, Session, run
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 
@@ -370,8 +370,9 @@ class CancelledCalls(unittest.TestCase):
 
 class PoolFairness(ServerTest):
     """One session's calls cannot take the whole tool pool (--session-jobs, default half of
-    --tool-threads): another session's call starts at once. (SSE mode: each call's response
-    head comes at once, so the test can start all of them before any ends.)"""
+    --tool-threads, and its client's share of the pool): another client's call starts at once.
+    (SSE mode: each call's response head comes at once, so the test can start all of them
+    before any ends.)"""
     SERVER_FLAGS = ("--tool-threads", "4", "--response-mode", "sse")
 
     def test_a_busy_session_leaves_room_for_another_sessions_call(self):
@@ -382,7 +383,7 @@ class PoolFairness(ServerTest):
                                                  "_meta": {"progressToken": i}})
             streams.append(st)
         time.sleep(0.3)  # let the pool take what it may of session a's calls
-        b = Session(self.server)
+        b = Session(From(self.server))  # another client (another address)
         t0 = time.time()
         _, m = b.tool("counter", {})
         took = time.time() - t0

@@ -4,6 +4,8 @@
  * functions the tests never reach fail loudly. */
 #include "fake_worker.h"
 
+#include "core/principal.h"
+
 #include "core/jshare.h"
 
 #include <stdio.h>
@@ -110,6 +112,16 @@ void worker_defer_reply(worker_t *w, struct mcpd_ctx *j, uint32_t wait_seq, json
     unreachable(__func__);
 }
 void worker_stat_add(worker_t *w, dstat_t which, long long n) {}
+void worker_give_at_commit(worker_t *w, struct principal *p, int r, give_mode_t mode)
+{
+    /* the fake worker's commits always succeed */
+    if (mode == GIVE_BOTH)
+        principal_give(p, (pres_t)r);
+    else if (mode == GIVE_SHARE)
+        principal_give_share(p, (pres_t)r);
+    else
+        principal_give_global((pres_t)r);
+}
 bool worker_take_recover_mark(worker_t *w, const char *sid) { return false; }
 void worker_send_http(worker_t *w, hmsg_t *m)
 {
