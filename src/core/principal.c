@@ -144,6 +144,26 @@ int principal_address(const char *addr, char *out, size_t n)
     return 0;
 }
 
+int principal_forwarded(const char *xff, char *out, size_t n)
+{
+    if (!xff)
+        return -1;
+    const char *comma = strrchr(xff, ',');
+    const char *a = comma ? comma + 1 : xff;
+    while (*a == ' ' || *a == '\t')
+        a++;
+    char addr[INET6_ADDRSTRLEN];
+    size_t len = strcspn(a, " \t");
+    if (len == 0 || len >= sizeof addr)
+        return -1;
+    for (const char *p = a + len; *p; p++)
+        if (*p != ' ' && *p != '\t')
+            return -1; /* something after the address: not one address */
+    memcpy(addr, a, len);
+    addr[len] = '\0';
+    return principal_address(addr, out, n);
+}
+
 principal_t *principal_of_address(const char *addr)
 {
     char norm[INET6_ADDRSTRLEN + 4];

@@ -71,6 +71,9 @@ principal_t *principal_of_address(const char *addr);
 /* An address in its principal form: IPv4 as is, IPv6 as its /64 ("2001:db8::/64"),
  * IPv4-mapped IPv6 as IPv4. 0, or -1 when addr is not an address. */
 int principal_address(const char *addr, char *out, size_t n);
+/* The client a proxy names in an X-Forwarded-For value: its last comma-separated entry (the one
+ * the proxy appended), in principal_address form. 0, or -1 when that entry is not an address. */
+int principal_forwarded(const char *xff, char *out, size_t n);
 principal_t *principal_ref(principal_t *p);
 /* Drops a reference (NULL: nothing). */
 void principal_unref(principal_t *p);

@@ -447,20 +447,8 @@ principal_t *http_request_principal(struct evhttp_request *req, const char *who,
     TAILQ_FOREACH(h, evhttp_request_get_input_headers(req), next)
         if (evutil_ascii_strcasecmp(h->key, "X-Forwarded-For") == 0)
             last = h->value;
-    if (!last)
-        return principal_ref(link->principal);
-    const char *comma = strrchr(last, ',');
-    const char *a = comma ? comma + 1 : last;
-    while (*a == ' ' || *a == '\t')
-        a++;
-    char addr[64];
-    size_t n = strcspn(a, " \t");
-    if (n == 0 || n >= sizeof addr)
-        return principal_ref(link->principal);
-    memcpy(addr, a, n);
-    addr[n] = '\0';
     char norm[64];
-    if (principal_address(addr, norm, sizeof norm) != 0)
+    if (!last || principal_forwarded(last, norm, sizeof norm) != 0)
         return principal_ref(link->principal); /* not an address: the proxy's own share */
     return principal_of('a', norm);
 }

@@ -117,6 +117,36 @@ static void the_cap_is_exact_under_concurrent_takes(void **state)
     assert_int_equal(principal_total(PR_SESSIONS), 0);
 }
 
+static void addresses_count_ipv4_as_is_and_ipv6_by_its_64(void **state)
+{
+    char out[64];
+    assert_int_equal(principal_address("10.0.0.1", out, sizeof out), 0);
+    assert_string_equal(out, "10.0.0.1");
+    assert_int_equal(principal_address("2001:db8:1:2:aaaa:bbbb:cccc:dddd", out, sizeof out), 0);
+    assert_string_equal(out, "2001:db8:1:2::/64");
+    assert_int_equal(principal_address("::ffff:192.0.2.7", out, sizeof out), 0);
+    assert_string_equal(out, "192.0.2.7");
+    assert_int_equal(principal_address("example.com", out, sizeof out), -1);
+    assert_int_equal(principal_address("10.0.0.1/8", out, sizeof out), -1);
+    assert_int_equal(principal_address(NULL, out, sizeof out), -1);
+}
+
+static void the_forwarded_client_is_the_last_entry_the_proxy_appended(void **state)
+{
+    char out[64];
+    assert_int_equal(principal_forwarded("10.0.0.1", out, sizeof out), 0);
+    assert_string_equal(out, "10.0.0.1");
+    /* a client's own (forged) entries come first; the proxy's is the last */
+    assert_int_equal(principal_forwarded("6.6.6.6, 10.0.0.9 ,  10.0.0.2  ", out, sizeof out), 0);
+    assert_string_equal(out, "10.0.0.2");
+    assert_int_equal(principal_forwarded("10.0.0.1, 2001:db8::1", out, sizeof out), 0);
+    assert_string_equal(out, "2001:db8::/64");
+    assert_int_equal(principal_forwarded("10.0.0.1, unknown", out, sizeof out), -1);
+    assert_int_equal(principal_forwarded("10.0.0.1 10.0.0.2", out, sizeof out), -1);
+    assert_int_equal(principal_forwarded("", out, sizeof out), -1);
+    assert_int_equal(principal_forwarded("10.0.0.1,", out, sizeof out), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -124,6 +154,8 @@ int main(void)
         cmocka_unit_test(a_principal_takes_its_share_and_the_cap_holds),
         cmocka_unit_test(no_cap_means_no_limit_and_a_share_is_at_least_one),
         cmocka_unit_test(the_cap_is_exact_under_concurrent_takes),
+        cmocka_unit_test(addresses_count_ipv4_as_is_and_ipv6_by_its_64),
+        cmocka_unit_test(the_forwarded_client_is_the_last_entry_the_proxy_appended),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
