@@ -4,18 +4,30 @@ client of one of its sessions sees. Starts two mcpactord nodes on one cluster fi
 shard 000, so every session created on n1 lands in it), creates N sessions there with mcpbench,
 then, while one client calls tools/call echo in a loop on a session of the shard (retrying the
 503 answers, on n1 until the release answers, then on n2), releases the shard on n1 and adopts
-it on n2 through the admin endpoints. Prints the release/adopt timings and the longest gap
-between two successful calls of that client. Everything on 127.0.0.1, stopped by PID.
+it on n2 through the admin endpoints (n2 fetches the export from n1's admin listener). Prints
+the release/adopt timings and the longest gap between two successful calls of that client.
+Everything on 127.0.0.1, stopped by PID.
 
 usage: bench/shard_move.py [--sessions 1000] [--build build-rel]
 """
 import argparse, http.client, json, os, shutil, subprocess, sys, tempfile, threading, time
 
 
+def free_ports(n):
+    import socket
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
 def start(binary, cluster, node, d):
     p = subprocess.Popen([binary, "--cluster", cluster, "--node", node, "--listen", "127.0.0.1:0",
-                          "--admin-listen", "127.0.0.1:0", "--data-dir", os.path.join(d, node),
-                          "--log-level", "warn"], stdout=subprocess.PIPE)
+                          "--data-dir", os.path.join(d, node), "--log-level", "warn"],
+                         stdout=subprocess.PIPE)
     line = p.stdout.readline().decode()
     kv = dict(x.split("=") for x in line.split()[1:])
     return p, int(kv["port"]), int(kv["admin_port"])
@@ -40,7 +52,9 @@ def main():
     bench = os.path.join(o.build, "bench", "mcpbench")
     d = tempfile.mkdtemp(prefix="mcpd-move-")
     cluster = os.path.join(d, "cluster.json")
-    nodes = [{"name": n} for n in ("n1", "n2")]
+    admin = free_ports(2)  # the nodes reach each other's admin listeners by the file
+    nodes = [{"name": n, "listen": "127.0.0.1:1", "admin": f"127.0.0.1:{a}"}
+             for n, a in zip(("n1", "n2"), admin)]
     json.dump({"shards": 4096, "nodes": nodes, "assign": {"n1": ["000"], "n2": ["001-fff"]}},
               open(cluster, "w"))
     procs = []
@@ -80,7 +94,6 @@ def main():
         t = threading.Thread(target=client)
         t.start()
         time.sleep(0.5)
-        out = os.path.join(d, "export")
         def step(port, path):  # POST starts it (202), GET /shards/move says when it is done
             st, _, body = req(port, "POST", path)
             seq = json.loads(body)["seq"]
@@ -91,9 +104,9 @@ def main():
                     return j["status"], body
                 time.sleep(0.001)
         t0 = time.monotonic()
-        st, rel = step(adm1, f"/shards/release?shard=000&dir={out}")
+        st, rel = step(adm1, "/shards/release?shard=000&to=n2")
         t1 = time.monotonic()
-        st2, ad = step(adm2, f"/shards/adopt?shard=000&dir={out}")
+        st2, ad = step(adm2, "/shards/adopt?shard=000&from=n1")
         t2 = time.monotonic()
         where["port"] = port2  # what HAProxy's map flip does for a real client
         time.sleep(0.5)
@@ -103,6 +116,7 @@ def main():
         print(json.dumps({"sessions": rel["moved"]["sessions"], "keys": rel["keys"],
                           "release_ms": round((t1 - t0) * 1000, 1), "settle_ms": rel["settle_ms"],
                           "export_ms": rel["export_ms"], "adopt_ms": round((t2 - t1) * 1000, 1),
+                          "fetch_ms": ad["fetch_ms"], "ingest_ms": ad["ingest_ms"],
                           "client_calls_ok": oks[0], "client_retries": retries[0],
                           "client_longest_gap_ms": round(max(gaps) * 1000, 1),
                           "status": [st, st2]}))
