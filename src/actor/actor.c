@@ -696,20 +696,21 @@ void actor_end_listens(worker_t *w)
     worker_foreach_actor(w, end_listen, NULL);
 }
 
-void actor_cancel_jobs(actor_t *a)
+void actor_cancel_jobs(actor_t *a, bool moving)
 {
+    void (*cancel)(job_t *) = moving ? job_cancel_moving : job_cancel;
     for (call_t *c = a->calls; c; c = c->next)
         if (c->job)
-            job_cancel(c->job);
+            cancel(c->job);
     for (job_t *j = a->detached; j; j = j->detached_next)
-        job_cancel(j); /* a task's run (a cancelled call's job is cancelled already) */
+        cancel(j); /* a task's run (a cancelled call's job is cancelled already) */
     actor_release_queued_jobs(a); /* cancelled: they end at once, before the pool stops */
 }
 
 static void cancel_jobs_each(actor_t *a, void *arg)
 {
     (void)arg;
-    actor_cancel_jobs(a);
+    actor_cancel_jobs(a, false);
 }
 
 void actor_cancel_all_jobs(worker_t *w)

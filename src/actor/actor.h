@@ -263,8 +263,8 @@ void actor_discard(actor_t *a);
 /* Hibernation: true when nothing is attached, running or awaited. */
 bool actor_is_idle(const actor_t *a);
 /* Tells its running jobs to stop (their results still reach the store) and ends its queued
- * ones. */
-void actor_cancel_jobs(actor_t *a);
+ * ones; moving (a shard's release): those that never ran answer the retry error. */
+void actor_cancel_jobs(actor_t *a, bool moving);
 /* A request or a GET reached session a: from now on it expires by --session-ttl only. */
 void actor_mark_used(actor_t *a);
 /* Writes what a wake needs and frees the actor (idle actors only). */

@@ -71,6 +71,12 @@ void job_cancel(job_t *j)
         pool_expedite(j); /* one still waiting for a thread ends now */
 }
 
+void job_cancel_moving(job_t *j)
+{
+    atomic_store(&j->moving, true);
+    job_cancel(j);
+}
+
 static void reply_slot(job_t *j, uint32_t wait_seq, json_t *result, int code, job_err_t kind,
                        const char *err);
 

@@ -70,6 +70,9 @@ struct mcpd_ctx {
     principal_t *owner;     /* reference: who a handle it makes is counted for (the call's
                                client: core/principal.h), NULL when not known */
     atomic_bool cancelled;
+    /* cancelled because its shard moves away (job_cancel_moving): one that never ran is
+     * answered with the retry error (-32010), as a request that reaches a moved shard is */
+    atomic_bool moving;
     /* messages sent (progress, logs, notifications) that the worker has not handled yet: a
      * handler that sends faster than its session stores them waits (JOB_OUT_MAX) */
     atomic_int out_inflight;
@@ -137,6 +140,8 @@ void job_free(job_t *j);
 void job_out_done(job_t *j);
 /* Actor side: cancel (sets the flag and wakes a waiting handler). */
 void job_cancel(job_t *j);
+/* job_cancel, from a shard's release: a job that has not started ends with MCPD_ERR_MOVED. */
+void job_cancel_moving(job_t *j);
 /* Actor side: answer the handler's pending wait with a result (stolen) or an error message. */
 void job_reply(job_t *j, uint32_t wait_seq, json_t *result, const char *err);
 /* The same with the JSON-RPC code the handler's error gets (0: internal error). */

@@ -156,7 +156,11 @@ static void *pool_main(void *arg)
         pthread_mutex_unlock(&P.mu);
         if (j->pool_skip) {
             /* cancelled while it waited for a thread: its handler has nothing to do */
-            mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the call was cancelled");
+            if (atomic_load(&j->moving))
+                mcpd_ctx_set_error(j, MCPD_ERR_MOVED, "this session's shard is moving to "
+                                   "another node: the call did not run; retry");
+            else
+                mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the call was cancelled");
         } else {
             job_run(j);
         }

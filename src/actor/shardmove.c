@@ -479,7 +479,7 @@ static void evict_each(actor_t *a, void *arg)
             worker_note_activity(a->w, a); /* answered: discarded */
         return;
     }
-    actor_cancel_jobs(a);
+    actor_cancel_jobs(a, true);
     for (stream_t *s = a->streams; s; s = s->next) {
         if (s->conn.gen && s->sse) {
             actor_send_sse_end(a, s->conn, s->num);

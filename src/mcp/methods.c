@@ -73,6 +73,8 @@ void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *
 {
     if (a->modern && !c->stream->sse)
         c->stream->http_status = modern_http_status(code);
+    else if (code == MCP_ERR_NOT_HERE && !c->stream->sse && !c->stream->batch)
+        c->stream->http_status = 503; /* with Retry-After: 1: the retry reaches the new owner */
     actor_complete_call(a, c, jsonrpc_error(c->id, code, msg, data));
 }
 

@@ -111,7 +111,14 @@ class SessionClient(Client):
                 params["_meta"] = meta
             r = self.s.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
             check_status(r)
-            finals = [m for m in r.messages() if m.get("id") == rid and "result" in m]
+            mine = [m for m in r.messages() if m.get("id") == rid]
+            if any(m.get("error", {}).get("code") == -32010 for m in mine):
+                raise Retry()  # its shard moved before it ran (on an SSE answer: in its place)
+            finals = [m for m in mine if "result" in m]
+            if not finals and not mine and "event-stream" in (r.header("content-type") or ""):
+                # a call that waited past --json-window answers on SSE; a move or the kill
+                # ends that stream, and this client does not resume it: it may have run
+                raise Ambiguous()
             if not finals:
                 raise AssertionError(f"{name}: {r.status} {r.text[:300]}")
             return finals[0]["result"]

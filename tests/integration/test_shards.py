@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -157,6 +158,7 @@ class ShardMove(unittest.TestCase):
     n1's admin listener, checks each, ingests them); the sessions, their state and their stored
     streams continue on n2, and n1 answers the retry error for them. The nodes share no
     directory."""
+    EXTRA = ()  # more flags for both nodes
 
     @classmethod
     def setUpClass(cls):
@@ -167,7 +169,7 @@ class ShardMove(unittest.TestCase):
         write_cluster(cls.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
                       key=os.path.join(cls.dir, "request-state.key"),
                       admin={"n1": a1, "n2": a2, "n3": a3}, names=("n1", "n2", "n3"))
-        flags = ("--plugin", os.path.abspath(TESTKIT))
+        flags = ("--plugin", os.path.abspath(TESTKIT), *cls.EXTRA)
         cls.n1 = Server("--cluster", cls.file, "--node", "n1", *flags,
                         "--admin-listen", f"127.0.0.1:{a1}")
         cls.n2 = Server("--cluster", cls.file, "--node", "n2", *flags,
@@ -417,6 +419,50 @@ class MrtrAcrossAMove(ShardMove):
         r, m, _ = Modern(self.n2).result("tools/call", retry, caps={"elicitation": {}})
         self.assertEqual(r.status, 200, r.text)
         self.assertIn("Ada", m["result"]["content"][0]["text"])
+
+    test_sessions_state_and_streams_move_with_their_shard = None
+    test_an_incomplete_or_damaged_export_is_refused_and_serves_nothing = None
+    test_a_release_is_taken_back_only_after_the_other_node_declines_it = None
+    test_exports_stay_in_the_move_directory_and_foreign_files_are_never_touched = None
+    test_a_release_is_not_taken_back_once_the_other_node_holds_it = None
+    test_a_release_to_a_node_that_cannot_be_asked_is_taken_back_only_by_force = None
+
+
+class QueuedCallAcrossAMove(ShardMove):
+    """A call still waiting for a tool thread when its session's shard is released never runs:
+    it is answered with the retry error (503 + Retry-After, -32010), like a request that reaches
+    the shard after it moved, and the state it would have changed moves unchanged. (It was
+    answered 200 with -32603 "the call was cancelled": a client cannot tell whether that ran.)"""
+    EXTRA = ("--tool-threads", "1", "--json-window", "10000")  # the answer comes as JSON
+
+    def test_a_call_that_waits_for_a_thread_gets_the_retry_error_and_does_not_run(self):
+        sessions = [Session(self.n1) for _ in range(12)]
+        a = sessions[0]
+        other = next(s for s in sessions if shard(s.sid) != shard(a.sid))
+        self.assertEqual(text_of(a.tool("counter", {"by": 3})[1]), "3")
+        # the one tool thread is held by a session of another shard
+        hold = threading.Thread(target=other.tool, args=("slow", {"seconds": 2, "steps": 1}))
+        hold.start()
+        time.sleep(0.3)
+        got = {}
+        waiting = threading.Thread(target=lambda: got.update(r=a.tool("counter", {"by": 1})))
+        waiting.start()
+        time.sleep(0.3)
+        self.assertTrue(waiting.is_alive(), "the counter call waits for the thread")
+        hexs = a.sid[:3]
+        self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2").status,
+                         200)
+        waiting.join(10)
+        hold.join(10)
+        r, m = got["r"]
+        self.assertEqual(r.status, 503, r.text)
+        self.assertEqual(r.header("retry-after"), "1")
+        self.assertEqual(m["error"]["code"], -32010, m)
+        self.assertEqual(m["id"], a.next_id)
+        self.assertEqual(self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&from=n1").status,
+                         200)
+        a.server = self.n2
+        self.assertEqual(text_of(a.tool("counter", {"by": 0})[1]), "3", "the call did not run")
 
     test_sessions_state_and_streams_move_with_their_shard = None
     test_an_incomplete_or_damaged_export_is_refused_and_serves_nothing = None
