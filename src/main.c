@@ -20,6 +20,9 @@
 #include "mcp/session.h"
 #include "tools/toolsets.h"
 #include "core/auth.h"
+#include "core/authz.h"
+#include "core/issuer.h"
+#include "http/oauth.h"
 #include "http/server.h"
 #include "store/sessionrec.h"
 #include "store/store.h"
@@ -68,6 +71,43 @@ static int toolset_register(mcpd_registry_t *reg, const char *name)
     }
     log_error("unknown toolset '%s' (available: demo, conformance)", name);
     return -1;
+}
+
+/* The OAuth resource server (--auth-issuer): the scopes each tool needs (its own, then
+ * --auth-tool-scope), the resource and its metadata, and the auth thread's first key fetch
+ * (not waited for: requests with a JWT get 503 until it lands). port: the bound port, for the
+ * default resource. 0, or -1 after logging why. */
+static int oauth_setup(const mcpd_registry_t *reg, int port)
+{
+    for (size_t i = 0; i < reg->n_tools; i++)
+        if (reg->tools[i].scopes && authz_set_tool_scopes(reg->tools[i].name, reg->tools[i].scopes) != 0) {
+            log_error("tool %s declares malformed scopes '%s'", reg->tools[i].name,
+                      reg->tools[i].scopes);
+            return -1;
+        }
+    for (int i = 0; i < g_cfg.n_auth_tool_scopes; i++) {
+        const char *v = g_cfg.auth_tool_scopes[i], *eq = strchr(v, '=');
+        char tool[256];
+        snprintf(tool, sizeof tool, "%.*s", (int)(eq - v), v);
+        if (!registry_find_tool(reg, tool))
+            log_warn("--auth-tool-scope %s: no tool %s is registered", v, tool);
+        if (authz_set_tool_scopes(tool, eq + 1) != 0) {
+            log_error("--auth-tool-scope %s: malformed scopes", v);
+            return -1;
+        }
+    }
+    char why[600];
+    if (authz_configure(g_cfg.auth_issuer, g_cfg.auth_resource, g_cfg.auth_scopes,
+                        g_cfg.auth_required_scope, g_cfg.auth_leeway, g_cfg.listen_host, port,
+                        why, sizeof why) != 0 ||
+        (g_authz.on && issuer_start(g_authz.issuer, why, sizeof why) != 0)) {
+        log_error("authorization: %s", why);
+        return -1;
+    }
+    if (g_authz.on)
+        log_info("authorization: access tokens of %s for %s (metadata at %s)", g_authz.issuer,
+                 g_authz.resource, g_authz.prm_url);
+    return 0;
 }
 
 /* The store accepts writes again after refusing them: alarms whose handling was refused in
@@ -207,6 +247,11 @@ int main(int argc, char **argv)
         exit_code = 1;
         goto early_exit;
     }
+    if (oauth_setup(reg, port) != 0) {
+        http_free();
+        exit_code = 2;
+        goto early_exit;
+    }
     bool colocated = g_cfg.workers == 0;
     int nworkers = colocated ? g_cfg.http_threads : g_cfg.workers;
     struct event_base *hosts[64];
@@ -291,6 +336,9 @@ int main(int argc, char **argv)
     store_flush(store);
     store_close(store);
     registry_free(reg);
+    issuer_stop();
+    http_oauth_free();
+    authz_free();
     auth_free(&g_auth);
     auth_free(&g_admin_auth);
     config_free(&g_cfg);
@@ -298,6 +346,8 @@ int main(int argc, char **argv)
     return 0;
 
 early_exit:
+    issuer_stop();
+    authz_free();
     auth_free(&g_auth);
     auth_free(&g_admin_auth);
     store_close(store);

@@ -110,6 +110,12 @@ typedef struct mcpd_tool_def {
     mcpd_tool_fn handler;      /* required */
     void *userdata;
     unsigned flags;            /* MCPD_TOOL_* */
+    /* optional: the OAuth scopes a call of this tool needs, separated by spaces (or commas),
+     * e.g. "files:read files:write". With --auth-issuer, a tools/call whose token lacks one
+     * of them is answered 403 insufficient_scope naming them (the tool is still listed);
+     * --auth-tool-scope TOOL=... replaces them. Static --auth-tokens tokens are not checked.
+     * NULL: no scope beyond --auth-required-scope. */
+    const char *scopes;
 } mcpd_tool_def_t;
 
 /* 0, or -EINVAL (bad definition, unparsable schema), -EEXIST (name taken). */

@@ -45,6 +45,20 @@ static const flag_t FLAGS[] = {
      "require Authorization: Bearer on /mcp; FILE has name:token lines, mode 600"},
     {"admin-token", "FILE", K_STR, OFF(admin_token), 0, 0,
      "require Authorization: Bearer on the admin listener; FILE as for --auth-tokens"},
+    {"auth-issuer", "URL", K_STR, OFF(auth_issuer), 0, 0,
+     "accept OAuth access tokens (JWT, RFC 9068) from this authorization server (http://); its "
+     "keys come from its metadata's jwks_uri; /.well-known/oauth-protected-resource is served"},
+    {"auth-resource", "URL", K_STR, OFF(auth_resource), 0, 0,
+     "this server's canonical resource URI: the audience every token must carry (default "
+     "http://<listen address>/mcp; behind a TLS proxy, the public URL)"},
+    {"auth-scopes", "\"S1 S2\"", K_STR, OFF(auth_scopes), 0, 0,
+     "the scopes_supported advertised (default: every scope a flag or a tool names)"},
+    {"auth-required-scope", "SCOPE", K_STR, OFF(auth_required_scope), 0, 0,
+     "every request's token must carry this scope (else 403 insufficient_scope)"},
+    {"auth-tool-scope", "TOOL=S1[,S2]", K_LIST, OFF(auth_tool_scopes), 0, 0,
+     "calling TOOL needs these scopes (repeatable; replaces the scopes the tool declares)"},
+    {"auth-leeway", "SECS", K_INT, OFF(auth_leeway), 0, 3600,
+     "clock skew allowed for a token's exp, nbf and iat (default 30)"},
     {"cluster", "FILE", K_STR, OFF(cluster_file), 0, 0,
      "run as one node of a cluster: FILE (JSON) lists the nodes and which of the 4096 shards each "
      "owns; this node serves and mints ids only in its shards (README: Run a cluster)"},
@@ -206,6 +220,7 @@ void config_defaults(config_t *c)
     c->task_poll_ms = 1000;
     c->max_tasks = 100000;
     c->principal_share = 50;
+    c->auth_leeway = 30;
     c->max_handles = 100000;
     c->get_idle_timeout_s = 300;
     c->response_mode = RESPONSE_AUTO;
@@ -309,6 +324,20 @@ static int apply(config_t *c, const flag_t *f, const char *val)
         }
         if (f->off == OFF(plugins))
             return add_list(c->plugins, &c->n_plugins, val, f->name);
+        if (f->off == OFF(auth_tool_scopes)) {
+            /* TOOL=S1[,S2]: the commas belong to the value, so it is kept whole */
+            const char *eq = strchr(val, '=');
+            if (!eq || eq == val || !eq[1]) {
+                fprintf(stderr, "mcpactord: --auth-tool-scope %s: expected TOOL=SCOPE[,SCOPE]\n", val);
+                return -1;
+            }
+            if (c->n_auth_tool_scopes >= CFG_MAX_TOOL_SCOPES) {
+                fprintf(stderr, "mcpactord: --auth-tool-scope: at most %d\n", CFG_MAX_TOOL_SCOPES);
+                return -1;
+            }
+            c->auth_tool_scopes[c->n_auth_tool_scopes++] = xstrdup(val);
+            return 0;
+        }
         if (f->off == OFF(allowed_hosts))
             return add_list(c->allowed_hosts, &c->n_allowed_hosts, val, f->name);
         if (f->off == OFF(trusted_proxies)) {
@@ -412,6 +441,12 @@ int config_parse(config_t *c, int argc, char **argv)
         fprintf(stderr, "mcpactord: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }
+    if (!c->auth_issuer[0] && (c->auth_resource[0] || c->auth_scopes[0] ||
+                               c->auth_required_scope[0] || c->n_auth_tool_scopes)) {
+        fprintf(stderr, "mcpactord: --auth-resource, --auth-scopes, --auth-required-scope and "
+                "--auth-tool-scope need --auth-issuer URL\n");
+        return 2;
+    }
     if (c->node_name[0] && !c->cluster_file[0]) {
         fprintf(stderr, "mcpactord: --node needs --cluster FILE\n");
         return 2;
@@ -444,5 +479,8 @@ void config_free(config_t *c)
     for (int i = 0; i < c->n_trusted_proxies; i++)
         free(c->trusted_proxies[i]);
     c->n_trusted_proxies = 0;
+    for (int i = 0; i < c->n_auth_tool_scopes; i++)
+        free(c->auth_tool_scopes[i]);
+    c->n_auth_tool_scopes = 0;
     c->n_toolsets = c->n_plugins = c->n_allowed_hosts = c->n_allowed_origins = 0;
 }

@@ -19,6 +19,14 @@ typedef struct config {
     char data_dir[1024];
     char auth_tokens[1024];    /* --auth-tokens FILE ("" = no authentication) */
     char admin_token[1024];    /* --admin-token FILE ("" = admin listener open) */
+    char auth_issuer[1024];    /* --auth-issuer URL ("" = no OAuth: static tokens or open) */
+    char auth_resource[1024];  /* --auth-resource URL ("" = http://<listen address>/mcp) */
+    char auth_scopes[1024];    /* --auth-scopes "S1 S2" ("" = every scope a flag or tool names) */
+    char auth_required_scope[1024]; /* --auth-required-scope S ("" = none) */
+    int64_t auth_leeway;       /* --auth-leeway SECS: clock skew for exp, nbf, iat */
+#define CFG_MAX_TOOL_SCOPES 256
+    char *auth_tool_scopes[CFG_MAX_TOOL_SCOPES]; /* --auth-tool-scope TOOL=S1[,S2], as given */
+    int n_auth_tool_scopes;
     char cluster_file[1024];   /* --cluster FILE ("" = a single node owning every shard) */
     char node_name[1024];      /* --node NAME: this node in the cluster file */
     char move_dir[1024];       /* --move-dir DIR: shard exports ("" = <data-dir>/moves) */

@@ -84,7 +84,16 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(store_write_batches_total, counter, "RocksDB write batches committed.")                        \
     X(store_errors_total, counter, "RocksDB read or write errors, and writes refused for space.")   \
     X(turns_refused_total, counter,                                                                  \
-      "Worker turns whose writes the store refused (their replies became errors).")
+      "Worker turns whose writes the store refused (their replies became errors).")             \
+    X(auth_jwt_verified_total, counter,                                                             \
+      "JWT access tokens whose signature and claims were checked and passed (cache misses).")   \
+    X(auth_cache_hits_total, counter, "Requests whose JWT was found in the verified-token cache.")  \
+    X(auth_rejected_total, counter,                                                                 \
+      "Requests refused by authorization: 401 (no or invalid token) and 403 (insufficient scope).") \
+    X(auth_unavailable_total, counter,                                                              \
+      "Requests with a JWT answered 503 because no signing key set could be had yet.")          \
+    X(jwks_fetches_total, counter, "Key set fetches from the issuer that succeeded.")               \
+    X(jwks_fetch_failures_total, counter, "Issuer metadata or key set fetches that failed.")
 
 typedef struct stats {
     int64_t started_ms;

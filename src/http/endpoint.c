@@ -4,7 +4,7 @@
 
 #include "actor/msg.h"
 #include "actor/worker.h"
-#include "core/auth.h"
+#include "http/oauth.h"
 #include "core/config.h"
 #include "core/shard.h"
 #include "core/jsonparse.h"
@@ -653,21 +653,9 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
         http_reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
-    const char *who = "";
-    if (g_auth.n) {
-        const char *authz = h->authorization;
-        who = auth_check(&g_auth, authz);
-        if (!who) {
-            evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
-                              authz ? "Bearer realm=\"mcpactord\", error=\"invalid_token\""
-                                    : "Bearer realm=\"mcpactord\"");
-            http_reply_error(req, id, 401, MCP_ERR_BAD_REQUEST,
-                        authz ? "Unauthorized: the bearer token is not valid"
-                              : "Unauthorized: send Authorization: Bearer <token>",
-                        NULL);
-            return;
-        }
-    }
+    char who[64]; /* the token's name, "o:<hex>" for an OAuth subject, "" without auth */
+    if (!http_authorize(t, req, h->authorization, b->json, id, who))
+        return; /* 401, 403 or 503 (http/oauth.c) */
     switch (evhttp_request_get_command(req)) {
     case EVHTTP_REQ_POST:
         handle_post(t, req, h, who, link, b);
@@ -710,6 +698,8 @@ void http_on_other(struct evhttp_request *req, void *arg)
     rhdr_t h;
     read_headers(req, &h);
     if (refuse_framing(arg, req, &h))
+        return;
+    if (http_serve_prm(req)) /* RFC 9728 metadata, without a token */
         return;
     pbody_t b;
     parse_body(req, &b); /* a POST of a request gets its id back, as on /mcp */

@@ -29,6 +29,7 @@ void registry_free(mcpd_registry_t *reg)
         return;
     for (size_t i = 0; i < reg->n_tools; i++) {
         free(reg->tools[i].name);
+        free(reg->tools[i].scopes);
         json_decref(reg->tools[i].input_schema);
         json_decref(reg->tools[i].listing);
     }
@@ -134,7 +135,8 @@ int mcpd_register_tool(mcpd_registry_t *reg, const mcpd_tool_def_t *def)
     }
     GROW(reg->tools, reg->n_tools, reg->cap_tools);
     reg->tools[reg->n_tools++] = (tool_t){xstrdup(def->name), schema, listing, def->handler,
-                                          def->userdata, flags, names_param_header(schema, 0)};
+                                          def->userdata, flags, names_param_header(schema, 0),
+                                          def->scopes && *def->scopes ? xstrdup(def->scopes) : NULL};
     return 0;
 }
 

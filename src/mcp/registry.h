@@ -17,6 +17,7 @@ typedef struct tool {
     void *ud;
     unsigned flags;
     bool param_headers;   /* its schema names an x-mcp-header (2026-07-28 calls check them) */
+    char *scopes;         /* the OAuth scopes it declares (mcpd_tool_def_t.scopes), or NULL */
 } tool_t;
 
 typedef struct resource {
