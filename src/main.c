@@ -104,9 +104,14 @@ static int oauth_setup(const mcpd_registry_t *reg, int port)
         log_error("authorization: %s", why);
         return -1;
     }
-    if (g_authz.on)
+    if (g_authz.on) {
         log_info("authorization: access tokens of %s for %s (metadata at %s)", g_authz.issuer,
                  g_authz.resource, g_authz.prm_url);
+        if (!issuer_wait(3000))
+            log_warn("authorization: no signing keys from %s yet; requests with a JWT get 503 "
+                     "until a fetch succeeds (each such request asks for one, at most every "
+                     "%d s)", g_authz.issuer, ISSUER_COOLDOWN_EMPTY_MS / 1000);
+    }
     return 0;
 }
 

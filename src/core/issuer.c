@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define FETCH_TIMEOUT_S 5
 #define METADATA_MAX_LEN (64 * 1024)
@@ -38,6 +39,7 @@ static struct {
     struct event_base *base;
     struct event *wake;
     pthread_mutex_t mu;       /* guards keys, fetching, last_end_ms */
+    pthread_cond_t ended;     /* a chain ended (issuer_wait) */
     jwks_t *keys;             /* the published set (a reference), or NULL */
     bool fetching;            /* a chain is running (or asked for) */
     int64_t last_end_ms;      /* when the last chain ended (0: never) */
@@ -46,7 +48,7 @@ static struct {
     int nurls, next_url;
     char *jwks_uri;
     bool want_jwks;           /* the step in flight is the key set */
-} S = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} S = {.mu = PTHREAD_MUTEX_INITIALIZER, .ended = PTHREAD_COND_INITIALIZER};
 
 /* ---- pure parts ---- */
 
@@ -103,19 +105,21 @@ static void chain_end(jwks_t *fresh)
 {
     pthread_mutex_lock(&S.mu);
     jwks_t *old = NULL;
+    if (!fresh)
+        STAT_INC(jwks_fetch_failures_total);
     if (fresh) {
         old = S.keys;
         S.keys = fresh;
     }
     S.fetching = false;
     S.last_end_ms = now_mono_ms();
+    pthread_cond_broadcast(&S.ended);
     pthread_mutex_unlock(&S.mu);
     jwks_unref(old);
 }
 
 static void chain_fail(const char *what, const char *url, const char *why)
 {
-    STAT_INC(jwks_fetch_failures_total);
     log_warn("auth: %s %s: %s", what, url, why);
 }
 
@@ -336,6 +340,25 @@ void issuer_stop(void)
     S.keys = NULL;
     pthread_mutex_unlock(&S.mu);
     jwks_unref(k);
+}
+
+bool issuer_wait(int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&S.mu);
+    while (S.started && S.fetching &&
+           pthread_cond_timedwait(&S.ended, &S.mu, &until) == 0)
+        ;
+    bool have = S.keys != NULL;
+    pthread_mutex_unlock(&S.mu);
+    return have;
 }
 
 jwks_t *issuer_keys(void)

@@ -28,6 +28,10 @@
 int issuer_start(const char *issuer, char *why, size_t whylen);
 /* Main thread: stops the auth thread (a fetch in flight is dropped) and frees the key set. */
 void issuer_stop(void);
+/* Main thread, at start: waits up to ms for the fetch under way to end. True when a key set
+ * is there. (So a server whose issuer is up serves tokens from its first request; one whose
+ * issuer is down starts anyway and answers 503 until a fetch succeeds.) */
+bool issuer_wait(int ms);
 /* Any thread: the current key set (a new reference), or NULL when none was fetched yet. */
 jwks_t *issuer_keys(void);
 /* Any thread: asks for a fresh key set. True when a fetch is under way now (started by this

@@ -93,7 +93,7 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(auth_unavailable_total, counter,                                                              \
       "Requests with a JWT answered 503 because no signing key set could be had yet.")          \
     X(jwks_fetches_total, counter, "Key set fetches from the issuer that succeeded.")               \
-    X(jwks_fetch_failures_total, counter, "Issuer metadata or key set fetches that failed.")
+    X(jwks_fetch_failures_total, counter, "Key set fetches (the issuer's metadata, then its jwks_uri) that failed.")
 
 typedef struct stats {
     int64_t started_ms;

@@ -1,0 +1,192 @@
+"""The OAuth resource server's own surface, without an authorization server: the Protected
+Resource Metadata (RFC 9728), the 401 challenges, 503 while no key set can be had, static tokens
+beside an issuer, and the flags' checks. Real binary, real sockets. (Tokens of a real
+authorization server, oidc-provider, are tested in tests/interop.)"""
+import base64
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import unittest
+
+from mcptest import ACCEPT_BOTH, BINARY, Server, Session
+
+TOKEN_A = "alpha-token-0123456789abcdef"
+PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
+JSON_HEADERS = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
+
+
+def closed_port():
+    """A loopback port nothing listens on (bound, then closed)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def b64u(obj):
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+
+def jwt_shaped(kid="k1"):
+    """A token with a JWT's shape (never verified here: no key set can be fetched)."""
+    return "%s.%s.%s" % (b64u({"alg": "ES256", "typ": "at+jwt", "kid": kid}),
+                         b64u({"iss": "x", "sub": "y", "exp": 4102444800}), "A" * 86)
+
+
+def challenge_params(value):
+    """The auth-params of a Bearer challenge as a dict ({} for a bare "Bearer")."""
+    assert value.startswith("Bearer"), value
+    out = {}
+    for part in value[len("Bearer"):].split('", '):
+        part = part.strip().rstrip('"')
+        if part:
+            k, _, v = part.partition('="')
+            out[k] = v
+    return out
+
+
+class ProtectedResource(unittest.TestCase):
+    """An issuer that cannot be reached: discovery still works, requests without a token get
+    the challenge, requests with a JWT get 503 (not 401), static tokens still work."""
+
+    @classmethod
+    def setUpClass(cls):
+        fd, cls.tokens = tempfile.mkstemp(prefix="mcpd-tokens-")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"alice:{TOKEN_A}\n")
+        os.chmod(cls.tokens, 0o600)
+        cls.issuer = "http://127.0.0.1:%d" % closed_port()
+        cls.server = Server("--auth-issuer", cls.issuer, "--auth-required-scope", "mcp:tools",
+                            "--auth-tool-scope", "add=mcp:admin,mcp:math", "--auth-tokens", cls.tokens)
+        cls.resource = "http://127.0.0.1:%d/mcp" % cls.server.port
+        cls.prm = "http://127.0.0.1:%d%s" % (cls.server.port, PRM_PATH)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+        os.unlink(cls.tokens)
+
+    def test_the_metadata_is_served_at_both_paths_without_a_token(self):
+        for path in (PRM_PATH, "/.well-known/oauth-protected-resource"):
+            r = self.server.request("GET", path=path)
+            self.assertEqual(r.status, 200, f"{path}: {r.text}")
+            self.assertEqual(r.header("content-type"), "application/json")
+            doc = r.json()
+            self.assertEqual(doc["resource"], self.resource, "the default resource is the listen address's /mcp")
+            self.assertEqual(doc["authorization_servers"], [self.issuer])
+            self.assertEqual(doc["scopes_supported"], ["mcp:tools", "mcp:admin", "mcp:math"],
+                             "every scope a flag names, in order")
+            self.assertEqual(doc["bearer_methods_supported"], ["header"])
+        r = self.server.request("POST", body="{}", path=PRM_PATH, headers=JSON_HEADERS)
+        self.assertEqual(r.status, 405, "the metadata is read with GET")
+        r = self.server.request("GET", path="/.well-known/oauth-protected-resource/other")
+        self.assertEqual(r.status, 404, "another resource's metadata path")
+
+    def test_no_token_gets_401_with_the_challenge_in_both_eras_and_every_method(self):
+        ping = {"jsonrpc": "2.0", "id": 17, "method": "ping"}
+        modern = {"jsonrpc": "2.0", "id": "m-1", "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}}
+        cases = [("POST", ping, dict(JSON_HEADERS), 17),
+                 ("POST", modern, dict(JSON_HEADERS, **{"MCP-Protocol-Version": "2026-07-28",
+                                                        "Mcp-Method": "tools/list"}), "m-1"),
+                 ("GET", None, {"Accept": "text/event-stream", "Mcp-Session-Id": "0" * 32}, None),
+                 ("DELETE", None, {"Mcp-Session-Id": "0" * 32}, None)]
+        for method, body, headers, rid in cases:
+            r = self.server.request(method, body, headers)
+            self.assertEqual(r.status, 401, f"{method}: {r.text}")
+            p = challenge_params(r.header("www-authenticate"))
+            self.assertEqual(p.get("resource_metadata"), self.prm, f"{method}: {p}")
+            self.assertEqual(p.get("scope"), "mcp:tools", "the required scope is named")
+            self.assertNotIn("error", p, "no token sent: no error code")
+            msg = r.json()
+            self.assertEqual(msg["id"], rid, "the id is echoed")
+            self.assertIn("error", msg)
+
+    def test_a_tools_call_challenge_names_the_tools_scopes(self):
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+        r = self.server.request("POST", call, JSON_HEADERS)
+        self.assertEqual(r.status, 401)
+        self.assertEqual(challenge_params(r.header("www-authenticate"))["scope"],
+                         "mcp:tools mcp:admin mcp:math")
+
+    def test_a_token_that_is_not_a_jwt_gets_invalid_token(self):
+        for auth in ("Bearer not-a-jwt-and-not-a-static-token", "Basic YWxpY2U6cHc=", "Bearer eyJ.x.y"):
+            r = self.server.request("POST", {"jsonrpc": "2.0", "id": 5, "method": "ping"},
+                                    dict(JSON_HEADERS, Authorization=auth))
+            self.assertEqual(r.status, 401, f"{auth}: {r.text}")
+            p = challenge_params(r.header("www-authenticate"))
+            self.assertEqual(p.get("error"), "invalid_token", p)
+            self.assertEqual(p.get("resource_metadata"), self.prm)
+            self.assertEqual(r.json()["id"], 5)
+
+    def test_a_jwt_while_no_key_set_can_be_had_gets_503_not_401(self):
+        r = self.server.request("POST", {"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                                dict(JSON_HEADERS, Authorization="Bearer " + jwt_shaped()))
+        self.assertEqual(r.status, 503, r.text)
+        self.assertRegex(r.header("retry-after") or "", r"^\d+$")
+        self.assertEqual(r.json()["id"], 9)
+        self.assertIsNone(r.header("www-authenticate"))
+        self.server.request("POST", {"jsonrpc": "2.0", "id": 10, "method": "ping"}, JSON_HEADERS)
+        stats = self.server.stats()
+        self.assertGreater(stats["auth_unavailable_total"], 0)
+        self.assertGreater(stats["auth_rejected_total"], 0)
+        self.assertGreater(stats["jwks_fetch_failures_total"], 0)
+
+    def test_a_static_token_works_beside_the_issuer_and_is_not_scope_checked(self):
+        s = Session(self.server, token=TOKEN_A)
+        r, msg = s.tool("add", {"a": 2, "b": 3})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertFalse(msg["result"].get("isError"), msg)
+
+    def test_no_token_is_logged(self):
+        self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                            dict(JSON_HEADERS, Authorization="Bearer " + jwt_shaped("secret-kid")))
+        with open(self.server.stderr_path) as f:
+            log = f.read()
+        self.assertNotIn(jwt_shaped("secret-kid"), log)
+        self.assertNotIn(TOKEN_A, log)
+
+
+class WithoutAnIssuer(unittest.TestCase):
+    def test_no_metadata_is_served(self):
+        srv = Server()
+        try:
+            r = srv.request("GET", path=PRM_PATH)
+            self.assertEqual(r.status, 404)
+        finally:
+            srv.cleanup()
+
+
+class Flags(unittest.TestCase):
+    def start(self, *flags):
+        d = tempfile.mkdtemp(prefix="mcpd-test-")
+        return subprocess.run([BINARY, "--listen", "127.0.0.1:0", "--admin-listen", "off",
+                               "--data-dir", d] + list(flags), capture_output=True, text=True,
+                              timeout=20)
+
+    def test_issuer_flags_need_an_issuer(self):
+        for flag, value in (("--auth-resource", "http://x/mcp"), ("--auth-required-scope", "a"),
+                            ("--auth-tool-scope", "echo=a"), ("--auth-scopes", "a b")):
+            r = self.start(flag, value)
+            self.assertEqual(r.returncode, 2, f"{flag}: {r.stderr}")
+            self.assertIn("--auth-issuer", r.stderr)
+
+    def test_a_bad_issuer_resource_or_tool_scope_is_refused_at_start(self):
+        cases = [(["--auth-issuer", "https://as.example"], "https"),
+                 (["--auth-issuer", "as.example"], "http://"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-resource", "urn:x"], "--auth-resource"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-tool-scope", "echo"], "TOOL=SCOPE"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-required-scope", "a b"], "one scope")]
+        for flags, needle in cases:
+            r = self.start(*flags)
+            self.assertEqual(r.returncode, 2, f"{flags}: {r.stderr}")
+            self.assertIn(needle, r.stderr, flags)
+
+
+if __name__ == "__main__":
+    unittest.main()
