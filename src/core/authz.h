@@ -19,6 +19,7 @@ typedef struct authz {
     char prm_path[1200];     /* its path on this server */
     char required[256];      /* --auth-required-scope, or "" */
     int64_t leeway;
+    int64_t introspection_cache; /* seconds an introspection answer is kept (main sets it) */
     char *metadata;          /* the metadata document (JSON text) */
     size_t metadata_len;
 } authz_t;

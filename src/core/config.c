@@ -59,6 +59,11 @@ static const flag_t FLAGS[] = {
      "calling TOOL needs these scopes (repeatable; replaces the scopes the tool declares)"},
     {"auth-leeway", "SECS", K_INT, OFF(auth_leeway), 0, 3600,
      "clock skew allowed for a token's exp, nbf and iat (default 30)"},
+    {"auth-introspect", "FILE", K_STR, OFF(auth_introspect), 0, 0,
+     "check opaque (non-JWT) tokens by RFC 7662 introspection at the issuer's "
+     "introspection_endpoint; FILE holds client_id:client_secret, mode 600"},
+    {"auth-introspection-cache", "SECS", K_INT, OFF(auth_introspection_cache), 0, 86400,
+     "how long an introspection answer is kept, never past the token's exp (default 60)"},
     {"cluster", "FILE", K_STR, OFF(cluster_file), 0, 0,
      "run as one node of a cluster: FILE (JSON) lists the nodes and which of the 4096 shards each "
      "owns; this node serves and mints ids only in its shards (README: Run a cluster)"},
@@ -221,6 +226,7 @@ void config_defaults(config_t *c)
     c->max_tasks = 100000;
     c->principal_share = 50;
     c->auth_leeway = 30;
+    c->auth_introspection_cache = 60;
     c->max_handles = 100000;
     c->get_idle_timeout_s = 300;
     c->response_mode = RESPONSE_AUTO;
@@ -442,9 +448,10 @@ int config_parse(config_t *c, int argc, char **argv)
         return 2;
     }
     if (!c->auth_issuer[0] && (c->auth_resource[0] || c->auth_scopes[0] ||
-                               c->auth_required_scope[0] || c->n_auth_tool_scopes)) {
-        fprintf(stderr, "mcpactord: --auth-resource, --auth-scopes, --auth-required-scope and "
-                "--auth-tool-scope need --auth-issuer URL\n");
+                               c->auth_required_scope[0] || c->n_auth_tool_scopes ||
+                               c->auth_introspect[0])) {
+        fprintf(stderr, "mcpactord: --auth-resource, --auth-scopes, --auth-required-scope, "
+                "--auth-tool-scope and --auth-introspect need --auth-issuer URL\n");
         return 2;
     }
     if (c->node_name[0] && !c->cluster_file[0]) {

@@ -24,6 +24,8 @@ typedef struct config {
     char auth_scopes[1024];    /* --auth-scopes "S1 S2" ("" = every scope a flag or tool names) */
     char auth_required_scope[1024]; /* --auth-required-scope S ("" = none) */
     int64_t auth_leeway;       /* --auth-leeway SECS: clock skew for exp, nbf, iat */
+    char auth_introspect[1024]; /* --auth-introspect FILE: client_id:client_secret ("" = off) */
+    int64_t auth_introspection_cache; /* --auth-introspection-cache SECS */
 #define CFG_MAX_TOOL_SCOPES 256
     char *auth_tool_scopes[CFG_MAX_TOOL_SCOPES]; /* --auth-tool-scope TOOL=S1[,S2], as given */
     int n_auth_tool_scopes;

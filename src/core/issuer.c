@@ -11,6 +11,8 @@
  * for a while does not take the keys we had. */
 #include "core/issuer.h"
 
+#include "core/authz.h"
+#include "core/b64.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "core/stats.h"
@@ -20,6 +22,8 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <errno.h>
+#include <openssl/crypto.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -27,27 +31,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define FETCH_TIMEOUT_S 5
 #define METADATA_MAX_LEN (64 * 1024)
+#define INTROSPECT_MAX_LEN (64 * 1024)
+#define WAITS_MAX 4096 /* waits handed to the auth thread and not answered, all threads */
 
 static struct {
     char issuer[1024];
     pthread_t thread;
-    bool started;
+    bool started;             /* under mu once running: issuer_park and issuer_refresh read it */
     struct event_base *base;
     struct event *wake;
-    pthread_mutex_t mu;       /* guards keys, fetching, last_end_ms */
+    pthread_mutex_t mu;       /* guards the members up to the next comment */
     pthread_cond_t ended;     /* a chain ended (issuer_wait) */
     jwks_t *keys;             /* the published set (a reference), or NULL */
     bool fetching;            /* a chain is running (or asked for) */
+    bool kick;                /* issuer_refresh asked for a chain: on_wake starts it */
     int64_t last_end_ms;      /* when the last chain ended (0: never) */
+    issuer_wait_t *incoming;  /* waits handed over, not yet seen by the auth thread */
+    int waits;                /* waits held by the auth thread (incoming included) */
     /* auth thread only */
     char *urls[3];
     int nurls, next_url;
     char *jwks_uri;
-    bool want_jwks;           /* the step in flight is the key set */
+    char *introspection_endpoint;
+    char *basic;              /* "Basic base64(id:secret)" for introspection, or NULL */
+    issuer_wait_t *key_waits; /* waiting for the chain to end */
+    issuer_wait_t *intro_waits; /* waiting for the chain to find the introspection endpoint */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .ended = PTHREAD_COND_INITIALIZER};
 
 /* ---- pure parts ---- */
@@ -99,7 +112,53 @@ int issuer_metadata_urls(const char *issuer, char *out[3])
     return 3;
 }
 
-/* ---- the auth thread ---- */
+/* ---- waits: requests parked on their HTTP thread until the auth thread has an answer ---- */
+
+void issuer_wait_free(issuer_wait_t *w)
+{
+    if (!w)
+        return;
+    if (w->token) {
+        OPENSSL_cleanse(w->token, w->token_len); /* a token does not linger in freed memory */
+        free(w->token);
+    }
+    free(w);
+}
+
+/* Hands w back to its owner (auth thread). */
+static void give_back(issuer_wait_t *w)
+{
+    pthread_mutex_lock(&S.mu);
+    S.waits--;
+    pthread_mutex_unlock(&S.mu);
+    w->done(w);
+}
+
+static void give_back_all(issuer_wait_t **list)
+{
+    issuer_wait_t *w = *list;
+    *list = NULL;
+    while (w) {
+        issuer_wait_t *next = w->next;
+        give_back(w);
+        w = next;
+    }
+}
+
+static void introspect(issuer_wait_t *w);
+
+/* ---- the chain: metadata, then the key set ---- */
+
+typedef struct fetch fetch_t;
+typedef void (*fetch_cb)(fetch_t *f, int status, const char *body, size_t len, const char *cc);
+struct fetch {
+    struct evhttp_connection *conn;
+    char *url;
+    fetch_cb cb;
+    issuer_wait_t *w; /* an introspection's wait, or NULL */
+};
+
+static void http_call(const char *url, const char *form, size_t max, fetch_cb cb, issuer_wait_t *w);
 
 static void chain_end(jwks_t *fresh)
 {
@@ -116,6 +175,20 @@ static void chain_end(jwks_t *fresh)
     pthread_cond_broadcast(&S.ended);
     pthread_mutex_unlock(&S.mu);
     jwks_unref(old);
+    give_back_all(&S.key_waits);
+    issuer_wait_t *w = S.intro_waits;
+    S.intro_waits = NULL;
+    while (w) {
+        issuer_wait_t *next = w->next;
+        if (S.introspection_endpoint) {
+            introspect(w);
+        } else {
+            w->outcome = -1;
+            w->why = "the authorization server's introspection endpoint is not known yet";
+            give_back(w);
+        }
+        w = next;
+    }
 }
 
 static void chain_fail(const char *what, const char *url, const char *why)
@@ -123,7 +196,8 @@ static void chain_fail(const char *what, const char *url, const char *why)
     log_warn("auth: %s %s: %s", what, url, why);
 }
 
-static void get(const char *url);
+static void on_metadata(fetch_t *f, int status, const char *body, size_t len, const char *cc);
+static void on_jwks(fetch_t *f, int status, const char *body, size_t len, const char *cc);
 
 static void next_metadata(void)
 {
@@ -133,15 +207,19 @@ static void next_metadata(void)
         chain_end(NULL);
         return;
     }
-    S.want_jwks = false;
-    get(S.urls[S.next_url++]);
+    http_call(S.urls[S.next_url++], NULL, METADATA_MAX_LEN, on_metadata, NULL);
 }
 
-static void on_metadata(const char *url, int status, const char *body, size_t len)
+static bool http_url(const json_t *v)
+{
+    return json_is_string(v) && strncmp(json_string_value(v), "http://", 7) == 0;
+}
+
+static void on_metadata(fetch_t *f, int status, const char *body, size_t len, const char *cc)
 {
     if (status != 200) {
         if (status)
-            log_debug("auth: %s: HTTP %d", url, status);
+            log_debug("auth: %s: HTTP %d", f->url, status);
         next_metadata();
         return;
     }
@@ -150,27 +228,32 @@ static void on_metadata(const char *url, int status, const char *body, size_t le
     const json_t *iss = json_object_get(doc, "issuer"), *ju = json_object_get(doc, "jwks_uri");
     if (!json_is_string(iss) || strcmp(json_string_value(iss), S.issuer) != 0) {
         /* RFC 8414 3.3: a document for another issuer is not ours, whoever serves it */
-        chain_fail("metadata", url, doc ? "its issuer is not the configured --auth-issuer"
-                                        : "not JSON");
+        chain_fail("metadata", f->url, doc ? "its issuer is not the configured --auth-issuer"
+                                           : "not JSON");
         json_decref(doc);
         next_metadata();
         return;
     }
-    if (!json_is_string(ju) || (strncmp(json_string_value(ju), "http://", 7) != 0)) {
-        chain_fail("metadata", url, "no http:// jwks_uri");
+    if (!http_url(ju)) {
+        chain_fail("metadata", f->url, "no http:// jwks_uri");
         json_decref(doc);
         next_metadata();
         return;
     }
     free(S.jwks_uri);
     S.jwks_uri = xstrdup(json_string_value(ju));
+    const json_t *ie = json_object_get(doc, "introspection_endpoint");
+    if (S.basic && http_url(ie)) {
+        free(S.introspection_endpoint);
+        S.introspection_endpoint = xstrdup(json_string_value(ie));
+    } else if (S.basic && !S.introspection_endpoint) {
+        chain_fail("metadata", f->url, "no http:// introspection_endpoint (--auth-introspect)");
+    }
     json_decref(doc);
-    S.want_jwks = true;
-    get(S.jwks_uri);
+    http_call(S.jwks_uri, NULL, JWKS_MAX_LEN, on_jwks, NULL);
 }
 
-static void on_jwks(const char *url, int status, const char *body, size_t len,
-                    const char *cache_control)
+static void on_jwks(fetch_t *f, int status, const char *body, size_t len, const char *cc)
 {
     char why[200];
     jwks_t *k = NULL;
@@ -180,11 +263,11 @@ static void on_jwks(const char *url, int status, const char *body, size_t len,
     else
         k = jwks_parse(body, len, why, sizeof why);
     if (!k) {
-        chain_fail("key set", url, why);
+        chain_fail("key set", f->url, why);
         /* the metadata may have moved it: rediscover, unless that is what just failed */
         free(S.jwks_uri);
         S.jwks_uri = NULL;
-        if (S.next_url == 0 || S.next_url > S.nurls) {
+        if (S.next_url > S.nurls) {
             S.next_url = 0;
             next_metadata();
         } else {
@@ -192,100 +275,251 @@ static void on_jwks(const char *url, int status, const char *body, size_t len,
         }
         return;
     }
-    jwks_set_time(k, now_mono_ms() / 1000, issuer_max_age(cache_control));
+    jwks_set_time(k, now_mono_ms() / 1000, issuer_max_age(cc));
     STAT_INC(jwks_fetches_total);
-    log_info("auth: %zu signing keys from %s", jwks_count(k), url);
+    log_info("auth: %zu signing keys from %s", jwks_count(k), f->url);
     chain_end(k);
 }
 
-typedef struct get_ctx {
-    struct evhttp_connection *conn;
-    char *url;
-} get_ctx_t;
+static void chain_start(void)
+{
+    if (S.jwks_uri) {
+        S.next_url = S.nurls + 1; /* a failure goes back to the metadata */
+        http_call(S.jwks_uri, NULL, JWKS_MAX_LEN, on_jwks, NULL);
+    } else {
+        S.next_url = 0;
+        next_metadata();
+    }
+}
+
+/* ---- introspection (RFC 7662) ---- */
+
+static void on_introspected(fetch_t *f, int status, const char *body, size_t len, const char *cc)
+{
+    issuer_wait_t *w = f->w;
+    if (status != 200) {
+        w->outcome = -1;
+        w->why = "the authorization server's introspection endpoint did not answer";
+        log_warn("auth: introspection at %s: %s", f->url, status ? "an error status" : "no answer");
+        give_back(w);
+        return;
+    }
+    json_t *doc = json_parse_buf_bounded(body, len, 4096, NULL, NULL, 0, NULL);
+    if (!json_is_true(json_object_get(doc, "active"))) {
+        w->outcome = doc ? 0 : -1;
+        w->why = doc ? "the token is not active" : "the introspection answer is not JSON";
+    } else {
+        jwt_expect_t ex = {S.issuer, g_authz.resource, (int64_t)time(NULL), g_authz.leeway};
+        jwt_result_t r = jwt_check_claims(doc, &ex, true, &w->claims, &w->why);
+        w->outcome = r == JWT_OK ? 1 : 0;
+    }
+    json_decref(doc);
+    give_back(w);
+}
+
+static char *form_escape(const char *s, size_t n)
+{
+    char *out = xmalloc(n * 3 + 1), *o = out;
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
+            *o++ = (char)c;
+        } else {
+            *o++ = '%';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static void introspect(issuer_wait_t *w)
+{
+    char *tok = form_escape(w->token, w->token_len);
+    char *form = strf("token=%s&token_type_hint=access_token", tok);
+    OPENSSL_cleanse(tok, strlen(tok));
+    free(tok);
+    http_call(S.introspection_endpoint, form, INTROSPECT_MAX_LEN, on_introspected, w);
+    OPENSSL_cleanse(form, strlen(form));
+    free(form);
+}
+
+int issuer_introspect_setup(const char *path, char *why, size_t whylen)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(why, whylen, "--auth-introspect %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (st.st_mode & 077) {
+        snprintf(why, whylen, "--auth-introspect %s is accessible by group or others (mode %04o); "
+                 "chmod 600 it", path, (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    FILE *fp = fopen(path, "r");
+    char line[1024] = "";
+    if (!fp || !fgets(line, sizeof line, fp)) {
+        snprintf(why, whylen, "--auth-introspect %s: cannot read it", path);
+        if (fp)
+            fclose(fp);
+        return -1;
+    }
+    fclose(fp);
+    size_t n = strcspn(line, "\r\n");
+    line[n] = '\0';
+    char *colon = strchr(line, ':');
+    if (!colon || colon == line || !colon[1]) {
+        OPENSSL_cleanse(line, sizeof line);
+        snprintf(why, whylen, "--auth-introspect %s: expected one line client_id:client_secret", path);
+        return -1;
+    }
+    /* RFC 6749 2.3.1: each part form-encoded, then Basic */
+    char *id = form_escape(line, (size_t)(colon - line)), *secret = form_escape(colon + 1, strlen(colon + 1));
+    char *pair = strf("%s:%s", id, secret);
+    size_t pl = strlen(pair);
+    char *b64 = xmalloc(B64_ENCODED_SIZE(pl));
+    b64_encode(pair, pl, b64, false);
+    free(S.basic);
+    S.basic = strf("Basic %s", b64);
+    OPENSSL_cleanse(line, sizeof line);
+    OPENSSL_cleanse(pair, pl);
+    OPENSSL_cleanse(secret, strlen(secret));
+    OPENSSL_cleanse(b64, strlen(b64));
+    free(id), free(secret), free(pair), free(b64);
+    return 0;
+}
+
+/* ---- HTTP client calls on the auth thread's loop ---- */
 
 /* A connection cannot be freed inside its own request's callback: on the next loop turn. */
-static void free_conn(evutil_socket_t fd, short what, void *arg)
+static void free_call(evutil_socket_t fd, short what, void *arg)
 {
-    get_ctx_t *g = arg;
-    evhttp_connection_free(g->conn);
-    free(g->url);
-    free(g);
+    fetch_t *f = arg;
+    if (f->conn)
+        evhttp_connection_free(f->conn);
+    free(f->url);
+    free(f);
 }
 
 static void on_response(struct evhttp_request *req, void *arg)
 {
-    get_ctx_t *g = arg;
+    fetch_t *f = arg;
     int status = req ? evhttp_request_get_response_code(req) : 0;
     struct evbuffer *in = req ? evhttp_request_get_input_buffer(req) : NULL;
     size_t len = in ? evbuffer_get_length(in) : 0;
     const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
     const char *cc = req ? evhttp_find_header(evhttp_request_get_input_headers(req), "Cache-Control")
                          : NULL;
-    if (S.want_jwks)
-        on_jwks(g->url, status, body, len, cc);
-    else
-        on_metadata(g->url, status, body, len);
-    event_base_once(S.base, -1, EV_TIMEOUT, free_conn, g, NULL);
+    f->cb(f, status, body, len, cc);
+    event_base_once(S.base, -1, EV_TIMEOUT, free_call, f, NULL);
 }
 
-static void get(const char *url)
+/* GET url (form NULL) or POST the form; cb gets the status (0: no answer) and the body. */
+static void http_call(const char *url, const char *form, size_t max, fetch_cb cb, issuer_wait_t *w)
 {
+    fetch_t *f = xcalloc(1, sizeof *f);
+    f->url = xstrdup(url);
+    f->cb = cb;
+    f->w = w;
     struct evhttp_uri *u = evhttp_uri_parse(url);
     const char *host = u ? evhttp_uri_get_host(u) : NULL;
-    get_ctx_t *g = xcalloc(1, sizeof *g);
-    g->url = xstrdup(url);
-    if (!host || !evhttp_uri_get_scheme(u) || strcasecmp(evhttp_uri_get_scheme(u), "http") != 0)
-        goto bad;
+    if (!host || !evhttp_uri_get_scheme(u) || strcasecmp(evhttp_uri_get_scheme(u), "http") != 0) {
+        if (u)
+            evhttp_uri_free(u);
+        chain_fail("fetch", url, "not an http:// URL");
+        on_response(NULL, f);
+        return;
+    }
     int port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
-    g->conn = evhttp_connection_base_new(S.base, NULL, host, (ev_uint16_t)port);
-    if (!g->conn)
-        goto bad;
-    evhttp_connection_set_timeout(g->conn, FETCH_TIMEOUT_S);
-    evhttp_connection_set_retries(g->conn, 0);
-    evhttp_connection_set_max_body_size(g->conn, S.want_jwks ? JWKS_MAX_LEN : METADATA_MAX_LEN);
-    struct evhttp_request *req = evhttp_request_new(on_response, g);
+    f->conn = evhttp_connection_base_new(S.base, NULL, host, (ev_uint16_t)port);
+    if (!f->conn) {
+        evhttp_uri_free(u);
+        on_response(NULL, f);
+        return;
+    }
+    evhttp_connection_set_timeout(f->conn, FETCH_TIMEOUT_S);
+    evhttp_connection_set_retries(f->conn, 0);
+    evhttp_connection_set_max_body_size(f->conn, (ev_ssize_t)max);
+    struct evhttp_request *req = evhttp_request_new(on_response, f);
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     char hosthdr[300];
     snprintf(hosthdr, sizeof hosthdr, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
     evhttp_add_header(h, "Host", hosthdr);
     evhttp_add_header(h, "Accept", "application/json");
     evhttp_add_header(h, "Connection", "close");
+    if (form) {
+        evhttp_add_header(h, "Content-Type", "application/x-www-form-urlencoded");
+        evhttp_add_header(h, "Authorization", S.basic);
+        evbuffer_add(evhttp_request_get_output_buffer(req), form, strlen(form));
+    }
     const char *path = evhttp_uri_get_path(u);
     const char *query = evhttp_uri_get_query(u);
-    char *target = strf("%s%s%s", path && *path ? path : "/", query ? "?" : "",
-                             query ? query : "");
-    int rc = evhttp_make_request(g->conn, req, EVHTTP_REQ_GET, target);
+    char *target = strf("%s%s%s", path && *path ? path : "/", query ? "?" : "", query ? query : "");
+    int rc = evhttp_make_request(f->conn, req, form ? EVHTTP_REQ_POST : EVHTTP_REQ_GET, target);
     free(target);
     evhttp_uri_free(u);
-    if (rc != 0) { /* the request was freed by evhttp */
-        on_response(NULL, g);
-        return;
-    }
-    return;
-bad:
-    if (u)
-        evhttp_uri_free(u);
-    chain_fail(S.want_jwks ? "key set" : "metadata", url, "not an http:// URL");
-    free(g->url);
-    free(g);
-    if (S.want_jwks) {
-        chain_end(NULL);
-    } else {
-        next_metadata();
+    if (rc != 0) /* the request was freed by evhttp */
+        on_response(NULL, f);
+}
+
+/* ---- the auth thread ---- */
+
+/* No chain runs: the waits get their answer now (the key set is what it is). */
+static void chain_end_waits_only(void)
+{
+    give_back_all(&S.key_waits);
+    issuer_wait_t *w = S.intro_waits;
+    S.intro_waits = NULL;
+    while (w) {
+        issuer_wait_t *next = w->next;
+        w->outcome = -1;
+        w->why = "the authorization server's introspection endpoint is not known yet";
+        give_back(w);
+        w = next;
     }
 }
 
-/* The wake event: a fetch was asked for (issuer_refresh set S.fetching). */
+/* The wake event: a chain was asked for (issuer_refresh), or waits were handed over. */
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
-    if (S.jwks_uri) {
-        S.want_jwks = true;
-        S.next_url = S.nurls + 1; /* a failure goes back to the metadata */
-        get(S.jwks_uri);
-    } else {
-        S.next_url = 0;
-        next_metadata();
+    pthread_mutex_lock(&S.mu);
+    bool kick = S.kick;
+    S.kick = false;
+    issuer_wait_t *in = S.incoming;
+    S.incoming = NULL;
+    pthread_mutex_unlock(&S.mu);
+    if (kick)
+        chain_start();
+    while (in) {
+        issuer_wait_t *next = in->next;
+        if (in->kind == ISSUER_WAIT_KEYS) {
+            in->next = S.key_waits;
+            S.key_waits = in;
+        } else if (S.introspection_endpoint) {
+            introspect(in);
+        } else {
+            in->next = S.intro_waits;
+            S.intro_waits = in;
+        }
+        in = next;
     }
+    /* a wait that came after its chain ended, or introspection with no endpoint known yet */
+    pthread_mutex_lock(&S.mu);
+    bool running = S.fetching;
+    bool start = false;
+    if (!running && S.intro_waits) {
+        int64_t cool = S.keys ? ISSUER_COOLDOWN_MS : ISSUER_COOLDOWN_EMPTY_MS;
+        if (S.last_end_ms == 0 || now_mono_ms() - S.last_end_ms >= cool)
+            start = running = S.fetching = true;
+    }
+    pthread_mutex_unlock(&S.mu);
+    if (start)
+        chain_start();
+    else if (!running)
+        chain_end_waits_only();
 }
 
 static void *auth_main(void *arg)
@@ -317,27 +551,55 @@ int issuer_start(const char *issuer, char *why, size_t whylen)
         snprintf(why, whylen, "cannot start the auth thread");
         return -1;
     }
+    pthread_mutex_lock(&S.mu);
     S.started = true;
+    pthread_mutex_unlock(&S.mu);
     issuer_refresh();
     return 0;
 }
 
+static void free_list(issuer_wait_t *w)
+{
+    while (w) {
+        issuer_wait_t *next = w->next;
+        issuer_wait_free(w);
+        w = next;
+    }
+}
+
 void issuer_stop(void)
 {
-    if (!S.started)
+    pthread_mutex_lock(&S.mu);
+    bool was = S.started;
+    S.started = false; /* nothing is handed over from now on */
+    pthread_mutex_unlock(&S.mu);
+    if (!was) {
+        free(S.basic);
+        S.basic = NULL;
         return;
+    }
     event_base_loopbreak(S.base);
     pthread_join(S.thread, NULL);
     event_free(S.wake);
-    event_base_free(S.base); /* frees connections still in flight */
-    S.started = false;
+    /* connections in flight: their requests' callbacks are not run by event_base_free, so
+     * the waits they carry are lost with them (their HTTP requests end with evhttp_free) */
+    event_base_free(S.base);
     for (int i = 0; i < S.nurls; i++)
         free(S.urls[i]);
     free(S.jwks_uri);
-    S.jwks_uri = NULL;
+    free(S.introspection_endpoint);
+    if (S.basic)
+        OPENSSL_cleanse(S.basic, strlen(S.basic));
+    free(S.basic);
+    S.jwks_uri = S.introspection_endpoint = S.basic = NULL;
+    free_list(S.key_waits);
+    free_list(S.intro_waits);
+    S.key_waits = S.intro_waits = NULL;
     pthread_mutex_lock(&S.mu);
     jwks_t *k = S.keys;
     S.keys = NULL;
+    free_list(S.incoming);
+    S.incoming = NULL;
     pthread_mutex_unlock(&S.mu);
     jwks_unref(k);
 }
@@ -353,8 +615,7 @@ bool issuer_wait(int ms)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&S.mu);
-    while (S.started && S.fetching &&
-           pthread_cond_timedwait(&S.ended, &S.mu, &until) == 0)
+    while (S.started && S.fetching && pthread_cond_timedwait(&S.ended, &S.mu, &until) == 0)
         ;
     bool have = S.keys != NULL;
     pthread_mutex_unlock(&S.mu);
@@ -371,17 +632,34 @@ jwks_t *issuer_keys(void)
 
 bool issuer_refresh(void)
 {
-    if (!S.started)
-        return false;
     pthread_mutex_lock(&S.mu);
-    bool start = false, running = S.fetching;
-    if (!running) {
+    bool start = false, running = S.started && S.fetching;
+    if (S.started && !running) {
         int64_t cool = S.keys ? ISSUER_COOLDOWN_MS : ISSUER_COOLDOWN_EMPTY_MS;
         if (S.last_end_ms == 0 || now_mono_ms() - S.last_end_ms >= cool)
-            start = running = S.fetching = true;
+            start = running = S.fetching = S.kick = true;
+    }
+    if (start)
+        event_active(S.wake, 0, 0); /* thread-safe (evthread_use_pthreads), under mu: not stopped */
+    pthread_mutex_unlock(&S.mu);
+    return running;
+}
+
+bool issuer_introspects(void)
+{
+    return S.basic != NULL;
+}
+
+bool issuer_park(issuer_wait_t *w)
+{
+    pthread_mutex_lock(&S.mu);
+    bool ok = S.started && S.waits < WAITS_MAX;
+    if (ok) {
+        S.waits++;
+        w->next = S.incoming;
+        S.incoming = w;
+        event_active(S.wake, 0, 0);
     }
     pthread_mutex_unlock(&S.mu);
-    if (start)
-        event_active(S.wake, 0, 0); /* thread-safe: evthread_use_pthreads */
-    return running;
+    return ok;
 }

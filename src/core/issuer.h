@@ -10,8 +10,9 @@
  * Nothing runs while nothing is asked: one fetch at start, then only on demand (a token with an
  * unknown kid, no key set yet, or a key set older than its max-age), at most once per cooldown
  * (10 s with a key set, 2 s without), so a flood of forged kids costs the issuer one request
- * per cooldown. http:// issuers only (see README: Authorization); https:// is refused at
- * start. */
+ * per cooldown. Requests parked on their HTTP thread (issuer_park) get their answer when the
+ * fetch ends, or when their introspection is answered. http:// issuers only (see README:
+ * Authorization); https:// is refused at start. */
 #ifndef MCPD_CORE_ISSUER_H
 #define MCPD_CORE_ISSUER_H
 
@@ -38,6 +39,35 @@ jwks_t *issuer_keys(void);
  * call or already running): an answer may come within seconds; false while the cooldown
  * holds after the last fetch ended. */
 bool issuer_refresh(void);
+/* A request parked on its HTTP thread until the auth thread has an answer: the key set after
+ * the fetch under way (ISSUER_WAIT_KEYS), or an opaque token's introspection (RFC 7662 at the
+ * issuer's introspection_endpoint, with the --auth-introspect credentials). The owner allocates
+ * it (a larger struct may start with it), hands it over with issuer_park, and gets it back
+ * through done, called on the auth thread, which must not touch it afterwards. Whoever holds it
+ * at shutdown frees it with issuer_wait_free (the auth thread's waits are freed by
+ * issuer_stop, without done). */
+typedef enum { ISSUER_WAIT_KEYS = 0, ISSUER_WAIT_INTROSPECT } issuer_wait_kind_t;
+typedef struct issuer_wait issuer_wait_t;
+struct issuer_wait {
+    issuer_wait_t *next;  /* the holder's list */
+    issuer_wait_kind_t kind;
+    char *token;          /* INTROSPECT: the token (malloc'd; wiped and freed with the wait) */
+    size_t token_len;
+    int outcome;          /* INTROSPECT's answer: 1 active and for us (claims), 0 refused (why),
+                             -1 no answer (why) */
+    const char *why;
+    jwt_claims_t claims;
+    void (*done)(issuer_wait_t *w);
+};
+/* Any thread: hands w to the auth thread; false (w stays the caller's) when it is stopped or
+ * holds too many waits already. */
+bool issuer_park(issuer_wait_t *w);
+void issuer_wait_free(issuer_wait_t *w);
+/* Main thread, before issuer_start: the client credentials for introspection, from a file of
+ * one line client_id:client_secret, mode 600. 0, or -1 with why. */
+int issuer_introspect_setup(const char *path, char *why, size_t whylen);
+/* Whether opaque tokens are introspected (--auth-introspect). */
+bool issuer_introspects(void);
 /* For tests: parses "max-age=N" from a Cache-Control value (N clamped to 60..86400; 3600
  * when absent). */
 long issuer_max_age(const char *cache_control);

@@ -463,10 +463,11 @@ static bool scope_claim(const json_t *claims, char *out)
     return true;
 }
 
-static jwt_result_t check_claims(const json_t *c, const jwt_expect_t *ex, jwt_claims_t *out,
-                                 const char **why)
+jwt_result_t jwt_check_claims(const json_t *c, const jwt_expect_t *ex, bool introspected,
+                              jwt_claims_t *out, const char **why)
 {
-    if (!str_is(json_object_get(c, "iss"), ex->issuer)) {
+    /* RFC 7662 2.2: an introspection answer may leave iss and exp out; a JWT may not */
+    if (!(introspected && !json_object_get(c, "iss")) && !str_is(json_object_get(c, "iss"), ex->issuer)) {
         *why = "the token was issued by another authorization server (iss)";
         return JWT_INVALID;
     }
@@ -481,11 +482,11 @@ static jwt_result_t check_claims(const json_t *c, const jwt_expect_t *ex, jwt_cl
         *why = "the token has a malformed exp, nbf or iat";
         return JWT_INVALID;
     }
-    if (!has_exp) {
+    if (!has_exp && !introspected) {
         *why = "the token has no expiry (exp)";
         return JWT_INVALID;
     }
-    if (ex->now > exp + ex->leeway) {
+    if (has_exp && ex->now > exp + ex->leeway) {
         *why = "the token has expired";
         return JWT_INVALID;
     }
@@ -506,7 +507,7 @@ static jwt_result_t check_claims(const json_t *c, const jwt_expect_t *ex, jwt_cl
         return JWT_INVALID;
     }
     strcpy(out->sub, json_string_value(sub));
-    out->exp = exp;
+    out->exp = has_exp ? exp : 0;
     return JWT_OK;
 }
 
@@ -602,7 +603,7 @@ jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const
         *why = "the token's claims are not base64url JSON";
         goto out;
     }
-    rc = check_claims(claims, ex, out, why);
+    rc = jwt_check_claims(claims, ex, false, out, why);
 out:
     json_decref(hdr);
     json_decref(claims);

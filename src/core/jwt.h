@@ -21,6 +21,7 @@
 #ifndef MCPD_CORE_JWT_H
 #define MCPD_CORE_JWT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,6 +76,10 @@ bool jwt_looks_like(const char *token, size_t len);
  * the shape and the header are looked at (JWT_UNKNOWN_KID when they pass). */
 jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const jwt_expect_t *ex,
                         jwt_claims_t *out, const char **why);
+/* The claims checks of jwt_verify alone, on a parsed claims set (an introspection answer:
+ * introspected leaves iss and exp optional; out->exp is 0 without exp). */
+jwt_result_t jwt_check_claims(const json_t *claims, const jwt_expect_t *ex, bool introspected,
+                              jwt_claims_t *out, const char **why);
 /* Whether the space-separated list have holds every scope of the space-separated need. */
 bool scopes_cover(const char *have, const char *need);
 

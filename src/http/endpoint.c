@@ -689,6 +689,16 @@ void http_on_mcp(struct evhttp_request *req, void *arg)
     json_decref(b.json); /* NULL when it moved to the actor */
 }
 
+void http_mcp_resume(http_thread_t *t, struct evhttp_request *req)
+{
+    rhdr_t h;
+    read_headers(req, &h);
+    pbody_t b;
+    parse_body(req, &b);
+    handle_mcp(t, req, &h, &b);
+    json_decref(b.json);
+}
+
 void http_on_other(struct evhttp_request *req, void *arg)
 {
     if (evhttp_request_get_command(req) == EVHTTP_REQ_CONNECT) {

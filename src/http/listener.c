@@ -1,6 +1,7 @@
 /* The HTTP threads: listening sockets (SO_REUSEPORT, one per thread), their loops, start and
  * the stop order. Main thread (http_init/run/quiesce/stop/free) and the HTTP threads. */
 #include "http/internal.h"
+#include "http/oauth.h"
 
 #include "actor/msg.h"
 #include "actor/worker.h"
@@ -266,6 +267,7 @@ void http_free(void)
             event_free(t->fresh_ev);
         if (t->trim_ev)
             event_free(t->trim_ev);
+        http_oauth_thread_end(t);
         if (t->base)
             event_base_free(t->base);
         free(t->slots);

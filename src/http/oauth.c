@@ -13,9 +13,11 @@
 #include "core/stats.h"
 #include "wire/jsonrpc.h"
 
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,10 @@
 
 typedef struct oc_entry {
     unsigned char key[32]; /* SHA-256 of the token */
-    int64_t exp;           /* 0: empty */
+    int64_t until;         /* Unix seconds it is good until (JWT: exp + leeway; introspected:
+                              never past exp, --auth-introspection-cache at most); 0: empty */
+    bool active;           /* false: an introspection said no (kept as long, so a flood of one
+                              bad token does not become a flood of introspections) */
     char who[OAUTH_WHO_LEN + 1];
     char *scope;           /* owned */
 } oc_entry_t;
@@ -56,29 +61,142 @@ static oc_entry_t *cache_find(oc_t *c, const unsigned char key[32], int64_t now)
     memcpy(&set, key, sizeof set);
     oc_entry_t *s = c->e[set % OC_SETS];
     for (int w = 0; w < OC_WAYS; w++)
-        if (s[w].exp && memcmp(s[w].key, key, 32) == 0)
-            return now <= s[w].exp + g_authz.leeway ? &s[w] : NULL;
+        if (s[w].until && memcmp(s[w].key, key, 32) == 0)
+            return now <= s[w].until ? &s[w] : NULL;
     return NULL;
 }
 
-static void cache_put(oc_t *c, const unsigned char key[32], const jwt_claims_t *cl, const char *who)
+static oc_entry_t *cache_put(oc_t *c, const unsigned char key[32], int64_t until, bool active,
+                             const char *scope, const char *who)
 {
     uint32_t set;
     memcpy(&set, key, sizeof set);
     oc_entry_t *s = c->e[set % OC_SETS], *victim = &s[0];
     for (int w = 0; w < OC_WAYS; w++) {
-        if (!s[w].exp || memcmp(s[w].key, key, 32) == 0) {
+        if (!s[w].until || memcmp(s[w].key, key, 32) == 0) {
             victim = &s[w];
             break;
         }
-        if (s[w].exp < victim->exp) /* the one that expires first goes */
+        if (s[w].until < victim->until) /* the one that expires first goes */
             victim = &s[w];
     }
     free(victim->scope);
     memcpy(victim->key, key, 32);
-    victim->exp = cl->exp;
+    victim->until = until;
+    victim->active = active;
     memcpy(victim->who, who, OAUTH_WHO_LEN + 1);
-    victim->scope = xstrdup(cl->scope);
+    victim->scope = xstrdup(scope);
+    return victim;
+}
+
+/* ---- parked requests ---- */
+
+/* A request waiting for the auth thread (core/issuer.h). */
+typedef struct hwait {
+    issuer_wait_t w; /* first: the auth thread hands back this pointer */
+    http_thread_t *t;
+    struct evhttp_request *req;
+    unsigned char key[32];
+} hwait_t;
+
+/* Per HTTP thread: the waits the auth thread handed back, and the event that wakes the thread
+ * for them (made on the thread at its first park; freed by http_oauth_thread_end). */
+typedef struct tpark {
+    pthread_mutex_t mu;
+    hwait_t *done; /* handed back, under mu */
+    struct event *ev;
+    int parked;    /* this thread's requests out with the auth thread */
+} tpark_t;
+
+#define PARKED_MAX 1024 /* per HTTP thread */
+
+static tpark_t g_park[64];
+static _Thread_local hwait_t *tl_resumed; /* the wait whose request is being run again */
+
+/* Auth thread: back to the request's HTTP thread. */
+static void wait_done(issuer_wait_t *iw)
+{
+    hwait_t *w = (hwait_t *)iw;
+    tpark_t *p = &g_park[w->t->idx];
+    pthread_mutex_lock(&p->mu);
+    w->w.next = (issuer_wait_t *)p->done;
+    p->done = w;
+    event_active(p->ev, 0, 0);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* HTTP thread: each handed-back request runs again from its checks; this time the key set or
+ * the introspection answer is there (or it is answered 401/503, never parked twice). */
+static void on_park_done(evutil_socket_t fd, short what, void *arg)
+{
+    tpark_t *p = arg;
+    pthread_mutex_lock(&p->mu);
+    hwait_t *w = p->done;
+    p->done = NULL;
+    pthread_mutex_unlock(&p->mu);
+    while (w) {
+        hwait_t *next = (hwait_t *)w->w.next;
+        p->parked--;
+        tl_resumed = w;
+        http_mcp_resume(w->t, w->req);
+        tl_resumed = NULL;
+        issuer_wait_free(&w->w);
+        w = next;
+    }
+}
+
+/* Parks req for the auth thread. True when parked (the request is answered later); false when
+ * it cannot be (then the caller answers). */
+static bool park(http_thread_t *t, struct evhttp_request *req, issuer_wait_kind_t kind,
+                 const unsigned char key[32], const char *tok, size_t len)
+{
+    if (tl_resumed || !t || t->idx >= 64)
+        return false; /* a request runs again once at most */
+    tpark_t *p = &g_park[t->idx];
+    if (!p->ev) {
+        pthread_mutex_init(&p->mu, NULL);
+        p->ev = event_new(t->base, -1, 0, on_park_done, p);
+        if (!p->ev)
+            return false;
+    }
+    if (p->parked >= PARKED_MAX)
+        return false;
+    hwait_t *w = xcalloc(1, sizeof *w);
+    w->w.kind = kind;
+    w->w.done = wait_done;
+    w->t = t;
+    w->req = req;
+    memcpy(w->key, key, 32);
+    if (tok) {
+        w->w.token = xmalloc(len + 1);
+        memcpy(w->w.token, tok, len);
+        w->w.token[len] = '\0';
+        w->w.token_len = len;
+    }
+    if (!issuer_park(&w->w)) {
+        issuer_wait_free(&w->w);
+        return false;
+    }
+    p->parked++;
+    return true;
+}
+
+void http_oauth_thread_end(http_thread_t *t)
+{
+    if (!t || t->idx >= 64 || !g_park[t->idx].ev)
+        return;
+    tpark_t *p = &g_park[t->idx];
+    hwait_t *w = p->done; /* their requests went with evhttp_free */
+    while (w) {
+        hwait_t *next = (hwait_t *)w->w.next;
+        issuer_wait_free(&w->w);
+        w = next;
+    }
+    p->done = NULL;
+    p->parked = 0;
+    event_free(p->ev);
+    p->ev = NULL;
+    pthread_mutex_destroy(&p->mu);
 }
 
 void http_oauth_free(void)
@@ -230,9 +348,9 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     }
     jwks_t *keys = issuer_keys();
     if (!keys) {
-        issuer_refresh();
-        unavailable(req, id, "the authorization server's signing keys are not available yet",
-                    "2");
+        if (!(issuer_refresh() && park(t, req, ISSUER_WAIT_KEYS, key, NULL, 0)))
+            unavailable(req, id, "the authorization server's signing keys are not available yet",
+                        "2");
         return false;
     }
     if (now_mono_ms() / 1000 > jwks_fetched(keys) + jwks_max_age(keys))
@@ -243,9 +361,10 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     jwt_result_t r = jwt_verify(tok, len, keys, &ex, &cl, &why);
     jwks_unref(keys);
     if (r == JWT_UNKNOWN_KID && issuer_refresh()) {
-        /* key rotation: the fetch under way may bring it */
-        unavailable(req, id, "the token's signing key is being fetched from the authorization "
-                    "server", "1");
+        /* key rotation: the fetch under way may bring it; the request waits for it */
+        if (!park(t, req, ISSUER_WAIT_KEYS, key, NULL, 0))
+            unavailable(req, id, "the token's signing key is being fetched from the "
+                        "authorization server", "1");
         return false;
     }
     if (r != JWT_OK) {
@@ -255,13 +374,64 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     STAT_INC(auth_jwt_verified_total);
     who_of(cl.sub, who);
     log_debug("auth: a token of %s for subject %s is principal %s", g_authz.issuer, cl.sub, who);
-    if (c) {
-        cache_put(c, key, &cl, who);
-        *scope = cache_find(c, key, now)->scope;
-    } else {
-        *scope = "";
-    }
+    *scope = c ? cache_put(c, key, cl.exp + g_authz.leeway, true, cl.scope, who)->scope : "";
     return true;
+}
+
+/* An opaque token, by introspection (cache first; else the request waits for the answer).
+ * True with *scope and who set; false after answering or parking. */
+static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const json_t *id,
+                         const char *tok, size_t len, const char *need, const char **scope,
+                         char who[64])
+{
+    int64_t now = (int64_t)time(NULL);
+    unsigned char key[32];
+    EVP_Digest(tok, len, key, NULL, EVP_sha256(), NULL);
+    oc_t *c = cache_of(t);
+    oc_entry_t *e = c ? cache_find(c, key, now) : NULL;
+    hwait_t *w = tl_resumed;
+    if (!e && w && w->w.kind == ISSUER_WAIT_INTROSPECT && memcmp(w->key, key, 32) == 0) {
+        if (w->w.outcome < 0) {
+            unavailable(req, id, w->w.why, "2");
+            return false;
+        }
+        int64_t until = now + g_authz.introspection_cache;
+        if (w->w.outcome > 0 && w->w.claims.exp && w->w.claims.exp < until)
+            until = w->w.claims.exp;
+        char owho[OAUTH_WHO_LEN + 1] = "";
+        if (w->w.outcome > 0) {
+            who_of(w->w.claims.sub, owho);
+            log_debug("auth: an introspected token of %s for subject %s is principal %s",
+                      g_authz.issuer, w->w.claims.sub, owho);
+        }
+        if (c && g_authz.introspection_cache > 0)
+            e = cache_put(c, key, until, w->w.outcome > 0, w->w.claims.scope, owho);
+        if (w->w.outcome == 0) {
+            challenge(req, id, CH_INVALID, need, w->w.why);
+            return false;
+        }
+        memcpy(who, owho, OAUTH_WHO_LEN + 1);
+        *scope = e ? e->scope : "";
+        if (!e) { /* no cache: the scope check below reads the wait's claims */
+            static _Thread_local char sc[JWT_SCOPE_MAX + 1];
+            memcpy(sc, w->w.claims.scope, sizeof sc);
+            *scope = sc;
+        }
+        return true;
+    }
+    if (e) {
+        STAT_INC(auth_cache_hits_total);
+        if (!e->active) {
+            challenge(req, id, CH_INVALID, need, "the token is not active");
+            return false;
+        }
+        memcpy(who, e->who, OAUTH_WHO_LEN + 1);
+        *scope = e->scope;
+        return true;
+    }
+    if (!park(t, req, ISSUER_WAIT_INTROSPECT, key, tok, len))
+        unavailable(req, id, "the token cannot be introspected now", "1");
+    return false;
 }
 
 bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *authorization,
@@ -299,13 +469,17 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
         challenge(req, id, CH_INVALID, need, "the token is too long");
         return false;
     }
+    const char *scope = "";
     if (!jwt_looks_like(tok, len)) {
-        challenge(req, id, CH_INVALID, need, "the token is not a JWT this server can verify");
+        if (!issuer_introspects()) {
+            challenge(req, id, CH_INVALID, need, "the token is not a JWT this server can verify");
+            return false;
+        }
+        if (!check_opaque(t, req, id, tok, len, need, &scope, who))
+            return false;
+    } else if (!check_jwt(t, req, id, tok, len, need, &scope, who)) {
         return false;
     }
-    const char *scope = "";
-    if (!check_jwt(t, req, id, tok, len, need, &scope, who))
-        return false;
     if (!scopes_cover(scope, need)) {
         challenge(req, id, CH_SCOPE, need, NULL);
         return false;

@@ -8,12 +8,17 @@
  *   401 + WWW-Authenticate: Bearer resource_metadata="..." [, scope="..."]    no token
  *   401 + ... error="invalid_token", error_description="..."                  a bad token
  *   403 + ... error="insufficient_scope", scope="<what the request needs>"    too few scopes
- *   503 + Retry-After                                                          no key set yet,
- *         or a kid the set lacks while a fetch runs (the client retries and the new key is
- *         there: key rotation without a restart and without a 401)
+ *   503 + Retry-After                                                          no key set can
+ *         be had, or an introspection gets no answer
+ * A request whose JWT names a kid the key set lacks, or that comes while no key set is there
+ * and a fetch can start, is parked: the auth thread fetches, hands the request back to its
+ * thread (an event made active from the auth thread), and the request runs again from its
+ * checks, once. So a key rotation at the issuer is seen without a restart and without a failed
+ * request. An opaque token (with --auth-introspect) is parked the same way for its
+ * introspection.
  * With --auth-tokens alone, the 401 keeps its old form (Bearer realm="mcpactord").
  *
- * A verified JWT is kept in the thread's cache (8,192 entries, keyed by the SHA-256 of the
+ * A verified JWT (or an introspection answer) is kept in the thread's cache (8,192 entries, keyed by the SHA-256 of the
  * token, until its exp), so a client that reuses its token costs a hash and a lookup. A
  * token is never logged. */
 #ifndef MCPD_HTTP_OAUTH_H
@@ -41,5 +46,10 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
 bool http_serve_prm(struct evhttp_request *req);
 /* Main thread, after the HTTP threads have ended: frees every thread's cache. */
 void http_oauth_free(void);
+/* http_free, after evhttp_free and before the thread's event_base goes: the thread's parked
+ * requests' leftovers and its wake event. */
+void http_oauth_thread_end(http_thread_t *t);
+/* endpoint.c: runs a parked request again from its checks (its framing was checked). */
+void http_mcp_resume(http_thread_t *t, struct evhttp_request *req);
 
 #endif
