@@ -87,6 +87,9 @@ typedef struct mb_conn mb_conn_t;
 
 mb_conn_t *mb_conn_new(mb_target_t *t);
 void mb_conn_free(mb_conn_t *c);
+/* Every request carries Authorization: Bearer <the first line of path> (a file, so the token is
+ * not in the process list). 0, or -1 when it cannot be read. */
+int mb_http_bearer_file(const char *path);
 /* Closes the socket, dropping any request silently; the next send reconnects. */
 void mb_conn_reset(mb_conn_t *c);
 /* Starts r on c (connecting first when needed). c must not be busy. 0 or -1. */

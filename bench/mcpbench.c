@@ -68,6 +68,7 @@ static const char usage_text[] =
     "  --quiet                no progress line, no notes on stderr\n"
     "  --max-errors PCT       exit 1 when errors exceed PCT%% of operations (default 1)\n"
     "  --allow-remote         allow targets other than 127.0.0.1, localhost, ::1\n"
+    "  --bearer-file FILE     send Authorization: Bearer <the file's first line> on every request\n"
     "  --help, --version\n"
     "\n"
     "exit status: 0 success; 1 errors above --max-errors, or the run could not start; 2 bad usage\n";
@@ -76,7 +77,7 @@ enum {
     O_DURATION = 256, O_REQUESTS, O_CONNECTIONS, O_SESSIONS, O_RATE, O_TIMEOUT, O_WARMUP,
     O_SETTLE, O_TEXT, O_STATS, O_STATS2, O_PID, O_PID2, O_NTOOL, O_NTOOL2, O_NARGS, O_NARGS2,
     O_EVENTS, O_RVIA, O_RFIRST, O_RARGS, O_MIX, O_PV, O_COMPARE, O_LABEL, O_LABEL2, O_JSON,
-    O_QUIET, O_MAXERR, O_REMOTE, O_HELP, O_VERSION, O_SAVESESS, O_LOADSESS, O_SEED,
+    O_QUIET, O_MAXERR, O_REMOTE, O_BEARER, O_HELP, O_VERSION, O_SAVESESS, O_LOADSESS, O_SEED,
 };
 
 static const struct option long_opts[] = {
@@ -110,6 +111,7 @@ static const struct option long_opts[] = {
     {"quiet", no_argument, NULL, O_QUIET},
     {"max-errors", required_argument, NULL, O_MAXERR},
     {"allow-remote", no_argument, NULL, O_REMOTE},
+    {"bearer-file", required_argument, NULL, O_BEARER},
     {"save-sessions", required_argument, NULL, O_SAVESESS},
     {"load-sessions", required_argument, NULL, O_LOADSESS},
     {"seed", required_argument, NULL, O_SEED},
@@ -311,6 +313,10 @@ int main(int argc, char **argv)
         case O_JSON: c.json = true; break;
         case O_QUIET: c.quiet = true; break;
         case O_REMOTE: c.allow_remote = true; break;
+        case O_BEARER:
+            if (mb_http_bearer_file(optarg) != 0)
+                return usage_error("cannot read a token from", optarg);
+            break;
         case O_HELP: fputs(usage_text, stdout); return 0;
         case O_VERSION: printf("mcpbench %s\n", MB_VERSION); return 0;
         default: return usage_error("bad option", "");
