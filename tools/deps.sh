@@ -18,14 +18,15 @@ case "$mode" in
   run|test|interop) ;;
   *) echo "usage: tools/deps.sh [--list] [run|test|interop]" >&2; exit 2 ;;
 esac
-want=(meson ninja-build pkg-config gcc libevent-dev libjansson-dev librocksdb-dev curl)
+want=(meson ninja-build pkg-config gcc libevent-dev libjansson-dev librocksdb-dev libssl-dev curl)
 if [ "$mode" = test ] || [ "$mode" = interop ]; then
   # libcmocka-dev: the unit tests; python3: the integration tests; prometheus: promtool
   # (lifecycle lints /metrics); mount: mount/umount (a test on a tmpfs data directory);
   # dpkg: dpkg-query (test_deps.py); haproxy: the cluster suite (tests/cluster) checks the
   # configuration tools/mcpd-cluster writes with `haproxy -c` and routes through a real HAProxy
-  # (the package's service is not started: see policy-rc.d below)
-  want+=(libcmocka-dev python3 prometheus mount dpkg haproxy)
+  # (the package's service is not started: see policy-rc.d below); openssl: the openssl program
+  # (test_oauth makes a CA certificate and signs tokens with it)
+  want+=(libcmocka-dev python3 prometheus mount dpkg haproxy openssl)
 fi
 if [ "$mode" = interop ]; then
   want+=(nodejs npm)

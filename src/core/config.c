@@ -46,7 +46,7 @@ static const flag_t FLAGS[] = {
     {"admin-token", "FILE", K_STR, OFF(admin_token), 0, 0,
      "require Authorization: Bearer on the admin listener; FILE as for --auth-tokens"},
     {"auth-issuer", "URL", K_STR, OFF(auth_issuer), 0, 0,
-     "accept OAuth access tokens (JWT, RFC 9068) from this authorization server (http://); its "
+     "accept OAuth access tokens (JWT, RFC 9068) from this authorization server (https:// or http://); its "
      "keys come from its metadata's jwks_uri; /.well-known/oauth-protected-resource is served"},
     {"auth-resource", "URL", K_STR, OFF(auth_resource), 0, 0,
      "this server's canonical resource URI: the audience every token must carry (default "

@@ -18,12 +18,17 @@
 #include "core/stats.h"
 #include "core/util.h"
 
+#include <arpa/inet.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <errno.h>
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -59,6 +64,8 @@ static struct {
     char *jwks_uri;
     char *introspection_endpoint;
     char *basic;              /* "Basic base64(id:secret)" for introspection, or NULL */
+    SSL_CTX *tls;             /* for https:// (the system's CA store, peer and name verified) */
+    bool https;               /* the issuer is https://: every URL it names must be too */
     issuer_wait_t *key_waits; /* waiting for the chain to end */
     issuer_wait_t *intro_waits; /* waiting for the chain to find the introspection endpoint */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .ended = PTHREAD_COND_INITIALIZER};
@@ -210,9 +217,14 @@ static void next_metadata(void)
     http_call(S.urls[S.next_url++], NULL, METADATA_MAX_LEN, on_metadata, NULL);
 }
 
+/* A URL the issuer's metadata may name: https://, or http:// for an http:// issuer (an https
+ * issuer's keys never come over plain HTTP). */
 static bool http_url(const json_t *v)
 {
-    return json_is_string(v) && strncmp(json_string_value(v), "http://", 7) == 0;
+    if (!json_is_string(v))
+        return false;
+    const char *u = json_string_value(v);
+    return strncmp(u, "https://", 8) == 0 || (!S.https && strncmp(u, "http://", 7) == 0);
 }
 
 static void on_metadata(fetch_t *f, int status, const char *body, size_t len, const char *cc)
@@ -220,6 +232,9 @@ static void on_metadata(fetch_t *f, int status, const char *body, size_t len, co
     if (status != 200) {
         if (status)
             log_debug("auth: %s: HTTP %d", f->url, status);
+        else
+            log_warn("auth: %s: no answer (refused, reset, timed out, or TLS failed: the "
+                     "certificate must chain to the system's CA store or SSL_CERT_FILE)", f->url);
         next_metadata();
         return;
     }
@@ -235,7 +250,7 @@ static void on_metadata(fetch_t *f, int status, const char *body, size_t len, co
         return;
     }
     if (!http_url(ju)) {
-        chain_fail("metadata", f->url, "no http:// jwks_uri");
+        chain_fail("metadata", f->url, S.https ? "no https:// jwks_uri" : "no http(s):// jwks_uri");
         json_decref(doc);
         next_metadata();
         return;
@@ -247,7 +262,7 @@ static void on_metadata(fetch_t *f, int status, const char *body, size_t len, co
         free(S.introspection_endpoint);
         S.introspection_endpoint = xstrdup(json_string_value(ie));
     } else if (S.basic && !S.introspection_endpoint) {
-        chain_fail("metadata", f->url, "no http:// introspection_endpoint (--auth-introspect)");
+        chain_fail("metadata", f->url, "no usable introspection_endpoint (--auth-introspect)");
     }
     json_decref(doc);
     http_call(S.jwks_uri, NULL, JWKS_MAX_LEN, on_jwks, NULL);
@@ -417,6 +432,35 @@ static void on_response(struct evhttp_request *req, void *arg)
     event_base_once(S.base, -1, EV_TIMEOUT, free_call, f, NULL);
 }
 
+/* A client connection over TLS: the peer's certificate must chain to the system's CA store
+ * (or SSL_CERT_FILE / SSL_CERT_DIR) and name host (SNI sent). NULL on failure. */
+static struct evhttp_connection *tls_connection(const char *host, int port)
+{
+    SSL *ssl = S.tls ? SSL_new(S.tls) : NULL;
+    if (!ssl)
+        return NULL;
+    unsigned char ip[16];
+    bool literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+    if (literal ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1
+                : (SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)) {
+        SSL_free(ssl);
+        return NULL;
+    }
+    struct bufferevent *bev = bufferevent_openssl_socket_new(
+        S.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    if (!bev) {
+        SSL_free(ssl);
+        return NULL;
+    }
+    /* a server that closes without close_notify: the body's length tells the end anyway */
+    bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    struct evhttp_connection *c = evhttp_connection_base_bufferevent_new(S.base, NULL, bev, host,
+                                                                         (ev_uint16_t)port);
+    if (!c)
+        bufferevent_free(bev);
+    return c;
+}
+
 /* GET url (form NULL) or POST the form; cb gets the status (0: no answer) and the body. */
 static void http_call(const char *url, const char *form, size_t max, fetch_cb cb, issuer_wait_t *w)
 {
@@ -426,15 +470,18 @@ static void http_call(const char *url, const char *form, size_t max, fetch_cb cb
     f->w = w;
     struct evhttp_uri *u = evhttp_uri_parse(url);
     const char *host = u ? evhttp_uri_get_host(u) : NULL;
-    if (!host || !evhttp_uri_get_scheme(u) || strcasecmp(evhttp_uri_get_scheme(u), "http") != 0) {
+    const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
+    bool tls = scheme && strcasecmp(scheme, "https") == 0;
+    if (!host || !scheme || (!tls && (S.https || strcasecmp(scheme, "http") != 0))) {
         if (u)
             evhttp_uri_free(u);
-        chain_fail("fetch", url, "not an http:// URL");
+        chain_fail("fetch", url, S.https ? "not an https:// URL" : "not an http(s):// URL");
         on_response(NULL, f);
         return;
     }
-    int port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
-    f->conn = evhttp_connection_base_new(S.base, NULL, host, (ev_uint16_t)port);
+    int port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : tls ? 443 : 80;
+    f->conn = tls ? tls_connection(host, port)
+                  : evhttp_connection_base_new(S.base, NULL, host, (ev_uint16_t)port);
     if (!f->conn) {
         evhttp_uri_free(u);
         on_response(NULL, f);
@@ -531,18 +578,20 @@ static void *auth_main(void *arg)
 
 int issuer_start(const char *issuer, char *why, size_t whylen)
 {
-    if (strncasecmp(issuer, "https://", 8) == 0) {
-        snprintf(why, whylen, "--auth-issuer %s: https issuers are not supported yet (the key "
-                 "fetcher speaks plain HTTP); reach the issuer over http:// on a trusted network "
-                 "or a local TLS-terminating proxy", issuer);
-        return -1;
-    }
-    if (strncmp(issuer, "http://", 7) != 0 || strlen(issuer) >= sizeof S.issuer ||
+    S.https = strncmp(issuer, "https://", 8) == 0;
+    if ((!S.https && strncmp(issuer, "http://", 7) != 0) || strlen(issuer) >= sizeof S.issuer ||
         strchr(issuer, '#') || strchr(issuer, '?')) {
-        snprintf(why, whylen, "--auth-issuer %s: expected an http:// URL without query or "
-                 "fragment", issuer);
+        snprintf(why, whylen, "--auth-issuer %s: expected an https:// (or http://) URL without "
+                 "query or fragment", issuer);
         return -1;
     }
+    S.tls = SSL_CTX_new(TLS_client_method());
+    if (!S.tls || SSL_CTX_set_default_verify_paths(S.tls) != 1 ||
+        SSL_CTX_set_min_proto_version(S.tls, TLS1_2_VERSION) != 1) {
+        snprintf(why, whylen, "cannot set up TLS for the issuer's fetches");
+        return -1;
+    }
+    SSL_CTX_set_verify(S.tls, SSL_VERIFY_PEER, NULL);
     strcpy(S.issuer, issuer);
     S.nurls = issuer_metadata_urls(issuer, S.urls);
     S.base = event_base_new();
@@ -592,6 +641,8 @@ void issuer_stop(void)
         OPENSSL_cleanse(S.basic, strlen(S.basic));
     free(S.basic);
     S.jwks_uri = S.introspection_endpoint = S.basic = NULL;
+    SSL_CTX_free(S.tls);
+    S.tls = NULL;
     free_list(S.key_waits);
     free_list(S.intro_waits);
     S.key_waits = S.intro_waits = NULL;

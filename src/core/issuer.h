@@ -11,8 +11,9 @@
  * unknown kid, no key set yet, or a key set older than its max-age), at most once per cooldown
  * (10 s with a key set, 2 s without), so a flood of forged kids costs the issuer one request
  * per cooldown. Requests parked on their HTTP thread (issuer_park) get their answer when the
- * fetch ends, or when their introspection is answered. http:// issuers only (see README:
- * Authorization); https:// is refused at start. */
+ * fetch ends, or when their introspection is answered. https:// (libevent's bufferevent_openssl:
+ * the system's CA store, or SSL_CERT_FILE; the peer's name checked) or http://; an https
+ * issuer's metadata must name https URLs only. */
 #ifndef MCPD_CORE_ISSUER_H
 #define MCPD_CORE_ISSUER_H
 

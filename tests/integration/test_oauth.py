@@ -3,14 +3,19 @@ Resource Metadata (RFC 9728), the 401 challenges, 503 while no key set can be ha
 beside an issuer, and the flags' checks. Real binary, real sockets. (Tokens of a real
 authorization server, oidc-provider, are tested in tests/interop.)"""
 import base64
+import http.server
 import json
 import os
+import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
+import threading
+import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, BINARY, Server, Session
+from mcptest import ACCEPT_BOTH, BINARY, Server, Session, require_program
 
 TOKEN_A = "alpha-token-0123456789abcdef"
 PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
@@ -152,6 +157,100 @@ class ProtectedResource(unittest.TestCase):
         self.assertNotIn(TOKEN_A, log)
 
 
+def der_ints(der):
+    """The two INTEGERs of a DER ECDSA-Sig-Value (SEQUENCE { r, s })."""
+    assert der[0] == 0x30
+    i = 2 if der[1] < 0x80 else 2 + (der[1] & 0x7f)
+    out = []
+    for _ in range(2):
+        assert der[i] == 0x02
+        n = der[i + 1]
+        out.append(int.from_bytes(der[i + 2:i + 2 + n], "big"))
+        i += 2 + n
+    return out
+
+
+class HttpsIssuer(unittest.TestCase):
+    """An issuer reached over https:// (libevent's bufferevent_openssl): its certificate must
+    chain to what OpenSSL trusts (here SSL_CERT_FILE names the test's own certificate); without
+    that the fetch fails and a JWT gets 503. Keys and tokens are made with the openssl program."""
+
+    @classmethod
+    def setUpClass(cls):
+        openssl = require_program("openssl")
+        cls.dir = tempfile.mkdtemp(prefix="mcpd-tls-")
+        d = cls.dir
+        run = lambda *a, **kw: subprocess.run([openssl] + list(a), check=True, capture_output=True, **kw)
+        run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", f"{d}/tls.key", "-out", f"{d}/tls.crt", "-days", "2", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1")
+        run("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", f"{d}/sign.key")
+        spki = run("ec", "-in", f"{d}/sign.key", "-pubout", "-outform", "DER").stdout
+        point = spki[-65:]  # 04 || x || y
+        cls.sign = staticmethod(lambda msg: der_ints(run("dgst", "-sha256", "-sign", f"{d}/sign.key", input=msg).stdout))
+        b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+        jwks = {"keys": [{"kty": "EC", "crv": "P-256", "kid": "tls1", "x": b64(point[1:33]),
+                          "y": b64(point[33:65])}]}
+        cls.httpd = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+        port = cls.httpd.server_address[1]
+        cls.issuer = f"https://127.0.0.1:{port}"
+        docs = {"/.well-known/oauth-authorization-server": {"issuer": cls.issuer,
+                                                           "jwks_uri": cls.issuer + "/jwks"},
+                "/jwks": jwks}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = json.dumps(docs[self.path]).encode() if self.path in docs else None
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            def log_message(self, *a):
+                pass
+
+        cls.httpd.RequestHandlerClass = Handler
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(f"{d}/tls.crt", f"{d}/tls.key")
+        cls.httpd.socket = ctx.wrap_socket(cls.httpd.socket, server_side=True)
+        threading.Thread(target=cls.httpd.serve_forever, daemon=True).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.httpd.shutdown()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def token(self, srv):
+        b64 = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
+        h = b64({"alg": "ES256", "typ": "at+jwt", "kid": "tls1"})
+        p = b64({"iss": self.issuer, "aud": "http://127.0.0.1:%d/mcp" % srv.port, "sub": "tls-user",
+                 "exp": int(time.time()) + 300, "scope": "mcp:tools"})
+        r, s = self.sign(f"{h}.{p}".encode())
+        sig = base64.urlsafe_b64encode(r.to_bytes(32, "big") + s.to_bytes(32, "big")).rstrip(b"=").decode()
+        return f"{h}.{p}.{sig}"
+
+    def test_a_trusted_https_issuer_s_tokens_work(self):
+        srv = Server("--auth-issuer", self.issuer, env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
+        try:
+            s = Session(srv, token=self.token(srv))
+            r, msg = s.tool("echo", {"text": "over tls"})
+            self.assertEqual(r.status, 200, r.text)
+            self.assertEqual(msg["result"]["content"][0]["text"], "over tls")
+        finally:
+            srv.cleanup()
+
+    def test_an_untrusted_certificate_means_no_keys_and_503(self):
+        srv = Server("--auth-issuer", self.issuer, env={"SSL_CERT_FILE": "/nonexistent"})
+        try:
+            r = srv.request("POST", {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+                            dict(JSON_HEADERS, Authorization="Bearer " + self.token(srv)))
+            self.assertEqual(r.status, 503, r.text)
+            self.assertEqual(r.json()["id"], 4)
+        finally:
+            srv.cleanup()
+
+
 class WithoutAnIssuer(unittest.TestCase):
     def test_no_metadata_is_served(self):
         srv = Server()
@@ -177,8 +276,7 @@ class Flags(unittest.TestCase):
             self.assertIn("--auth-issuer", r.stderr)
 
     def test_a_bad_issuer_resource_or_tool_scope_is_refused_at_start(self):
-        cases = [(["--auth-issuer", "https://as.example"], "https"),
-                 (["--auth-issuer", "as.example"], "http://"),
+        cases = [(["--auth-issuer", "as.example"], "https://"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-resource", "urn:x"], "--auth-resource"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-tool-scope", "echo"], "TOOL=SCOPE"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-required-scope", "a b"], "one scope")]
