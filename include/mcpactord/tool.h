@@ -114,7 +114,8 @@ typedef struct mcpd_tool_def {
      * e.g. "files:read files:write". With --auth-issuer, a tools/call whose token lacks one
      * of them is answered 403 insufficient_scope naming them (the tool is still listed);
      * --auth-tool-scope TOOL=... replaces them. Static --auth-tokens tokens are not checked.
-     * NULL: no scope beyond --auth-required-scope. */
+     * NULL: no scope beyond --auth-required-scope. (A member added at the end: a plugin
+     * built against an older header must be rebuilt.) */
     const char *scopes;
 } mcpd_tool_def_t;
 

@@ -312,6 +312,19 @@ static void a_registered_tool_is_listed_with_its_definition(void **state)
     registry_free(reg);
 }
 
+static void a_tool_keeps_the_scopes_it_declares_out_of_its_listing(void **state)
+{
+    mcpd_registry_t *reg = registry_new();
+    mcpd_tool_def_t def = {.name = "write", .handler = dummy_tool, .scopes = "files:write files:read"};
+    assert_int_equal(mcpd_register_tool(reg, &def), 0);
+    assert_int_equal(add_tool(reg, "plain", NULL), 0);
+    assert_string_equal(registry_find_tool(reg, "write")->scopes, "files:write files:read");
+    assert_null(registry_find_tool(reg, "plain")->scopes);
+    /* scopes are the server's business: the Tool object a client lists does not carry them */
+    assert_null(json_object_get(registry_find_tool(reg, "write")->listing, "scopes"));
+    registry_free(reg);
+}
+
 static void a_tool_without_a_schema_gets_an_object_schema(void **state)
 {
     mcpd_registry_t *reg = registry_new();
@@ -496,6 +509,7 @@ int main(void)
         cmocka_unit_test(capabilities_of_an_empty_registry_are_logging_only),
         cmocka_unit_test(capabilities_reflect_what_is_registered),
         cmocka_unit_test(templates_alone_announce_resources),
+        cmocka_unit_test(a_tool_keeps_the_scopes_it_declares_out_of_its_listing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
