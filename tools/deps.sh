@@ -18,7 +18,7 @@ case "$mode" in
   run|test|interop) ;;
   *) echo "usage: tools/deps.sh [--list] [run|test|interop]" >&2; exit 2 ;;
 esac
-want=(meson ninja-build pkg-config gcc libevent-dev libjansson-dev librocksdb-dev curl)
+want=(meson ninja-build pkg-config gcc libevent-dev libjansson-dev librocksdb-dev libssl-dev curl)
 if [ "$mode" = test ] || [ "$mode" = interop ]; then
   # libcmocka-dev: the unit tests; python3: the integration tests; prometheus: promtool
   # (lifecycle lints /metrics); mount: mount/umount (a test on a tmpfs data directory);
