@@ -295,6 +295,9 @@ static void reset_response(mb_conn_t *c)
     c->got_bytes = false;
 }
 
+char mb_extra_headers[4096];
+size_t mb_extra_headers_len;
+
 static void write_req(mb_conn_t *c)
 {
     mb_req_t *r = c->req;
@@ -322,6 +325,8 @@ static void write_req(mb_conn_t *c)
     }
     if (r->headers_len)
         mb_buf_add(o, r->headers, r->headers_len);
+    if (mb_extra_headers_len)
+        mb_buf_add(o, mb_extra_headers, mb_extra_headers_len);
     mb_buf_add(o, "\r\n", 2);
     if (r->body_len)
         mb_buf_add(o, r->body, r->body_len);

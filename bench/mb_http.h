@@ -39,6 +39,11 @@ typedef struct mb_target {
     char url[MB_HOST_MAX + MB_PATH_MAX + 16];
 } mb_target_t;
 
+/* Header lines ("Name: value\r\n" each) added to every request (--header); set before any
+ * run, read-only afterwards. */
+extern char mb_extra_headers[4096];
+extern size_t mb_extra_headers_len;
+
 /* Parses http://HOST[:PORT][/PATH] and resolves HOST. Unless allow_remote, only 127.0.0.1,
  * localhost and ::1 are accepted. 0, or -1 with a message in err. */
 int mb_target_parse(mb_target_t *t, struct event_base *base, const char *url, bool allow_remote,
