@@ -248,7 +248,28 @@ static void print_help(const char *prog)
     printf("\nexample: %s --listen 127.0.0.1:8080 --data-dir ./mcpactord-data\n", prog);
 }
 
-static int add_list(char **list, int *n, const char *value, const char *flag);
+static int add_list(char **list, int *n, const char *value, const char *flag)
+{
+    /* comma-separated values append; each is one entry */
+    const char *p = value;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == 0) {
+            fprintf(stderr, "mcpactord: --%s: empty value\n", flag);
+            return -1;
+        }
+        if (*n >= CFG_MAX_LIST) {
+            fprintf(stderr, "mcpactord: --%s: at most %d values\n", flag, CFG_MAX_LIST);
+            return -1;
+        }
+        list[(*n)++] = xstrndup(p, len);
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
 
 /* --cors-origin: each value kept in the form a browser sends (core/cors.h), so that the
  * request's Origin is compared as it comes */
@@ -270,29 +291,6 @@ static int add_cors_origins(config_t *c, const char *val, const char *flag)
         }
         free(c->cors_origins[i]);
         c->cors_origins[i] = xstrdup(norm);
-    }
-    return 0;
-}
-
-static int add_list(char **list, int *n, const char *value, const char *flag)
-{
-    /* comma-separated values append; each is one entry */
-    const char *p = value;
-    while (*p) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == 0) {
-            fprintf(stderr, "mcpactord: --%s: empty value\n", flag);
-            return -1;
-        }
-        if (*n >= CFG_MAX_LIST) {
-            fprintf(stderr, "mcpactord: --%s: at most %d values\n", flag, CFG_MAX_LIST);
-            return -1;
-        }
-        list[(*n)++] = xstrndup(p, len);
-        p += len;
-        if (*p == ',')
-            p++;
     }
     return 0;
 }

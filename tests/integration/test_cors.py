@@ -4,6 +4,7 @@ it) naming that origin and exposing the headers a client must read, in both prot
 browser suite (tests/browser) runs the same through a real Chromium."""
 import json
 import os
+import socket
 import subprocess
 import tempfile
 import threading
@@ -280,6 +281,40 @@ class ServerBusy(CorsCase):
         self.assertEqual(r.status, 503, r.text)
         self.assertTrue(r.header("retry-after"))
         self.assertCors(r.headers, what="503")
+
+
+class Shutdown(CorsCase):
+    def test_a_request_pending_at_shutdown_gets_its_503_with_cors_headers(self):
+        srv = Server("--cors-origin", PAGE, "--json-window", "10000")  # the call stays pending
+        try:
+            s = page_session(srv)
+            body = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                               "params": {"name": "slow", "arguments": {"seconds": 5, "steps": 1}}})
+            head = "".join(f"{k}: {v}\r\n" for k, v in s.headers().items())
+            sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                         f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+            time.sleep(0.3)  # the call is running
+            rc, _ = srv.stop()
+            self.assertEqual(rc, 0)
+            data = b""
+            while True:
+                d = sock.recv(65536)
+                if not d:
+                    break
+                data += d
+            sock.close()
+            head, _, payload = data.partition(b"\r\n\r\n")
+            lines = head.decode().split("\r\n")
+            self.assertIn(" 503 ", lines[0], data)
+            headers = {}
+            for line in lines[1:]:
+                k, _, v = line.partition(":")
+                headers[k.strip().lower()] = v.strip()
+            self.assertCors(headers, what="the 503 at shutdown")
+            self.assertEqual(json.loads(payload)["id"], 8)
+        finally:
+            srv.cleanup()
 
 
 class Authentication(CorsCase):
