@@ -58,7 +58,10 @@ class PageHandler(http.server.SimpleHTTPRequestHandler):
 class BrowserClient(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.chromium = require_program("chromium")
+        try:
+            cls.chromium = require_program("chromium")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; for this suite run `tools/deps.sh browser`") from None
         cls.tmp = tempfile.mkdtemp(prefix="mcpd-browser-")
         cls.pages = http.server.ThreadingHTTPServer(
             ("127.0.0.1", 0), functools.partial(PageHandler, directory=HERE))
