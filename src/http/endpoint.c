@@ -2,6 +2,8 @@
  * POST/GET/DELETE, and the hand-over to the session's worker. HTTP threads only. */
 #include "http/internal.h"
 
+#include "http/cors.h"
+
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "core/auth.h"
@@ -693,7 +695,7 @@ void http_on_mcp(struct evhttp_request *req, void *arg)
     }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(arg, req, &h))
+    if (refuse_framing(arg, req, &h) || http_cors_preflight(req))
         return;
     pbody_t b;
     parse_body(req, &b);
@@ -709,7 +711,7 @@ void http_on_other(struct evhttp_request *req, void *arg)
     }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(arg, req, &h))
+    if (refuse_framing(arg, req, &h) || http_cors_preflight(req))
         return;
     pbody_t b;
     parse_body(req, &b); /* a POST of a request gets its id back, as on /mcp */
