@@ -643,7 +643,7 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
     const char *origin = h->origin;
     if (!hostcheck_origin_ok(&g_hostcheck, origin)) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin)", origin);
+        snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin and --cors-origin)", origin);
         http_reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }

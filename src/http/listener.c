@@ -158,6 +158,10 @@ int http_init(int n, const char *host, int port, int *bound_port)
     /* a --cors-origin passes the Origin check too; '*' lets every Origin through (the Host
      * check stays: it is what stops DNS rebinding) */
     char *origins[2 * CFG_MAX_LIST];
+    /* the loopback names and --allowed-host under http and https, then these: all must fit,
+     * or a --cors-origin would get CORS headers and still fail the Origin check */
+    _Static_assert(2 * (3 + CFG_MAX_LIST) + 2 * CFG_MAX_LIST <= HOSTCHECK_MAX,
+                   "hostcheck lists too short for the flags");
     int n_origins = 0;
     for (int i = 0; i < g_cfg.n_allowed_origins; i++)
         origins[n_origins++] = g_cfg.allowed_origins[i];

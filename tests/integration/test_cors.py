@@ -416,6 +416,22 @@ class OriginCheck(CorsCase):
         finally:
             srv.cleanup()
 
+    def test_every_cors_origin_passes_the_origin_check_with_every_list_full(self):
+        """16 of each list flag: the last --cors-origin still passes the Origin check (the
+        check's lists were cut at 64 entries, so it got CORS headers and a 403)."""
+        args = []
+        for i in range(16):
+            args += ["--allowed-host", f"h{i}.example", "--allowed-origin", f"http://o{i}.example",
+                     "--cors-origin", f"http://c{i}.example"]
+        srv = Server(*args)
+        try:
+            for origin in ("http://c0.example", "http://c15.example"):
+                r = Via(srv, origin).request("POST", INIT, JSON_HEADERS)
+                self.assertEqual(r.status, 200, f"{origin}: {r.text}")
+                self.assertCors(r.headers, origin=origin)
+        finally:
+            srv.cleanup()
+
     def test_an_origin_is_compared_in_the_form_a_browser_sends(self):
         srv = Server("--cors-origin", "HTTP://App.Example.com:80/")
         try:
