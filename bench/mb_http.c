@@ -295,26 +295,8 @@ static void reset_response(mb_conn_t *c)
     c->got_bytes = false;
 }
 
-static char g_auth_hdr[8300];
-static size_t g_auth_len;
-
-int mb_http_bearer_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    char tok[8200];
-    if (!f || !fgets(tok, sizeof tok, f)) {
-        if (f)
-            fclose(f);
-        return -1;
-    }
-    fclose(f);
-    tok[strcspn(tok, "\r\n")] = '\0';
-    int n = snprintf(g_auth_hdr, sizeof g_auth_hdr, "Authorization: Bearer %s\r\n", tok);
-    if (n <= 0 || (size_t)n >= sizeof g_auth_hdr || !tok[0])
-        return -1;
-    g_auth_len = (size_t)n;
-    return 0;
-}
+char mb_extra_headers[4096];
+size_t mb_extra_headers_len;
 
 static void write_req(mb_conn_t *c)
 {
@@ -343,8 +325,8 @@ static void write_req(mb_conn_t *c)
     }
     if (r->headers_len)
         mb_buf_add(o, r->headers, r->headers_len);
-    if (g_auth_len)
-        mb_buf_add(o, g_auth_hdr, g_auth_len);
+    if (mb_extra_headers_len)
+        mb_buf_add(o, mb_extra_headers, mb_extra_headers_len);
     mb_buf_add(o, "\r\n", 2);
     if (r->body_len)
         mb_buf_add(o, r->body, r->body_len);

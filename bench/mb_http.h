@@ -39,6 +39,11 @@ typedef struct mb_target {
     char url[MB_HOST_MAX + MB_PATH_MAX + 16];
 } mb_target_t;
 
+/* Header lines ("Name: value\r\n" each) added to every request (--header); set before any
+ * run, read-only afterwards. */
+extern char mb_extra_headers[4096];
+extern size_t mb_extra_headers_len;
+
 /* Parses http://HOST[:PORT][/PATH] and resolves HOST. Unless allow_remote, only 127.0.0.1,
  * localhost and ::1 are accepted. 0, or -1 with a message in err. */
 int mb_target_parse(mb_target_t *t, struct event_base *base, const char *url, bool allow_remote,
@@ -87,9 +92,6 @@ typedef struct mb_conn mb_conn_t;
 
 mb_conn_t *mb_conn_new(mb_target_t *t);
 void mb_conn_free(mb_conn_t *c);
-/* Every request carries Authorization: Bearer <the first line of path> (a file, so the token is
- * not in the process list). 0, or -1 when it cannot be read. */
-int mb_http_bearer_file(const char *path);
 /* Closes the socket, dropping any request silently; the next send reconnects. */
 void mb_conn_reset(mb_conn_t *c);
 /* Starts r on c (connecting first when needed). c must not be busy. 0 or -1. */

@@ -60,6 +60,8 @@ static const char usage_text[] =
     "  --resume-args JSON     arguments of the producing call (default: notify args with count K)\n"
     "  --mix SPEC             mixed weights (default call=70,handshake=10,stream=10,resume=10)\n"
     "  --protocol-version V   MCP protocol version (default 2025-11-25; call-modern 2026-07-28)\n"
+    "  --header 'NAME: VALUE' a header on every request, repeatable (e.g. 'Authorization: Bearer\n"
+    "                         TOKEN' against a server with --auth-tokens or --auth-issuer)\n"
     "comparison and output:\n"
     "  --compare URL2         run the same scenario against URL2 afterwards; print URL/URL2 ratios\n"
     "  --label NAME, --label2 NAME            names in the report (default: the URLs)\n"
@@ -68,7 +70,6 @@ static const char usage_text[] =
     "  --quiet                no progress line, no notes on stderr\n"
     "  --max-errors PCT       exit 1 when errors exceed PCT%% of operations (default 1)\n"
     "  --allow-remote         allow targets other than 127.0.0.1, localhost, ::1\n"
-    "  --bearer-file FILE     send Authorization: Bearer <the file's first line> on every request\n"
     "  --help, --version\n"
     "\n"
     "exit status: 0 success; 1 errors above --max-errors, or the run could not start; 2 bad usage\n";
@@ -77,11 +78,12 @@ enum {
     O_DURATION = 256, O_REQUESTS, O_CONNECTIONS, O_SESSIONS, O_RATE, O_TIMEOUT, O_WARMUP,
     O_SETTLE, O_TEXT, O_STATS, O_STATS2, O_PID, O_PID2, O_NTOOL, O_NTOOL2, O_NARGS, O_NARGS2,
     O_EVENTS, O_RVIA, O_RFIRST, O_RARGS, O_MIX, O_PV, O_COMPARE, O_LABEL, O_LABEL2, O_JSON,
-    O_QUIET, O_MAXERR, O_REMOTE, O_BEARER, O_HELP, O_VERSION, O_SAVESESS, O_LOADSESS, O_SEED,
+    O_QUIET, O_MAXERR, O_REMOTE, O_HELP, O_VERSION, O_SAVESESS, O_LOADSESS, O_SEED, O_HEADER,
 };
 
 static const struct option long_opts[] = {
     {"duration", required_argument, NULL, O_DURATION},
+    {"header", required_argument, NULL, O_HEADER},
     {"requests", required_argument, NULL, O_REQUESTS},
     {"connections", required_argument, NULL, O_CONNECTIONS},
     {"sessions", required_argument, NULL, O_SESSIONS},
@@ -111,7 +113,6 @@ static const struct option long_opts[] = {
     {"quiet", no_argument, NULL, O_QUIET},
     {"max-errors", required_argument, NULL, O_MAXERR},
     {"allow-remote", no_argument, NULL, O_REMOTE},
-    {"bearer-file", required_argument, NULL, O_BEARER},
     {"save-sessions", required_argument, NULL, O_SAVESESS},
     {"load-sessions", required_argument, NULL, O_LOADSESS},
     {"seed", required_argument, NULL, O_SEED},
@@ -307,16 +308,26 @@ int main(int argc, char **argv)
         case O_LOADSESS: c.load_sessions = optarg; break;
         case O_MIX: c.mix = optarg; break;
         case O_PV: c.pv = optarg; break;
+        case O_HEADER: {
+            size_t n = strlen(optarg);
+            const char *colon = strchr(optarg, ':');
+            if (!colon || colon == optarg || strpbrk(optarg, "\r\n") ||
+                mb_extra_headers_len + n + 2 > sizeof mb_extra_headers) {
+                fprintf(stderr, "mcpbench: --header wants 'NAME: VALUE' (all of them under %zu "
+                        "bytes)\n", sizeof mb_extra_headers);
+                return 2;
+            }
+            memcpy(mb_extra_headers + mb_extra_headers_len, optarg, n);
+            memcpy(mb_extra_headers + mb_extra_headers_len + n, "\r\n", 2);
+            mb_extra_headers_len += n + 2;
+            break;
+        }
         case O_COMPARE: compare = optarg; break;
         case O_LABEL: label[0] = optarg; break;
         case O_LABEL2: label[1] = optarg; break;
         case O_JSON: c.json = true; break;
         case O_QUIET: c.quiet = true; break;
         case O_REMOTE: c.allow_remote = true; break;
-        case O_BEARER:
-            if (mb_http_bearer_file(optarg) != 0)
-                return usage_error("cannot read a token from", optarg);
-            break;
         case O_HELP: fputs(usage_text, stdout); return 0;
         case O_VERSION: printf("mcpbench %s\n", MB_VERSION); return 0;
         default: return usage_error("bad option", "");

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mcpactord needs to build, run and test, if any are missing.
-# Usage: tools/deps.sh [run|test|interop]         install what the mode needs (default: run)
-#        tools/deps.sh --list [run|test|interop]  print the mode's packages, one a line; installs
-#                                                 nothing
+# Usage: tools/deps.sh [run|test|interop|browser]         install what the mode needs (default: run)
+#        tools/deps.sh --list [run|test|interop|browser]  print the mode's packages, one a line;
+#                                                         installs nothing
 # run: build and run the server. test: also every package whose programs the default `meson test`
 # (unit + integration) runs; tests/integration/test_deps.py fails when a test runs a program whose
 # package is not in `--list test`. interop: also Node.js and npm for `meson test --suite interop`
 # (installed from Debian only when `node` is missing, so a newer Node already there is kept).
+# browser: also Chromium, which `meson test --suite browser` runs headless (tests/browser).
 set -euo pipefail
 list=""
 if [ "${1:-}" = --list ]; then
@@ -15,11 +16,11 @@ if [ "${1:-}" = --list ]; then
 fi
 mode=${1:-run}
 case "$mode" in
-  run|test|interop) ;;
-  *) echo "usage: tools/deps.sh [--list] [run|test|interop]" >&2; exit 2 ;;
+  run|test|interop|browser) ;;
+  *) echo "usage: tools/deps.sh [--list] [run|test|interop|browser]" >&2; exit 2 ;;
 esac
 want=(meson ninja-build pkg-config gcc libevent-dev libjansson-dev librocksdb-dev libssl-dev curl)
-if [ "$mode" = test ] || [ "$mode" = interop ]; then
+if [ "$mode" = test ] || [ "$mode" = interop ] || [ "$mode" = browser ]; then
   # libcmocka-dev: the unit tests; python3: the integration tests; prometheus: promtool
   # (lifecycle lints /metrics); mount: mount/umount (a test on a tmpfs data directory);
   # dpkg: dpkg-query (test_deps.py); haproxy: the cluster suite (tests/cluster) checks the
@@ -30,6 +31,9 @@ if [ "$mode" = test ] || [ "$mode" = interop ]; then
 fi
 if [ "$mode" = interop ]; then
   want+=(nodejs npm)
+fi
+if [ "$mode" = browser ]; then
+  want+=(chromium)
 fi
 if [ -n "$list" ]; then
   printf '%s\n' "${want[@]}"

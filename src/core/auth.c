@@ -1,6 +1,7 @@
 /* Bearer-token authentication. See auth.h. */
 #include "core/auth.h"
 
+#include "core/crypto.h"
 #include "core/util.h"
 
 #include <ctype.h>
@@ -117,7 +118,7 @@ int auth_load(auth_t *a, const char *path, char *err, size_t errlen)
     text[got] = '\0';
     char inner[200];
     int rc = auth_parse(a, text, inner, sizeof inner);
-    memset(text, 0, got); /* tokens do not linger in freed memory */
+    secure_zero(text, got); /* tokens do not linger in freed memory */
     free(text);
     if (rc != 0)
         snprintf(err, errlen, "%s: %s", path, inner);
@@ -127,22 +128,18 @@ int auth_load(auth_t *a, const char *path, char *err, size_t errlen)
 void auth_free(auth_t *a)
 {
     if (a->entries)
-        memset(a->entries, 0, a->n * sizeof *a->entries);
+        secure_zero(a->entries, a->n * sizeof *a->entries);
     free(a->entries);
     a->entries = NULL;
     a->n = 0;
 }
 
-/* 0 when equal. Time depends only on AUTH_TOKEN_MAX, not on where bytes differ. */
-static unsigned ct_diff(const unsigned char *t, size_t tl, const unsigned char *p, size_t pl)
+/* 0 when equal. Both sides are compared over the whole AUTH_TOKEN_MAX + 1 bytes (the entries
+ * are zero-padded), so the time depends on neither token's length nor where they differ. */
+static int ct_diff(const auth_entry_t *e, const unsigned char padded[AUTH_TOKEN_MAX + 1],
+                   size_t pl)
 {
-    unsigned d = (unsigned)(tl ^ pl);
-    for (size_t i = 0; i < AUTH_TOKEN_MAX; i++) {
-        unsigned char x = i < tl ? t[i] : 0;
-        unsigned char y = i < pl ? p[i] : 0;
-        d |= (unsigned)(x ^ y);
-    }
-    return d;
+    return ct_memcmp(e->token, padded, sizeof e->token) | (e->len != pl);
 }
 
 const char *auth_check(const auth_t *a, const char *authorization)
@@ -161,12 +158,14 @@ const char *auth_check(const auth_t *a, const char *authorization)
         pl--;
     if (pl == 0 || pl > AUTH_TOKEN_MAX)
         return NULL;
+    unsigned char padded[AUTH_TOKEN_MAX + 1] = {0};
+    memcpy(padded, p, pl);
     const char *found = NULL;
     for (size_t i = 0; i < a->n; i++) {
         /* no early exit: every entry costs the same */
-        unsigned d = ct_diff(a->entries[i].token, a->entries[i].len, p, pl);
-        if (d == 0 && !found)
+        if (ct_diff(&a->entries[i], padded, pl) == 0 && !found)
             found = a->entries[i].name;
     }
+    secure_zero(padded, sizeof padded);
     return found;
 }

@@ -1,44 +1,36 @@
-/* Base64 (RFC 4648). Pure functions, any thread. */
+/* Base64 (RFC 4648) with OpenSSL's codec (EVP_EncodeBlock, EVP_DecodeBlock), which knows the
+ * standard alphabet with padding only: the URL-safe form is mapped onto it (two characters
+ * swapped, padding added or dropped). What OpenSSL's decoder allows and this API does not is
+ * refused before it: characters outside the alphabet, surrounding blanks, padding where it
+ * may not be, and a last character whose unused bits are not zero (one encoding per value).
+ * Pure functions, any thread. */
 #include "core/b64.h"
 
-#include <stdint.h>
+#include "core/util.h"
 
-static const char STD[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
 
 size_t b64_encode(const void *in, size_t n, char *out, bool url)
 {
-    const unsigned char *p = in;
-    const char *abc = url ? URL : STD;
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        out[o++] = abc[v >> 18 & 63];
-        out[o++] = abc[v >> 12 & 63];
-        out[o++] = abc[v >> 6 & 63];
-        out[o++] = abc[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        out[o++] = abc[v >> 18 & 63];
-        out[o++] = abc[v >> 12 & 63];
-        if (!url) {
-            out[o++] = '=';
-            out[o++] = '=';
+    size_t o = (size_t)EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+    if (url) {
+        while (o && out[o - 1] == '=')
+            o--;
+        out[o] = '\0';
+        for (size_t i = 0; i < o; i++) {
+            if (out[i] == '+')
+                out[i] = '-';
+            else if (out[i] == '/')
+                out[i] = '_';
         }
-    } else if (n - i == 2) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
-        out[o++] = abc[v >> 18 & 63];
-        out[o++] = abc[v >> 12 & 63];
-        out[o++] = abc[v >> 6 & 63];
-        if (!url)
-            out[o++] = '=';
     }
-    out[o] = '\0';
     return o;
 }
 
-static int val(char c, bool url)
+/* A character's 6 bits, or -1 when it is not in the alphabet. */
+static int value_of(char c, bool url)
 {
     if (c >= 'A' && c <= 'Z')
         return c - 'A';
@@ -64,22 +56,35 @@ long b64_decode(const char *in, size_t len, unsigned char *out, bool url)
     } else if (len % 4 == 1) {
         return -1;
     }
-    size_t n = len - pad, o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = val(in[i], url);
-        if (v < 0)
+    size_t n = len - pad; /* characters that carry bits */
+    for (size_t i = 0; i < n; i++)
+        if (value_of(in[i], url) < 0)
             return -1;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits & 0xff);
+    /* the bits the last character carries past the last whole byte must be zero */
+    int spare = (int)(n * 6 % 8);
+    if (spare && (value_of(in[n - 1], url) & ((1 << spare) - 1)))
+        return -1;
+    if (n == 0)
+        return 0;
+    size_t whole = (n + 3) / 4 * 4; /* with padding, in the standard alphabet */
+    char small[512];
+    char *std = whole <= sizeof small ? small : xmalloc(whole);
+    memcpy(std, in, n);
+    for (size_t i = n; i < whole; i++)
+        std[i] = '=';
+    if (url) {
+        for (size_t i = 0; i < n; i++) {
+            if (std[i] == '-')
+                std[i] = '+';
+            else if (std[i] == '_')
+                std[i] = '/';
         }
     }
-    /* the bits left over must be zero (one encoding per value) */
-    if (bits && (acc & ((1u << bits) - 1)))
+    /* EVP_DecodeBlock writes whole / 4 * 3 bytes, the padding's as zeros */
+    int got = EVP_DecodeBlock(out, (const unsigned char *)std, (int)whole);
+    if (std != small)
+        free(std);
+    if (got < 0)
         return -1;
-    return (long)o;
+    return (long)(n * 6 / 8);
 }

@@ -3,6 +3,7 @@
  * One table drives both parsing and --help, so a flag cannot exist without its help line. */
 #include "core/config.h"
 #include "core/cluster.h"
+#include "core/cors.h"
 
 #include "core/log.h"
 #include "core/principal.h"
@@ -93,6 +94,11 @@ static const flag_t FLAGS[] = {
      "(repeatable)"},
     {"allowed-origin", "ORIGIN", K_LIST, OFF(allowed_origins), 0, 0,
      "accept this Origin besides http(s)://<listen address> (repeatable)"},
+    {"cors-origin", "ORIGIN", K_LIST, OFF(cors_origins), 0, 0,
+     "let browser pages of ORIGIN (scheme://host[:port], exactly as the browser sends it in "
+     "Origin) call /mcp: preflights are answered and every answer carries "
+     "Access-Control-Allow-Origin; ORIGIN also passes the Origin check (repeatable). '*' lets "
+     "any page call, with no Origin check: use it with tokens only"},
     {"log-level", "LEVEL", K_LEVEL, OFF(log_level), 0, 0,
      "error, warn, info or debug (default info)"},
     {"max-body", "BYTES", K_INT, OFF(max_body), 1024, 1LL << 30,
@@ -286,6 +292,30 @@ static int add_list(char **list, int *n, const char *value, const char *flag)
     return 0;
 }
 
+/* --cors-origin: each value kept in the form a browser sends (core/cors.h), so that the
+ * request's Origin is compared as it comes */
+static int add_cors_origins(config_t *c, const char *val, const char *flag)
+{
+    int first = c->n_cors_origins;
+    if (!*val) {
+        fprintf(stderr, "mcpactord: --%s: empty value\n", flag);
+        return -1;
+    }
+    if (add_list(c->cors_origins, &c->n_cors_origins, val, flag) != 0)
+        return -1;
+    for (int i = first; i < c->n_cors_origins; i++) {
+        char norm[320];
+        if (cors_origin_norm(c->cors_origins[i], norm, sizeof norm) != 0) {
+            fprintf(stderr, "mcpactord: --cors-origin %s: expected an origin, scheme://host[:port] "
+                    "as a browser sends it in Origin (no path), or *\n", c->cors_origins[i]);
+            return -1;
+        }
+        free(c->cors_origins[i]);
+        c->cors_origins[i] = xstrdup(norm);
+    }
+    return 0;
+}
+
 static int apply(config_t *c, const flag_t *f, const char *val)
 {
     char *base = (char *)c + f->off;
@@ -344,6 +374,8 @@ static int apply(config_t *c, const flag_t *f, const char *val)
             c->auth_tool_scopes[c->n_auth_tool_scopes++] = xstrdup(val);
             return 0;
         }
+        if (f->off == OFF(cors_origins))
+            return add_cors_origins(c, val, f->name);
         if (f->off == OFF(allowed_hosts))
             return add_list(c->allowed_hosts, &c->n_allowed_hosts, val, f->name);
         if (f->off == OFF(trusted_proxies)) {
@@ -483,9 +515,11 @@ void config_free(config_t *c)
         free(c->allowed_hosts[i]);
     for (int i = 0; i < c->n_allowed_origins; i++)
         free(c->allowed_origins[i]);
+    for (int i = 0; i < c->n_cors_origins; i++)
+        free(c->cors_origins[i]);
     for (int i = 0; i < c->n_trusted_proxies; i++)
         free(c->trusted_proxies[i]);
-    c->n_trusted_proxies = 0;
+    c->n_trusted_proxies = c->n_cors_origins = 0;
     for (int i = 0; i < c->n_auth_tool_scopes; i++)
         free(c->auth_tool_scopes[i]);
     c->n_auth_tool_scopes = 0;

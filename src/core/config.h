@@ -45,6 +45,8 @@ typedef struct config {
     int n_allowed_hosts;
     char *allowed_origins[CFG_MAX_LIST];
     int n_allowed_origins;
+    char *cors_origins[CFG_MAX_LIST]; /* --cors-origin: normalized (core/cors.h), or "*" */
+    int n_cors_origins;
     char *trusted_proxies[CFG_MAX_LIST]; /* --trusted-proxy ADDR: X-Forwarded-For names the client */
     int n_trusted_proxies;
     int log_level;

@@ -90,7 +90,6 @@ static int run(const peer_t *p, const char *method, const char *path, call_t *c)
 {
     c->base = event_base_new();
     c->body = evbuffer_new();
-    sha256_init(&c->sha);
     int rc = 0;
     struct evhttp_connection *conn = evhttp_connection_base_new(c->base, NULL, p->host,
                                                                 (ev_uint16_t)p->port);
@@ -161,11 +160,14 @@ int peer_fetch(const peer_t *p, const char *path, int fd, uint64_t max, int *sta
                uint64_t *bytes, unsigned char digest[SHA256_LEN], char *why, size_t whylen)
 {
     call_t c = {.fd = fd, .max = max, .why = why, .whylen = whylen};
+    sha256_init(&c.sha);
     int rc = run(p, "GET", path, &c);
     if (rc == 0) {
         *status = c.status;
         *bytes = c.bytes;
         sha256_final(&c.sha, digest);
+    } else {
+        sha256_discard(&c.sha);
     }
     if (c.body)
         evbuffer_free(c.body);

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/sha256.h"
+#include "core/crypto.h"
 
 typedef struct peer {
     char host[256];

@@ -7,6 +7,8 @@
  */
 #include "http/internal.h"
 
+#include "http/cors.h"
+
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "core/auth.h"
@@ -51,6 +53,7 @@ static const char *reason_of(int status)
     switch (status) {
     case 200: return "OK";
     case 202: return "Accepted";
+    case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -120,6 +123,7 @@ void http_send_reply(struct evhttp_request *req, int status, const char *ctype, 
         evhttp_add_header(out, "Mcp-Session-Id", sid);
     if (retry_after)
         evhttp_add_header(out, "Retry-After", retry_after);
+    http_cors_headers(req);
     struct evbuffer *b = evhttp_request_get_output_buffer(req);
     /* evhttp (2.1.12) writes the output buffer after the head even for HEAD: a body there
      * would be read as the start of the next response on the connection */
@@ -711,6 +715,7 @@ static void start_sse(hconn_t *c, hmsg_t *m)
     evhttp_add_header(out, "X-Accel-Buffering", "no");
     if (m->session_id[0])
         evhttp_add_header(out, "Mcp-Session-Id", m->session_id);
+    http_cors_headers(c->req);
     stats_count_status(200);
     evhttp_send_reply_start(c->req, 200, "OK");
     c->chunked = evhttp_find_header(out, "Transfer-Encoding") != NULL; /* evhttp chose it */

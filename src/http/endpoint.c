@@ -2,6 +2,8 @@
  * POST/GET/DELETE, and the hand-over to the session's worker. HTTP threads only. */
 #include "http/internal.h"
 
+#include "http/cors.h"
+
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "http/oauth.h"
@@ -641,7 +643,7 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
     const char *origin = h->origin;
     if (!hostcheck_origin_ok(&g_hostcheck, origin)) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin)", origin);
+        snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin and --cors-origin)", origin);
         http_reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
@@ -681,7 +683,7 @@ void http_on_mcp(struct evhttp_request *req, void *arg)
     }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(arg, req, &h))
+    if (refuse_framing(arg, req, &h) || http_cors_preflight(req))
         return;
     pbody_t b;
     parse_body(req, &b);
@@ -707,7 +709,7 @@ void http_on_other(struct evhttp_request *req, void *arg)
     }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(arg, req, &h))
+    if (refuse_framing(arg, req, &h) || http_cors_preflight(req))
         return;
     if (http_serve_prm(req)) /* RFC 9728 metadata, without a token */
         return;

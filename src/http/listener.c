@@ -7,6 +7,7 @@
 #include "actor/worker.h"
 #include "core/auth.h"
 #include "core/config.h"
+#include "core/cors.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "core/stats.h"
@@ -155,8 +156,27 @@ int http_init(int n, const char *host, int port, int *bound_port)
         event_add(t->inbox_ev, NULL);
     }
     *bound_port = port;
+    /* a --cors-origin passes the Origin check too; '*' lets every Origin through (the Host
+     * check stays: it is what stops DNS rebinding) */
+    char *origins[2 * CFG_MAX_LIST];
+    /* the loopback names and --allowed-host under http and https, then these: all must fit,
+     * or a --cors-origin would get CORS headers and still fail the Origin check */
+    _Static_assert(2 * (3 + CFG_MAX_LIST) + 2 * CFG_MAX_LIST <= HOSTCHECK_MAX,
+                   "hostcheck lists too short for the flags");
+    int n_origins = 0;
+    for (int i = 0; i < g_cfg.n_allowed_origins; i++)
+        origins[n_origins++] = g_cfg.allowed_origins[i];
+    for (int i = 0; i < g_cfg.n_cors_origins; i++)
+        if (strcmp(g_cfg.cors_origins[i], "*") != 0)
+            origins[n_origins++] = g_cfg.cors_origins[i];
     hostcheck_init(&g_hostcheck, host, port, g_cfg.allowed_hosts, g_cfg.n_allowed_hosts,
-                   g_cfg.allowed_origins, g_cfg.n_allowed_origins);
+                   origins, n_origins);
+    if (cors_any_origin(g_cfg.cors_origins, g_cfg.n_cors_origins)) {
+        g_hostcheck.check_origin = false;
+        if (!g_cfg.auth_tokens[0])
+            log_warn("--cors-origin '*' without --auth-tokens: a page of any site the user "
+                     "visits can call this server's tools");
+    }
     if (!g_hostcheck.check_host)
         log_warn("listening on a wildcard address without --allowed-host: Host and Origin are not checked");
     return 0;

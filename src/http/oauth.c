@@ -7,6 +7,7 @@
 
 #include "core/auth.h"
 #include "core/authz.h"
+#include "core/crypto.h"
 #include "core/issuer.h"
 #include "core/jwt.h"
 #include "core/log.h"
@@ -337,7 +338,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
 {
     int64_t now = (int64_t)time(NULL);
     unsigned char key[32];
-    EVP_Digest(tok, len, key, NULL, EVP_sha256(), NULL);
+    sha256(tok, len, key); /* core/crypto.c: the digest fetched once */
     oc_t *c = cache_of(t);
     oc_entry_t *e = c ? cache_find(c, key, now) : NULL;
     if (e) {
@@ -386,7 +387,7 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
 {
     int64_t now = (int64_t)time(NULL);
     unsigned char key[32];
-    EVP_Digest(tok, len, key, NULL, EVP_sha256(), NULL);
+    sha256(tok, len, key); /* core/crypto.c: the digest fetched once */
     oc_t *c = cache_of(t);
     oc_entry_t *e = c ? cache_find(c, key, now) : NULL;
     hwait_t *w = tl_resumed;

@@ -185,6 +185,7 @@ int manifest_file_digest(const char *path, uint64_t *bytes, unsigned char sha[SH
             continue;
         if (n < 0) {
             int e = -errno;
+            sha256_discard(&c);
             free(buf);
             close(fd);
             return e;

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/sha256.h"
+#include "core/crypto.h"
 #include "store/shardrec.h"
 #include "store/store.h"
 

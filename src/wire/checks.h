@@ -22,7 +22,7 @@ bool header_is_visible_ascii(const char *v, size_t max);
  * bytes after its body cannot be trusted as the next request. */
 const char *framing_problem(const char *cl, const char *te, bool repeated);
 
-#define HOSTCHECK_MAX 64
+#define HOSTCHECK_MAX 96 /* room for every flag's entries: see http/listener.c's assert */
 
 /* DNS-rebinding protection. Built once from --listen / --allowed-host / --allowed-origin. */
 typedef struct hostcheck {

@@ -3,7 +3,7 @@
 
 #include "core/b64.h"
 #include "core/jsonparse.h"
-#include "core/sha256.h"
+#include "core/crypto.h"
 
 #include <errno.h>
 #include <stdlib.h>

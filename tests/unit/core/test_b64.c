@@ -64,6 +64,31 @@ static void malformed_input_is_refused(void **state)
     assert_int_equal(b64_decode("Zm 9", 4, out, false), -1);  /* a space */
     assert_int_equal(b64_decode("Zh==", 4, out, false), -1);  /* non-zero leftover bits */
     assert_int_equal(b64_decode("Z", 1, out, true), -1);      /* one character is no byte */
+    assert_int_equal(b64_decode(" Zm9", 4, out, true), -1);   /* OpenSSL skips blanks; not here */
+    assert_int_equal(b64_decode("Zm9\n", 4, out, false), -1); /* nor a trailing newline */
+    assert_int_equal(b64_decode("Zm9=", 4, out, true), -1);   /* no padding in the URL form */
+    assert_int_equal(b64_decode("Zg=a", 4, out, false), -1);  /* padding inside */
+}
+
+/* Every length from 0 to 2,000 bytes (past the decoder's stack buffer) goes and comes back in
+ * both alphabets. */
+static void long_inputs_go_and_come_back(void **state)
+{
+    (void)state;
+    enum { MAX = 2000 };
+    static unsigned char in[MAX], back[MAX + 4];
+    static char text[B64_ENCODED_SIZE(MAX)];
+    for (size_t i = 0; i < MAX; i++)
+        in[i] = (unsigned char)(i * 131 + 7);
+    for (size_t n = 0; n <= MAX; n += n < 20 ? 1 : 97) {
+        for (int url = 0; url < 2; url++) {
+            size_t len = b64_encode(in, n, text, url);
+            assert_int_equal(len, strlen(text));
+            assert_int_equal(len, url ? (n * 4 + 2) / 3 : (n + 2) / 3 * 4);
+            assert_int_equal(b64_decode(text, len, back, url), (long)n);
+            assert_memory_equal(in, back, n);
+        }
+    }
 }
 
 int main(void)
@@ -73,6 +98,7 @@ int main(void)
         cmocka_unit_test(the_rfc_vectors_decode),
         cmocka_unit_test(the_alphabets_differ_in_two_characters),
         cmocka_unit_test(malformed_input_is_refused),
+        cmocka_unit_test(long_inputs_go_and_come_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

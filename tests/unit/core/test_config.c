@@ -217,6 +217,22 @@ static void repeated_list_flags_accumulate(void **state)
     assert_string_equal(g_c.plugins[1], "/p/two.so");
 }
 
+static void cors_origins_are_kept_as_a_browser_sends_them_and_a_bad_one_returns_2(void **state)
+{
+    assert_int_equal(PARSE("--cors-origin", "HTTPS://App.Example:443/", "--cors-origin",
+                           "http://127.0.0.1:9999,*"), 0);
+    assert_int_equal(g_c.n_cors_origins, 3);
+    assert_string_equal(g_c.cors_origins[0], "https://app.example");
+    assert_string_equal(g_c.cors_origins[1], "http://127.0.0.1:9999");
+    assert_string_equal(g_c.cors_origins[2], "*");
+    config_free(&g_c);
+    assert_int_equal(PARSE_QUIET("--cors-origin", "https://app.example/path"), 2);
+    assert_non_null(strstr(g_stderr, "--cors-origin https://app.example/path"));
+    config_free(&g_c);
+    assert_int_equal(PARSE_QUIET("--cors-origin", ""), 2);
+    assert_non_null(strstr(g_stderr, "--cors-origin"));
+}
+
 static void an_empty_item_in_a_list_returns_2(void **state)
 {
     assert_int_equal(PARSE("--toolset", "a,,b"), 2);
@@ -389,6 +405,8 @@ int main(void)
         cmocka_unit_test_teardown(help_and_version_return_1, teardown),
         cmocka_unit_test_teardown(a_rejected_short_flag_does_not_disturb_the_next_parse, teardown),
         cmocka_unit_test_teardown(parsing_twice_gives_the_same_result, teardown),
+        cmocka_unit_test_teardown(cors_origins_are_kept_as_a_browser_sends_them_and_a_bad_one_returns_2,
+                                  teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,7 +21,7 @@
 
 #include "core/b64.h"
 #include "core/jwt.h"
-#include "core/sha256.h"
+#include "core/crypto.h"
 
 #define ISS "http://127.0.0.1:9000"
 #define AUD "http://127.0.0.1:8080/mcp"

@@ -1,4 +1,4 @@
-/* Unit tests: SHA-256 (FIPS 180-4 examples) and HMAC-SHA-256 (RFC 4231) (src/core/sha256.c). */
+/* Unit tests: SHA-256 (FIPS 180-4 examples) and HMAC-SHA-256 (RFC 4231) (src/core/crypto.c: OpenSSL behind the project's names). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "core/sha256.h"
+#include "core/crypto.h"
 
 static void hex(const unsigned char *d, char *out)
 {
