@@ -486,6 +486,14 @@ int config_parse(config_t *c, int argc, char **argv)
                 "--auth-tool-scope and --auth-introspect need --auth-issuer URL\n");
         return 2;
     }
+    if (cors_any_origin(c->cors_origins, c->n_cors_origins) && !c->auth_tokens[0] &&
+        !c->auth_issuer[0]) {
+        /* '*' turns the Origin check off: without authentication any page the user visits
+         * could call the tools (the MCP spec's DNS-rebinding and Origin rules) */
+        fprintf(stderr, "mcpactord: --cors-origin '*' lets a page of any site call this server: "
+                "it needs --auth-tokens FILE or --auth-issuer URL (or list the origins)\n");
+        return 2;
+    }
     if (c->node_name[0] && !c->cluster_file[0]) {
         fprintf(stderr, "mcpactord: --node needs --cluster FILE\n");
         return 2;

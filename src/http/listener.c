@@ -171,12 +171,8 @@ int http_init(int n, const char *host, int port, int *bound_port)
             origins[n_origins++] = g_cfg.cors_origins[i];
     hostcheck_init(&g_hostcheck, host, port, g_cfg.allowed_hosts, g_cfg.n_allowed_hosts,
                    origins, n_origins);
-    if (cors_any_origin(g_cfg.cors_origins, g_cfg.n_cors_origins)) {
-        g_hostcheck.check_origin = false;
-        if (!g_cfg.auth_tokens[0])
-            log_warn("--cors-origin '*' without --auth-tokens: a page of any site the user "
-                     "visits can call this server's tools");
-    }
+    if (cors_any_origin(g_cfg.cors_origins, g_cfg.n_cors_origins))
+        g_hostcheck.check_origin = false; /* only with authentication on (core/config.c) */
     if (!g_hostcheck.check_host)
         log_warn("listening on a wildcard address without --allowed-host: Host and Origin are not checked");
     return 0;
