@@ -1,0 +1,340 @@
+// What the auth tests share: the authorization server (issuer.mjs, a real oidc-provider) started
+// and restarted as a child process, signing keys made at test time, tokens from its token
+// endpoint, JWTs signed by the test itself (with the issuer's own private key from the keys file,
+// or with keys the issuer never published), and plain HTTP requests to mcpactord that return
+// status, headers and the JSON-RPC messages. Every wait is bounded; only processes started here
+// are ever killed.
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export const MODERN = '2026-07-28';
+export const LEGACY = '2025-11-25';
+export const ACCEPT_BOTH = 'application/json, text/event-stream';
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// A port nothing listens on right now (bound and closed: the kernel does not hand it out again
+// at once).
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export const b64url = (data) => Buffer.from(data).toString('base64url');
+
+// ---- keys ----
+
+// A private JWK of alg (ES256, RS256, PS256, EdDSA) with kid.
+export function generateKey(alg, kid = `${alg.toLowerCase()}-${crypto.randomBytes(4).toString('hex')}`) {
+  const [type, options] = {
+    ES256: ['ec', { namedCurve: 'P-256' }],
+    RS256: ['rsa', { modulusLength: 2048 }],
+    PS256: ['rsa', { modulusLength: 2048 }],
+    EdDSA: ['ed25519', {}],
+  }[alg];
+  const { privateKey } = crypto.generateKeyPairSync(type, options);
+  return { ...privateKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
+}
+
+// A key set with one key per alg (the issuer signs with the first key of each alg).
+export function generateKeySet(algs = ['ES256', 'RS256', 'PS256', 'EdDSA'], tag = '') {
+  return { keys: algs.map((alg) => generateKey(alg, `${tag}${alg.toLowerCase()}-${crypto.randomBytes(4).toString('hex')}`)) };
+}
+
+// The public half of a private JWK.
+export function publicJwk(jwk) {
+  const { d, p, q, dp, dq, qi, ...pub } = jwk;
+  return pub;
+}
+
+// Writes a JWKS to a file of mode 600 in dir; returns its path.
+export function writeKeys(dir, keyset, name = `keys-${crypto.randomBytes(3).toString('hex')}.json`) {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, JSON.stringify(keyset), { mode: 0o600 });
+  return file;
+}
+
+// ---- JWTs signed by the test ----
+
+// Signs header.payload with a private JWK (its alg unless header.alg says otherwise), with an
+// HMAC secret (Buffer) for HS256, or not at all for alg "none". Returns the compact JWS.
+export function signJwt(header, payload, key) {
+  const alg = header.alg ?? key?.alg;
+  const head = { alg, typ: 'at+jwt', ...(key?.kid && { kid: key.kid }), ...header };
+  const input = `${b64url(JSON.stringify(head))}.${b64url(JSON.stringify(payload))}`;
+  let sig;
+  if (alg === 'none') {
+    sig = Buffer.alloc(0);
+  } else if (alg === 'HS256') {
+    sig = crypto.createHmac('sha256', key).update(input).digest();
+  } else {
+    const k = crypto.createPrivateKey({ key: key, format: 'jwk' });
+    if (alg === 'ES256') sig = crypto.sign('sha256', Buffer.from(input), { key: k, dsaEncoding: 'ieee-p1363' });
+    else if (alg === 'RS256') sig = crypto.sign('sha256', Buffer.from(input), k);
+    else if (alg === 'PS256') {
+      sig = crypto.sign('sha256', Buffer.from(input), {
+        key: k, padding: crypto.constants.RSA_PKCS1_PSS_PADDING, saltLength: 32,
+      });
+    } else if (alg === 'EdDSA') sig = crypto.sign(null, Buffer.from(input), k);
+    else throw new Error(`signJwt: alg ${alg}`);
+  }
+  return `${input}.${b64url(sig)}`;
+}
+
+// The header and payload of a compact JWS (not verified).
+export function decodeJwt(token) {
+  const [h, p] = token.split('.');
+  return { header: JSON.parse(Buffer.from(h, 'base64url')), payload: JSON.parse(Buffer.from(p, 'base64url')) };
+}
+
+// ---- the authorization server ----
+
+const ISSUER = path.join(here, 'issuer.mjs');
+
+// Starts issuer.mjs. opts: port (0: any), resource (URL or list), keys (a file), ttl, alg,
+// discovery, timeoutMs. Resolves to a handle: {issuer, port, info (the ready line), log(),
+// stop(), restart(newOpts)}.
+export async function startIssuer(opts = {}) {
+  const { port = 0, resource = [], keys, ttl, alg, discovery, timeoutMs = 15000 } = opts;
+  const args = [ISSUER, '--port', String(port)];
+  for (const r of [resource].flat()) args.push('--resource', r);
+  if (keys) args.push('--keys', keys);
+  if (ttl) args.push('--ttl', String(ttl));
+  if (alg) args.push('--alg', alg);
+  if (discovery) args.push('--discovery', discovery);
+  const proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stderr.on('data', (d) => { log += d; if (log.length > 200000) log = log.slice(-100000); });
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const info = await new Promise((resolve) => {
+    const lines = readline.createInterface({ input: proc.stdout });
+    const timer = setTimeout(() => resolve(null), timeoutMs);
+    lines.on('line', (line) => {
+      if (!line.startsWith('{')) return;
+      clearTimeout(timer);
+      resolve(JSON.parse(line));
+    });
+    exited.then(() => resolve(null));
+  });
+  if (!info) {
+    proc.kill('SIGKILL');
+    throw new Error(`issuer.mjs did not start (${args.join(' ')}):\n${log}`);
+  }
+  let stopped = null;
+  const handle = {
+    ...info,
+    info,
+    log: () => log,
+    secret: (id) => info.clients.find((c) => c.client_id === id)?.client_secret,
+    // SIGTERM (SIGKILL after 5 s); resolves when it has exited and its port is free.
+    stop() {
+      if (!stopped) {
+        proc.kill('SIGTERM');
+        const timer = setTimeout(() => proc.kill('SIGKILL'), 5000);
+        stopped = exited.then((status) => { clearTimeout(timer); return status; });
+      }
+      return stopped;
+    },
+    // Stops it and starts a new one on the same port (the same issuer URL), with opts changed
+    // by newOpts (e.g. {keys: rotatedFile}).
+    async restart(newOpts = {}) {
+      await handle.stop();
+      return startIssuer({ ...opts, ...newOpts, port: info.port });
+    },
+  };
+  return handle;
+}
+
+// A token from the issuer's token endpoint (client_credentials, client_secret_basic). opts:
+// scope, resource, dpop (a DPoP proof JWT). Resolves to the token response (throws on an error
+// response).
+export async function clientCredentials(iss, clientId, { scope, resource, dpop, secret } = {}) {
+  const body = new URLSearchParams({ grant_type: 'client_credentials' });
+  if (scope) body.set('scope', scope);
+  if (resource) body.set('resource', resource);
+  const res = await fetch(iss.token_endpoint, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${Buffer.from(`${clientId}:${secret ?? iss.secret(clientId)}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(dpop && { dpop }),
+    },
+    body,
+    signal: AbortSignal.timeout(10000),
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`token request of ${clientId} failed: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function tokenPost(url, clientId, secret, params) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams(params),
+    signal: AbortSignal.timeout(10000),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : undefined };
+}
+
+// RFC 7662 introspection as clientId (the resource server's own credentials).
+export async function introspect(iss, token, clientId = 'mcp-introspector') {
+  return (await tokenPost(iss.introspection_endpoint, clientId, iss.secret(clientId), { token })).json;
+}
+
+// RFC 7009 revocation by the client the token was issued to.
+export async function revoke(iss, token, clientId) {
+  const { status } = await tokenPost(iss.revocation_endpoint, clientId, iss.secret(clientId), { token });
+  if (status !== 200) throw new Error(`revocation failed: ${status}`);
+}
+
+// ---- requests to mcpactord ----
+
+function parse(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+// The JSON-RPC messages of a response body (JSON or SSE).
+export function messagesOf(contentType, text) {
+  if ((contentType ?? '').includes('text/event-stream')) {
+    return text.split('\n').filter((l) => l.startsWith('data:')).map((l) => parse(l.slice(5).trim())).filter(Boolean);
+  }
+  const json = parse(text);
+  return json === undefined ? [] : [json].flat();
+}
+
+// One HTTP request to url; resolves to {status, headers (a Headers), text, json (a plain JSON
+// body), messages, answer(id) (the JSON-RPC message with that id)}.
+export async function httpRequest(url, { method = 'POST', headers = {}, body, timeoutMs = 20000 } = {}) {
+  const res = await fetch(url, {
+    method,
+    headers,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const text = method === 'GET' && res.ok && (res.headers.get('content-type') ?? '').includes('text/event-stream')
+    ? '' : await res.text();
+  if (method === 'GET' && res.ok && !text) await res.body?.cancel().catch(() => {});
+  const messages = messagesOf(res.headers.get('content-type'), text);
+  return {
+    status: res.status,
+    headers: res.headers,
+    text,
+    json: parse(text),
+    messages,
+    answer: (id) => messages.find((m) => m?.id === id),
+  };
+}
+
+// A 2026-07-28 request's _meta and headers (see tests/integration/test_modern.py).
+export function modernMeta(caps = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientCapabilities': caps,
+    'io.modelcontextprotocol/clientInfo': { name: 'mcpactord-auth-test', version: '1' },
+  };
+}
+
+const NAMED = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+
+// A 2026-07-28 (stateless) JSON-RPC request: {body, headers} for httpRequest.
+export function modernRequest(id, method, params = {}, { token, caps, headers = {} } = {}) {
+  const p = { ...params, _meta: { ...modernMeta(caps), ...params._meta } };
+  const h = {
+    'content-type': 'application/json', accept: ACCEPT_BOTH, 'mcp-protocol-version': MODERN, 'mcp-method': method,
+  };
+  const field = NAMED[method];
+  if (field && typeof p[field] === 'string') h['mcp-name'] = p[field];
+  if (method.startsWith('tasks/') && typeof p.taskId === 'string') h['mcp-name'] = p.taskId;
+  if (token !== undefined) h.authorization = `Bearer ${token}`;
+  return { body: { jsonrpc: '2.0', id, method, params: p }, headers: { ...h, ...headers } };
+}
+
+// A session-era client over plain HTTP: initialize (+ notifications/initialized), then requests
+// with Mcp-Session-Id. token: sent on every request (null: none).
+export class SessionClient {
+  constructor(url, token) {
+    this.url = url;
+    this.token = token;
+    this.nextId = 1;
+    this.sessionId = null;
+  }
+
+  headers(extra = {}) {
+    return {
+      'content-type': 'application/json',
+      accept: ACCEPT_BOTH,
+      ...(this.sessionId && { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': LEGACY }),
+      ...(this.token != null && { authorization: `Bearer ${this.token}` }),
+      ...extra,
+    };
+  }
+
+  // Resolves to the initialize response (check .status); keeps the session id.
+  async initialize() {
+    const id = this.nextId++;
+    const r = await httpRequest(this.url, {
+      headers: this.headers(),
+      body: {
+        jsonrpc: '2.0', id, method: 'initialize',
+        params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'mcpactord-auth-test', version: '1' } },
+      },
+    });
+    if (r.status === 200) {
+      this.sessionId = r.headers.get('mcp-session-id');
+      const n = await httpRequest(this.url, {
+        headers: this.headers(), body: { jsonrpc: '2.0', method: 'notifications/initialized' },
+      });
+      if (n.status !== 202) throw new Error(`notifications/initialized: ${n.status} ${n.text}`);
+    }
+    return r;
+  }
+
+  // One request; resolves to httpRequest's answer plus .id.
+  async request(method, params = {}, { headers, token } = {}) {
+    const id = this.nextId++;
+    const h = this.headers(headers);
+    if (token !== undefined) h.authorization = `Bearer ${token}`;
+    const r = await httpRequest(this.url, { headers: h, body: { jsonrpc: '2.0', id, method, params } });
+    return { ...r, id };
+  }
+}
+
+// Parses a WWW-Authenticate challenge of the Bearer scheme: {scheme, params}.
+export function parseChallenge(value) {
+  if (!value) return null;
+  const m = /^\s*(\S+)\s*(.*)$/s.exec(value);
+  const params = {};
+  const re = /([A-Za-z_][\w-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))\s*,?/g;
+  let p;
+  while ((p = re.exec(m[2])) !== null) params[p[1].toLowerCase()] = p[2] !== undefined ? p[2].replace(/\\(.)/g, '$1') : p[3];
+  return { scheme: m[1], params };
+}
+
+// A scratch directory, removed by the returned function.
+export function scratchDir(prefix = 'mcpd-auth-') {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
