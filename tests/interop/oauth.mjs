@@ -11,7 +11,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
+import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
+
+import { startServer } from './server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -338,3 +341,110 @@ export function scratchDir(prefix = 'mcpd-auth-') {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   return { dir, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
+
+// ---- the deployment of the auth tests ----
+
+// In deploy's serverFlags: replaced by the path of the introspection credentials file.
+export const INTROSPECT = '<the introspection credentials file>';
+
+// Every token any test sent: none may appear in a server log.
+export const tokensUsed = new Set();
+export const use = (token) => {
+  tokensUsed.add(token);
+  return token;
+};
+
+// Asserts a JSON-RPC error body with the id echoed; returns the error.
+export function assertRpcError(r, id, what = '') {
+  const body = r.json;
+  assert.ok(body && typeof body === 'object', `${what}: a JSON-RPC error body: ${r.status} ${r.text.slice(0, 500)}`);
+  assert.equal(body.jsonrpc, '2.0', `${what}: ${r.text.slice(0, 500)}`);
+  assert.equal(body.id, id, `${what}: the id is echoed: ${r.text.slice(0, 500)}`);
+  assert.equal(typeof body.error?.code, 'number', `${what}: ${r.text.slice(0, 500)}`);
+  assert.ok(body.error.message, `${what}: a message`);
+  return body.error;
+}
+
+// Asserts the status and a Bearer challenge with resource_metadata=prm; error/scope: the
+// expected parameters (undefined: must be absent; a string: that value). Returns the params.
+export function assertChallenge(r, status, prm, { error, scope, what = '' } = {}) {
+  assert.equal(r.status, status, `${what}: status ${r.status}: ${r.text.slice(0, 500)}`);
+  const c = parseChallenge(r.headers.get('www-authenticate'));
+  assert.ok(c, `${what}: a WWW-Authenticate header`);
+  assert.equal(c.scheme.toLowerCase(), 'bearer', `${what}: ${r.headers.get('www-authenticate')}`);
+  assert.equal(c.params.resource_metadata, prm, `${what}: ${r.headers.get('www-authenticate')}`);
+  assert.equal(c.params.error, error, `${what}: error=: ${r.headers.get('www-authenticate')}`);
+  if (scope !== null) assert.equal(c.params.scope, scope, `${what}: scope=: ${r.headers.get('www-authenticate')}`);
+  return c.params;
+}
+
+export const textOf = (m) => m?.result?.content?.find((c) => c.type === 'text')?.text;
+
+// One deployment: an issuer with a keys file the test owns, and mcpactord on a port chosen
+// beforehand (its resource URL is what the tokens are for).
+export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = true } = {}) {
+  const scratch = scratchDir();
+  const keyset = generateKeySet();
+  const keysFile = writeKeys(scratch.dir, keyset);
+  const port = await freePort();
+  const resource = `http://127.0.0.1:${port}/mcp`;
+  const issuerPort = await freePort();
+  const iss = issuerUp ? await startIssuer({ port: issuerPort, resource, keys: keysFile, ...issuerOpts }) : null;
+  const issuerUrl = `http://127.0.0.1:${issuerPort}`;
+  const introspectFile = path.join(scratch.dir, 'introspect');
+  fs.writeFileSync(introspectFile, 'mcp-introspector:mcp-introspector-secret\n', { mode: 0o600 });
+  let server;
+  try {
+    server = await startServer(['--toolset', 'demo,conformance', '--auth-issuer', issuerUrl,
+      '--auth-resource', resource, ...serverFlags.map((f) => (f === INTROSPECT ? introspectFile : f))],
+    { listenPort: port });
+  } catch (e) {
+    await iss?.stop();
+    throw e;
+  }
+  const d = {
+    scratch, keyset, keysFile, port, resource, issuerPort, issuerUrl, iss, server, introspectFile,
+    url: resource,
+    prm: `http://127.0.0.1:${port}/.well-known/oauth-protected-resource/mcp`,
+    // a token of the issuer for client (resource: this server unless given)
+    async token(client = 'mcp-client', { scope, resource: res = resource } = {}) {
+      const t = await clientCredentials(d.iss, client, { scope: scope ?? d.iss.clients.find((c) => c.client_id === client)?.scope, resource: res });
+      return use(t.access_token);
+    },
+    // a token the test signs with the issuer's own key of alg (or key), claims over the defaults
+    signed(claims = {}, { alg = 'ES256', key, header = {} } = {}) {
+      const now = Math.floor(Date.now() / 1000);
+      const k = key ?? d.keyset.keys.find((x) => x.alg === alg);
+      const payload = {
+        iss: issuerUrl, sub: 'mcp-client', client_id: 'mcp-client', aud: resource, scope: 'mcp:tools mcp:read',
+        iat: now, exp: now + 300, jti: crypto.randomUUID(), ...claims,
+      };
+      for (const [name, value] of Object.entries(payload)) if (value === undefined) delete payload[name];
+      return use(signJwt({ alg: k.alg, ...header }, payload, k));
+    },
+    // a 2026-07-28 request with token (undefined: no Authorization header)
+    async modern(id, method, params, token, extra = {}) {
+      const { body, headers } = modernRequest(id, method, params, { token, ...extra });
+      return httpRequest(resource, { headers, body });
+    },
+    async stop() {
+      const log = fs.existsSync(server.logPath) ? fs.readFileSync(server.logPath, 'utf8') : '';
+      const status = await server.stop();
+      await d.iss?.stop();
+      scratch.remove();
+      return { status, log };
+    },
+  };
+  return d;
+}
+
+// No token of tokensUsed in log (the whole token, and its signature part).
+export function assertNoTokenIn(log, what) {
+  for (const token of tokensUsed) {
+    if (token.length < 16) continue;
+    assert.ok(!log.includes(token), `${what}: a token is in the server log: ${token.slice(0, 24)}...`);
+    const sig = token.split('.')[2];
+    if (sig && sig.length >= 16) assert.ok(!log.includes(sig), `${what}: a token's signature is in the server log`);
+  }
+}
+
