@@ -522,3 +522,30 @@ describe('the issuer down', () => {
 function decodeAlg(client) {
   return { 'mcp-es256': 'ES256', 'mcp-rs256': 'RS256', 'mcp-ps256': 'PS256', 'mcp-eddsa': 'EdDSA' }[client];
 }
+
+describe('an issuer with RFC 8414 metadata only (no OpenID discovery)', () => {
+  let d;
+  before(async () => {
+    d = await deploy({ issuerOpts: { discovery: 'oauth' } });
+  });
+  after(async () => {
+    if (!d) return;
+    const { status, log } = await d.stop();
+    assertNoTokenIn(log, 'RFC 8414 only');
+    assert.deepEqual(status, { code: 0, signal: null });
+  });
+
+  test('its tokens are accepted (the key set found through /.well-known/oauth-authorization-server)', TEST, async () => {
+    const openid = await httpRequest(`${d.iss.issuer}/.well-known/openid-configuration`, { method: 'GET' });
+    assert.equal(openid.status, 404, 'no OpenID discovery at this issuer');
+    let r;
+    const deadline = Date.now() + 15000; // a first fetch may still be under way (503)
+    do {
+      r = await d.modern(1, 'tools/call', { name: 'echo', arguments: { text: '8414' } }, await d.token());
+      if (r.status !== 503) break;
+      await sleep(500);
+    } while (Date.now() < deadline);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(textOf(r.answer(1)), '8414');
+  });
+});

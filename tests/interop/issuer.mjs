@@ -3,7 +3,7 @@
 // in package.json), configured for machine clients. Not a mock: tokens, key sets, metadata,
 // introspection and revocation are oidc-provider's own.
 //
-// Usage:
+// Usage (also `node issuer.mjs --help`):
 //   node issuer.mjs --port P --resource URL [--resource URL2 ...] [--keys FILE] [--ttl SECS]
 //                   [--alg ALG] [--scopes "S1 S2"] [--clients FILE] [--discovery openid|oauth|both]
 //                   [--host H]
@@ -70,8 +70,15 @@ const { values: opt } = parseArgs({
     scopes: { type: 'string', default: 'mcp:tools mcp:read mcp:admin' },
     clients: { type: 'string' },
     discovery: { type: 'string', default: 'openid' },
+    help: { type: 'boolean', default: false },
   },
 });
+if (opt.help) {
+  // the comment at the top of this file
+  const lines = fs.readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(1);
+  process.stdout.write(`${lines.slice(0, lines.findIndex((l) => !l.startsWith('//'))).map((l) => l.slice(3)).join('\n')}\n`);
+  process.exit(0);
+}
 
 const ALGS = new Set(['ES256', 'RS256', 'PS256', 'EdDSA']);
 const fail = (msg) => {
