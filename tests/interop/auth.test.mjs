@@ -19,7 +19,7 @@ import { after, before, describe, test } from 'node:test';
 
 import {
   INTROSPECT, SessionClient, assertChallenge, assertNoTokenIn, assertRpcError, clientCredentials, decodeJwt,
-  deploy, generateKey, httpRequest, introspect, modernRequest, parseChallenge, publicJwk, revoke, signJwt,
+  deploy, generateKey, generateKeySet, httpRequest, introspect, modernRequest, parseChallenge, publicJwk, revoke, signJwt,
   sleep, startIssuer, textOf, use, writeKeys,
 } from './oauth.mjs';
 
@@ -506,10 +506,10 @@ describe('key rotation at the issuer, without restarting mcpactord', () => {
 
     // the next rotation drops every old key; a token of a kid the server has not seen makes it
     // refetch, and the new set replaces the old
-    const next = generateKey('ES256', 'rotated-again');
-    d.iss = await d.iss.restart({ keys: writeKeys(d.scratch.dir, { keys: [next] }) });
+    const next = generateKeySet(undefined, 'rotated-again-');
+    d.iss = await d.iss.restart({ keys: writeKeys(d.scratch.dir, next) });
     const after2 = await d.token();
-    assert.equal(decodeJwt(after2).header.kid, 'rotated-again');
+    assert.equal(decodeJwt(after2).header.kid, next.keys[0].kid);
     await eventually(d, 4, after2, 'a token of the second rotation');
     // the old key is gone from the set now: a new token of it is refused (one seen before may
     // stay accepted from the server's cache of verified tokens until its exp)
@@ -573,7 +573,7 @@ function decodeAlg(client) {
 describe('an issuer with RFC 8414 metadata only (no OpenID discovery)', () => {
   let d;
   before(async () => {
-    d = await deploy({ issuerOpts: { discovery: 'oauth' } });
+    d = await deploy({ issuerOpts: { discovery: 'oauth' }, waitForKeys: false });
   });
   after(async () => {
     if (!d) return;

@@ -80,7 +80,7 @@ export function signJwt(header, payload, key) {
   const head = { alg, typ: 'at+jwt', ...(key?.kid && { kid: key.kid }), ...header };
   const input = `${b64url(JSON.stringify(head))}.${b64url(JSON.stringify(payload))}`;
   let sig;
-  if (alg === 'none') {
+  if (String(alg).toLowerCase() === 'none') {
     sig = Buffer.alloc(0);
   } else if (alg === 'HS256') {
     sig = crypto.createHmac('sha256', key).update(input).digest();
@@ -382,7 +382,7 @@ export const textOf = (m) => m?.result?.content?.find((c) => c.type === 'text')?
 
 // One deployment: an issuer with a keys file the test owns, and mcpactord on a port chosen
 // beforehand (its resource URL is what the tokens are for).
-export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = true } = {}) {
+export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = true, waitForKeys = true } = {}) {
   const scratch = scratchDir();
   const keyset = generateKeySet();
   const keysFile = writeKeys(scratch.dir, keyset);
@@ -427,6 +427,17 @@ export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = tru
       const { body, headers } = modernRequest(id, method, params, { token, ...extra });
       return httpRequest(resource, { headers, body });
     },
+    // Until the server has the issuer's key set (its first fetch runs in the background after
+    // the start: a token meanwhile gets 503): a signed token is asked with, at most timeoutMs.
+    async keysReady(timeoutMs = 15000) {
+      const deadline = Date.now() + timeoutMs;
+      for (let i = 0; ; i++) {
+        const r = await d.modern(1, 'tools/list', {}, d.signed({}));
+        if (r.status !== 503) return r;
+        if (Date.now() > deadline) throw new Error(`mcpactord has no key set after ${timeoutMs} ms: ${r.text}`);
+        await sleep(200);
+      }
+    },
     async stop() {
       const log = fs.existsSync(server.logPath) ? fs.readFileSync(server.logPath, 'utf8') : '';
       const status = await server.stop();
@@ -435,6 +446,14 @@ export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = tru
       return { status, log };
     },
   };
+  if (iss && waitForKeys) {
+    try {
+      await d.keysReady();
+    } catch (e) {
+      await d.stop();
+      throw e;
+    }
+  }
   return d;
 }
 
