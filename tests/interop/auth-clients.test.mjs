@@ -84,23 +84,43 @@ describe('SDK v1 (@modelcontextprotocol/sdk) with ClientCredentialsProvider', ()
       const r = await client.callTool({ name: 'echo', arguments: { text: 'v1' } }, undefined, REQUEST);
       assert.equal(textOf({ result: r }), 'v1');
       assertDiscovered(rec);
-      assert.equal(assertAudienceBound(provider).scope, 'mcp:tools', 'the scope of scopes_supported');
+      assertAudienceBound(provider);
     } finally {
       await client.close();
     }
   });
 
-  test('a tool that needs more scope: 403 insufficient_scope, the client steps up (mcp-admin)', TEST, async () => {
+  // SDK v1 1.32.2 asks the token endpoint for the provider's own scope only (fetchToken passes
+  // clientMetadata.scope to prepareTokenRequest, never the challenge's): it retries a 403
+  // insufficient_scope once with a new token of the same scope, so a client_credentials client
+  // of v1 must be configured with the scopes its tools need. (v2 steps up: see below.)
+  test('a provider configured with the scope a tool needs calls it (mcp-admin, scope mcp:admin)', TEST, async () => {
     const rec = recorder();
-    const provider = new ClientCredentialsV1({ clientId: 'mcp-admin', clientSecret: d.iss.secret('mcp-admin'), expectedIssuer: d.iss.issuer });
+    const provider = new ClientCredentialsV1({
+      clientId: 'mcp-admin', clientSecret: d.iss.secret('mcp-admin'), expectedIssuer: d.iss.issuer, scope: 'mcp:tools mcp:admin',
+    });
     const client = new ClientV1({ name: 'mcpactord-auth-v1', version: '1.0.0' }, { capabilities: {} });
     const transport = new TransportV1(new URL(d.url), { authProvider: provider, fetch: rec.fetch });
     try {
       await client.connect(transport, REQUEST);
       const r = await client.callTool({ name: 'add', arguments: { a: 2, b: 2 } }, undefined, REQUEST);
       assert.equal(textOf({ result: r }), '4', rec.dump());
-      assert.ok(rec.seen.some((e) => e.status === 403), `a 403 first:\n${rec.dump()}`);
-      assert.match(assertAudienceBound(provider).scope, /mcp:admin/);
+      assert.equal(assertAudienceBound(provider).scope, 'mcp:tools mcp:admin');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('without it: 403 insufficient_scope, and the call fails (no step-up in v1)', TEST, async () => {
+    const rec = recorder();
+    const provider = new ClientCredentialsV1({ clientId: 'mcp-client', clientSecret: d.iss.secret('mcp-client'), expectedIssuer: d.iss.issuer });
+    const client = new ClientV1({ name: 'mcpactord-auth-v1', version: '1.0.0' }, { capabilities: {} });
+    const transport = new TransportV1(new URL(d.url), { authProvider: provider, fetch: rec.fetch });
+    try {
+      await client.connect(transport, REQUEST);
+      await assert.rejects(client.callTool({ name: 'add', arguments: { a: 2, b: 2 } }, undefined, REQUEST), /403/);
+      assert.ok(rec.seen.some((e) => e.status === 403), rec.dump());
+      assertAudienceBound(provider);
     } finally {
       await client.close();
     }
@@ -121,6 +141,22 @@ describe('SDK v2 (@modelcontextprotocol/client) with ClientCredentialsProvider',
         assert.equal(textOf({ result: r }), 'v2', rec.dump());
         assertDiscovered(rec);
         assertAudienceBound(provider);
+      } finally {
+        await client.close();
+      }
+    });
+
+    test(`versionNegotiation ${JSON.stringify(mode)}: a 403 insufficient_scope makes the client step up to the challenged scope`, TEST, async () => {
+      const rec = recorder();
+      const provider = new ClientCredentialsV2({ clientId: 'mcp-admin', clientSecret: d.iss.secret('mcp-admin'), expectedIssuer: d.iss.issuer });
+      const client = new ClientV2({ name: 'mcpactord-auth-v2', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode } });
+      const transport = new TransportV2(new URL(d.url), { authProvider: provider, fetch: rec.fetch });
+      try {
+        await client.connect(transport, REQUEST);
+        const r = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } }, REQUEST);
+        assert.equal(textOf({ result: r }), '5', rec.dump());
+        assert.ok(rec.seen.some((e) => e.status === 403), `a 403 first:\n${rec.dump()}`);
+        assert.match(assertAudienceBound(provider).scope ?? '', /mcp:admin/);
       } finally {
         await client.close();
       }
