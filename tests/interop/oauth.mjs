@@ -78,6 +78,7 @@ export function writeKeys(dir, keyset, name = `keys-${crypto.randomBytes(3).toSt
 export function signJwt(header, payload, key) {
   const alg = header.alg ?? key?.alg;
   const head = { alg, typ: 'at+jwt', ...(key?.kid && { kid: key.kid }), ...header };
+  for (const [name, value] of Object.entries(head)) if (value === undefined) delete head[name];
   const input = `${b64url(JSON.stringify(head))}.${b64url(JSON.stringify(payload))}`;
   let sig;
   if (String(alg).toLowerCase() === 'none') {
@@ -102,6 +103,28 @@ export function signJwt(header, payload, key) {
 export function decodeJwt(token) {
   const [h, p] = token.split('.');
   return { header: JSON.parse(Buffer.from(h, 'base64url')), payload: JSON.parse(Buffer.from(p, 'base64url')) };
+}
+
+// A DPoP proof (RFC 9449) signed with key (a private JWK; its public half goes in the header):
+// htm, htu, and ath (the access token it goes with, hashed) unless token is undefined; claims and
+// header override.
+export function dpopProof(key, { htm = 'POST', htu, token, claims = {}, header = {} } = {}) {
+  const payload = {
+    jti: crypto.randomUUID(), htm, htu, iat: Math.floor(Date.now() / 1000),
+    ...(token !== undefined && { ath: b64url(crypto.createHash('sha256').update(token).digest()) }),
+    ...claims,
+  };
+  for (const [name, value] of Object.entries(payload)) if (value === undefined) delete payload[name];
+  const { kid, use: _use, alg: _alg, ...pub } = publicJwk(key);
+  return signJwt({ alg: key.alg, typ: 'dpop+jwt', jwk: pub, kid: undefined, ...header }, payload, { ...key, kid: undefined });
+}
+
+// The JWK SHA-256 thumbprint (RFC 7638) of a key: what cnf.jkt of a DPoP-bound token holds.
+export function jwkThumbprint(key) {
+  const pub = publicJwk(key);
+  const members = { EC: ['crv', 'kty', 'x', 'y'], RSA: ['e', 'kty', 'n'], OKP: ['crv', 'kty', 'x'] }[pub.kty];
+  const json = `{${members.map((m) => `"${m}":${JSON.stringify(pub[m])}`).join(',')}}`;
+  return b64url(crypto.createHash('sha256').update(json).digest());
 }
 
 // ---- the authorization server ----
@@ -439,8 +462,9 @@ export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = tru
       }
     },
     async stop() {
-      const log = fs.existsSync(server.logPath) ? fs.readFileSync(server.logPath, 'utf8') : '';
-      const status = await server.stop();
+      const srv = d.server; // (a test may have restarted it)
+      const log = fs.existsSync(srv.logPath) ? fs.readFileSync(srv.logPath, 'utf8') : '';
+      const status = await srv.stop();
       await d.iss?.stop();
       scratch.remove();
       return { status, log };
