@@ -333,6 +333,14 @@ describe('mcpactord behind oidc-provider', () => {
     }
     const still = await s.request('tools/call', { name: 'echo', arguments: { text: 'mine' } });
     assert.equal(textOf(still.answer(still.id)), 'mine', `the owner's session is intact: ${still.text}`);
+    // the principal is issuer + sub, not the token: a new token of the same client goes on with it
+    const renewed = await d.token('mcp-client');
+    assert.notEqual(renewed, mine);
+    const next = await s.request('tools/call', { name: 'echo', arguments: { text: 'renewed' } }, { token: renewed });
+    assert.equal(textOf(next.answer(next.id)), 'renewed', `a new token of the same principal: ${next.text}`);
+    // and a token the test signs for the same iss + sub too
+    const signedByTest = await s.request('tools/call', { name: 'echo', arguments: { text: 'own' } }, { token: d.signed({}) });
+    assert.equal(textOf(signedByTest.answer(signedByTest.id)), 'own', `a token of the same iss + sub: ${signedByTest.text}`);
 
     // a state handle
     const made = await d.modern(400, 'tools/call', { name: 'new_counter', arguments: {} }, mine);
@@ -475,6 +483,31 @@ async function eventually(d, id, token, what, timeoutMs = 30000) {
     await sleep(r.status === 503 ? Math.min(Number(r.headers.get('retry-after')), 3) * 1000 : 1000);
   }
 }
+
+describe('--auth-leeway 1: a token stops working at its exp, cached or not', () => {
+  let d;
+  before(async () => {
+    d = await deploy({ serverFlags: ['--auth-leeway', '1'] });
+  });
+  after(async () => {
+    if (!d) return;
+    const { status, log } = await d.stop();
+    assertNoTokenIn(log, '--auth-leeway 1');
+    assert.deepEqual(status, { code: 0, signal: null });
+  });
+
+  test('accepted (twice: the second from the cache) until exp + 1 s, then 401', TEST, async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const token = d.signed({ exp: now + 2 });
+    for (const id of [1, 2]) {
+      const r = await d.modern(id, 'tools/call', { name: 'echo', arguments: { text: 'soon' } }, token);
+      assert.equal(r.status, 200, r.text);
+    }
+    await sleep((now + 2 + 1 + 1.5) * 1000 - Date.now());
+    await refusedIn(d, token, 'past exp + leeway', { id: 3 });
+    await refusedIn(d, d.signed({ nbf: Math.floor(Date.now() / 1000) + 5 }), 'nbf 5 s ahead (past the 1 s leeway)', { id: 4 });
+  });
+});
 
 describe('key rotation at the issuer, without restarting mcpactord', () => {
   let d;

@@ -415,7 +415,7 @@ export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = tru
   const iss = issuerUp ? await startIssuer({ port: issuerPort, resource, keys: keysFile, ...issuerOpts }) : null;
   const issuerUrl = `http://127.0.0.1:${issuerPort}`;
   const introspectFile = path.join(scratch.dir, 'introspect');
-  fs.writeFileSync(introspectFile, 'mcp-introspector:mcp-introspector-secret\n', { mode: 0o600 });
+  fs.writeFileSync(introspectFile, `mcp-introspector:${use('mcp-introspector-secret')}\n`, { mode: 0o600 });
   let server;
   try {
     server = await startServer(['--toolset', 'demo,conformance', '--auth-issuer', issuerUrl,
@@ -423,6 +423,7 @@ export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = tru
     { listenPort: port });
   } catch (e) {
     await iss?.stop();
+    scratch.remove();
     throw e;
   }
   const d = {
