@@ -460,6 +460,19 @@ describe('--auth-required-scope', () => {
     assert.equal(ok.status, 200, ok.text);
     const prm = (await httpRequest(d.prm, { method: 'GET' })).json;
     assert.ok(prm.scopes_supported.includes('mcp:read'), `scopes_supported by default names the flags' scopes: ${JSON.stringify(prm)}`);
+
+    // the session era: every method, GET and DELETE too, needs it
+    const s = new SessionClient(d.url, wide);
+    assert.equal((await s.initialize()).status, 200);
+    const post = await s.request('tools/list', {}, { token: narrow });
+    assertChallenge(post, 403, d.prm, { error: 'insufficient_scope', scope: 'mcp:read', what: 'session POST without mcp:read' });
+    assertRpcError(post, post.id, 'session POST without mcp:read');
+    for (const method of ['GET', 'DELETE']) {
+      const r = await httpRequest(d.url, { method, headers: { ...s.headers({ accept: 'text/event-stream' }), authorization: `Bearer ${narrow}` } });
+      assertChallenge(r, 403, d.prm, { error: 'insufficient_scope', scope: 'mcp:read', what: `${method} without mcp:read` });
+    }
+    const again = await s.request('tools/call', { name: 'echo', arguments: { text: 'still' } });
+    assert.equal(textOf(again.answer(again.id)), 'still', again.text);
   });
 });
 
