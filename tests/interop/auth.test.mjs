@@ -19,7 +19,7 @@ import { after, before, describe, test } from 'node:test';
 
 import {
   INTROSPECT, SessionClient, assertChallenge, assertNoTokenIn, assertRpcError, clientCredentials, decodeJwt,
-  deploy, generateKey, generateKeySet, httpRequest, introspect, modernRequest, parseChallenge, publicJwk, revoke, signJwt,
+  deploy, generateKey, generateKeySet, httpRequest, introspect, modernRequest, parseChallenge, publicJwk, revoke,
   sleep, startIssuer, textOf, use, writeKeys,
 } from './oauth.mjs';
 
