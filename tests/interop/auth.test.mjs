@@ -66,6 +66,11 @@ describe('mcpactord behind oidc-provider', () => {
     assertChallenge(m, 401, d.prm, { what: 'modern POST' });
     assertRpcError(m, 7, 'modern POST');
 
+    // a call of a tool that needs a scope: the challenge names it (the spec's scope selection)
+    const add = await d.modern(8, 'tools/call', { name: 'add', arguments: { a: 1, b: 2 } }, undefined);
+    assertChallenge(add, 401, d.prm, { scope: 'mcp:admin', what: 'modern tools/call add' });
+    assertRpcError(add, 8, 'modern tools/call add');
+
     const s = new SessionClient(d.url, null);
     const init = await s.initialize();
     assertChallenge(init, 401, d.prm, { what: 'initialize' });
