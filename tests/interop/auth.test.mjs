@@ -439,6 +439,19 @@ describe('opaque tokens: --auth-introspect (RFC 7662) and --auth-introspection-c
     const r = await d.modern(520, 'tools/call', { name: 'echo', arguments: { text: 'jwt' } }, await d.token());
     assert.equal(r.status, 200, r.text);
   });
+
+  test('the issuer down: an opaque token not yet introspected gets 503 + Retry-After, not 401', TEST, async () => {
+    const token = await d.token('mcp-opaque', { scope: 'mcp:tools' });
+    await d.iss.stop();
+    const r = await d.modern(531, 'tools/call', { name: 'echo', arguments: { text: 'down' } }, token);
+    assert.equal(r.status, 503, `${r.status} ${r.text}`);
+    assert.match(r.headers.get('retry-after') ?? '', /^\d+$/, 'Retry-After in seconds');
+    assertRpcError(r, 531, 'introspection, the issuer down');
+    // the issuer back (a new process: it has forgotten its opaque tokens)
+    d.iss = await startIssuer({ port: d.issuerPort, resource: d.resource, keys: d.keysFile });
+    await sleep(1500); // past --auth-introspection-cache 1
+    await refusedIn(d, token, 'an opaque token the issuer no longer knows', { id: 532, keyFetch: true });
+  });
 });
 
 describe('--auth-required-scope', () => {
