@@ -20,7 +20,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   INTROSPECT, SessionClient, assertChallenge, assertNoTokenIn, assertRpcError, clientCredentials, decodeJwt,
   deploy, generateKey, generateKeySet, httpRequest, introspect, modernRequest, parseChallenge, publicJwk, revoke,
-  sleep, startIssuer, textOf, use, writeKeys,
+  scratchDir, selfSignedCert, sleep, startIssuer, textOf, use, writeKeys,
 } from './oauth.mjs';
 
 const TEST = { timeout: 60000 };
@@ -674,5 +674,44 @@ describe('an issuer with RFC 8414 metadata only (no OpenID discovery)', () => {
     } while (Date.now() < deadline);
     assert.equal(r.status, 200, r.text);
     assert.equal(textOf(r.answer(1)), '8414');
+  });
+});
+
+describe('an https:// issuer (its certificate trusted through SSL_CERT_FILE)', () => {
+  let d;
+  let untrusted;
+  let scratch;
+  before(async () => {
+    scratch = scratchDir('mcpd-auth-tls-');
+    const tls = selfSignedCert(scratch.dir);
+    const other = selfSignedCert(scratch.dir, 'other');
+    d = await deploy({ issuerOpts: { tls }, serverEnv: { SSL_CERT_FILE: tls.cert } });
+    // another server for the same issuer that trusts another certificate only
+    untrusted = await deploy({ issuerOpts: { tls }, serverEnv: { SSL_CERT_FILE: other.cert }, waitForKeys: false });
+  });
+  after(async () => {
+    for (const x of [d, untrusted]) {
+      if (!x) continue;
+      const { status, log } = await x.stop();
+      assertNoTokenIn(log, 'https issuer');
+      assert.deepEqual(status, { code: 0, signal: null });
+    }
+    scratch?.remove();
+  });
+
+  test('its tokens are accepted; the PRM names the https issuer', TEST, async () => {
+    assert.match(d.iss.issuer, /^https:\/\/127\.0\.0\.1:\d+$/);
+    const prm = (await httpRequest(d.prm, { method: 'GET' })).json;
+    assert.deepEqual(prm.authorization_servers, [d.iss.issuer]);
+    const r = await d.modern(1, 'tools/call', { name: 'echo', arguments: { text: 'tls' } }, d.signed({}));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(textOf(r.answer(1)), 'tls');
+  });
+
+  test('an issuer whose certificate the server does not trust: 503 + Retry-After, never 200', TEST, async () => {
+    const r = await untrusted.modern(2, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, untrusted.signed({}));
+    assert.equal(r.status, 503, `${r.status} ${r.text}`);
+    assert.match(r.headers.get('retry-after') ?? '', /^\d+$/);
+    assertRpcError(r, 2, 'untrusted issuer certificate');
   });
 });

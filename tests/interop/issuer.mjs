@@ -6,7 +6,7 @@
 // Usage (also `node issuer.mjs --help`):
 //   node issuer.mjs --port P --resource URL [--resource URL2 ...] [--keys FILE] [--ttl SECS]
 //                   [--alg ALG] [--scopes "S1 S2"] [--clients FILE] [--discovery openid|oauth|both]
-//                   [--host H]
+//                   [--host H] [--tls-cert FILE --tls-key FILE]
 //
 //   --port P          listen on 127.0.0.1:P (0: the kernel picks one); the issuer is http://H:P
 //   --resource URL    a protected resource (repeatable): a client_credentials token requested with
@@ -27,6 +27,8 @@
 //   --discovery ...   where the metadata is served: openid (/.well-known/openid-configuration,
 //                     oidc-provider's own; the default), oauth (only RFC 8414's
 //                     /.well-known/oauth-authorization-server) or both
+//   --tls-cert FILE, --tls-key FILE
+//                     serve https (PEM certificate and key): the issuer is https://H:P
 //
 // The default clients (all client_credentials, client_secret_basic, secret = id + "-secret"):
 //   mcp-client        scope "mcp:tools mcp:read"
@@ -51,6 +53,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import { parseArgs } from 'node:util';
 
 import Provider from 'oidc-provider';
@@ -71,6 +74,8 @@ const { values: opt } = parseArgs({
     clients: { type: 'string' },
     discovery: { type: 'string', default: 'openid' },
     help: { type: 'boolean', default: false },
+    'tls-cert': { type: 'string' },
+    'tls-key': { type: 'string' },
   },
 });
 if (opt.help) {
@@ -131,14 +136,19 @@ const defaultClients = [
 }));
 const clients = opt.clients ? JSON.parse(fs.readFileSync(opt.clients, 'utf8')) : defaultClients;
 
+if (!opt['tls-cert'] !== !opt['tls-key']) fail('--tls-cert and --tls-key go together');
+const tls = Boolean(opt['tls-cert']);
+
 // Listen first: the issuer URL needs the port.
-const server = http.createServer();
+const server = tls
+  ? https.createServer({ cert: fs.readFileSync(opt['tls-cert']), key: fs.readFileSync(opt['tls-key']) })
+  : http.createServer();
 await new Promise((resolve, reject) => {
   server.once('error', reject);
   server.listen(Number(opt.port), opt.host, resolve);
 });
 const { port } = server.address();
-const issuer = `http://${opt.host}:${port}`;
+const issuer = `${tls ? 'https' : 'http'}://${opt.host}:${port}`;
 
 const resources = new Set(opt.resource);
 const provider = new Provider(issuer, {

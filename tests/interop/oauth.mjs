@@ -4,7 +4,7 @@
 // or with keys the issuer never published), and plain HTTP requests to mcpactord that return
 // status, headers and the JSON-RPC messages. Every wait is bounded; only processes started here
 // are ever killed.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -132,16 +132,17 @@ export function jwkThumbprint(key) {
 const ISSUER = path.join(here, 'issuer.mjs');
 
 // Starts issuer.mjs. opts: port (0: any), resource (URL or list), keys (a file), ttl, alg,
-// discovery, timeoutMs. Resolves to a handle: {issuer, port, info (the ready line), log(),
+// discovery, tls ({cert, key}: PEM files; https), timeoutMs. Resolves to a handle: {issuer, port, info (the ready line), log(),
 // stop(), restart(newOpts)}.
 export async function startIssuer(opts = {}) {
-  const { port = 0, resource = [], keys, ttl, alg, discovery, timeoutMs = 15000 } = opts;
+  const { port = 0, resource = [], keys, ttl, alg, discovery, tls, timeoutMs = 15000 } = opts;
   const args = [ISSUER, '--port', String(port)];
   for (const r of [resource].flat()) args.push('--resource', r);
   if (keys) args.push('--keys', keys);
   if (ttl) args.push('--ttl', String(ttl));
   if (alg) args.push('--alg', alg);
   if (discovery) args.push('--discovery', discovery);
+  if (tls) args.push('--tls-cert', tls.cert, '--tls-key', tls.key);
   const proc = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
   let log = '';
   proc.stderr.on('data', (d) => { log += d; if (log.length > 200000) log = log.slice(-100000); });
@@ -359,6 +360,17 @@ export function parseChallenge(value) {
   return { scheme: m[1], params };
 }
 
+// A self-signed certificate for 127.0.0.1 (the openssl program): {cert, key} PEM files in dir.
+export function selfSignedCert(dir, name = 'tls') {
+  const cert = path.join(dir, `${name}.crt`);
+  const key = path.join(dir, `${name}.key`);
+  const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+    '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+  { encoding: 'utf8', timeout: 30000 });
+  if (r.status !== 0) throw new Error(`openssl req failed: ${r.stderr}`);
+  return { cert, key };
+}
+
 // A scratch directory, removed by the returned function.
 export function scratchDir(prefix = 'mcpd-auth-') {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -405,7 +417,7 @@ export const textOf = (m) => m?.result?.content?.find((c) => c.type === 'text')?
 
 // One deployment: an issuer with a keys file the test owns, and mcpactord on a port chosen
 // beforehand (its resource URL is what the tokens are for).
-export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = true, waitForKeys = true } = {}) {
+export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = true, waitForKeys = true, serverEnv } = {}) {
   const scratch = scratchDir();
   const keyset = generateKeySet();
   const keysFile = writeKeys(scratch.dir, keyset);
@@ -413,14 +425,14 @@ export async function deploy({ serverFlags = [], issuerOpts = {}, issuerUp = tru
   const resource = `http://127.0.0.1:${port}/mcp`;
   const issuerPort = await freePort();
   const iss = issuerUp ? await startIssuer({ port: issuerPort, resource, keys: keysFile, ...issuerOpts }) : null;
-  const issuerUrl = `http://127.0.0.1:${issuerPort}`;
+  const issuerUrl = `${issuerOpts.tls ? 'https' : 'http'}://127.0.0.1:${issuerPort}`;
   const introspectFile = path.join(scratch.dir, 'introspect');
   fs.writeFileSync(introspectFile, `mcp-introspector:${use('mcp-introspector-secret')}\n`, { mode: 0o600 });
   let server;
   try {
     server = await startServer(['--toolset', 'demo,conformance', '--auth-issuer', issuerUrl,
       '--auth-resource', resource, ...serverFlags.map((f) => (f === INTROSPECT ? introspectFile : f))],
-    { listenPort: port });
+    { listenPort: port, env: serverEnv });
   } catch (e) {
     await iss?.stop();
     scratch.remove();
