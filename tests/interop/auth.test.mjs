@@ -715,3 +715,57 @@ describe('an https:// issuer (its certificate trusted through SSL_CERT_FILE)', (
     assertRpcError(r, 2, 'untrusted issuer certificate');
   });
 });
+
+describe('--cors-origin with an issuer: what a browser client needs', () => {
+  const ORIGIN = 'http://app.example.test:3000';
+  let d;
+  before(async () => {
+    d = await deploy({ serverFlags: ['--cors-origin', ORIGIN] });
+  });
+  after(async () => {
+    if (!d) return;
+    const { status, log } = await d.stop();
+    assertNoTokenIn(log, 'CORS');
+    assert.deepEqual(status, { code: 0, signal: null });
+  });
+
+  const exposed = (r) => (r.headers.get('access-control-expose-headers') ?? '').toLowerCase().split(/\s*,\s*/);
+
+  test('a preflight needs no token; 401s carry Allow-Origin and expose WWW-Authenticate; a call works', TEST, async () => {
+    const pre = await httpRequest(d.url, {
+      method: 'OPTIONS',
+      headers: {
+        origin: ORIGIN, 'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, mcp-protocol-version',
+      },
+    });
+    assert.ok(pre.status >= 200 && pre.status < 300, `preflight: ${pre.status} ${pre.text}`);
+    assert.equal(pre.headers.get('access-control-allow-origin'), ORIGIN);
+    assert.match((pre.headers.get('access-control-allow-headers') ?? '').toLowerCase(), /authorization/);
+
+    const { body, headers } = modernRequest(1, 'tools/list', {}, {});
+    const r = await httpRequest(d.url, { headers: { ...headers, origin: ORIGIN }, body });
+    assertChallenge(r, 401, d.prm, { what: 'CORS 401' });
+    assert.equal(r.headers.get('access-control-allow-origin'), ORIGIN);
+    assert.ok(exposed(r).includes('www-authenticate'), `exposes WWW-Authenticate: ${r.headers.get('access-control-expose-headers')}`);
+
+    const bad = modernRequest(2, 'tools/list', {}, { token: d.signed({ aud: 'http://127.0.0.1:1/mcp' }) });
+    const r2 = await httpRequest(d.url, { headers: { ...bad.headers, origin: ORIGIN }, body: bad.body });
+    assertChallenge(r2, 401, d.prm, { error: 'invalid_token', what: 'CORS invalid_token', scope: null });
+    assert.equal(r2.headers.get('access-control-allow-origin'), ORIGIN);
+
+    const ok = modernRequest(3, 'tools/call', { name: 'echo', arguments: { text: 'cors' } }, { token: d.signed({}) });
+    const r3 = await httpRequest(d.url, { headers: { ...ok.headers, origin: ORIGIN }, body: ok.body });
+    assert.equal(r3.status, 200, r3.text);
+    assert.equal(r3.headers.get('access-control-allow-origin'), ORIGIN);
+  });
+
+  test('the Protected Resource Metadata is readable from the page (CORS on the well-known paths)', TEST, async () => {
+    for (const url of [d.prm, `http://127.0.0.1:${d.port}/.well-known/oauth-protected-resource`]) {
+      const r = await httpRequest(url, { method: 'GET', headers: { origin: ORIGIN } });
+      assert.equal(r.status, 200, `${url}: ${r.text}`);
+      assert.ok([ORIGIN, '*'].includes(r.headers.get('access-control-allow-origin')),
+        `${url}: Access-Control-Allow-Origin ${r.headers.get('access-control-allow-origin')}`);
+    }
+  });
+});
