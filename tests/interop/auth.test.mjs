@@ -5,11 +5,14 @@
 // access tokens from the issuer (ES256, RS256, PS256, EdDSA) in both eras, every way a token is
 // refused (audience of another resource, changed signature, changed claims, alg none, HMAC with
 // the public key, unknown kid, expired, not yet valid, wrong issuer, huge, garbage), scopes per
-// tool (403 insufficient_scope) and a required scope, principals (another client's session,
-// handle, requestState and task), opaque tokens by introspection and their revocation, a key
-// rotation at the issuer, the issuer down (503 + Retry-After, then up), and that no token ever
-// reaches the server's log. Run by `meson test --suite interop` (node's built-in test runner);
-// every wait is bounded and only the processes started here are stopped.
+// tool (403 insufficient_scope) and a required scope (every method, GET and DELETE too),
+// principals (another client's session, handle, requestState and task; a new token of the same
+// client goes on), exp of a cached token (--auth-leeway 1), opaque tokens by introspection, their
+// revocation and the issuer down meanwhile, key rotations at the issuer, the issuer down (503 +
+// Retry-After, then up), an RFC 8414-only issuer, an https issuer (SSL_CERT_FILE), CORS beside
+// auth, and that no token ever reaches the server's log. Run by `meson test --suite interop`
+// (node's built-in test runner); every wait is bounded and only the processes started here are
+// stopped. Needs the openssl program (the https issuer's certificate).
 //
 // The test owns the issuer's keys file, so it can also sign tokens with the issuer's own private
 // key: that is how exp/nbf/iat, iss and aud are checked precisely.
