@@ -11,14 +11,14 @@ import readline from 'node:readline';
 const BINARY = process.env.MCPACTORD ?? path.resolve('../../src/mcpactord');
 
 // dir and listenPort are for restart(): an existing directory (its data and log are kept) and the
-// port to listen on (0: the kernel picks one).
-export async function startServer(flags = [], { startTimeoutMs = 15000, dir: reuseDir, listenPort = 0 } = {}) {
+// port to listen on (0: the kernel picks one). env: variables added to the server's environment.
+export async function startServer(flags = [], { startTimeoutMs = 15000, dir: reuseDir, listenPort = 0, env } = {}) {
   const dir = reuseDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'mcpd-interop-'));
   const logPath = path.join(dir, 'server.log');
   const log = fs.openSync(logPath, 'a');
   const args = ['--listen', `127.0.0.1:${listenPort}`, '--admin-listen', '127.0.0.1:0', '--data-dir',
     path.join(dir, 'data'), '--log-level', 'debug', ...flags];
-  const proc = spawn(BINARY, args, { stdio: ['ignore', 'pipe', log] });
+  const proc = spawn(BINARY, args, { stdio: ['ignore', 'pipe', log], env: env ? { ...process.env, ...env } : process.env });
   fs.closeSync(log);
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
 
@@ -72,7 +72,7 @@ export async function startServer(flags = [], { startTimeoutMs = 15000, dir: reu
     async restart({ timeoutMs = 10000 } = {}) {
       const status = await this.stop(timeoutMs, { keepDir: true });
       if (status.code !== 0) throw new Error(`mcpactord did not exit cleanly before the restart: ${JSON.stringify(status)}\n${tail()}`);
-      return startServer(flags, { startTimeoutMs, dir, listenPort: port });
+      return startServer(flags, { startTimeoutMs, dir, listenPort: port, env });
     },
   };
 }
