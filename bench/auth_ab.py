@@ -9,8 +9,8 @@ A client reuses its token, so the JWT figure is the cached path (a hash lookup p
 first use of a token (signature check, claims) is measured by the micro-benchmark
 `build/bench/micro-jwt` (meson test -C build --benchmark --suite micro).
 
-Needs the interop suite's node_modules in the build tree (`ninja -C build
-tests/interop/interop-node-modules` or any `meson test --suite interop` run).
+Needs the interop suite's node_modules in the build tree (`tools/deps.sh interop`, then
+`ninja -C build tests/interop/node_modules.stamp` or any `meson test --suite interop` run).
 
 Usage: bench/auth_ab.py [--binary build/src/mcpactord] [--mcpbench build/bench/mcpbench]
                         [--reps 3] [--seconds 6] [--scenarios call,call-modern] [--alg ES256]
@@ -43,7 +43,7 @@ def start_issuer(build, resource):
     script = os.path.join(build, "tests", "interop", "issuer.mjs")
     if not os.path.exists(os.path.join(build, "tests", "interop", "node_modules", "oidc-provider")):
         raise SystemExit("no oidc-provider in the build tree: run ninja -C build "
-                         "tests/interop/interop-node-modules first")
+                         "tests/interop/node_modules.stamp first")
     proc = subprocess.Popen(["node", script, "--port", "0", "--resource", resource],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
