@@ -219,8 +219,10 @@ static void repeated_list_flags_accumulate(void **state)
 
 static void cors_origins_are_kept_as_a_browser_sends_them_and_a_bad_one_returns_2(void **state)
 {
+    /* '*' needs authentication: with an issuer here, alone below */
     assert_int_equal(PARSE("--cors-origin", "HTTPS://App.Example:443/", "--cors-origin",
-                           "http://127.0.0.1:9999,*"), 0);
+                           "http://127.0.0.1:9999,*", "--auth-issuer", "http://127.0.0.1:9000"),
+                     0);
     assert_int_equal(g_c.n_cors_origins, 3);
     assert_string_equal(g_c.cors_origins[0], "https://app.example");
     assert_string_equal(g_c.cors_origins[1], "http://127.0.0.1:9999");
@@ -231,6 +233,9 @@ static void cors_origins_are_kept_as_a_browser_sends_them_and_a_bad_one_returns_
     config_free(&g_c);
     assert_int_equal(PARSE_QUIET("--cors-origin", ""), 2);
     assert_non_null(strstr(g_stderr, "--cors-origin"));
+    config_free(&g_c);
+    assert_int_equal(PARSE_QUIET("--cors-origin", "*"), 2);
+    assert_non_null(strstr(g_stderr, "needs --auth-tokens FILE or --auth-issuer URL"));
 }
 
 static void an_empty_item_in_a_list_returns_2(void **state)
