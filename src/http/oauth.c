@@ -266,26 +266,52 @@ static void unavailable(struct evhttp_request *req, const json_t *id, const char
 
 /* ---- what a request needs ---- */
 
-static void add_tool_need(const json_t *msg, char *need, size_t n)
+static const char *tool_need(const json_t *msg)
 {
     if (!json_is_object(msg) || !jsonrpc_str_is(json_object_get(msg, "method"), "tools/call"))
-        return;
-    const char *tool = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
-    authz_scope_union(need, n, authz_tool_scopes(tool));
+        return "";
+    return authz_tool_scopes(
+        json_string_value(json_object_get(json_object_get(msg, "params"), "name")));
 }
 
-static void needed_scopes(const json_t *body, char *need, size_t n)
+/* The union of what body needs into need; false when it does not fit (then need holds part of
+ * it, for the challenge, and the caller checks each message on its own: covered_each). */
+static bool needed_scopes(const json_t *body, char *need, size_t n)
 {
     need[0] = '\0';
-    authz_scope_union(need, n, g_authz.required);
+    bool fits = authz_scope_union(need, n, g_authz.required);
     if (json_is_array(body)) {
         size_t i;
         const json_t *m;
         json_array_foreach(body, i, m)
-            add_tool_need(m, need, n);
+            fits = authz_scope_union(need, n, tool_need(m)) && fits;
     } else {
-        add_tool_need(body, need, n);
+        fits = authz_scope_union(need, n, tool_need(body)) && fits;
     }
+    return fits;
+}
+
+/* Whether scope covers the required scope and each message's tool scopes, one at a time (a
+ * batch whose union does not fit in one list). False with need set to what the first message
+ * not covered needs. */
+static bool covered_each(const json_t *body, const char *scope, char *need, size_t n)
+{
+    if (!scopes_cover(scope, g_authz.required)) {
+        str_copy(need, n, g_authz.required);
+        return false;
+    }
+    size_t count = json_is_array(body) ? json_array_size(body) : 1;
+    for (size_t i = 0; i < count; i++) {
+        const char *t = tool_need(json_is_array(body) ? json_array_get(body, i) : body);
+        if (!scopes_cover(scope, t)) {
+            need[0] = '\0';
+            authz_scope_union(need, n, g_authz.required);
+            if (!authz_scope_union(need, n, t))
+                str_copy(need, n, t);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* ---- the token ---- */
@@ -442,8 +468,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     if (!http_auth_on())
         return true;
     char need[1024] = "";
-    if (g_authz.on)
-        needed_scopes(body, need, sizeof need);
+    bool fits = !g_authz.on || needed_scopes(body, need, sizeof need);
     size_t len = 0;
     const char *tok = bearer(authorization, &len);
     if (!tok) {
@@ -481,7 +506,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     } else if (!check_jwt(t, req, id, tok, len, need, &scope, who)) {
         return false;
     }
-    if (!scopes_cover(scope, need)) {
+    if (fits ? !scopes_cover(scope, need) : !covered_each(body, scope, need, sizeof need)) {
         challenge(req, id, CH_SCOPE, need, NULL);
         return false;
     }

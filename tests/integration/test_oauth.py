@@ -221,11 +221,11 @@ class HttpsIssuer(unittest.TestCase):
         cls.httpd.shutdown()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def token(self, srv):
+    def token(self, srv, scope="mcp:tools", **claims):
         b64 = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
         h = b64({"alg": "ES256", "typ": "at+jwt", "kid": "tls1"})
-        p = b64({"iss": self.issuer, "aud": "http://127.0.0.1:%d/mcp" % srv.port, "sub": "tls-user",
-                 "exp": int(time.time()) + 300, "scope": "mcp:tools"})
+        p = b64(dict({"iss": self.issuer, "aud": "http://127.0.0.1:%d/mcp" % srv.port, "sub": "tls-user",
+                      "exp": int(time.time()) + 300, "scope": scope}, **claims))
         r, s = self.sign(f"{h}.{p}".encode())
         sig = base64.urlsafe_b64encode(r.to_bytes(32, "big") + s.to_bytes(32, "big")).rstrip(b"=").decode()
         return f"{h}.{p}.{sig}"
@@ -237,6 +237,27 @@ class HttpsIssuer(unittest.TestCase):
             r, msg = s.tool("echo", {"text": "over tls"})
             self.assertEqual(r.status, 200, r.text)
             self.assertEqual(msg["result"]["content"][0]["text"], "over tls")
+        finally:
+            srv.cleanup()
+
+    def test_a_batch_whose_scopes_do_not_fit_in_one_list_is_still_checked_message_by_message(self):
+        longs = [c * 254 for c in "wxyz"]
+        flags = []
+        for i, sc in enumerate(longs):
+            flags += ["--auth-tool-scope", f"t{i}={sc}"]
+        srv = Server("--auth-issuer", self.issuer, "--auth-tool-scope", "echo=short", *flags,
+                     env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
+        try:
+            s = Session(srv, version="2025-03-26", token=self.token(srv, " ".join(longs)))
+            call = lambda i, name: {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                    "params": {"name": name, "arguments": {"text": "x"}}}
+            batch = [call(i, f"t{i}") for i in range(4)] + [call(4, "echo")]
+            r = s.post(batch)
+            self.assertEqual(r.status, 403, "the last tool's scope is not in the token: " + r.text)
+            self.assertEqual(challenge_params(r.header("www-authenticate")).get("scope"), "short",
+                             "the challenge names what the refused call needs")
+            r = s.post(batch[:4])
+            self.assertNotEqual(r.status, 403, "the four long scopes are in the token")
         finally:
             srv.cleanup()
 
