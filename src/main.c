@@ -81,8 +81,8 @@ static int oauth_setup(const mcpd_registry_t *reg, int port)
 {
     for (size_t i = 0; i < reg->n_tools; i++)
         if (reg->tools[i].scopes && authz_set_tool_scopes(reg->tools[i].name, reg->tools[i].scopes) != 0) {
-            log_error("tool %s declares malformed scopes '%s'", reg->tools[i].name,
-                      reg->tools[i].scopes);
+            log_error("tool %s declares malformed scopes '%s' (RFC 6749 scope characters, %d "
+                      "at most each)", reg->tools[i].name, reg->tools[i].scopes, AUTHZ_SCOPE_MAX);
             return -1;
         }
     for (int i = 0; i < g_cfg.n_auth_tool_scopes; i++) {
@@ -92,7 +92,8 @@ static int oauth_setup(const mcpd_registry_t *reg, int port)
         if (!registry_find_tool(reg, tool))
             log_warn("--auth-tool-scope %s: no tool %s is registered", v, tool);
         if (authz_set_tool_scopes(tool, eq + 1) != 0) {
-            log_error("--auth-tool-scope %s: malformed scopes", v);
+            log_error("--auth-tool-scope %s: malformed scopes (RFC 6749 scope characters, %d at "
+                      "most each)", v, AUTHZ_SCOPE_MAX);
             return -1;
         }
     }

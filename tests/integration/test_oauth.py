@@ -300,7 +300,10 @@ class Flags(unittest.TestCase):
         cases = [(["--auth-issuer", "as.example"], "https://"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-resource", "urn:x"], "--auth-resource"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-tool-scope", "echo"], "TOOL=SCOPE"),
-                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-required-scope", "a b"], "one scope")]
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-required-scope", "a b"], "one scope"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-tool-scope", "echo=" + "s" * 256], "255"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-required-scope", "s" * 256], "255"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-scopes", "a " + "s" * 256], "255")]
         for flags, needle in cases:
             r = self.start(*flags)
             self.assertEqual(r.returncode, 2, f"{flags}: {r.stderr}")
