@@ -495,6 +495,7 @@ jwt_result_t jwt_check_claims(const json_t *c, const jwt_expect_t *ex, bool intr
         return JWT_INVALID;
     }
     const json_t *sub = json_object_get(c, "sub");
+    out->sub_is_client_id = !sub;
     if (!sub)
         sub = json_object_get(c, "client_id");
     if (!json_is_string(sub) || json_string_length(sub) == 0 ||

@@ -64,6 +64,7 @@ typedef enum {
 
 typedef struct jwt_claims {
     char sub[JWT_SUB_MAX + 1]; /* sub, or client_id when there is no sub */
+    bool sub_is_client_id;     /* sub holds the client_id (a principal tags which it is) */
     char scope[JWT_SCOPE_MAX + 1]; /* space-separated, one space between scopes */
     int64_t exp;
 } jwt_claims_t;

@@ -336,15 +336,18 @@ static const char *bearer(const char *h, size_t *len)
     return n ? h : NULL;
 }
 
-static void who_of(const char *sub, char who[OAUTH_WHO_LEN + 1])
+/* The principal of a token: issuer, which claim names the subject, and its value, so a
+ * client whose client_id equals a user's sub is not that user. */
+static void who_of(const jwt_claims_t *cl, char who[OAUTH_WHO_LEN + 1])
 {
     unsigned char d[32];
     unsigned int dl = 0;
+    const char *field = cl->sub_is_client_id ? "\nclient_id\n" : "\nsub\n";
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
     EVP_DigestUpdate(ctx, g_authz.issuer, strlen(g_authz.issuer));
-    EVP_DigestUpdate(ctx, "\n", 1);
-    EVP_DigestUpdate(ctx, sub, strlen(sub));
+    EVP_DigestUpdate(ctx, field, strlen(field));
+    EVP_DigestUpdate(ctx, cl->sub, strlen(cl->sub));
     EVP_DigestFinal_ex(ctx, d, &dl);
     EVP_MD_CTX_free(ctx);
     static const char hex[] = "0123456789abcdef";
@@ -399,7 +402,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
         return false;
     }
     STAT_INC(auth_jwt_verified_total);
-    who_of(cl.sub, who);
+    who_of(&cl, who);
     log_debug("auth: a token of %s for subject %s is principal %s", g_authz.issuer, cl.sub, who);
     *scope = c ? cache_put(c, key, cl.exp + g_authz.leeway, true, cl.scope, who)->scope : "";
     return true;
@@ -427,7 +430,7 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
             until = w->w.claims.exp;
         char owho[OAUTH_WHO_LEN + 1] = "";
         if (w->w.outcome > 0) {
-            who_of(w->w.claims.sub, owho);
+            who_of(&w->w.claims, owho);
             log_debug("auth: an introspected token of %s for subject %s is principal %s",
                       g_authz.issuer, w->w.claims.sub, owho);
         }

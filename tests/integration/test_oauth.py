@@ -6,6 +6,7 @@ import base64
 import http.server
 import json
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -224,8 +225,9 @@ class HttpsIssuer(unittest.TestCase):
     def token(self, srv, scope="mcp:tools", **claims):
         b64 = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
         h = b64({"alg": "ES256", "typ": "at+jwt", "kid": "tls1"})
-        p = b64(dict({"iss": self.issuer, "aud": "http://127.0.0.1:%d/mcp" % srv.port, "sub": "tls-user",
-                      "exp": int(time.time()) + 300, "scope": scope}, **claims))
+        p = b64({k: v for k, v in dict({"iss": self.issuer, "aud": "http://127.0.0.1:%d/mcp" % srv.port,
+                                         "sub": "tls-user", "exp": int(time.time()) + 300,
+                                         "scope": scope}, **claims).items() if v is not None})
         r, s = self.sign(f"{h}.{p}".encode())
         sig = base64.urlsafe_b64encode(r.to_bytes(32, "big") + s.to_bytes(32, "big")).rstrip(b"=").decode()
         return f"{h}.{p}.{sig}"
@@ -258,6 +260,21 @@ class HttpsIssuer(unittest.TestCase):
                              "the challenge names what the refused call needs")
             r = s.post(batch[:4])
             self.assertNotEqual(r.status, 403, "the four long scopes are in the token")
+        finally:
+            srv.cleanup()
+
+    def test_a_client_id_equal_to_a_users_sub_is_another_principal(self):
+        srv = Server("--auth-issuer", self.issuer, "--log-level", "debug",
+                     env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
+        try:
+            user = self.token(srv, sub="same-name")
+            client = self.token(srv, sub=None, client_id="same-name")
+            for tok in (user, client):
+                Session(srv, token=tok)  # initialize is authorized, and logs the principal
+            with open(srv.stderr_path) as f:
+                whos = re.findall(r"for subject same-name is principal (\S+)", f.read())
+            self.assertEqual(len(whos), 2, whos)
+            self.assertNotEqual(whos[0], whos[1], "a sub and a client_id of the same value")
         finally:
             srv.cleanup()
 

@@ -415,6 +415,7 @@ static void the_subject_falls_back_to_client_id_and_scp_is_read(void **state)
     jwt_claims_t cl;
     assert_int_equal(verify(k, tok, &cl, NULL), JWT_OK);
     assert_string_equal(cl.sub, "c1");
+    assert_true(cl.sub_is_client_id); /* the principal tags which claim it was */
     assert_string_equal(cl.scope, "a:b c");
     free(tok);
     c = claims(k);
