@@ -241,7 +241,8 @@ static void on_metadata(fetch_t *f, int status, const char *body, size_t len, co
     char err[160];
     json_t *doc = json_parse_buf_bounded(body, len, 4096, NULL, err, sizeof err, NULL);
     const json_t *iss = json_object_get(doc, "issuer"), *ju = json_object_get(doc, "jwks_uri");
-    if (!json_is_string(iss) || strcmp(json_string_value(iss), S.issuer) != 0) {
+    if (!json_is_string(iss) || json_string_length(iss) != strlen(S.issuer) ||
+        memcmp(json_string_value(iss), S.issuer, json_string_length(iss)) != 0) {
         /* RFC 8414 3.3: a document for another issuer is not ours, whoever serves it */
         chain_fail("metadata", f->url, doc ? "its issuer is not the configured --auth-issuer"
                                            : "not JSON");

@@ -345,6 +345,24 @@ static void the_audience_must_name_this_resource(void **state)
     tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
     assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
     free(tok);
+    /* a \u0000 in a claim does not cut the comparison short */
+    static const char aud_nul[] = AUD "\0evil";
+    c = claims(k);
+    json_object_set_new(c, "aud", json_stringn(aud_nul, sizeof aud_nul - 1));
+    tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
+    free(tok);
+    c = claims(k);
+    json_object_set_new(c, "aud", json_pack("[o]", json_stringn(aud_nul, sizeof aud_nul - 1)));
+    tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
+    free(tok);
+    static const char iss_nul[] = ISS "\0evil";
+    c = claims(k);
+    json_object_set_new(c, "iss", json_stringn(iss_nul, sizeof iss_nul - 1));
+    tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
+    free(tok);
     c = claims(k);
     json_object_set_new(c, "iss", json_string("http://127.0.0.1:9001"));
     tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
