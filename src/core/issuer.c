@@ -697,6 +697,15 @@ bool issuer_refresh(void)
     return running;
 }
 
+int issuer_cooldown_left_s(void)
+{
+    pthread_mutex_lock(&S.mu);
+    int64_t cool = S.keys ? ISSUER_COOLDOWN_MS : ISSUER_COOLDOWN_EMPTY_MS;
+    int64_t left = S.last_end_ms ? S.last_end_ms + cool - now_mono_ms() : 0;
+    pthread_mutex_unlock(&S.mu);
+    return left > 1000 ? (int)((left + 999) / 1000) : 1;
+}
+
 bool issuer_introspects(void)
 {
     return S.basic != NULL;

@@ -40,6 +40,9 @@ jwks_t *issuer_keys(void);
  * call or already running): an answer may come within seconds; false while the cooldown
  * holds after the last fetch ended. */
 bool issuer_refresh(void);
+/* Any thread: seconds until issuer_refresh may start a fetch again, at least 1 (a
+ * Retry-After for a token whose key may come with the next fetch). */
+int issuer_cooldown_left_s(void);
 /* A request parked on its HTTP thread until the auth thread has an answer: the key set after
  * the fetch under way (ISSUER_WAIT_KEYS), or an opaque token's introspection (RFC 7662 at the
  * issuer's introspection_endpoint, with the --auth-introspect credentials). The owner allocates

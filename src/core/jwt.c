@@ -598,6 +598,9 @@ jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const
         goto out;
     }
     if (!verified) {
+        /* without a kid, no key of the set verifying it is what a rotation looks like too:
+         * the caller refetches (under the cooldown) as for an unknown kid */
+        rc = kid ? JWT_INVALID : JWT_UNKNOWN_KID;
         *why = "the token's signature does not verify";
         goto out;
     }

@@ -59,7 +59,8 @@ typedef enum {
     JWT_OK = 0,
     JWT_NOT_JWT,     /* not three base64url parts: not for this verifier (a static or opaque token) */
     JWT_INVALID,     /* malformed, refused algorithm, bad signature, or a claim that fails */
-    JWT_UNKNOWN_KID, /* well formed, but no key of the set has its kid: the set may be stale */
+    JWT_UNKNOWN_KID, /* well formed, but no key of the set has its kid (or, without a kid, none
+                        verifies its signature): the set may be stale */
 } jwt_result_t;
 
 typedef struct jwt_claims {

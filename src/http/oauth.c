@@ -397,6 +397,15 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
                         "authorization server", "1");
         return false;
     }
+    if (r == JWT_UNKNOWN_KID && !(tl_resumed && tl_resumed->w.kind == ISSUER_WAIT_KEYS)) {
+        /* within the cooldown: the next fetch may bring the key (a 401 would make the client
+         * throw a good token away); one that waited for a fetch and still has no key gets 401 */
+        char retry[16];
+        snprintf(retry, sizeof retry, "%d", issuer_cooldown_left_s());
+        unavailable(req, id, "the token's signing key is not in the authorization server's key "
+                    "set fetched moments ago; it is fetched again after a cooldown", retry);
+        return false;
+    }
     if (r != JWT_OK) {
         challenge(req, id, CH_INVALID, need, why);
         return false;

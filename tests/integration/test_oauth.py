@@ -222,9 +222,9 @@ class HttpsIssuer(unittest.TestCase):
         cls.httpd.shutdown()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def token(self, srv, scope="mcp:tools", **claims):
+    def token(self, srv, scope="mcp:tools", kid="tls1", **claims):
         b64 = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
-        h = b64({"alg": "ES256", "typ": "at+jwt", "kid": "tls1"})
+        h = b64({k: v for k, v in {"alg": "ES256", "typ": "at+jwt", "kid": kid}.items() if v})
         p = b64({k: v for k, v in dict({"iss": self.issuer, "aud": "http://127.0.0.1:%d/mcp" % srv.port,
                                          "sub": "tls-user", "exp": int(time.time()) + 300,
                                          "scope": scope}, **claims).items() if v is not None})
@@ -275,6 +275,23 @@ class HttpsIssuer(unittest.TestCase):
                 whos = re.findall(r"for subject same-name is principal (\S+)", f.read())
             self.assertEqual(len(whos), 2, whos)
             self.assertNotEqual(whos[0], whos[1], "a sub and a client_id of the same value")
+        finally:
+            srv.cleanup()
+
+    def test_an_unknown_kid_within_the_cooldown_gets_503_with_retry_after_not_401(self):
+        srv = Server("--auth-issuer", self.issuer, env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
+        try:
+            good = self.token(srv)  # signed by tls1: only its kid is changed below
+            h, p, sig = good.split(".")
+            for hdr in ({"alg": "ES256", "typ": "at+jwt", "kid": "rotated-in"},
+                        {"alg": "ES256", "typ": "at+jwt"}):
+                tok = ".".join([b64u(hdr), p, sig]) if "kid" in hdr else \
+                    ".".join([b64u(hdr), p, "A" * 86])  # no kid, no key verifies it
+                r = srv.request("POST", {"jsonrpc": "2.0", "id": 8, "method": "ping"},
+                                dict(JSON_HEADERS, Authorization="Bearer " + tok))
+                self.assertEqual(r.status, 503, f"{hdr}: the key set was fetched at start: {r.text}")
+                self.assertTrue(1 <= int(r.header("retry-after") or 0) <= 10, r.header("retry-after"))
+                self.assertIsNone(r.header("www-authenticate"))
         finally:
             srv.cleanup()
 

@@ -294,6 +294,18 @@ static void an_unknown_kid_is_told_apart_from_a_bad_token(void **state)
     tok = make("EdDSA", k->ed, json_pack("{s:s,s:s}", "alg", "EdDSA", "typ", "JWT"), claims(k));
     assert_int_equal(verify(k, tok, NULL, NULL), JWT_OK);
     free(tok);
+    /* no kid and no key verifies it: maybe a rotation, told apart like an unknown kid */
+    EVP_PKEY *other = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    tok = make("EdDSA", other, json_pack("{s:s,s:s}", "alg", "EdDSA", "typ", "JWT"), claims(k));
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_UNKNOWN_KID);
+    free(tok);
+    EVP_PKEY_free(other);
+    /* no kid, a key verifies it, a claim fails: invalid */
+    json_t *c = claims(k);
+    json_object_set_new(c, "aud", json_string("http://other.example/mcp"));
+    tok = make("EdDSA", k->ed, json_pack("{s:s,s:s}", "alg", "EdDSA", "typ", "JWT"), c);
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
+    free(tok);
 }
 
 static void a_changed_claim_or_signature_does_not_verify(void **state)
