@@ -158,10 +158,13 @@ int authz_configure(const char *issuer, const char *resource, const char *scopes
         snprintf(a->resource, sizeof a->resource, strchr(listen_host, ':') ? "http://[%s]:%d/mcp"
                                                                          : "http://%s:%d/mcp",
                  listen_host, port);
-    if (authz_prm_url(a->resource, a->prm_url, sizeof a->prm_url, a->prm_path,
-                      sizeof a->prm_path) != 0) {
+    bool quotable = true; /* it goes inside a quoted challenge parameter */
+    for (const char *c = a->resource; *c; c++)
+        quotable = quotable && scope_char(*c);
+    if (!quotable || authz_prm_url(a->resource, a->prm_url, sizeof a->prm_url, a->prm_path,
+                                   sizeof a->prm_path) != 0) {
         snprintf(why, whylen, "--auth-resource %s: expected an absolute http(s) URL without "
-                 "query or fragment", a->resource);
+                 "query, fragment, spaces, quotes or backslashes", a->resource);
         return -1;
     }
     if (required && *required) {

@@ -227,23 +227,26 @@ static void challenge(struct evhttp_request *req, const json_t *id, challenge_t 
                       const char *need, const char *why)
 {
     STAT_INC(auth_rejected_total);
-    char h[2048];
+    /* sized from its parts, so a long scope list or metadata URL is never cut mid-value */
+    size_t cap = 128 + (why ? strlen(why) : 0) + strlen(need) + strlen(g_authz.prm_url);
+    char *h = xmalloc(cap);
     if (!g_authz.on) { /* static tokens alone: no metadata to point at */
-        snprintf(h, sizeof h, kind == CH_NONE ? "Bearer realm=\"mcpactord\""
-                                              : "Bearer realm=\"mcpactord\", error=\"invalid_token\"");
+        snprintf(h, cap, kind == CH_NONE ? "Bearer realm=\"mcpactord\""
+                                         : "Bearer realm=\"mcpactord\", error=\"invalid_token\"");
     } else {
-        int n = snprintf(h, sizeof h, "Bearer ");
+        int n = snprintf(h, cap, "Bearer ");
         if (kind == CH_INVALID)
-            n += snprintf(h + n, sizeof h - (size_t)n,
+            n += snprintf(h + n, cap - (size_t)n,
                           "error=\"invalid_token\", error_description=\"%s\", ", why);
         else if (kind == CH_SCOPE)
-            n += snprintf(h + n, sizeof h - (size_t)n, "error=\"insufficient_scope\", ");
-        if (*need && n > 0 && (size_t)n < sizeof h)
-            n += snprintf(h + n, sizeof h - (size_t)n, "scope=\"%s\", ", need);
-        if (n > 0 && (size_t)n < sizeof h)
-            snprintf(h + n, sizeof h - (size_t)n, "resource_metadata=\"%s\"", g_authz.prm_url);
+            n += snprintf(h + n, cap - (size_t)n, "error=\"insufficient_scope\", ");
+        if (*need && n > 0 && (size_t)n < cap)
+            n += snprintf(h + n, cap - (size_t)n, "scope=\"%s\", ", need);
+        if (n > 0 && (size_t)n < cap)
+            snprintf(h + n, cap - (size_t)n, "resource_metadata=\"%s\"", g_authz.prm_url);
     }
     evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", h);
+    free(h);
     char msg[1400];
     if (kind == CH_NONE)
         snprintf(msg, sizeof msg, "Unauthorized: send Authorization: Bearer <token>");

@@ -306,6 +306,27 @@ class HttpsIssuer(unittest.TestCase):
             srv.cleanup()
 
 
+class LongChallenge(unittest.TestCase):
+    def test_a_challenge_longer_than_2_kib_is_whole(self):
+        resource = "http://127.0.0.1:1/" + "p" * 990
+        scopes = [c * 255 for c in "abcd"]
+        srv = Server("--auth-issuer", "http://127.0.0.1:%d" % closed_port(), "--auth-resource", resource,
+                     "--auth-required-scope", scopes[0], "--auth-tool-scope", "add=" + ",".join(scopes[1:]))
+        try:
+            call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                    "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+            r = srv.request("POST", call, JSON_HEADERS)
+            self.assertEqual(r.status, 401)
+            h = r.header("www-authenticate")
+            self.assertTrue(h.endswith('"'), "no unterminated quote: " + h[-40:])
+            p = challenge_params(h)
+            self.assertEqual(p.get("scope"), " ".join(scopes))
+            self.assertEqual(p.get("resource_metadata"),
+                             "http://127.0.0.1:1/.well-known/oauth-protected-resource/" + "p" * 990)
+        finally:
+            srv.cleanup()
+
+
 class WithoutAnIssuer(unittest.TestCase):
     def test_no_metadata_is_served(self):
         srv = Server()
@@ -333,6 +354,7 @@ class Flags(unittest.TestCase):
     def test_a_bad_issuer_resource_or_tool_scope_is_refused_at_start(self):
         cases = [(["--auth-issuer", "as.example"], "https://"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-resource", "urn:x"], "--auth-resource"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-resource", 'http://h/a"b'], "quotes"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-tool-scope", "echo"], "TOOL=SCOPE"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-required-scope", "a b"], "one scope"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-tool-scope", "echo=" + "s" * 256], "255"),
