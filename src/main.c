@@ -189,7 +189,11 @@ int main(int argc, char **argv)
     const int64_t caps[PR__COUNT] = {[PR_SESSIONS] = g_cfg.max_sessions,
                                      [PR_HANDLES] = g_cfg.max_handles,
                                      [PR_TASKS] = g_cfg.max_tasks,
-                                     [PR_CONNECTIONS] = g_cfg.max_connections};
+                                     [PR_CONNECTIONS] = g_cfg.max_connections,
+                                     [PR_AUTH_WAITS] = OAUTH_PARKED_MAX * g_cfg.http_threads <
+                                                               ISSUER_WAITS_MAX
+                                                           ? OAUTH_PARKED_MAX * g_cfg.http_threads
+                                                           : ISSUER_WAITS_MAX};
     principals_configure(caps, (int)g_cfg.principal_share);
     /* Blocks of 512 KiB and more (RocksDB's memtable arena blocks) stay mmapped, so a flushed
      * memtable goes back to the kernel. Left alone, glibc raises this threshold after the first

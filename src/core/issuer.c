@@ -42,7 +42,8 @@
 #define FETCH_TIMEOUT_S 5
 #define METADATA_MAX_LEN (64 * 1024)
 #define INTROSPECT_MAX_LEN (64 * 1024)
-#define WAITS_MAX 4096 /* waits handed to the auth thread and not answered, all threads */
+#define WAITS_MAX ISSUER_WAITS_MAX
+#define INTROSPECT_MAX 32 /* introspections in flight at once; more wait in intro_queue */
 
 static struct {
     char issuer[1024];
@@ -68,6 +69,8 @@ static struct {
     bool https;               /* the issuer is https://: every URL it names must be too */
     issuer_wait_t *key_waits; /* waiting for the chain to end */
     issuer_wait_t *intro_waits; /* waiting for the chain to find the introspection endpoint */
+    issuer_wait_t *intro_queue, *intro_queue_tail; /* waiting for an introspection slot, FIFO */
+    int intro_inflight;       /* introspection POSTs out now (INTROSPECT_MAX at most) */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .ended = PTHREAD_COND_INITIALIZER};
 
 /* ---- pure parts ---- */
@@ -125,6 +128,8 @@ void issuer_wait_free(issuer_wait_t *w)
 {
     if (!w)
         return;
+    if (w->release)
+        w->release(w);
     if (w->token) {
         OPENSSL_cleanse(w->token, w->token_len); /* a token does not linger in freed memory */
         free(w->token);
@@ -310,9 +315,13 @@ static void chain_start(void)
 
 /* ---- introspection (RFC 7662) ---- */
 
+static void introspect_next(void);
+
 static void on_introspected(fetch_t *f, int status, const char *body, size_t len, const char *cc)
 {
     issuer_wait_t *w = f->w;
+    S.intro_inflight--;
+    introspect_next(); /* before the answer: its slot is free whichever way this ends */
     if (status != 200) {
         w->outcome = -1;
         w->why = "the authorization server's introspection endpoint did not answer";
@@ -352,8 +361,39 @@ static char *form_escape(const char *s, size_t n)
     return out;
 }
 
+/* A flood of random opaque tokens cannot open more than INTROSPECT_MAX POSTs at the
+ * authorization server: the rest wait in order (their number is bounded by WAITS_MAX, and
+ * each client address's share of those by the HTTP side's PR_AUTH_WAITS). */
+static void introspect_now(issuer_wait_t *w);
+
 static void introspect(issuer_wait_t *w)
 {
+    if (S.intro_inflight >= INTROSPECT_MAX) {
+        w->next = NULL;
+        if (S.intro_queue_tail)
+            S.intro_queue_tail->next = w;
+        else
+            S.intro_queue = w;
+        S.intro_queue_tail = w;
+        return;
+    }
+    introspect_now(w);
+}
+
+static void introspect_next(void)
+{
+    issuer_wait_t *w = S.intro_queue;
+    if (!w || S.intro_inflight >= INTROSPECT_MAX)
+        return;
+    S.intro_queue = w->next;
+    if (!S.intro_queue)
+        S.intro_queue_tail = NULL;
+    introspect_now(w);
+}
+
+static void introspect_now(issuer_wait_t *w)
+{
+    S.intro_inflight++;
     char *tok = form_escape(w->token, w->token_len);
     char *form = strf("token=%s&token_type_hint=access_token", tok);
     OPENSSL_cleanse(tok, strlen(tok));
@@ -646,7 +686,9 @@ void issuer_stop(void)
     S.tls = NULL;
     free_list(S.key_waits);
     free_list(S.intro_waits);
-    S.key_waits = S.intro_waits = NULL;
+    free_list(S.intro_queue);
+    S.key_waits = S.intro_waits = S.intro_queue = S.intro_queue_tail = NULL;
+    S.intro_inflight = 0;
     pthread_mutex_lock(&S.mu);
     jwks_t *k = S.keys;
     S.keys = NULL;

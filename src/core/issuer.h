@@ -24,6 +24,7 @@
 
 #define ISSUER_COOLDOWN_MS 10000
 #define ISSUER_COOLDOWN_EMPTY_MS 2000
+#define ISSUER_WAITS_MAX 4096 /* waits handed to the auth thread and not answered, all threads */
 
 /* Main thread: checks the URL, starts the auth thread and its first fetch (it does not wait
  * for it). 0, or -1 with why. */
@@ -62,6 +63,8 @@ struct issuer_wait {
     const char *why;
     jwt_claims_t claims;
     void (*done)(issuer_wait_t *w);
+    void (*release)(issuer_wait_t *w); /* or NULL: issuer_wait_free calls it first (the owner's
+                                          own references, whoever frees the wait) */
 };
 /* Any thread: hands w to the auth thread; false (w stays the caller's) when it is stopped or
  * holds too many waits already. */

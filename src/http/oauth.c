@@ -98,6 +98,7 @@ typedef struct hwait {
     http_thread_t *t;
     struct evhttp_request *req;
     unsigned char key[32];
+    principal_t *pr; /* the client's: holds one PR_AUTH_WAITS unit while the wait lives */
 } hwait_t;
 
 /* Per HTTP thread: the waits the auth thread handed back, and the event that wakes the thread
@@ -109,7 +110,7 @@ typedef struct tpark {
     int parked;    /* this thread's requests out with the auth thread */
 } tpark_t;
 
-#define PARKED_MAX 1024 /* per HTTP thread */
+#define PARKED_MAX OAUTH_PARKED_MAX /* per HTTP thread */
 
 static tpark_t g_park[64];
 static _Thread_local hwait_t *tl_resumed; /* the wait whose request is being run again */
@@ -146,8 +147,18 @@ static void on_park_done(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void wait_release(issuer_wait_t *iw)
+{
+    hwait_t *w = (hwait_t *)iw;
+    principal_give(w->pr, PR_AUTH_WAITS);
+    principal_unref(w->pr);
+    w->pr = NULL;
+}
+
 /* Parks req for the auth thread. True when parked (the request is answered later); false when
- * it cannot be (then the caller answers). */
+ * it cannot be (then the caller answers): the thread's PARKED_MAX, the auth thread's
+ * ISSUER_WAITS_MAX, or the client address's share of PR_AUTH_WAITS (so one address flooding
+ * random opaque tokens cannot take every place). */
 static bool park(http_thread_t *t, struct evhttp_request *req, issuer_wait_kind_t kind,
                  const unsigned char key[32], const char *tok, size_t len)
 {
@@ -162,7 +173,15 @@ static bool park(http_thread_t *t, struct evhttp_request *req, issuer_wait_kind_
     }
     if (p->parked >= PARKED_MAX)
         return false;
+    hlink_t *link = http_link_of(t, req);
+    principal_t *pr = link ? http_request_principal(req, NULL, link) : NULL;
+    if (!pr || principal_take(pr, PR_AUTH_WAITS) != 0) {
+        principal_unref(pr);
+        return false;
+    }
     hwait_t *w = xcalloc(1, sizeof *w);
+    w->pr = pr;
+    w->w.release = wait_release;
     w->w.kind = kind;
     w->w.done = wait_done;
     w->t = t;

@@ -16,7 +16,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, BINARY, Server, Session, require_program
+from mcptest import ACCEPT_BOTH, BINARY, From, Server, Session, require_program
 
 TOKEN_A = "alpha-token-0123456789abcdef"
 PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
@@ -325,6 +325,94 @@ class LongChallenge(unittest.TestCase):
                              "http://127.0.0.1:1/.well-known/oauth-protected-resource/" + "p" * 990)
         finally:
             srv.cleanup()
+
+
+class IntrospectionShares(unittest.TestCase):
+    """A plain-http issuer whose introspection endpoint holds its answers until released: one
+    client address flooding opaque tokens fills its share of the parked places, not all."""
+
+    def test_one_address_cannot_take_every_introspection_place(self):
+        release, seen, lock = threading.Event(), [0], threading.Lock()
+        state = {}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def reply(self, doc):
+                body = json.dumps(doc).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                iss = state["issuer"]
+                if self.path == "/.well-known/oauth-authorization-server":
+                    self.reply({"issuer": iss, "jwks_uri": iss + "/jwks",
+                                "introspection_endpoint": iss + "/introspect"})
+                elif self.path == "/jwks":
+                    self.reply({"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
+                                          "x": base64.urlsafe_b64encode(b"\x01" * 32).rstrip(b"=").decode()}]})
+                else:
+                    self.send_error(404)
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with lock:
+                    seen[0] += 1
+                release.wait(20)
+                self.reply({"active": False})
+
+            def log_message(self, *a):
+                pass
+
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        state["issuer"] = "http://127.0.0.1:%d" % httpd.server_address[1]
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        fd, creds = tempfile.mkstemp(prefix="mcpd-introspect-")
+        os.write(fd, b"rs:secret\n")
+        os.close(fd)
+        os.chmod(creds, 0o600)
+        srv = Server("--auth-issuer", state["issuer"], "--auth-introspect", creds,
+                     "--principal-share", "1")  # 1% of 1024 places: 10 per address
+        results = {}
+        try:
+            def ping(name, client, token):
+                try:
+                    r = client.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                       dict(JSON_HEADERS, Authorization="Bearer opaque-" + token),
+                                       timeout=30)
+                    results[name] = r
+                except Exception as e:  # noqa: BLE001 - reported by the assertions below
+                    results[name] = e
+            threads = [threading.Thread(target=ping, args=(i, srv, "flood-%d" % i)) for i in range(10)]
+            for th in threads:
+                th.start()
+            deadline = time.time() + 10
+            while seen[0] < 10 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(seen[0], 10, "ten introspections in flight")
+            ping("eleventh", srv, "flood-10")
+            r = results["eleventh"]
+            self.assertEqual(r.status, 503, "past its share: " + r.text)
+            self.assertRegex(r.header("retry-after") or "", r"^\d+$")
+            other = threading.Thread(target=ping, args=("other", From(srv), "other"))
+            other.start()
+            while seen[0] < 11 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(seen[0], 11, "another address's token is introspected")
+            release.set()
+            other.join(20)
+            for th in threads:
+                th.join(20)
+            self.assertEqual(results["other"].status, 401, "not active: the answer, not 503")
+            self.assertTrue(all(results[i].status == 401 for i in range(10)))
+        finally:
+            release.set()
+            srv.cleanup()
+            httpd.shutdown()
+            httpd.server_close()
+            os.unlink(creds)
 
 
 class WithoutAnIssuer(unittest.TestCase):
