@@ -70,6 +70,8 @@ static struct {
     issuer_wait_t *key_waits; /* waiting for the chain to end */
     issuer_wait_t *intro_waits; /* waiting for the chain to find the introspection endpoint */
     issuer_wait_t *intro_queue, *intro_queue_tail; /* waiting for an introspection slot, FIFO */
+    struct fetch *fetches;    /* in flight or about to be freed (free_call) */
+    bool introspects;         /* --auth-introspect given: set before the threads, then read-only */
     int intro_inflight;       /* introspection POSTs out now (INTROSPECT_MAX at most) */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .ended = PTHREAD_COND_INITIALIZER};
 
@@ -167,7 +169,9 @@ struct fetch {
     struct evhttp_connection *conn;
     char *url;
     fetch_cb cb;
-    issuer_wait_t *w; /* an introspection's wait, or NULL */
+    issuer_wait_t *w; /* an introspection's wait until its answer is handed back, or NULL */
+    fetch_t *prev, *next; /* S.fetches: every fetch not yet freed, so issuer_stop frees those
+                             in flight (their callbacks never run) and the waits they carry */
 };
 
 static void http_call(const char *url, const char *form, size_t max, fetch_cb cb, issuer_wait_t *w);
@@ -440,6 +444,7 @@ int issuer_introspect_setup(const char *path, char *why, size_t whylen)
     b64_encode(pair, pl, b64, false);
     free(S.basic);
     S.basic = strf("Basic %s", b64);
+    S.introspects = true;
     OPENSSL_cleanse(line, sizeof line);
     OPENSSL_cleanse(pair, pl);
     OPENSSL_cleanse(secret, strlen(secret));
@@ -454,6 +459,12 @@ int issuer_introspect_setup(const char *path, char *why, size_t whylen)
 static void free_call(evutil_socket_t fd, short what, void *arg)
 {
     fetch_t *f = arg;
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        S.fetches = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
     if (f->conn)
         evhttp_connection_free(f->conn);
     free(f->url);
@@ -470,6 +481,7 @@ static void on_response(struct evhttp_request *req, void *arg)
     const char *cc = req ? evhttp_find_header(evhttp_request_get_input_headers(req), "Cache-Control")
                          : NULL;
     f->cb(f, status, body, len, cc);
+    f->w = NULL; /* handed back by cb */
     event_base_once(S.base, -1, EV_TIMEOUT, free_call, f, NULL);
 }
 
@@ -509,6 +521,10 @@ static void http_call(const char *url, const char *form, size_t max, fetch_cb cb
     f->url = xstrdup(url);
     f->cb = cb;
     f->w = w;
+    f->next = S.fetches;
+    if (S.fetches)
+        S.fetches->prev = f;
+    S.fetches = f;
     struct evhttp_uri *u = evhttp_uri_parse(url);
     const char *host = u ? evhttp_uri_get_host(u) : NULL;
     const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
@@ -664,6 +680,8 @@ void issuer_stop(void)
     S.started = false; /* nothing is handed over from now on */
     pthread_mutex_unlock(&S.mu);
     if (!was) {
+        if (S.basic)
+            OPENSSL_cleanse(S.basic, strlen(S.basic));
         free(S.basic);
         S.basic = NULL;
         return;
@@ -671,8 +689,18 @@ void issuer_stop(void)
     event_base_loopbreak(S.base);
     pthread_join(S.thread, NULL);
     event_free(S.wake);
-    /* connections in flight: their requests' callbacks are not run by event_base_free, so
-     * the waits they carry are lost with them (their HTTP requests end with evhttp_free) */
+    /* fetches in flight: freeing a connection does not run its request's callback, so their
+     * waits (an introspection's carries a copy of the token, wiped by issuer_wait_free) are
+     * freed here; their HTTP requests end with evhttp_free */
+    while (S.fetches) {
+        fetch_t *f = S.fetches;
+        S.fetches = f->next;
+        if (f->conn)
+            evhttp_connection_free(f->conn);
+        issuer_wait_free(f->w);
+        free(f->url);
+        free(f);
+    }
     event_base_free(S.base);
     for (int i = 0; i < S.nurls; i++)
         free(S.urls[i]);
@@ -750,7 +778,7 @@ int issuer_cooldown_left_s(void)
 
 bool issuer_introspects(void)
 {
-    return S.basic != NULL;
+    return S.introspects; /* not S.basic: issuer_stop frees it while HTTP threads may ask */
 }
 
 bool issuer_park(issuer_wait_t *w)

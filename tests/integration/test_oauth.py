@@ -327,52 +327,60 @@ class LongChallenge(unittest.TestCase):
             srv.cleanup()
 
 
+def holding_issuer():
+    """A plain-http issuer whose introspection endpoint holds each answer (not active) until
+    release is set. Returns (httpd, issuer URL, release, seen: [POSTs received], creds file)."""
+    release, seen, lock = threading.Event(), [0], threading.Lock()
+    state = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def reply(self, doc):
+            body = json.dumps(doc).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            iss = state["issuer"]
+            if self.path == "/.well-known/oauth-authorization-server":
+                self.reply({"issuer": iss, "jwks_uri": iss + "/jwks",
+                            "introspection_endpoint": iss + "/introspect"})
+            elif self.path == "/jwks":
+                self.reply({"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
+                                      "x": base64.urlsafe_b64encode(b"\x01" * 32).rstrip(b"=").decode()}]})
+            else:
+                self.send_error(404)
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with lock:
+                seen[0] += 1
+            release.wait(20)
+            self.reply({"active": False})
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    state["issuer"] = "http://127.0.0.1:%d" % httpd.server_address[1]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    fd, creds = tempfile.mkstemp(prefix="mcpd-introspect-")
+    os.write(fd, b"rs:secret\n")
+    os.close(fd)
+    os.chmod(creds, 0o600)
+    return httpd, state["issuer"], release, seen, creds
+
+
 class IntrospectionShares(unittest.TestCase):
     """A plain-http issuer whose introspection endpoint holds its answers until released: one
     client address flooding opaque tokens fills its share of the parked places, not all."""
 
     def test_one_address_cannot_take_every_introspection_place(self):
-        release, seen, lock = threading.Event(), [0], threading.Lock()
-        state = {}
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def reply(self, doc):
-                body = json.dumps(doc).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self):
-                iss = state["issuer"]
-                if self.path == "/.well-known/oauth-authorization-server":
-                    self.reply({"issuer": iss, "jwks_uri": iss + "/jwks",
-                                "introspection_endpoint": iss + "/introspect"})
-                elif self.path == "/jwks":
-                    self.reply({"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
-                                          "x": base64.urlsafe_b64encode(b"\x01" * 32).rstrip(b"=").decode()}]})
-                else:
-                    self.send_error(404)
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with lock:
-                    seen[0] += 1
-                release.wait(20)
-                self.reply({"active": False})
-
-            def log_message(self, *a):
-                pass
-
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        state["issuer"] = "http://127.0.0.1:%d" % httpd.server_address[1]
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        fd, creds = tempfile.mkstemp(prefix="mcpd-introspect-")
-        os.write(fd, b"rs:secret\n")
-        os.close(fd)
-        os.chmod(creds, 0o600)
+        httpd, issuer, release, seen, creds = holding_issuer()
+        state = {"issuer": issuer}
         srv = Server("--auth-issuer", state["issuer"], "--auth-introspect", creds,
                      "--principal-share", "1")  # 1% of 1024 places: 10 per address
         results = {}
@@ -407,6 +415,33 @@ class IntrospectionShares(unittest.TestCase):
                 th.join(20)
             self.assertEqual(results["other"].status, 401, "not active: the answer, not 503")
             self.assertTrue(all(results[i].status == 401 for i in range(10)))
+        finally:
+            release.set()
+            srv.cleanup()
+            httpd.shutdown()
+            httpd.server_close()
+            os.unlink(creds)
+
+
+    def test_a_stop_with_an_introspection_in_flight_is_clean(self):
+        httpd, issuer, release, seen, creds = holding_issuer()
+        srv = Server("--auth-issuer", issuer, "--auth-introspect", creds)
+        try:
+            def ping():
+                try:
+                    srv.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                dict(JSON_HEADERS, Authorization="Bearer opaque-at-stop"))
+                except OSError:
+                    pass  # its connection ends with the server
+            th = threading.Thread(target=ping, daemon=True)
+            th.start()
+            deadline = time.time() + 10
+            while seen[0] < 1 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(seen[0], 1, "the introspection is in flight")
+            rc, took = srv.stop()
+            self.assertEqual(rc, 0, srv.log_tail())
+            self.assertLess(took, 5)
         finally:
             release.set()
             srv.cleanup()
