@@ -527,6 +527,13 @@ static void http_call(const char *url, const char *form, size_t max, fetch_cb cb
     S.fetches = f;
     struct evhttp_uri *u = evhttp_uri_parse(url);
     const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    char bare[256]; /* an IPv6 literal without its brackets: inet_pton, connect, SSL_set1_host */
+    size_t hl = host ? strlen(host) : 0;
+    if (hl > 2 && host[0] == '[' && host[hl - 1] == ']' && hl - 2 < sizeof bare) {
+        memcpy(bare, host + 1, hl - 2);
+        bare[hl - 2] = '\0';
+        host = bare;
+    }
     const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
     bool tls = scheme && strcasecmp(scheme, "https") == 0;
     if (!host || !scheme || (!tls && (S.https || strcasecmp(scheme, "http") != 0))) {

@@ -450,6 +450,45 @@ class IntrospectionShares(unittest.TestCase):
             os.unlink(creds)
 
 
+class Ipv6Issuer(unittest.TestCase):
+    def test_an_ipv6_literal_issuer_is_fetched(self):
+        class Server6(http.server.ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+        docs = {}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = json.dumps(docs[self.path]).encode() if self.path in docs else b""
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        try:
+            httpd = Server6(("::1", 0), Handler)
+        except OSError:
+            self.skipTest("no IPv6 loopback")
+        issuer = "http://[::1]:%d" % httpd.server_address[1]
+        docs["/.well-known/oauth-authorization-server"] = {"issuer": issuer, "jwks_uri": issuer + "/jwks"}
+        docs["/jwks"] = {"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
+                                   "x": base64.urlsafe_b64encode(b"\x01" * 32).rstrip(b"=").decode()}]}
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        srv = Server("--auth-issuer", issuer)
+        try:
+            with open(srv.stderr_path) as f:
+                log = f.read()
+            self.assertIn("1 signing keys from " + issuer + "/jwks", log)
+        finally:
+            srv.cleanup()
+            httpd.shutdown()
+            httpd.server_close()
+
+
 class WithoutAnIssuer(unittest.TestCase):
     def test_no_metadata_is_served(self):
         srv = Server()
