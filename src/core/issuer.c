@@ -321,6 +321,20 @@ static void chain_start(void)
 
 static void introspect_next(void);
 
+/* RFC 7662 2.2 token_type: absent, or an access token's (RFC 6749 7.1: Bearer, RFC 9449 DPoP,
+ * or RFC 8693's access_token names). */
+static bool access_token_type(const json_t *t)
+{
+    if (!t)
+        return true;
+    static const char *const ok[] = {"bearer", "dpop", "access_token",
+                                     "urn:ietf:params:oauth:token-type:access_token"};
+    for (size_t i = 0; json_is_string(t) && i < sizeof ok / sizeof ok[0]; i++)
+        if (json_string_length(t) == strlen(ok[i]) && strcasecmp(json_string_value(t), ok[i]) == 0)
+            return true;
+    return false;
+}
+
 static void on_introspected(fetch_t *f, int status, const char *body, size_t len, const char *cc)
 {
     issuer_wait_t *w = f->w;
@@ -337,6 +351,9 @@ static void on_introspected(fetch_t *f, int status, const char *body, size_t len
     if (!json_is_true(json_object_get(doc, "active"))) {
         w->outcome = doc ? 0 : -1;
         w->why = doc ? "the token is not active" : "the introspection answer is not JSON";
+    } else if (!access_token_type(json_object_get(doc, "token_type"))) {
+        w->outcome = 0; /* a refresh token (or an ID token) is active, but not for us */
+        w->why = "the token is not an access token (token_type)";
     } else {
         jwt_expect_t ex = {S.issuer, g_authz.resource, (int64_t)time(NULL), g_authz.leeway};
         jwt_result_t r = jwt_check_claims(doc, &ex, true, &w->claims, &w->why);
@@ -640,6 +657,19 @@ static void *auth_main(void *arg)
     return NULL;
 }
 
+/* Whether url's host is this machine (localhost, 127.0.0.0/8, ::1). */
+static bool loopback_url(const char *url)
+{
+    struct evhttp_uri *u = evhttp_uri_parse(url);
+    const char *h = u ? evhttp_uri_get_host(u) : NULL;
+    unsigned char a[4];
+    bool lo = h && (strcasecmp(h, "localhost") == 0 || strcmp(h, "[::1]") == 0 ||
+                    strcmp(h, "::1") == 0 || (inet_pton(AF_INET, h, a) == 1 && a[0] == 127));
+    if (u)
+        evhttp_uri_free(u);
+    return lo;
+}
+
 int issuer_start(const char *issuer, char *why, size_t whylen)
 {
     S.https = strncmp(issuer, "https://", 8) == 0;
@@ -656,6 +686,11 @@ int issuer_start(const char *issuer, char *why, size_t whylen)
         return -1;
     }
     SSL_CTX_set_verify(S.tls, SSL_VERIFY_PEER, NULL);
+    if (!S.https && !loopback_url(issuer))
+        log_warn("authorization: the issuer %s is plain http:// and not on this machine: its "
+                 "key set, tokens being introspected and the introspection secret travel in the "
+                 "clear, and a machine in between can swap jwks_uri and sign its own tokens; use "
+                 "https://", issuer);
     strcpy(S.issuer, issuer);
     S.nurls = issuer_metadata_urls(issuer, S.urls);
     S.base = event_base_new();

@@ -382,6 +382,27 @@ static void who_of(const jwt_claims_t *cl, char who[OAUTH_WHO_LEN + 1])
     who[OAUTH_WHO_LEN] = '\0';
 }
 
+/* s for a log line: bytes outside printable ASCII, quotes and backslashes as \xNN (a sub is
+ * the issuer's text, and may hold a newline that forges a log line). */
+static const char *loggable(const char *s, char *out, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (; *s && o + 5 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 /* Verifies a JWT (cache first). True with *scope and who set; false after answering. */
 static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t *id,
                       const char *tok, size_t len, const char *need, const char **scope,
@@ -434,7 +455,9 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     }
     STAT_INC(auth_jwt_verified_total);
     who_of(&cl, who);
-    log_debug("auth: a token of %s for subject %s is principal %s", g_authz.issuer, cl.sub, who);
+    char esc[4 * JWT_SUB_MAX + 8];
+    log_debug("auth: a token of %s for subject %s is principal %s", g_authz.issuer,
+              loggable(cl.sub, esc, sizeof esc), who);
     *scope = c ? cache_put(c, key, cl.exp + g_authz.leeway, true, cl.scope, who)->scope : "";
     return true;
 }
@@ -462,8 +485,9 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
         char owho[OAUTH_WHO_LEN + 1] = "";
         if (w->w.outcome > 0) {
             who_of(&w->w.claims, owho);
+            char esc[4 * JWT_SUB_MAX + 8];
             log_debug("auth: an introspected token of %s for subject %s is principal %s",
-                      g_authz.issuer, w->w.claims.sub, owho);
+                      g_authz.issuer, loggable(w->w.claims.sub, esc, sizeof esc), owho);
         }
         if (c && g_authz.introspection_cache > 0)
             e = cache_put(c, key, until, w->w.outcome > 0, w->w.claims.scope, owho);

@@ -278,6 +278,18 @@ class HttpsIssuer(unittest.TestCase):
         finally:
             srv.cleanup()
 
+    def test_a_subject_is_logged_escaped(self):
+        srv = Server("--auth-issuer", self.issuer, "--log-level", "debug",
+                     env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
+        try:
+            Session(srv, token=self.token(srv, sub="eve\n2026-01-01T00:00:00Z INFO forged"))
+            with open(srv.stderr_path) as f:
+                log = f.read()
+            self.assertIn("subject eve\\x0a2026", log)
+            self.assertNotIn("\n2026-01-01T00:00:00Z INFO forged", log)
+        finally:
+            srv.cleanup()
+
     def test_an_unknown_kid_within_the_cooldown_gets_503_with_retry_after_not_401(self):
         srv = Server("--auth-issuer", self.issuer, env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
         try:
@@ -327,7 +339,7 @@ class LongChallenge(unittest.TestCase):
             srv.cleanup()
 
 
-def holding_issuer():
+def holding_issuer(answer=None):
     """A plain-http issuer whose introspection endpoint holds each answer (not active) until
     release is set. Returns (httpd, issuer URL, release, seen: [POSTs received], creds file)."""
     release, seen, lock = threading.Event(), [0], threading.Lock()
@@ -358,7 +370,7 @@ def holding_issuer():
             with lock:
                 seen[0] += 1
             release.wait(20)
-            self.reply({"active": False})
+            self.reply(answer(state["issuer"]) if answer else {"active": False})
 
         def log_message(self, *a):
             pass
@@ -422,6 +434,23 @@ class IntrospectionShares(unittest.TestCase):
             httpd.server_close()
             os.unlink(creds)
 
+
+    def test_an_active_token_that_is_not_an_access_token_is_refused(self):
+        for token_type, status in (("refresh_token", 401), ("Bearer", 400)):
+            httpd, issuer, release, seen, creds = holding_issuer(
+                lambda iss: {"active": True, "iss": iss, "sub": "u", "token_type": token_type,
+                             "aud": "http://127.0.0.1:%d/mcp" % srv.port})
+            release.set()
+            srv = Server("--auth-issuer", issuer, "--auth-introspect", creds)
+            try:
+                r = srv.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                dict(JSON_HEADERS, Authorization="Bearer opaque-refresh"))
+                self.assertEqual(r.status, status, f"{token_type}: {r.text}")
+            finally:
+                srv.cleanup()
+                httpd.shutdown()
+                httpd.server_close()
+                os.unlink(creds)
 
     def test_a_stop_with_an_introspection_in_flight_is_clean(self):
         httpd, issuer, release, seen, creds = holding_issuer()
@@ -505,6 +534,16 @@ class Flags(unittest.TestCase):
         return subprocess.run([BINARY, "--listen", "127.0.0.1:0", "--admin-listen", "off",
                                "--data-dir", d] + list(flags), capture_output=True, text=True,
                               timeout=20)
+
+    def test_a_plain_http_issuer_off_this_machine_is_warned_about(self):
+        for issuer, warned in (("http://0.0.0.0:1", True), ("http://127.0.0.1:1", False)):
+            srv = Server("--auth-issuer", issuer)
+            try:
+                with open(srv.stderr_path) as f:
+                    log = f.read()
+                self.assertEqual("plain http://" in log, warned, f"{issuer}: {log}")
+            finally:
+                srv.cleanup()
 
     def test_issuer_flags_need_an_issuer(self):
         for flag, value in (("--auth-resource", "http://x/mcp"), ("--auth-required-scope", "a"),
