@@ -81,8 +81,8 @@ static int oauth_setup(const mcpd_registry_t *reg, int port)
 {
     for (size_t i = 0; i < reg->n_tools; i++)
         if (reg->tools[i].scopes && authz_set_tool_scopes(reg->tools[i].name, reg->tools[i].scopes) != 0) {
-            log_error("tool %s declares malformed scopes '%s'", reg->tools[i].name,
-                      reg->tools[i].scopes);
+            log_error("tool %s declares malformed scopes '%s' (RFC 6749 scope characters, %d "
+                      "at most each)", reg->tools[i].name, reg->tools[i].scopes, AUTHZ_SCOPE_MAX);
             return -1;
         }
     for (int i = 0; i < g_cfg.n_auth_tool_scopes; i++) {
@@ -92,7 +92,8 @@ static int oauth_setup(const mcpd_registry_t *reg, int port)
         if (!registry_find_tool(reg, tool))
             log_warn("--auth-tool-scope %s: no tool %s is registered", v, tool);
         if (authz_set_tool_scopes(tool, eq + 1) != 0) {
-            log_error("--auth-tool-scope %s: malformed scopes", v);
+            log_error("--auth-tool-scope %s: malformed scopes (RFC 6749 scope characters, %d at "
+                      "most each)", v, AUTHZ_SCOPE_MAX);
             return -1;
         }
     }
@@ -188,7 +189,11 @@ int main(int argc, char **argv)
     const int64_t caps[PR__COUNT] = {[PR_SESSIONS] = g_cfg.max_sessions,
                                      [PR_HANDLES] = g_cfg.max_handles,
                                      [PR_TASKS] = g_cfg.max_tasks,
-                                     [PR_CONNECTIONS] = g_cfg.max_connections};
+                                     [PR_CONNECTIONS] = g_cfg.max_connections,
+                                     [PR_AUTH_WAITS] = OAUTH_PARKED_MAX * g_cfg.http_threads <
+                                                               ISSUER_WAITS_MAX
+                                                           ? OAUTH_PARKED_MAX * g_cfg.http_threads
+                                                           : ISSUER_WAITS_MAX};
     principals_configure(caps, (int)g_cfg.principal_share);
     /* Blocks of 512 KiB and more (RocksDB's memtable arena blocks) stay mmapped, so a flushed
      * memtable goes back to the kernel. Left alone, glibc raises this threshold after the first

@@ -27,6 +27,22 @@ static bool scope_char(char c)
     return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\'; /* RFC 6749 3.3 */
 }
 
+/* Whether the first used bytes of list hold the scope w (n bytes): spans compared, no copy. */
+static bool list_has(const char *list, size_t used, const char *w, size_t n)
+{
+    const char *q = list, *end = list + used;
+    while (q < end) {
+        while (q < end && *q == ' ')
+            q++;
+        const char *sp = memchr(q, ' ', (size_t)(end - q));
+        size_t m = sp ? (size_t)(sp - q) : (size_t)(end - q);
+        if (m == n && memcmp(q, w, n) == 0)
+            return true;
+        q += m;
+    }
+    return false;
+}
+
 bool authz_scope_union(char *list, size_t n, const char *add)
 {
     size_t used = strlen(list), before = used;
@@ -37,35 +53,34 @@ bool authz_scope_union(char *list, size_t n, const char *add)
         size_t w = strcspn(p, " ");
         if (!w)
             break;
-        char one[256];
-        if (w < sizeof one) {
-            memcpy(one, p, w);
-            one[w] = '\0';
-            if (!scopes_cover(list, one)) {
-                if (used + (used ? 1 : 0) + w + 1 > n) {
-                    list[before] = '\0';
-                    return false;
-                }
-                if (used)
-                    list[used++] = ' ';
-                memcpy(list + used, one, w + 1);
-                used += w;
+        if (!list_has(list, used, p, w)) {
+            if (used + (used ? 1 : 0) + w + 1 > n) {
+                list[before] = '\0';
+                return false;
             }
+            if (used)
+                list[used++] = ' ';
+            memcpy(list + used, p, w);
+            used += w;
+            list[used] = '\0';
         }
         p += w;
     }
     return true;
 }
 
-/* "a,b c" -> "a b c"; NULL when a character is not a scope's. */
+/* "a,b c" -> "a b c"; NULL when a character is not a scope's or a scope is longer than
+ * AUTHZ_SCOPE_MAX (the matchers compare spans of any length; the bound keeps challenges and
+ * the metadata of a sane size). */
 static char *normalize(const char *scopes)
 {
     size_t len = strlen(scopes);
     char *out = xmalloc(len + 1);
-    size_t o = 0;
+    size_t o = 0, word = 0;
     for (size_t i = 0; i < len; i++) {
         char c = scopes[i] == ',' ? ' ' : scopes[i];
-        if (c != ' ' && !scope_char(c)) {
+        word = c == ' ' ? 0 : word + 1;
+        if ((c != ' ' && !scope_char(c)) || word > AUTHZ_SCOPE_MAX) {
             free(out);
             return NULL;
         }
@@ -143,17 +158,21 @@ int authz_configure(const char *issuer, const char *resource, const char *scopes
         snprintf(a->resource, sizeof a->resource, strchr(listen_host, ':') ? "http://[%s]:%d/mcp"
                                                                          : "http://%s:%d/mcp",
                  listen_host, port);
-    if (authz_prm_url(a->resource, a->prm_url, sizeof a->prm_url, a->prm_path,
-                      sizeof a->prm_path) != 0) {
+    bool quotable = true; /* it goes inside a quoted challenge parameter */
+    for (const char *c = a->resource; *c; c++)
+        quotable = quotable && scope_char(*c);
+    if (!quotable || authz_prm_url(a->resource, a->prm_url, sizeof a->prm_url, a->prm_path,
+                                   sizeof a->prm_path) != 0) {
         snprintf(why, whylen, "--auth-resource %s: expected an absolute http(s) URL without "
-                 "query or fragment", a->resource);
+                 "query, fragment, spaces, quotes or backslashes", a->resource);
         return -1;
     }
     if (required && *required) {
         char *norm = normalize(required);
         if (!norm || strchr(norm, ' ') || strlen(norm) >= sizeof a->required) {
             free(norm);
-            snprintf(why, whylen, "--auth-required-scope %s: expected one scope", required);
+            snprintf(why, whylen, "--auth-required-scope %s: expected one scope (RFC 6749 scope "
+                     "characters, %d at most)", required, AUTHZ_SCOPE_MAX);
             return -1;
         }
         strcpy(a->required, norm);
@@ -165,7 +184,8 @@ int authz_configure(const char *issuer, const char *resource, const char *scopes
     if (scopes && *scopes) {
         all = normalize(scopes);
         if (!all) {
-            snprintf(why, whylen, "--auth-scopes: expected scopes separated by spaces");
+            snprintf(why, whylen, "--auth-scopes: expected scopes separated by spaces (RFC 6749 "
+                     "scope characters, %d at most each)", AUTHZ_SCOPE_MAX);
             return -1;
         }
     } else {

@@ -3,13 +3,16 @@
  * (RFC 9728) built from them. Built on the main thread before the HTTP threads start (the
  * tool scopes from the registry and --auth-tool-scope), read-only afterwards: any thread.
  *
- * A scope list is a string of scopes separated by one space. */
+ * A scope list is a string of scopes separated by one space; each scope is RFC 6749 scope
+ * characters (%x21 / %x23-5B / %x5D-7E), AUTHZ_SCOPE_MAX at most (longer is refused). */
 #ifndef MCPD_CORE_AUTHZ_H
 #define MCPD_CORE_AUTHZ_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#define AUTHZ_SCOPE_MAX 255
 
 typedef struct authz {
     bool on;                 /* --auth-issuer given */
@@ -28,7 +31,8 @@ extern authz_t g_authz;
 
 /* Main thread, before authz_configure: tool needs scopes (a space- or comma-separated list);
  * a later call for the same tool replaces the earlier (so --auth-tool-scope, applied after
- * the tools' own declarations, wins). -1 when scopes holds something that is not a scope. */
+ * the tools' own declarations, wins). -1 when scopes holds something that is not a scope
+ * (a character outside RFC 6749's, or a scope over AUTHZ_SCOPE_MAX characters). */
 int authz_set_tool_scopes(const char *tool, const char *scopes);
 /* Main thread: fills g_authz (listen_host and port give the default resource). scopes: the
  * --auth-scopes list, or NULL for every scope named by a flag or a tool. 0, or -1 with why. */

@@ -42,7 +42,8 @@
 #define FETCH_TIMEOUT_S 5
 #define METADATA_MAX_LEN (64 * 1024)
 #define INTROSPECT_MAX_LEN (64 * 1024)
-#define WAITS_MAX 4096 /* waits handed to the auth thread and not answered, all threads */
+#define WAITS_MAX ISSUER_WAITS_MAX
+#define INTROSPECT_MAX 32 /* introspections in flight at once; more wait in intro_queue */
 
 static struct {
     char issuer[1024];
@@ -68,6 +69,10 @@ static struct {
     bool https;               /* the issuer is https://: every URL it names must be too */
     issuer_wait_t *key_waits; /* waiting for the chain to end */
     issuer_wait_t *intro_waits; /* waiting for the chain to find the introspection endpoint */
+    issuer_wait_t *intro_queue, *intro_queue_tail; /* waiting for an introspection slot, FIFO */
+    struct fetch *fetches;    /* in flight or about to be freed (free_call) */
+    bool introspects;         /* --auth-introspect given: set before the threads, then read-only */
+    int intro_inflight;       /* introspection POSTs out now (INTROSPECT_MAX at most) */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .ended = PTHREAD_COND_INITIALIZER};
 
 /* ---- pure parts ---- */
@@ -125,6 +130,8 @@ void issuer_wait_free(issuer_wait_t *w)
 {
     if (!w)
         return;
+    if (w->release)
+        w->release(w);
     if (w->token) {
         OPENSSL_cleanse(w->token, w->token_len); /* a token does not linger in freed memory */
         free(w->token);
@@ -162,7 +169,9 @@ struct fetch {
     struct evhttp_connection *conn;
     char *url;
     fetch_cb cb;
-    issuer_wait_t *w; /* an introspection's wait, or NULL */
+    issuer_wait_t *w; /* an introspection's wait until its answer is handed back, or NULL */
+    fetch_t *prev, *next; /* S.fetches: every fetch not yet freed, so issuer_stop frees those
+                             in flight (their callbacks never run) and the waits they carry */
 };
 
 static void http_call(const char *url, const char *form, size_t max, fetch_cb cb, issuer_wait_t *w);
@@ -241,7 +250,8 @@ static void on_metadata(fetch_t *f, int status, const char *body, size_t len, co
     char err[160];
     json_t *doc = json_parse_buf_bounded(body, len, 4096, NULL, err, sizeof err, NULL);
     const json_t *iss = json_object_get(doc, "issuer"), *ju = json_object_get(doc, "jwks_uri");
-    if (!json_is_string(iss) || strcmp(json_string_value(iss), S.issuer) != 0) {
+    if (!json_is_string(iss) || json_string_length(iss) != strlen(S.issuer) ||
+        memcmp(json_string_value(iss), S.issuer, json_string_length(iss)) != 0) {
         /* RFC 8414 3.3: a document for another issuer is not ours, whoever serves it */
         chain_fail("metadata", f->url, doc ? "its issuer is not the configured --auth-issuer"
                                            : "not JSON");
@@ -309,9 +319,27 @@ static void chain_start(void)
 
 /* ---- introspection (RFC 7662) ---- */
 
+static void introspect_next(void);
+
+/* RFC 7662 2.2 token_type: absent, or an access token's (RFC 6749 7.1: Bearer, RFC 9449 DPoP,
+ * or RFC 8693's access_token names). */
+static bool access_token_type(const json_t *t)
+{
+    if (!t)
+        return true;
+    static const char *const ok[] = {"bearer", "dpop", "access_token",
+                                     "urn:ietf:params:oauth:token-type:access_token"};
+    for (size_t i = 0; json_is_string(t) && i < sizeof ok / sizeof ok[0]; i++)
+        if (json_string_length(t) == strlen(ok[i]) && strcasecmp(json_string_value(t), ok[i]) == 0)
+            return true;
+    return false;
+}
+
 static void on_introspected(fetch_t *f, int status, const char *body, size_t len, const char *cc)
 {
     issuer_wait_t *w = f->w;
+    S.intro_inflight--;
+    introspect_next(); /* before the answer: its slot is free whichever way this ends */
     if (status != 200) {
         w->outcome = -1;
         w->why = "the authorization server's introspection endpoint did not answer";
@@ -323,6 +351,9 @@ static void on_introspected(fetch_t *f, int status, const char *body, size_t len
     if (!json_is_true(json_object_get(doc, "active"))) {
         w->outcome = doc ? 0 : -1;
         w->why = doc ? "the token is not active" : "the introspection answer is not JSON";
+    } else if (!access_token_type(json_object_get(doc, "token_type"))) {
+        w->outcome = 0; /* a refresh token (or an ID token) is active, but not for us */
+        w->why = "the token is not an access token (token_type)";
     } else {
         jwt_expect_t ex = {S.issuer, g_authz.resource, (int64_t)time(NULL), g_authz.leeway};
         jwt_result_t r = jwt_check_claims(doc, &ex, true, &w->claims, &w->why);
@@ -351,8 +382,39 @@ static char *form_escape(const char *s, size_t n)
     return out;
 }
 
+/* A flood of random opaque tokens cannot open more than INTROSPECT_MAX POSTs at the
+ * authorization server: the rest wait in order (their number is bounded by WAITS_MAX, and
+ * each client address's share of those by the HTTP side's PR_AUTH_WAITS). */
+static void introspect_now(issuer_wait_t *w);
+
 static void introspect(issuer_wait_t *w)
 {
+    if (S.intro_inflight >= INTROSPECT_MAX) {
+        w->next = NULL;
+        if (S.intro_queue_tail)
+            S.intro_queue_tail->next = w;
+        else
+            S.intro_queue = w;
+        S.intro_queue_tail = w;
+        return;
+    }
+    introspect_now(w);
+}
+
+static void introspect_next(void)
+{
+    issuer_wait_t *w = S.intro_queue;
+    if (!w || S.intro_inflight >= INTROSPECT_MAX)
+        return;
+    S.intro_queue = w->next;
+    if (!S.intro_queue)
+        S.intro_queue_tail = NULL;
+    introspect_now(w);
+}
+
+static void introspect_now(issuer_wait_t *w)
+{
+    S.intro_inflight++;
     char *tok = form_escape(w->token, w->token_len);
     char *form = strf("token=%s&token_type_hint=access_token", tok);
     OPENSSL_cleanse(tok, strlen(tok));
@@ -399,6 +461,7 @@ int issuer_introspect_setup(const char *path, char *why, size_t whylen)
     b64_encode(pair, pl, b64, false);
     free(S.basic);
     S.basic = strf("Basic %s", b64);
+    S.introspects = true;
     OPENSSL_cleanse(line, sizeof line);
     OPENSSL_cleanse(pair, pl);
     OPENSSL_cleanse(secret, strlen(secret));
@@ -413,6 +476,12 @@ int issuer_introspect_setup(const char *path, char *why, size_t whylen)
 static void free_call(evutil_socket_t fd, short what, void *arg)
 {
     fetch_t *f = arg;
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        S.fetches = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
     if (f->conn)
         evhttp_connection_free(f->conn);
     free(f->url);
@@ -429,6 +498,7 @@ static void on_response(struct evhttp_request *req, void *arg)
     const char *cc = req ? evhttp_find_header(evhttp_request_get_input_headers(req), "Cache-Control")
                          : NULL;
     f->cb(f, status, body, len, cc);
+    f->w = NULL; /* handed back by cb */
     event_base_once(S.base, -1, EV_TIMEOUT, free_call, f, NULL);
 }
 
@@ -468,8 +538,19 @@ static void http_call(const char *url, const char *form, size_t max, fetch_cb cb
     f->url = xstrdup(url);
     f->cb = cb;
     f->w = w;
+    f->next = S.fetches;
+    if (S.fetches)
+        S.fetches->prev = f;
+    S.fetches = f;
     struct evhttp_uri *u = evhttp_uri_parse(url);
     const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    char bare[256]; /* an IPv6 literal without its brackets: inet_pton, connect, SSL_set1_host */
+    size_t hl = host ? strlen(host) : 0;
+    if (hl > 2 && host[0] == '[' && host[hl - 1] == ']' && hl - 2 < sizeof bare) {
+        memcpy(bare, host + 1, hl - 2);
+        bare[hl - 2] = '\0';
+        host = bare;
+    }
     const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
     bool tls = scheme && strcasecmp(scheme, "https") == 0;
     if (!host || !scheme || (!tls && (S.https || strcasecmp(scheme, "http") != 0))) {
@@ -576,6 +657,19 @@ static void *auth_main(void *arg)
     return NULL;
 }
 
+/* Whether url's host is this machine (localhost, 127.0.0.0/8, ::1). */
+static bool loopback_url(const char *url)
+{
+    struct evhttp_uri *u = evhttp_uri_parse(url);
+    const char *h = u ? evhttp_uri_get_host(u) : NULL;
+    unsigned char a[4];
+    bool lo = h && (strcasecmp(h, "localhost") == 0 || strcmp(h, "[::1]") == 0 ||
+                    strcmp(h, "::1") == 0 || (inet_pton(AF_INET, h, a) == 1 && a[0] == 127));
+    if (u)
+        evhttp_uri_free(u);
+    return lo;
+}
+
 int issuer_start(const char *issuer, char *why, size_t whylen)
 {
     S.https = strncmp(issuer, "https://", 8) == 0;
@@ -592,6 +686,11 @@ int issuer_start(const char *issuer, char *why, size_t whylen)
         return -1;
     }
     SSL_CTX_set_verify(S.tls, SSL_VERIFY_PEER, NULL);
+    if (!S.https && !loopback_url(issuer))
+        log_warn("authorization: the issuer %s is plain http:// and not on this machine: its "
+                 "key set, tokens being introspected and the introspection secret travel in the "
+                 "clear, and a machine in between can swap jwks_uri and sign its own tokens; use "
+                 "https://", issuer);
     strcpy(S.issuer, issuer);
     S.nurls = issuer_metadata_urls(issuer, S.urls);
     S.base = event_base_new();
@@ -623,6 +722,8 @@ void issuer_stop(void)
     S.started = false; /* nothing is handed over from now on */
     pthread_mutex_unlock(&S.mu);
     if (!was) {
+        if (S.basic)
+            OPENSSL_cleanse(S.basic, strlen(S.basic));
         free(S.basic);
         S.basic = NULL;
         return;
@@ -630,8 +731,18 @@ void issuer_stop(void)
     event_base_loopbreak(S.base);
     pthread_join(S.thread, NULL);
     event_free(S.wake);
-    /* connections in flight: their requests' callbacks are not run by event_base_free, so
-     * the waits they carry are lost with them (their HTTP requests end with evhttp_free) */
+    /* fetches in flight: freeing a connection does not run its request's callback, so their
+     * waits (an introspection's carries a copy of the token, wiped by issuer_wait_free) are
+     * freed here; their HTTP requests end with evhttp_free */
+    while (S.fetches) {
+        fetch_t *f = S.fetches;
+        S.fetches = f->next;
+        if (f->conn)
+            evhttp_connection_free(f->conn);
+        issuer_wait_free(f->w);
+        free(f->url);
+        free(f);
+    }
     event_base_free(S.base);
     for (int i = 0; i < S.nurls; i++)
         free(S.urls[i]);
@@ -645,7 +756,9 @@ void issuer_stop(void)
     S.tls = NULL;
     free_list(S.key_waits);
     free_list(S.intro_waits);
-    S.key_waits = S.intro_waits = NULL;
+    free_list(S.intro_queue);
+    S.key_waits = S.intro_waits = S.intro_queue = S.intro_queue_tail = NULL;
+    S.intro_inflight = 0;
     pthread_mutex_lock(&S.mu);
     jwks_t *k = S.keys;
     S.keys = NULL;
@@ -696,9 +809,18 @@ bool issuer_refresh(void)
     return running;
 }
 
+int issuer_cooldown_left_s(void)
+{
+    pthread_mutex_lock(&S.mu);
+    int64_t cool = S.keys ? ISSUER_COOLDOWN_MS : ISSUER_COOLDOWN_EMPTY_MS;
+    int64_t left = S.last_end_ms ? S.last_end_ms + cool - now_mono_ms() : 0;
+    pthread_mutex_unlock(&S.mu);
+    return left > 1000 ? (int)((left + 999) / 1000) : 1;
+}
+
 bool issuer_introspects(void)
 {
-    return S.basic != NULL;
+    return S.introspects; /* not S.basic: issuer_stop frees it while HTTP threads may ask */
 }
 
 bool issuer_park(issuer_wait_t *w)

@@ -24,6 +24,7 @@
 
 #define ISSUER_COOLDOWN_MS 10000
 #define ISSUER_COOLDOWN_EMPTY_MS 2000
+#define ISSUER_WAITS_MAX 4096 /* waits handed to the auth thread and not answered, all threads */
 
 /* Main thread: checks the URL, starts the auth thread and its first fetch (it does not wait
  * for it). 0, or -1 with why. */
@@ -40,6 +41,9 @@ jwks_t *issuer_keys(void);
  * call or already running): an answer may come within seconds; false while the cooldown
  * holds after the last fetch ended. */
 bool issuer_refresh(void);
+/* Any thread: seconds until issuer_refresh may start a fetch again, at least 1 (a
+ * Retry-After for a token whose key may come with the next fetch). */
+int issuer_cooldown_left_s(void);
 /* A request parked on its HTTP thread until the auth thread has an answer: the key set after
  * the fetch under way (ISSUER_WAIT_KEYS), or an opaque token's introspection (RFC 7662 at the
  * issuer's introspection_endpoint, with the --auth-introspect credentials). The owner allocates
@@ -59,6 +63,8 @@ struct issuer_wait {
     const char *why;
     jwt_claims_t claims;
     void (*done)(issuer_wait_t *w);
+    void (*release)(issuer_wait_t *w); /* or NULL: issuer_wait_free calls it first (the owner's
+                                          own references, whoever frees the wait) */
 };
 /* Any thread: hands w to the auth thread; false (w stays the caller's) when it is stopped or
  * holds too many waits already. */

@@ -165,7 +165,9 @@ static EVP_PKEY *okp_key(const json_t *k)
 
 static bool str_is(const json_t *v, const char *s)
 {
-    return json_is_string(v) && strcmp(json_string_value(v), s) == 0;
+    /* lengths first: a JSON string may hold \u0000, and "x\u0000evil" is not "x" */
+    return json_is_string(v) && json_string_length(v) == strlen(s) &&
+           memcmp(json_string_value(v), s, json_string_length(v)) == 0;
 }
 
 /* One JWK into k; false when it cannot be used (it is skipped). */
@@ -405,7 +407,7 @@ static bool date_member(const json_t *claims, const char *name, bool *present, i
 static bool aud_holds(const json_t *aud, const char *want)
 {
     if (json_is_string(aud))
-        return strcmp(json_string_value(aud), want) == 0;
+        return str_is(aud, want);
     if (!json_is_array(aud))
         return false;
     size_t i;
@@ -495,6 +497,7 @@ jwt_result_t jwt_check_claims(const json_t *c, const jwt_expect_t *ex, bool intr
         return JWT_INVALID;
     }
     const json_t *sub = json_object_get(c, "sub");
+    out->sub_is_client_id = !sub;
     if (!sub)
         sub = json_object_get(c, "client_id");
     if (!json_is_string(sub) || json_string_length(sub) == 0 ||
@@ -516,7 +519,7 @@ static const alg_t *alg_find(const json_t *v)
     if (!json_is_string(v))
         return NULL;
     for (size_t i = 0; i < sizeof ALGS / sizeof ALGS[0]; i++)
-        if (strcmp(json_string_value(v), ALGS[i].name) == 0)
+        if (str_is(v, ALGS[i].name))
             return &ALGS[i];
     return NULL;
 }
@@ -583,7 +586,7 @@ jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const
     bool named = false, verified = false;
     for (size_t i = 0; i < keys->n && !verified; i++) {
         const jwk_t *k = &keys->keys[i];
-        if (kid && (!k->has_kid || strcmp(k->kid, json_string_value(kid)) != 0))
+        if (kid && (!k->has_kid || !str_is(kid, k->kid)))
             continue;
         named = true;
         if (key_fits(k, a))
@@ -595,6 +598,9 @@ jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const
         goto out;
     }
     if (!verified) {
+        /* without a kid, no key of the set verifying it is what a rotation looks like too:
+         * the caller refetches (under the cooldown) as for an unknown kid */
+        rc = kid ? JWT_INVALID : JWT_UNKNOWN_KID;
         *why = "the token's signature does not verify";
         goto out;
     }

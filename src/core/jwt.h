@@ -59,11 +59,13 @@ typedef enum {
     JWT_OK = 0,
     JWT_NOT_JWT,     /* not three base64url parts: not for this verifier (a static or opaque token) */
     JWT_INVALID,     /* malformed, refused algorithm, bad signature, or a claim that fails */
-    JWT_UNKNOWN_KID, /* well formed, but no key of the set has its kid: the set may be stale */
+    JWT_UNKNOWN_KID, /* well formed, but no key of the set has its kid (or, without a kid, none
+                        verifies its signature): the set may be stale */
 } jwt_result_t;
 
 typedef struct jwt_claims {
     char sub[JWT_SUB_MAX + 1]; /* sub, or client_id when there is no sub */
+    bool sub_is_client_id;     /* sub holds the client_id (a principal tags which it is) */
     char scope[JWT_SCOPE_MAX + 1]; /* space-separated, one space between scopes */
     int64_t exp;
 } jwt_claims_t;

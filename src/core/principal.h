@@ -39,6 +39,7 @@ typedef enum {
     PR_TASKS,        /* tasks stored and not cancelled */
     PR_CONNECTIONS,  /* client connections holding a --max-connections place */
     PR_OPEN,         /* client connections open, holding a place or not (no cap: counted) */
+    PR_AUTH_WAITS,   /* requests parked for the auth thread (a key fetch, an introspection) */
     PR__COUNT
 } pres_t;
 

@@ -98,6 +98,7 @@ typedef struct hwait {
     http_thread_t *t;
     struct evhttp_request *req;
     unsigned char key[32];
+    principal_t *pr; /* the client's: holds one PR_AUTH_WAITS unit while the wait lives */
 } hwait_t;
 
 /* Per HTTP thread: the waits the auth thread handed back, and the event that wakes the thread
@@ -109,7 +110,7 @@ typedef struct tpark {
     int parked;    /* this thread's requests out with the auth thread */
 } tpark_t;
 
-#define PARKED_MAX 1024 /* per HTTP thread */
+#define PARKED_MAX OAUTH_PARKED_MAX /* per HTTP thread */
 
 static tpark_t g_park[64];
 static _Thread_local hwait_t *tl_resumed; /* the wait whose request is being run again */
@@ -146,8 +147,18 @@ static void on_park_done(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void wait_release(issuer_wait_t *iw)
+{
+    hwait_t *w = (hwait_t *)iw;
+    principal_give(w->pr, PR_AUTH_WAITS);
+    principal_unref(w->pr);
+    w->pr = NULL;
+}
+
 /* Parks req for the auth thread. True when parked (the request is answered later); false when
- * it cannot be (then the caller answers). */
+ * it cannot be (then the caller answers): the thread's PARKED_MAX, the auth thread's
+ * ISSUER_WAITS_MAX, or the client address's share of PR_AUTH_WAITS (so one address flooding
+ * random opaque tokens cannot take every place). */
 static bool park(http_thread_t *t, struct evhttp_request *req, issuer_wait_kind_t kind,
                  const unsigned char key[32], const char *tok, size_t len)
 {
@@ -162,7 +173,15 @@ static bool park(http_thread_t *t, struct evhttp_request *req, issuer_wait_kind_
     }
     if (p->parked >= PARKED_MAX)
         return false;
+    hlink_t *link = http_link_of(t, req);
+    principal_t *pr = link ? http_request_principal(req, NULL, link) : NULL;
+    if (!pr || principal_take(pr, PR_AUTH_WAITS) != 0) {
+        principal_unref(pr);
+        return false;
+    }
     hwait_t *w = xcalloc(1, sizeof *w);
+    w->pr = pr;
+    w->w.release = wait_release;
     w->w.kind = kind;
     w->w.done = wait_done;
     w->t = t;
@@ -227,23 +246,26 @@ static void challenge(struct evhttp_request *req, const json_t *id, challenge_t 
                       const char *need, const char *why)
 {
     STAT_INC(auth_rejected_total);
-    char h[2048];
+    /* sized from its parts, so a long scope list or metadata URL is never cut mid-value */
+    size_t cap = 128 + (why ? strlen(why) : 0) + strlen(need) + strlen(g_authz.prm_url);
+    char *h = xmalloc(cap);
     if (!g_authz.on) { /* static tokens alone: no metadata to point at */
-        snprintf(h, sizeof h, kind == CH_NONE ? "Bearer realm=\"mcpactord\""
-                                              : "Bearer realm=\"mcpactord\", error=\"invalid_token\"");
+        snprintf(h, cap, kind == CH_NONE ? "Bearer realm=\"mcpactord\""
+                                         : "Bearer realm=\"mcpactord\", error=\"invalid_token\"");
     } else {
-        int n = snprintf(h, sizeof h, "Bearer ");
+        int n = snprintf(h, cap, "Bearer ");
         if (kind == CH_INVALID)
-            n += snprintf(h + n, sizeof h - (size_t)n,
+            n += snprintf(h + n, cap - (size_t)n,
                           "error=\"invalid_token\", error_description=\"%s\", ", why);
         else if (kind == CH_SCOPE)
-            n += snprintf(h + n, sizeof h - (size_t)n, "error=\"insufficient_scope\", ");
-        if (*need && n > 0 && (size_t)n < sizeof h)
-            n += snprintf(h + n, sizeof h - (size_t)n, "scope=\"%s\", ", need);
-        if (n > 0 && (size_t)n < sizeof h)
-            snprintf(h + n, sizeof h - (size_t)n, "resource_metadata=\"%s\"", g_authz.prm_url);
+            n += snprintf(h + n, cap - (size_t)n, "error=\"insufficient_scope\", ");
+        if (*need && n > 0 && (size_t)n < cap)
+            n += snprintf(h + n, cap - (size_t)n, "scope=\"%s\", ", need);
+        if (n > 0 && (size_t)n < cap)
+            snprintf(h + n, cap - (size_t)n, "resource_metadata=\"%s\"", g_authz.prm_url);
     }
     evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", h);
+    free(h);
     char msg[1400];
     if (kind == CH_NONE)
         snprintf(msg, sizeof msg, "Unauthorized: send Authorization: Bearer <token>");
@@ -266,26 +288,52 @@ static void unavailable(struct evhttp_request *req, const json_t *id, const char
 
 /* ---- what a request needs ---- */
 
-static void add_tool_need(const json_t *msg, char *need, size_t n)
+static const char *tool_need(const json_t *msg)
 {
     if (!json_is_object(msg) || !jsonrpc_str_is(json_object_get(msg, "method"), "tools/call"))
-        return;
-    const char *tool = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
-    authz_scope_union(need, n, authz_tool_scopes(tool));
+        return "";
+    return authz_tool_scopes(
+        json_string_value(json_object_get(json_object_get(msg, "params"), "name")));
 }
 
-static void needed_scopes(const json_t *body, char *need, size_t n)
+/* The union of what body needs into need; false when it does not fit (then need holds part of
+ * it, for the challenge, and the caller checks each message on its own: covered_each). */
+static bool needed_scopes(const json_t *body, char *need, size_t n)
 {
     need[0] = '\0';
-    authz_scope_union(need, n, g_authz.required);
+    bool fits = authz_scope_union(need, n, g_authz.required);
     if (json_is_array(body)) {
         size_t i;
         const json_t *m;
         json_array_foreach(body, i, m)
-            add_tool_need(m, need, n);
+            fits = authz_scope_union(need, n, tool_need(m)) && fits;
     } else {
-        add_tool_need(body, need, n);
+        fits = authz_scope_union(need, n, tool_need(body)) && fits;
     }
+    return fits;
+}
+
+/* Whether scope covers the required scope and each message's tool scopes, one at a time (a
+ * batch whose union does not fit in one list). False with need set to what the first message
+ * not covered needs. */
+static bool covered_each(const json_t *body, const char *scope, char *need, size_t n)
+{
+    if (!scopes_cover(scope, g_authz.required)) {
+        str_copy(need, n, g_authz.required);
+        return false;
+    }
+    size_t count = json_is_array(body) ? json_array_size(body) : 1;
+    for (size_t i = 0; i < count; i++) {
+        const char *t = tool_need(json_is_array(body) ? json_array_get(body, i) : body);
+        if (!scopes_cover(scope, t)) {
+            need[0] = '\0';
+            authz_scope_union(need, n, g_authz.required);
+            if (!authz_scope_union(need, n, t))
+                str_copy(need, n, t);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* ---- the token ---- */
@@ -310,15 +358,18 @@ static const char *bearer(const char *h, size_t *len)
     return n ? h : NULL;
 }
 
-static void who_of(const char *sub, char who[OAUTH_WHO_LEN + 1])
+/* The principal of a token: issuer, which claim names the subject, and its value, so a
+ * client whose client_id equals a user's sub is not that user. */
+static void who_of(const jwt_claims_t *cl, char who[OAUTH_WHO_LEN + 1])
 {
     unsigned char d[32];
     unsigned int dl = 0;
+    const char *field = cl->sub_is_client_id ? "\nclient_id\n" : "\nsub\n";
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
     EVP_DigestUpdate(ctx, g_authz.issuer, strlen(g_authz.issuer));
-    EVP_DigestUpdate(ctx, "\n", 1);
-    EVP_DigestUpdate(ctx, sub, strlen(sub));
+    EVP_DigestUpdate(ctx, field, strlen(field));
+    EVP_DigestUpdate(ctx, cl->sub, strlen(cl->sub));
     EVP_DigestFinal_ex(ctx, d, &dl);
     EVP_MD_CTX_free(ctx);
     static const char hex[] = "0123456789abcdef";
@@ -329,6 +380,27 @@ static void who_of(const char *sub, char who[OAUTH_WHO_LEN + 1])
         who[3 + 2 * i] = hex[d[i] & 15];
     }
     who[OAUTH_WHO_LEN] = '\0';
+}
+
+/* s for a log line: bytes outside printable ASCII, quotes and backslashes as \xNN (a sub is
+ * the issuer's text, and may hold a newline that forges a log line). */
+static const char *loggable(const char *s, char *out, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (; *s && o + 5 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o] = '\0';
+    return out;
 }
 
 /* Verifies a JWT (cache first). True with *scope and who set; false after answering. */
@@ -368,13 +440,24 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
                         "authorization server", "1");
         return false;
     }
+    if (r == JWT_UNKNOWN_KID && !(tl_resumed && tl_resumed->w.kind == ISSUER_WAIT_KEYS)) {
+        /* within the cooldown: the next fetch may bring the key (a 401 would make the client
+         * throw a good token away); one that waited for a fetch and still has no key gets 401 */
+        char retry[16];
+        snprintf(retry, sizeof retry, "%d", issuer_cooldown_left_s());
+        unavailable(req, id, "the token's signing key is not in the authorization server's key "
+                    "set fetched moments ago; it is fetched again after a cooldown", retry);
+        return false;
+    }
     if (r != JWT_OK) {
         challenge(req, id, CH_INVALID, need, why);
         return false;
     }
     STAT_INC(auth_jwt_verified_total);
-    who_of(cl.sub, who);
-    log_debug("auth: a token of %s for subject %s is principal %s", g_authz.issuer, cl.sub, who);
+    who_of(&cl, who);
+    char esc[4 * JWT_SUB_MAX + 8];
+    log_debug("auth: a token of %s for subject %s is principal %s", g_authz.issuer,
+              loggable(cl.sub, esc, sizeof esc), who);
     *scope = c ? cache_put(c, key, cl.exp + g_authz.leeway, true, cl.scope, who)->scope : "";
     return true;
 }
@@ -401,9 +484,10 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
             until = w->w.claims.exp;
         char owho[OAUTH_WHO_LEN + 1] = "";
         if (w->w.outcome > 0) {
-            who_of(w->w.claims.sub, owho);
+            who_of(&w->w.claims, owho);
+            char esc[4 * JWT_SUB_MAX + 8];
             log_debug("auth: an introspected token of %s for subject %s is principal %s",
-                      g_authz.issuer, w->w.claims.sub, owho);
+                      g_authz.issuer, loggable(w->w.claims.sub, esc, sizeof esc), owho);
         }
         if (c && g_authz.introspection_cache > 0)
             e = cache_put(c, key, until, w->w.outcome > 0, w->w.claims.scope, owho);
@@ -442,8 +526,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     if (!http_auth_on())
         return true;
     char need[1024] = "";
-    if (g_authz.on)
-        needed_scopes(body, need, sizeof need);
+    bool fits = !g_authz.on || needed_scopes(body, need, sizeof need);
     size_t len = 0;
     const char *tok = bearer(authorization, &len);
     if (!tok) {
@@ -481,7 +564,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     } else if (!check_jwt(t, req, id, tok, len, need, &scope, who)) {
         return false;
     }
-    if (!scopes_cover(scope, need)) {
+    if (fits ? !scopes_cover(scope, need) : !covered_each(body, scope, need, sizeof need)) {
         challenge(req, id, CH_SCOPE, need, NULL);
         return false;
     }

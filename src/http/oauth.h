@@ -33,6 +33,9 @@ typedef struct http_thread http_thread_t;
 /* The length of a principal name for an OAuth token: "o:" + 32 hex digits of the SHA-256 of
  * issuer "\n" subject. */
 #define OAUTH_WHO_LEN 34
+/* Requests parked for the auth thread, per HTTP thread; a client address holds at most
+ * --principal-share percent of all threads' (core/principal.h, PR_AUTH_WAITS). */
+#define OAUTH_PARKED_MAX 1024
 
 /* Whether authentication is on (--auth-tokens or --auth-issuer). */
 bool http_auth_on(void);

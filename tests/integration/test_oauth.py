@@ -6,6 +6,7 @@ import base64
 import http.server
 import json
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -15,7 +16,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, BINARY, Server, Session, require_program
+from mcptest import ACCEPT_BOTH, BINARY, From, Server, Session, require_program
 
 TOKEN_A = "alpha-token-0123456789abcdef"
 PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
@@ -221,11 +222,12 @@ class HttpsIssuer(unittest.TestCase):
         cls.httpd.shutdown()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def token(self, srv):
+    def token(self, srv, scope="mcp:tools", kid="tls1", **claims):
         b64 = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
-        h = b64({"alg": "ES256", "typ": "at+jwt", "kid": "tls1"})
-        p = b64({"iss": self.issuer, "aud": "http://127.0.0.1:%d/mcp" % srv.port, "sub": "tls-user",
-                 "exp": int(time.time()) + 300, "scope": "mcp:tools"})
+        h = b64({k: v for k, v in {"alg": "ES256", "typ": "at+jwt", "kid": kid}.items() if v})
+        p = b64({k: v for k, v in dict({"iss": self.issuer, "aud": "http://127.0.0.1:%d/mcp" % srv.port,
+                                         "sub": "tls-user", "exp": int(time.time()) + 300,
+                                         "scope": scope}, **claims).items() if v is not None})
         r, s = self.sign(f"{h}.{p}".encode())
         sig = base64.urlsafe_b64encode(r.to_bytes(32, "big") + s.to_bytes(32, "big")).rstrip(b"=").decode()
         return f"{h}.{p}.{sig}"
@@ -240,6 +242,71 @@ class HttpsIssuer(unittest.TestCase):
         finally:
             srv.cleanup()
 
+    def test_a_batch_whose_scopes_do_not_fit_in_one_list_is_still_checked_message_by_message(self):
+        longs = [c * 254 for c in "wxyz"]
+        flags = []
+        for i, sc in enumerate(longs):
+            flags += ["--auth-tool-scope", f"t{i}={sc}"]
+        srv = Server("--auth-issuer", self.issuer, "--auth-tool-scope", "echo=short", *flags,
+                     env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
+        try:
+            s = Session(srv, version="2025-03-26", token=self.token(srv, " ".join(longs)))
+            call = lambda i, name: {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                    "params": {"name": name, "arguments": {"text": "x"}}}
+            batch = [call(i, f"t{i}") for i in range(4)] + [call(4, "echo")]
+            r = s.post(batch)
+            self.assertEqual(r.status, 403, "the last tool's scope is not in the token: " + r.text)
+            self.assertEqual(challenge_params(r.header("www-authenticate")).get("scope"), "short",
+                             "the challenge names what the refused call needs")
+            r = s.post(batch[:4])
+            self.assertNotEqual(r.status, 403, "the four long scopes are in the token")
+        finally:
+            srv.cleanup()
+
+    def test_a_client_id_equal_to_a_users_sub_is_another_principal(self):
+        srv = Server("--auth-issuer", self.issuer, "--log-level", "debug",
+                     env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
+        try:
+            user = self.token(srv, sub="same-name")
+            client = self.token(srv, sub=None, client_id="same-name")
+            for tok in (user, client):
+                Session(srv, token=tok)  # initialize is authorized, and logs the principal
+            with open(srv.stderr_path) as f:
+                whos = re.findall(r"for subject same-name is principal (\S+)", f.read())
+            self.assertEqual(len(whos), 2, whos)
+            self.assertNotEqual(whos[0], whos[1], "a sub and a client_id of the same value")
+        finally:
+            srv.cleanup()
+
+    def test_a_subject_is_logged_escaped(self):
+        srv = Server("--auth-issuer", self.issuer, "--log-level", "debug",
+                     env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
+        try:
+            Session(srv, token=self.token(srv, sub="eve\n2026-01-01T00:00:00Z INFO forged"))
+            with open(srv.stderr_path) as f:
+                log = f.read()
+            self.assertIn("subject eve\\x0a2026", log)
+            self.assertNotIn("\n2026-01-01T00:00:00Z INFO forged", log)
+        finally:
+            srv.cleanup()
+
+    def test_an_unknown_kid_within_the_cooldown_gets_503_with_retry_after_not_401(self):
+        srv = Server("--auth-issuer", self.issuer, env={"SSL_CERT_FILE": f"{self.dir}/tls.crt"})
+        try:
+            good = self.token(srv)  # signed by tls1: only its kid is changed below
+            h, p, sig = good.split(".")
+            for hdr in ({"alg": "ES256", "typ": "at+jwt", "kid": "rotated-in"},
+                        {"alg": "ES256", "typ": "at+jwt"}):
+                tok = ".".join([b64u(hdr), p, sig]) if "kid" in hdr else \
+                    ".".join([b64u(hdr), p, "A" * 86])  # no kid, no key verifies it
+                r = srv.request("POST", {"jsonrpc": "2.0", "id": 8, "method": "ping"},
+                                dict(JSON_HEADERS, Authorization="Bearer " + tok))
+                self.assertEqual(r.status, 503, f"{hdr}: the key set was fetched at start: {r.text}")
+                self.assertTrue(1 <= int(r.header("retry-after") or 0) <= 10, r.header("retry-after"))
+                self.assertIsNone(r.header("www-authenticate"))
+        finally:
+            srv.cleanup()
+
     def test_an_untrusted_certificate_means_no_keys_and_503(self):
         srv = Server("--auth-issuer", self.issuer, env={"SSL_CERT_FILE": "/nonexistent"})
         try:
@@ -249,6 +316,206 @@ class HttpsIssuer(unittest.TestCase):
             self.assertEqual(r.json()["id"], 4)
         finally:
             srv.cleanup()
+
+
+class LongChallenge(unittest.TestCase):
+    def test_a_challenge_longer_than_2_kib_is_whole(self):
+        resource = "http://127.0.0.1:1/" + "p" * 990
+        scopes = [c * 255 for c in "abcd"]
+        srv = Server("--auth-issuer", "http://127.0.0.1:%d" % closed_port(), "--auth-resource", resource,
+                     "--auth-required-scope", scopes[0], "--auth-tool-scope", "add=" + ",".join(scopes[1:]))
+        try:
+            call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                    "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}
+            r = srv.request("POST", call, JSON_HEADERS)
+            self.assertEqual(r.status, 401)
+            h = r.header("www-authenticate")
+            self.assertTrue(h.endswith('"'), "no unterminated quote: " + h[-40:])
+            p = challenge_params(h)
+            self.assertEqual(p.get("scope"), " ".join(scopes))
+            self.assertEqual(p.get("resource_metadata"),
+                             "http://127.0.0.1:1/.well-known/oauth-protected-resource/" + "p" * 990)
+        finally:
+            srv.cleanup()
+
+
+def holding_issuer(answer=None):
+    """A plain-http issuer whose introspection endpoint holds each answer (not active) until
+    release is set. Returns (httpd, issuer URL, release, seen: [POSTs received], creds file)."""
+    release, seen, lock = threading.Event(), [0], threading.Lock()
+    state = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def reply(self, doc):
+            body = json.dumps(doc).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            iss = state["issuer"]
+            if self.path == "/.well-known/oauth-authorization-server":
+                self.reply({"issuer": iss, "jwks_uri": iss + "/jwks",
+                            "introspection_endpoint": iss + "/introspect"})
+            elif self.path == "/jwks":
+                self.reply({"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
+                                      "x": base64.urlsafe_b64encode(b"\x01" * 32).rstrip(b"=").decode()}]})
+            else:
+                self.send_error(404)
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with lock:
+                seen[0] += 1
+            release.wait(20)
+            self.reply(answer(state["issuer"]) if answer else {"active": False})
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    state["issuer"] = "http://127.0.0.1:%d" % httpd.server_address[1]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    fd, creds = tempfile.mkstemp(prefix="mcpd-introspect-")
+    os.write(fd, b"rs:secret\n")
+    os.close(fd)
+    os.chmod(creds, 0o600)
+    return httpd, state["issuer"], release, seen, creds
+
+
+class IntrospectionShares(unittest.TestCase):
+    """A plain-http issuer whose introspection endpoint holds its answers until released: one
+    client address flooding opaque tokens fills its share of the parked places, not all."""
+
+    def test_one_address_cannot_take_every_introspection_place(self):
+        httpd, issuer, release, seen, creds = holding_issuer()
+        state = {"issuer": issuer}
+        srv = Server("--auth-issuer", state["issuer"], "--auth-introspect", creds,
+                     "--principal-share", "1")  # 1% of 1024 places: 10 per address
+        results = {}
+        try:
+            def ping(name, client, token):
+                try:
+                    r = client.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                       dict(JSON_HEADERS, Authorization="Bearer opaque-" + token),
+                                       timeout=30)
+                    results[name] = r
+                except Exception as e:  # noqa: BLE001 - reported by the assertions below
+                    results[name] = e
+            threads = [threading.Thread(target=ping, args=(i, srv, "flood-%d" % i)) for i in range(10)]
+            for th in threads:
+                th.start()
+            deadline = time.time() + 10
+            while seen[0] < 10 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(seen[0], 10, "ten introspections in flight")
+            ping("eleventh", srv, "flood-10")
+            r = results["eleventh"]
+            self.assertEqual(r.status, 503, "past its share: " + r.text)
+            self.assertRegex(r.header("retry-after") or "", r"^\d+$")
+            other = threading.Thread(target=ping, args=("other", From(srv), "other"))
+            other.start()
+            while seen[0] < 11 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(seen[0], 11, "another address's token is introspected")
+            release.set()
+            other.join(20)
+            for th in threads:
+                th.join(20)
+            self.assertEqual(results["other"].status, 401, "not active: the answer, not 503")
+            self.assertTrue(all(results[i].status == 401 for i in range(10)))
+        finally:
+            release.set()
+            srv.cleanup()
+            httpd.shutdown()
+            httpd.server_close()
+            os.unlink(creds)
+
+
+    def test_an_active_token_that_is_not_an_access_token_is_refused(self):
+        for token_type, status in (("refresh_token", 401), ("Bearer", 400)):
+            httpd, issuer, release, seen, creds = holding_issuer(
+                lambda iss: {"active": True, "iss": iss, "sub": "u", "token_type": token_type,
+                             "aud": "http://127.0.0.1:%d/mcp" % srv.port})
+            release.set()
+            srv = Server("--auth-issuer", issuer, "--auth-introspect", creds)
+            try:
+                r = srv.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                dict(JSON_HEADERS, Authorization="Bearer opaque-refresh"))
+                self.assertEqual(r.status, status, f"{token_type}: {r.text}")
+            finally:
+                srv.cleanup()
+                httpd.shutdown()
+                httpd.server_close()
+                os.unlink(creds)
+
+    def test_a_stop_with_an_introspection_in_flight_is_clean(self):
+        httpd, issuer, release, seen, creds = holding_issuer()
+        srv = Server("--auth-issuer", issuer, "--auth-introspect", creds)
+        try:
+            def ping():
+                try:
+                    srv.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                dict(JSON_HEADERS, Authorization="Bearer opaque-at-stop"))
+                except OSError:
+                    pass  # its connection ends with the server
+            th = threading.Thread(target=ping, daemon=True)
+            th.start()
+            deadline = time.time() + 10
+            while seen[0] < 1 and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(seen[0], 1, "the introspection is in flight")
+            rc, took = srv.stop()
+            self.assertEqual(rc, 0, srv.log_tail())
+            self.assertLess(took, 5)
+        finally:
+            release.set()
+            srv.cleanup()
+            httpd.shutdown()
+            httpd.server_close()
+            os.unlink(creds)
+
+
+class Ipv6Issuer(unittest.TestCase):
+    def test_an_ipv6_literal_issuer_is_fetched(self):
+        class Server6(http.server.ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+
+        docs = {}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = json.dumps(docs[self.path]).encode() if self.path in docs else b""
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        try:
+            httpd = Server6(("::1", 0), Handler)
+        except OSError:
+            self.skipTest("no IPv6 loopback")
+        issuer = "http://[::1]:%d" % httpd.server_address[1]
+        docs["/.well-known/oauth-authorization-server"] = {"issuer": issuer, "jwks_uri": issuer + "/jwks"}
+        docs["/jwks"] = {"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "k",
+                                   "x": base64.urlsafe_b64encode(b"\x01" * 32).rstrip(b"=").decode()}]}
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        srv = Server("--auth-issuer", issuer)
+        try:
+            with open(srv.stderr_path) as f:
+                log = f.read()
+            self.assertIn("1 signing keys from " + issuer + "/jwks", log)
+        finally:
+            srv.cleanup()
+            httpd.shutdown()
+            httpd.server_close()
 
 
 class WithoutAnIssuer(unittest.TestCase):
@@ -268,6 +535,16 @@ class Flags(unittest.TestCase):
                                "--data-dir", d] + list(flags), capture_output=True, text=True,
                               timeout=20)
 
+    def test_a_plain_http_issuer_off_this_machine_is_warned_about(self):
+        for issuer, warned in (("http://0.0.0.0:1", True), ("http://127.0.0.1:1", False)):
+            srv = Server("--auth-issuer", issuer)
+            try:
+                with open(srv.stderr_path) as f:
+                    log = f.read()
+                self.assertEqual("plain http://" in log, warned, f"{issuer}: {log}")
+            finally:
+                srv.cleanup()
+
     def test_issuer_flags_need_an_issuer(self):
         for flag, value in (("--auth-resource", "http://x/mcp"), ("--auth-required-scope", "a"),
                             ("--auth-tool-scope", "echo=a"), ("--auth-scopes", "a b")):
@@ -278,8 +555,12 @@ class Flags(unittest.TestCase):
     def test_a_bad_issuer_resource_or_tool_scope_is_refused_at_start(self):
         cases = [(["--auth-issuer", "as.example"], "https://"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-resource", "urn:x"], "--auth-resource"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-resource", 'http://h/a"b'], "quotes"),
                  (["--auth-issuer", "http://127.0.0.1:1", "--auth-tool-scope", "echo"], "TOOL=SCOPE"),
-                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-required-scope", "a b"], "one scope")]
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-required-scope", "a b"], "one scope"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-tool-scope", "echo=" + "s" * 256], "255"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-required-scope", "s" * 256], "255"),
+                 (["--auth-issuer", "http://127.0.0.1:1", "--auth-scopes", "a " + "s" * 256], "255")]
         for flags, needle in cases:
             r = self.start(*flags)
             self.assertEqual(r.returncode, 2, f"{flags}: {r.stderr}")

@@ -40,6 +40,12 @@ static void a_scope_union_adds_each_scope_once(void **state)
     assert_string_equal(list, "a b c");
     assert_true(authz_scope_union(list, sizeof list, ""));
     assert_string_equal(list, "a b c");
+    char big[1024] = "";
+    char longest[300];
+    memset(longest, 'x', 256);
+    longest[256] = '\0';
+    assert_true(authz_scope_union(big, sizeof big, longest));
+    assert_string_equal(big, longest); /* a long scope is a scope, not skipped */
     char small[8] = "abc";
     assert_false(authz_scope_union(small, sizeof small, "defgh"));
     assert_string_equal(small, "abc");
@@ -50,6 +56,13 @@ static void tool_scopes_flags_win_and_metadata_lists_every_scope(void **state)
     (void)state;
     assert_int_equal(authz_set_tool_scopes("echo", "tools:echo"), 0);
     assert_int_equal(authz_set_tool_scopes("add", "math, tools:echo"), 0);
+    char scope[300];
+    memset(scope, 's', 256);
+    scope[256] = '\0';
+    assert_int_equal(authz_set_tool_scopes("bad", scope), -1); /* over 255 characters */
+    scope[255] = '\0';
+    assert_int_equal(authz_set_tool_scopes("echo", scope), 0);
+    assert_int_equal(authz_set_tool_scopes("bad", "x\x7f"), -1);
     assert_int_equal(authz_set_tool_scopes("echo", "tools:echo2"), 0); /* replaces */
     assert_int_equal(authz_set_tool_scopes("bad", "a\"b"), -1);
     char why[200];

@@ -294,6 +294,18 @@ static void an_unknown_kid_is_told_apart_from_a_bad_token(void **state)
     tok = make("EdDSA", k->ed, json_pack("{s:s,s:s}", "alg", "EdDSA", "typ", "JWT"), claims(k));
     assert_int_equal(verify(k, tok, NULL, NULL), JWT_OK);
     free(tok);
+    /* no kid and no key verifies it: maybe a rotation, told apart like an unknown kid */
+    EVP_PKEY *other = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    tok = make("EdDSA", other, json_pack("{s:s,s:s}", "alg", "EdDSA", "typ", "JWT"), claims(k));
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_UNKNOWN_KID);
+    free(tok);
+    EVP_PKEY_free(other);
+    /* no kid, a key verifies it, a claim fails: invalid */
+    json_t *c = claims(k);
+    json_object_set_new(c, "aud", json_string("http://other.example/mcp"));
+    tok = make("EdDSA", k->ed, json_pack("{s:s,s:s}", "alg", "EdDSA", "typ", "JWT"), c);
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
+    free(tok);
 }
 
 static void a_changed_claim_or_signature_does_not_verify(void **state)
@@ -342,6 +354,24 @@ static void the_audience_must_name_this_resource(void **state)
     free(tok);
     c = claims(k);
     json_object_del(c, "aud");
+    tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
+    free(tok);
+    /* a \u0000 in a claim does not cut the comparison short */
+    static const char aud_nul[] = AUD "\0evil";
+    c = claims(k);
+    json_object_set_new(c, "aud", json_stringn(aud_nul, sizeof aud_nul - 1));
+    tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
+    free(tok);
+    c = claims(k);
+    json_object_set_new(c, "aud", json_pack("[o]", json_stringn(aud_nul, sizeof aud_nul - 1)));
+    tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
+    assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
+    free(tok);
+    static const char iss_nul[] = ISS "\0evil";
+    c = claims(k);
+    json_object_set_new(c, "iss", json_stringn(iss_nul, sizeof iss_nul - 1));
     tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
     assert_int_equal(verify(k, tok, NULL, NULL), JWT_INVALID);
     free(tok);
@@ -415,6 +445,7 @@ static void the_subject_falls_back_to_client_id_and_scp_is_read(void **state)
     jwt_claims_t cl;
     assert_int_equal(verify(k, tok, &cl, NULL), JWT_OK);
     assert_string_equal(cl.sub, "c1");
+    assert_true(cl.sub_is_client_id); /* the principal tags which claim it was */
     assert_string_equal(cl.scope, "a:b c");
     free(tok);
     c = claims(k);
