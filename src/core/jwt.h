@@ -32,6 +32,7 @@
 #define JWKS_MAX_KEYS 64
 #define JWT_SCOPE_MAX 1024 /* a longer scope claim is refused */
 #define JWT_SUB_MAX 255
+#define JWT_JKT_MAX 43 /* base64url of a SHA-256: a longer cnf.jkt is refused */
 
 typedef struct jwks jwks_t;
 
@@ -66,6 +67,8 @@ typedef struct jwt_claims {
     char sub[JWT_SUB_MAX + 1]; /* sub, or client_id when there is no sub */
     char scope[JWT_SCOPE_MAX + 1]; /* space-separated, one space between scopes */
     int64_t exp;
+    char jkt[JWT_JKT_MAX + 1]; /* cnf.jkt (RFC 9449 6): the token is DPoP-bound to the key of
+                                  this SHA-256 JWK thumbprint; "" for a bearer token */
 } jwt_claims_t;
 
 /* Whether token has the shape of a JWS compact serialization (three non-empty base64url
@@ -80,6 +83,12 @@ jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const
  * introspected leaves iss and exp optional; out->exp is 0 without exp). */
 jwt_result_t jwt_check_claims(const json_t *claims, const jwt_expect_t *ex, bool introspected,
                               jwt_claims_t *out, const char **why);
+/* For DPoP proofs (core/dpop.c), whose key travels in their own header: verifies sig over msg
+ * with the public JWK jwk under the algorithm named alg, with the same rules as a key set's
+ * keys (alg among the accepted ones, the key's kty and crv the algorithm's, RSA >= 2048 bits,
+ * a point on the curve, `use` sig when present). */
+bool jws_verify_jwk(const json_t *jwk, const char *alg, const char *msg, size_t msglen,
+                    const unsigned char *sig, size_t siglen);
 /* Whether the space-separated list have holds every scope of the space-separated need. */
 bool scopes_cover(const char *have, const char *need);
 
