@@ -1,0 +1,144 @@
+/* Unit tests: the DPoP replay cache (src/actor/jti.c) on a real RocksDB in a temporary
+ * directory: a proof's jti is refused a second time, also after the store is closed and opened
+ * again; the sweep frees what expired; the bound. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ftw.h>
+#include <sys/stat.h>
+
+#include "actor/jti.h"
+#include "core/dpop.h"
+#include "core/util.h"
+
+#define WINDOW 330
+#define JKT "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
+#define JKT2 "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
+
+typedef struct fixture {
+    char dir[64];
+    store_t *s;
+} fixture_t;
+
+static store_t *open_in(const char *dir)
+{
+    char err[256];
+    store_t *s = store_open(dir, false, 0, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "%s\n", err);
+    return s;
+}
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/mcpd-jti-XXXXXX");
+    if (!mkdtemp(f->dir) || !(f->s = open_in(f->dir)))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    jti_close();
+    store_close(f->s);
+    nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static jti_result_t check(const char *jkt, const char *jti, int64_t iat)
+{
+    return jti_check(jkt, jti, strlen(jti), iat);
+}
+
+static void a_jti_is_refused_the_second_time_also_after_a_restart(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(check(JKT, "a", now), JTI_FRESH);
+    assert_int_equal(check(JKT, "a", now), JTI_REPLAY);
+    assert_int_equal(check(JKT, "b", now), JTI_FRESH);
+    assert_int_equal(check(JKT2, "a", now), JTI_FRESH); /* another key's proof */
+    assert_int_equal(jti_count(), 3);
+    /* the server stops and starts again on the same data */
+    jti_close();
+    store_close(f->s);
+    f->s = open_in(f->dir);
+    assert_non_null(f->s);
+    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(jti_count(), 3);
+    assert_int_equal(check(JKT, "a", now), JTI_REPLAY);
+    assert_int_equal(check(JKT, "b", now), JTI_REPLAY);
+    assert_int_equal(check(JKT2, "a", now), JTI_REPLAY);
+    assert_int_equal(check(JKT, "c", now), JTI_FRESH);
+}
+
+static void the_sweep_frees_what_expired_and_nothing_else(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(check(JKT, "old", now - 200), JTI_FRESH);
+    assert_int_equal(check(JKT, "new", now), JTI_FRESH);
+    assert_int_equal(jti_count(), 2);
+    /* before the first expiry (and its margin): nothing goes, the next sweep is after it */
+    int64_t next = jti_sweep(now_wall_ms());
+    assert_int_equal(jti_count(), 2);
+    assert_true(next >= (now - 200 + WINDOW + JTI_SWEEP_MARGIN_S) * 1000);
+    /* past the old one's expiry: it goes, the new one stays and names the next sweep */
+    int64_t t = (now - 200 + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000;
+    next = jti_sweep(t);
+    assert_int_equal(jti_count(), 1);
+    assert_int_equal(next, (now + WINDOW + JTI_SWEEP_MARGIN_S + JTI_SWEEP_GRANULE_S) * 1000);
+    assert_int_equal(check(JKT, "new", now), JTI_REPLAY);
+    /* past every expiry: the cache is empty and no sweep is armed */
+    next = jti_sweep((now + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000);
+    assert_int_equal(jti_count(), 0);
+    assert_int_equal(next, 0);
+    /* what expired while the server was down goes at the start */
+    assert_int_equal(check(JKT, "gone", now - WINDOW - JTI_SWEEP_MARGIN_S - 10), JTI_FRESH);
+    assert_int_equal(check(JKT, "kept", now), JTI_FRESH);
+    jti_close();
+    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(jti_count(), 1);
+}
+
+static void a_full_cache_records_nothing_more(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 2), 0);
+    assert_int_equal(check(JKT, "1", now), JTI_FRESH);
+    assert_int_equal(check(JKT, "2", now), JTI_FRESH);
+    assert_int_equal(check(JKT, "3", now), JTI_FULL);
+    assert_int_equal(check(JKT, "1", now), JTI_REPLAY); /* a replay is still told as one */
+    int64_t retry = jti_retry_after();
+    assert_true(retry >= WINDOW && retry <= WINDOW + JTI_SWEEP_MARGIN_S + 1);
+    jti_sweep((now + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000);
+    assert_int_equal(check(JKT, "3", now + WINDOW), JTI_FRESH); /* room again */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(a_jti_is_refused_the_second_time_also_after_a_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_sweep_frees_what_expired_and_nothing_else, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_full_cache_records_nothing_more, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
