@@ -71,8 +71,8 @@ static int64_t first_iat(void)
 }
 
 /* Deletes the keys of proofs issued before cutoff_iat, at most JTI_SWEEP_MAX; returns how
- * many (more: there were more to delete). */
-static long sweep_below(int64_t cutoff_iat, bool *more)
+ * many were deleted (more: there are more to delete; *failed: the store refused the write). */
+static long sweep_below(int64_t cutoff_iat, bool *more, bool *failed)
 {
     unsigned char lo[PREFIX_LEN], hi[PREFIX_LEN + 8];
     memcpy(lo, PREFIX, PREFIX_LEN);
@@ -80,8 +80,8 @@ static long sweep_below(int64_t cutoff_iat, bool *more)
     key_put_u64(hi + PREFIX_LEN, (uint64_t)(cutoff_iat < 0 ? 0 : cutoff_iat));
     store_iter_t *it = store_iter_new(J.store, CF_NODE, lo, sizeof lo, hi, sizeof hi);
     store_batch_t *b = store_batch_new(J.store);
-    long n = 0;
-    *more = false;
+    long n = 0, done = 0;
+    *more = *failed = false;
     for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
         if (n >= JTI_SWEEP_MAX) {
             *more = true;
@@ -91,14 +91,23 @@ static long sweep_below(int64_t cutoff_iat, bool *more)
         const unsigned char *k = store_iter_key(it, &kl);
         store_batch_single_delete(b, CF_NODE, k, kl); /* each key was put once */
         n++;
-        if (store_batch_count(b) >= 1024 && store_commit(J.store, b) != 0)
-            break;
+        if (store_batch_count(b) >= 1024) {
+            if (store_commit(J.store, b) != 0) {
+                *failed = *more = true;
+                break;
+            }
+            done = n;
+        }
     }
-    if (store_commit(J.store, b) != 0)
-        *more = true; /* refused: try again later */
+    if (!*failed) {
+        if (store_commit(J.store, b) == 0)
+            done = n;
+        else
+            *failed = *more = true;
+    }
     store_batch_free(b);
     store_iter_free(it);
-    return n;
+    return done;
 }
 
 int64_t jti_sweep(int64_t now_ms)
@@ -108,8 +117,8 @@ int64_t jti_sweep(int64_t now_ms)
     /* cleared first: a proof recorded while this runs either is seen below or re-arms */
     atomic_store(&J.due_ms, 0);
     int64_t cutoff = now_ms / 1000 - J.window_s - JTI_SWEEP_MARGIN_S;
-    bool more = false;
-    long n = sweep_below(cutoff, &more);
+    bool more = false, failed = false;
+    long n = sweep_below(cutoff, &more, &failed);
     if (n) {
         atomic_fetch_sub(&J.count, n);
         log_debug("dpop: %ld expired proof records swept, %lld kept", n,
@@ -117,7 +126,7 @@ int64_t jti_sweep(int64_t now_ms)
     }
     int64_t next = 0;
     if (more) {
-        next = now_ms + 100;
+        next = now_ms + (failed ? 1000 : 100); /* a refusing store: again in a second */
     } else {
         int64_t iat = first_iat();
         if (iat >= 0)
@@ -137,10 +146,10 @@ int jti_open(store_t *s, int64_t window_s, int64_t max)
     for (int i = 0; i < STRIPES; i++)
         pthread_mutex_init(&J.stripe[i], NULL);
     /* what expired while the server was down goes now; the rest is counted */
-    bool more = true;
+    bool more = true, failed = false;
     int64_t cutoff = now_wall_ms() / 1000 - window_s - JTI_SWEEP_MARGIN_S;
-    for (int i = 0; more && i < 64; i++) /* bounded: a refusing store leaves the rest to the alarm */
-        sweep_below(cutoff, &more);
+    for (int i = 0; more && !failed && i < 64; i++) /* what is left: the alarm's */
+        sweep_below(cutoff, &more, &failed);
     static const char lo[] = PREFIX, hi[] = "dpop0";
     store_iter_t *it = store_iter_new(s, CF_NODE, lo, PREFIX_LEN, hi, PREFIX_LEN);
     long long n = 0;
@@ -152,7 +161,7 @@ int jti_open(store_t *s, int64_t window_s, int64_t max)
     if (iat >= 0)
         arm(expiry_ms(iat) + JTI_SWEEP_GRANULE_S * 1000);
     if (n)
-        log_info("dpop: %lld proofs recorded before the restart are still refused", n);
+        log_info("dpop: %lld proof records kept from before the start (their replays are refused)", n);
     return 0;
 }
 
