@@ -246,6 +246,46 @@ static int check_claims(const json_t *c, const dpop_expect_t *ex, dpop_proof_t *
     return 0;
 }
 
+/* ---- the key cache ---- */
+
+void dpop_keycache_clear(dpop_keycache_t *kc)
+{
+    for (int i = 0; kc && i < DPOP_KEYCACHE; i++) {
+        jws_key_free(kc->e[i].key);
+        kc->e[i].key = NULL;
+        kc->e[i].id[0] = '\0';
+    }
+}
+
+/* The key of jwk for alg: from kc when there (by thumbprint, alg and the jwk's own alg, which
+ * together decide what jws_key_new builds), else built and kept there. *fresh: built and not
+ * kept (no cache), for the caller to free. NULL when jwk is not a key for alg. */
+static jws_key_t *key_of(dpop_keycache_t *kc, const json_t *jwk, const char *alg,
+                         const char *jkt, bool *fresh)
+{
+    const char *own = json_string_value(json_object_get(jwk, "alg"));
+    char id[sizeof ((dpop_keyent_t *)0)->id];
+    int n = snprintf(id, sizeof id, "%s %s %s", jkt, alg, own ? own : "");
+    *fresh = false;
+    if (!kc || n < 0 || (size_t)n >= sizeof id) {
+        *fresh = true;
+        return jws_key_new(jwk, alg);
+    }
+    unsigned h = 0;
+    for (const char *p = jkt; *p; p++)
+        h = h * 31 + (unsigned char)*p;
+    dpop_keyent_t *e = &kc->e[h % DPOP_KEYCACHE];
+    if (e->key && strcmp(e->id, id) == 0)
+        return e->key;
+    jws_key_t *k = jws_key_new(jwk, alg);
+    if (!k)
+        return NULL; /* a refused key is not kept: it evicts nothing */
+    jws_key_free(e->key);
+    e->key = k;
+    memcpy(e->id, id, (size_t)n + 1);
+    return k;
+}
+
 int dpop_check(const char *proof, size_t len, const dpop_expect_t *ex, dpop_proof_t *out,
                const char **why)
 {
@@ -288,15 +328,24 @@ int dpop_check(const char *proof, size_t len, const dpop_expect_t *ex, dpop_proo
         *why = "the DPoP proof's jwk is missing or holds a private key";
         goto out;
     }
+    if (dpop_jwk_thumbprint(jwk, out->jkt) != 0) {
+        *why = "the DPoP proof's jwk is not a key of a known type";
+        goto out;
+    }
+    if (ex->jkt && strcmp(ex->jkt, out->jkt) != 0) { /* before the key costs anything */
+        *why = "the DPoP proof's key is not the key the token is bound to (cnf.jkt)";
+        goto out;
+    }
     size_t slen = len - (size_t)(d2 + 1 - proof);
     sig = xmalloc(slen / 4 * 3 + 3);
     long sl = b64_decode(d2 + 1, slen, sig, true);
-    if (sl <= 0 || !jws_verify_jwk(jwk, alg, proof, (size_t)(d2 - proof), sig, (size_t)sl)) {
+    bool fresh = false;
+    jws_key_t *key = sl > 0 ? key_of(ex->keys, jwk, alg, out->jkt, &fresh) : NULL;
+    bool ok = key && jws_key_verify(key, proof, (size_t)(d2 - proof), sig, (size_t)sl);
+    if (fresh)
+        jws_key_free(key); /* not kept: no cache */
+    if (!ok) {
         *why = "the DPoP proof's signature does not verify with its jwk";
-        goto out;
-    }
-    if (dpop_jwk_thumbprint(jwk, out->jkt) != 0) {
-        *why = "the DPoP proof's jwk has no thumbprint";
         goto out;
     }
     claims = json_part(d1 + 1, (size_t)(d2 - d1 - 1));
@@ -306,10 +355,6 @@ int dpop_check(const char *proof, size_t len, const dpop_expect_t *ex, dpop_proo
     }
     if (check_claims(claims, ex, out, why) != 0)
         goto out;
-    if (ex->jkt && strcmp(ex->jkt, out->jkt) != 0) {
-        *why = "the DPoP proof's key is not the key the token is bound to (cnf.jkt)";
-        goto out;
-    }
     rc = 0;
 out:
     json_decref(hdr);

@@ -9,12 +9,13 @@
  *  - its header's typ is dpop+jwt, its alg one of DPOP_ALGS (never none, never HMAC), it names
  *    no crit extension, and its jwk is a public key (no private member: d, p, q, dp, dq, qi,
  *    oth; never a symmetric oct key) of the algorithm's kind;
+ *  - the thumbprint of jwk equals the token's cnf.jkt (when the caller gives one): a proof of
+ *    another key is refused before its key is built;
  *  - the signature verifies under that jwk (core/jwt.c's verifier, with its key rules);
  *  - jti is a string of 1..DPOP_JTI_MAX bytes; htm equals the request's method; htu equals
  *    the request's URL without query and fragment (dpop_htu_equal); iat is a number no older
  *    than max_age + leeway and no further in the future than leeway; ath (required with an
- *    access token) is base64url(SHA-256(token));
- *  - the thumbprint of jwk equals the token's cnf.jkt (when the caller gives one). */
+ *    access token) is base64url(SHA-256(token)). */
 #ifndef MCPD_CORE_DPOP_H
 #define MCPD_CORE_DPOP_H
 
@@ -29,6 +30,20 @@
 #define DPOP_MAX_AGE_S 300  /* a proof older than this (plus the leeway) is refused */
 #define DPOP_JKT_LEN 43     /* base64url of a SHA-256, no padding */
 
+/* Keys of recent proofs by thumbprint and algorithm, so a client's proofs after its first cost a
+ * verification, not a key check (direct-mapped; a collision replaces). Owned by one thread:
+ * the HTTP layer keeps one per thread. */
+#define DPOP_KEYCACHE 64
+typedef struct dpop_keyent {
+    char id[DPOP_JKT_LEN + 1 + 8 + 8]; /* "jkt alg own-alg"; "": empty */
+    struct jws_key *key;               /* owned */
+} dpop_keyent_t;
+typedef struct dpop_keycache {
+    dpop_keyent_t e[DPOP_KEYCACHE];
+} dpop_keycache_t;
+/* Frees the keys (the cache itself is the owner's). */
+void dpop_keycache_clear(dpop_keycache_t *kc);
+
 typedef struct dpop_expect {
     const char *htm;   /* the request's method ("POST") */
     const char *htu;   /* the request's URL as this server is reached (scheme://host[:port]/path) */
@@ -38,6 +53,7 @@ typedef struct dpop_expect {
     int64_t now;       /* Unix seconds */
     int64_t leeway;    /* seconds of clock skew for iat */
     int64_t max_age;   /* seconds a proof stays good after its iat (DPOP_MAX_AGE_S) */
+    dpop_keycache_t *keys; /* the calling thread's key cache, or NULL */
 } dpop_expect_t;
 
 typedef struct dpop_proof {

@@ -648,16 +648,39 @@ bool scopes_cover(const char *have, const char *need)
     return true;
 }
 
-bool jws_verify_jwk(const json_t *jwk, const char *alg, const char *msg, size_t msglen,
-                    const unsigned char *sig, size_t siglen)
+struct jws_key {
+    jwk_t k;
+    const alg_t *a;
+};
+
+jws_key_t *jws_key_new(const json_t *jwk, const char *alg)
 {
     json_t *name = json_string(alg ? alg : "");
     const alg_t *a = alg_find(name);
     json_decref(name);
     jwk_t k;
     if (!a || !jwk_load(jwk, &k))
-        return false;
-    bool ok = key_fits(&k, a) && sig_ok(&k, a, msg, msglen, sig, siglen);
-    EVP_PKEY_free(k.pkey);
-    return ok;
+        return NULL;
+    if (!key_fits(&k, a)) {
+        EVP_PKEY_free(k.pkey);
+        return NULL;
+    }
+    jws_key_t *out = xmalloc(sizeof *out);
+    out->k = k;
+    out->a = a;
+    return out;
+}
+
+bool jws_key_verify(const jws_key_t *k, const char *msg, size_t msglen, const unsigned char *sig,
+                    size_t siglen)
+{
+    return k && sig_ok(&k->k, k->a, msg, msglen, sig, siglen);
+}
+
+void jws_key_free(jws_key_t *k)
+{
+    if (!k)
+        return;
+    EVP_PKEY_free(k->k.pkey);
+    free(k);
 }

@@ -48,6 +48,7 @@ typedef struct oc {
 } oc_t;
 
 static oc_t *g_caches[64]; /* by HTTP thread index; each touched by its thread alone */
+static dpop_keycache_t *g_dpop_keys[64]; /* DPoP proof keys, the same way */
 
 static oc_t *cache_of(http_thread_t *t)
 {
@@ -207,6 +208,9 @@ void http_oauth_thread_end(http_thread_t *t)
 void http_oauth_free(void)
 {
     for (int i = 0; i < 64; i++) {
+        dpop_keycache_clear(g_dpop_keys[i]);
+        free(g_dpop_keys[i]);
+        g_dpop_keys[i] = NULL;
         if (!g_caches[i])
             continue;
         for (int s = 0; s < OC_SETS; s++)
@@ -511,8 +515,8 @@ static const char *dpop_header(struct evhttp_request *req, bool *twice)
  * answering. A bound token sent as a bearer token is refused (RFC 9449 7.2), and so is an
  * unbound token sent with the DPoP scheme (7.1: the scheme says the token is bound; accepting
  * it would let a stolen bearer token pass with any key's proof). */
-static bool dpop_gate(struct evhttp_request *req, const json_t *id, const char *need, bool dpop,
-                      const char *tok, size_t len, const char *jkt)
+static bool dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *id,
+                      const char *need, bool dpop, const char *tok, size_t len, const char *jkt)
 {
     if (!dpop) {
         dpop_refuse(req, id, need, NULL, true,
@@ -539,8 +543,12 @@ static bool dpop_gate(struct evhttp_request *req, const json_t *id, const char *
         dpop_refuse(req, id, need, "invalid_dpop_proof", false, "the request's URL is too long");
         return false;
     }
+    uint32_t ti = t ? t->idx : 0;
+    if (ti < 64 && !g_dpop_keys[ti])
+        g_dpop_keys[ti] = xcalloc(1, sizeof(dpop_keycache_t));
     dpop_expect_t ex = {method_name(evhttp_request_get_command(req)), htu, tok, len, jkt,
-                        (int64_t)time(NULL), g_authz.leeway, DPOP_MAX_AGE_S};
+                        (int64_t)time(NULL), g_authz.leeway, DPOP_MAX_AGE_S,
+                        ti < 64 ? g_dpop_keys[ti] : NULL};
     dpop_proof_t p;
     const char *why = NULL;
     if (dpop_check(proof, strlen(proof), &ex, &p, &why) != 0) {
@@ -616,7 +624,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     } else if (!check_jwt(t, req, id, tok, len, need, &scope, who, jkt)) {
         return false;
     }
-    if ((jkt[0] || dpop) && !dpop_gate(req, id, need, dpop, tok, len, jkt))
+    if ((jkt[0] || dpop) && !dpop_gate(t, req, id, need, dpop, tok, len, jkt))
         return false;
     if (!scopes_cover(scope, need)) {
         challenge(req, id, CH_SCOPE, need, NULL);

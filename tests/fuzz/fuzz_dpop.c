@@ -66,7 +66,8 @@ static char *sign(const char *h, size_t hl, const uint8_t *c, size_t cl)
 
 static void check(const char *proof, size_t len)
 {
-    dpop_expect_t ex = {"POST", HTU, TOKEN, strlen(TOKEN), g_jkt, NOW, LEEWAY, DPOP_MAX_AGE_S};
+    static dpop_keycache_t kc; /* the cache's path too (a key stays in it across inputs) */
+    dpop_expect_t ex = {"POST", HTU, TOKEN, strlen(TOKEN), g_jkt, NOW, LEEWAY, DPOP_MAX_AGE_S, &kc};
     dpop_proof_t p;
     const char *why = NULL;
     if (dpop_check(proof, len, &ex, &p, &why) != 0) {

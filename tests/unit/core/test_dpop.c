@@ -163,7 +163,7 @@ static void thumb(EVP_PKEY *k, char out[DPOP_JKT_LEN + 1])
 
 static dpop_expect_t expect(const keys_t *k, const char *jkt)
 {
-    return (dpop_expect_t){"POST", HTU, TOKEN, strlen(TOKEN), jkt, k->now, 30, DPOP_MAX_AGE_S};
+    return (dpop_expect_t){"POST", HTU, TOKEN, strlen(TOKEN), jkt, k->now, 30, DPOP_MAX_AGE_S, NULL};
 }
 
 static int check(const keys_t *k, const char *proof, const char *jkt, const char **why)
@@ -473,6 +473,44 @@ static void a_proof_of_another_key_is_refused(void **state)
     free(p);
 }
 
+static void a_cached_key_still_verifies_each_signature(void **state)
+{
+    keys_t *k = *state;
+    dpop_keycache_t *kc = calloc(1, sizeof *kc);
+    struct { const char *alg; EVP_PKEY *key; } cases[] = {
+        {"RS256", k->rsa}, {"PS256", k->rsa}, {"ES256", k->ec}, {"EdDSA", k->ed}};
+    for (int round = 0; round < 2; round++) { /* the second round finds every key cached */
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char jkt[DPOP_JKT_LEN + 1];
+            thumb(cases[i].key, jkt);
+            dpop_expect_t ex = expect(k, jkt);
+            ex.keys = kc;
+            dpop_proof_t out;
+            const char *why;
+            char *p = make(cases[i].alg, cases[i].key, header(cases[i].alg, cases[i].key), claims(k, "j"));
+            assert_int_equal(dpop_check(p, strlen(p), &ex, &out, &why), 0);
+            p[strlen(p) - 2] = p[strlen(p) - 2] == 'A' ? 'B' : 'A'; /* a changed signature */
+            assert_int_equal(dpop_check(p, strlen(p), &ex, &out, &why), -1);
+            assert_non_null(strstr(why, "signature"));
+            free(p);
+        }
+    }
+    /* the same RSA key announced for RS256 only, used with PS256: refused, cached or not */
+    char jkt[DPOP_JKT_LEN + 1];
+    thumb(k->rsa, jkt);
+    json_t *h = header("PS256", k->rsa);
+    json_object_set_new(json_object_get(h, "jwk"), "alg", json_string("RS256"));
+    char *p = make("PS256", k->rsa, h, claims(k, "j"));
+    dpop_expect_t ex = expect(k, jkt);
+    ex.keys = kc;
+    dpop_proof_t out;
+    const char *why;
+    assert_int_equal(dpop_check(p, strlen(p), &ex, &out, &why), -1);
+    free(p);
+    dpop_keycache_clear(kc);
+    free(kc);
+}
+
 static void garbage_is_refused(void **state)
 {
     keys_t *k = *state;
@@ -503,6 +541,7 @@ int main(void)
         cmocka_unit_test(the_jti_is_required_and_bounded),
         cmocka_unit_test(the_header_typ_alg_and_jwk_are_checked),
         cmocka_unit_test(a_proof_of_another_key_is_refused),
+        cmocka_unit_test(a_cached_key_still_verifies_each_signature),
         cmocka_unit_test(garbage_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
