@@ -5,8 +5,8 @@
 
 #include "http/internal.h"
 
-#include "core/auth.h"
 #include "actor/jti.h"
+#include "core/auth.h"
 #include "core/authz.h"
 #include "core/crypto.h"
 #include "core/dpop.h"
