@@ -10,9 +10,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <event2/thread.h>
 #include <ftw.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "actor/alarm.h"
 #include "actor/jti.h"
 #include "core/dpop.h"
 #include "core/util.h"
@@ -133,12 +137,68 @@ static void a_full_cache_records_nothing_more(void **state)
     assert_int_equal(check(JKT, "3", now + WINDOW), JTI_FRESH); /* room again */
 }
 
+/* ---- the node alarm (actor/alarm.c) that runs the sweep ---- */
+
+static atomic_int g_calls;
+static atomic_llong g_called_at;
+static atomic_llong g_next;
+
+static int64_t count_call(int64_t now_ms)
+{
+    atomic_fetch_add(&g_calls, 1);
+    atomic_store(&g_called_at, now_ms);
+    return atomic_exchange(&g_next, 0);
+}
+
+static void wait_calls(int n, int ms)
+{
+    for (int i = 0; i < ms / 10 && atomic_load(&g_calls) < n; i++)
+        usleep(10000);
+}
+
+static void the_node_alarm_runs_at_its_due_time_and_only_then(void **state)
+{
+    fixture_t *f = *state;
+    alarms_node_fn(count_call);
+    int64_t t0 = now_wall_ms();
+    alarms_node_hint(t0 + 300); /* before the scheduler runs: kept, as at a start */
+    assert_int_equal(alarms_start(f->s), 0);
+    usleep(100000);
+    int calls = atomic_load(&g_calls);
+    if (now_wall_ms() < t0 + 300) /* (a test thread held up past it proves nothing) */
+        assert_int_equal(calls, 0); /* not before its time */
+    wait_calls(1, 3000);
+    assert_int_equal(atomic_load(&g_calls), 1);
+    assert_true(atomic_load(&g_called_at) >= t0 + 300);
+    /* it returned 0: nothing is armed, nothing runs while idle */
+    usleep(400000);
+    assert_int_equal(atomic_load(&g_calls), 1);
+    /* a hint arms it again; the function's answer re-arms it once more, then it rests */
+    atomic_store(&g_next, now_wall_ms() + 200);
+    alarms_node_hint(now_wall_ms() + 100);
+    wait_calls(3, 3000);
+    assert_int_equal(atomic_load(&g_calls), 3);
+    usleep(400000);
+    assert_int_equal(atomic_load(&g_calls), 3);
+    /* a later hint than the one armed does not delay it */
+    int64_t t1 = now_wall_ms();
+    alarms_node_hint(t1 + 150);
+    alarms_node_hint(t1 + 5000);
+    wait_calls(4, 2000);
+    assert_int_equal(atomic_load(&g_calls), 4);
+    assert_true(atomic_load(&g_called_at) < t1 + 2000);
+    alarms_stop();
+    alarms_free();
+}
+
 int main(void)
 {
+    evthread_use_pthreads(); /* as main.c: hints wake the alarm thread's loop */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(a_jti_is_refused_the_second_time_also_after_a_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(the_sweep_frees_what_expired_and_nothing_else, setup, teardown),
         cmocka_unit_test_setup_teardown(a_full_cache_records_nothing_more, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_node_alarm_runs_at_its_due_time_and_only_then, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
