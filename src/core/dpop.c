@@ -101,6 +101,8 @@ static bool url_split(const char *s, url_t *u)
         u->host_len = c ? (size_t)(c - a) : alen;
         port = c ? c + 1 : NULL;
     }
+    if (u->host_len == 0)
+        return false;
     if (port) {
         unsigned long p = 0;
         const char *q = port;
@@ -131,16 +133,6 @@ bool dpop_htu_equal(const char *a, const char *b)
     return x.scheme_len == y.scheme_len && strncasecmp(x.scheme, y.scheme, x.scheme_len) == 0 &&
            x.host_len == y.host_len && strncasecmp(x.host, y.host, x.host_len) == 0 &&
            x.port == y.port && path_same;
-}
-
-int dpop_htu_of(const char *resource, const char *path, char *out, size_t n)
-{
-    url_t u;
-    if (!resource || !url_split(resource, &u))
-        return -1;
-    size_t origin = (size_t)(u.path - resource);
-    int w = snprintf(out, n, "%.*s%s", (int)origin, resource, path && *path ? path : "/");
-    return w < 0 || (size_t)w >= n ? -1 : 0;
 }
 
 /* ---- the proof ---- */

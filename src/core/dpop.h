@@ -46,7 +46,7 @@ void dpop_keycache_clear(dpop_keycache_t *kc);
 
 typedef struct dpop_expect {
     const char *htm;   /* the request's method ("POST") */
-    const char *htu;   /* the request's URL as this server is reached (scheme://host[:port]/path) */
+    const char *htu;   /* the request's URL as clients address it (the MCP endpoint's: the resource) */
     const char *token; /* the access token the proof goes with (ath), or NULL: no ath needed */
     size_t token_len;
     const char *jkt;   /* the token's cnf.jkt, or NULL: not compared */
@@ -75,9 +75,5 @@ int dpop_jwk_thumbprint(const json_t *jwk, char out[DPOP_JKT_LEN + 1]);
  * and host compared without case, the scheme's default port the same as none, an empty path
  * the same as "/", and a's query and fragment ignored. The path is compared byte for byte. */
 bool dpop_htu_equal(const char *a, const char *b);
-/* The URL a request for path reached, as a client addresses this server: resource's scheme and
- * authority (--auth-resource: the public URL, also behind a proxy) with path. 0, or -1 when it
- * does not fit in n bytes or resource is not an absolute URL. */
-int dpop_htu_of(const char *resource, const char *path, char *out, size_t n);
 
 #endif

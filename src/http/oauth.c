@@ -536,13 +536,10 @@ static bool dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t
                     twice ? "more than one DPoP header" : "no DPoP proof (the DPoP header)");
         return false;
     }
-    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
-    const char *path = u ? evhttp_uri_get_path(u) : NULL;
-    char htu[2400];
-    if (dpop_htu_of(g_authz.resource, path, htu, sizeof htu) != 0) {
-        dpop_refuse(req, id, need, "invalid_dpop_proof", false, "the request's URL is too long");
-        return false;
-    }
+    /* htu: the URL the client addressed. Every request checked here came to the MCP endpoint
+     * (evhttp routes /mcp exactly), whose public URL is the resource: behind a proxy the Host
+     * and path this server sees may be the proxy's, the resource is what clients use */
+    const char *htu = g_authz.resource;
     uint32_t ti = t ? t->idx : 0;
     if (ti < 64 && !g_dpop_keys[ti])
         g_dpop_keys[ti] = xcalloc(1, sizeof(dpop_keycache_t));

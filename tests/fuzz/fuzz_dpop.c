@@ -9,7 +9,7 @@
  *                  reaches the claims checks behind a good signature.
  * Invariants: a refusal always says why; an accepted proof has the harness key's thumbprint
  * (the one it was asked for), a jti of 1..DPOP_JTI_MAX bytes and an iat within the window;
- * htu equality is symmetric. */
+ * htu equality is symmetric, and holds for a URL and itself. */
 #include "fuzz.h"
 
 #include "core/b64.h"
@@ -110,9 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *a = strndup((const char *)data, al), *u = strndup((const char *)b, bl);
     check(a, strlen(a));
     FUZZ_CHECK(dpop_htu_equal(a, u) == dpop_htu_equal(u, a));
-    char out[512];
-    if (dpop_htu_of(u, "/mcp", out, sizeof out) == 0)
-        FUZZ_CHECK(dpop_htu_equal(out, out));
+    if (dpop_htu_equal(a, u)) /* equal to something: a URL, so equal to itself */
+        FUZZ_CHECK(dpop_htu_equal(a, a) && dpop_htu_equal(u, u));
     free(a);
     free(u);
     return 0;

@@ -227,6 +227,25 @@ class Dpop(unittest.TestCase):
         for i, (what, proofs) in enumerate(cases):
             self.assertDpopRefused(self.call(30 + i, "DPoP " + tok, proofs), 30 + i, "invalid_dpop_proof", what)
 
+    def test_behind_a_proxy_htu_is_the_public_resource_url(self):
+        public = "https://mcp.example.com/api/mcp"  # a TLS proxy that maps /api/mcp to /mcp
+        srv = Server("--auth-issuer", self.issuer, "--auth-resource", public)
+        try:
+            claims = {"iss": self.issuer, "aud": public, "sub": "proxied", "exp": int(time.time()) + 300,
+                      "cnf": {"jkt": self.client_key.jkt}}
+            tok = self.issuer_key.jws({"alg": "ES256", "typ": "at+jwt", "kid": "as1"}, claims)
+            h = [("Content-Type", "application/json"), ("Accept", ACCEPT_BOTH), ("Authorization", "DPoP " + tok)]
+            body = {"jsonrpc": "2.0", "id": 50, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "p", "version": "1"}}}
+            status, _, doc = request(srv.port, "POST", body, h + [("DPoP", self.proof(tok, htu=public))])
+            self.assertEqual(status, 200, doc)
+            seen_here = "http://127.0.0.1:%d/mcp" % srv.port  # what the server itself sees
+            status, headers, doc = request(srv.port, "POST", body, h + [("DPoP", self.proof(tok, htu=seen_here))])
+            self.assertEqual(status, 401, doc)
+            self.assertEqual(challenges(headers)["DPoP"].get("error"), "invalid_dpop_proof")
+        finally:
+            srv.cleanup()
+
     def test_a_preflight_allows_the_dpop_header(self):
         status, headers, _ = request(self.server.port, "OPTIONS", None, [
             ("Origin", "http://app.example"), ("Access-Control-Request-Method", "POST"),
