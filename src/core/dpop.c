@@ -255,6 +255,12 @@ void dpop_keycache_clear(dpop_keycache_t *kc)
 static jws_key_t *key_of(dpop_keycache_t *kc, const json_t *jwk, const char *alg,
                          const char *jkt, bool *fresh)
 {
+    /* what jws_key_new refuses beyond the id's parts, refused here too, so a cache hit never
+     * accepts a jwk that a miss would not */
+    const json_t *use = json_object_get(jwk, "use"), *kid = json_object_get(jwk, "kid");
+    if ((use && !(json_is_string(use) && strcmp(json_string_value(use), "sig") == 0)) ||
+        (kid && !(json_is_string(kid) && json_string_length(kid) < 128)))
+        return NULL;
     const char *own = json_string_value(json_object_get(jwk, "alg"));
     char id[sizeof ((dpop_keyent_t *)0)->id];
     int n = snprintf(id, sizeof id, "%s %s %s", jkt, alg, own ? own : "");

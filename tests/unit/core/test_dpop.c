@@ -503,6 +503,15 @@ static void a_cached_key_still_verifies_each_signature(void **state)
     const char *why;
     assert_int_equal(dpop_check(p, strlen(p), &ex, &out, &why), -1);
     free(p);
+    /* the cached EC key's jwk marked for encryption: refused as it would be uncached */
+    thumb(k->ec, jkt);
+    h = header("ES256", k->ec);
+    json_object_set_new(json_object_get(h, "jwk"), "use", json_string("enc"));
+    p = make("ES256", k->ec, h, claims(k, "j"));
+    ex = expect(k, jkt);
+    ex.keys = kc;
+    assert_int_equal(dpop_check(p, strlen(p), &ex, &out, &why), -1);
+    free(p);
     dpop_keycache_clear(kc);
     free(kc);
 }
