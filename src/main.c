@@ -8,6 +8,7 @@
  */
 #include "actor/actor.h"
 #include "actor/alarm.h"
+#include "actor/jti.h"
 #include "actor/shardmove.h"
 #include "actor/worker.h"
 #include "core/config.h"
@@ -21,6 +22,7 @@
 #include "tools/toolsets.h"
 #include "core/auth.h"
 #include "core/authz.h"
+#include "core/dpop.h"
 #include "core/issuer.h"
 #include "http/oauth.h"
 #include "http/server.h"
@@ -303,6 +305,11 @@ int main(int argc, char **argv)
         log_info("recovery: %ld requests were in flight when the process stopped", interrupted);
     if (colocated)
         workers_drain_now(); /* their loops are not running yet: recovery goes first */
+    /* the DPoP replay cache: its keys from before a restart, its sweep on the alarm thread */
+    if (g_authz.on) {
+        jti_open(store, DPOP_MAX_AGE_S + g_authz.leeway, g_cfg.auth_dpop_jti_max);
+        alarms_node_fn(jti_sweep);
+    }
     alarms_start(store);
     admin_shard_ops_t shard_ops = {
         .release = step_release, .adopt = step_adopt, .reclaim = step_reclaim,
@@ -346,6 +353,7 @@ int main(int argc, char **argv)
     pthread_detach(wd);
 
     stop_runtime(colocated);
+    jti_close();
     store_flush(store);
     store_close(store);
     registry_free(reg);

@@ -24,12 +24,17 @@ static struct {
     int64_t hint_ms;    /* lowest hinted due since the last re-arm (under mu) */
     int64_t armed_ms;   /* 0 = no timer (scheduler thread) */
     atomic_bool running; /* read by workers (hints), written by the main thread */
+    int64_t (*node_fn)(int64_t now_ms);
+    int64_t node_due;    /* the node alarm's due time, 0: none (scheduler thread) */
+    int64_t node_hint;   /* lowest node hint since the last re-arm (under mu) */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Arms the timer for the first key at or after the floor, or disarms it. */
 static void arm_next(void)
 {
     int64_t due = sessionrec_first_alarm(S.store, S.floor_ms);
+    if (S.node_due && (!due || S.node_due < due))
+        due = S.node_due;
     evtimer_del(S.timer);
     S.armed_ms = due;
     if (!due)
@@ -58,18 +63,25 @@ static void on_due(evutil_socket_t fd, short what, void *arg)
     if (n)
         log_debug("alarms: %ld due at %lld, dispatched", n, (long long)now);
     S.floor_ms = now + 1;
+    if (S.node_due && S.node_due <= now)
+        S.node_due = S.node_fn ? S.node_fn(now) : 0;
     arm_next();
 }
 
 static void on_rearm(evutil_socket_t fd, short what, void *arg)
 {
     pthread_mutex_lock(&S.mu);
-    int64_t hint = S.hint_ms;
+    int64_t hint = S.hint_ms, node = S.node_hint;
     S.hint_ms = 0;
+    S.node_hint = 0;
     pthread_mutex_unlock(&S.mu);
     if (hint && hint < S.floor_ms)
         S.floor_ms = hint;
-    if (hint && (!S.armed_ms || hint < S.armed_ms))
+    if (node && (!S.node_due || node < S.node_due))
+        S.node_due = node;
+    else
+        node = 0;
+    if ((hint && (!S.armed_ms || hint < S.armed_ms)) || (node && (!S.armed_ms || node < S.armed_ms)))
         arm_next();
 }
 
@@ -83,6 +95,24 @@ void alarms_hint(int64_t due_ms)
         S.hint_ms = due_ms;
     /* under mu: alarms_stop clears `running` under it too, so no hint is half-way through
      * event_active when alarms_free runs (the store's probe thread hints at any time) */
+    if (wake && atomic_load(&S.running))
+        event_active(S.rearm, EV_READ, 0);
+    pthread_mutex_unlock(&S.mu);
+}
+
+void alarms_node_fn(int64_t (*fn)(int64_t now_ms))
+{
+    S.node_fn = fn;
+}
+
+void alarms_node_hint(int64_t due_ms)
+{
+    if (due_ms <= 0)
+        return;
+    pthread_mutex_lock(&S.mu);
+    bool wake = !S.node_hint || due_ms < S.node_hint;
+    if (wake)
+        S.node_hint = due_ms;
     if (wake && atomic_load(&S.running))
         event_active(S.rearm, EV_READ, 0);
     pthread_mutex_unlock(&S.mu);
@@ -112,7 +142,7 @@ int alarms_start(store_t *store)
                  (long long)((S.armed_ms - now_wall_ms()) / 1000));
     atomic_store(&S.running, true);
     pthread_mutex_lock(&S.mu);
-    bool hinted = S.hint_ms != 0; /* a hint that came while it was not running yet */
+    bool hinted = S.hint_ms != 0 || S.node_hint != 0; /* came while it was not running yet */
     pthread_mutex_unlock(&S.mu);
     if (hinted)
         event_active(S.rearm, EV_READ, 0);

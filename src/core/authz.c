@@ -211,6 +211,10 @@ int authz_configure(const char *issuer, const char *resource, const char *scopes
         json_object_set_new(doc, "scopes_supported", arr);
     }
     json_object_set_new(doc, "bearer_methods_supported", json_pack("[s]", "header"));
+    /* RFC 9449 5.1: DPoP-bound tokens are accepted (with a proof), bearer tokens too */
+    json_object_set_new(doc, "dpop_signing_alg_values_supported",
+                        json_pack("[ssss]", "ES256", "RS256", "PS256", "EdDSA"));
+    json_object_set_new(doc, "dpop_bound_access_tokens_required", json_false());
     free(all);
     a->metadata = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     a->metadata_len = strlen(a->metadata);

@@ -65,6 +65,9 @@ static const flag_t FLAGS[] = {
      "introspection_endpoint; FILE holds client_id:client_secret, mode 600"},
     {"auth-introspection-cache", "SECS", K_INT, OFF(auth_introspection_cache), 0, 86400,
      "how long an introspection answer is kept, never past the token's exp (default 60)"},
+    {"auth-dpop-jti-max", "N", K_INT, OFF(auth_dpop_jti_max), 1, 100000000,
+     "DPoP proofs remembered at most, to refuse a replay (default 1000000); a new proof beyond "
+     "it gets 503"},
     {"cluster", "FILE", K_STR, OFF(cluster_file), 0, 0,
      "run as one node of a cluster: FILE (JSON) lists the nodes and which of the 4096 shards each "
      "owns; this node serves and mints ids only in its shards (README: Run a cluster)"},
@@ -233,6 +236,7 @@ void config_defaults(config_t *c)
     c->principal_share = 50;
     c->auth_leeway = 30;
     c->auth_introspection_cache = 60;
+    c->auth_dpop_jti_max = 1000000;
     c->max_handles = 100000;
     c->get_idle_timeout_s = 300;
     c->response_mode = RESPONSE_AUTO;

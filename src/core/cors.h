@@ -16,10 +16,11 @@
 #include <stddef.h>
 
 #define CORS_ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
-/* The request headers MCP uses; Accept is CORS-safelisted for the values MCP sends. */
+/* The request headers MCP uses (and DPoP's proof, RFC 9449); Accept is CORS-safelisted for
+ * the values MCP sends. */
 #define CORS_ALLOW_HEADERS                                                                      \
     "Authorization, Content-Type, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, "       \
-    "Mcp-Method, Mcp-Name"
+    "Mcp-Method, Mcp-Name, DPoP"
 /* What a client must read besides the safelisted response headers: the session, the version,
  * an authorization challenge, when to retry. */
 #define CORS_EXPOSE_HEADERS "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"

@@ -509,6 +509,18 @@ jwt_result_t jwt_check_claims(const json_t *c, const jwt_expect_t *ex, bool intr
         *why = "the token's scope claim is malformed or too long";
         return JWT_INVALID;
     }
+    /* RFC 9449 6: a DPoP-bound token names its key's thumbprint; the proof is checked by the
+     * caller (http/oauth.c), which refuses the token as a bearer token */
+    const json_t *cnf = json_object_get(c, "cnf"), *jkt = json_object_get(cnf, "jkt");
+    out->jkt[0] = '\0';
+    if (jkt) {
+        if (!json_is_string(jkt) || json_string_length(jkt) == 0 ||
+            json_string_length(jkt) > JWT_JKT_MAX) {
+            *why = "the token's cnf.jkt is malformed";
+            return JWT_INVALID;
+        }
+        strcpy(out->jkt, json_string_value(jkt));
+    }
     strcpy(out->sub, json_string_value(sub));
     out->exp = has_exp ? exp : 0;
     return JWT_OK;
@@ -640,4 +652,41 @@ bool scopes_cover(const char *have, const char *need)
         p += n;
     }
     return true;
+}
+
+struct jws_key {
+    jwk_t k;
+    const alg_t *a;
+};
+
+jws_key_t *jws_key_new(const json_t *jwk, const char *alg)
+{
+    json_t *name = json_string(alg ? alg : "");
+    const alg_t *a = alg_find(name);
+    json_decref(name);
+    jwk_t k;
+    if (!a || !jwk_load(jwk, &k))
+        return NULL;
+    if (!key_fits(&k, a)) {
+        EVP_PKEY_free(k.pkey);
+        return NULL;
+    }
+    jws_key_t *out = xmalloc(sizeof *out);
+    out->k = k;
+    out->a = a;
+    return out;
+}
+
+bool jws_key_verify(const jws_key_t *k, const char *msg, size_t msglen, const unsigned char *sig,
+                    size_t siglen)
+{
+    return k && sig_ok(&k->k, k->a, msg, msglen, sig, siglen);
+}
+
+void jws_key_free(jws_key_t *k)
+{
+    if (!k)
+        return;
+    EVP_PKEY_free(k->k.pkey);
+    free(k);
 }

@@ -32,6 +32,7 @@
 #define JWKS_MAX_KEYS 64
 #define JWT_SCOPE_MAX 1024 /* a longer scope claim is refused */
 #define JWT_SUB_MAX 255
+#define JWT_JKT_MAX 43 /* base64url of a SHA-256: a longer cnf.jkt is refused */
 
 typedef struct jwks jwks_t;
 
@@ -68,6 +69,8 @@ typedef struct jwt_claims {
     bool sub_is_client_id;     /* sub holds the client_id (a principal tags which it is) */
     char scope[JWT_SCOPE_MAX + 1]; /* space-separated, one space between scopes */
     int64_t exp;
+    char jkt[JWT_JKT_MAX + 1]; /* cnf.jkt (RFC 9449 6): the token is DPoP-bound to the key of
+                                  this SHA-256 JWK thumbprint; "" for a bearer token */
 } jwt_claims_t;
 
 /* Whether token has the shape of a JWS compact serialization (three non-empty base64url
@@ -82,6 +85,18 @@ jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const
  * introspected leaves iss and exp optional; out->exp is 0 without exp). */
 jwt_result_t jwt_check_claims(const json_t *claims, const jwt_expect_t *ex, bool introspected,
                               jwt_claims_t *out, const char **why);
+/* For DPoP proofs (core/dpop.c), whose key travels in their own header: the public JWK jwk as
+ * a key for the algorithm named alg, with the same rules as a key set's keys (alg among the
+ * accepted ones, the key's kty and crv the algorithm's, its own alg member the same when
+ * present, RSA >= 2048 bits, a point on the curve, `use` sig when present); NULL when it cannot
+ * be one. Building it costs more than a verification (OpenSSL's public-key check: about 4 ms
+ * for RSA 2048), so a caller keeps it (core/dpop.h's key cache). Immutable: any thread. */
+typedef struct jws_key jws_key_t;
+jws_key_t *jws_key_new(const json_t *jwk, const char *alg);
+/* Whether sig (the JWS form: r || s for ECDSA) over msg verifies under k. */
+bool jws_key_verify(const jws_key_t *k, const char *msg, size_t msglen, const unsigned char *sig,
+                    size_t siglen);
+void jws_key_free(jws_key_t *k); /* NULL: nothing */
 /* Whether the space-separated list have holds every scope of the space-separated need. */
 bool scopes_cover(const char *have, const char *need);
 

@@ -87,6 +87,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
       "Worker turns whose writes the store refused (their replies became errors).")             \
     X(auth_jwt_verified_total, counter,                                                             \
       "JWT access tokens whose signature and claims were checked and passed (cache misses).")   \
+    X(auth_dpop_verified_total, counter, "Requests whose DPoP proof was checked and recorded.")   \
+    X(auth_dpop_replays_total, counter, "DPoP proofs refused because their jti was used before.") \
     X(auth_cache_hits_total, counter, "Requests whose JWT was found in the verified-token cache.")  \
     X(auth_rejected_total, counter,                                                                 \
       "Requests refused by authorization: 401 (no or invalid token) and 403 (insufficient scope).") \

@@ -5,9 +5,11 @@
 
 #include "http/internal.h"
 
+#include "actor/jti.h"
 #include "core/auth.h"
 #include "core/authz.h"
 #include "core/crypto.h"
+#include "core/dpop.h"
 #include "core/issuer.h"
 #include "core/jwt.h"
 #include "core/log.h"
@@ -38,6 +40,7 @@ typedef struct oc_entry {
                               bad token does not become a flood of introspections) */
     char who[OAUTH_WHO_LEN + 1];
     char *scope;           /* owned */
+    char jkt[JWT_JKT_MAX + 1]; /* cnf.jkt: a DPoP-bound token ("" for a bearer token) */
 } oc_entry_t;
 
 typedef struct oc {
@@ -45,6 +48,7 @@ typedef struct oc {
 } oc_t;
 
 static oc_t *g_caches[64]; /* by HTTP thread index; each touched by its thread alone */
+static dpop_keycache_t *g_dpop_keys[64]; /* DPoP proof keys, the same way */
 
 static oc_t *cache_of(http_thread_t *t)
 {
@@ -68,7 +72,7 @@ static oc_entry_t *cache_find(oc_t *c, const unsigned char key[32], int64_t now)
 }
 
 static oc_entry_t *cache_put(oc_t *c, const unsigned char key[32], int64_t until, bool active,
-                             const char *scope, const char *who)
+                             const char *scope, const char *who, const char *jkt)
 {
     uint32_t set;
     memcpy(&set, key, sizeof set);
@@ -87,6 +91,7 @@ static oc_entry_t *cache_put(oc_t *c, const unsigned char key[32], int64_t until
     victim->active = active;
     memcpy(victim->who, who, OAUTH_WHO_LEN + 1);
     victim->scope = xstrdup(scope);
+    str_copy(victim->jkt, sizeof victim->jkt, jkt);
     return victim;
 }
 
@@ -222,6 +227,9 @@ void http_oauth_thread_end(http_thread_t *t)
 void http_oauth_free(void)
 {
     for (int i = 0; i < 64; i++) {
+        dpop_keycache_clear(g_dpop_keys[i]);
+        free(g_dpop_keys[i]);
+        g_dpop_keys[i] = NULL;
         if (!g_caches[i])
             continue;
         for (int s = 0; s < OC_SETS; s++)
@@ -338,17 +346,18 @@ static bool covered_each(const json_t *body, const char *scope, char *need, size
 
 /* ---- the token ---- */
 
-/* The token of "Bearer <token>" (scheme in any case), trailing spaces cut; NULL when the
- * header is absent or names another scheme. */
-static const char *bearer(const char *h, size_t *len)
+/* The token of "Bearer <token>" or "DPoP <token>" (RFC 9449 7.1; schemes in any case), trailing
+ * spaces cut, *dpop telling which; NULL when the header is absent or names another scheme. */
+static const char *bearer(const char *h, size_t *len, bool *dpop)
 {
     if (!h)
         return NULL;
     while (*h == ' ')
         h++;
-    if (strncasecmp(h, "Bearer ", 7) != 0)
+    *dpop = strncasecmp(h, "DPoP ", 5) == 0;
+    if (!*dpop && strncasecmp(h, "Bearer ", 7) != 0)
         return NULL;
-    h += 7;
+    h += *dpop ? 5 : 7;
     while (*h == ' ')
         h++;
     size_t n = strlen(h);
@@ -406,7 +415,7 @@ static const char *loggable(const char *s, char *out, size_t n)
 /* Verifies a JWT (cache first). True with *scope and who set; false after answering. */
 static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t *id,
                       const char *tok, size_t len, const char *need, const char **scope,
-                      char who[64])
+                      char who[64], char jkt[JWT_JKT_MAX + 1])
 {
     int64_t now = (int64_t)time(NULL);
     unsigned char key[32];
@@ -416,6 +425,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     if (e) {
         STAT_INC(auth_cache_hits_total);
         memcpy(who, e->who, OAUTH_WHO_LEN + 1);
+        memcpy(jkt, e->jkt, JWT_JKT_MAX + 1);
         *scope = e->scope;
         return true;
     }
@@ -458,7 +468,8 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     char esc[4 * JWT_SUB_MAX + 8];
     log_debug("auth: a token of %s for subject %s is principal %s", g_authz.issuer,
               loggable(cl.sub, esc, sizeof esc), who);
-    *scope = c ? cache_put(c, key, cl.exp + g_authz.leeway, true, cl.scope, who)->scope : "";
+    memcpy(jkt, cl.jkt, JWT_JKT_MAX + 1);
+    *scope = c ? cache_put(c, key, cl.exp + g_authz.leeway, true, cl.scope, who, cl.jkt)->scope : "";
     return true;
 }
 
@@ -466,7 +477,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
  * True with *scope and who set; false after answering or parking. */
 static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const json_t *id,
                          const char *tok, size_t len, const char *need, const char **scope,
-                         char who[64])
+                         char who[64], char jkt[JWT_JKT_MAX + 1])
 {
     int64_t now = (int64_t)time(NULL);
     unsigned char key[32];
@@ -490,12 +501,14 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
                       g_authz.issuer, loggable(w->w.claims.sub, esc, sizeof esc), owho);
         }
         if (c && g_authz.introspection_cache > 0)
-            e = cache_put(c, key, until, w->w.outcome > 0, w->w.claims.scope, owho);
+            e = cache_put(c, key, until, w->w.outcome > 0, w->w.claims.scope, owho,
+                          w->w.claims.jkt);
         if (w->w.outcome == 0) {
             challenge(req, id, CH_INVALID, need, w->w.why);
             return false;
         }
         memcpy(who, owho, OAUTH_WHO_LEN + 1);
+        memcpy(jkt, w->w.claims.jkt, JWT_JKT_MAX + 1);
         *scope = e ? e->scope : "";
         if (!e) { /* no cache: the scope check below reads the wait's claims */
             static _Thread_local char sc[JWT_SCOPE_MAX + 1];
@@ -511,12 +524,137 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
             return false;
         }
         memcpy(who, e->who, OAUTH_WHO_LEN + 1);
+        memcpy(jkt, e->jkt, JWT_JKT_MAX + 1);
         *scope = e->scope;
         return true;
     }
     if (!park(t, req, ISSUER_WAIT_INTROSPECT, key, tok, len))
         unavailable(req, id, "the token cannot be introspected now", "1");
     return false;
+}
+
+/* ---- DPoP (RFC 9449) ---- */
+
+/* 401 for a DPoP problem: the DPoP challenge (error: invalid_dpop_proof or invalid_token; NULL
+ * for none, as beside a Bearer refusal) and the Bearer challenge with the metadata URL, so a
+ * client that knows only Bearer still finds the authorization server. bearer_invalid: the Bearer
+ * challenge carries error="invalid_token" (a DPoP-bound token sent as a bearer token). */
+static void dpop_refuse(struct evhttp_request *req, const json_t *id, const char *need,
+                        const char *error, bool bearer_invalid, const char *why)
+{
+    STAT_INC(auth_rejected_total);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    char h[1600];
+    int n = snprintf(h, sizeof h, "DPoP algs=\"%s\"", DPOP_ALGS);
+    if (error && n > 0 && (size_t)n < sizeof h)
+        n += snprintf(h + n, sizeof h - (size_t)n, ", error=\"%s\", error_description=\"%s\"",
+                      error, why);
+    evhttp_add_header(out, "WWW-Authenticate", h);
+    n = snprintf(h, sizeof h, "Bearer ");
+    if (bearer_invalid)
+        n += snprintf(h + n, sizeof h - (size_t)n,
+                      "error=\"invalid_token\", error_description=\"%s\", ", why);
+    if (*need && n > 0 && (size_t)n < sizeof h)
+        n += snprintf(h + n, sizeof h - (size_t)n, "scope=\"%s\", ", need);
+    if (n > 0 && (size_t)n < sizeof h)
+        snprintf(h + n, sizeof h - (size_t)n, "resource_metadata=\"%s\"", g_authz.prm_url);
+    evhttp_add_header(out, "WWW-Authenticate", h);
+    char msg[600];
+    snprintf(msg, sizeof msg, "Unauthorized: %s", why);
+    http_reply_error(req, id, 401, MCP_ERR_BAD_REQUEST, msg, NULL);
+}
+
+static const char *method_name(enum evhttp_cmd_type c)
+{
+    switch (c) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    default: return "?";
+    }
+}
+
+/* The request's single DPoP header (NULL: none, or *twice when it came more than once). */
+static const char *dpop_header(struct evhttp_request *req, bool *twice)
+{
+    const char *v = NULL;
+    *twice = false;
+    struct evkeyval *kv;
+    for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (strcasecmp(kv->key, "DPoP") != 0)
+            continue;
+        if (v)
+            *twice = true;
+        v = kv->value;
+    }
+    return v;
+}
+
+/* A token the checks above accepted, sent with the DPoP scheme or bound to a key (jkt): true
+ * when it may be used (a bound token with a valid, fresh proof for this request); false after
+ * answering. A bound token sent as a bearer token is refused (RFC 9449 7.2), and so is an
+ * unbound token sent with the DPoP scheme (7.1: the scheme says the token is bound; accepting
+ * it would let a stolen bearer token pass with any key's proof). */
+static bool dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *id,
+                      const char *need, bool dpop, const char *tok, size_t len, const char *jkt)
+{
+    if (!dpop) {
+        dpop_refuse(req, id, need, NULL, true,
+                    "the token is bound to a key (DPoP): send Authorization: DPoP <token> with a "
+                    "DPoP proof");
+        return false;
+    }
+    if (!jkt[0]) {
+        dpop_refuse(req, id, need, "invalid_token", false,
+                    "the token is not bound to a key (no cnf.jkt): send it as Bearer");
+        return false;
+    }
+    bool twice;
+    const char *proof = dpop_header(req, &twice);
+    if (!proof || twice) {
+        dpop_refuse(req, id, need, "invalid_dpop_proof", false,
+                    twice ? "more than one DPoP header" : "no DPoP proof (the DPoP header)");
+        return false;
+    }
+    /* htu: the URL the client addressed. Every request checked here came to the MCP endpoint
+     * (evhttp routes /mcp exactly), whose public URL is the resource: behind a proxy the Host
+     * and path this server sees may be the proxy's, the resource is what clients use */
+    const char *htu = g_authz.resource;
+    uint32_t ti = t ? t->idx : 0;
+    if (ti < 64 && !g_dpop_keys[ti])
+        g_dpop_keys[ti] = xcalloc(1, sizeof(dpop_keycache_t));
+    dpop_expect_t ex = {method_name(evhttp_request_get_command(req)), htu, tok, len, jkt,
+                        (int64_t)time(NULL), g_authz.leeway, DPOP_MAX_AGE_S,
+                        ti < 64 ? g_dpop_keys[ti] : NULL};
+    dpop_proof_t p;
+    const char *why = NULL;
+    if (dpop_check(proof, strlen(proof), &ex, &p, &why) != 0) {
+        dpop_refuse(req, id, need, "invalid_dpop_proof", false, why);
+        return false;
+    }
+    switch (jti_check(p.jkt, p.jti, p.jti_len, p.iat)) {
+    case JTI_FRESH:
+        STAT_INC(auth_dpop_verified_total);
+        return true;
+    case JTI_REPLAY:
+        STAT_INC(auth_dpop_replays_total);
+        dpop_refuse(req, id, need, "invalid_dpop_proof", false,
+                    "the DPoP proof was used before (jti)");
+        return false;
+    case JTI_FULL: {
+        char retry[24];
+        snprintf(retry, sizeof retry, "%lld", (long long)jti_retry_after());
+        unavailable(req, id, "the DPoP replay cache is full (--auth-dpop-jti-max)", retry);
+        return false;
+    }
+    default:
+        unavailable(req, id, "the DPoP proof cannot be recorded (the store refuses writes)", "5");
+        return false;
+    }
 }
 
 bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *authorization,
@@ -528,7 +666,8 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     char need[1024] = "";
     bool fits = !g_authz.on || needed_scopes(body, need, sizeof need);
     size_t len = 0;
-    const char *tok = bearer(authorization, &len);
+    bool dpop = false;
+    const char *tok = bearer(authorization, &len, &dpop);
     if (!tok) {
         if (authorization)
             challenge(req, id, CH_INVALID, need,
@@ -537,7 +676,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
             challenge(req, id, CH_NONE, need, NULL);
         return false;
     }
-    if (g_auth.n) {
+    if (g_auth.n && !dpop) {
         /* static tokens first: constant-time, and never subject to scopes (the operator's) */
         const char *name = auth_check(&g_auth, authorization);
         if (name) {
@@ -554,16 +693,19 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
         return false;
     }
     const char *scope = "";
+    char jkt[JWT_JKT_MAX + 1] = "";
     if (!jwt_looks_like(tok, len)) {
         if (!issuer_introspects()) {
             challenge(req, id, CH_INVALID, need, "the token is not a JWT this server can verify");
             return false;
         }
-        if (!check_opaque(t, req, id, tok, len, need, &scope, who))
+        if (!check_opaque(t, req, id, tok, len, need, &scope, who, jkt))
             return false;
-    } else if (!check_jwt(t, req, id, tok, len, need, &scope, who)) {
+    } else if (!check_jwt(t, req, id, tok, len, need, &scope, who, jkt)) {
         return false;
     }
+    if ((jkt[0] || dpop) && !dpop_gate(t, req, id, need, dpop, tok, len, jkt))
+        return false;
     if (fits ? !scopes_cover(scope, need) : !covered_each(body, scope, need, sizeof need)) {
         challenge(req, id, CH_SCOPE, need, NULL);
         return false;

@@ -24,7 +24,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "cors", "version": "1"}}}
 FIXED = ["Authorization", "Content-Type", "Mcp-Session-Id", "MCP-Protocol-Version",
-         "Last-Event-ID", "Mcp-Method", "Mcp-Name"]
+         "Last-Event-ID", "Mcp-Method", "Mcp-Name", "DPoP"]
 EXPOSED = ["Mcp-Session-Id", "MCP-Protocol-Version", "WWW-Authenticate", "Retry-After"]
 
 

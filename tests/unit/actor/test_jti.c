@@ -1,0 +1,204 @@
+/* Unit tests: the DPoP replay cache (src/actor/jti.c) on a real RocksDB in a temporary
+ * directory: a proof's jti is refused a second time, also after the store is closed and opened
+ * again; the sweep frees what expired; the bound. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <event2/thread.h>
+#include <ftw.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "actor/alarm.h"
+#include "actor/jti.h"
+#include "core/dpop.h"
+#include "core/util.h"
+
+#define WINDOW 330
+#define JKT "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
+#define JKT2 "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
+
+typedef struct fixture {
+    char dir[64];
+    store_t *s;
+} fixture_t;
+
+static store_t *open_in(const char *dir)
+{
+    char err[256];
+    store_t *s = store_open(dir, false, 0, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "%s\n", err);
+    return s;
+}
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/mcpd-jti-XXXXXX");
+    if (!mkdtemp(f->dir) || !(f->s = open_in(f->dir)))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    jti_close();
+    store_close(f->s);
+    nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static jti_result_t check(const char *jkt, const char *jti, int64_t iat)
+{
+    return jti_check(jkt, jti, strlen(jti), iat);
+}
+
+static void a_jti_is_refused_the_second_time_also_after_a_restart(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(check(JKT, "a", now), JTI_FRESH);
+    assert_int_equal(check(JKT, "a", now), JTI_REPLAY);
+    assert_int_equal(check(JKT, "b", now), JTI_FRESH);
+    assert_int_equal(check(JKT2, "a", now), JTI_FRESH); /* another key's proof */
+    assert_int_equal(jti_count(), 3);
+    /* the server stops and starts again on the same data */
+    jti_close();
+    store_close(f->s);
+    f->s = open_in(f->dir);
+    assert_non_null(f->s);
+    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(jti_count(), 3);
+    assert_int_equal(check(JKT, "a", now), JTI_REPLAY);
+    assert_int_equal(check(JKT, "b", now), JTI_REPLAY);
+    assert_int_equal(check(JKT2, "a", now), JTI_REPLAY);
+    assert_int_equal(check(JKT, "c", now), JTI_FRESH);
+}
+
+static void the_sweep_frees_what_expired_and_nothing_else(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(check(JKT, "old", now - 200), JTI_FRESH);
+    assert_int_equal(check(JKT, "new", now), JTI_FRESH);
+    assert_int_equal(jti_count(), 2);
+    /* before the first expiry (and its margin): nothing goes, the next sweep is after it */
+    int64_t next = jti_sweep(now_wall_ms());
+    assert_int_equal(jti_count(), 2);
+    assert_true(next >= (now - 200 + WINDOW + JTI_SWEEP_MARGIN_S) * 1000);
+    /* past the old one's expiry: it goes, the new one stays and names the next sweep */
+    int64_t t = (now - 200 + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000;
+    next = jti_sweep(t);
+    assert_int_equal(jti_count(), 1);
+    assert_int_equal(next, (now + WINDOW + JTI_SWEEP_MARGIN_S + JTI_SWEEP_GRANULE_S) * 1000);
+    assert_int_equal(check(JKT, "new", now), JTI_REPLAY);
+    /* past every expiry: the cache is empty and no sweep is armed */
+    next = jti_sweep((now + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000);
+    assert_int_equal(jti_count(), 0);
+    assert_int_equal(next, 0);
+    /* what expired while the server was down goes at the start */
+    assert_int_equal(check(JKT, "gone", now - WINDOW - JTI_SWEEP_MARGIN_S - 10), JTI_FRESH);
+    assert_int_equal(check(JKT, "kept", now), JTI_FRESH);
+    jti_close();
+    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(jti_count(), 1);
+}
+
+static void a_full_cache_records_nothing_more(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 2), 0);
+    assert_int_equal(check(JKT, "1", now), JTI_FRESH);
+    assert_int_equal(check(JKT, "2", now), JTI_FRESH);
+    assert_int_equal(check(JKT, "3", now), JTI_FULL);
+    assert_int_equal(check(JKT, "1", now), JTI_REPLAY); /* a replay is still told as one */
+    int64_t retry = jti_retry_after();
+    assert_true(retry >= WINDOW && retry <= WINDOW + JTI_SWEEP_MARGIN_S + 1);
+    jti_sweep((now + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000);
+    assert_int_equal(check(JKT, "3", now + WINDOW), JTI_FRESH); /* room again */
+}
+
+/* ---- the node alarm (actor/alarm.c) that runs the sweep ---- */
+
+static atomic_int g_calls;
+static atomic_llong g_called_at;
+static atomic_llong g_next;
+
+static int64_t count_call(int64_t now_ms)
+{
+    atomic_fetch_add(&g_calls, 1);
+    atomic_store(&g_called_at, now_ms);
+    return atomic_exchange(&g_next, 0);
+}
+
+static void wait_calls(int n, int ms)
+{
+    for (int i = 0; i < ms / 10 && atomic_load(&g_calls) < n; i++)
+        usleep(10000);
+}
+
+static void the_node_alarm_runs_at_its_due_time_and_only_then(void **state)
+{
+    fixture_t *f = *state;
+    alarms_node_fn(count_call);
+    int64_t t0 = now_wall_ms();
+    alarms_node_hint(t0 + 300); /* before the scheduler runs: kept, as at a start */
+    assert_int_equal(alarms_start(f->s), 0);
+    usleep(100000);
+    int calls = atomic_load(&g_calls);
+    if (now_wall_ms() < t0 + 300) /* (a test thread held up past it proves nothing) */
+        assert_int_equal(calls, 0); /* not before its time */
+    wait_calls(1, 3000);
+    assert_int_equal(atomic_load(&g_calls), 1);
+    assert_true(atomic_load(&g_called_at) >= t0 + 300);
+    /* it returned 0: nothing is armed, nothing runs while idle */
+    usleep(400000);
+    assert_int_equal(atomic_load(&g_calls), 1);
+    /* a hint arms it again; the function's answer re-arms it once more, then it rests */
+    atomic_store(&g_next, now_wall_ms() + 200);
+    alarms_node_hint(now_wall_ms() + 100);
+    wait_calls(3, 3000);
+    assert_int_equal(atomic_load(&g_calls), 3);
+    usleep(400000);
+    assert_int_equal(atomic_load(&g_calls), 3);
+    /* a later hint than the one armed does not delay it */
+    int64_t t1 = now_wall_ms();
+    alarms_node_hint(t1 + 150);
+    alarms_node_hint(t1 + 5000);
+    wait_calls(4, 2000);
+    assert_int_equal(atomic_load(&g_calls), 4);
+    assert_true(atomic_load(&g_called_at) < t1 + 2000);
+    alarms_stop();
+    alarms_free();
+}
+
+int main(void)
+{
+    evthread_use_pthreads(); /* as main.c: hints wake the alarm thread's loop */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(a_jti_is_refused_the_second_time_also_after_a_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_sweep_frees_what_expired_and_nothing_else, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_full_cache_records_nothing_more, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_node_alarm_runs_at_its_due_time_and_only_then, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
