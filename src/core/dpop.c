@@ -258,8 +258,10 @@ static jws_key_t *key_of(dpop_keycache_t *kc, const json_t *jwk, const char *alg
     /* what jws_key_new refuses beyond the id's parts, refused here too, so a cache hit never
      * accepts a jwk that a miss would not */
     const json_t *use = json_object_get(jwk, "use"), *kid = json_object_get(jwk, "kid");
+    const json_t *own_alg = json_object_get(jwk, "alg");
     if ((use && !(json_is_string(use) && strcmp(json_string_value(use), "sig") == 0)) ||
-        (kid && !(json_is_string(kid) && json_string_length(kid) < 128)))
+        (kid && !(json_is_string(kid) && json_string_length(kid) < 128)) ||
+        (own_alg && !(json_is_string(own_alg) && json_string_length(own_alg) < 16)))
         return NULL;
     const char *own = json_string_value(json_object_get(jwk, "alg"));
     char id[sizeof ((dpop_keyent_t *)0)->id];

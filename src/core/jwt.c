@@ -661,6 +661,12 @@ struct jws_key {
 
 jws_key_t *jws_key_new(const json_t *jwk, const char *alg)
 {
+    /* a client's own key (a DPoP proof's): RSA at most 4096 bits, since OpenSSL's public-key
+     * check of a larger modulus costs a thread tenths of a second (683 base64url characters
+     * are 512 bytes) */
+    const json_t *modulus = json_object_get(jwk, "n");
+    if (modulus && json_is_string(modulus) && json_string_length(modulus) > 683)
+        return NULL;
     json_t *name = json_string(alg ? alg : "");
     const alg_t *a = alg_find(name);
     json_decref(name);

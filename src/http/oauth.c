@@ -544,7 +544,9 @@ static void dpop_refuse(struct evhttp_request *req, const json_t *id, const char
 {
     STAT_INC(auth_rejected_total);
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    char h[1600];
+    /* room for every part at its longest (need < 1024, the metadata URL < 1200, why a fixed
+     * text), twice over for the escapes: a header is never cut mid-value */
+    char h[2 * (1024 + sizeof g_authz.prm_url + 256)];
     int n = snprintf(h, sizeof h, "DPoP algs=\"%s\"", DPOP_ALGS);
     if (error && n > 0 && (size_t)n < sizeof h)
         n += snprintf(h + n, sizeof h - (size_t)n, ", error=\"%s\", error_description=\"%s\"",
