@@ -307,7 +307,8 @@ int main(int argc, char **argv)
         workers_drain_now(); /* their loops are not running yet: recovery goes first */
     /* the DPoP replay cache: its keys from before a restart, its sweep on the alarm thread */
     if (g_authz.on) {
-        jti_open(store, DPOP_MAX_AGE_S + g_authz.leeway, g_cfg.auth_dpop_jti_max);
+        jti_open(store, DPOP_MAX_AGE_S + g_authz.leeway, g_cfg.auth_dpop_jti_max,
+                 (int)g_cfg.principal_share);
         alarms_node_fn(jti_sweep);
     }
     alarms_start(store);

@@ -9,21 +9,119 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PREFIX "dpop/"
 #define PREFIX_LEN (sizeof PREFIX - 1)
 #define KEY_MAX (PREFIX_LEN + 8 + DPOP_JKT_LEN + DPOP_JTI_MAX)
 #define STRIPES 64
+#define HW_KEY "dpop-cutoff" /* outside "dpop/".."dpop0": '-' sorts before '/' */
+#define NO_IAT INT64_MAX
+
+/* Records per proof key (jkt), one open-addressing table per stripe: a key's proofs all take
+ * the stripe its jkt picks, so the stripe's lock guards its table. Owned by this file; an
+ * entry whose count falls to 0 stays until the table is rebuilt (at growth). */
+typedef struct {
+    char jkt[DPOP_JKT_LEN];
+    int64_t n; /* 0: free or emptied */
+    bool used;
+} jkt_slot_t;
+
+typedef struct {
+    jkt_slot_t *slot;
+    size_t cap, used; /* used: slots ever taken since the last rebuild */
+} jkt_map_t;
 
 static struct {
     store_t *store;
     int64_t window_s;
     int64_t max;
+    int64_t share;       /* records one proof key may hold */
     atomic_llong count;
     atomic_llong due_ms; /* the sweep armed (or hinted) at, 0: none */
+    atomic_llong first;  /* the earliest iat held (NO_IAT: none), for Retry-After */
+    atomic_llong cutoff; /* the highest sweep cutoff: a proof issued before it is refused */
     pthread_mutex_t stripe[STRIPES];
+    jkt_map_t map[STRIPES];
 } J;
+
+static uint32_t hash_of(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+static unsigned stripe_of(const char *jkt)
+{
+    return hash_of(jkt, DPOP_JKT_LEN) % STRIPES;
+}
+
+/* The count slot of jkt in m (taken when add), or NULL. Under the stripe's lock. */
+static int64_t *map_slot(jkt_map_t *m, const char *jkt, bool add)
+{
+    if (add && (m->used + 1) * 10 > m->cap * 7) {
+        size_t live = 0;
+        for (size_t i = 0; i < m->cap; i++)
+            live += m->slot[i].used && m->slot[i].n > 0;
+        size_t cap = m->cap ? m->cap : 16;
+        while ((live + 1) * 10 > cap * 4)
+            cap *= 2;
+        jkt_map_t g = {xcalloc(cap, sizeof(jkt_slot_t)), cap, 0};
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slot[i].used && m->slot[i].n > 0)
+                *map_slot(&g, m->slot[i].jkt, true) = m->slot[i].n;
+        free(m->slot);
+        *m = g;
+    }
+    if (!m->cap)
+        return NULL;
+    for (size_t i = hash_of(jkt, DPOP_JKT_LEN) / STRIPES % m->cap;; i = (i + 1) % m->cap) {
+        jkt_slot_t *e = &m->slot[i];
+        if (e->used && memcmp(e->jkt, jkt, DPOP_JKT_LEN) == 0)
+            return &e->n;
+        if (!e->used) {
+            if (!add)
+                return NULL;
+            e->used = true;
+            memcpy(e->jkt, jkt, DPOP_JKT_LEN);
+            m->used++;
+            return &e->n;
+        }
+    }
+}
+
+static void first_min(int64_t iat)
+{
+    long long cur = atomic_load(&J.first);
+    while (iat < cur && !atomic_compare_exchange_weak(&J.first, &cur, iat))
+        ;
+}
+
+static void cutoff_max(int64_t c)
+{
+    long long cur = atomic_load(&J.cutoff);
+    while (c > cur && !atomic_compare_exchange_weak(&J.cutoff, &cur, c))
+        ;
+}
+
+/* Counts one swept (or kept, at the start: add) record of the key in k out of (into) its
+ * proof key's share. */
+static void share_count(const unsigned char *k, size_t kl, int64_t d)
+{
+    if (kl < PREFIX_LEN + 8 + DPOP_JKT_LEN)
+        return;
+    const char *jkt = (const char *)k + PREFIX_LEN + 8;
+    unsigned st = stripe_of(jkt);
+    pthread_mutex_lock(&J.stripe[st]);
+    int64_t *n = map_slot(&J.map[st], jkt, d > 0);
+    if (n)
+        *n = *n + d < 0 ? 0 : *n + d;
+    pthread_mutex_unlock(&J.stripe[st]);
+}
 
 static size_t key_of(unsigned char *out, int64_t iat, const char *jkt, const char *jti,
                      size_t jti_len)
@@ -90,6 +188,7 @@ static long sweep_below(int64_t cutoff_iat, bool *more, bool *failed)
         size_t kl = 0;
         const unsigned char *k = store_iter_key(it, &kl);
         store_batch_single_delete(b, CF_NODE, k, kl); /* each key was put once */
+        share_count(k, kl, -1); /* (a refused write leaves the share low until a restart) */
         n++;
         if (store_batch_count(b) >= 1024) {
             if (store_commit(J.store, b) != 0) {
@@ -100,6 +199,9 @@ static long sweep_below(int64_t cutoff_iat, bool *more, bool *failed)
         }
     }
     if (!*failed) {
+        unsigned char v[8];
+        key_put_u64(v, (uint64_t)atomic_load(&J.cutoff));
+        store_batch_put(b, CF_NODE, HW_KEY, sizeof HW_KEY - 1, v, sizeof v);
         if (store_commit(J.store, b) == 0)
             done = n;
         else
@@ -117,6 +219,9 @@ int64_t jti_sweep(int64_t now_ms)
     /* cleared first: a proof recorded while this runs either is seen below or re-arms */
     atomic_store(&J.due_ms, 0);
     int64_t cutoff = now_ms / 1000 - J.window_s - JTI_SWEEP_MARGIN_S;
+    /* raised before the keys go: a proof below it is refused from now on, so a clock stepped
+     * back cannot let a swept proof in again */
+    cutoff_max(cutoff);
     bool more = false, failed = false;
     long n = sweep_below(cutoff, &more, &failed);
     if (n) {
@@ -127,39 +232,65 @@ int64_t jti_sweep(int64_t now_ms)
     int64_t next = 0;
     if (more) {
         next = now_ms + (failed ? 1000 : 100); /* a refusing store: again in a second */
-    } else {
-        int64_t iat = first_iat();
-        if (iat >= 0)
-            next = expiry_ms(iat) + JTI_SWEEP_GRANULE_S * 1000;
     }
+    /* the earliest iat held, for Retry-After: what the store now starts with, unless a proof
+     * recorded meanwhile is earlier (one below the cutoff is swept, so no longer held) */
+    int64_t iat = first_iat();
+    int64_t first = iat < 0 ? NO_IAT : iat;
+    long long cur = atomic_load(&J.first);
+    while (cur != first && (cur < cutoff || cur > first) &&
+           !atomic_compare_exchange_weak(&J.first, &cur, first))
+        ;
+    if (!more && iat >= 0)
+        next = expiry_ms(iat) + JTI_SWEEP_GRANULE_S * 1000;
     if (next)
         arm(next);
     return next;
 }
 
-int jti_open(store_t *s, int64_t window_s, int64_t max)
+int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct)
 {
     J.store = s;
     J.window_s = window_s;
     J.max = max > 0 ? max : JTI_DEFAULT_MAX;
+    share_pct = share_pct < 1 ? 1 : share_pct > 100 ? 100 : share_pct;
+    J.share = J.max / 100 * share_pct + J.max % 100 * share_pct / 100; /* as principal.c */
+    if (J.share < 1)
+        J.share = 1;
     atomic_store(&J.due_ms, 0);
-    for (int i = 0; i < STRIPES; i++)
+    atomic_store(&J.first, NO_IAT);
+    for (int i = 0; i < STRIPES; i++) {
         pthread_mutex_init(&J.stripe[i], NULL);
+        J.map[i] = (jkt_map_t){0};
+    }
+    /* the last cutoff swept before the stop, so a clock now behind it does not lower it */
+    char *v = NULL;
+    size_t vl = 0;
+    int64_t cutoff = now_wall_ms() / 1000 - window_s - JTI_SWEEP_MARGIN_S;
+    atomic_store(&J.cutoff, cutoff);
+    if (store_get(s, CF_NODE, HW_KEY, sizeof HW_KEY - 1, &v, &vl) == 0 && vl == 8)
+        cutoff_max((int64_t)key_get_u64((const unsigned char *)v));
+    free(v);
     /* what expired while the server was down goes now; the rest is counted */
     bool more = true, failed = false;
-    int64_t cutoff = now_wall_ms() / 1000 - window_s - JTI_SWEEP_MARGIN_S;
     for (int i = 0; more && !failed && i < 64; i++) /* what is left: the alarm's */
         sweep_below(cutoff, &more, &failed);
     static const char lo[] = PREFIX, hi[] = "dpop0";
     store_iter_t *it = store_iter_new(s, CF_NODE, lo, PREFIX_LEN, hi, PREFIX_LEN);
     long long n = 0;
-    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it))
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl = 0;
+        const unsigned char *k = store_iter_key(it, &kl);
+        share_count(k, kl, 1);
         n++;
+    }
     store_iter_free(it);
     atomic_store(&J.count, n);
     int64_t iat = first_iat();
-    if (iat >= 0)
+    if (iat >= 0) {
+        atomic_store(&J.first, iat);
         arm(expiry_ms(iat) + JTI_SWEEP_GRANULE_S * 1000);
+    }
     if (n)
         log_info("dpop: %lld proof records kept from before the start (their replays are refused)", n);
     return 0;
@@ -169,8 +300,11 @@ void jti_close(void)
 {
     if (!J.store)
         return;
-    for (int i = 0; i < STRIPES; i++)
+    for (int i = 0; i < STRIPES; i++) {
         pthread_mutex_destroy(&J.stripe[i]);
+        free(J.map[i].slot);
+        J.map[i] = (jkt_map_t){0};
+    }
     J.store = NULL;
 }
 
@@ -178,20 +312,23 @@ jti_result_t jti_check(const char *jkt, const char *jti, size_t jti_len, int64_t
 {
     if (!J.store || jti_len == 0 || jti_len > DPOP_JTI_MAX)
         return JTI_ERROR;
+    if (iat < atomic_load(&J.cutoff))
+        return JTI_STALE; /* its record may have been swept: it cannot be told from a replay */
     unsigned char k[KEY_MAX];
     size_t kl = key_of(k, iat, jkt, jti, jti_len);
-    uint32_t h = 2166136261u; /* FNV-1a picks the stripe */
-    for (size_t i = 0; i < kl; i++)
-        h = (h ^ k[i]) * 16777619u;
-    pthread_mutex_t *mu = &J.stripe[h % STRIPES];
-    pthread_mutex_lock(mu);
+    unsigned st = stripe_of(jkt); /* a key's proofs share a stripe, and its count */
+    pthread_mutex_lock(&J.stripe[st]);
     jti_result_t r;
+    int64_t *mine = NULL;
     int e = store_exists(J.store, CF_NODE, k, kl);
     if (e < 0) {
         r = JTI_ERROR;
     } else if (e) {
         r = JTI_REPLAY;
-    } else if (atomic_load(&J.count) >= J.max) {
+    } else if ((mine = map_slot(&J.map[st], jkt, true)) && *mine >= J.share) {
+        r = JTI_FULL; /* this key holds its share: other keys still get in */
+    } else if (atomic_fetch_add(&J.count, 1) >= J.max) {
+        atomic_fetch_sub(&J.count, 1); /* the last resort: every key's share together */
         r = JTI_FULL;
     } else {
         store_batch_t *b = store_batch_new(J.store);
@@ -199,11 +336,15 @@ jti_result_t jti_check(const char *jkt, const char *jti, size_t jti_len, int64_t
         r = store_commit(J.store, b) == 0 ? JTI_FRESH : JTI_ERROR;
         store_batch_free(b);
         if (r == JTI_FRESH)
-            atomic_fetch_add(&J.count, 1);
+            (*mine)++;
+        else
+            atomic_fetch_sub(&J.count, 1);
     }
-    pthread_mutex_unlock(mu);
-    if (r == JTI_FRESH)
+    pthread_mutex_unlock(&J.stripe[st]);
+    if (r == JTI_FRESH) {
+        first_min(iat);
         arm(expiry_ms(iat) + JTI_SWEEP_GRANULE_S * 1000);
+    }
     return r;
 }
 
@@ -214,7 +355,7 @@ int64_t jti_count(void)
 
 int64_t jti_retry_after(void)
 {
-    int64_t iat = J.store ? first_iat() : -1;
-    int64_t s = iat < 0 ? 1 : iat + J.window_s + JTI_SWEEP_MARGIN_S - now_wall_ms() / 1000;
+    int64_t iat = atomic_load(&J.first); /* no store read on the HTTP thread */
+    int64_t s = iat == NO_IAT ? 1 : iat + J.window_s + JTI_SWEEP_MARGIN_S - now_wall_ms() / 1000;
     return s < 1 ? 1 : s;
 }

@@ -18,9 +18,19 @@
  * re-arms at the next key, or not at all when the cache is empty. At start the keys left from
  * before are counted and the sweep armed from the first of them.
  *
- * Bounded: at most --auth-dpop-jti-max keys (expired ones not yet swept included); a fresh
- * proof that finds the cache full is not accepted (JTI_FULL: the caller answers 503 with
- * Retry-After), since accepting it unrecorded would let it be replayed. */
+ * Bounded per proof key: one key (jkt) holds at most --principal-share percent of
+ * --auth-dpop-jti-max records (counted in memory per jkt: rebuilt by the scan at start,
+ * decremented by the sweep, which sees each key it deletes), so one client filling the cache
+ * with fresh jtis locks out only itself; the global maximum (expired keys not yet swept
+ * included) stays as the last resort. A fresh proof past either bound is not accepted
+ * (JTI_FULL: the caller answers 503 with Retry-After, computed from the earliest iat held, an
+ * atomic the sweep and jti_check keep, so a refusal reads no store), since accepting it
+ * unrecorded would let it be replayed.
+ *
+ * Monotonic: the highest cutoff any sweep used is kept (in memory, and stored under
+ * "dpop-cutoff" with each sweep's deletes; at start the larger of it and the start's own
+ * cutoff); a proof issued before it is refused (JTI_STALE), so a wall clock stepped back
+ * cannot make a swept proof acceptable again. */
 #ifndef MCPD_ACTOR_JTI_H
 #define MCPD_ACTOR_JTI_H
 
@@ -38,14 +48,16 @@
 typedef enum {
     JTI_FRESH = 0, /* not seen before: now recorded */
     JTI_REPLAY,    /* seen before: refuse the proof */
-    JTI_FULL,      /* the cache holds its maximum: not recorded */
+    JTI_FULL,      /* the proof's key holds its share, or the cache its maximum: not recorded */
+    JTI_STALE,     /* issued before the last sweep's cutoff: its record may be gone */
     JTI_ERROR,     /* the store refused the read or the write: not recorded */
 } jti_result_t;
 
 /* Main thread, after store_open and before alarms_start: window_s is how long a proof stays
- * acceptable after its iat; max the bound. Sweeps what expired while the server was down,
- * counts the rest, and hints the node alarm at the next expiry. 0, or -1 (store error). */
-int jti_open(store_t *s, int64_t window_s, int64_t max);
+ * acceptable after its iat; max the bound; share_pct the percent of max one proof key may
+ * hold. Sweeps what expired while the server was down, counts the rest (per key too), and
+ * hints the node alarm at the next expiry. 0, or -1 (store error). */
+int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct);
 /* Main thread, after the HTTP threads and the alarm thread stopped. */
 void jti_close(void);
 /* HTTP threads: records the proof of key jkt (DPOP_JKT_LEN bytes) with this jti and iat. */
@@ -55,7 +67,8 @@ jti_result_t jti_check(const char *jkt, const char *jti, size_t jti_len, int64_t
 int64_t jti_sweep(int64_t now_ms);
 /* Keys held now (swept ones not counted). */
 int64_t jti_count(void);
-/* Seconds until the first key expires (a Retry-After for JTI_FULL), at least 1. */
+/* Seconds until the first key expires (a Retry-After for JTI_FULL), at least 1; reads an
+ * atomic, not the store. */
 int64_t jti_retry_after(void);
 
 #endif

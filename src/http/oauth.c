@@ -647,10 +647,18 @@ static bool dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t
         dpop_refuse(req, id, need, "invalid_dpop_proof", false,
                     "the DPoP proof was used before (jti)");
         return false;
+    case JTI_STALE:
+        STAT_INC(auth_dpop_replays_total);
+        dpop_refuse(req, id, need, "invalid_dpop_proof", false,
+                    "the DPoP proof was issued before the replay cache's last sweep (iat)");
+        return false;
     case JTI_FULL: {
         char retry[24];
         snprintf(retry, sizeof retry, "%lld", (long long)jti_retry_after());
-        unavailable(req, id, "the DPoP replay cache is full (--auth-dpop-jti-max)", retry);
+        unavailable(req, id,
+                    "the DPoP replay cache is full for this proof key (--principal-share of "
+                    "--auth-dpop-jti-max)",
+                    retry);
         return false;
     }
     default:

@@ -24,6 +24,7 @@
 #define WINDOW 330
 #define JKT "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
 #define JKT2 "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
+#define JKT3 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 
 typedef struct fixture {
     char dir[64];
@@ -69,11 +70,26 @@ static jti_result_t check(const char *jkt, const char *jti, int64_t iat)
     return jti_check(jkt, jti, strlen(jti), iat);
 }
 
+/* A record as jti.c lays it out: "dpop/" | iat u64 big-endian | jkt | jti. */
+static void put_raw(store_t *s, const char *jkt, const char *jti, int64_t iat)
+{
+    unsigned char k[128];
+    memcpy(k, "dpop/", 5);
+    for (int i = 0; i < 8; i++)
+        k[5 + i] = (unsigned char)((uint64_t)iat >> (56 - 8 * i));
+    memcpy(k + 13, jkt, DPOP_JKT_LEN);
+    memcpy(k + 13 + DPOP_JKT_LEN, jti, strlen(jti));
+    store_batch_t *b = store_batch_new(s);
+    store_batch_put(b, CF_NODE, k, 13 + DPOP_JKT_LEN + strlen(jti), "", 0);
+    assert_int_equal(store_commit(s, b), 0);
+    store_batch_free(b);
+}
+
 static void a_jti_is_refused_the_second_time_also_after_a_restart(void **state)
 {
     fixture_t *f = *state;
     int64_t now = now_wall_ms() / 1000;
-    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), 0);
     assert_int_equal(check(JKT, "a", now), JTI_FRESH);
     assert_int_equal(check(JKT, "a", now), JTI_REPLAY);
     assert_int_equal(check(JKT, "b", now), JTI_FRESH);
@@ -84,7 +100,7 @@ static void a_jti_is_refused_the_second_time_also_after_a_restart(void **state)
     store_close(f->s);
     f->s = open_in(f->dir);
     assert_non_null(f->s);
-    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), 0);
     assert_int_equal(jti_count(), 3);
     assert_int_equal(check(JKT, "a", now), JTI_REPLAY);
     assert_int_equal(check(JKT, "b", now), JTI_REPLAY);
@@ -96,7 +112,7 @@ static void the_sweep_frees_what_expired_and_nothing_else(void **state)
 {
     fixture_t *f = *state;
     int64_t now = now_wall_ms() / 1000;
-    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), 0);
     assert_int_equal(check(JKT, "old", now - 200), JTI_FRESH);
     assert_int_equal(check(JKT, "new", now), JTI_FRESH);
     assert_int_equal(jti_count(), 2);
@@ -114,11 +130,12 @@ static void the_sweep_frees_what_expired_and_nothing_else(void **state)
     next = jti_sweep((now + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000);
     assert_int_equal(jti_count(), 0);
     assert_int_equal(next, 0);
-    /* what expired while the server was down goes at the start */
-    assert_int_equal(check(JKT, "gone", now - WINDOW - JTI_SWEEP_MARGIN_S - 10), JTI_FRESH);
-    assert_int_equal(check(JKT, "kept", now), JTI_FRESH);
+    /* what expired while the server was down goes at the start (written as a server that
+     * stopped long ago would have left it: jti_check now refuses a proof that old) */
+    put_raw(f->s, JKT, "gone", now - WINDOW - JTI_SWEEP_MARGIN_S - 10);
+    assert_int_equal(check(JKT, "kept", now + 10), JTI_FRESH);
     jti_close();
-    assert_int_equal(jti_open(f->s, WINDOW, 1000), 0);
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), 0);
     assert_int_equal(jti_count(), 1);
 }
 
@@ -126,7 +143,7 @@ static void a_full_cache_records_nothing_more(void **state)
 {
     fixture_t *f = *state;
     int64_t now = now_wall_ms() / 1000;
-    assert_int_equal(jti_open(f->s, WINDOW, 2), 0);
+    assert_int_equal(jti_open(f->s, WINDOW, 2, 100), 0);
     assert_int_equal(check(JKT, "1", now), JTI_FRESH);
     assert_int_equal(check(JKT, "2", now), JTI_FRESH);
     assert_int_equal(check(JKT, "3", now), JTI_FULL);
@@ -135,6 +152,75 @@ static void a_full_cache_records_nothing_more(void **state)
     assert_true(retry >= WINDOW && retry <= WINDOW + JTI_SWEEP_MARGIN_S + 1);
     jti_sweep((now + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000);
     assert_int_equal(check(JKT, "3", now + WINDOW), JTI_FRESH); /* room again */
+}
+
+static void a_key_past_its_share_does_not_lock_out_another_key(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    char jti[8];
+    assert_int_equal(jti_open(f->s, WINDOW, 10, 50), 0); /* a key's share: 5 */
+    for (int i = 0; i < 5; i++) {
+        snprintf(jti, sizeof jti, "%d", i);
+        assert_int_equal(check(JKT, jti, now), JTI_FRESH);
+    }
+    assert_int_equal(check(JKT, "more", now), JTI_FULL); /* the first key is past its share */
+    assert_int_equal(check(JKT2, "a", now), JTI_FRESH);  /* the second still gets in */
+    assert_int_equal(jti_count(), 6);
+    /* the per-key counts are rebuilt at a start */
+    jti_close();
+    assert_int_equal(jti_open(f->s, WINDOW, 10, 50), 0);
+    assert_int_equal(check(JKT, "more", now), JTI_FULL);
+    assert_int_equal(check(JKT2, "b", now), JTI_FRESH);
+    /* the sweep gives the key its share back */
+    jti_sweep((now + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000);
+    assert_int_equal(jti_count(), 0);
+    assert_int_equal(check(JKT, "more", now + WINDOW), JTI_FRESH);
+}
+
+static void the_global_maximum_still_bounds_every_key_together(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 4, 50), 0);
+    assert_int_equal(check(JKT, "1", now), JTI_FRESH);
+    assert_int_equal(check(JKT, "2", now), JTI_FRESH);
+    assert_int_equal(check(JKT2, "1", now), JTI_FRESH);
+    assert_int_equal(check(JKT2, "2", now), JTI_FRESH);
+    assert_int_equal(check(JKT3, "1", now), JTI_FULL);
+    assert_int_equal(jti_count(), 4); /* the refused one was not counted */
+}
+
+static void retry_after_follows_the_earliest_proof_held_through_sweeps(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), 0);
+    assert_int_equal(jti_retry_after(), 1); /* empty */
+    assert_int_equal(check(JKT, "new", now), JTI_FRESH);
+    assert_int_equal(check(JKT, "old", now - 200), JTI_FRESH);
+    int64_t r = jti_retry_after();
+    assert_true(r >= WINDOW - 200 && r <= WINDOW - 200 + JTI_SWEEP_MARGIN_S + 1);
+    jti_sweep((now - 200 + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000); /* "old" goes */
+    r = jti_retry_after();
+    assert_true(r >= WINDOW && r <= WINDOW + JTI_SWEEP_MARGIN_S + 1);
+}
+
+static void a_clock_stepped_back_does_not_readmit_a_swept_proof(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), 0);
+    assert_int_equal(check(JKT, "a", now), JTI_FRESH);
+    /* the clock ran an hour ahead when the sweep ran, and is now set back */
+    jti_sweep((now + 3600) * 1000);
+    assert_int_equal(jti_count(), 0);
+    assert_int_not_equal(check(JKT, "a", now), JTI_FRESH); /* its record is gone: refused */
+    /* and after a restart, the last cutoff is remembered */
+    jti_close();
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), 0);
+    assert_int_not_equal(check(JKT, "a", now), JTI_FRESH);
+    assert_int_equal(check(JKT, "b", now + 3600), JTI_FRESH);
 }
 
 /* ---- the node alarm (actor/alarm.c) that runs the sweep ---- */
@@ -198,6 +284,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_jti_is_refused_the_second_time_also_after_a_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(the_sweep_frees_what_expired_and_nothing_else, setup, teardown),
         cmocka_unit_test_setup_teardown(a_full_cache_records_nothing_more, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_key_past_its_share_does_not_lock_out_another_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_global_maximum_still_bounds_every_key_together, setup, teardown),
+        cmocka_unit_test_setup_teardown(retry_after_follows_the_earliest_proof_held_through_sweeps, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_clock_stepped_back_does_not_readmit_a_swept_proof, setup, teardown),
         cmocka_unit_test_setup_teardown(the_node_alarm_runs_at_its_due_time_and_only_then, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
