@@ -465,6 +465,18 @@ static bool scope_claim(const json_t *claims, char *out)
     return true;
 }
 
+/* A cnf.jkt: the base64url (unpadded) of a SHA-256, 43 characters (RFC 9449 6.1, RFC 7638). */
+static bool jkt_ok(const json_t *jkt)
+{
+    if (!json_is_string(jkt) || json_string_length(jkt) != JWT_JKT_MAX)
+        return false;
+    const char *s = json_string_value(jkt);
+    for (size_t i = 0; i < JWT_JKT_MAX; i++)
+        if (!b64u_char(s[i]))
+            return false;
+    return true;
+}
+
 jwt_result_t jwt_check_claims(const json_t *c, const jwt_expect_t *ex, bool introspected,
                               jwt_claims_t *out, const char **why)
 {
@@ -510,13 +522,18 @@ jwt_result_t jwt_check_claims(const json_t *c, const jwt_expect_t *ex, bool intr
         return JWT_INVALID;
     }
     /* RFC 9449 6: a DPoP-bound token names its key's thumbprint; the proof is checked by the
-     * caller (http/oauth.c), which refuses the token as a bearer token */
+     * caller (http/oauth.c), which refuses the token as a bearer token. A cnf that binds the
+     * token some other way (x5t#S256: mTLS, RFC 8705) is refused too: taken as a bearer token
+     * it would drop the binding its issuer asked for. */
     const json_t *cnf = json_object_get(c, "cnf"), *jkt = json_object_get(cnf, "jkt");
     out->jkt[0] = '\0';
+    if (cnf && !jkt) {
+        *why = "the token's cnf names no confirmation method this server supports (jkt)";
+        return JWT_INVALID;
+    }
     if (jkt) {
-        if (!json_is_string(jkt) || json_string_length(jkt) == 0 ||
-            json_string_length(jkt) > JWT_JKT_MAX) {
-            *why = "the token's cnf.jkt is malformed";
+        if (!jkt_ok(jkt)) {
+            *why = "the token's cnf.jkt is not a SHA-256 thumbprint (43 base64url characters)";
             return JWT_INVALID;
         }
         strcpy(out->jkt, json_string_value(jkt));

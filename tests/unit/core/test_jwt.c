@@ -480,6 +480,45 @@ static void huge_garbage_and_bad_base64_are_refused(void **state)
     assert_int_equal(verify(k, "eyJ9.e30.AAAA", NULL, NULL), JWT_INVALID);
 }
 
+static jwt_result_t with_cnf(keys_t *k, json_t *cnf, jwt_claims_t *cl)
+{
+    json_t *c = claims(k);
+    json_object_set_new(c, "cnf", cnf);
+    char *tok = make("ES256", k->ec, hdr("ES256", "ec1"), c);
+    jwt_result_t r = verify(k, tok, cl, NULL);
+    free(tok);
+    return r;
+}
+
+static void cnf_jkt_must_be_a_sha256_thumbprint_and_other_bindings_are_refused(void **state)
+{
+    keys_t *k = *state;
+    static const char good[] = "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs";
+    jwt_claims_t cl;
+    assert_int_equal(with_cnf(k, json_pack("{s:s}", "jkt", good), &cl), JWT_OK);
+    assert_string_equal(cl.jkt, good);
+    /* another method beside jkt: the token is DPoP-bound all the same */
+    assert_int_equal(with_cnf(k, json_pack("{s:s,s:s}", "jkt", good, "x5t#S256", "abc"), &cl),
+                     JWT_OK);
+    assert_string_equal(cl.jkt, good);
+    /* not 43 base64url characters: invalid */
+    assert_int_equal(with_cnf(k, json_pack("{s:s}", "jkt", "abc"), NULL), JWT_INVALID);
+    assert_int_equal(with_cnf(k, json_pack("{s:s}", "jkt", "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9X"),
+                              NULL), JWT_INVALID); /* 42 */
+    assert_int_equal(with_cnf(k, json_pack("{s:s}", "jkt", "NzbLsXh8uDCcd+6MNwXF4W/7noWXFZAfHkxZsRGC9Xs"),
+                              NULL), JWT_INVALID); /* standard base64 */
+    assert_int_equal(with_cnf(k, json_pack("{s:s}", "jkt", "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9X="),
+                              NULL), JWT_INVALID); /* padded */
+    static const char nul[] = "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9\0s";
+    assert_int_equal(with_cnf(k, json_pack("{s:s%}", "jkt", nul, (size_t)(sizeof nul - 1)), NULL),
+                     JWT_INVALID);
+    assert_int_equal(with_cnf(k, json_pack("{s:i}", "jkt", 1), NULL), JWT_INVALID);
+    /* a cnf that names only methods this server does not support: not a bearer token */
+    assert_int_equal(with_cnf(k, json_pack("{s:s}", "x5t#S256", good), &cl), JWT_INVALID);
+    assert_int_equal(with_cnf(k, json_object(), NULL), JWT_INVALID);
+    assert_int_equal(with_cnf(k, json_string(good), NULL), JWT_INVALID);
+}
+
 static void scopes_cover_whole_words_only(void **state)
 {
     (void)state;
@@ -504,6 +543,7 @@ int main(void)
         cmocka_unit_test(the_header_typ_and_crit_are_checked),
         cmocka_unit_test(the_subject_falls_back_to_client_id_and_scp_is_read),
         cmocka_unit_test(huge_garbage_and_bad_base64_are_refused),
+        cmocka_unit_test(cnf_jkt_must_be_a_sha256_thumbprint_and_other_bindings_are_refused),
         cmocka_unit_test(scopes_cover_whole_words_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
