@@ -230,9 +230,8 @@ int64_t jti_sweep(int64_t now_ms)
                   (long long)atomic_load(&J.count));
     }
     int64_t next = 0;
-    if (more) {
+    if (more)
         next = now_ms + (failed ? 1000 : 100); /* a refusing store: again in a second */
-    }
     /* the earliest iat held, for Retry-After: what the store now starts with, unless a proof
      * recorded meanwhile is earlier (one below the cutoff is swept, so no longer held) */
     int64_t iat = first_iat();
@@ -274,7 +273,7 @@ int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct)
     /* what expired while the server was down goes now; the rest is counted */
     bool more = true, failed = false;
     for (int i = 0; more && !failed && i < 64; i++) /* what is left: the alarm's */
-        sweep_below(cutoff, &more, &failed);
+        sweep_below(atomic_load(&J.cutoff), &more, &failed); /* (below it: refused anyway) */
     static const char lo[] = PREFIX, hi[] = "dpop0";
     store_iter_t *it = store_iter_new(s, CF_NODE, lo, PREFIX_LEN, hi, PREFIX_LEN);
     long long n = 0;

@@ -138,11 +138,13 @@ class Dpop(unittest.TestCase):
         cls.httpd.shutdown()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def token(self, jkt=None, sub="dpop-user"):
+    def token(self, jkt=None, sub="dpop-user", cnf=None):
         claims = {"iss": self.issuer, "aud": self.resource, "sub": sub, "scope": "mcp:tools",
                   "exp": int(time.time()) + 300}
         if jkt:
             claims["cnf"] = {"jkt": jkt}
+        if cnf is not None:
+            claims["cnf"] = cnf
         return self.issuer_key.jws({"alg": "ES256", "typ": "at+jwt", "kid": "as1"}, claims)
 
     def proof(self, token, key=None, htm="POST", htu=None, **claims):
@@ -204,6 +206,14 @@ class Dpop(unittest.TestCase):
             ch = challenges(headers)
             self.assertEqual(ch["Bearer"].get("error"), "invalid_token", ch)
             self.assertIn("DPoP", ch, "the DPoP challenge tells the client which scheme to use")
+
+    def test_a_token_bound_another_way_or_to_a_malformed_jkt_is_invalid(self):
+        for cnf in ({"x5t#S256": self.client_key.jkt}, {"jkt": self.client_key.jkt[:42]}):
+            tok = self.token(cnf=cnf)
+            status, headers, doc = self.call(15, "Bearer " + tok)
+            self.assertEqual(status, 401, f"cnf {cnf} is not a bearer token: {doc}")
+            ch = challenges(headers)
+            self.assertEqual(ch["Bearer"].get("error"), "invalid_token", f"cnf {cnf}: {ch}")
 
     def test_an_unbound_token_works_as_bearer_and_is_refused_with_the_dpop_scheme(self):
         tok = self.token()
