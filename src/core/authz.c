@@ -147,7 +147,8 @@ int authz_configure(const char *issuer, const char *resource, const char *scopes
                     char *why, size_t whylen)
 {
     authz_t *a = &g_authz;
-    qsort(g_tools, g_ntools, sizeof *g_tools, by_tool);
+    if (g_ntools) /* qsort wants a non-NULL array even for none */
+        qsort(g_tools, g_ntools, sizeof *g_tools, by_tool);
     if (!issuer || !*issuer)
         return 0;
     a->on = true;
