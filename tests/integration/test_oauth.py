@@ -426,7 +426,10 @@ class IntrospectionShares(unittest.TestCase):
             for th in threads:
                 th.join(20)
             self.assertEqual(results["other"].status, 401, "not active: the answer, not 503")
-            self.assertTrue(all(results[i].status == 401 for i in range(10)))
+            # the flood's own introspections were held by the issuer; on a slow run one held
+            # past the server's fetch limit ends as an issuer that did not answer (503)
+            self.assertTrue(all(results[i].status in (401, 503) for i in range(10)),
+                            [getattr(results[i], "status", results[i]) for i in range(10)])
         finally:
             release.set()
             srv.cleanup()
