@@ -12,8 +12,12 @@ first use of a token (signature check, claims) is measured by the micro-benchmar
 Needs the interop suite's node_modules in the build tree (`tools/deps.sh interop`, then
 `ninja -C build tests/interop/node_modules.stamp` or any `meson test --suite interop` run).
 
+With --ir the same three modes are counted in instructions per call instead (valgrind's
+callgrind, bench/ir_per_op.py: repeatable whatever else the machine does).
+
 Usage: bench/auth_ab.py [--binary build/src/mcpactord] [--mcpbench build/bench/mcpbench]
                         [--reps 3] [--seconds 6] [--scenarios call,call-modern] [--alg ES256]
+                        [--ir [--n1 500 --n2 2000]]
 """
 import argparse
 import base64
@@ -22,6 +26,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import urllib.parse
 import urllib.request
@@ -100,6 +105,23 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+def ir_table(o, modes, resource):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ir_per_op
+    for sc in o.scenarios.split(","):
+        base = None
+        for n, (flags, header) in modes.items():
+            if "--auth-issuer" in flags:
+                flags = flags[:flags.index("--auth-resource")] + ["--auth-resource", resource]
+            more = ["--header", header] if header else []
+            a = ir_per_op.total_ir(o.binary, sc, o.n1, o.mcpbench, flags, more)
+            c = ir_per_op.total_ir(o.binary, sc, o.n2, o.mcpbench, flags, more)
+            per = (c - a) / (o.n2 - o.n1)
+            base = base or per
+            print(f"{sc:12s} {n:10s} {per:9,.0f} instructions per call  x{per / base:.3f} of "
+                  f"auth off", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default="build/src/mcpactord")
@@ -109,9 +131,13 @@ def main():
     ap.add_argument("--seconds", type=int, default=6)
     ap.add_argument("--scenarios", default="call,call-modern")
     ap.add_argument("--alg", default="ES256", choices=sorted(CLIENT))
+    ap.add_argument("--ir", action="store_true", help="instructions per call (callgrind)")
+    ap.add_argument("--n1", type=int, default=500)
+    ap.add_argument("--n2", type=int, default=2000)
     o = ap.parse_args()
     port = free_port()
-    resource = f"http://127.0.0.1:{port}/mcp"
+    # --ir: the server listens on a port it picks, so the audience is a fixed public URL
+    resource = "http://mcp.bench.invalid/mcp" if o.ir else f"http://127.0.0.1:{port}/mcp"
     tmp = tempfile.mkdtemp(prefix="mcpd-authab-")
     issuer, ready = start_issuer(o.build, resource)
     try:
@@ -128,6 +154,9 @@ def main():
                              f"Authorization: Bearer {jwt}"),
         }
         names = list(modes)
+        if o.ir:
+            ir_table(o, modes, resource)
+            return
         for sc in o.scenarios.split(","):
             got = {n: [] for n in names}
             for rep in range(o.reps):

@@ -23,8 +23,9 @@ SCENARIOS = {
 }
 
 
-def total_ir(binary, scenario, n, mcpbench):
+def total_ir(binary, scenario, n, mcpbench, more_flags=(), more_args=()):
     flags, args = SCENARIOS[scenario]
+    flags, args = flags + list(more_flags), args + list(more_args)
     data = tempfile.mkdtemp(prefix="mcpd-ir-")
     out = os.path.join(data, "callgrind.out")
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
