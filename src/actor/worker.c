@@ -23,7 +23,6 @@
 
 #include <errno.h>
 #include <event2/event.h>
-#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,8 +424,7 @@ static void on_trim_timer(evutil_socket_t fd, short what, void *arg)
     STAT_INC(timer_wakeups_total);
     w->burst_messages = 0;
     w->burst_bytes = 0;
-    blockcache_trim(); /* this thread's kept jansson and libevent blocks too */
-    malloc_trim(0);
+    blockcache_give_back(); /* this thread's kept jansson and libevent blocks too */
 }
 
 static void note_burst(worker_t *w, size_t batch_bytes)
@@ -548,8 +546,7 @@ static void on_idle_timer(evutil_socket_t fd, short what, void *arg)
      * memory (malloc_trim walks every arena: not something to do per actor). */
     if (w->hibernated_since_trim >= TRIM_AFTER_HIBERNATIONS &&
         (!w->lru_head || w->hibernated_since_trim >= 32 * TRIM_AFTER_HIBERNATIONS)) {
-        blockcache_trim();
-        malloc_trim(0);
+        blockcache_give_back();
         w->hibernated_since_trim = 0;
     }
     worker_leave(prev);

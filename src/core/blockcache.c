@@ -146,3 +146,19 @@ void blockcache_trim(void)
     if (g_on)
         flush(&t_cache);
 }
+
+/* malloc_trim hands back the free pages inside every arena's bins, but the top chunk of a
+ * thread's arena (a non-main arena) only shrinks when a free of 64 KiB or more ends in that
+ * arena (glibc's heap_trim, in _int_free): malloc_trim merges the freed small blocks into that
+ * top chunk and leaves it resident (~10 MB after a big parse, measured). One free of a block of
+ * that size, under the mmap threshold main() sets, shrinks it. Only the calling thread's arena:
+ * callers trim on the thread that did the allocating. */
+#define TOP_NUDGE (128 * 1024)
+
+void blockcache_give_back(void)
+{
+    blockcache_trim();
+    malloc_trim(0);
+    void *volatile nudge = malloc(TOP_NUDGE); /* volatile: the pair is not optimised away */
+    free(nudge);
+}

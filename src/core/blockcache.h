@@ -31,5 +31,8 @@ unsigned blockcache_kept(void);
 unsigned long blockcache_freed_at_thread_end(void);
 /* Gives the calling thread's kept blocks back to malloc. */
 void blockcache_trim(void);
+/* Gives memory back to the system after a burst: the calling thread's kept blocks, every
+ * arena's free pages (malloc_trim), and the calling thread's arena's free top. */
+void blockcache_give_back(void);
 
 #endif

@@ -26,7 +26,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <malloc.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/keyvalq_struct.h>
@@ -156,8 +155,7 @@ void http_reply_error_data(struct evhttp_request *req, const json_t *id, int sta
 static void on_trim(evutil_socket_t fd, short what, void *arg)
 {
     STAT_INC(timer_wakeups_total);
-    blockcache_trim();
-    malloc_trim(0);
+    blockcache_give_back();
 }
 
 void http_note_big_parse(http_thread_t *t)

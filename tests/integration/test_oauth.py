@@ -269,11 +269,17 @@ class HttpsIssuer(unittest.TestCase):
         try:
             user = self.token(srv, sub="same-name")
             client = self.token(srv, sub=None, client_id="same-name")
+            whos, seen = [], 0
             for tok in (user, client):
                 Session(srv, token=tok)  # initialize is authorized, and logs the principal
-            with open(srv.stderr_path) as f:
-                whos = re.findall(r"for subject same-name is principal (\S+)", f.read())
-            self.assertEqual(len(whos), 2, whos)
+                with open(srv.stderr_path) as f:
+                    log = f.read()
+                # each HTTP thread keeps its own token cache: a token verified on two threads
+                # is logged twice, with the same principal
+                found = set(re.findall(r"for subject same-name is principal (\S+)", log[seen:]))
+                seen = len(log)
+                self.assertEqual(len(found), 1, found)
+                whos += found
             self.assertNotEqual(whos[0], whos[1], "a sub and a client_id of the same value")
         finally:
             srv.cleanup()

@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "core/blockcache.h"
 
@@ -138,6 +140,48 @@ static void values_made_on_one_thread_are_freed_on_another(void **state)
     blockcache_trim();
 }
 
+static long long rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long size = 0, rss = 0;
+    if (!f || fscanf(f, "%lld %lld", &size, &rss) != 2)
+        rss = -1;
+    if (f)
+        fclose(f);
+    return rss * sysconf(_SC_PAGESIZE);
+}
+
+/* A thread's arena (not malloc's main one) takes a big parse's blocks; once they are freed,
+ * blockcache_give_back on that thread hands them back, the arena's top chunk included (which
+ * malloc_trim alone leaves resident). */
+static void *parse_free_give_back(void *arg)
+{
+    long long *rss = arg;
+    rss[0] = rss_bytes();
+    json_t *a = json_array();
+    for (int i = 0; i < 100000; i++)
+        json_array_append_new(a, json_object()); /* ~20 MB of small blocks */
+    rss[1] = rss_bytes();
+    json_decref(a);
+    blockcache_give_back();
+    rss[2] = rss_bytes();
+    return NULL;
+}
+
+static void a_big_burst_on_a_thread_goes_back_to_the_system(void **state)
+{
+    (void)state;
+    if (!blockcache_active())
+        skip(); /* under a sanitizer, malloc is the sanitizer's own */
+    mallopt(M_MMAP_THRESHOLD, 512 * 1024); /* as main() sets it */
+    long long rss[3];
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, parse_free_give_back, rss), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(rss[1] > rss[0] + 8 * 1024 * 1024); /* the burst was resident */
+    assert_true(rss[2] < rss[0] + 2 * 1024 * 1024);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +190,7 @@ int main(void)
         cmocka_unit_test(libevents_blocks_are_kept_too),
         cmocka_unit_test(dumped_text_can_be_freed_with_free),
         cmocka_unit_test(values_made_on_one_thread_are_freed_on_another),
+        cmocka_unit_test(a_big_burst_on_a_thread_goes_back_to_the_system),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
