@@ -178,15 +178,20 @@ STEP(decline)
 STEP(finish)
 #undef STEP
 
-int main(int argc, char **argv)
+/* What start-up made, for the steps after it and the teardown. */
+typedef struct {
+    mcpd_registry_t *reg;
+    store_t *store;
+    bool http_bound; /* http_init ran: a failed start frees its loops */
+    bool colocated;  /* --workers 0: the actors run on the HTTP threads */
+    int nworkers;
+    int port, admin_port;
+} node_t;
+
+/* Process-wide settings before any thread starts. The stop signals are blocked in every thread
+ * (each inherits the mask); the main thread alone takes them, in sigwait. */
+static void process_setup(sigset_t *stopset)
 {
-    blockcache_init(); /* before any jansson value and any other libevent call */
-    config_defaults(&g_cfg);
-    int rc = config_parse(&g_cfg, argc, argv);
-    if (rc != 0) {
-        config_free(&g_cfg);
-        return rc == 1 ? 0 : 2;
-    }
     g_log_level = (log_level_t)g_cfg.log_level;
     const int64_t caps[PR__COUNT] = {[PR_SESSIONS] = g_cfg.max_sessions,
                                      [PR_HANDLES] = g_cfg.max_handles,
@@ -199,119 +204,116 @@ int main(int argc, char **argv)
     principals_configure(caps, (int)g_cfg.principal_share);
     /* Blocks of 512 KiB and more (RocksDB's memtable arena blocks) stay mmapped, so a flushed
      * memtable goes back to the kernel. Left alone, glibc raises this threshold after the first
-     * large free and later memtables stay resident after their flush (seen in the soak). */
+     * large free and later memtables stay resident after their flush (seen in the soak). The
+     * trims after a burst (blockcache_give_back) rely on blocks of 128 KiB staying in the
+     * arenas. */
     mallopt(M_MMAP_THRESHOLD, 512 * 1024);
     g_stats.started_ms = now_mono_ms();
     evthread_use_pthreads();
     signal(SIGPIPE, SIG_IGN);
+    sigemptyset(stopset);
+    sigaddset(stopset, SIGTERM);
+    sigaddset(stopset, SIGINT);
+    pthread_sigmask(SIG_BLOCK, stopset, NULL);
+}
 
-    /* every thread inherits this mask; the main thread alone takes the signals */
-    sigset_t stopset;
-    sigemptyset(&stopset);
-    sigaddset(&stopset, SIGTERM);
-    sigaddset(&stopset, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stopset, NULL);
-
-    int exit_code = 0;
-    store_t *store = NULL;
+/* --auth-tokens and --admin-token. 0, or 2 (a file named by a flag that cannot be used is a
+ * bad flag). */
+static int load_tokens(void)
+{
     char aerr[512];
     if ((g_cfg.auth_tokens[0] && auth_load(&g_auth, g_cfg.auth_tokens, aerr, sizeof aerr) != 0) ||
         (g_cfg.admin_token[0] && auth_load(&g_admin_auth, g_cfg.admin_token, aerr, sizeof aerr) != 0)) {
         log_error("authentication: %s", aerr);
-        config_free(&g_cfg);
-        return 2; /* a file named by a flag that cannot be used: as a bad flag */
+        return 2;
     }
     if (g_auth.n)
         log_info("authentication on: %zu tokens from %s", g_auth.n, g_cfg.auth_tokens);
-    mcpd_registry_t *reg = registry_new();
-    for (int i = 0; i < g_cfg.n_toolsets; i++) {
-        if (toolset_register(reg, g_cfg.toolsets[i]) != 0) {
-            exit_code = 2;
-            goto early_exit;
-        }
-    }
-    for (int i = 0; i < g_cfg.n_plugins; i++) {
-        if (plugin_load(reg, g_cfg.plugins[i]) != 0) {
-            exit_code = 1;
-            goto early_exit;
-        }
-    }
+    return 0;
+}
 
+/* The tools: --toolset (exit 2 when unknown) and --plugin (exit 1 when it fails to load). */
+static int load_tools(node_t *n)
+{
+    n->reg = registry_new();
+    for (int i = 0; i < g_cfg.n_toolsets; i++)
+        if (toolset_register(n->reg, g_cfg.toolsets[i]) != 0)
+            return 2;
+    for (int i = 0; i < g_cfg.n_plugins; i++)
+        if (plugin_load(n->reg, g_cfg.plugins[i]) != 0)
+            return 1;
+    return 0;
+}
+
+/* The store, and which shards this node serves: its durable records against the cluster file. */
+static int open_store(node_t *n)
+{
     char err[512];
-    store = store_open(g_cfg.data_dir, g_cfg.sync, g_cfg.min_free_space, err, sizeof err);
-    if (!store) {
+    n->store = store_open(g_cfg.data_dir, g_cfg.sync, g_cfg.min_free_space, err, sizeof err);
+    if (!n->store) {
         log_error("%s", err);
-        exit_code = 1;
-        goto early_exit;
+        return 1;
     }
-    store_on_writable(store, on_store_writable); /* before any thread may write */
-    /* which shards this node serves: its durable records against the cluster file */
+    store_on_writable(n->store, on_store_writable); /* before any thread may write */
     char move_dir[1100];
     if (g_cfg.move_dir[0])
         snprintf(move_dir, sizeof move_dir, "%s", g_cfg.move_dir);
     else
         snprintf(move_dir, sizeof move_dir, "%s/moves", g_cfg.data_dir);
-    if (shardmove_init(store, move_dir) != 0) {
-        exit_code = 1;
-        goto early_exit;
-    }
-    /* HTTP loops first (bound, not running): co-located workers run on them */
-    int port = 0, admin_port = 0;
-    if (http_init(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &port) != 0) {
-        http_free();
-        exit_code = 1;
-        goto early_exit;
-    }
-    if (oauth_setup(reg, port) != 0) {
-        http_free();
-        exit_code = 2;
-        goto early_exit;
-    }
-    bool colocated = g_cfg.workers == 0;
-    int nworkers = colocated ? g_cfg.http_threads : g_cfg.workers;
-    struct event_base *hosts[64];
-    for (int i = 0; colocated && i < g_cfg.http_threads; i++)
-        hosts[i] = http_base(i);
-    mcp_init(reg);
-    if (g_cfg.modern) {
-        char keyfile[1100];
-        if (g_cfg.request_state_key[0])
-            snprintf(keyfile, sizeof keyfile, "%s", g_cfg.request_state_key);
-        else
-            snprintf(keyfile, sizeof keyfile, "%s/request-state.key", g_cfg.data_dir);
-        if (modern_state_key_init(keyfile, g_cfg.request_state_ttl_s * 1000) != 0) {
-            http_free();
-            exit_code = 1;
-            goto early_exit;
-        }
-    }
-    if (workers_start(nworkers, store, mcp_actor_ops(), http_deliver, g_cfg.http_threads,
-                      colocated ? hosts : NULL) != 0 ||
-        pool_start(g_cfg.tool_threads) != 0) {
-        log_error("cannot start threads");
-        return 1; /* threads may be running: no orderly teardown from here */
-    }
+    return shardmove_init(n->store, move_dir) != 0 ? 1 : 0;
+}
+
+/* The HTTP loops, bound but not running (co-located workers run on them), and the OAuth
+ * resource server, whose default resource names the bound port. */
+static int bind_http(node_t *n)
+{
+    if (http_init(g_cfg.http_threads, g_cfg.listen_host, g_cfg.listen_port, &n->port) != 0)
+        return 1;
+    return oauth_setup(n->reg, n->port) != 0 ? 2 : 0;
+}
+
+/* The protocol layer, and with --modern the key of the requestState tokens. */
+static int start_protocol(node_t *n)
+{
+    mcp_init(n->reg);
+    if (!g_cfg.modern)
+        return 0;
+    char keyfile[1100];
+    if (g_cfg.request_state_key[0])
+        snprintf(keyfile, sizeof keyfile, "%s", g_cfg.request_state_key);
+    else
+        snprintf(keyfile, sizeof keyfile, "%s/request-state.key", g_cfg.data_dir);
+    return modern_state_key_init(keyfile, g_cfg.request_state_ttl_s * 1000) != 0 ? 1 : 0;
+}
+
+/* What the store holds before the first request: the gauges, each principal's share of
+ * --max-sessions, --max-handles and --max-tasks, the calls a crash interrupted (answered), the
+ * DPoP replay cache, then the alarms. */
+static void recover_state(node_t *n)
+{
     uint64_t stored[STORED__KINDS] = {0};
-    /* the gauges, and what each principal holds of --max-sessions, --max-handles, --max-tasks */
-    actors_account_stored(store, NULL, 0, 1, stored);
+    actors_account_stored(n->store, NULL, 0, 1, stored);
     atomic_store(&g_stats.sessions_stored, (long long)stored[STORED_SESSION]);
     atomic_store(&g_stats.input_records_stored, (long long)stored[STORED_RECORD]);
     atomic_store(&g_stats.handles_stored, (long long)stored[STORED_HANDLE]);
     atomic_store(&g_stats.tasks_stored, (long long)stored[STORED_TASK]);
     log_info("store: %lld sessions in %s", (long long)STAT_GET(sessions_stored), g_cfg.data_dir);
-    /* before the first request: answer the calls a crash interrupted, then arm the alarms */
-    long interrupted = actors_recover_all(store);
+    long interrupted = actors_recover_all(n->store);
     if (interrupted)
         log_info("recovery: %ld requests were in flight when the process stopped", interrupted);
-    if (colocated)
+    if (n->colocated)
         workers_drain_now(); /* their loops are not running yet: recovery goes first */
-    /* the DPoP replay cache: its keys from before a restart, its sweep on the alarm thread */
-    if (g_authz.on) {
-        jti_open(store, DPOP_MAX_AGE_S + g_authz.leeway, g_cfg.auth_dpop_jti_max,
+    if (g_authz.on) { /* its keys from before a restart, its sweep on the alarm thread */
+        jti_open(n->store, DPOP_MAX_AGE_S + g_authz.leeway, g_cfg.auth_dpop_jti_max,
                  (int)g_cfg.principal_share);
         alarms_node_fn(jti_sweep);
     }
-    alarms_start(store);
+    alarms_start(n->store);
+}
+
+/* The HTTP loops run and the admin listener opens (with the shard steps main wires in). */
+static int start_serving(node_t *n)
+{
     admin_shard_ops_t shard_ops = {
         .release = step_release, .adopt = step_adopt, .reclaim = step_reclaim,
         .decline = step_decline, .finish = step_finish, .summary = shardmove_summary,
@@ -319,12 +321,15 @@ int main(int argc, char **argv)
     admin_set_shard_ops(&shard_ops);
     if (http_run() != 0 ||
         (g_cfg.admin_enabled &&
-         admin_start(g_cfg.admin_host, g_cfg.admin_port, store, &admin_port) != 0)) {
-        stop_runtime(colocated);
-        exit_code = 1;
-        goto early_exit;
+         admin_start(g_cfg.admin_host, g_cfg.admin_port, n->store, &n->admin_port) != 0)) {
+        stop_runtime(n->colocated);
+        return 1;
     }
+    return 0;
+}
 
+static void log_ready(const node_t *n)
+{
     char toolsets[256] = "";
     for (int i = 0; i < g_cfg.n_toolsets; i++)
         snprintf(toolsets + strlen(toolsets), sizeof toolsets - strlen(toolsets), "%s%s",
@@ -332,32 +337,48 @@ int main(int argc, char **argv)
     const char *h = g_cfg.listen_host;
     bool v6 = strchr(h, ':') != NULL;
     char workers[64];
-    if (colocated)
+    if (n->colocated)
         snprintf(workers, sizeof workers, "actors on the HTTP threads");
     else
-        snprintf(workers, sizeof workers, "%d workers", nworkers);
+        snprintf(workers, sizeof workers, "%d workers", n->nworkers);
     log_info("mcpactord %s listening on http://%s%s%s:%d/mcp (data %s, toolsets %s, %d http, %s, "
              "%d tool threads)",
-             MCPD_VERSION, v6 ? "[" : "", h, v6 ? "]" : "", port, g_cfg.data_dir, toolsets,
+             MCPD_VERSION, v6 ? "[" : "", h, v6 ? "]" : "", n->port, g_cfg.data_dir, toolsets,
              g_cfg.http_threads, workers, g_cfg.tool_threads);
     if (g_cfg.admin_enabled)
-        log_info("admin listening on http://%s:%d (/healthz, /stats, /metrics)", g_cfg.admin_host, admin_port);
+        log_info("admin listening on http://%s:%d (/healthz, /stats, /metrics)", g_cfg.admin_host,
+                 n->admin_port);
     /* a machine-readable line for scripts and tests */
-    printf("READY port=%d admin_port=%d\n", port, admin_port);
+    printf("READY port=%d admin_port=%d\n", n->port, n->admin_port);
     fflush(stdout);
+}
 
-    int sig = 0;
-    sigwait(&stopset, &sig);
-    log_info("received %s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+/* A start that failed before anything ran: what was made is freed. */
+static int start_failed(node_t *n, int exit_code)
+{
+    if (n->http_bound)
+        http_free();
+    issuer_stop();
+    authz_free();
+    auth_free(&g_auth);
+    auth_free(&g_admin_auth);
+    store_close(n->store);
+    registry_free(n->reg);
+    config_free(&g_cfg);
+    return exit_code;
+}
+
+/* SIGTERM or SIGINT: everything stops in the order of the file comment. */
+static int shut_down(node_t *n)
+{
     pthread_t wd;
     pthread_create(&wd, NULL, watchdog, NULL);
     pthread_detach(wd);
-
-    stop_runtime(colocated);
+    stop_runtime(n->colocated);
     jti_close();
-    store_flush(store);
-    store_close(store);
-    registry_free(reg);
+    store_flush(n->store);
+    store_close(n->store);
+    registry_free(n->reg);
     issuer_stop();
     http_oauth_free();
     authz_free();
@@ -366,14 +387,46 @@ int main(int argc, char **argv)
     config_free(&g_cfg);
     log_info("stopped");
     return 0;
+}
 
-early_exit:
-    issuer_stop();
-    authz_free();
-    auth_free(&g_auth);
-    auth_free(&g_admin_auth);
-    store_close(store);
-    registry_free(reg);
-    config_free(&g_cfg);
-    return exit_code;
+int main(int argc, char **argv)
+{
+    blockcache_init(); /* before any jansson value and any other libevent call */
+    config_defaults(&g_cfg);
+    int rc = config_parse(&g_cfg, argc, argv);
+    if (rc != 0) {
+        config_free(&g_cfg);
+        return rc == 1 ? 0 : 2;
+    }
+    sigset_t stopset;
+    process_setup(&stopset);
+    if ((rc = load_tokens()) != 0) {
+        config_free(&g_cfg);
+        return rc;
+    }
+    node_t n = {.colocated = g_cfg.workers == 0};
+    n.nworkers = n.colocated ? g_cfg.http_threads : g_cfg.workers;
+    if ((rc = load_tools(&n)) != 0 || (rc = open_store(&n)) != 0)
+        return start_failed(&n, rc);
+    n.http_bound = true; /* http_free is safe after a failed http_init too */
+    if ((rc = bind_http(&n)) != 0 || (rc = start_protocol(&n)) != 0)
+        return start_failed(&n, rc);
+    struct event_base *hosts[64];
+    for (int i = 0; n.colocated && i < g_cfg.http_threads; i++)
+        hosts[i] = http_base(i);
+    if (workers_start(n.nworkers, n.store, mcp_actor_ops(), http_deliver, g_cfg.http_threads,
+                      n.colocated ? hosts : NULL) != 0 ||
+        pool_start(g_cfg.tool_threads) != 0) {
+        log_error("cannot start threads");
+        return 1; /* threads may be running: no orderly teardown from here */
+    }
+    recover_state(&n);
+    n.http_bound = false; /* from here stop_runtime frees the loops */
+    if ((rc = start_serving(&n)) != 0)
+        return start_failed(&n, rc);
+    log_ready(&n);
+    int sig = 0;
+    sigwait(&stopset, &sig);
+    log_info("received %s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    return shut_down(&n);
 }

@@ -64,7 +64,6 @@ struct worker {
     /* actor table: chained hash on the session id, chains through actor->hnext */
     struct actor **buckets;
     size_t nbuckets, nactors;
-    atomic_llong live;
     bool stop;
     /* hibernation: idle actors, oldest first, and one timer for the oldest */
     struct actor *lru_head, *lru_tail;
@@ -110,11 +109,6 @@ worker_t *worker_for_session(const char *sid)
     return &W[hash_bytes(sid, SESSION_ROUTE_LEN) % (uint64_t)NW];
 }
 
-int worker_count(void)
-{
-    return NW;
-}
-
 worker_t *worker_current(void)
 {
     return t_current;
@@ -155,14 +149,6 @@ struct event_base *worker_base(worker_t *w)
     return w->base;
 }
 
-long long workers_live_actors(void)
-{
-    long long n = 0;
-    for (int i = 0; i < NW; i++)
-        n += atomic_load_explicit(&W[i].live, memory_order_relaxed);
-    return n;
-}
-
 void worker_push(worker_t *w, wmsg_t *m)
 {
     mq_push(&w->inbox, &m->link);
@@ -191,11 +177,6 @@ bool worker_admit(worker_t *w, wmsg_t *m)
     stats_note_mailbox_depth(depth);
     m->counted = true;
     return true;
-}
-
-bool worker_turn_failed(const worker_t *w)
-{
-    return w->turn_failed;
 }
 
 void worker_touch(worker_t *w, struct actor *a)
@@ -599,7 +580,6 @@ void worker_add_actor(worker_t *w, struct actor *a)
         STAT_INC(modern_requests_live);
     if (a->kind != ACTOR_SESSION)
         return;
-    atomic_fetch_add_explicit(&w->live, 1, memory_order_relaxed);
     STAT_INC(sessions_live);
 }
 
@@ -619,7 +599,6 @@ void worker_remove_actor(worker_t *w, struct actor *a)
         STAT_DEC(modern_requests_live);
     if (a->kind != ACTOR_SESSION)
         return;
-    atomic_fetch_sub_explicit(&w->live, 1, memory_order_relaxed);
     STAT_DEC(sessions_live);
 }
 

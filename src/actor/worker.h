@@ -70,9 +70,6 @@ void worker_push(worker_t *w, wmsg_t *m);
 void worker_deliver(worker_t *w, wmsg_t *m, bool now);
 /* HTTP threads: admission against the session's mailbox bound. true = admitted (m->counted). */
 bool worker_admit(worker_t *w, wmsg_t *m);
-int worker_count(void);
-/* Live actors across workers (approximate, for stats). */
-long long workers_live_actors(void);
 
 /* The worker whose turn the calling thread runs now (NULL outside one). A callback on a
  * worker's loop brackets its work with worker_enter/worker_leave (nesting restores the
@@ -91,8 +88,6 @@ store_batch_t *worker_batch(worker_t *w);
  * store refused them (or refused an earlier commit of this turn): then the whole turn fails
  * (worker_turn_end replaces its frames, refuse.h, and resets the actors it touched). */
 int worker_commit(worker_t *w);
-/* True once a commit of the current turn failed. */
-bool worker_turn_failed(const worker_t *w);
 /* a wrote to the batch or queued a frame: if the turn fails, a is reset (freed without
  * writing and reloaded from the store at its next message), so memory never runs ahead of
  * the disk. */

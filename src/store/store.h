@@ -87,7 +87,6 @@ void store_iter_seek_first(store_iter_t *it);
 void store_iter_seek_last(store_iter_t *it);
 bool store_iter_valid(store_iter_t *it);
 void store_iter_next(store_iter_t *it);
-void store_iter_prev(store_iter_t *it);
 const unsigned char *store_iter_key(store_iter_t *it, size_t *len);
 const char *store_iter_value(store_iter_t *it, size_t *len);
 void store_iter_free(store_iter_t *it);

@@ -40,11 +40,6 @@ const proto_t *proto_modern(void)
     return &MODERN;
 }
 
-const proto_t *proto_default(void)
-{
-    return &VERSIONS[NVERSIONS - 1];
-}
-
 const proto_t *proto_negotiate(const char *requested)
 {
     const proto_t *p = proto_find(requested);

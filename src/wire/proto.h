@@ -25,8 +25,6 @@ const proto_t *proto_older(const proto_t *p);
 /* The stateless revision (2026-07-28): never negotiated by initialize, never found by
  * proto_find (which names the session-era versions). */
 const proto_t *proto_modern(void);
-/* The version assumed when a request carries no MCP-Protocol-Version header. */
-const proto_t *proto_default(void);
 /* Negotiation: the requested version if supported, else the latest. */
 const proto_t *proto_negotiate(const char *requested);
 /* "2025-11-25, 2025-06-18, 2025-03-26" for error messages. */

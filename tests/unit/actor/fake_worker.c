@@ -83,8 +83,6 @@ worker_t *worker_for_session(const char *sid) { return &FW; }
 void worker_push(worker_t *w, wmsg_t *m) { unreachable(__func__); }
 void worker_deliver(worker_t *w, wmsg_t *m, bool now) { unreachable(__func__); }
 bool worker_admit(worker_t *w, wmsg_t *m) { return true; }
-int worker_count(void) { return 1; }
-long long workers_live_actors(void) { return FW.nactors; }
 worker_t *worker_current(void) { return t_current; }
 worker_t *worker_enter(worker_t *w)
 {
@@ -105,7 +103,6 @@ int worker_commit(worker_t *w)
     actor_flush_dirty(w); /* as the real one: a commit carries the turn's dirty streams */
     return store_commit(w->store, w->batch);
 }
-bool worker_turn_failed(const worker_t *w) { return false; }
 void worker_touch(worker_t *w, struct actor *a) {}
 void worker_defer_reply(worker_t *w, struct mcpd_ctx *j, uint32_t wait_seq, json_t *value)
 {

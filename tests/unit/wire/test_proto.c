@@ -44,11 +44,6 @@ static void negotiation_answers_an_unknown_version_with_the_latest(void **state)
     assert_string_equal(proto_latest()->version, "2025-11-25");
 }
 
-static void the_default_without_a_header_is_2025_03_26(void **state)
-{
-    assert_string_equal(proto_default()->version, "2025-03-26");
-}
-
 static void ranks_order_versions_by_date(void **state)
 {
     const proto_t *a = proto_find("2025-03-26"), *b = proto_find("2025-06-18"),
@@ -100,7 +95,6 @@ int main(void)
         cmocka_unit_test(unknown_versions_are_not_found),
         cmocka_unit_test(negotiation_echoes_a_supported_version),
         cmocka_unit_test(negotiation_answers_an_unknown_version_with_the_latest),
-        cmocka_unit_test(the_default_without_a_header_is_2025_03_26),
         cmocka_unit_test(ranks_order_versions_by_date),
         cmocka_unit_test(only_2025_03_26_allows_batches),
         cmocka_unit_test(only_2025_11_25_sends_priming_events),

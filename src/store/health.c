@@ -1,0 +1,195 @@
+/* The store's write health: RocksDB's background errors, the free-space guard, and the watcher
+ * that probes a refusing store until it heals. Any thread (commits run on the workers and tool
+ * threads); the watcher is a thread of its own ("store-probe"), started at the first refusal.
+ *
+ * A full disk (or any write error). RocksDB's answer to a failed write-ahead-log append is a
+ * background error: every later write is refused at once, without touching the log, until its
+ * error recovery succeeds (for ENOSPC its SstFileManager polls the free space every 5 s and
+ * resumes once a memtable's worth is free: it flushes the memtables and starts a new log). Two
+ * things would abort the process instead, because Debian's librocksdb keeps its assertions and
+ * a WritableFileWriter that saw an error asserts at its next append or flush:
+ *   - RocksDB's own info LOG, written on the same disk: a failed append there is followed by
+ *     the next message (the SstFileManager logs every 5 s). The info log is therefore kept at
+ *     FATAL (open-time header lines only); our own log says what happened.
+ *   - a flush we start (store_flush, store_flush_async) or rocksdb_close: both flush the
+ *     current WAL writer. So neither runs while writes are refused (store_writable), and a
+ *     shutdown in that state leaves the database unclosed: what was acknowledged is in the WAL.
+ * And a third that no option avoids: RocksDB 7.8's recovery switches to a new WAL only by
+ * flushing a memtable; if every memtable was empty when the append failed, the failed writer
+ * stays current and the first write after the recovery asserts. Two guards keep the process
+ * away from it:
+ *   - a free-space floor (--min-free-space): before a commit, the store compares the free
+ *     space of the data directory's filesystem (statvfs, looked at again after a second or
+ *     once the bytes written since use up the margin) with the floor and refuses the commit
+ *     itself, exactly as RocksDB would, but without a failed append. RocksDB fails only when
+ *     something else fills the disk faster than that;
+ *   - a key written at open (a memtable is never empty when the first write fails), and the
+ *     probe writes only once the free space is back above the floor.
+ */
+#include "store/internal.h"
+
+#include "core/log.h"
+#include "core/stats.h"
+#include "core/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+
+/* How often the watcher probes a refusing store, and the free-space guard looks again. */
+#define PROBE_INTERVAL_MS 1000
+#define SPACE_RECHECK_MS 1000
+/* RocksDB resumes after ENOSPC only with a memtable's worth free (its SstFileManager). */
+#define ROCKSDB_RESUME_FREE_BYTES ((int64_t)CF_WRITE_BUFFER_BYTES)
+
+/* Free bytes on the filesystem of s->dir, or -1. */
+int64_t store_free_bytes(const store_t *s)
+{
+    struct statvfs v;
+    if (statvfs(s->dir, &v) != 0)
+        return -1;
+    return (int64_t)v.f_bavail * (int64_t)v.f_frsize;
+}
+
+/* The guard: true when `size` more bytes leave at least min_free free. Cheap on the hot path:
+ * statvfs only after a second, or once the margin it gave is used up. */
+bool store_space_ok(store_t *s, size_t size, int64_t *free_now)
+{
+    *free_now = -1;
+    if (!s->min_free)
+        return true;
+    int64_t now = now_mono_ms();
+    long long left = atomic_fetch_sub(&s->space_budget, (long long)size) - (long long)size;
+    if (left > 0 && now - atomic_load(&s->space_checked) < SPACE_RECHECK_MS)
+        return true;
+    int64_t f = store_free_bytes(s);
+    if (f < 0)
+        return true; /* cannot tell: let RocksDB decide */
+    *free_now = f;
+    atomic_store(&s->space_checked, now);
+    atomic_store(&s->space_budget, (long long)(f - s->min_free));
+    return f - (int64_t)size >= s->min_free;
+}
+
+/* A key in the default column family: its memtable is never empty when a write fails. */
+int store_write_keeper(store_t *s, char **rerr)
+{
+    static const char key[] = "mcpd-keeper";
+    char v[24];
+    int n = snprintf(v, sizeof v, "%lld", (long long)now_wall_ms());
+    rocksdb_put_cf(s->db, s->wopts, s->cf[0], key, sizeof key - 1, v, (size_t)n, rerr);
+    return *rerr ? -EIO : 0;
+}
+
+/* ---- write health ---- */
+
+bool store_writable(const store_t *s)
+{
+    return !atomic_load_explicit(&((store_t *)s)->refusing, memory_order_acquire);
+}
+
+bool store_write_error(store_t *s, char *why, size_t whylen, int64_t *since_ms)
+{
+    if (store_writable(s))
+        return false;
+    pthread_mutex_lock(&s->mu);
+    snprintf(why, whylen, "%s", s->why);
+    if (since_ms)
+        *since_ms = s->since_ms;
+    pthread_mutex_unlock(&s->mu);
+    return true;
+}
+
+void store_on_writable(store_t *s, void (*fn)(void))
+{
+    s->on_writable = fn;
+}
+
+void store_mark_writable(store_t *s, const char *how)
+{
+    pthread_mutex_lock(&s->mu);
+    bool changed = atomic_load(&s->refusing);
+    if (changed) {
+        atomic_store_explicit(&s->refusing, false, memory_order_release);
+        log_info("store: writes succeed again (%s) after %lld s of refusals (%lld writes "
+                 "refused); serving normally",
+                 how, (long long)((now_wall_ms() - s->since_ms) / 1000), s->refused);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (changed && s->on_writable)
+        s->on_writable();
+}
+
+/* One tiny write: succeeds once RocksDB has recovered from its background error. */
+static bool probe_write(store_t *s)
+{
+    static const char key[] = "mcpd-write-probe";
+    char v[24];
+    int n = snprintf(v, sizeof v, "%lld", (long long)now_wall_ms());
+    char *err = NULL;
+    rocksdb_put_cf(s->db, s->wopts, s->cf[0], key, sizeof key - 1, v, (size_t)n, &err);
+    if (err) {
+        rocksdb_free(err);
+        return false;
+    }
+    return true;
+}
+
+static void *watcher_main(void *arg)
+{
+    store_t *s = arg;
+    log_set_thread_name("store-probe");
+    pthread_mutex_lock(&s->mu);
+    while (!s->closing && atomic_load(&s->refusing)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += PROBE_INTERVAL_MS / 1000;
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        if (s->closing || !atomic_load(&s->refusing))
+            break;
+        bool by_guard = s->refused_by_guard;
+        pthread_mutex_unlock(&s->mu);
+        /* no write until the space is back: a probe that failed on a fresh log writer is
+         * what RocksDB cannot recover from (the file comment) */
+        int64_t f = store_free_bytes(s);
+        int64_t need = by_guard ? s->min_free : (s->min_free > ROCKSDB_RESUME_FREE_BYTES
+                                                     ? s->min_free : ROCKSDB_RESUME_FREE_BYTES);
+        if ((f < 0 || f >= need) && probe_write(s))
+            store_mark_writable(s, by_guard ? "free space is back above --min-free-space" : "a probe write");
+        pthread_mutex_lock(&s->mu);
+    }
+    s->watcher_running = false;
+    pthread_cond_broadcast(&s->cv); /* store_close may wait for this */
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* A write failed (or the guard refused it): counted every time, logged once per transition
+ * (the end's line has the count), watched until it heals. */
+void store_mark_refusing(store_t *s, const char *err, bool by_guard)
+{
+    STAT_INC(store_errors_total);
+    pthread_mutex_lock(&s->mu);
+    if (!atomic_load(&s->refusing) || (s->refused_by_guard && !by_guard))
+        s->refused_by_guard = by_guard; /* a RocksDB error outranks the guard's refusal */
+    if (!atomic_load(&s->refusing)) {
+        snprintf(s->why, sizeof s->why, "%s", err);
+        s->since_ms = now_wall_ms();
+        s->refused = 0;
+        atomic_store_explicit(&s->refusing, true, memory_order_release);
+        log_error("store: a write failed (%s); writes are refused until the store recovers "
+                  "(requests that need a write get 503 or a -32603 error, /healthz says 503)",
+                  err);
+        if (!s->watcher_running && !s->closing &&
+            pthread_create(&s->watcher, NULL, watcher_main, s) == 0) {
+            pthread_detach(s->watcher);
+            s->watcher_running = true;
+        }
+    } else {
+        log_debug("store: write refused: %s", err);
+    }
+    s->refused++;
+    pthread_mutex_unlock(&s->mu);
+}
