@@ -209,6 +209,10 @@ void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign
 void actor_give_share_back(actor_t *a);
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none. */
 actor_t *actor_find_or_load(worker_t *w, const char *sid);
+/* A failed turn reset a (and its in-flight requests lost their jobs): once the store takes
+ * writes again, they are answered as after a crash, with a stored error a resuming client
+ * finds. While it refuses, reads and replays go on and this waits. */
+void actor_recover_after_reset(actor_t *a);
 /* The metadata changed: it is written once, at the end of the turn. */
 void actor_persist_meta(actor_t *a);
 /* Writes the metadata into the batch now (hibernation). */

@@ -1,0 +1,448 @@
+/* Shard moves: adopt (fetch, check, ingest, count, record, serve), reclaim, decline and finish,
+ * in the order shardmove.c's comment gives. The admin listener's move thread, one step at a
+ * time under sm_move_mu. */
+#include "actor/shardmove_internal.h"
+
+#include "actor/actor.h"
+#include "actor/alarm.h"
+#include "actor/worker.h"
+#include "core/auth.h"
+#include "core/cluster.h"
+#include "core/log.h"
+#include "core/peer.h"
+#include "core/shard.h"
+#include "core/stats.h"
+#include "core/util.h"
+#include "store/manifest.h"
+#include "store/sessionrec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- adopt ---- */
+
+/* Fetches every file of the manifest from the peer into dir, checked as it comes. */
+static int fetch_files(const peer_t *p, const manifest_t *m, const char *dir, char *why,
+                       size_t whylen)
+{
+    char sh[SHARD_HEX + 1];
+    sm_shard_hex(m->shard, sh);
+    for (int cf = 0; cf < CF__COUNT; cf++) {
+        if (!m->fam[cf].file)
+            continue;
+        const char *name = store_cf_name((store_cf_t)cf);
+        char path[2048], url[256];
+        snprintf(path, sizeof path, "%s/%s.sst", dir, name);
+        snprintf(url, sizeof url, "/shards/export?shard=%s&file=%s.sst", sh, name);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            snprintf(why, whylen, "cannot create %s: %s", path, strerror(errno));
+            return -EIO;
+        }
+        int status = 0;
+        uint64_t bytes = 0;
+        unsigned char sha[SHA256_LEN];
+        int rc = peer_fetch(p, url, fd, m->fam[cf].bytes, &status, &bytes, sha, why, whylen);
+        if (rc == 0 && fsync(fd) != 0) {
+            snprintf(why, whylen, "fsync %s: %s", path, strerror(errno));
+            rc = -EIO;
+        }
+        close(fd);
+        if (rc == -EMSGSIZE) {
+            snprintf(why, whylen, "the export is damaged: %s.sst is longer than its manifest "
+                     "says", name);
+            return -EBADMSG;
+        }
+        if (rc != 0)
+            return rc == -EIO ? -EIO : -EAGAIN;
+        if (status != 200) {
+            snprintf(why, whylen, "the export is incomplete: %s:%d answered %d for %s.sst",
+                     p->host, p->port, status, name);
+            return -EBADMSG;
+        }
+        if (bytes != m->fam[cf].bytes || memcmp(sha, m->fam[cf].sha256, SHA256_LEN) != 0) {
+            snprintf(why, whylen, "the export is damaged: %s.sst came with %llu bytes and "
+                     "another SHA-256 than its manifest says (%llu bytes)", name,
+                     (unsigned long long)bytes, (unsigned long long)m->fam[cf].bytes);
+            return -EBADMSG;
+        }
+    }
+    return sm_fsync_dir(dir) == 0 ? 0 : -EIO;
+}
+
+/* Ingests the checked files of dir and counts every family's keys against the manifest; on
+ * failure nothing of the shard stays. */
+static int ingest_checked(const char *prefix, const char *dir, const manifest_t *m, bool move,
+                          json_t **what, int64_t *earliest, char *why, size_t whylen)
+{
+    bool present[CF__COUNT];
+    for (int cf = 0; cf < CF__COUNT; cf++)
+        present[cf] = m->fam[cf].file;
+    /* whatever an earlier stay or a crashed adopt left under the prefix goes first (not
+     * owned: nobody reads it) */
+    store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
+    int rc = store_ingest_dir(SM_STORE, dir, present, move, why, whylen);
+    uint64_t got[CF__COUNT];
+    if (rc == 0) {
+        store_count_prefix(SM_STORE, prefix, SHARD_HEX, got);
+        for (int cf = 0; cf < CF__COUNT && rc == 0; cf++) {
+            if (got[cf] != m->fam[cf].keys) {
+                snprintf(why, whylen, "after ingesting, the %s family holds %llu keys of the "
+                         "shard; the manifest says %llu", store_cf_name((store_cf_t)cf),
+                         (unsigned long long)got[cf], (unsigned long long)m->fam[cf].keys);
+                rc = -EBADMSG;
+            }
+        }
+    }
+    *what = rc == 0 ? sm_counts(prefix, earliest) : NULL;
+    if (rc == 0 && !json_equal(*what, m->moved)) {
+        snprintf(why, whylen, "the ingested keys do not hold what the release counted");
+        rc = -EBADMSG;
+    }
+    if (rc != 0) {
+        json_decref(*what);
+        *what = NULL;
+        store_delete_prefix(SM_STORE, prefix, SHARD_HEX); /* nothing half-ingested stays */
+    }
+    return rc;
+}
+
+/* The shard is held here from now on at epoch, its data ingested: record, count, serve. */
+static int take(int shard, const char *prefix, uint32_t epoch, const char *from, json_t *what,
+                int64_t earliest, char *why, size_t whylen)
+{
+    shardrec_t was = SM_REC[shard];
+    shardrec_t own = {.state = SHARDREC_OWNED, .epoch = epoch, .declined = was.declined};
+    snprintf(own.peer, sizeof own.peer, "%s", from);
+    if (sm_put_record(shard, &own) != 0) {
+        snprintf(why, whylen, "cannot record the adoption (the store refuses writes)");
+        store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
+        return -EIO;
+    }
+    if (was.state == SHARDREC_RELEASED && was.export_kept) {
+        /* an export of ours from an earlier stay: the shard went on from there (a newer epoch
+         * came back), so nobody adopts it any more */
+        char old[DIR_MAX];
+        sm_dir_of(old, sizeof old, true, shard, was.epoch);
+        sm_remove_dir(old);
+    }
+    sm_adjust_gauges(prefix, 1);
+    STAT_ADD(alarms_pending, json_integer_value(json_object_get(what, "alarms")));
+    sm_set_refused(shard, NULL);
+    shard_set_owned(shard, true);
+    if (earliest)
+        alarms_hint(earliest); /* owned first: an alarm due already is not refused */
+    return 0;
+}
+
+int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen)
+{
+    char prefix[SHARD_HEX + 1];
+    int64_t t0;
+    int shard = rq->shard;
+    int rc = sm_move_begin(shard, prefix, &t0, why, whylen);
+    peer_t from;
+    manifest_t m = {.shard = -1};
+    char dir[DIR_MAX] = "";
+    json_t *what = NULL;
+    if (rc != 0 || (rc = sm_peer_of(rq->peer, &from, why, whylen)) != 0)
+        goto out;
+    shardrec_t rec = SM_REC[shard];
+    /* 1. the manifest, from the node that released it */
+    char url[128];
+    snprintf(url, sizeof url, "/shards/export?shard=%s", prefix);
+    int status = 0;
+    char *text = NULL;
+    size_t len = 0;
+    if (peer_call(&from, "GET", url, 1 << 20, &status, &text, &len, why, whylen) != 0) {
+        free(text);
+        rc = -EAGAIN;
+        goto out;
+    }
+    uint32_t offered = 0;
+    if (status == 200 && manifest_parse(text, len, &m, why, whylen) == 0)
+        offered = m.epoch;
+    if (rec.state == SHARDREC_OWNED && strcmp(rec.peer, rq->peer) == 0 && offered <= rec.epoch) {
+        /* asked again, and the peer offers nothing newer: adopted already (an answer was lost,
+         * or a move is re-run) */
+        free(text);
+        *report = json_pack("{s:s,s:s,s:s,s:I,s:b,s:b}", "shard", prefix, "node",
+                            shard_node_name(), "from", rq->peer, "epoch", (json_int_t)rec.epoch,
+                            "already", 1, "serving", shard_owned(shard));
+        goto out;
+    }
+    manifest_clear(&m);
+    if (shard_owned(shard)) {
+        snprintf(why, whylen, "shard %s is served by this node already (epoch %u)", prefix,
+                 rec.epoch);
+        free(text);
+        rc = -EALREADY;
+        goto out;
+    }
+    if (rec.state == SHARDREC_OWNED && !rq->force) {
+        /* its own copy, refused at start (the file disagreed): an adopt would delete it */
+        snprintf(why, whylen, "this node holds its own copy of shard %s at epoch %u (refused "
+                 "here: its cluster file disagrees); adopting would delete it: force=1 to "
+                 "replace it", prefix, rec.epoch);
+        free(text);
+        rc = -EALREADY;
+        goto out;
+    }
+    if (status != 200) {
+        snprintf(why, whylen, "%s has no export of shard %s for this node (%d): release it "
+                 "there first", rq->peer, prefix, status);
+        free(text);
+        rc = status == 404 ? -EALREADY : -EAGAIN;
+        goto out;
+    }
+    rc = manifest_parse(text, len, &m, why, whylen);
+    free(text);
+    if (rc != 0)
+        goto out;
+    if (m.shard != shard || strcmp(m.from, rq->peer) != 0 ||
+        strcmp(m.to, shard_node_name()) != 0) {
+        snprintf(why, whylen, "the export %s serves is shard %03x from %s to %s, not shard %s "
+                 "to this node", rq->peer, m.shard, m.from, m.to, prefix);
+        rc = -EALREADY;
+        goto out;
+    }
+    /* 2. fencing: never an epoch this node declined, holds or passed */
+    if (m.epoch <= rec.declined || (rec.state != SHARDREC_NONE && m.epoch <= rec.epoch)) {
+        snprintf(why, whylen, "the export is epoch %u, but this node %s epoch %u", m.epoch,
+                 m.epoch <= rec.declined ? "declined (it was taken back at)" : "has been at",
+                 m.epoch <= rec.declined ? rec.declined : rec.epoch);
+        rc = -EALREADY;
+        goto out;
+    }
+    /* 3. its files, checked as they come */
+    sm_dir_of(dir, sizeof dir, false, shard, m.epoch);
+    if ((rc = sm_fresh_dir(dir, why, whylen)) != 0)
+        goto out;
+    int64_t t_fetch = now_mono_ms();
+    if ((rc = fetch_files(&from, &m, dir, why, whylen)) != 0)
+        goto out;
+    int64_t fetched = now_mono_ms();
+    /* 4. in, counted */
+    int64_t earliest = 0;
+    if ((rc = ingest_checked(prefix, dir, &m, true, &what, &earliest, why, whylen)) != 0)
+        goto out;
+    sm_crash_point("adopt-ingested");
+    /* 5. recorded, served */
+    if ((rc = take(shard, prefix, m.epoch, rq->peer, what, earliest, why, whylen)) != 0)
+        goto out;
+    int64_t t1 = now_mono_ms();
+    *report = json_pack("{s:s,s:s,s:s,s:I,s:I,s:O,s:I,s:I,s:b}", "shard", prefix, "node",
+                        shard_node_name(), "from", rq->peer, "epoch", (json_int_t)m.epoch,
+                        "keys", (json_int_t)m.keys, "moved", what, "fetch_ms",
+                        (json_int_t)(fetched - t_fetch), "ingest_ms", (json_int_t)(t1 - fetched),
+                        "already", 0);
+    log_info("shard %s adopted at epoch %u from %s: %llu keys in %lld ms", prefix, m.epoch,
+             rq->peer, (unsigned long long)m.keys, (long long)(t1 - t0));
+out:
+    if (dir[0])
+        sm_remove_dir(dir);
+    json_decref(what);
+    manifest_clear(&m);
+    pthread_mutex_unlock(&sm_move_mu);
+    return rc;
+}
+
+/* ---- reclaim, decline, finish ---- */
+
+int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whylen)
+{
+    char prefix[SHARD_HEX + 1];
+    int64_t t0;
+    int shard = rq->shard;
+    int rc = sm_move_begin(shard, prefix, &t0, why, whylen);
+    manifest_t m = {.shard = -1};
+    json_t *what = NULL;
+    if (rc != 0)
+        goto out;
+    shardrec_t rec = SM_REC[shard];
+    if (rec.state != SHARDREC_RELEASED || !rec.export_kept) {
+        snprintf(why, whylen, "shard %s has no export here to take back (%s at epoch %u)",
+                 prefix, shardrec_state_name(rec.state), rec.epoch);
+        rc = -EALREADY;
+        goto out;
+    }
+    if (rec.epoch + 1 > SHARDREC_EPOCH_MAX) {
+        snprintf(why, whylen, "shard %s has used up its epochs", prefix);
+        rc = -EINVAL;
+        goto out;
+    }
+    char dir[DIR_MAX];
+    sm_dir_of(dir, sizeof dir, true, shard, rec.epoch);
+    if ((rc = sm_read_manifest(dir, &m, why, whylen)) != 0 ||
+        (rc = sm_check_files(dir, &m, why, whylen)) != 0) {
+        rc = rc == -EIO ? -EBADMSG : rc;
+        goto out;
+    }
+    /* 1. fencing: the node it was for promises never to adopt it */
+    peer_t to;
+    char url[160];
+    snprintf(url, sizeof url, "/shards/decline?shard=%s&epoch=%u&from=%s", prefix, rec.epoch,
+             shard_node_name());
+    int status = 0;
+    json_t *ans = NULL;
+    if (sm_peer_of(rec.peer, &to, why, whylen) == 0 &&
+        sm_peer_step(&to, url, &status, &ans, why, whylen) == 0) {
+        if (status != 200) {
+            const char *err = json_string_value(json_object_get(ans, "error"));
+            snprintf(why, whylen, "%s did not decline epoch %u of shard %s (%d: %s): it holds "
+                     "it; finish the move instead", rec.peer, rec.epoch, prefix, status,
+                     err ? err : "");
+            json_decref(ans);
+            rc = -EALREADY;
+            goto out;
+        }
+        json_decref(ans);
+        /* and its record says so (whatever answered that step): declined E, not holding it */
+        snprintf(url, sizeof url, "/shards/record?shard=%s", prefix);
+        json_t *r = NULL;
+        bool fenced = false;
+        if (sm_peer_json(&to, "GET", url, &status, &r, why, whylen) == 0 && status == 200) {
+            const char *st = json_string_value(json_object_get(r, "state"));
+            json_int_t ep = json_integer_value(json_object_get(r, "epoch"));
+            fenced = json_integer_value(json_object_get(r, "declined")) >= rec.epoch &&
+                     !(st && strcmp(st, "owned") == 0 && ep >= rec.epoch);
+        }
+        json_decref(r);
+        if (!fenced) {
+            snprintf(why, whylen, "%s's record of shard %s does not show epoch %u declined: "
+                     "the export stays", rec.peer, prefix, rec.epoch);
+            rc = -EAGAIN;
+            goto out;
+        }
+    } else if (!rq->force) {
+        char cause[300];
+        snprintf(cause, sizeof cause, "%s", why);
+        snprintf(why, whylen, "cannot ask %s to decline epoch %u of shard %s (%s); retry when "
+                 "it answers, or force=1 if it is gone for good and will never start on its "
+                 "data again", rec.peer, rec.epoch, prefix, cause);
+        rc = -EAGAIN;
+        goto out;
+    } else {
+        log_warn("shard %s: taking back epoch %u without %s's word (force)", prefix, rec.epoch,
+                 rec.peer);
+    }
+    /* 2. in again, counted; recorded at a new epoch; served */
+    int64_t earliest = 0;
+    if ((rc = ingest_checked(prefix, dir, &m, false, &what, &earliest, why, whylen)) != 0)
+        goto out;
+    if ((rc = take(shard, prefix, rec.epoch + 1, "", what, earliest, why, whylen)) != 0)
+        goto out;
+    sm_remove_dir(dir);
+    *report = json_pack("{s:s,s:s,s:I,s:O,s:b}", "shard", prefix, "node", shard_node_name(),
+                        "epoch", (json_int_t)(rec.epoch + 1), "moved", what, "forced", rq->force);
+    log_info("shard %s taken back at epoch %u (its export to %s was declined%s)", prefix,
+             rec.epoch + 1, rec.peer, rq->force ? " or forced" : "");
+out:
+    json_decref(what);
+    manifest_clear(&m);
+    pthread_mutex_unlock(&sm_move_mu);
+    return rc;
+}
+
+int shard_decline(const shard_req_t *rq, json_t **report, char *why, size_t whylen)
+{
+    char prefix[SHARD_HEX + 1];
+    int64_t t0;
+    int shard = rq->shard;
+    int rc = sm_move_begin(shard, prefix, &t0, why, whylen);
+    if (rc != 0)
+        goto out;
+    shardrec_t rec = SM_REC[shard];
+    if (rq->epoch < 1) {
+        snprintf(why, whylen, "epoch must be 1 or more");
+        rc = -EINVAL;
+        goto out;
+    }
+    if (shard_owned(shard) || (rec.state != SHARDREC_NONE && rec.epoch >= rq->epoch)) {
+        snprintf(why, whylen, "this node %s shard %s at epoch %u", shard_owned(shard) ? "serves"
+                 : rec.state == SHARDREC_OWNED ? "holds" : "released", prefix, rec.epoch);
+        rc = -EALREADY;
+        goto out;
+    }
+    if (rec.declined < rq->epoch) {
+        rec.declined = rq->epoch;
+        if (sm_put_record(shard, &rec) != 0) {
+            snprintf(why, whylen, "cannot record the promise (the store refuses writes)");
+            rc = -EIO;
+            goto out;
+        }
+    }
+    *report = json_pack("{s:s,s:s,s:I}", "shard", prefix, "node", shard_node_name(), "declined",
+                        (json_int_t)rec.declined);
+    log_info("shard %s: this node will never adopt its epoch %u (asked by %s)", prefix,
+             rq->epoch, rq->peer[0] ? rq->peer : "an operator");
+out:
+    pthread_mutex_unlock(&sm_move_mu);
+    return rc;
+}
+
+int shard_finish(const shard_req_t *rq, json_t **report, char *why, size_t whylen)
+{
+    char prefix[SHARD_HEX + 1];
+    int64_t t0;
+    int shard = rq->shard;
+    int rc = sm_move_begin(shard, prefix, &t0, why, whylen);
+    if (rc != 0)
+        goto out;
+    shardrec_t rec = SM_REC[shard];
+    if (rec.state != SHARDREC_RELEASED) {
+        snprintf(why, whylen, "shard %s was not released by this node (%s)", prefix,
+                 shardrec_state_name(rec.state));
+        rc = -EALREADY;
+        goto out;
+    }
+    if (rec.export_kept) {
+        /* only once the node it went to holds it: the export may be the only copy */
+        peer_t to;
+        char url[64];
+        snprintf(url, sizeof url, "/shards/record?shard=%s", prefix);
+        int status = 0;
+        json_t *r = NULL;
+        if ((rc = sm_peer_of(rec.peer, &to, why, whylen)) != 0 ||
+            (rc = sm_peer_json(&to, "GET", url, &status, &r, why, whylen)) != 0)
+            goto out;
+        const char *st = json_string_value(json_object_get(r, "state"));
+        json_int_t ep = json_integer_value(json_object_get(r, "epoch"));
+        bool holds = status == 200 && st &&
+                     ((strcmp(st, "owned") == 0 && ep >= rec.epoch) ||
+                      (strcmp(st, "released") == 0 && ep > rec.epoch));
+        json_decref(r);
+        if (!holds) {
+            snprintf(why, whylen, "%s does not hold epoch %u of shard %s (yet): the export "
+                     "stays", rec.peer, rec.epoch, prefix);
+            rc = -EALREADY;
+            goto out;
+        }
+        char dir[DIR_MAX];
+        sm_dir_of(dir, sizeof dir, true, shard, rec.epoch);
+        rec.export_kept = false;
+        if (sm_put_record(shard, &rec) != 0) {
+            snprintf(why, whylen, "cannot record the finish (the store refuses writes)");
+            rc = -EIO;
+            goto out;
+        }
+        sm_remove_dir(dir);
+        log_info("shard %s: %s holds epoch %u; its export here is deleted", prefix, rec.peer,
+                 rec.epoch);
+    }
+    *report = json_pack("{s:s,s:s,s:s,s:I}", "shard", prefix, "node", shard_node_name(), "to",
+                        rec.peer, "epoch", (json_int_t)rec.epoch);
+out:
+    pthread_mutex_unlock(&sm_move_mu);
+    return rc;
+}

@@ -1,0 +1,104 @@
+/* What the files of the shard moves share (shardmove.c: the records, the start-up rule,
+ * settling and release; shardmove_adopt.c: adopt, reclaim, decline, finish; shardmove_dir.c: the
+ * move directory; shardmove_peer.c: another node's admin listener). The threads are
+ * shardmove.c's: main at start, then the admin listener's move thread (one step at a time,
+ * under sm_move_mu) and its loop (queries, under sm_rec_mu only). Nothing outside these files
+ * includes it. */
+#ifndef MCPD_ACTOR_SHARDMOVE_INTERNAL_H
+#define MCPD_ACTOR_SHARDMOVE_INTERNAL_H
+
+#include "actor/shardmove.h"
+
+#include "core/peer.h"
+#include "core/shard.h"
+#include "store/manifest.h"
+#include "store/shardrec.h"
+#include "store/store.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PEER_TIMEOUT_S 30
+/* a move directory's path: --move-dir (< 1024) and a name */
+#define DIR_MAX 1200
+/* how long a step asked of another node (decline, a record) may run there */
+#define PEER_STEP_WAIT_MS 60000
+
+extern store_t *SM_STORE;
+extern char SM_MOVE_DIR[1024];
+extern pthread_mutex_t sm_move_mu;
+/* The records as stored (written through: the store first, then here) and why a shard is
+ * refused (NULL: it is not). Written by the move thread under both locks, read under
+ * sm_rec_mu. */
+extern pthread_mutex_t sm_rec_mu;
+extern shardrec_t SM_REC[SHARD_COUNT];
+extern char *SM_REFUSED[SHARD_COUNT];
+
+/* A test hook: MCPD_CRASH_AT=<point> kills the process there, as a power cut or kill -9 would
+ * (tests/cluster/test_moves.py stops a move at every step). */
+void sm_crash_point(const char *point);
+
+/* The shard's hex prefix, terminated. */
+void sm_shard_hex(int shard, char out[SHARD_HEX + 1]);
+
+/* Why the shard is refused (NULL: it is not), under sm_rec_mu. */
+void sm_set_refused(int shard, const char *why);
+
+/* Writes the record, then keeps it here: 0, or the store's error (nothing changed). */
+int sm_put_record(int shard, const shardrec_t *r);
+
+/* At start: fetches that a crash interrupted, and exports no record keeps (a crash between a
+ * record and the delete of a directory), are deleted; anything else is left alone. */
+void sm_sweep_move_dir(void);
+
+/* fsync of a directory (its entries on disk): 0 or -errno. */
+int sm_fsync_dir(const char *dir);
+
+/* The path of the export (out_dir) or fetch directory of a shard at an epoch. */
+void sm_dir_of(char *out, size_t len, bool out_dir, int shard, uint32_t epoch);
+
+/* Removes what this code writes into a move directory, then the directory: 0, -ENOTEMPTY when
+ * something else is in it (left alone), or -errno. */
+int sm_remove_dir(const char *dir);
+
+/* A fresh, empty directory for an export or a fetch: a leftover of this code's is cleared; a
+ * directory holding anything else is refused. */
+int sm_fresh_dir(const char *dir, char *why, size_t whylen);
+
+/* dir/manifest.json, written whole (temporary file, fsync, rename, fsync of the directory). */
+int sm_write_manifest(const char *dir, const manifest_t *m, char *why, size_t whylen);
+
+/* dir/manifest.json, parsed: 0, or an error with why. */
+int sm_read_manifest(const char *dir, manifest_t *m, char *why, size_t whylen);
+
+/* Every file of the manifest in dir has its size and SHA-256: 0, or -EBADMSG with why. */
+int sm_check_files(const char *dir, const manifest_t *m, char *why, size_t whylen);
+
+/* The stored gauges of the shard's actors, added (sign 1) or taken away (-1). */
+void sm_adjust_gauges(const char *prefix, int sign);
+
+/* The shard's keys per family (new), and the earliest alarm. */
+json_t *sm_counts(const char *prefix, int64_t *earliest);
+
+/* The start of a step: the shard's prefix, the lock (held on return, whatever rc), the start
+ * time; -EINVAL without a cluster. */
+int sm_move_begin(int shard, char prefix[SHARD_HEX + 1], int64_t *t0, char *why,
+                  size_t whylen);
+
+/* The admin address and token of a node of the cluster file: 0, or an error with why. */
+int sm_peer_of(const char *node, peer_t *p, char *why, size_t whylen);
+
+/* GET path on a peer, a JSON answer: 0 with *status and *out (new), or -EAGAIN with why. */
+int sm_peer_json(const peer_t *p, const char *method, const char *path, int *status,
+                 json_t **out, char *why, size_t whylen);
+
+/* A step on a peer (POST answers 202, then GET /shards/move until it is done): 0 with the
+ * step's HTTP status and answer, or -EAGAIN (unreachable, busy, or it did not finish). */
+int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, char *why,
+                 size_t whylen);
+
+#endif

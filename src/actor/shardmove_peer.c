@@ -1,0 +1,114 @@
+/* Shard moves: asking another node's admin listener (its address from the cluster file, its
+ * token) for a step or a record, with a deadline. The move thread (shardmove.c). */
+#include "actor/shardmove_internal.h"
+
+#include "actor/actor.h"
+#include "actor/alarm.h"
+#include "actor/worker.h"
+#include "core/auth.h"
+#include "core/cluster.h"
+#include "core/log.h"
+#include "core/peer.h"
+#include "core/shard.h"
+#include "core/stats.h"
+#include "core/util.h"
+#include "store/manifest.h"
+#include "store/sessionrec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- another node's admin listener ---- */
+
+int sm_peer_of(const char *node, peer_t *p, char *why, size_t whylen)
+{
+    memset(p, 0, sizeof *p);
+    if (!node[0] || strcmp(node, shard_node_name()) == 0 ||
+        cluster_node_admin(node, p->host, sizeof p->host, &p->port) != 0) {
+        snprintf(why, whylen, "'%s' is not another node with an admin address in the cluster "
+                 "file", node);
+        return -EINVAL;
+    }
+    p->token = g_admin_auth.n ? (const char *)g_admin_auth.entries[0].token : NULL;
+    p->timeout_s = PEER_TIMEOUT_S;
+    return 0;
+}
+
+/* GET path on a peer, a JSON answer: 0 with *status and *out (new), or -EAGAIN with why. */
+int sm_peer_json(const peer_t *p, const char *method, const char *path, int *status,
+                 json_t **out, char *why, size_t whylen)
+{
+    char *body = NULL;
+    size_t len = 0;
+    *out = NULL;
+    int rc = peer_call(p, method, path, 1 << 20, status, &body, &len, why, whylen);
+    if (rc != 0) {
+        free(body);
+        return -EAGAIN;
+    }
+    *out = json_loadb(body, len, 0, NULL);
+    free(body);
+    if (!*out)
+        *out = json_object();
+    return 0;
+}
+
+/* A step on a peer (POST answers 202, then GET /shards/move until it is done): 0 with the
+ * step's HTTP status and answer, or -EAGAIN (unreachable, busy, or it did not finish). */
+int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, char *why,
+                 size_t whylen)
+{
+    json_t *o = NULL;
+    int rc = sm_peer_json(p, "POST", path, status, &o, why, whylen);
+    if (rc != 0)
+        return rc;
+    if (*status != 202) {
+        if (json_is_true(json_object_get(o, "busy"))) {
+            snprintf(why, whylen, "%s:%d is running another move step", p->host, p->port);
+            json_decref(o);
+            return -EAGAIN;
+        }
+        *out = o;
+        return 0;
+    }
+    json_int_t seq = json_integer_value(json_object_get(o, "seq"));
+    char run[40];
+    const char *r0 = json_string_value(json_object_get(o, "run"));
+    snprintf(run, sizeof run, "%s", r0 ? r0 : "");
+    json_decref(o);
+    int64_t deadline = now_mono_ms() + PEER_STEP_WAIT_MS;
+    while (now_mono_ms() < deadline) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        rc = sm_peer_json(p, "GET", "/shards/move", status, &o, why, whylen);
+        if (rc != 0)
+            return rc;
+        const char *st = json_string_value(json_object_get(o, "state"));
+        const char *r = json_string_value(json_object_get(o, "run"));
+        if (*status == 200 && r && strcmp(r, run) != 0) {
+            /* another process answers: the peer restarted, and this step's answer is lost */
+            snprintf(why, whylen, "%s:%d restarted while the step ran", p->host, p->port);
+            json_decref(o);
+            return -EAGAIN;
+        }
+        if (*status == 200 && st && strcmp(st, "done") == 0 &&
+            json_integer_value(json_object_get(o, "seq")) == seq) {
+            *status = (int)json_integer_value(json_object_get(o, "status"));
+            *out = o;
+            return 0;
+        }
+        json_decref(o);
+    }
+    snprintf(why, whylen, "the step on %s:%d did not finish in time", p->host, p->port);
+    return -EAGAIN;
+}
