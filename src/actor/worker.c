@@ -7,7 +7,7 @@
  * the bound, which errs on the side of refusing. Internal messages (tool output, closed
  * connections) are never refused: they must not be lost.
  */
-#include "actor/worker.h"
+#include "actor/worker_internal.h"
 
 #include "actor/actor.h"
 #include "actor/alarm.h"
@@ -28,8 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MBOX_SHARDS 4096
-#define TRIM_AFTER_HIBERNATIONS 256
 /* Once the worker has handled this many messages, or committed this many bytes, since the
  * last trim, it was a burst: when it has been quiet for TRIM_QUIET_MS, free heap pages go back
  * to the kernel. Counted across turns: backpressure keeps a burst's turns small (a handler has
@@ -38,57 +36,6 @@
 #define BURST_MESSAGES 4096
 #define BURST_BYTES (4u << 20)
 #define TRIM_QUIET_MS 1000
-
-typedef struct outq {
-    mq_node_t *first, *last;
-    size_t n;
-    mq_node_t *safe; /* the last frame queued before the turn's last good commit, or NULL */
-} outq_t;
-
-typedef struct deferred {
-    job_t *job;
-    uint32_t wait_seq;
-    json_t *value;
-} deferred_t;
-
-struct worker {
-    int idx;
-    pthread_t thread;
-    struct event_base *base;
-    mq_t inbox;
-    struct event *inbox_ev;
-    store_batch_t *batch;
-    outq_t *out; /* one per HTTP thread */
-    int n_http;
-    atomic_int mbox[MBOX_SHARDS];
-    /* actor table: chained hash on the session id, chains through actor->hnext */
-    struct actor **buckets;
-    size_t nbuckets, nactors;
-    bool stop;
-    /* hibernation: idle actors, oldest first, and one timer for the oldest */
-    struct actor *lru_head, *lru_tail;
-    struct event *idle_timer;
-    int64_t idle_armed_ms; /* monotonic deadline the timer is armed for, 0 = none */
-    int64_t alarm_hint;    /* lowest alarm set this turn, 0 = none */
-    long hibernated_since_trim;
-    struct event *trim_timer; /* one-shot, armed only after a burst */
-    long turn_messages;
-    long burst_messages;    /* since the last trim */
-    size_t burst_bytes;
-    bool colocated;        /* runs on an HTTP thread's event_base, no thread of its own */
-    /* a failed turn (see worker_commit): what it must undo */
-    bool turn_failed;
-    uint64_t epoch;        /* advances at every good commit: actors' touch marks expire */
-    char (*touched)[SESSION_ID_LEN + 1]; /* actors touched since the last good commit */
-    size_t ntouched, cap_touched;
-    deferred_t *deferred;  /* state answers waiting for the commit */
-    size_t ndeferred, cap_deferred;
-    long long dstats[DS__COUNT]; /* store-backed counters of the uncommitted writes */
-    struct give { principal_t *p; int r; give_mode_t mode; } *gives; /* at the commit */
-    size_t ngives, cap_gives;
-    ptrmap_t recover;      /* hash(sid) of sessions reset by a failed turn */
-    jshare_t shared;       /* clientInfo and capabilities its sessions share */
-};
 
 static worker_t *W;
 static int NW;
@@ -440,185 +387,6 @@ static void on_inbox(evutil_socket_t fd, short what, void *arg)
         event_base_loopbreak(w->base);
 }
 
-/* ---- hibernation: the idle list ---- */
-
-static void lru_remove(worker_t *w, struct actor *a)
-{
-    if (!a->in_lru)
-        return;
-    if (a->lru_prev)
-        a->lru_prev->lru_next = a->lru_next;
-    else
-        w->lru_head = a->lru_next;
-    if (a->lru_next)
-        a->lru_next->lru_prev = a->lru_prev;
-    else
-        w->lru_tail = a->lru_prev;
-    a->lru_prev = a->lru_next = NULL;
-    a->in_lru = false;
-}
-
-static void lru_append(worker_t *w, struct actor *a)
-{
-    a->lru_prev = w->lru_tail;
-    a->lru_next = NULL;
-    if (w->lru_tail)
-        w->lru_tail->lru_next = a;
-    else
-        w->lru_head = a;
-    w->lru_tail = a;
-    a->in_lru = true;
-}
-
-/* Arms the one idle timer for the oldest idle actor, or disarms it. */
-static void idle_rearm(worker_t *w)
-{
-    if (!w->lru_head) {
-        if (w->idle_armed_ms) {
-            evtimer_del(w->idle_timer);
-            w->idle_armed_ms = 0;
-        }
-        return;
-    }
-    int64_t deadline = w->lru_head->idle_since_ms + g_cfg.idle_timeout_s * 1000;
-    if (w->idle_armed_ms && w->idle_armed_ms <= deadline)
-        return; /* fires no later than needed; it re-arms itself then */
-    int64_t wait = deadline - now_mono_ms();
-    if (wait < 0)
-        wait = 0;
-    struct timeval tv = {wait / 1000, (wait % 1000) * 1000};
-    evtimer_add(w->idle_timer, &tv);
-    w->idle_armed_ms = deadline;
-}
-
-void worker_note_activity(worker_t *w, struct actor *a)
-{
-    lru_remove(w, a);
-    if (!actor_is_idle(a))
-        return;
-    if (a->modern) { /* its one request is answered: nothing to keep */
-        actor_discard(a);
-        return;
-    }
-    a->idle_since_ms = now_mono_ms();
-    lru_append(w, a);
-    idle_rearm(w);
-}
-
-static void on_idle_timer(evutil_socket_t fd, short what, void *arg)
-{
-    worker_t *w = arg;
-    worker_t *prev = worker_enter(w);
-    STAT_INC(timer_wakeups_total);
-    w->idle_armed_ms = 0;
-    /* actors due within the slack go now too: one wakeup per slack window, not per actor */
-    int64_t slack = g_cfg.idle_timeout_s * 1000 / 10 < 1000 ? g_cfg.idle_timeout_s * 1000 / 10 : 1000;
-    int64_t now = now_mono_ms() + slack;
-    while (w->lru_head && w->lru_head->idle_since_ms + g_cfg.idle_timeout_s * 1000 <= now) {
-        struct actor *a = w->lru_head;
-        lru_remove(w, a);
-        actor_hibernate(a);
-        w->hibernated_since_trim++;
-    }
-    idle_rearm(w);
-    worker_turn_end(w);
-    /* Freed actors stay in malloc's arenas. After many hibernations, once nothing else is
-     * waiting to hibernate, hand the free pages back so hibernated sessions cost no resident
-     * memory (malloc_trim walks every arena: not something to do per actor). */
-    if (w->hibernated_since_trim >= TRIM_AFTER_HIBERNATIONS &&
-        (!w->lru_head || w->hibernated_since_trim >= 32 * TRIM_AFTER_HIBERNATIONS)) {
-        blockcache_give_back();
-        w->hibernated_since_trim = 0;
-    }
-    worker_leave(prev);
-}
-
-/* ---- actor table ---- */
-
-static size_t bucket_of(worker_t *w, const char *sid)
-{
-    return (size_t)(hash_bytes(sid, SESSION_ID_LEN) >> 7) & (w->nbuckets - 1);
-}
-
-struct actor *worker_find_actor(worker_t *w, const char *sid)
-{
-    for (struct actor *a = w->buckets[bucket_of(w, sid)]; a; a = a->hnext) {
-        if (memcmp(a->sid, sid, SESSION_ID_LEN) == 0)
-            return a;
-    }
-    return NULL;
-}
-
-static void table_grow(worker_t *w)
-{
-    size_t old_n = w->nbuckets;
-    struct actor **old = w->buckets;
-    w->nbuckets = old_n * 2;
-    w->buckets = xcalloc(w->nbuckets, sizeof *w->buckets);
-    for (size_t i = 0; i < old_n; i++) {
-        struct actor *a = old[i];
-        while (a) {
-            struct actor *next = a->hnext;
-            size_t b = bucket_of(w, a->sid);
-            a->hnext = w->buckets[b];
-            w->buckets[b] = a;
-            a = next;
-        }
-    }
-    free(old);
-}
-
-void worker_add_actor(worker_t *w, struct actor *a)
-{
-    if (w->nactors + 1 > w->nbuckets)
-        table_grow(w);
-    size_t b = bucket_of(w, a->sid);
-    a->hnext = w->buckets[b];
-    w->buckets[b] = a;
-    w->nactors++;
-    if (a->modern)
-        STAT_INC(modern_requests_live);
-    if (a->kind != ACTOR_SESSION)
-        return;
-    STAT_INC(sessions_live);
-}
-
-void worker_remove_actor(worker_t *w, struct actor *a)
-{
-    lru_remove(w, a);
-    if (!w->lru_head)
-        idle_rearm(w); /* nothing left to hibernate: no timer */
-    struct actor **pp = &w->buckets[bucket_of(w, a->sid)];
-    while (*pp && *pp != a)
-        pp = &(*pp)->hnext;
-    REQUIRE(*pp == a);
-    *pp = a->hnext;
-    a->hnext = NULL;
-    w->nactors--;
-    if (a->modern)
-        STAT_DEC(modern_requests_live);
-    if (a->kind != ACTOR_SESSION)
-        return;
-    STAT_DEC(sessions_live);
-}
-
-void worker_foreach_actor(worker_t *w, void (*fn)(struct actor *, void *), void *arg)
-{
-    for (size_t i = 0; i < w->nbuckets; i++) {
-        struct actor *a = w->buckets[i];
-        while (a) {
-            struct actor *next = a->hnext;
-            fn(a, arg);
-            a = next;
-        }
-    }
-}
-
-json_t *worker_share_json(worker_t *w, json_t *v)
-{
-    return jshare_get(&w->shared, v);
-}
-
 /* ---- lifecycle ---- */
 
 static void *worker_main(void *arg)
@@ -657,10 +425,9 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
         w->batch = store_batch_new(store);
         w->n_http = n_http_threads;
         w->out = xcalloc((size_t)n_http_threads, sizeof *w->out);
-        w->idle_timer = evtimer_new(w->base, on_idle_timer, w);
+        w->idle_timer = evtimer_new(w->base, worker_on_idle_timer, w);
         w->trim_timer = evtimer_new(w->base, on_trim_timer, w);
-        w->nbuckets = 1024;
-        w->buckets = xcalloc(w->nbuckets, sizeof *w->buckets);
+        worker_table_init(w);
         w->epoch = 1; /* a new actor's mark (0) is never current */
         for (int s = 0; s < MBOX_SHARDS; s++)
             atomic_init(&w->mbox[s], 0);

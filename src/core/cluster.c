@@ -135,6 +135,103 @@ static int read_assign(const char *file, json_t *assign, json_t *nodes, int owne
     return 0;
 }
 
+/* nodes: a non-empty array of uniquely and well named nodes, one of them this node (*me, its
+ * index *my). 0, or -1 after saying why. */
+static int read_nodes(const char *file, json_t *nodes, const char *node_name, json_t **me,
+                      int *my)
+{
+    if (!json_is_array(nodes) || json_array_size(nodes) == 0)
+        return bad(file, "nodes must be a non-empty array of {name, listen, admin, data_dir}");
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *n = json_array_get(nodes, i);
+        const char *name = json_string_value(json_object_get(n, "name"));
+        if (!name || !cluster_name_ok(name))
+            return bad(file, "every node needs a name of 1..64 letters, digits, '_', '.' or '-' "
+                       "(not starting with '.' or '-')");
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(name, json_string_value(json_object_get(json_array_get(nodes, k), "name"))) == 0)
+                return bad(file, "node names must be unique");
+        if (strcmp(name, node_name) == 0) {
+            *me = n;
+            *my = (int)i;
+        }
+    }
+    if (!*me) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "no node named '%.100s' in nodes", node_name);
+        return bad(file, msg);
+    }
+    return 0;
+}
+
+/* Every node's name and admin address, for the shard moves (cluster_node_admin). */
+static void keep_node_addrs(json_t *nodes)
+{
+    free(NODES);
+    N_NODES = 0;
+    NODES = xcalloc(json_array_size(nodes), sizeof *NODES);
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *n = json_array_get(nodes, i);
+        struct node_addr *na = &NODES[N_NODES++];
+        snprintf(na->name, sizeof na->name, "%s", json_string_value(json_object_get(n, "name")));
+        const char *a = json_string_value(json_object_get(n, "admin"));
+        if (a && parse_host_port(a, na->host, sizeof na->host, &na->port) != 0)
+            na->port = 0;
+    }
+}
+
+/* A path from the cluster file into a config field, unless a flag gave it: 0, or -1 after
+ * saying what (an empty or too long path). */
+static int take_path(const char *file, const char *v, char *field, size_t size, bool given,
+                     const char *what)
+{
+    if (!v || given)
+        return 0;
+    if (!*v || strlen(v) >= size)
+        return bad(file, what);
+    strcpy(field, v);
+    return 0;
+}
+
+/* This node's entry (and the cluster's request_state_key) as defaults of the flags not given. */
+static int apply_my_node(config_t *c, const char *file, json_t *root, json_t *me,
+                         bool given_listen, bool given_admin, bool given_data)
+{
+    if (take_path(file, json_string_value(json_object_get(me, "move_dir")), c->move_dir,
+                  sizeof c->move_dir, c->move_dir[0] != '\0',
+                  "this node's move_dir is empty or too long") != 0)
+        return -1;
+    const char *listen = json_string_value(json_object_get(me, "listen"));
+    const char *admin = json_string_value(json_object_get(me, "admin"));
+    if (!given_listen && listen &&
+        parse_host_port(listen, c->listen_host, sizeof c->listen_host, &c->listen_port) != 0)
+        return bad(file, "this node's listen must be HOST:PORT");
+    if (!given_admin && admin) {
+        c->admin_enabled = true;
+        if (parse_host_port(admin, c->admin_host, sizeof c->admin_host, &c->admin_port) != 0)
+            return bad(file, "this node's admin must be HOST:PORT");
+    }
+    if (take_path(file, json_string_value(json_object_get(me, "data_dir")), c->data_dir,
+                  sizeof c->data_dir, given_data, "this node's data_dir is empty or too long") != 0)
+        return -1;
+    /* the admin listener serves whole shards (exports) and moves them: off loopback, only with
+     * a token */
+    bool loopback = strncmp(c->admin_host, "127.", 4) == 0 || strcmp(c->admin_host, "::1") == 0 ||
+                    strcmp(c->admin_host, "localhost") == 0;
+    if (c->admin_enabled && !loopback && !c->admin_token[0]) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "this node's admin listener %.200s is not on loopback: give "
+                 "it --admin-token FILE (the shard API serves and moves whole shards)",
+                 c->admin_host);
+        return bad(file, msg);
+    }
+    /* one requestState key for the cluster: a retry verifies on whichever node holds its
+     * record after a move (unless --request-state-key names another) */
+    return take_path(file, json_string_value(json_object_get(root, "request_state_key")),
+                     c->request_state_key, sizeof c->request_state_key,
+                     c->request_state_key[0] != '\0', "request_state_key must be a file path");
+}
+
 int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_data)
 {
     const char *file = c->cluster_file;
@@ -158,35 +255,8 @@ int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_da
         bad(file, "shards must be 4096 (the shard count is fixed: 3 hex digits of every id)");
         goto out;
     }
-    if (!json_is_array(nodes) || json_array_size(nodes) == 0) {
-        bad(file, "nodes must be a non-empty array of {name, listen, admin, data_dir}");
+    if (read_nodes(file, nodes, c->node_name, &me, &my) != 0)
         goto out;
-    }
-    for (size_t i = 0; i < json_array_size(nodes); i++) {
-        json_t *n = json_array_get(nodes, i);
-        const char *name = json_string_value(json_object_get(n, "name"));
-        if (!name || !cluster_name_ok(name)) {
-            bad(file, "every node needs a name of 1..64 letters, digits, '_', '.' or '-' "
-                "(not starting with '.' or '-')");
-            goto out;
-        }
-        for (size_t k = 0; k < i; k++) {
-            if (strcmp(name, json_string_value(json_object_get(json_array_get(nodes, k), "name"))) == 0) {
-                bad(file, "node names must be unique");
-                goto out;
-            }
-        }
-        if (strcmp(name, c->node_name) == 0) {
-            me = n;
-            my = (int)i;
-        }
-    }
-    if (!me) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "no node named '%.100s' in nodes", c->node_name);
-        bad(file, msg);
-        goto out;
-    }
     if (!json_is_object(assign)) {
         bad(file, "assign must be an object {node name: [shard ranges]}");
         goto out;
@@ -194,69 +264,9 @@ int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_da
     if (read_assign(file, assign, nodes, owner) != 0 ||
         read_epochs(file, json_object_get(root, "epochs")) != 0)
         goto out;
-    free(NODES);
-    N_NODES = 0;
-    NODES = xcalloc(json_array_size(nodes), sizeof *NODES);
-    for (size_t i = 0; i < json_array_size(nodes); i++) {
-        json_t *n = json_array_get(nodes, i);
-        struct node_addr *na = &NODES[N_NODES++];
-        snprintf(na->name, sizeof na->name, "%s", json_string_value(json_object_get(n, "name")));
-        const char *a = json_string_value(json_object_get(n, "admin"));
-        if (a && parse_host_port(a, na->host, sizeof na->host, &na->port) != 0)
-            na->port = 0;
-    }
-    const char *mdir = json_string_value(json_object_get(me, "move_dir"));
-    if (mdir && !c->move_dir[0]) {
-        if (!*mdir || strlen(mdir) >= sizeof c->move_dir) {
-            bad(file, "this node's move_dir is empty or too long");
-            goto out;
-        }
-        strcpy(c->move_dir, mdir);
-    }
-    const char *listen = json_string_value(json_object_get(me, "listen"));
-    const char *admin = json_string_value(json_object_get(me, "admin"));
-    const char *data = json_string_value(json_object_get(me, "data_dir"));
-    if (!given_listen && listen &&
-        parse_host_port(listen, c->listen_host, sizeof c->listen_host, &c->listen_port) != 0) {
-        bad(file, "this node's listen must be HOST:PORT");
+    keep_node_addrs(nodes);
+    if (apply_my_node(c, file, root, me, given_listen, given_admin, given_data) != 0)
         goto out;
-    }
-    if (!given_admin && admin) {
-        c->admin_enabled = true;
-        if (parse_host_port(admin, c->admin_host, sizeof c->admin_host, &c->admin_port) != 0) {
-            bad(file, "this node's admin must be HOST:PORT");
-            goto out;
-        }
-    }
-    if (!given_data && data) {
-        if (!*data || strlen(data) >= sizeof c->data_dir) {
-            bad(file, "this node's data_dir is empty or too long");
-            goto out;
-        }
-        strcpy(c->data_dir, data);
-    }
-    /* the admin listener serves whole shards (exports) and moves them: off loopback, only with
-     * a token */
-    bool loopback = strncmp(c->admin_host, "127.", 4) == 0 || strcmp(c->admin_host, "::1") == 0 ||
-                    strcmp(c->admin_host, "localhost") == 0;
-    if (c->admin_enabled && !loopback && !c->admin_token[0]) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "this node's admin listener %.200s is not on loopback: give "
-                 "it --admin-token FILE (the shard API serves and moves whole shards)",
-                 c->admin_host);
-        bad(file, msg);
-        goto out;
-    }
-    /* one requestState key for the cluster: a retry verifies on whichever node holds its
-     * record after a move (unless --request-state-key names another) */
-    const char *key = json_string_value(json_object_get(root, "request_state_key"));
-    if (key && !c->request_state_key[0]) {
-        if (!*key || strlen(key) >= sizeof c->request_state_key) {
-            bad(file, "request_state_key must be a file path");
-            goto out;
-        }
-        strcpy(c->request_state_key, key);
-    }
     static bool mine[SHARD_COUNT];
     for (int s = 0; s < SHARD_COUNT; s++)
         FILE_MINE[s] = mine[s] = owner[s] == my;

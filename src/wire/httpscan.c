@@ -189,9 +189,8 @@ static void start_size_line(httpscan_t *s)
     s->value = 0;
 }
 
-/* One byte of a head or a chunked body's framing; s->pos is its offset. Returns false when
- * the byte must be looked at again in the new state (a held CR turned out to be content). */
-static bool step(httpscan_t *s, unsigned char c)
+/* One byte of the request line: its first byte, the method. */
+static bool step_request_line(httpscan_t *s, unsigned char c)
 {
     switch (s->state) {
     case ST_REQ:
@@ -216,6 +215,14 @@ static bool step(httpscan_t *s, unsigned char c)
             s->n++;
         }
         return true;
+    }
+    return true;
+}
+
+/* One byte of a header line's start and its name (is it Content-Length or Transfer-Encoding?). */
+static bool step_header_name(httpscan_t *s, unsigned char c)
+{
+    switch (s->state) {
     case ST_HLINE:
         s->line_at = s->pos;
         if (c == '\n') {
@@ -270,6 +277,14 @@ static bool step(httpscan_t *s, unsigned char c)
                 s->state = ST_SKIP_HEAD;
         }
         return true;
+    }
+    return true;
+}
+
+/* One byte of the value of a Content-Length or Transfer-Encoding. */
+static bool step_header_value(httpscan_t *s, unsigned char c)
+{
+    switch (s->state) {
     case ST_VALUE_LEAD:
         if (c == ' ')
             return true; /* evhttp skips leading spaces (not tabs) */
@@ -306,6 +321,14 @@ static bool step(httpscan_t *s, unsigned char c)
         s->flags |= F_JUNK; /* the CR is part of the value */
         s->state = ST_VALUE;
         return false;
+    }
+    return true;
+}
+
+/* One byte of a chunked body's size lines and the CRLF after each chunk's data. */
+static bool step_chunk_framing(httpscan_t *s, unsigned char c)
+{
+    switch (s->state) {
     case ST_CSIZE: {
         int d = hexval(c);
         if (d >= 0) {
@@ -343,6 +366,14 @@ static bool step(httpscan_t *s, unsigned char c)
         else
             fault(s, HTTPSCAN_BAD_CHUNK);
         return true;
+    }
+    return true;
+}
+
+/* One byte of a chunked body's trailer lines. */
+static bool step_trailer(httpscan_t *s, unsigned char c)
+{
+    switch (s->state) {
     case ST_TRAILER:
         s->line_at = s->pos;
         if (c == '\n') {
@@ -364,6 +395,34 @@ static bool step(httpscan_t *s, unsigned char c)
         }
         s->state = ST_SKIP_TRAILER;
         return false;
+    }
+    return true;
+}
+
+/* One byte of a head or a chunked body's framing; s->pos is its offset. Returns false when
+ * the byte must be looked at again in the new state (a held CR turned out to be content). */
+static bool step(httpscan_t *s, unsigned char c)
+{
+    switch (s->state) {
+    case ST_REQ:
+    case ST_METHOD:
+        return step_request_line(s, c);
+    case ST_HLINE:
+    case ST_HLINE_CR:
+    case ST_NAME:
+        return step_header_name(s, c);
+    case ST_VALUE_LEAD:
+    case ST_VALUE:
+    case ST_VALUE_CR:
+        return step_header_value(s, c);
+    case ST_CSIZE:
+    case ST_CSIZE_CR:
+    case ST_CDATA_END:
+    case ST_CDATA_CR:
+        return step_chunk_framing(s, c);
+    case ST_TRAILER:
+    case ST_TRAILER_CR:
+        return step_trailer(s, c);
     }
     return true;
 }
