@@ -20,8 +20,9 @@
 static const char *CASES_PATH;
 
 static const char *const KIND_NAME[] = {
-    [ROUTE_REFUSED] = "refused",     [ROUTE_SESSION] = "session", [ROUTE_NEW_SESSION] = "new-session",
-    [ROUTE_STATELESS] = "stateless", [ROUTE_TASK] = "task",       [ROUTE_RECORD] = "record",
+    [ROUTE_REFUSED] = "refused",     [ROUTE_SESSION] = "session",
+    [ROUTE_NEW_SESSION] = "new-session", [ROUTE_STATELESS] = "stateless",
+    [ROUTE_TASK] = "task",           [ROUTE_RECORD] = "record",
 };
 static const char *const ERR_NAME[] = {
     [ROUTE_OK] = "",
@@ -85,7 +86,8 @@ static int check_case(const json_t *c)
     }
     const char *w_err = json_string_value(json_object_get(want, "error"));
     if (strcmp(ERR_NAME[r.err], w_err ? w_err : "") != 0) {
-        printf("FAIL %s: expected error '%s', got '%s'\n", name, w_err ? w_err : "", ERR_NAME[r.err]);
+        printf("FAIL %s: expected error '%s', got '%s'\n", name, w_err ? w_err : "",
+               ERR_NAME[r.err]);
         bad++;
     }
     if (r.kind == ROUTE_REFUSED)
