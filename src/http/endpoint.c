@@ -16,8 +16,8 @@
 #include "wire/eventid.h"
 #include "wire/jsonrpc.h"
 #include "wire/modern.h"
-#include "wire/reqstate.h"
 #include "wire/proto.h"
+#include "wire/route.h"
 #include "wire/sse.h"
 
 #include <errno.h>
@@ -185,26 +185,29 @@ static void reply_not_here(struct evhttp_request *req, const json_t *id, const c
     http_reply_error(req, id, 503, MCP_ERR_NOT_HERE, msg, "1");
 }
 
-/* Checks the session id header; on failure replies and returns false. */
-static bool check_session_header(struct evhttp_request *req, const json_t *id, const char *sid)
+/* A session-era request's route (wire/route.h): its session must be named, be an id, and be
+ * served here. On failure replies and returns false. */
+static bool check_session_route(struct evhttp_request *req, const json_t *id, const route_t *r)
 {
-    if (!sid) {
+    switch (r->err) {
+    case ROUTE_ERR_NO_SESSION:
         http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
                     "Bad Request: the Mcp-Session-Id header is required (send initialize first to get one)",
                     NULL);
         return false;
-    }
-    if (!header_is_visible_ascii(sid, 256)) {
+    case ROUTE_ERR_BAD_SESSION:
         http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
                     "Bad Request: Mcp-Session-Id must be 1..256 visible ASCII characters", NULL);
         return false;
-    }
-    if (!session_id_valid(sid)) {
+    case ROUTE_ERR_UNKNOWN_SESSION:
         http_reply_error(req, id, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found", NULL);
         return false;
+    default:
+        break;
     }
-    if (!shard_owns_id(sid)) {
-        reply_not_here(req, id, "session", sid);
+    REQUIRE(r->kind == ROUTE_SESSION); /* the callers answer the other refusals first */
+    if (!shard_owns_id(r->key)) {
+        reply_not_here(req, id, route_key_name(r->kind), r->key);
         return false;
     }
     return true;
@@ -347,7 +350,7 @@ static json_t *collect_param_headers(struct evhttp_request *req, const char **du
 /* A request that claims 2026-07-28: the checks of its metadata and mirrored headers, then the
  * hand-over to a worker, where a one-request actor serves it. Every refusal echoes the id. */
 static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
-                          const char *who, hlink_t *link, pbody_t *b)
+                          const char *who, hlink_t *link, pbody_t *b, route_t *r)
 {
     const json_t *id = b->id;
     if (b->kind == JR_RESPONSE) {
@@ -409,40 +412,30 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         return;
     }
     /* the ids it names (a state handle in Mcp-Param-Handle, a task, an exchange's record)
-     * must be served here */
-    const char *hid = json_string_value(json_object_get(params, "handle"));
-    if (hid && session_id_valid(hid) && !shard_owns_id(hid)) {
-        reply_not_here(req, id, "state handle", hid); /* (hid is params') */
+     * must be served here (wire/route.c says which, in which order) */
+    route_stateless(&b->v, json_string_value(json_object_get(params, "handle")), r);
+    if (r->handle && !shard_owns_id(r->handle)) {
+        reply_not_here(req, id, "state handle", r->handle); /* (the handle is params') */
         json_decref(params);
         return;
     }
     wmsg_t *m = wmsg_new(WM_POST);
-    /* a retry that carries a requestState goes to the worker of the record it names */
-    char rid[SESSION_ID_LEN + 1];
-    const char *rs = json_string_value(json_object_get(b->v.params, "requestState"));
-    /* tasks/get, tasks/update, tasks/cancel go to the task's worker (SEP-2663): their actor's
-     * id takes the task id's routing prefix; polling is hot, so no getrandom here either */
-    const char *task = method && strncmp(method, "tasks/", 6) == 0
-                           ? json_string_value(json_object_get(b->v.params, "taskId"))
-                           : NULL;
-    bool has_rid = !task && rs && reqstate_peek_record(rs, rid) == 0;
-    const char *elsewhere = task && session_id_valid(task) && !shard_owns_id(task) ? "task"
-                            : has_rid && !shard_owns_id(rid)                      ? "input request"
-                                                                                  : NULL;
-    if (elsewhere) {
+    if (r->kind != ROUTE_STATELESS && !shard_owns_id(r->key)) {
         json_decref(params);
         wmsg_free(m);
-        reply_not_here(req, id, elsewhere, task && !has_rid ? task : rid);
+        reply_not_here(req, id, route_key_name(r->kind), r->key);
         return;
     }
     int idrc = 0;
-    if (has_rid) {
-        /* (a request about a task is routed by the task, whatever else it carries) */
-        idrc = session_id_new_near(m->sid, rid);
+    if (r->kind == ROUTE_RECORD) {
+        /* a retry meets its record's actor: the same worker */
+        idrc = session_id_new_near(m->sid, r->key);
     } else {
         session_id_fast(m->sid); /* no syscall per request: this id is never shown to anyone */
-        if (task && session_id_valid(task))
-            memcpy(m->sid, task, SESSION_ROUTE_LEN);
+        /* tasks/get, tasks/update, tasks/cancel go to the task's worker (SEP-2663): their
+         * actor's id takes the task id's routing prefix; polling is hot, so no getrandom */
+        if (r->kind == ROUTE_TASK)
+            memcpy(m->sid, r->key, SESSION_ROUTE_LEN);
     }
     if (idrc != 0) {
         json_decref(params);
@@ -503,17 +496,18 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     bool is_init;
     if (!validate_body(req, b, &is_init))
         return;
-    const char *sid = h->session_id;
-    /* an initialize that carries the modern claim and no params.protocolVersion is a modern
-     * client probing a removed method (404); with protocolVersion it opens a session */
-    if (g_cfg.modern && !sid && !json_is_array(b->json) && modern_claims(b->json, h->version) &&
-        (!is_init || !json_object_get(b->v.params, "protocolVersion"))) {
-        handle_modern(t, req, h, who, link, b);
+    route_t r;
+    route_request(&(route_in_t){.verb = ROUTE_POST, .stateless_on = g_cfg.modern,
+                                .session_id = h->session_id, .version = h->version,
+                                .body = b->json, .view = &b->v, .is_init = is_init},
+                  &r);
+    if (r.kind == ROUTE_STATELESS) {
+        handle_modern(t, req, h, who, link, b, &r);
         return;
     }
     wmsg_t *m = wmsg_new(WM_POST);
     if (is_init) {
-        if (sid) {
+        if (r.err == ROUTE_ERR_INIT_IN_SESSION) {
             http_reply_error(req, id, 400, JSONRPC_INVALID_REQUEST,
                         "Invalid Request: initialize starts a new session and must be sent without Mcp-Session-Id",
                         NULL);
@@ -544,11 +538,11 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
         }
         m->u.post.create = true;
     } else {
-        if (!check_session_header(req, id, sid) || !check_version_header(req, id, h, m->u.client.proto_hdr)) {
+        if (!check_session_route(req, id, &r) || !check_version_header(req, id, h, m->u.client.proto_hdr)) {
             wmsg_free(m);
             return;
         }
-        memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+        memcpy(m->sid, r.key, SESSION_ID_LEN + 1);
     }
     m->u.post.body = b->json; /* ownership moves to the actor with the message */
     b->json = NULL;
@@ -576,17 +570,20 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
                     "Not Acceptable: a GET must accept text/event-stream", NULL);
         return;
     }
-    const char *sid = h->session_id;
-    if (!sid && g_cfg.modern) {
+    route_t r;
+    route_request(&(route_in_t){.verb = ROUTE_GET, .stateless_on = g_cfg.modern,
+                                .session_id = h->session_id},
+                  &r);
+    if (r.err == ROUTE_ERR_SESSIONLESS) {
         refuse_sessionless(req, "GET");
         return;
     }
     wmsg_t *m = wmsg_new(WM_GET);
-    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
+    if (!check_session_route(req, NULL, &r) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);
         return;
     }
-    memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    memcpy(m->sid, r.key, SESSION_ID_LEN + 1);
     const char *last = h->last_event_id;
     if (last) {
         if (!g_cfg.event_store) {
@@ -611,17 +608,20 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
 static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
                         const char *who, hlink_t *link)
 {
-    const char *sid = h->session_id;
-    if (!sid && g_cfg.modern) {
+    route_t r;
+    route_request(&(route_in_t){.verb = ROUTE_DELETE, .stateless_on = g_cfg.modern,
+                                .session_id = h->session_id},
+                  &r);
+    if (r.err == ROUTE_ERR_SESSIONLESS) {
         refuse_sessionless(req, "DELETE");
         return;
     }
     wmsg_t *m = wmsg_new(WM_DELETE);
-    if (!check_session_header(req, NULL, sid) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
+    if (!check_session_route(req, NULL, &r) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);
         return;
     }
-    memcpy(m->sid, sid, SESSION_ID_LEN + 1);
+    memcpy(m->sid, r.key, SESSION_ID_LEN + 1);
     submit(t, req, m, NULL, who, link);
 }
 
