@@ -45,6 +45,10 @@ int fixture_listen(fixture_t *f, void (*cb)(struct evhttp_request *, void *))
     evhttp_set_default_content_type(f->http, NULL);
     evhttp_set_max_body_size(f->http, g_cfg.max_body);
     evhttp_set_max_headers_size(f->http, g_cfg.max_headers);
+    if (!cb) { /* the listener's routes */
+        evhttp_set_cb(f->http, "/mcp", http_on_mcp, &f->t);
+        cb = http_on_other;
+    }
     f->port = lb_listen(f->base, f->http, cb, &f->t);
     if (f->port < 0)
         return -1;

@@ -22,7 +22,8 @@ typedef struct fixture {
 /* g_cfg gets its defaults first; a test changes it after this and before fixture_listen
  * (which builds the Host/Origin lists from it, as the listener does). */
 void fixture_config(void);
-/* Starts the server with cb for every path (arg: &f->t). 0, or -1. */
+/* Starts the server with cb for every path (arg: &f->t); cb NULL: the listener's routes,
+ * http_on_mcp for /mcp and http_on_other for the rest. 0, or -1. */
 int fixture_listen(fixture_t *f, void (*cb)(struct evhttp_request *, void *));
 void fixture_stop(fixture_t *f);
 /* Sends "<method> <path> HTTP/1.1" with the header lines in headers ("Name: value\r\n" each,

@@ -29,7 +29,7 @@ static fixture_t F;
 static int setup(void **state)
 {
     fixture_config();
-    return fixture_listen(&F, http_on_mcp);
+    return fixture_listen(&F, NULL);
 }
 
 static int teardown(void **state)
@@ -268,6 +268,25 @@ static void every_answer_carries_a_date_and_its_length(void **state)
     lb_answer_free(&a);
 }
 
+static void another_path_is_404_with_the_id_of_a_posted_request(void **state)
+{
+    lb_answer_t a;
+    fixture_send(&F, "POST", "/other", ACCEPT CTYPE, LIST, &a);
+    expect_error(&a, 404, MCP_ERR_BAD_REQUEST, "the MCP endpoint is /mcp", "7");
+    lb_answer_free(&a);
+}
+
+static void a_request_while_the_server_stops_is_503_with_retry_after(void **state)
+{
+    lb_answer_t a;
+    F.t.stopping = true;
+    post(ACCEPT CTYPE, LIST, &a);
+    F.t.stopping = false;
+    expect_error(&a, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "7");
+    expect_header(&a, "Retry-After", "5");
+    lb_answer_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +305,8 @@ int main(void)
         cmocka_unit_test(a_get_must_accept_an_event_stream_and_needs_a_session),
         cmocka_unit_test(other_methods_are_405_and_connect_closes_the_connection),
         cmocka_unit_test(every_answer_carries_a_date_and_its_length),
+        cmocka_unit_test(another_path_is_404_with_the_id_of_a_posted_request),
+        cmocka_unit_test(a_request_while_the_server_stops_is_503_with_retry_after),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
