@@ -76,6 +76,8 @@ void fixture_stop(fixture_t *f)
 void fixture_send(fixture_t *f, const char *method, const char *path, const char *headers,
                   const char *body, lb_answer_t *a)
 {
+    if (!headers)
+        headers = "";
     size_t blen = body ? strlen(body) : 0;
     size_t cap = strlen(method) + strlen(path) + strlen(headers) + blen + 256;
     char *raw = malloc(cap);

@@ -157,14 +157,13 @@ static void a_token_that_is_not_valid_gets_invalid_token_and_why(void **state)
 static void a_token_longer_than_a_jwt_may_be_is_refused_as_too_long(void **state)
 {
     lb_answer_t a;
-    char *h = malloc(JWT_MAX_LEN + 256);
+    static char h[JWT_MAX_LEN + 256];
     int n = sprintf(h, ACCEPT CTYPE "Authorization: Bearer ");
     memset(h + n, 'a', JWT_MAX_LEN + 1);
     strcpy(h + n + JWT_MAX_LEN + 1, "\r\n");
     post(h, LIST, &a);
     expect_error(&a, 401, MCP_ERR_BAD_REQUEST, "the token is too long", "7");
     lb_answer_free(&a);
-    free(h);
 }
 
 /* /challenge?scope=...: http_challenge(CH_SCOPE) with that need, as a request whose token
