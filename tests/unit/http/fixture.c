@@ -49,7 +49,7 @@ int fixture_listen(fixture_t *f, void (*cb)(struct evhttp_request *, void *))
         evhttp_set_cb(f->http, "/mcp", http_on_mcp, &f->t);
         cb = http_on_other;
     }
-    f->port = lb_listen(f->base, f->http, cb, &f->t);
+    f->port = lb_listen(f->http, cb, &f->t);
     if (f->port < 0)
         return -1;
     char *origins[2 * CFG_MAX_LIST];

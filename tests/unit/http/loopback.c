@@ -13,10 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-int lb_listen(struct event_base *base, struct evhttp *http,
-              void (*cb)(struct evhttp_request *, void *), void *arg)
+int lb_listen(struct evhttp *http, void (*cb)(struct evhttp_request *, void *), void *arg)
 {
-    (void)base;
     evhttp_set_gencb(http, cb, arg);
     struct evhttp_bound_socket *b = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
     if (!b)

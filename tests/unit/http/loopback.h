@@ -21,10 +21,9 @@ typedef struct lb_answer {
     size_t body_len;
 } lb_answer_t;
 
-/* An evhttp on base bound to 127.0.0.1 on a free port, every path to cb(req, arg). Returns the
+/* http (an evhttp) bound to 127.0.0.1 on a free port, every path to cb(req, arg). Returns the
  * port, or -1. */
-int lb_listen(struct event_base *base, struct evhttp *http,
-              void (*cb)(struct evhttp_request *, void *), void *arg);
+int lb_listen(struct evhttp *http, void (*cb)(struct evhttp_request *, void *), void *arg);
 /* Sends raw to 127.0.0.1:port and reads until the server closes (5 s at most). 0, or -1. */
 int lb_exchange(struct event_base *base, int port, const char *raw, lb_answer_t *a);
 /* The value of the answer's header name (the first, case-insensitive) copied into out, or
