@@ -187,6 +187,13 @@ void http_fresh_free(http_thread_t *t);
 struct bufferevent *http_on_new_bev(struct event_base *base, void *arg);
 void http_on_fresh(evutil_socket_t fd, short what, void *arg);
 void http_on_inbox(evutil_socket_t fd, short what, void *arg);
+/* oauth.c: the 401 (CH_NONE: no token; CH_INVALID: a token that is not valid) or 403
+ * (CH_SCOPE: too few scopes) answer with its WWW-Authenticate challenge (RFC 6750 3, and
+ * RFC 9728's resource_metadata when an issuer is configured). need: the scopes the request
+ * needs ("" for none); why: the invalid token's error_description, or NULL. */
+typedef enum { CH_NONE, CH_INVALID, CH_SCOPE } challenge_t;
+void http_challenge(struct evhttp_request *req, const json_t *id, challenge_t kind,
+                    const char *need, const char *why);
 /* endpoint.c: the /mcp callback and the one for every other path */
 void http_on_mcp(struct evhttp_request *req, void *arg);
 void http_on_other(struct evhttp_request *req, void *arg);

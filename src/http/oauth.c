@@ -247,11 +247,9 @@ bool http_auth_on(void)
     return g_auth.n || g_authz.on;
 }
 
-typedef enum { CH_NONE, CH_INVALID, CH_SCOPE } challenge_t;
-
-/* 401 or 403 with the challenge; need: the scopes the request needs ("" for none). */
-static void challenge(struct evhttp_request *req, const json_t *id, challenge_t kind,
-                      const char *need, const char *why)
+/* 401 or 403 with the challenge (http/internal.h). */
+void http_challenge(struct evhttp_request *req, const json_t *id, challenge_t kind,
+                    const char *need, const char *why)
 {
     STAT_INC(auth_rejected_total);
     /* sized from its parts, so a long scope list or metadata URL is never cut mid-value */
@@ -460,7 +458,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
         return false;
     }
     if (r != JWT_OK) {
-        challenge(req, id, CH_INVALID, need, why);
+        http_challenge(req, id, CH_INVALID, need, why);
         return false;
     }
     STAT_INC(auth_jwt_verified_total);
@@ -504,7 +502,7 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
             e = cache_put(c, key, until, w->w.outcome > 0, w->w.claims.scope, owho,
                           w->w.claims.jkt);
         if (w->w.outcome == 0) {
-            challenge(req, id, CH_INVALID, need, w->w.why);
+            http_challenge(req, id, CH_INVALID, need, w->w.why);
             return false;
         }
         memcpy(who, owho, OAUTH_WHO_LEN + 1);
@@ -520,7 +518,7 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
     if (e) {
         STAT_INC(auth_cache_hits_total);
         if (!e->active) {
-            challenge(req, id, CH_INVALID, need, "the token is not active");
+            http_challenge(req, id, CH_INVALID, need, "the token is not active");
             return false;
         }
         memcpy(who, e->who, OAUTH_WHO_LEN + 1);
@@ -680,10 +678,10 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     const char *tok = bearer(authorization, &len, &dpop);
     if (!tok) {
         if (authorization)
-            challenge(req, id, CH_INVALID, need,
-                      g_authz.on ? "send Authorization: Bearer <token>" : NULL);
+            http_challenge(req, id, CH_INVALID, need,
+                           g_authz.on ? "send Authorization: Bearer <token>" : NULL);
         else
-            challenge(req, id, CH_NONE, need, NULL);
+            http_challenge(req, id, CH_NONE, need, NULL);
         return false;
     }
     if (g_auth.n && !dpop) {
@@ -695,18 +693,18 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
         }
     }
     if (!g_authz.on) {
-        challenge(req, id, CH_INVALID, need, NULL);
+        http_challenge(req, id, CH_INVALID, need, NULL);
         return false;
     }
     if (len > JWT_MAX_LEN) {
-        challenge(req, id, CH_INVALID, need, "the token is too long");
+        http_challenge(req, id, CH_INVALID, need, "the token is too long");
         return false;
     }
     const char *scope = "";
     char jkt[JWT_JKT_MAX + 1] = "";
     if (!jwt_looks_like(tok, len)) {
         if (!issuer_introspects()) {
-            challenge(req, id, CH_INVALID, need, "the token is not a JWT this server can verify");
+            http_challenge(req, id, CH_INVALID, need, "the token is not a JWT this server can verify");
             return false;
         }
         if (!check_opaque(t, req, id, tok, len, need, &scope, who, jkt))
@@ -717,7 +715,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     if ((jkt[0] || dpop) && !dpop_gate(t, req, id, need, dpop, tok, len, jkt))
         return false;
     if (fits ? !scopes_cover(scope, need) : !covered_each(body, scope, need, sizeof need)) {
-        challenge(req, id, CH_SCOPE, need, NULL);
+        http_challenge(req, id, CH_SCOPE, need, NULL);
         return false;
     }
     return true;
