@@ -164,6 +164,8 @@ void http_end_stream(hconn_t *c);
  * them in the thread's arena otherwise). */
 #define HTTP_BIG_PARSE_NODES 10000
 void http_note_big_parse(http_thread_t *t);
+/* The Date header's value now (reply.c; the thread's buffer, formatted once a second). */
+const char *http_date_now(void);
 /* The connection's tracker; NULL when --max-connections refuses it. */
 hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req);
 /* Answers the request of a connection http_link_of refused (503, or 429 for an address past
