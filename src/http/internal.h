@@ -166,6 +166,16 @@ void http_end_stream(hconn_t *c);
 void http_note_big_parse(http_thread_t *t);
 /* The Date header's value now (reply.c; the thread's buffer, formatted once a second). */
 const char *http_date_now(void);
+/* oauth.c: 503 + Retry-After when the authorization server or the replay cache cannot answer
+ * now (counted in auth_unavailable_total). */
+void http_auth_unavailable(struct evhttp_request *req, const json_t *id, const char *why,
+                           const char *retry);
+/* oauth_dpop.c: the DPoP checks of a request whose token is verified (jkt: its cnf.jkt, "" for
+ * a bearer token; dpop: it came with the DPoP scheme). True: it may go on; false: answered. */
+bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *id,
+                    const char *need, bool dpop, const char *tok, size_t len, const char *jkt);
+/* oauth_dpop.c: frees every thread's cache of DPoP proof keys (at the end, after the threads). */
+void http_dpop_free(void);
 /* The connection's tracker; NULL when --max-connections refuses it. */
 hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req);
 /* Answers the request of a connection http_link_of refused (503, or 429 for an address past

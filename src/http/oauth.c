@@ -48,7 +48,6 @@ typedef struct oc {
 } oc_t;
 
 static oc_t *g_caches[64]; /* by HTTP thread index; each touched by its thread alone */
-static dpop_keycache_t *g_dpop_keys[64]; /* DPoP proof keys, the same way */
 
 static oc_t *cache_of(http_thread_t *t)
 {
@@ -226,10 +225,8 @@ void http_oauth_thread_end(http_thread_t *t)
 
 void http_oauth_free(void)
 {
+    http_dpop_free();
     for (int i = 0; i < 64; i++) {
-        dpop_keycache_clear(g_dpop_keys[i]);
-        free(g_dpop_keys[i]);
-        g_dpop_keys[i] = NULL;
         if (!g_caches[i])
             continue;
         for (int s = 0; s < OC_SETS; s++)
@@ -283,8 +280,8 @@ void http_challenge(struct evhttp_request *req, const json_t *id, challenge_t ki
     http_reply_error(req, id, kind == CH_SCOPE ? 403 : 401, MCP_ERR_BAD_REQUEST, msg, NULL);
 }
 
-static void unavailable(struct evhttp_request *req, const json_t *id, const char *why,
-                        const char *retry)
+void http_auth_unavailable(struct evhttp_request *req, const json_t *id, const char *why,
+                           const char *retry)
 {
     STAT_INC(auth_unavailable_total);
     char msg[300];
@@ -430,7 +427,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     jwks_t *keys = issuer_keys();
     if (!keys) {
         if (!(issuer_refresh() && park(t, req, ISSUER_WAIT_KEYS, key, NULL, 0)))
-            unavailable(req, id, "the authorization server's signing keys are not available yet",
+            http_auth_unavailable(req, id, "the authorization server's signing keys are not available yet",
                         "2");
         return false;
     }
@@ -444,7 +441,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     if (r == JWT_UNKNOWN_KID && issuer_refresh()) {
         /* key rotation: the fetch under way may bring it; the request waits for it */
         if (!park(t, req, ISSUER_WAIT_KEYS, key, NULL, 0))
-            unavailable(req, id, "the token's signing key is being fetched from the "
+            http_auth_unavailable(req, id, "the token's signing key is being fetched from the "
                         "authorization server", "1");
         return false;
     }
@@ -453,7 +450,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
          * throw a good token away); one that waited for a fetch and still has no key gets 401 */
         char retry[16];
         snprintf(retry, sizeof retry, "%d", issuer_cooldown_left_s());
-        unavailable(req, id, "the token's signing key is not in the authorization server's key "
+        http_auth_unavailable(req, id, "the token's signing key is not in the authorization server's key "
                     "set fetched moments ago; it is fetched again after a cooldown", retry);
         return false;
     }
@@ -485,7 +482,7 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
     hwait_t *w = tl_resumed;
     if (!e && w && w->w.kind == ISSUER_WAIT_INTROSPECT && memcmp(w->key, key, 32) == 0) {
         if (w->w.outcome < 0) {
-            unavailable(req, id, w->w.why, "2");
+            http_auth_unavailable(req, id, w->w.why, "2");
             return false;
         }
         int64_t until = now + g_authz.introspection_cache;
@@ -527,142 +524,8 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
         return true;
     }
     if (!park(t, req, ISSUER_WAIT_INTROSPECT, key, tok, len))
-        unavailable(req, id, "the token cannot be introspected now", "1");
+        http_auth_unavailable(req, id, "the token cannot be introspected now", "1");
     return false;
-}
-
-/* ---- DPoP (RFC 9449) ---- */
-
-/* 401 for a DPoP problem: the DPoP challenge (error: invalid_dpop_proof or invalid_token; NULL
- * for none, as beside a Bearer refusal) and the Bearer challenge with the metadata URL, so a
- * client that knows only Bearer still finds the authorization server. bearer_invalid: the Bearer
- * challenge carries error="invalid_token" (a DPoP-bound token sent as a bearer token). */
-static void dpop_refuse(struct evhttp_request *req, const json_t *id, const char *need,
-                        const char *error, bool bearer_invalid, const char *why)
-{
-    STAT_INC(auth_rejected_total);
-    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    /* room for every part at its longest (need < 1024, the metadata URL < 1200, why a fixed
-     * text), twice over for the escapes: a header is never cut mid-value */
-    char h[2 * (1024 + sizeof g_authz.prm_url + 256)];
-    int n = snprintf(h, sizeof h, "DPoP algs=\"%s\"", DPOP_ALGS);
-    if (error && n > 0 && (size_t)n < sizeof h)
-        n += snprintf(h + n, sizeof h - (size_t)n, ", error=\"%s\", error_description=\"%s\"",
-                      error, why);
-    evhttp_add_header(out, "WWW-Authenticate", h);
-    n = snprintf(h, sizeof h, "Bearer ");
-    if (bearer_invalid)
-        n += snprintf(h + n, sizeof h - (size_t)n,
-                      "error=\"invalid_token\", error_description=\"%s\", ", why);
-    if (*need && n > 0 && (size_t)n < sizeof h)
-        n += snprintf(h + n, sizeof h - (size_t)n, "scope=\"%s\", ", need);
-    if (n > 0 && (size_t)n < sizeof h)
-        snprintf(h + n, sizeof h - (size_t)n, "resource_metadata=\"%s\"", g_authz.prm_url);
-    evhttp_add_header(out, "WWW-Authenticate", h);
-    char msg[600];
-    snprintf(msg, sizeof msg, "Unauthorized: %s", why);
-    http_reply_error(req, id, 401, MCP_ERR_BAD_REQUEST, msg, NULL);
-}
-
-static const char *method_name(enum evhttp_cmd_type c)
-{
-    switch (c) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_PATCH: return "PATCH";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    default: return "?";
-    }
-}
-
-/* The request's single DPoP header (NULL: none, or *twice when it came more than once). */
-static const char *dpop_header(struct evhttp_request *req, bool *twice)
-{
-    const char *v = NULL;
-    *twice = false;
-    struct evkeyval *kv;
-    for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
-        if (strcasecmp(kv->key, "DPoP") != 0)
-            continue;
-        if (v)
-            *twice = true;
-        v = kv->value;
-    }
-    return v;
-}
-
-/* A token the checks above accepted, sent with the DPoP scheme or bound to a key (jkt): true
- * when it may be used (a bound token with a valid, fresh proof for this request); false after
- * answering. A bound token sent as a bearer token is refused (RFC 9449 7.2), and so is an
- * unbound token sent with the DPoP scheme (7.1: the scheme says the token is bound; accepting
- * it would let a stolen bearer token pass with any key's proof). */
-static bool dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *id,
-                      const char *need, bool dpop, const char *tok, size_t len, const char *jkt)
-{
-    if (!dpop) {
-        dpop_refuse(req, id, need, NULL, true,
-                    "the token is bound to a key (DPoP): send Authorization: DPoP <token> with a "
-                    "DPoP proof");
-        return false;
-    }
-    if (!jkt[0]) {
-        dpop_refuse(req, id, need, "invalid_token", false,
-                    "the token is not bound to a key (no cnf.jkt): send it as Bearer");
-        return false;
-    }
-    bool twice;
-    const char *proof = dpop_header(req, &twice);
-    if (!proof || twice) {
-        dpop_refuse(req, id, need, "invalid_dpop_proof", false,
-                    twice ? "more than one DPoP header" : "no DPoP proof (the DPoP header)");
-        return false;
-    }
-    /* htu: the URL the client addressed. Every request checked here came to the MCP endpoint
-     * (evhttp routes /mcp exactly), whose public URL is the resource: behind a proxy the Host
-     * and path this server sees may be the proxy's, the resource is what clients use */
-    const char *htu = g_authz.resource;
-    uint32_t ti = t ? t->idx : 0;
-    if (ti < 64 && !g_dpop_keys[ti])
-        g_dpop_keys[ti] = xcalloc(1, sizeof(dpop_keycache_t));
-    dpop_expect_t ex = {method_name(evhttp_request_get_command(req)), htu, tok, len, jkt,
-                        (int64_t)time(NULL), g_authz.leeway, DPOP_MAX_AGE_S,
-                        ti < 64 ? g_dpop_keys[ti] : NULL};
-    dpop_proof_t p;
-    const char *why = NULL;
-    if (dpop_check(proof, strlen(proof), &ex, &p, &why) != 0) {
-        dpop_refuse(req, id, need, "invalid_dpop_proof", false, why);
-        return false;
-    }
-    switch (jti_check(p.jkt, p.jti, p.jti_len, p.iat)) {
-    case JTI_FRESH:
-        STAT_INC(auth_dpop_verified_total);
-        return true;
-    case JTI_REPLAY:
-        STAT_INC(auth_dpop_replays_total);
-        dpop_refuse(req, id, need, "invalid_dpop_proof", false,
-                    "the DPoP proof was used before (jti)");
-        return false;
-    case JTI_STALE:
-        STAT_INC(auth_dpop_replays_total);
-        dpop_refuse(req, id, need, "invalid_dpop_proof", false,
-                    "the DPoP proof was issued before the replay cache's last sweep (iat)");
-        return false;
-    case JTI_FULL: {
-        char retry[24];
-        snprintf(retry, sizeof retry, "%lld", (long long)jti_retry_after());
-        unavailable(req, id,
-                    "the DPoP replay cache is full for this proof key (--principal-share of "
-                    "--auth-dpop-jti-max)",
-                    retry);
-        return false;
-    }
-    default:
-        unavailable(req, id, "the DPoP proof cannot be recorded (the store refuses writes)", "5");
-        return false;
-    }
 }
 
 bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *authorization,
@@ -712,7 +575,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     } else if (!check_jwt(t, req, id, tok, len, need, &scope, who, jkt)) {
         return false;
     }
-    if ((jkt[0] || dpop) && !dpop_gate(t, req, id, need, dpop, tok, len, jkt))
+    if ((jkt[0] || dpop) && !http_dpop_gate(t, req, id, need, dpop, tok, len, jkt))
         return false;
     if (fits ? !scopes_cover(scope, need) : !covered_each(body, scope, need, sizeof need)) {
         http_challenge(req, id, CH_SCOPE, need, NULL);
