@@ -15,7 +15,7 @@
 #include "wire/checks.h"
 #include "wire/eventid.h"
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
+#include "wire/stateless.h"
 #include "wire/reqstate.h"
 #include "wire/proto.h"
 #include "wire/sse.h"

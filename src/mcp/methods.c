@@ -11,7 +11,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
+#include "wire/stateless.h"
 #include "mcp/schema.h"
 
 #include <string.h>

@@ -1,7 +1,7 @@
 /* MCP 2026-07-28: one request, one actor. Worker thread only.
  *
  * The HTTP thread has checked the request's _meta, its mirrored headers and its method
- * (wire/modern.h). Here the worker makes an actor that is never stored (actor_t.modern): it
+ * (wire/stateless.h). Here the worker makes an actor that is never stored (actor_t.modern): it
  * carries the request's client capabilities, client info and log level for this request only,
  * serves the request through the methods both eras share (methods.c), and is freed once the
  * request is answered (worker_note_activity -> actor_discard). Its stream is the response:
@@ -15,9 +15,8 @@
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
-
 #include "wire/reqstate.h"
+#include "wire/stateless.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
-/* MCP 2026-07-28 on the wire. Pure functions, any thread. */
-#include "wire/modern.h"
+/* MCP 2026-07-28 (stateless) on the wire. Pure functions, any thread. */
+#include "wire/stateless.h"
 
 #include "core/b64.h"
 #include "core/jsonparse.h"

@@ -1,4 +1,4 @@
-/* Unit tests: the 2026-07-28 wire rules (src/wire/modern.c): which requests claim the era, the
+/* Unit tests: the 2026-07-28 wire rules (src/wire/stateless.c): which requests claim the era, the
  * _meta checks, the mirrored headers and their base64 form, the method table, the statuses. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
+#include "wire/stateless.h"
 
 static json_t *req(const char *method, const char *version, json_t *extra_params)
 {

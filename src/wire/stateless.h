@@ -6,8 +6,8 @@
  * Mcp-Session-Id that is not initialize and carries the _meta protocol-version claim, or a
  * 2026+ MCP-Protocol-Version header, is served statelessly; everything else takes the session
  * path. */
-#ifndef MCPD_WIRE_MODERN_H
-#define MCPD_WIRE_MODERN_H
+#ifndef MCPD_WIRE_STATELESS_H
+#define MCPD_WIRE_STATELESS_H
 
 #include <jansson.h>
 #include <stdbool.h>
