@@ -13,7 +13,7 @@
 #include "store/sessionrec.h"
 #include "wire/eventid.h"
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
+#include "wire/stateless.h"
 #include "wire/sse.h"
 
 #include <errno.h>

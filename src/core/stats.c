@@ -2,7 +2,6 @@
 #include "core/stats.h"
 
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 stats_t g_stats;
@@ -21,33 +20,6 @@ void stats_observe_latency(stats_method_t m, long long us)
     atomic_fetch_add_explicit(&g_stats.latency_buckets[m][b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_stats.latency_sum_us[m], us, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_stats.latency_count[m], 1, memory_order_relaxed);
-}
-
-static const char *const method_names[] = {
-    "initialize", "ping", "tools/list", "tools/call", "logging/setLevel",
-    "resources/list", "resources/read", "resources/templates/list", "resources/subscribe",
-    "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
-    "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel",
-    "notification", "response", "other",
-};
-_Static_assert(sizeof method_names / sizeof method_names[0] == SM__COUNT, "method names");
-
-stats_method_t stats_method_of(const char *method)
-{
-    if (!method)
-        return SM_other;
-    if (strncmp(method, "notifications/", 14) == 0)
-        return SM_notification;
-    for (int i = 0; i < SM_notification; i++) {
-        if (strcmp(method, method_names[i]) == 0)
-            return (stats_method_t)i;
-    }
-    return SM_other;
-}
-
-const char *stats_method_name(stats_method_t m)
-{
-    return method_names[m];
 }
 
 void stats_count_status(int status)

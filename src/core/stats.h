@@ -6,20 +6,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* The JSON-RPC methods counted by name in requests_total; the rest count as "other". */
-#define STATS_METHODS(X)                                                                   \
-    X(initialize) X(ping) X(tools_list) X(tools_call) X(logging_setLevel)                 \
-    X(resources_list) X(resources_read) X(resources_templates_list)                      \
-    X(resources_subscribe) X(resources_unsubscribe) X(prompts_list) X(prompts_get)       \
-    X(completion_complete) X(server_discover) X(subscriptions_listen) X(tasks_get)       \
-    X(tasks_update) X(tasks_cancel) X(notification) X(response) X(other)
+#include "core/methodtable.h"
 
-typedef enum {
-#define X(n) SM_##n,
-    STATS_METHODS(X)
-#undef X
-    SM__COUNT
-} stats_method_t;
+/* The per-method counters are indexed by the method table's slots (core/methodtable.h): every
+ * method by name, then notifications, client responses and "other". */
 
 /* Request latency histogram bucket bounds, seconds (Prometheus `le`); the last is +Inf. */
 #define STATS_LATENCY_BUCKETS 16
@@ -119,10 +109,6 @@ extern stats_t g_stats;
 #define STAT_DEC(f) atomic_fetch_sub_explicit(&g_stats.f, 1, memory_order_relaxed)
 #define STAT_GET(f) atomic_load_explicit(&g_stats.f, memory_order_relaxed)
 
-/* Maps a method name to its counter slot; NULL (a name that holds U+0000, see jsonrpc_cstr)
- * is "other". */
-stats_method_t stats_method_of(const char *method);
-const char *stats_method_name(stats_method_t m);
 void stats_count_status(int status);
 void stats_note_mailbox_depth(long long depth);
 /* A request of method m was answered after us microseconds. */

@@ -13,13 +13,23 @@ json_t *mcp_server_info(void);
 void mcp_answer(actor_t *a, call_t *c, json_t *result);
 /* Answers call c with an error (data stolen, may be NULL). */
 void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data);
-/* The methods both eras share; the era's own ones (initialize, server/discover) are handled
- * before. */
+/* A method's handler: answers call c (now, or when its job ends); params borrowed (a handler
+ * may take members out of it). */
+typedef void mcp_method_fn(actor_t *a, call_t *c, json_t *params);
+/* The handler of method m in an era (modern: 2026-07-28), or NULL where the method table says
+ * the method does not exist in that era. */
+mcp_method_fn *mcp_method_handler(stats_method_t m, bool modern);
+/* Counts the request and runs its handler for the actor's era, or answers -32601. A session's
+ * first initialize is served before (mcp_handle_initialize), and a 2026-07-28 call that may
+ * answer input_required has read its requestState before (modern.c). */
 void mcp_dispatch_request(actor_t *a, call_t *c, const jr_view_t *v);
 void mcp_job_done(actor_t *a, job_t *j);
 
 /* modern.c */
 void mcp_handle_modern(worker_t *w, wmsg_t *m);
+/* The handlers of the methods only 2026-07-28 has (tasks.c has the tasks methods'). */
+void mcp_on_server_discover(actor_t *a, call_t *c, json_t *params);
+void mcp_on_subscriptions_listen(actor_t *a, call_t *c, json_t *params);
 /* resultType, serverInfo and the caching hints on a result of a 2026-07-28 request. For the
  * common result (an object with neither, from a method without hints) nothing is changed: the
  * shared text to add inside the result object is returned (mcp_decoration); else NULL. */

@@ -1,7 +1,9 @@
-/* The methods both eras share (lists, tools/call, resources, prompts, completion) and what
- * their jobs run: worker thread only. A session (session.c) and a modern request's actor
- * (modern.c) dispatch here; version-specific behaviour is read from the actor's proto_t and,
- * for 2026-07-28, applied to every answer in one place (modern_decorate). */
+/* The methods both eras share (lists, tools/call, resources, prompts, completion), what their
+ * jobs run, and the dispatch of every method: worker thread only. A session (session.c) and a
+ * modern request's actor (modern.c) dispatch here, through the handler the method table
+ * (core/methodtable.h) binds for the request's era; version-specific behaviour is read from
+ * the actor's proto_t and, for 2026-07-28, applied to every answer in one place
+ * (modern_decorate). */
 #include "mcp/internal.h"
 
 #include "actor/refuse.h"
@@ -11,7 +13,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
+#include "wire/stateless.h"
 #include "mcp/schema.h"
 
 #include <string.h>
@@ -150,7 +152,7 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
     actor_submit_job(a, j);
 }
 
-static void do_tools_call(actor_t *a, call_t *c, json_t *params)
+static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
 {
     static const jkey_t KEYS[] = {JKEY("name"), JKEY("arguments"), JKEY("_meta")};
     json_t *pv[3];
@@ -237,7 +239,7 @@ static const resource_t *find_resource(const char *uri, json_t **vars)
     return uri ? registry_find_resource(mcp_reg(), uri, vars) : NULL;
 }
 
-static void do_resources_read(actor_t *a, call_t *c, json_t *params)
+static void mcp_on_resources_read(actor_t *a, call_t *c, json_t *params)
 {
     json_t *uri = json_object_get(params, "uri");
     if (!json_is_string(uri)) {
@@ -292,7 +294,7 @@ static void do_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
     mcp_answer(a, c, json_object());
 }
 
-static void do_prompts_get(actor_t *a, call_t *c, json_t *params)
+static void mcp_on_prompts_get(actor_t *a, call_t *c, json_t *params)
 {
     json_t *name = json_object_get(params, "name");
     const prompt_t *p = jsonrpc_cstr(name) ? registry_find_prompt(mcp_reg(), jsonrpc_cstr(name)) : NULL;
@@ -370,7 +372,7 @@ static const char *complete_ref_error(json_t *ref, const char *arg_name)
     return "ref.type must be ref/prompt or ref/resource";
 }
 
-static void do_complete(actor_t *a, call_t *c, json_t *params)
+static void mcp_on_completion_complete(actor_t *a, call_t *c, json_t *params)
 {
     if (!mcp_reg()->complete) {
         mcp_answer_error(a, c, JSONRPC_METHOD_NOT_FOUND, "Method not found: completion/complete", NULL);
@@ -403,7 +405,7 @@ static void do_complete(actor_t *a, call_t *c, json_t *params)
     start_job(a, c, j, false);
 }
 
-static void do_set_level(actor_t *a, call_t *c, json_t *params)
+static void mcp_on_logging_setLevel(actor_t *a, call_t *c, json_t *params)
 {
     int lvl = log_level_index(jsonrpc_cstr(json_object_get(params, "level")));
     if (lvl < 0) {
@@ -417,57 +419,95 @@ static void do_set_level(actor_t *a, call_t *c, json_t *params)
     mcp_answer(a, c, json_object());
 }
 
+/* ---- the other handlers (one per row of core/methodtable.h, bound below) ---- */
+
+static void mcp_on_initialize(actor_t *a, call_t *c, json_t *params)
+{
+    (void)params; /* a session's first initialize is served before (mcp_handle_initialize) */
+    mcp_answer_error(a, c, JSONRPC_INVALID_REQUEST,
+                     "Invalid Request: this session is already initialized", NULL);
+}
+
+static void mcp_on_ping(actor_t *a, call_t *c, json_t *params)
+{
+    (void)params;
+    mcp_answer(a, c, json_object());
+}
+
+static void mcp_on_tools_list(actor_t *a, call_t *c, json_t *params)
+{
+    do_list(a, c, params, LIST_TOOLS);
+}
+
+static void mcp_on_resources_list(actor_t *a, call_t *c, json_t *params)
+{
+    do_list(a, c, params, LIST_RESOURCES);
+}
+
+static void mcp_on_resources_templates_list(actor_t *a, call_t *c, json_t *params)
+{
+    do_list(a, c, params, LIST_TEMPLATES);
+}
+
+static void mcp_on_resources_subscribe(actor_t *a, call_t *c, json_t *params)
+{
+    do_subscribe(a, c, params, true);
+}
+
+static void mcp_on_resources_unsubscribe(actor_t *a, call_t *c, json_t *params)
+{
+    do_subscribe(a, c, params, false);
+}
+
+static void mcp_on_prompts_list(actor_t *a, call_t *c, json_t *params)
+{
+    do_list(a, c, params, LIST_PROMPTS);
+}
+
+/* server/discover and subscriptions/listen are modern.c's (mcp_on_server_discover,
+ * mcp_on_subscriptions_listen); the tasks methods are tasks.c's, which serves the three in
+ * one place. */
+static void mcp_on_tasks_get(actor_t *a, call_t *c, json_t *params)
+{
+    tasks_handle_request(a, c, params);
+}
+
+static void mcp_on_tasks_update(actor_t *a, call_t *c, json_t *params)
+{
+    tasks_handle_request(a, c, params);
+}
+
+static void mcp_on_tasks_cancel(actor_t *a, call_t *c, json_t *params)
+{
+    tasks_handle_request(a, c, params);
+}
+
+/* Every row's handler, whatever its eras (a row without one does not compile); the slots that
+ * are not methods have none. */
+static mcp_method_fn *const HANDLERS[SM__COUNT] = {
+#define X(id, name, eras, removed_in, target, flags) [SM_##id] = mcp_on_##id,
+    MCP_METHODS(X)
+#undef X
+};
+
+mcp_method_fn *mcp_method_handler(stats_method_t m, bool modern)
+{
+    unsigned era = modern ? METHOD_ERA_MODERN : METHOD_ERA_SESSION;
+    return (method_rule(m)->eras & era) ? HANDLERS[m] : NULL;
+}
+
 void mcp_dispatch_request(actor_t *a, call_t *c, const jr_view_t *v)
 {
-    json_t *params = v->params;
     STAT_INC(requests_total[c->method]);
-    switch (c->method) {
-    case SM_ping:
-        mcp_answer(a, c, json_object());
-        return;
-    case SM_tools_list:
-        do_list(a, c, params, LIST_TOOLS);
-        return;
-    case SM_tools_call:
-        do_tools_call(a, c, params);
-        return;
-    case SM_logging_setLevel:
-        do_set_level(a, c, params);
-        return;
-    case SM_resources_list:
-        do_list(a, c, params, LIST_RESOURCES);
-        return;
-    case SM_resources_templates_list:
-        do_list(a, c, params, LIST_TEMPLATES);
-        return;
-    case SM_resources_read:
-        do_resources_read(a, c, params);
-        return;
-    case SM_resources_subscribe:
-    case SM_resources_unsubscribe:
-        do_subscribe(a, c, params, c->method == SM_resources_subscribe);
-        return;
-    case SM_prompts_list:
-        do_list(a, c, params, LIST_PROMPTS);
-        return;
-    case SM_prompts_get:
-        do_prompts_get(a, c, params);
-        return;
-    case SM_completion_complete:
-        do_complete(a, c, params);
-        return;
-    case SM_initialize:
-        mcp_answer_error(a, c, JSONRPC_INVALID_REQUEST,
-                     "Invalid Request: this session is already initialized", NULL);
-        return;
-    default: {
-        char quoted[201], m[300];
-        jsonrpc_quote_name(v->method, quoted, sizeof quoted);
-        snprintf(m, sizeof m, "Method not found: %s", quoted);
-        mcp_answer_error(a, c, JSONRPC_METHOD_NOT_FOUND, m, NULL);
+    mcp_method_fn *h = mcp_method_handler(c->method, a->modern);
+    if (h) {
+        h(a, c, v->params);
         return;
     }
-    }
+    char quoted[201], m[300];
+    jsonrpc_quote_name(v->method, quoted, sizeof quoted);
+    snprintf(m, sizeof m, "Method not found: %s", quoted);
+    mcp_answer_error(a, c, JSONRPC_METHOD_NOT_FOUND, m, NULL);
 }
 
 /* ---- job results ---- */
@@ -489,8 +529,7 @@ void mcp_job_done(actor_t *a, job_t *j)
         return;
     }
     if (a->modern && json_object_size(j->input_requests)) {
-        if (c->method == SM_tools_call || c->method == SM_prompts_get ||
-            c->method == SM_resources_read) {
+        if (method_rule(c->method)->flags & METHOD_INPUT) {
             modern_input_required(a, c, j);
         } else {
             /* SEP-2322: input_required only answers tools/call, prompts/get, resources/read */

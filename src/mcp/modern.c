@@ -1,7 +1,7 @@
 /* MCP 2026-07-28: one request, one actor. Worker thread only.
  *
  * The HTTP thread has checked the request's _meta, its mirrored headers and its method
- * (wire/modern.h). Here the worker makes an actor that is never stored (actor_t.modern): it
+ * (wire/stateless.h). Here the worker makes an actor that is never stored (actor_t.modern): it
  * carries the request's client capabilities, client info and log level for this request only,
  * serves the request through the methods both eras share (methods.c), and is freed once the
  * request is answered (worker_note_activity -> actor_discard). Its stream is the response:
@@ -15,9 +15,8 @@
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
-
 #include "wire/reqstate.h"
+#include "wire/stateless.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,8 +38,7 @@ static void set_cache_hints(json_t *result)
 
 static bool needs_cache_hints(stats_method_t m)
 {
-    return m == SM_server_discover || m == SM_tools_list || m == SM_resources_list ||
-           m == SM_resources_templates_list || m == SM_prompts_list || m == SM_resources_read;
+    return method_rule(m)->flags & METHOD_CACHE_HINTS;
 }
 
 const char *modern_decorate(actor_t *a, call_t *c, json_t *result, size_t *extra_len)
@@ -244,10 +242,11 @@ int modern_state_key_init(const char *file, int64_t ttl_ms)
     return 0;
 }
 
-/* The name a call's requestState binds: params.name, or params.uri for resources/read. */
+/* The name a call's requestState binds: the method's target in the method table (params.name,
+ * or params.uri for resources/read). */
 static const json_t *target_of(const json_t *params, stats_method_t m)
 {
-    return json_object_get(params, m == SM_resources_read ? "uri" : "name");
+    return json_object_get(params, method_rule(m)->target);
 }
 
 static bool input_error(actor_t *a, call_t *c, const char *msg)
@@ -521,12 +520,18 @@ static json_t *discover_result(void)
     return r;
 }
 
+void mcp_on_server_discover(actor_t *a, call_t *c, json_t *params)
+{
+    (void)params;
+    mcp_answer(a, c, discover_result());
+}
+
 /* ---- subscriptions/listen ---- */
 
 /* Opens a listen stream: SSE at once, the acknowledgement (with the filter the server honours)
  * first, then the notifications the filter asks for (actor_broadcast) until the client closes
  * it or the server stops (actor_end_listens: the closing result). The call stays open. */
-static void do_listen(actor_t *a, call_t *c, json_t *params)
+void mcp_on_subscriptions_listen(actor_t *a, call_t *c, json_t *params)
 {
     json_t *f = json_object_get(params, "notifications");
     if (!json_is_object(f)) {
@@ -606,27 +611,14 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     stream_t *s = actor_new_post_stream(a, m->u.client.conn);
     s->outstanding = 1;
     s->dispatching = true;
-    const char *method = jsonrpc_cstr(v.method);
-    call_t *c = actor_add_call(a, s, v.id, stats_method_of(method));
+    call_t *c = actor_add_call(a, s, v.id, jsonrpc_method_slot(v.method));
     if (m->u.client.recv_us)
         c->started_us = m->u.client.recv_us;
     /* --response-mode sse: the stream turns SSE when the call streams or when it settles with a
      * result (actor_stream_settle), not before: an error the worker decides (-32020, -32021)
      * keeps its HTTP status */
-    if (c->method == SM_server_discover) {
-        STAT_INC(requests_total[SM_server_discover]);
-        mcp_answer(a, c, discover_result());
-    } else if (c->method == SM_subscriptions_listen) {
-        STAT_INC(requests_total[SM_subscriptions_listen]);
-        do_listen(a, c, v.params);
-    } else if (c->method == SM_tasks_get || c->method == SM_tasks_update ||
-               c->method == SM_tasks_cancel) {
-        STAT_INC(requests_total[c->method]);
-        tasks_handle_request(a, c, v.params);
-    } else if ((c->method == SM_tools_call || c->method == SM_prompts_get ||
-                c->method == SM_resources_read) &&
-               !take_input(a, c, v.params)) {
-        /* answered with its error */
+    if ((method_rule(c->method)->flags & METHOD_INPUT) && !take_input(a, c, v.params)) {
+        /* answered with its error (and not counted: the call never reached its method) */
     } else {
         mcp_dispatch_request(a, c, &v);
     }

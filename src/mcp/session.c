@@ -223,8 +223,7 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
                 jsonrpc_view(msg, &v1);
             else
                 v1 = m->u.post.v;
-            const char *method = jsonrpc_cstr(v1.method);
-            calls[i] = actor_add_call(a, s, v1.id, stats_method_of(method));
+            calls[i] = actor_add_call(a, s, v1.id, jsonrpc_method_slot(v1.method));
             if (m->u.client.recv_us)
                 calls[i]->started_us = m->u.client.recv_us; /* latency counts from receipt, queueing included */
         }

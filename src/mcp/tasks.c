@@ -40,7 +40,7 @@
 #include "core/log.h"
 #include "store/sessionrec.h"
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
+#include "wire/stateless.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -19,6 +19,12 @@ bool jsonrpc_str_is(const json_t *v, const char *s)
     return t && strcmp(t, s) == 0;
 }
 
+stats_method_t jsonrpc_method_slot(const json_t *method)
+{
+    const char *s = jsonrpc_cstr(method);
+    return s ? stats_method_of_n(s, json_string_length(method)) : SM_other;
+}
+
 void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen)
 {
     const char *p = json_string_value(v);

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/methodtable.h"
+
 enum {
     JSONRPC_PARSE_ERROR = -32700,
     JSONRPC_INVALID_REQUEST = -32600,
@@ -45,6 +47,9 @@ typedef enum {
 const char *jsonrpc_cstr(const json_t *v);
 /* True when v is exactly the JSON string s (one holding U+0000 never is). */
 bool jsonrpc_str_is(const json_t *v, const char *s);
+/* The method table's slot (core/methodtable.h) of a message's method member: SM_other when it
+ * is not a string or holds U+0000. */
+stats_method_t jsonrpc_method_slot(const json_t *method);
 /* The string v for an error message: at most outlen - 1 bytes, cut between UTF-8 characters
  * (the message must stay valid UTF-8), a U+0000 written as \u0000. */
 void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen);

@@ -27,7 +27,7 @@
 #include "wire/route.h"
 
 #include "wire/checks.h"
-#include "wire/modern.h"
+#include "wire/stateless.h"
 #include "wire/reqstate.h"
 
 #include <string.h>

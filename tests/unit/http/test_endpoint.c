@@ -17,7 +17,7 @@
 
 #include "core/config.h"
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
+#include "wire/stateless.h"
 
 #define ACCEPT "Accept: application/json, text/event-stream\r\n"
 #define CTYPE "Content-Type: application/json\r\n"

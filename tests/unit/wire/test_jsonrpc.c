@@ -463,6 +463,29 @@ static void text_len_finds_the_end_of_the_first_object_past_brackets_in_strings(
     assert_int_equal(jsonrpc_text_len("{\"a\":", 5), 5); /* not closed: all of it */
 }
 
+/* The slot the method table gives a message's method: by its JSON length, so a name holding
+ * U+0000 is "other", never the method it starts with. */
+static void a_method_member_finds_its_slot_and_one_holding_nul_is_other(void **state)
+{
+    (void)state;
+    json_t *m = json_string("tools/call");
+    assert_int_equal(jsonrpc_method_slot(m), SM_tools_call);
+    json_decref(m);
+    m = json_stringn("ping\0x", 6);
+    assert_int_equal(jsonrpc_method_slot(m), SM_other);
+    json_decref(m);
+    m = json_stringn("ping\0", 5);
+    assert_int_equal(jsonrpc_method_slot(m), SM_other);
+    json_decref(m);
+    m = json_string("notifications/progress");
+    assert_int_equal(jsonrpc_method_slot(m), SM_notification);
+    json_decref(m);
+    m = json_integer(1);
+    assert_int_equal(jsonrpc_method_slot(m), SM_other);
+    json_decref(m);
+    assert_int_equal(jsonrpc_method_slot(NULL), SM_other);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +517,7 @@ int main(void)
         cmocka_unit_test(an_error_message_has_code_message_and_data),
         cmocka_unit_test(an_error_message_without_an_id_has_a_null_id_and_no_data),
         cmocka_unit_test(a_notification_message_has_no_id),
+        cmocka_unit_test(a_method_member_finds_its_slot_and_one_holding_nul_is_other),
         cmocka_unit_test(dump_is_compact_one_line_and_reports_its_length),
         cmocka_unit_test(a_string_holding_nul_is_no_c_string_and_matches_no_name),
         cmocka_unit_test(a_jsonrpc_version_holding_nul_is_invalid),

@@ -1,13 +1,15 @@
-/* MCP 2026-07-28 on the wire: which requests take the stateless path, the request metadata
- * (_meta) and the HTTP headers that mirror the body (SEP-2243), the method table of the
- * revision, and the HTTP status of its errors. Pure functions, any thread.
+/* MCP 2026-07-28 (the stateless revision) on the wire: which requests take the stateless path,
+ * the request metadata (_meta) and the HTTP headers that mirror the body (SEP-2243), which
+ * methods the revision has, and the HTTP status of its errors. Pure functions, any thread.
+ * Which methods exist in the revision, which it removed and what Mcp-Name mirrors are columns
+ * of the method table (core/methodtable.h); this file applies them.
  *
  * The era is decided per request (basic/versioning, "Dual-era"): a request without
  * Mcp-Session-Id that is not initialize and carries the _meta protocol-version claim, or a
  * 2026+ MCP-Protocol-Version header, is served statelessly; everything else takes the session
  * path. */
-#ifndef MCPD_WIRE_MODERN_H
-#define MCPD_WIRE_MODERN_H
+#ifndef MCPD_WIRE_STATELESS_H
+#define MCPD_WIRE_STATELESS_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -49,10 +51,10 @@ int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outle
 
 /* The checks of the mirrored headers (SEP-2243) against the message (v: its method and params,
  * from jsonrpc_classify_view or jsonrpc_view): MCP-Protocol-Version
- * present and equal to the _meta claim, Mcp-Method equal to method, Mcp-Name equal to
- * params.name (tools/call, prompts/get), params.uri (resources/read) or params.taskId
- * (tasks/get, tasks/update, tasks/cancel: SEP-2663's routing header). NULL when they hold;
- * else the HeaderMismatch message in msg. */
+ * present and equal to the _meta claim, Mcp-Method equal to method, Mcp-Name equal to the
+ * params member the method table names as the method's target (params.name for tools/call
+ * and prompts/get, params.uri for resources/read, params.taskId for the tasks methods:
+ * SEP-2663's routing header). NULL when they hold; else the HeaderMismatch message in msg. */
 const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
                                  const char *method_hdr, const char *name_hdr, char *msg,
                                  size_t msglen);
@@ -63,6 +65,8 @@ typedef enum {
     MM_KNOWN,
 } modern_method_t;
 
+/* What the method table says of method (NULL: unknown) in 2026-07-28: KNOWN for a row whose
+ * eras hold MODERN, REMOVED for a row removed in this version or before. */
 modern_method_t modern_method_kind(const char *method);
 
 /* The HTTP status a modern JSON error answer takes (streamable-http, "Server Validation",

@@ -1,4 +1,4 @@
-/* Unit tests: the 2026-07-28 wire rules (src/wire/modern.c): which requests claim the era, the
+/* Unit tests: the 2026-07-28 wire rules (src/wire/stateless.c): which requests claim the era, the
  * _meta checks, the mirrored headers and their base64 form, the method table, the statuses. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,8 +8,9 @@
 
 #include <cmocka.h>
 
+#include "core/methodtable.h"
 #include "wire/jsonrpc.h"
-#include "wire/modern.h"
+#include "wire/stateless.h"
 
 static json_t *req(const char *method, const char *version, json_t *extra_params)
 {
@@ -166,6 +167,57 @@ static void the_method_table_and_statuses(void **state)
     assert_int_equal(modern_http_status(JSONRPC_INVALID_PARAMS), 200);
 }
 
+/* The KNOWN and REMOVED lists are the method table's MODERN and removed_in columns: every row
+ * agrees, and the slots that are not methods are unknown. */
+static void known_and_removed_are_what_the_method_table_says(void **state)
+{
+    (void)state;
+    int known = 0, removed = 0;
+    for (int i = 0; i < SM__COUNT; i++) {
+        const method_rule_t *r = &method_table[i];
+        modern_method_t want = i >= SM_notification             ? MM_UNKNOWN
+                               : (r->eras & METHOD_ERA_MODERN) ? MM_KNOWN
+                               : r->removed_in                 ? MM_REMOVED
+                                                               : MM_UNKNOWN;
+        if (modern_method_kind(r->name) != want)
+            fail_msg("%s: kind %d, expected %d", r->name, (int)modern_method_kind(r->name),
+                     (int)want);
+        known += want == MM_KNOWN;
+        removed += want == MM_REMOVED;
+    }
+    /* what the revision had before the table made the lists: 13 methods, 5 removed */
+    assert_int_equal(known, 13);
+    assert_int_equal(removed, 5);
+}
+
+/* Mcp-Name is required exactly for the methods whose row names a target, and compared with
+ * that params member. */
+static void mcp_name_follows_each_methods_target(void **state)
+{
+    (void)state;
+    char msg[300];
+    for (int i = 0; i < SM_notification; i++) {
+        const method_rule_t *r = &method_table[i];
+        if (!(r->eras & METHOD_ERA_MODERN))
+            continue;
+        json_t *params = json_pack("{s:s,s:s,s:s}", "name", "n1", "uri", "u1", "taskId", "t1");
+        json_t *m = req(r->name, "2026-07-28", params);
+        const char *without = check_headers(m, "2026-07-28", r->name, NULL, msg, sizeof msg);
+        if (r->target) {
+            if (!without)
+                fail_msg("%s: no Mcp-Name was accepted, though it mirrors params.%s", r->name,
+                         r->target);
+            const char *right = json_string_value(json_object_get(params, r->target));
+            if (check_headers(m, "2026-07-28", r->name, right, msg, sizeof msg))
+                fail_msg("%s: Mcp-Name %s refused: %s", r->name, right, msg);
+            assert_non_null(check_headers(m, "2026-07-28", r->name, "x", msg, sizeof msg));
+        } else if (without) {
+            fail_msg("%s: names no target, yet Mcp-Name was required: %s", r->name, msg);
+        }
+        json_decref(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +228,8 @@ int main(void)
         cmocka_unit_test(the_method_table_and_statuses),
         cmocka_unit_test(tasks_methods_mirror_the_task_id_in_mcp_name),
         cmocka_unit_test(input_answers_are_checked_by_method),
+        cmocka_unit_test(known_and_removed_are_what_the_method_table_says),
+        cmocka_unit_test(mcp_name_follows_each_methods_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
-/* MCP 2026-07-28 on the wire. Pure functions, any thread. */
-#include "wire/modern.h"
+/* MCP 2026-07-28 (stateless) on the wire. Pure functions, any thread. */
+#include "wire/stateless.h"
 
 #include "core/b64.h"
 #include "core/jsonparse.h"
+#include "core/methodtable.h"
 #include "wire/jsonrpc.h"
 #include "wire/proto.h"
 
@@ -126,23 +127,12 @@ int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outle
     return 0;
 }
 
-/* The body's value Mcp-Name mirrors, or NULL when the method has none. */
+/* The body's value Mcp-Name mirrors (the method's target in the method table), or NULL when
+ * the method has none. */
 static const json_t *name_source(const json_t *params, const char *method, const char **field)
 {
-    if (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0) {
-        *field = "params.name";
-        return json_object_get(params, "name");
-    }
-    if (strcmp(method, "resources/read") == 0) {
-        *field = "params.uri";
-        return json_object_get(params, "uri");
-    }
-    if (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/update") == 0 ||
-        strcmp(method, "tasks/cancel") == 0) {
-        *field = "params.taskId";
-        return json_object_get(params, "taskId");
-    }
-    return NULL;
+    *field = method_rule(stats_method_of(method))->target;
+    return *field ? json_object_get(params, *field) : NULL;
 }
 
 const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
@@ -194,7 +184,8 @@ const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
     if (!json_is_string(src) || json_string_length(src) != dl ||
         memcmp(json_string_value(src), dec, dl) != 0) {
         jsonrpc_quote_name(src, q, sizeof q);
-        snprintf(msg, msglen, "Header mismatch: Mcp-Name header value '%.60s' does not match %s '%s'",
+        snprintf(msg, msglen,
+                 "Header mismatch: Mcp-Name header value '%.60s' does not match params.%s '%s'",
                  name_hdr, field, q);
         return msg;
     }
@@ -203,24 +194,11 @@ const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
 
 modern_method_t modern_method_kind(const char *method)
 {
-    static const char *const KNOWN[] = {
-        "server/discover", "tools/list", "tools/call", "resources/list",
-        "resources/templates/list", "resources/read", "prompts/list", "prompts/get",
-        "completion/complete", "subscriptions/listen",
-        /* the tasks extension (SEP-2663); tasks/result and tasks/list are not methods of it */
-        "tasks/get", "tasks/update", "tasks/cancel",
-    };
-    static const char *const REMOVED[] = {
-        "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
-    };
-    if (!method)
-        return MM_UNKNOWN;
-    for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0]; i++)
-        if (strcmp(method, KNOWN[i]) == 0)
-            return MM_KNOWN;
-    for (size_t i = 0; i < sizeof REMOVED / sizeof REMOVED[0]; i++)
-        if (strcmp(method, REMOVED[i]) == 0)
-            return MM_REMOVED;
+    const method_rule_t *r = method_rule(stats_method_of(method)); /* NULL: "other" */
+    if (r->eras & METHOD_ERA_MODERN)
+        return MM_KNOWN;
+    if (r->removed_in && strcmp(r->removed_in, MODERN_VERSION) <= 0)
+        return MM_REMOVED;
     return MM_UNKNOWN;
 }
 
