@@ -1,3 +1,4 @@
+/* Threads: main thread (and the shutdown watchdog thread it starts). */
 /* mcpactord: flags, start and stop order. Main thread.
  *
  * Start: registry (toolsets, plugins) -> store -> workers -> tool pool -> HTTP -> admin.

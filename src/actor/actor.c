@@ -1,3 +1,4 @@
+/* Threads: worker threads (each session's actor on its worker). */
 /* The session actor: its life (create, wake from the store, hibernate, delete, reset after a
  * refused turn, destroy at shutdown), its metadata, and the dispatch of the worker's messages.
  * Worker thread only. See actor.h for the model; the streams are in stream.c, GET and resume in

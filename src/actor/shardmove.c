@@ -1,3 +1,4 @@
+/* Threads: main thread at start; the shard-move thread (steps); the admin thread (queries). */
 /* Who owns a shard, and moving one (see shardmove.h). Main thread at start; then the admin
  * listener's move thread (one step at a time, under move_mu) and its loop (queries, under
  * rec_mu only, so /healthz never waits for a step).

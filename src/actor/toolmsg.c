@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* What tool handlers send their session (WM_TOOL_*): notifications, server->client requests,
  * state operations, closing the call's connection, and the end of a job; and the session's
  * share of the tool pool (--session-jobs). Worker thread only. */

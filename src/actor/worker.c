@@ -1,3 +1,5 @@
+/* Threads: worker threads (their own loops, or the HTTP threads' with --workers 0); any
+ * thread delivers; main thread starts, drains and stops them. */
 /* Actor workers. Each worker thread runs its own event_base; see worker.h for the turn.
  *
  * Mailbox bound: an HTTP thread admits a request only while the session's count of queued,

@@ -1,3 +1,4 @@
+/* Threads: main thread (cluster_load at start); then the shard-move thread reads what it loaded. */
 #include "core/cluster.h"
 
 #include "core/shard.h"

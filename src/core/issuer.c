@@ -1,3 +1,5 @@
+/* Threads: the auth thread; issuer_start/issuer_stop on the main thread; issuer_keys and
+ * issuer_refresh on any thread. */
 /* The authorization server's signing keys: the auth thread (see issuer.h).
  *
  * Runs on: issuer_start/issuer_stop on the main thread; issuer_keys and issuer_refresh on any

@@ -1,3 +1,4 @@
+/* Threads: HTTP threads; http_deliver from any thread. */
 /* HTTP connections: the slot table, connection tracking (--max-connections), replies, the SSE
  * writer and the frames workers send. HTTP threads only (http_deliver: any thread).
  *

@@ -1,3 +1,4 @@
+/* Threads: HTTP threads. */
 /* The /mcp endpoint: a request's checks (framing, Host/Origin, authentication, headers, body),
  * POST/GET/DELETE, and the hand-over to the session's worker. HTTP threads only. */
 #include "http/internal.h"

@@ -1,3 +1,4 @@
+/* Threads: HTTP threads; http_oauth_free on the main thread after they have ended. */
 /* Authentication and scopes of /mcp requests, and the Protected Resource Metadata route (see
  * oauth.h). HTTP threads only; each thread has its own verified-token cache, so no lock is
  * taken on a cache hit. */

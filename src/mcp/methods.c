@@ -1,3 +1,5 @@
+/* Threads: worker threads; the jobs' run functions on the tool pool threads (or inline on the
+ * worker); mcp_init on the main thread. */
 /* The methods both eras share (lists, tools/call, resources, prompts, completion) and what
  * their jobs run: worker thread only. A session (session.c) and a modern request's actor
  * (modern.c) dispatch here; version-specific behaviour is read from the actor's proto_t and,

@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* MCP 2026-07-28: one request, one actor. Worker thread only.
  *
  * The HTTP thread has checked the request's _meta, its mirrored headers and its method

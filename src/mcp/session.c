@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* The MCP methods of a session: worker thread only.
  *
  * A POST body is dispatched in order: notifications and responses take effect at once;

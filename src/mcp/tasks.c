@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* The tasks extension (SEP-2663) on the 2026-07-28 path: worker thread only.
  *
  * A task is a durable actor (ACTOR_TASK, actor.h): the session machinery without streams, like

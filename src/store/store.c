@@ -1,3 +1,4 @@
+/* Threads: any thread; open and close on the main thread; its own watcher thread (store-probe). */
 /* The RocksDB store. Any thread (see store.h).
  *
  * Why a few column families and not one per session: measured on RocksDB 7.8 here, each column

@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* A connection's bytes scanned as evhttp will frame them: see httpscan.h. Any thread.
  *
  * One byte-driven state machine over the whole stream, request after request. Lines end at LF;

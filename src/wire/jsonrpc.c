@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* JSON-RPC 2.0 message validation and construction. Pure functions, any thread. */
 #include "wire/jsonrpc.h"
 

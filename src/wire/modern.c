@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* MCP 2026-07-28 on the wire. Pure functions, any thread. */
 #include "wire/modern.h"
 
