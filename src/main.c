@@ -1,3 +1,4 @@
+/* Threads: main thread (and the shutdown watchdog thread it starts). */
 /* mcpactord: flags, start and stop order. Main thread.
  *
  * Start: registry (toolsets, plugins) -> store -> workers -> tool pool -> HTTP -> admin.
@@ -82,9 +83,11 @@ static int toolset_register(mcpd_registry_t *reg, const char *name)
 static int oauth_setup(const mcpd_registry_t *reg, int port)
 {
     for (size_t i = 0; i < reg->n_tools; i++)
-        if (reg->tools[i].scopes && authz_set_tool_scopes(reg->tools[i].name, reg->tools[i].scopes) != 0) {
+        if (reg->tools[i].scopes &&
+            authz_set_tool_scopes(reg->tools[i].name, reg->tools[i].scopes) != 0) {
             log_error("tool %s declares malformed scopes '%s' (RFC 6749 scope characters, %d "
-                      "at most each)", reg->tools[i].name, reg->tools[i].scopes, AUTHZ_SCOPE_MAX);
+                      "at most each)",
+                      reg->tools[i].name, reg->tools[i].scopes, AUTHZ_SCOPE_MAX);
             return -1;
         }
     for (int i = 0; i < g_cfg.n_auth_tool_scopes; i++) {
@@ -95,15 +98,17 @@ static int oauth_setup(const mcpd_registry_t *reg, int port)
             log_warn("--auth-tool-scope %s: no tool %s is registered", v, tool);
         if (authz_set_tool_scopes(tool, eq + 1) != 0) {
             log_error("--auth-tool-scope %s: malformed scopes (RFC 6749 scope characters, %d at "
-                      "most each)", v, AUTHZ_SCOPE_MAX);
+                      "most each)",
+                      v, AUTHZ_SCOPE_MAX);
             return -1;
         }
     }
     char why[600];
     if (authz_configure(g_cfg.auth_issuer, g_cfg.auth_resource, g_cfg.auth_scopes,
-                        g_cfg.auth_required_scope, g_cfg.auth_leeway, g_cfg.listen_host, port,
-                        why, sizeof why) != 0 ||
-        (g_cfg.auth_introspect[0] && issuer_introspect_setup(g_cfg.auth_introspect, why, sizeof why) != 0) ||
+                        g_cfg.auth_required_scope, g_cfg.auth_leeway, g_cfg.listen_host, port, why,
+                        sizeof why) != 0 ||
+        (g_cfg.auth_introspect[0] &&
+         issuer_introspect_setup(g_cfg.auth_introspect, why, sizeof why) != 0) ||
         (g_authz.on && issuer_start(g_authz.issuer, why, sizeof why) != 0)) {
         log_error("authorization: %s", why);
         return -1;
@@ -115,7 +120,8 @@ static int oauth_setup(const mcpd_registry_t *reg, int port)
         if (!issuer_wait(3000))
             log_warn("authorization: no signing keys from %s yet; requests with a JWT get 503 "
                      "until a fetch succeeds (each such request asks for one, at most every "
-                     "%d s)", g_authz.issuer, ISSUER_COOLDOWN_EMPTY_MS / 1000);
+                     "%d s)",
+                     g_authz.issuer, ISSUER_COOLDOWN_EMPTY_MS / 1000);
     }
     return 0;
 }
@@ -164,13 +170,12 @@ static int step_release(const admin_shard_req_t *in, json_t **report, char *why,
     return shard_release(&rq, 10000, report, why, whylen);
 }
 
-#define STEP(name)                                                                          \
-    static int step_##name(const admin_shard_req_t *in, json_t **report, char *why,        \
-                           size_t whylen)                                                   \
-    {                                                                                       \
-        shard_req_t rq;                                                                     \
-        shard_req_of(in, &rq);                                                              \
-        return shard_##name(&rq, report, why, whylen);                                      \
+#define STEP(name)                                                                                 \
+    static int step_##name(const admin_shard_req_t *in, json_t **report, char *why, size_t whylen) \
+    {                                                                                              \
+        shard_req_t rq;                                                                            \
+        shard_req_of(in, &rq);                                                                     \
+        return shard_##name(&rq, report, why, whylen);                                             \
     }
 STEP(adopt)
 STEP(reclaim)
@@ -223,7 +228,8 @@ static int load_tokens(void)
 {
     char aerr[512];
     if ((g_cfg.auth_tokens[0] && auth_load(&g_auth, g_cfg.auth_tokens, aerr, sizeof aerr) != 0) ||
-        (g_cfg.admin_token[0] && auth_load(&g_admin_auth, g_cfg.admin_token, aerr, sizeof aerr) != 0)) {
+        (g_cfg.admin_token[0] &&
+         auth_load(&g_admin_auth, g_cfg.admin_token, aerr, sizeof aerr) != 0)) {
         log_error("authentication: %s", aerr);
         return 2;
     }
@@ -303,7 +309,7 @@ static void recover_state(node_t *n)
         log_info("recovery: %ld requests were in flight when the process stopped", interrupted);
     if (n->colocated)
         workers_drain_now(); /* their loops are not running yet: recovery goes first */
-    if (g_authz.on) { /* its keys from before a restart, its sweep on the alarm thread */
+    if (g_authz.on) {        /* its keys from before a restart, its sweep on the alarm thread */
         jti_open(n->store, DPOP_MAX_AGE_S + g_authz.leeway, g_cfg.auth_dpop_jti_max,
                  (int)g_cfg.principal_share);
         alarms_node_fn(jti_sweep);
@@ -314,14 +320,17 @@ static void recover_state(node_t *n)
 /* The HTTP loops run and the admin listener opens (with the shard steps main wires in). */
 static int start_serving(node_t *n)
 {
-    admin_shard_ops_t shard_ops = {
-        .release = step_release, .adopt = step_adopt, .reclaim = step_reclaim,
-        .decline = step_decline, .finish = step_finish, .summary = shardmove_summary,
-        .record = shardmove_record, .export_path = shardmove_export_path};
+    admin_shard_ops_t shard_ops = {.release = step_release,
+                                   .adopt = step_adopt,
+                                   .reclaim = step_reclaim,
+                                   .decline = step_decline,
+                                   .finish = step_finish,
+                                   .summary = shardmove_summary,
+                                   .record = shardmove_record,
+                                   .export_path = shardmove_export_path};
     admin_set_shard_ops(&shard_ops);
-    if (http_run() != 0 ||
-        (g_cfg.admin_enabled &&
-         admin_start(g_cfg.admin_host, g_cfg.admin_port, n->store, &n->admin_port) != 0)) {
+    if (http_run() != 0 || (g_cfg.admin_enabled && admin_start(g_cfg.admin_host, g_cfg.admin_port,
+                                                               n->store, &n->admin_port) != 0)) {
         stop_runtime(n->colocated);
         return 1;
     }

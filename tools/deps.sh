@@ -26,8 +26,9 @@ if [ "$mode" = test ] || [ "$mode" = interop ] || [ "$mode" = browser ]; then
   # dpkg: dpkg-query (test_deps.py); haproxy: the cluster suite (tests/cluster) checks the
   # configuration tools/mcpd-cluster writes with `haproxy -c` and routes through a real HAProxy
   # (the package's service is not started: see policy-rc.d below); openssl: the openssl program
-  # (test_oauth makes a CA certificate and signs tokens with it)
-  want+=(libcmocka-dev python3 prometheus mount dpkg haproxy openssl)
+  # (test_oauth makes a CA certificate and signs tokens with it); clang-format: the style check
+  # CI runs on changed C files (tools/check-format.sh, .clang-format)
+  want+=(libcmocka-dev python3 prometheus mount dpkg haproxy openssl clang-format)
 fi
 if [ "$mode" = interop ]; then
   want+=(nodejs npm)

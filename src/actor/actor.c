@@ -1,3 +1,4 @@
+/* Threads: worker threads (each session's actor on its worker). */
 /* The session actor: its life (create, wake from the store, hibernate, delete, reset after a
  * refused turn, destroy at shutdown) and its metadata. Worker thread only. See actor.h for the
  * model; the dispatch of the worker's messages is in dispatch.c, the streams in stream.c, GET
@@ -24,8 +25,8 @@
 
 static _Thread_local actor_t *t_meta_dirty; /* actors whose metadata changed this turn */
 
-static const char *const LOG_LEVELS[] = {"debug", "info", "notice", "warning",
-                                         "error", "critical", "alert", "emergency"};
+static const char *const LOG_LEVELS[] = {"debug", "info",     "notice", "warning",
+                                         "error", "critical", "alert",  "emergency"};
 
 int log_level_index(const char *level)
 {
@@ -293,15 +294,19 @@ static actor_t *actor_load(worker_t *w, const char *sid)
         json_decref(m);
         return NULL;
     }
-    actor_t *a = actor_create_kind(w, sid, record ? ACTOR_RECORD : handle ? ACTOR_HANDLE
-                                           : task ? ACTOR_TASK : ACTOR_SESSION);
+    actor_t *a = actor_create_kind(w, sid,
+                                   record   ? ACTOR_RECORD
+                                   : handle ? ACTOR_HANDLE
+                                   : task   ? ACTOR_TASK
+                                            : ACTOR_SESSION);
     a->proto = p;
     /* unknown: it may have streams or state from before; a record has its metadata and alarm
      * keys only (one point delete suffices), a task two state keys more (point deletes) */
     a->stored_more = !record && !task;
     if (record || task) {
         json_t *ext = json_object_get(m, record ? "rec" : "task");
-        actor_ext_set(a, record ? "rec" : "task", json_is_object(ext) ? json_incref(ext) : json_object());
+        actor_ext_set(a, record ? "rec" : "task",
+                      json_is_object(ext) ? json_incref(ext) : json_object());
     }
     json_t *ci = json_object_get(m, "ci"), *cc = json_object_get(m, "cc");
     a->client_info = json_is_object(ci) ? worker_share_json(w, ci) : NULL;
@@ -322,7 +327,8 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     if (rq > 1)
         a->next_req_num = (uint64_t)rq;
     snprintf(a->auth_name, sizeof a->auth_name, "%s",
-             json_string_value(json_object_get(m, "a")) ? json_string_value(json_object_get(m, "a")) : "");
+             json_string_value(json_object_get(m, "a")) ? json_string_value(json_object_get(m, "a"))
+                                                        : "");
     json_t *sub = json_object_get(m, "sub");
     a->subscriptions = json_is_object(sub) ? json_incref(sub) : NULL;
     char owner[PRINCIPAL_NAME_MAX];
@@ -495,7 +501,8 @@ static void end_connections(actor_t *a, const char *why)
             actor_send_sse_end(a, s->conn, s->num);
         else
             actor_reply_error(a->w, s->conn,
-                              json_array_size(s->req_ids) == 1 ? json_array_get(s->req_ids, 0) : NULL,
+                              json_array_size(s->req_ids) == 1 ? json_array_get(s->req_ids, 0)
+                                                               : NULL,
                               404, MCP_ERR_SESSION_NOT_FOUND, why);
         s->conn.gen = 0;
     }
@@ -604,7 +611,8 @@ void actor_reset(actor_t *a)
     /* debug: a full disk refuses every turn, and the store logs the refusals' start and end
      * (with their count) once each */
     log_debug("session %.8s: its writes were refused; it is reloaded from the store at its next "
-              "request (%s)", a->sid, a->calls ? "its open requests got the storage error" : "nothing was open");
+              "request (%s)",
+              a->sid, a->calls ? "its open requests got the storage error" : "nothing was open");
     worker_remove_actor(a->w, a);
     actor_free(a);
 }
@@ -662,7 +670,8 @@ static void broadcast_one(actor_t *a, void *arg)
             meta = json_object();
             json_object_set_new(p, "_meta", meta);
         }
-        json_object_set(meta, "io.modelcontextprotocol/subscriptionId", json_object_get(listen, "id"));
+        json_object_set(meta, "io.modelcontextprotocol/subscriptionId",
+                        json_object_get(listen, "id"));
         actor_stream_send(a, c->stream, note);
         return;
     }
@@ -701,7 +710,7 @@ void actor_cancel_jobs(actor_t *a, bool moving)
         if (c->job)
             cancel(c->job);
     for (job_t *j = a->detached; j; j = j->detached_next)
-        cancel(j); /* a task's run (a cancelled call's job is cancelled already) */
+        cancel(j);                /* a task's run (a cancelled call's job is cancelled already) */
     actor_release_queued_jobs(a); /* cancelled: they end at once, before the pool stops */
 }
 

@@ -29,29 +29,29 @@ struct event;
 struct actor;
 
 typedef struct stream {
-    struct stream *next;     /* actor->streams */
+    struct stream *next; /* actor->streams */
     struct stream *dirty_next;
     struct actor *actor;
-    uint64_t num;            /* 0 = standalone GET stream */
-    uint64_t seq;            /* last event seq issued */
-    uint64_t bytes;          /* payload bytes of the events it keeps */
-    int64_t last_write_ms;   /* wall clock of the last stored event */
-    conn_ref_t conn;         /* attached connection, gen 0 = none */
-    bool sse;                /* the connection carries SSE (ids assigned) */
-    bool finished;           /* every response written */
-    bool dirty;              /* metadata to write at turn end */
-    bool unmapped;           /* SSE with calls whose in-flight keys are not written yet */
-    bool batch;              /* JSON mode answers with an array */
-    int outstanding;         /* requests not yet answered */
-    buf_t resp;              /* JSON mode: the responses collected so far, as JSON text joined by
+    uint64_t num;          /* 0 = standalone GET stream */
+    uint64_t seq;          /* last event seq issued */
+    uint64_t bytes;        /* payload bytes of the events it keeps */
+    int64_t last_write_ms; /* wall clock of the last stored event */
+    conn_ref_t conn;       /* attached connection, gen 0 = none */
+    bool sse;              /* the connection carries SSE (ids assigned) */
+    bool finished;         /* every response written */
+    bool dirty;            /* metadata to write at turn end */
+    bool unmapped;         /* SSE with calls whose in-flight keys are not written yet */
+    bool batch;            /* JSON mode answers with an array */
+    int outstanding;       /* requests not yet answered */
+    buf_t resp;            /* JSON mode: the responses collected so far, as JSON text joined by
                               * commas (n_resp of them) */
     int n_resp;
-    json_t *req_ids;         /* request ids this stream serves (persisted) */
-    struct event *window;    /* auto mode: switch a silent call to SSE */
-    bool session_header;     /* add Mcp-Session-Id to the response (initialize) */
-    bool dispatching;        /* its POST body is being dispatched: do not settle yet */
-    bool delivered;          /* standalone stream: a GET has been attached to it before */
-    bool server_ended;       /* standalone stream: the server ended its last connection (idle,
+    json_t *req_ids;      /* request ids this stream serves (persisted) */
+    struct event *window; /* auto mode: switch a silent call to SSE */
+    bool session_header;  /* add Mcp-Session-Id to the response (initialize) */
+    bool dispatching;     /* its POST body is being dispatched: do not settle yet */
+    bool delivered;       /* standalone stream: a GET has been attached to it before */
+    bool server_ended;    /* standalone stream: the server ended its last connection (idle,
                                 a slow reader) after event ended_seq; the next GET without
                                 Last-Event-ID gets what came after it (in memory only) */
     uint64_t ended_seq;
@@ -63,23 +63,23 @@ typedef struct stream {
 
 typedef struct call {
     struct call *next;
-    json_t *id;              /* the client's request id */
+    json_t *id; /* the client's request id */
     stream_t *stream;
-    job_t *job;              /* NULL when answered synchronously */
+    job_t *job; /* NULL when answered synchronously */
     stats_method_t method;
-    bool mapped;             /* its reqmap key (the in-flight index) is written */
+    bool mapped; /* its reqmap key (the in-flight index) is written */
     int64_t started_us;
 } call_t;
 
-typedef struct pending {     /* a server->client request waiting for the client's answer */
+typedef struct pending { /* a server->client request waiting for the client's answer */
     struct pending *next;
-    uint64_t num;            /* the JSON-RPC id we sent */
+    uint64_t num; /* the JSON-RPC id we sent */
     job_t *job;
-    uint32_t wait_seq;       /* the job's wait the answer is for */
+    uint32_t wait_seq; /* the job's wait the answer is for */
 } pending_t;
 
 typedef struct actor {
-    struct actor *hnext;     /* worker table chain */
+    struct actor *hnext;               /* worker table chain */
     struct actor *lru_prev, *lru_next; /* the worker's idle list (hibernation candidates) */
     bool in_lru;
     bool meta_dirty;         /* metadata to write at the end of the turn */
@@ -88,21 +88,21 @@ typedef struct actor {
     uint64_t touch_epoch;    /* worker_touch: touched since the worker's last good commit */
     int64_t idle_since_ms;   /* monotonic */
     char sid[SESSION_ID_LEN + 1];
-    uint32_t tag;            /* stream-id tag (keys.h) */
+    uint32_t tag; /* stream-id tag (keys.h) */
     worker_t *w;
     const proto_t *proto;
     json_t *client_info;
     json_t *client_caps;
-    json_t *subscriptions;   /* {uri: true} */
-    int log_level;           /* index into the syslog levels, -1 = not set */
+    json_t *subscriptions; /* {uri: true} */
+    int log_level;         /* index into the syslog levels, -1 = not set */
     bool initialized;
-    bool used;               /* a request (not a notification) or a GET came after initialize;
+    bool used;   /* a request (not a notification) or a GET came after initialize;
                                 a session never used is deleted after --unused-session-ttl */
-    bool modern;             /* serves one 2026-07-28 request: never stored, no event ids,
+    bool modern; /* serves one 2026-07-28 request: never stored, no event ids,
                                 freed once its request is answered (actor_discard) */
-    char kind;               /* ACTOR_SESSION, ACTOR_MODERN, ACTOR_RECORD, ACTOR_HANDLE or
+    char kind;   /* ACTOR_SESSION, ACTOR_MODERN, ACTOR_RECORD, ACTOR_HANDLE or
                                 ACTOR_TASK */
-    json_t *ext;             /* what only the other kinds keep, NULL for a session (it keeps
+    json_t *ext; /* what only the other kinds keep, NULL for a session (it keeps
                                 a session's actor small), keyed (actor_ext/actor_ext_set):
                                 "ph" ACTOR_MODERN: the request's Mcp-Param-* headers (raw);
                                 "mp" ACTOR_MODERN: [target, arguments] of a first round of a
@@ -118,25 +118,25 @@ typedef struct actor {
                                   the metadata) */
 
     char auth_name[64];
-    principal_t *owner;      /* reference: who made it, for the shares (core/principal.h):
+    principal_t *owner;    /* reference: who made it, for the shares (core/principal.h):
                                 "t:<token>", or "a:<address>" without tokens; stored ("p");
                                 for one stored before it was kept, "t:<its token>" or "a:" */
-    bool share_given_back;   /* a session, handle or task holds one unit of its owner's share
+    bool share_given_back; /* a session, handle or task holds one unit of its owner's share
                                 of --max-sessions, --max-handles or --max-tasks until it is
                                 deleted; a cancelled task gives it back early (stored "hs") */
     int64_t created_ms;
     int64_t touched_ms;
     int64_t touched_stored_ms; /* the touched_ms last written to the store */
-    int64_t alarm_due;       /* its one alarm (wall ms), 0 = none */
+    int64_t alarm_due;         /* its one alarm (wall ms), 0 = none */
     uint64_t next_stream;
     uint64_t next_req_num;
-    uint64_t log_bytes;      /* payload bytes kept in its event log (--session-log-bytes) */
+    uint64_t log_bytes; /* payload bytes kept in its event log (--session-log-bytes) */
     stream_t *streams;
-    stream_t *get;           /* the standalone stream, loaded on first use */
+    stream_t *get; /* the standalone stream, loaded on first use */
     call_t *calls;
     pending_t *pending;
-    job_t *detached;         /* jobs still running whose call was cancelled (until done) */
-    int jobs_running;        /* jobs on the pool holding a --session-jobs place */
+    job_t *detached;  /* jobs still running whose call was cancelled (until done) */
+    int jobs_running; /* jobs on the pool holding a --session-jobs place */
     job_t *jobs_queued, *jobs_queued_tail; /* waiting for a place, oldest first */
 } actor_t;
 
@@ -179,8 +179,13 @@ void actor_destroy_all(worker_t *w);
  * streams: the protocol layer keeps in it what must outlive a request (2026-07-28 input
  * requests: the answers collected so far). A handle is a durable owner of tool state that no
  * session owns (mcpd_ctx_handle_*), deleted --handle-ttl after its last use. */
-enum { ACTOR_SESSION = 's', ACTOR_MODERN = 'm', ACTOR_RECORD = 'r', ACTOR_HANDLE = 'h',
-       ACTOR_TASK = 't' };
+enum {
+    ACTOR_SESSION = 's',
+    ACTOR_MODERN = 'm',
+    ACTOR_RECORD = 'r',
+    ACTOR_HANDLE = 'h',
+    ACTOR_TASK = 't'
+};
 /* A task (the tasks extension, SEP-2663) is a durable actor with no streams, like a record: the
  * protocol layer keeps its status in ext "task"; its arguments and its final result are two
  * keys of its state (TASK_STATE_ARGS, TASK_STATE_RESULT), deleted with it; its running job, if

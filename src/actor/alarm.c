@@ -1,3 +1,5 @@
+/* Threads: the alarm thread; hints from any thread (workers, the shard-move thread); start and
+ * stop on the main thread. */
 /* The alarm scheduler: its own thread. See alarm.h. */
 #include "actor/alarm.h"
 

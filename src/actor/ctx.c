@@ -1,3 +1,4 @@
+/* Threads: the handler's: a tool pool thread, or the session's worker thread for an inline job. */
 /* The handler context (mcpd_ctx_* functions): runs on the handler's thread, a tool-pool thread
  * or, for inline jobs, the session's worker. Every effect on the session goes to the actor as a
  * message (worker_deliver runs it at once for inline jobs), so the actor stays the only one

@@ -1,3 +1,4 @@
+/* Threads: worker threads (actor_dispatch runs every message of a worker's turn). */
 /* The dispatch of a worker's messages to its actors: one case per message type. A client's
  * message (POST, GET, DELETE) is checked against the shards this node serves, then runs on its
  * session, woken from the store if it hibernated; a tool's message goes to the call that waits
@@ -33,7 +34,8 @@ static bool misdirected(worker_t *w, const wmsg_t *m)
     if (m->u.client.conn.gen) {
         json_t *body = jsonrpc_error(rid, MCP_ERR_NOT_HERE,
                                      "Misdirected: this shard moved to another node while the "
-                                     "request waited; retry", NULL);
+                                     "request waited; retry",
+                                     NULL);
         hmsg_t *h = hmsg_new(HM_REPLY, m->u.client.conn);
         h->status = 503;
         h->content_type = "application/json";

@@ -1,3 +1,4 @@
+/* Threads: HTTP threads (jti_check); the alarm thread (jti_sweep); main thread (open, close). */
 /* The DPoP proof replay cache (see jti.h). */
 #include "actor/jti.h"
 

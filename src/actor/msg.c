@@ -1,3 +1,4 @@
+/* Threads: any thread. */
 /* Message allocation. Any thread. */
 #include "actor/msg.h"
 

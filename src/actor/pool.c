@@ -1,3 +1,4 @@
+/* Threads: the tool pool threads run the jobs; any thread submits; main thread starts and stops. */
 /* The tool pool: N threads running handlers, which may block (sleep, wait for a client's
  * answer, run for minutes as a task). Any thread submits; the pool threads run the jobs.
  *

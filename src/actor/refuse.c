@@ -1,3 +1,4 @@
+/* Threads: any thread. */
 /* Frames of a refused turn: see refuse.h. Any thread. */
 #include "actor/refuse.h"
 

@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* GET on a session: open the standalone stream, or resume a stream after a Last-Event-ID with
  * the replay of what the event log kept. Worker thread only. */
 #include "actor/actor.h"

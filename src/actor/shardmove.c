@@ -1,3 +1,4 @@
+/* Threads: main thread at start; the shard-move thread (steps); the admin thread (queries). */
 /* Who owns a shard, and moving one (see shardmove.h). Main thread at start; then the admin
  * listener's move thread (one step at a time, under move_mu) and its loop (queries, under
  * rec_mu only, so /healthz never waits for a step).
@@ -110,25 +111,31 @@ shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec
     switch (rec->state) {
     case SHARDREC_OWNED:
         if (file_epoch > rec->epoch) {
-            snprintf(why, whylen, "this node holds it at epoch %u, but the cluster file names "
-                     "epoch %u (%s): this copy may be stale", rec->epoch, file_epoch,
-                     file_mine ? "for this node" : "for another node");
+            snprintf(why, whylen,
+                     "this node holds it at epoch %u, but the cluster file names "
+                     "epoch %u (%s): this copy may be stale",
+                     rec->epoch, file_epoch, file_mine ? "for this node" : "for another node");
             return SHARD_REFUSE;
         }
         if (file_epoch == rec->epoch && !file_mine) {
-            snprintf(why, whylen, "this node holds it at epoch %u, but the cluster file gives "
-                     "epoch %u to another node", rec->epoch, file_epoch);
+            snprintf(why, whylen,
+                     "this node holds it at epoch %u, but the cluster file gives "
+                     "epoch %u to another node",
+                     rec->epoch, file_epoch);
             return SHARD_REFUSE;
         }
         if (!file_mine)
-            snprintf(why, whylen, "held here at epoch %u; the cluster file (epoch %u, another "
-                     "node) is older", rec->epoch, file_epoch);
+            snprintf(why, whylen,
+                     "held here at epoch %u; the cluster file (epoch %u, another "
+                     "node) is older",
+                     rec->epoch, file_epoch);
         return SHARD_SERVE;
     case SHARDREC_RELEASED:
         if (file_mine) {
-            snprintf(why, whylen, "released at epoch %u to %s (this node holds no data for "
-                     "it); the cluster file, which still gives it here, is older", rec->epoch,
-                     rec->peer);
+            snprintf(why, whylen,
+                     "released at epoch %u to %s (this node holds no data for "
+                     "it); the cluster file, which still gives it here, is older",
+                     rec->epoch, rec->peer);
             return SHARD_REFUSE;
         }
         return SHARD_NOT_MINE;
@@ -137,12 +144,15 @@ shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec
         if (!file_mine)
             return SHARD_NOT_MINE;
         if (file_epoch > 1) {
-            snprintf(why, whylen, "the cluster file gives it to this node at epoch %u, but this "
-                     "node never adopted it (no record): it holds no data for it", file_epoch);
+            snprintf(why, whylen,
+                     "the cluster file gives it to this node at epoch %u, but this "
+                     "node never adopted it (no record): it holds no data for it",
+                     file_epoch);
             return SHARD_REFUSE;
         }
         if (bootstrapped) {
-            snprintf(why, whylen, "the cluster file gives it to this node, but this node never "
+            snprintf(why, whylen,
+                     "the cluster file gives it to this node, but this node never "
                      "held it (no record since its first start): it holds no data for it");
             return SHARD_REFUSE;
         }
@@ -249,7 +259,8 @@ int shardmove_init(store_t *store, const char *move_dir)
         }
         if (c) {
             claim[nclaim] = s;
-            claimed[nclaim] = (shardrec_t){.state = SHARDREC_OWNED, .epoch = 1,
+            claimed[nclaim] = (shardrec_t){.state = SHARDREC_OWNED,
+                                           .epoch = 1,
                                            .declined = SM_REC[s].declined};
             nclaim++;
         }
@@ -284,12 +295,14 @@ int shardmove_init(store_t *store, const char *move_dir)
     sm_sweep_move_dir();
     if (nclaim)
         log_info("cluster: first start: %d shards of the cluster file recorded as held here at "
-                 "epoch 1", nclaim);
+                 "epoch 1",
+                 nclaim);
     if (ncleaned)
         log_info("cluster: finished deleting the local copy of %d released shards", ncleaned);
     if (nrefused)
         log_warn("cluster: %d shards refused: their cluster file entry disagrees with this "
-                 "node's records (GET /shards on the admin listener lists them)", nrefused);
+                 "node's records (GET /shards on the admin listener lists them)",
+                 nrefused);
     return 0;
 }
 
@@ -373,8 +386,8 @@ json_t *sm_counts(const char *prefix, int64_t *earliest)
     uint64_t by[STORED__KINDS] = {0};
     sessionrec_count_prefix(SM_STORE, prefix, SHARD_HEX, actor_meta_kind, by, STORED__KINDS);
     uint64_t alarms = sessionrec_alarms_of_prefix(SM_STORE, prefix, SHARD_HEX, earliest);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "sessions", (json_int_t)by[STORED_SESSION],
-                     "handles", (json_int_t)by[STORED_HANDLE], "tasks", (json_int_t)by[STORED_TASK],
+    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "sessions", (json_int_t)by[STORED_SESSION], "handles",
+                     (json_int_t)by[STORED_HANDLE], "tasks", (json_int_t)by[STORED_TASK],
                      "input_records", (json_int_t)by[STORED_RECORD], "alarms", (json_int_t)alarms);
 }
 
@@ -390,8 +403,7 @@ static void serve_again(int shard, const char *prefix)
 
 /* The start of a step: the shard's prefix, the lock (held on return, whatever rc), the start
  * time; -EINVAL without a cluster. */
-int sm_move_begin(int shard, char prefix[SHARD_HEX + 1], int64_t *t0, char *why,
-                  size_t whylen)
+int sm_move_begin(int shard, char prefix[SHARD_HEX + 1], int64_t *t0, char *why, size_t whylen)
 {
     sm_shard_hex(shard, prefix);
     pthread_mutex_lock(&sm_move_mu);
@@ -462,9 +474,11 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
         sm_dir_of(dir, sizeof dir, true, shard, rec.epoch);
         manifest_t m;
         if (strcmp(rec.peer, rq->peer) != 0 || !rec.export_kept) {
-            snprintf(why, whylen, "shard %s was released at epoch %u to %s%s", prefix,
-                     rec.epoch, rec.peer, rec.export_kept ? ": finish that move, or take it "
-                     "back (POST /shards/reclaim)" : ", and that move is finished");
+            snprintf(why, whylen, "shard %s was released at epoch %u to %s%s", prefix, rec.epoch,
+                     rec.peer,
+                     rec.export_kept ? ": finish that move, or take it "
+                                       "back (POST /shards/reclaim)"
+                                     : ", and that move is finished");
             rc = -EALREADY;
         } else if ((rc = sm_read_manifest(dir, &m, why, whylen)) == 0) {
             *report = release_report(&m, dir, true);
@@ -494,8 +508,10 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     /* 2. its actors finish what they do and hibernate (all written to the store) */
     long rounds = 0;
     if (settle(shard, wait_ms, t0, &rounds) != 0) {
-        snprintf(why, whylen, "%ld actors of shard %s were still busy after %ld ms; it is "
-                 "served here again", atomic_load(&sm_busy), prefix, wait_ms);
+        snprintf(why, whylen,
+                 "%ld actors of shard %s were still busy after %ld ms; it is "
+                 "served here again",
+                 atomic_load(&sm_busy), prefix, wait_ms);
         serve_again(shard, prefix);
         sm_remove_dir(dir);
         rc = -EBUSY;
@@ -509,7 +525,9 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     rc = export_shard(shard, prefix, dir, epoch, rq->peer, what, &m, why, whylen);
     sm_crash_point("release-exported");
     /* 4. the record: from here the export is the shard's data */
-    shardrec_t rel = {.state = SHARDREC_RELEASED, .epoch = epoch, .declined = rec.declined,
+    shardrec_t rel = {.state = SHARDREC_RELEASED,
+                      .epoch = epoch,
+                      .declined = rec.declined,
                       .export_kept = true};
     snprintf(rel.peer, sizeof rel.peer, "%s", rq->peer);
     if (rc == 0 && (rc = sm_put_record(shard, &rel)) != 0) {
@@ -576,21 +594,24 @@ json_t *shardmove_summary(void)
             continue;
         }
         int e = s;
-        while (e + 1 < SHARD_COUNT && SM_REFUSED[e + 1] && strcmp(SM_REFUSED[e + 1], SM_REFUSED[s]) == 0)
+        while (e + 1 < SHARD_COUNT && SM_REFUSED[e + 1] &&
+               strcmp(SM_REFUSED[e + 1], SM_REFUSED[s]) == 0)
             e++;
         char a[SHARD_HEX + 1], b[SHARD_HEX + 1], range[8];
         sm_shard_hex(s, a);
         sm_shard_hex(e, b);
         snprintf(range, sizeof range, e > s ? "%s-%s" : "%s", a, b);
-        json_array_append_new(refused, json_pack("{s:s,s:s}", "shards", range, "why", SM_REFUSED[s]));
+        json_array_append_new(refused,
+                              json_pack("{s:s,s:s}", "shards", range, "why", SM_REFUSED[s]));
         s = e + 1;
     }
     for (int s = 0; s < SHARD_COUNT; s++) {
         if (SM_REC[s].state == SHARDREC_RELEASED && SM_REC[s].export_kept) {
             char a[SHARD_HEX + 1];
             sm_shard_hex(s, a);
-            json_array_append_new(transit, json_pack("{s:s,s:I,s:s}", "shard", a, "epoch",
-                                                     (json_int_t)SM_REC[s].epoch, "to", SM_REC[s].peer));
+            json_array_append_new(transit,
+                                  json_pack("{s:s,s:I,s:s}", "shard", a, "epoch",
+                                            (json_int_t)SM_REC[s].epoch, "to", SM_REC[s].peer));
         }
     }
     pthread_mutex_unlock(&sm_rec_mu);

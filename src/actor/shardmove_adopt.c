@@ -1,3 +1,4 @@
+/* Threads: the shard-move thread (one step at a time, under sm_move_mu). */
 /* Shard moves: adopt (fetch, check, ingest, count, record, serve), reclaim, decline and finish,
  * in the order shardmove.c's comment gives. The admin listener's move thread, one step at a
  * time under sm_move_mu. */
@@ -59,21 +60,24 @@ static int fetch_files(const peer_t *p, const manifest_t *m, const char *dir, ch
         }
         close(fd);
         if (rc == -EMSGSIZE) {
-            snprintf(why, whylen, "the export is damaged: %s.sst is longer than its manifest "
-                     "says", name);
+            snprintf(why, whylen,
+                     "the export is damaged: %s.sst is longer than its manifest "
+                     "says",
+                     name);
             return -EBADMSG;
         }
         if (rc != 0)
             return rc == -EIO ? -EIO : -EAGAIN;
         if (status != 200) {
-            snprintf(why, whylen, "the export is incomplete: %s:%d answered %d for %s.sst",
-                     p->host, p->port, status, name);
+            snprintf(why, whylen, "the export is incomplete: %s:%d answered %d for %s.sst", p->host,
+                     p->port, status, name);
             return -EBADMSG;
         }
         if (bytes != m->fam[cf].bytes || memcmp(sha, m->fam[cf].sha256, SHA256_LEN) != 0) {
-            snprintf(why, whylen, "the export is damaged: %s.sst came with %llu bytes and "
-                     "another SHA-256 than its manifest says (%llu bytes)", name,
-                     (unsigned long long)bytes, (unsigned long long)m->fam[cf].bytes);
+            snprintf(why, whylen,
+                     "the export is damaged: %s.sst came with %llu bytes and "
+                     "another SHA-256 than its manifest says (%llu bytes)",
+                     name, (unsigned long long)bytes, (unsigned long long)m->fam[cf].bytes);
             return -EBADMSG;
         }
     }
@@ -97,9 +101,11 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
         store_count_prefix(SM_STORE, prefix, SHARD_HEX, got);
         for (int cf = 0; cf < CF__COUNT && rc == 0; cf++) {
             if (got[cf] != m->fam[cf].keys) {
-                snprintf(why, whylen, "after ingesting, the %s family holds %llu keys of the "
-                         "shard; the manifest says %llu", store_cf_name((store_cf_t)cf),
-                         (unsigned long long)got[cf], (unsigned long long)m->fam[cf].keys);
+                snprintf(why, whylen,
+                         "after ingesting, the %s family holds %llu keys of the "
+                         "shard; the manifest says %llu",
+                         store_cf_name((store_cf_t)cf), (unsigned long long)got[cf],
+                         (unsigned long long)m->fam[cf].keys);
                 rc = -EBADMSG;
             }
         }
@@ -176,9 +182,9 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
         /* asked again, and the peer offers nothing newer: adopted already (an answer was lost,
          * or a move is re-run) */
         free(text);
-        *report = json_pack("{s:s,s:s,s:s,s:I,s:b,s:b}", "shard", prefix, "node",
-                            shard_node_name(), "from", rq->peer, "epoch", (json_int_t)rec.epoch,
-                            "already", 1, "serving", shard_owned(shard));
+        *report = json_pack("{s:s,s:s,s:s,s:I,s:b,s:b}", "shard", prefix, "node", shard_node_name(),
+                            "from", rq->peer, "epoch", (json_int_t)rec.epoch, "already", 1,
+                            "serving", shard_owned(shard));
         goto out;
     }
     manifest_clear(&m);
@@ -191,16 +197,20 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
     }
     if (rec.state == SHARDREC_OWNED && !rq->force) {
         /* its own copy, refused at start (the file disagreed): an adopt would delete it */
-        snprintf(why, whylen, "this node holds its own copy of shard %s at epoch %u (refused "
+        snprintf(why, whylen,
+                 "this node holds its own copy of shard %s at epoch %u (refused "
                  "here: its cluster file disagrees); adopting would delete it: force=1 to "
-                 "replace it", prefix, rec.epoch);
+                 "replace it",
+                 prefix, rec.epoch);
         free(text);
         rc = -EALREADY;
         goto out;
     }
     if (status != 200) {
-        snprintf(why, whylen, "%s has no export of shard %s for this node (%d): release it "
-                 "there first", rq->peer, prefix, status);
+        snprintf(why, whylen,
+                 "%s has no export of shard %s for this node (%d): release it "
+                 "there first",
+                 rq->peer, prefix, status);
         free(text);
         rc = status == 404 ? -EALREADY : -EAGAIN;
         goto out;
@@ -209,10 +219,11 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
     free(text);
     if (rc != 0)
         goto out;
-    if (m.shard != shard || strcmp(m.from, rq->peer) != 0 ||
-        strcmp(m.to, shard_node_name()) != 0) {
-        snprintf(why, whylen, "the export %s serves is shard %03x from %s to %s, not shard %s "
-                 "to this node", rq->peer, m.shard, m.from, m.to, prefix);
+    if (m.shard != shard || strcmp(m.from, rq->peer) != 0 || strcmp(m.to, shard_node_name()) != 0) {
+        snprintf(why, whylen,
+                 "the export %s serves is shard %03x from %s to %s, not shard %s "
+                 "to this node",
+                 rq->peer, m.shard, m.from, m.to, prefix);
         rc = -EALREADY;
         goto out;
     }
@@ -242,8 +253,8 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
         goto out;
     int64_t t1 = now_mono_ms();
     *report = json_pack("{s:s,s:s,s:s,s:I,s:I,s:O,s:I,s:I,s:b}", "shard", prefix, "node",
-                        shard_node_name(), "from", rq->peer, "epoch", (json_int_t)m.epoch,
-                        "keys", (json_int_t)m.keys, "moved", what, "fetch_ms",
+                        shard_node_name(), "from", rq->peer, "epoch", (json_int_t)m.epoch, "keys",
+                        (json_int_t)m.keys, "moved", what, "fetch_ms",
                         (json_int_t)(fetched - t_fetch), "ingest_ms", (json_int_t)(t1 - fetched),
                         "already", 0);
     log_info("shard %s adopted at epoch %u from %s: %llu keys in %lld ms", prefix, m.epoch,
@@ -271,8 +282,8 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
         goto out;
     shardrec_t rec = SM_REC[shard];
     if (rec.state != SHARDREC_RELEASED || !rec.export_kept) {
-        snprintf(why, whylen, "shard %s has no export here to take back (%s at epoch %u)",
-                 prefix, shardrec_state_name(rec.state), rec.epoch);
+        snprintf(why, whylen, "shard %s has no export here to take back (%s at epoch %u)", prefix,
+                 shardrec_state_name(rec.state), rec.epoch);
         rc = -EALREADY;
         goto out;
     }
@@ -299,9 +310,10 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
         sm_peer_step(&to, url, &status, &ans, why, whylen) == 0) {
         if (status != 200) {
             const char *err = json_string_value(json_object_get(ans, "error"));
-            snprintf(why, whylen, "%s did not decline epoch %u of shard %s (%d: %s): it holds "
-                     "it; finish the move instead", rec.peer, rec.epoch, prefix, status,
-                     err ? err : "");
+            snprintf(why, whylen,
+                     "%s did not decline epoch %u of shard %s (%d: %s): it holds "
+                     "it; finish the move instead",
+                     rec.peer, rec.epoch, prefix, status, err ? err : "");
             json_decref(ans);
             rc = -EALREADY;
             goto out;
@@ -319,17 +331,21 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
         }
         json_decref(r);
         if (!fenced) {
-            snprintf(why, whylen, "%s's record of shard %s does not show epoch %u declined: "
-                     "the export stays", rec.peer, prefix, rec.epoch);
+            snprintf(why, whylen,
+                     "%s's record of shard %s does not show epoch %u declined: "
+                     "the export stays",
+                     rec.peer, prefix, rec.epoch);
             rc = -EAGAIN;
             goto out;
         }
     } else if (!rq->force) {
         char cause[300];
         snprintf(cause, sizeof cause, "%s", why);
-        snprintf(why, whylen, "cannot ask %s to decline epoch %u of shard %s (%s); retry when "
+        snprintf(why, whylen,
+                 "cannot ask %s to decline epoch %u of shard %s (%s); retry when "
                  "it answers, or force=1 if it is gone for good and will never start on its "
-                 "data again", rec.peer, rec.epoch, prefix, cause);
+                 "data again",
+                 rec.peer, rec.epoch, prefix, cause);
         rc = -EAGAIN;
         goto out;
     } else {
@@ -369,8 +385,11 @@ int shard_decline(const shard_req_t *rq, json_t **report, char *why, size_t whyl
         goto out;
     }
     if (shard_owned(shard) || (rec.state != SHARDREC_NONE && rec.epoch >= rq->epoch)) {
-        snprintf(why, whylen, "this node %s shard %s at epoch %u", shard_owned(shard) ? "serves"
-                 : rec.state == SHARDREC_OWNED ? "holds" : "released", prefix, rec.epoch);
+        snprintf(why, whylen, "this node %s shard %s at epoch %u",
+                 shard_owned(shard)            ? "serves"
+                 : rec.state == SHARDREC_OWNED ? "holds"
+                                               : "released",
+                 prefix, rec.epoch);
         rc = -EALREADY;
         goto out;
     }
@@ -384,8 +403,8 @@ int shard_decline(const shard_req_t *rq, json_t **report, char *why, size_t whyl
     }
     *report = json_pack("{s:s,s:s,s:I}", "shard", prefix, "node", shard_node_name(), "declined",
                         (json_int_t)rec.declined);
-    log_info("shard %s: this node will never adopt its epoch %u (asked by %s)", prefix,
-             rq->epoch, rq->peer[0] ? rq->peer : "an operator");
+    log_info("shard %s: this node will never adopt its epoch %u (asked by %s)", prefix, rq->epoch,
+             rq->peer[0] ? rq->peer : "an operator");
 out:
     pthread_mutex_unlock(&sm_move_mu);
     return rc;
@@ -423,8 +442,10 @@ int shard_finish(const shard_req_t *rq, json_t **report, char *why, size_t whyle
                       (strcmp(st, "released") == 0 && ep > rec.epoch));
         json_decref(r);
         if (!holds) {
-            snprintf(why, whylen, "%s does not hold epoch %u of shard %s (yet): the export "
-                     "stays", rec.peer, rec.epoch, prefix);
+            snprintf(why, whylen,
+                     "%s does not hold epoch %u of shard %s (yet): the export "
+                     "stays",
+                     rec.peer, rec.epoch, prefix);
             rc = -EALREADY;
             goto out;
         }

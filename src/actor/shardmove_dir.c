@@ -1,3 +1,4 @@
+/* Threads: main thread at start (the sweep); the shard-move thread (steps). */
 /* Shard moves: the move directory. Only files this code writes, in directories it names: an
  * export's directory per shard and epoch, its manifest (written and fsynced before anything
  * refers to it) and the checks of the files against it. The move thread (shardmove.c). */
@@ -181,9 +182,10 @@ int sm_check_files(const char *dir, const manifest_t *m, char *why, size_t whyle
             return -EBADMSG;
         }
         if (bytes != m->fam[cf].bytes || memcmp(sha, m->fam[cf].sha256, SHA256_LEN) != 0) {
-            snprintf(why, whylen, "the export is damaged: %s has %llu bytes and another "
-                     "SHA-256 than its manifest says (%llu bytes)", path,
-                     (unsigned long long)bytes, (unsigned long long)m->fam[cf].bytes);
+            snprintf(why, whylen,
+                     "the export is damaged: %s has %llu bytes and another "
+                     "SHA-256 than its manifest says (%llu bytes)",
+                     path, (unsigned long long)bytes, (unsigned long long)m->fam[cf].bytes);
             return -EBADMSG;
         }
     }

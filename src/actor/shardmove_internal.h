@@ -86,15 +86,14 @@ json_t *sm_counts(const char *prefix, int64_t *earliest);
 
 /* The start of a step: the shard's prefix, the lock (held on return, whatever rc), the start
  * time; -EINVAL without a cluster. */
-int sm_move_begin(int shard, char prefix[SHARD_HEX + 1], int64_t *t0, char *why,
-                  size_t whylen);
+int sm_move_begin(int shard, char prefix[SHARD_HEX + 1], int64_t *t0, char *why, size_t whylen);
 
 /* The admin address and token of a node of the cluster file: 0, or an error with why. */
 int sm_peer_of(const char *node, peer_t *p, char *why, size_t whylen);
 
 /* GET path on a peer, a JSON answer: 0 with *status and *out (new), or -EAGAIN with why. */
-int sm_peer_json(const peer_t *p, const char *method, const char *path, int *status,
-                 json_t **out, char *why, size_t whylen);
+int sm_peer_json(const peer_t *p, const char *method, const char *path, int *status, json_t **out,
+                 char *why, size_t whylen);
 
 /* A step on a peer (POST answers 202, then GET /shards/move until it is done): 0 with the
  * step's HTTP status and answer, or -EAGAIN (unreachable, busy, or it did not finish). */

@@ -1,3 +1,4 @@
+/* Threads: the shard-move thread (steps that ask another node). */
 /* Shard moves: asking another node's admin listener (its address from the cluster file, its
  * token) for a step or a record, with a deadline. The move thread (shardmove.c). */
 #include "actor/shardmove_internal.h"
@@ -35,8 +36,10 @@ int sm_peer_of(const char *node, peer_t *p, char *why, size_t whylen)
     memset(p, 0, sizeof *p);
     if (!node[0] || strcmp(node, shard_node_name()) == 0 ||
         cluster_node_admin(node, p->host, sizeof p->host, &p->port) != 0) {
-        snprintf(why, whylen, "'%s' is not another node with an admin address in the cluster "
-                 "file", node);
+        snprintf(why, whylen,
+                 "'%s' is not another node with an admin address in the cluster "
+                 "file",
+                 node);
         return -EINVAL;
     }
     p->token = g_admin_auth.n ? (const char *)g_admin_auth.entries[0].token : NULL;
@@ -45,8 +48,8 @@ int sm_peer_of(const char *node, peer_t *p, char *why, size_t whylen)
 }
 
 /* GET path on a peer, a JSON answer: 0 with *status and *out (new), or -EAGAIN with why. */
-int sm_peer_json(const peer_t *p, const char *method, const char *path, int *status,
-                 json_t **out, char *why, size_t whylen)
+int sm_peer_json(const peer_t *p, const char *method, const char *path, int *status, json_t **out,
+                 char *why, size_t whylen)
 {
     char *body = NULL;
     size_t len = 0;

@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* A session's streams and calls: the stream table, events (stored, then framed), the switch of
  * a POST stream to SSE, settling a POST exchange, and the calls it carries. Worker thread only.
  *

@@ -1,3 +1,4 @@
+/* Threads: worker threads; main thread at start (actors_recover_all). */
 /* Alarms, expiry, the sweep and crash recovery of a session: worker thread only (except
  * actors_recover_all, main thread at startup).
  *

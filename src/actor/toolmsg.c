@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* What tool handlers send their session (WM_TOOL_*): notifications, server->client requests,
  * state operations, closing the call's connection, and the end of a job; and the session's
  * share of the tool pool (--session-jobs). Worker thread only. */
@@ -104,7 +105,8 @@ static void modern_input_request(actor_t *a, job_t *j, wmsg_t *m, const char *me
         }
         if (!j->fail_code) {
             j->fail_code = JSONRPC_INVALID_PARAMS;
-            if (asprintf(&j->fail_msg, "Invalid params: inputResponses[\"%.64s\"] %s", key, bad) < 0)
+            if (asprintf(&j->fail_msg, "Invalid params: inputResponses[\"%.64s\"] %s", key, bad) <
+                0)
                 j->fail_msg = NULL;
         }
         job_reply(j, m->u.tool.wait_seq, NULL, j->fail_msg ? j->fail_msg : bad);
@@ -132,7 +134,8 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
         return;
     }
     if (j->inline_mode) {
-        job_reply(j, m->u.tool.wait_seq, NULL, "a non-blocking tool cannot send requests to the client");
+        job_reply(j, m->u.tool.wait_seq, NULL,
+                  "a non-blocking tool cannot send requests to the client");
         return;
     }
     if (strcmp(method, "elicitation/create") == 0 && !a->proto->elicitation) {
@@ -152,8 +155,8 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
              * returns after this refusal */
             j->fail_code = MCP_ERR_MISSING_CAPABILITY;
             if (asprintf(&j->fail_msg,
-                         "Missing required client capability: %s (declare it in _meta[\"%s\"])", cap,
-                         "io.modelcontextprotocol/clientCapabilities") < 0)
+                         "Missing required client capability: %s (declare it in _meta[\"%s\"])",
+                         cap, "io.modelcontextprotocol/clientCapabilities") < 0)
                 j->fail_msg = NULL;
             j->fail_data = json_pack("{s:{s:{}}}", "requiredCapabilities", cap);
         }
@@ -205,7 +208,8 @@ static void handle_tool_out(actor_t *a, job_t *j, wmsg_t *m)
     m->u.tool.payload = NULL;
     const char *method = json_string_value(json_object_get(msg, "method"));
     if (method && strcmp(method, "notifications/message") == 0) {
-        const char *lvl = json_string_value(json_object_get(json_object_get(msg, "params"), "level"));
+        const char *lvl = json_string_value(
+            json_object_get(json_object_get(msg, "params"), "level"));
         if (!actor_log_enabled(a, lvl)) {
             json_decref(msg);
             return;
@@ -339,13 +343,16 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
         if (rc != 0) {
             char msg[300];
             if (rc == -EDQUOT)
-                snprintf(msg, sizeof msg, "too many state handles: this client holds %lld, its "
+                snprintf(msg, sizeof msg,
+                         "too many state handles: this client holds %lld, its "
                          "share of --max-handles (--principal-share); delete some "
                          "(mcpd_ctx_handle_delete) or let them expire (--handle-ttl)",
                          (long long)principal_limit(PR_HANDLES));
             else
-                snprintf(msg, sizeof msg, "too many state handles: %lld are stored "
-                         "(--max-handles); retry later", (long long)principal_total(PR_HANDLES));
+                snprintf(msg, sizeof msg,
+                         "too many state handles: %lld are stored "
+                         "(--max-handles); retry later",
+                         (long long)principal_total(PR_HANDLES));
             principal_unref(owner);
             STAT_INC(limit_refusals_total);
             if (rc == -EDQUOT)
@@ -513,4 +520,3 @@ void actor_handle_tool_msg(worker_t *w, wmsg_t *m)
     }
     (void)w;
 }
-

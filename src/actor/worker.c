@@ -1,3 +1,5 @@
+/* Threads: worker threads (their own loops, or the HTTP threads' with --workers 0); any
+ * thread delivers; main thread starts, drains and stops them. */
 /* Actor workers. Each worker thread runs its own event_base; see worker.h for the turn.
  *
  * Mailbox bound: an HTTP thread admits a request only while the session's count of queued,
@@ -275,8 +277,8 @@ static void fail_turn(worker_t *w)
     free(touched);
     for (size_t i = 0; i < w->ndeferred; i++) {
         json_decref(w->deferred[i].value);
-        job_reply_fail(w->deferred[i].job, w->deferred[i].wait_seq, MCPD_ERR_INTERNAL,
-                       JERR_STORAGE, REFUSE_MESSAGE);
+        job_reply_fail(w->deferred[i].job, w->deferred[i].wait_seq, MCPD_ERR_INTERNAL, JERR_STORAGE,
+                       REFUSE_MESSAGE);
     }
     w->ndeferred = 0;
     memset(w->dstats, 0, sizeof w->dstats);

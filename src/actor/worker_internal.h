@@ -56,21 +56,25 @@ struct worker {
     long hibernated_since_trim;
     struct event *trim_timer; /* one-shot, armed only after a burst */
     long turn_messages;
-    long burst_messages;    /* since the last trim */
+    long burst_messages; /* since the last trim */
     size_t burst_bytes;
-    bool colocated;        /* runs on an HTTP thread's event_base, no thread of its own */
+    bool colocated; /* runs on an HTTP thread's event_base, no thread of its own */
     /* a failed turn (see worker_commit): what it must undo */
     bool turn_failed;
-    uint64_t epoch;        /* advances at every good commit: actors' touch marks expire */
+    uint64_t epoch; /* advances at every good commit: actors' touch marks expire */
     char (*touched)[SESSION_ID_LEN + 1]; /* actors touched since the last good commit */
     size_t ntouched, cap_touched;
-    deferred_t *deferred;  /* state answers waiting for the commit */
+    deferred_t *deferred; /* state answers waiting for the commit */
     size_t ndeferred, cap_deferred;
     long long dstats[DS__COUNT]; /* store-backed counters of the uncommitted writes */
-    struct give { principal_t *p; int r; give_mode_t mode; } *gives; /* at the commit */
+    struct give {
+        principal_t *p;
+        int r;
+        give_mode_t mode;
+    } * gives; /* at the commit */
     size_t ngives, cap_gives;
-    ptrmap_t recover;      /* hash(sid) of sessions reset by a failed turn */
-    jshare_t shared;       /* clientInfo and capabilities its sessions share */
+    ptrmap_t recover; /* hash(sid) of sessions reset by a failed turn */
+    jshare_t shared;  /* clientInfo and capabilities its sessions share */
 };
 
 /* worker_table.c: an empty actor table for a new worker. */

@@ -1,3 +1,4 @@
+/* Threads: worker threads (each worker's own table and idle list). */
 /* A worker's actors: the table (a chained hash on the session id, chains through
  * actor->hnext) and the idle list, oldest first, whose one timer hibernates the actors idle
  * past --idle-timeout and then hands the freed memory back. Worker thread only (the owner of
@@ -93,7 +94,8 @@ void worker_on_idle_timer(evutil_socket_t fd, short what, void *arg)
     STAT_INC(timer_wakeups_total);
     w->idle_armed_ms = 0;
     /* actors due within the slack go now too: one wakeup per slack window, not per actor */
-    int64_t slack = g_cfg.idle_timeout_s * 1000 / 10 < 1000 ? g_cfg.idle_timeout_s * 1000 / 10 : 1000;
+    int64_t slack = g_cfg.idle_timeout_s * 1000 / 10 < 1000 ? g_cfg.idle_timeout_s * 1000 / 10
+                                                            : 1000;
     int64_t now = now_mono_ms() + slack;
     while (w->lru_head && w->lru_head->idle_since_ms + g_cfg.idle_timeout_s * 1000 <= now) {
         struct actor *a = w->lru_head;
@@ -199,4 +201,3 @@ json_t *worker_share_json(worker_t *w, json_t *v)
 {
     return jshare_get(&w->shared, v);
 }
-

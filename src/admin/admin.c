@@ -1,3 +1,4 @@
+/* Threads: the admin thread (its loop); the shard-move thread (a step); main thread starts it. */
 /* The admin listener: its own thread. See admin.h. */
 #include "admin/admin.h"
 

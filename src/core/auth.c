@@ -1,3 +1,4 @@
+/* Threads: main thread loads the token file; HTTP threads and the admin thread check tokens. */
 /* Bearer-token authentication. See auth.h. */
 #include "core/auth.h"
 

@@ -1,3 +1,4 @@
+/* Threads: main thread builds the configuration; any thread reads it afterwards. */
 /* The resource server's configuration (see authz.h). Main thread builds it; any thread reads
  * it afterwards. */
 #include "core/authz.h"

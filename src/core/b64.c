@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* Base64 (RFC 4648) with OpenSSL's codec (EVP_EncodeBlock, EVP_DecodeBlock), which knows the
  * standard alphabet with padding only: the URL-safe form is mapped onto it (two characters
  * swapped, padding added or dropped). What OpenSSL's decoder allows and this API does not is

@@ -1,3 +1,4 @@
+/* Threads: every thread, each on its own cache (a block freed on another thread stays there). */
 /* A per-thread cache of small malloc blocks for jansson and libevent. See blockcache.h. */
 #include "core/blockcache.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread (a buffer has one owner at a time). */
 /* Growable byte buffer. */
 #include "core/buf.h"
 

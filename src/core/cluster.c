@@ -1,3 +1,4 @@
+/* Threads: main thread (cluster_load at start); then the shard-move thread reads what it loaded. */
 #include "core/cluster.h"
 
 #include "core/shard.h"
@@ -17,7 +18,7 @@ static struct node_addr {
     char name[65];
     char host[256];
     int port; /* admin; 0: the node has no admin address */
-} *NODES;
+} * NODES;
 static int N_NODES;
 
 bool cluster_file_mine(int s)
@@ -72,8 +73,7 @@ static int read_epochs(const char *file, json_t *epochs)
         int s = strlen(k) == SHARD_HEX ? shard_of(k) : -1;
         if (s < 0)
             return bad(file, "epochs: each key is a shard (3 lowercase hex digits)");
-        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-            json_integer_value(v) > 2000000000)
+        if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 2000000000)
             return bad(file, "epochs: each value is an integer 1..2000000000");
         FILE_EPOCH[s] = (uint32_t)json_integer_value(v);
     }
@@ -107,14 +107,18 @@ static int read_assign(const char *file, json_t *assign, json_t *nodes, int owne
             return bad(file, msg);
         }
         if (!json_is_array(ranges))
-            return bad(file, "assign: each node's value must be an array of \"abc\" or \"abc-def\" shard ranges");
+            return bad(
+                file,
+                "assign: each node's value must be an array of \"abc\" or \"abc-def\" shard ranges");
         size_t i;
         json_t *r;
         json_array_foreach(ranges, i, r) {
             int from, to;
             if (!json_is_string(r) || shard_parse_range(json_string_value(r), &from, &to) != 0) {
-                snprintf(msg, sizeof msg, "assign.%.100s: a range must be \"abc\" or \"abc-def\" "
-                         "(3 lowercase hex digits, 000..fff, from <= to)", name);
+                snprintf(msg, sizeof msg,
+                         "assign.%.100s: a range must be \"abc\" or \"abc-def\" "
+                         "(3 lowercase hex digits, 000..fff, from <= to)",
+                         name);
                 return bad(file, msg);
             }
             for (int s = from; s <= to; s++) {
@@ -128,7 +132,8 @@ static int read_assign(const char *file, json_t *assign, json_t *nodes, int owne
     }
     for (int s = 0; s < SHARD_COUNT; s++) {
         if (owner[s] < 0) {
-            snprintf(msg, sizeof msg, "shard %03x is assigned to no node (all of 000..fff must be)", s);
+            snprintf(msg, sizeof msg, "shard %03x is assigned to no node (all of 000..fff must be)",
+                     s);
             return bad(file, msg);
         }
     }
@@ -137,8 +142,7 @@ static int read_assign(const char *file, json_t *assign, json_t *nodes, int owne
 
 /* nodes: a non-empty array of uniquely and well named nodes, one of them this node (*me, its
  * index *my). 0, or -1 after saying why. */
-static int read_nodes(const char *file, json_t *nodes, const char *node_name, json_t **me,
-                      int *my)
+static int read_nodes(const char *file, json_t *nodes, const char *node_name, json_t **me, int *my)
 {
     if (!json_is_array(nodes) || json_array_size(nodes) == 0)
         return bad(file, "nodes must be a non-empty array of {name, listen, admin, data_dir}");
@@ -147,9 +151,10 @@ static int read_nodes(const char *file, json_t *nodes, const char *node_name, js
         const char *name = json_string_value(json_object_get(n, "name"));
         if (!name || !cluster_name_ok(name))
             return bad(file, "every node needs a name of 1..64 letters, digits, '_', '.' or '-' "
-                       "(not starting with '.' or '-')");
+                             "(not starting with '.' or '-')");
         for (size_t k = 0; k < i; k++)
-            if (strcmp(name, json_string_value(json_object_get(json_array_get(nodes, k), "name"))) == 0)
+            if (strcmp(name,
+                       json_string_value(json_object_get(json_array_get(nodes, k), "name"))) == 0)
                 return bad(file, "node names must be unique");
         if (strcmp(name, node_name) == 0) {
             *me = n;
@@ -194,8 +199,8 @@ static int take_path(const char *file, const char *v, char *field, size_t size, 
 }
 
 /* This node's entry (and the cluster's request_state_key) as defaults of the flags not given. */
-static int apply_my_node(config_t *c, const char *file, json_t *root, json_t *me,
-                         bool given_listen, bool given_admin, bool given_data)
+static int apply_my_node(config_t *c, const char *file, json_t *root, json_t *me, bool given_listen,
+                         bool given_admin, bool given_data)
 {
     if (take_path(file, json_string_value(json_object_get(me, "move_dir")), c->move_dir,
                   sizeof c->move_dir, c->move_dir[0] != '\0',
@@ -220,7 +225,8 @@ static int apply_my_node(config_t *c, const char *file, json_t *root, json_t *me
                     strcmp(c->admin_host, "localhost") == 0;
     if (c->admin_enabled && !loopback && !c->admin_token[0]) {
         char msg[400];
-        snprintf(msg, sizeof msg, "this node's admin listener %.200s is not on loopback: give "
+        snprintf(msg, sizeof msg,
+                 "this node's admin listener %.200s is not on loopback: give "
                  "it --admin-token FILE (the shard API serves and moves whole shards)",
                  c->admin_host);
         return bad(file, msg);

@@ -1,3 +1,4 @@
+/* Threads: main thread, before any other thread starts. */
 /* Command-line flags: main thread, before any other thread starts.
  *
  * One table drives both parsing and --help, so a flag cannot exist without its help line. */

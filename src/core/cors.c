@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* CORS values: see core/cors.h. Pure, any thread. */
 #include "core/cors.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread. */
 /* OpenSSL 3 behind the project's names (crypto.h). libcrypto failing to hash is a broken
  * installation, not a condition a caller can handle: it aborts with a message, as an allocation
  * failure does (xmalloc). */

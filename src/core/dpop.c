@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions; the HTTP threads check proofs). */
 /* DPoP proofs (see dpop.h). Pure; any thread.
  *
  * The proof carries its own key, so the order matters more than for an access token: nothing

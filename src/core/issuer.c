@@ -1,3 +1,5 @@
+/* Threads: the auth thread; issuer_start/issuer_stop on the main thread; issuer_keys and
+ * issuer_refresh on any thread. */
 /* The authorization server's signing keys: the auth thread (see issuer.h).
  *
  * Runs on: issuer_start/issuer_stop on the main thread; issuer_keys and issuer_refresh on any
@@ -81,11 +83,11 @@ int issuer_metadata_urls(const char *issuer, char *out[3])
         return 2;
     }
     out[0] = iss_strf("%.*s/.well-known/oauth-authorization-server%.*s", (int)base_len, issuer,
-                       (int)plen, path);
-    out[1] = iss_strf("%.*s/.well-known/openid-configuration%.*s", (int)base_len, issuer,
-                       (int)plen, path);
-    out[2] = iss_strf("%.*s%.*s/.well-known/openid-configuration", (int)base_len, issuer,
-                       (int)plen, path);
+                      (int)plen, path);
+    out[1] = iss_strf("%.*s/.well-known/openid-configuration%.*s", (int)base_len, issuer, (int)plen,
+                      path);
+    out[2] = iss_strf("%.*s%.*s/.well-known/openid-configuration", (int)base_len, issuer, (int)plen,
+                      path);
     return 3;
 }
 
@@ -169,7 +171,8 @@ static void next_metadata(void)
 {
     if (ISS.next_url >= ISS.nurls) {
         log_warn("auth: no usable metadata at the issuer %s (tried %d URLs); requests with a "
-                 "JWT get 503 until a fetch succeeds", ISS.issuer, ISS.nurls);
+                 "JWT get 503 until a fetch succeeds",
+                 ISS.issuer, ISS.nurls);
         chain_end(NULL);
         return;
     }
@@ -193,7 +196,8 @@ static void on_metadata(fetch_t *f, int status, const char *body, size_t len, co
             log_debug("auth: %s: HTTP %d", f->url, status);
         else
             log_warn("auth: %s: no answer (refused, reset, timed out, or TLS failed: the "
-                     "certificate must chain to the system's CA store or SSL_CERT_FILE)", f->url);
+                     "certificate must chain to the system's CA store or SSL_CERT_FILE)",
+                     f->url);
         next_metadata();
         return;
     }
@@ -203,14 +207,15 @@ static void on_metadata(fetch_t *f, int status, const char *body, size_t len, co
     if (!json_is_string(iss) || json_string_length(iss) != strlen(ISS.issuer) ||
         memcmp(json_string_value(iss), ISS.issuer, json_string_length(iss)) != 0) {
         /* RFC 8414 3.3: a document for another issuer is not ours, whoever serves it */
-        iss_chain_fail("metadata", f->url, doc ? "its issuer is not the configured --auth-issuer"
-                                           : "not JSON");
+        iss_chain_fail("metadata", f->url,
+                       doc ? "its issuer is not the configured --auth-issuer" : "not JSON");
         json_decref(doc);
         next_metadata();
         return;
     }
     if (!http_url(ju)) {
-        iss_chain_fail("metadata", f->url, ISS.https ? "no https:// jwks_uri" : "no http(s):// jwks_uri");
+        iss_chain_fail("metadata", f->url,
+                       ISS.https ? "no https:// jwks_uri" : "no http(s):// jwks_uri");
         json_decref(doc);
         next_metadata();
         return;
@@ -349,8 +354,10 @@ int issuer_start(const char *issuer, char *why, size_t whylen)
     ISS.https = strncmp(issuer, "https://", 8) == 0;
     if ((!ISS.https && strncmp(issuer, "http://", 7) != 0) || strlen(issuer) >= sizeof ISS.issuer ||
         strchr(issuer, '#') || strchr(issuer, '?')) {
-        snprintf(why, whylen, "--auth-issuer %s: expected an https:// (or http://) URL without "
-                 "query or fragment", issuer);
+        snprintf(why, whylen,
+                 "--auth-issuer %s: expected an https:// (or http://) URL without "
+                 "query or fragment",
+                 issuer);
         return -1;
     }
     ISS.tls = SSL_CTX_new(TLS_client_method());
@@ -364,7 +371,8 @@ int issuer_start(const char *issuer, char *why, size_t whylen)
         log_warn("authorization: the issuer %s is plain http:// and not on this machine: its "
                  "key set, tokens being introspected and the introspection secret travel in the "
                  "clear, and a machine in between can swap jwks_uri and sign its own tokens; use "
-                 "https://", issuer);
+                 "https://",
+                 issuer);
     strcpy(ISS.issuer, issuer);
     ISS.nurls = issuer_metadata_urls(issuer, ISS.urls);
     ISS.base = event_base_new();
@@ -478,7 +486,8 @@ bool issuer_refresh(void)
             start = running = ISS.fetching = ISS.kick = true;
     }
     if (start)
-        event_active(ISS.wake, 0, 0); /* thread-safe (evthread_use_pthreads), under mu: not stopped */
+        event_active(ISS.wake, 0,
+                     0); /* thread-safe (evthread_use_pthreads), under mu: not stopped */
     pthread_mutex_unlock(&ISS.mu);
     return running;
 }

@@ -1,3 +1,4 @@
+/* Threads: the auth thread (its event loop). */
 /* The auth thread's HTTP client: one evhttp connection per call (https through
  * bufferevent_openssl with the system's CA store, the peer and its name verified), a deadline,
  * a bound on the answer, and the connection freed on the loop's next turn. */
@@ -56,7 +57,8 @@ static void on_response(struct evhttp_request *req, void *arg)
     struct evbuffer *in = req ? evhttp_request_get_input_buffer(req) : NULL;
     size_t len = in ? evbuffer_get_length(in) : 0;
     const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
-    const char *cc = req ? evhttp_find_header(evhttp_request_get_input_headers(req), "Cache-Control")
+    const char *cc = req ? evhttp_find_header(evhttp_request_get_input_headers(req),
+                                              "Cache-Control")
                          : NULL;
     f->cb(f, status, body, len, cc);
     f->w = NULL; /* handed back by cb */
@@ -77,8 +79,10 @@ static struct evhttp_connection *tls_connection(const char *host, int port)
         SSL_free(ssl);
         return NULL;
     }
-    struct bufferevent *bev = bufferevent_openssl_socket_new(
-        ISS.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    struct bufferevent *bev = bufferevent_openssl_socket_new(ISS.base, -1, ssl,
+                                                             BUFFEREVENT_SSL_CONNECTING,
+                                                             BEV_OPT_CLOSE_ON_FREE |
+                                                                 BEV_OPT_DEFER_CALLBACKS);
     if (!bev) {
         SSL_free(ssl);
         return NULL;
@@ -146,7 +150,8 @@ void iss_http_call(const char *url, const char *form, size_t max, fetch_cb cb, i
     }
     const char *path = evhttp_uri_get_path(u);
     const char *query = evhttp_uri_get_query(u);
-    char *target = iss_strf("%s%s%s", path && *path ? path : "/", query ? "?" : "", query ? query : "");
+    char *target = iss_strf("%s%s%s", path && *path ? path : "/", query ? "?" : "",
+                            query ? query : "");
     int rc = evhttp_make_request(f->conn, req, form ? EVHTTP_REQ_POST : EVHTTP_REQ_GET, target);
     free(target);
     evhttp_uri_free(u);

@@ -23,31 +23,31 @@
 typedef struct {
     char issuer[1024];
     pthread_t thread;
-    bool started;             /* under mu once running: issuer_park and issuer_refresh read it */
+    bool started; /* under mu once running: issuer_park and issuer_refresh read it */
     struct event_base *base;
     struct event *wake;
-    pthread_mutex_t mu;       /* guards the members up to the next comment */
-    pthread_cond_t ended;     /* a chain ended (issuer_wait) */
-    jwks_t *keys;             /* the published set (a reference), or NULL */
-    bool fetching;            /* a chain is running (or asked for) */
-    bool kick;                /* issuer_refresh asked for a chain: on_wake starts it */
-    int64_t last_end_ms;      /* when the last chain ended (0: never) */
-    issuer_wait_t *incoming;  /* waits handed over, not yet seen by the auth thread */
-    int waits;                /* waits held by the auth thread (incoming included) */
+    pthread_mutex_t mu;      /* guards the members up to the next comment */
+    pthread_cond_t ended;    /* a chain ended (issuer_wait) */
+    jwks_t *keys;            /* the published set (a reference), or NULL */
+    bool fetching;           /* a chain is running (or asked for) */
+    bool kick;               /* issuer_refresh asked for a chain: on_wake starts it */
+    int64_t last_end_ms;     /* when the last chain ended (0: never) */
+    issuer_wait_t *incoming; /* waits handed over, not yet seen by the auth thread */
+    int waits;               /* waits held by the auth thread (incoming included) */
     /* auth thread only */
     char *urls[3];
     int nurls, next_url;
     char *jwks_uri;
     char *introspection_endpoint;
-    char *basic;              /* "Basic base64(id:secret)" for introspection, or NULL */
-    SSL_CTX *tls;             /* for https:// (the system's CA store, peer and name verified) */
-    bool https;               /* the issuer is https://: every URL it names must be too */
-    issuer_wait_t *key_waits; /* waiting for the chain to end */
+    char *basic;                /* "Basic base64(id:secret)" for introspection, or NULL */
+    SSL_CTX *tls;               /* for https:// (the system's CA store, peer and name verified) */
+    bool https;                 /* the issuer is https://: every URL it names must be too */
+    issuer_wait_t *key_waits;   /* waiting for the chain to end */
     issuer_wait_t *intro_waits; /* waiting for the chain to find the introspection endpoint */
     issuer_wait_t *intro_queue, *intro_queue_tail; /* waiting for an introspection slot, FIFO */
-    struct fetch *fetches;    /* in flight or about to be freed (free_call) */
-    bool introspects;         /* --auth-introspect given: set before the threads, then read-only */
-    int intro_inflight;       /* introspection POSTs out now (INTROSPECT_MAX at most) */
+    struct fetch *fetches;                         /* in flight or about to be freed (free_call) */
+    bool introspects;   /* --auth-introspect given: set before the threads, then read-only */
+    int intro_inflight; /* introspection POSTs out now (INTROSPECT_MAX at most) */
 } issuer_state_t;
 
 /* The auth thread's state (the members before "auth thread only" under its mu). */
@@ -59,7 +59,7 @@ struct fetch {
     struct evhttp_connection *conn;
     char *url;
     fetch_cb cb;
-    issuer_wait_t *w; /* an introspection's wait until its answer is handed back, or NULL */
+    issuer_wait_t *w;     /* an introspection's wait until its answer is handed back, or NULL */
     fetch_t *prev, *next; /* ISS.fetches: every fetch not yet freed, so issuer_stop frees those
                              in flight (their callbacks never run) and the waits they carry */
 };

@@ -1,3 +1,4 @@
+/* Threads: the auth thread; issuer_introspect_setup on the main thread at start. */
 /* Opaque tokens by introspection (RFC 7662) on the auth thread: a request's wait is queued
  * (INTROSPECT_MAX POSTs out at once, the rest FIFO), the endpoint comes from the metadata the
  * key-set chain read, the answer is checked and handed back to the request's HTTP thread. */
@@ -146,8 +147,10 @@ int issuer_introspect_setup(const char *path, char *why, size_t whylen)
         return -1;
     }
     if (st.st_mode & 077) {
-        snprintf(why, whylen, "--auth-introspect %s is accessible by group or others (mode %04o); "
-                 "chmod 600 it", path, (unsigned)(st.st_mode & 07777));
+        snprintf(why, whylen,
+                 "--auth-introspect %s is accessible by group or others (mode %04o); "
+                 "chmod 600 it",
+                 path, (unsigned)(st.st_mode & 07777));
         return -1;
     }
     FILE *fp = fopen(path, "r");
@@ -164,11 +167,13 @@ int issuer_introspect_setup(const char *path, char *why, size_t whylen)
     char *colon = strchr(line, ':');
     if (!colon || colon == line || !colon[1]) {
         OPENSSL_cleanse(line, sizeof line);
-        snprintf(why, whylen, "--auth-introspect %s: expected one line client_id:client_secret", path);
+        snprintf(why, whylen, "--auth-introspect %s: expected one line client_id:client_secret",
+                 path);
         return -1;
     }
     /* RFC 6749 2.3.1: each part form-encoded, then Basic */
-    char *id = form_escape(line, (size_t)(colon - line)), *secret = form_escape(colon + 1, strlen(colon + 1));
+    char *id = form_escape(line, (size_t)(colon - line)),
+         *secret = form_escape(colon + 1, strlen(colon + 1));
     char *pair = iss_strf("%s:%s", id, secret);
     size_t pl = strlen(pair);
     char *b64 = xmalloc(B64_ENCODED_SIZE(pl));

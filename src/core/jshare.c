@@ -1,3 +1,5 @@
+/* Threads: the owner thread of a jshare_t (a worker thread); the references it hands out are
+ * dropped on any thread. */
 /* Sharing of equal JSON values. See jshare.h. */
 #include "core/jshare.h"
 

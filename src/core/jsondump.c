@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* Compact JSON serialisation. Pure, any thread. See jsondump.h. */
 #include "core/jsondump.h"
 

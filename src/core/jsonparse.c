@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* A JSON parser that builds jansson values straight from a buffer. Pure, any thread.
  *
  * Why not json_loadb: jansson reads its input through a per-character callback, which made

@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* JWT access tokens and JSON Web Key Sets with OpenSSL 3 (see jwt.h). Pure; any thread.
  *
  * The order of the checks is the point of this file: the size first, then the shape, then the

@@ -1,3 +1,4 @@
+/* Threads: any thread. */
 /* Logging: any thread. */
 #include "core/log.h"
 

@@ -30,26 +30,25 @@
  *               mirrors it (SEP-2243, SEP-2663) and a requestState binds it; NULL for none
  *   flags       METHOD_INPUT: a 2026-07-28 call may answer input_required (SEP-2322);
  *               METHOD_CACHE_HINTS: a 2026-07-28 result carries ttlMs and cacheScope */
-#define MCP_METHODS(X)                                                                        \
-    X(initialize, "initialize", SESSION, "2026-07-28", NULL, 0)                               \
-    X(ping, "ping", SESSION, "2026-07-28", NULL, 0)                                           \
-    X(tools_list, "tools/list", BOTH, NULL, NULL, METHOD_CACHE_HINTS)                         \
-    X(tools_call, "tools/call", BOTH, NULL, "name", METHOD_INPUT)                             \
-    X(logging_setLevel, "logging/setLevel", SESSION, "2026-07-28", NULL, 0)                   \
-    X(resources_list, "resources/list", BOTH, NULL, NULL, METHOD_CACHE_HINTS)                 \
-    X(resources_read, "resources/read", BOTH, NULL, "uri", METHOD_INPUT | METHOD_CACHE_HINTS) \
-    X(resources_templates_list, "resources/templates/list", BOTH, NULL, NULL,                 \
-      METHOD_CACHE_HINTS)                                                                     \
-    X(resources_subscribe, "resources/subscribe", SESSION, "2026-07-28", NULL, 0)             \
-    X(resources_unsubscribe, "resources/unsubscribe", SESSION, "2026-07-28", NULL, 0)         \
-    X(prompts_list, "prompts/list", BOTH, NULL, NULL, METHOD_CACHE_HINTS)                     \
-    X(prompts_get, "prompts/get", BOTH, NULL, "name", METHOD_INPUT)                           \
-    X(completion_complete, "completion/complete", BOTH, NULL, NULL, 0)                        \
-    X(server_discover, "server/discover", MODERN, NULL, NULL, METHOD_CACHE_HINTS)             \
-    X(subscriptions_listen, "subscriptions/listen", MODERN, NULL, NULL, 0)                    \
-    /* the tasks extension (SEP-2663); tasks/result and tasks/list are not methods of it */   \
-    X(tasks_get, "tasks/get", MODERN, NULL, "taskId", 0)                                      \
-    X(tasks_update, "tasks/update", MODERN, NULL, "taskId", 0)                                \
+#define MCP_METHODS(X)                                                                            \
+    X(initialize, "initialize", SESSION, "2026-07-28", NULL, 0)                                   \
+    X(ping, "ping", SESSION, "2026-07-28", NULL, 0)                                               \
+    X(tools_list, "tools/list", BOTH, NULL, NULL, METHOD_CACHE_HINTS)                             \
+    X(tools_call, "tools/call", BOTH, NULL, "name", METHOD_INPUT)                                 \
+    X(logging_setLevel, "logging/setLevel", SESSION, "2026-07-28", NULL, 0)                       \
+    X(resources_list, "resources/list", BOTH, NULL, NULL, METHOD_CACHE_HINTS)                     \
+    X(resources_read, "resources/read", BOTH, NULL, "uri", METHOD_INPUT | METHOD_CACHE_HINTS)     \
+    X(resources_templates_list, "resources/templates/list", BOTH, NULL, NULL, METHOD_CACHE_HINTS) \
+    X(resources_subscribe, "resources/subscribe", SESSION, "2026-07-28", NULL, 0)                 \
+    X(resources_unsubscribe, "resources/unsubscribe", SESSION, "2026-07-28", NULL, 0)             \
+    X(prompts_list, "prompts/list", BOTH, NULL, NULL, METHOD_CACHE_HINTS)                         \
+    X(prompts_get, "prompts/get", BOTH, NULL, "name", METHOD_INPUT)                               \
+    X(completion_complete, "completion/complete", BOTH, NULL, NULL, 0)                            \
+    X(server_discover, "server/discover", MODERN, NULL, NULL, METHOD_CACHE_HINTS)                 \
+    X(subscriptions_listen, "subscriptions/listen", MODERN, NULL, NULL, 0)                        \
+    /* the tasks extension (SEP-2663); tasks/result and tasks/list are not methods of it */       \
+    X(tasks_get, "tasks/get", MODERN, NULL, "taskId", 0)                                          \
+    X(tasks_update, "tasks/update", MODERN, NULL, "taskId", 0)                                    \
     X(tasks_cancel, "tasks/cancel", MODERN, NULL, "taskId", 0)
 
 /* The eras a row names, as bits (METHOD_ERAS_##eras). */
@@ -66,9 +65,9 @@ typedef enum {
 #define X(id, name, eras, removed_in, target, flags) SM_##id,
     MCP_METHODS(X)
 #undef X
-    SM_notification, /* any notifications/... */
-    SM_response,     /* a client's answer to a server request */
-    SM_other,        /* a method that is none of the above */
+        SM_notification, /* any notifications/... */
+    SM_response,         /* a client's answer to a server request */
+    SM_other,            /* a method that is none of the above */
     SM__COUNT
 } stats_method_t;
 

@@ -1,3 +1,4 @@
+/* Threads: producers on any thread; the consumer on the queue's owner thread. */
 /* Intrusive MPSC queue with eventfd wake-up. Producers: any thread; consumer: the owner. */
 #include "core/mq.h"
 

@@ -1,3 +1,4 @@
+/* Threads: the calling thread (the shard-move thread), on a private event_base. */
 /* Node-to-node HTTP calls (see peer.h). Runs on the calling thread, on a private event_base. */
 #include "core/peer.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread (one mutex). */
 /* Principals and their shares of the global caps (principal.h). Any thread.
  *
  * One mutex guards the table and every count: a take is a check of two numbers and an

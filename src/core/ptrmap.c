@@ -1,3 +1,4 @@
+/* Threads: the map's owner thread. */
 /* Pointer-keyed hash map. Owner thread only. */
 #include "core/ptrmap.h"
 

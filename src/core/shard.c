@@ -1,3 +1,5 @@
+/* Threads: any thread reads ownership (atomics); main thread at start and the shard-move thread
+ * change it. */
 #include "core/shard.h"
 
 #include "core/util.h"

@@ -1,3 +1,4 @@
+/* Threads: any thread. */
 /* Process-wide counters. Any thread. */
 #include "core/stats.h"
 

@@ -18,74 +18,78 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
 /* Every scalar counter, once: its name, its Prometheus type and its help text. The list makes
  * the fields of stats_t, the keys of /stats (the same names) and the series of /metrics
  * (mcpactord_<name>), so a counter cannot be in one and missing from another. */
-#define STATS_SCALARS(X)                                                                             \
-    X(sessions_live, gauge, "Sessions in memory (not hibernated).")                                  \
-    X(sessions_created_total, counter, "Sessions created by initialize.")                            \
-    X(sessions_deleted_total, counter, "Sessions deleted (DELETE or session TTL).")                  \
-    X(sessions_stored, gauge, "Sessions stored (live or hibernated).")                               \
-    X(sessions_unused_expired_total, counter,                                                        \
+#define STATS_SCALARS(X)                                                                            \
+    X(sessions_live, gauge, "Sessions in memory (not hibernated).")                                 \
+    X(sessions_created_total, counter, "Sessions created by initialize.")                           \
+    X(sessions_deleted_total, counter, "Sessions deleted (DELETE or session TTL).")                 \
+    X(sessions_stored, gauge, "Sessions stored (live or hibernated).")                              \
+    X(sessions_unused_expired_total, counter,                                                       \
       "Sessions deleted because no request came after initialize (--unused-session-ttl).")          \
-    X(events_stored_total, counter, "SSE events written to the event log.")                          \
-    X(events_replayed_total, counter, "Events replayed to resuming clients.")                        \
-    X(events_evicted_total, counter, "Events evicted by the per-stream cap.")                        \
+    X(events_stored_total, counter, "SSE events written to the event log.")                         \
+    X(events_replayed_total, counter, "Events replayed to resuming clients.")                       \
+    X(events_evicted_total, counter, "Events evicted by the per-stream cap.")                       \
     X(replay_gaps_total, counter, "Resumes from an id older than the oldest kept event.")           \
-    X(hibernations_total, counter, "Sessions hibernated (freed from memory).")                       \
-    X(wakes_total, counter, "Sessions woken from the store.")                                        \
-    X(alarms_pending, gauge, "Sessions holding a durable alarm.")                                    \
-    X(sweeps_total, counter, "Sweep alarms run.")                                                    \
-    X(streams_expired_total, counter, "Streams deleted by the sweep.")                               \
-    X(timer_wakeups_total, counter,                                                                  \
+    X(hibernations_total, counter, "Sessions hibernated (freed from memory).")                      \
+    X(wakes_total, counter, "Sessions woken from the store.")                                       \
+    X(alarms_pending, gauge, "Sessions holding a durable alarm.")                                   \
+    X(sweeps_total, counter, "Sweep alarms run.")                                                   \
+    X(streams_expired_total, counter, "Streams deleted by the sweep.")                              \
+    X(timer_wakeups_total, counter,                                                                 \
       "Timer callbacks run (hibernation, alarms, keepalive, JSON window, trim).")                   \
-    X(mailbox_depth_max, gauge, "Deepest session mailbox seen since start.")                         \
-    X(mailbox_full_total, counter, "Requests refused with 503 because a session mailbox was full.") \
+    X(mailbox_depth_max, gauge, "Deepest session mailbox seen since start.")                        \
+    X(mailbox_full_total, counter,                                                                  \
+      "Requests refused with 503 because a session mailbox was full.")                              \
     X(connections_open, gauge, "Client connections open on the MCP endpoint.")                      \
-    X(get_streams_idle_ended_total, counter,                                                         \
+    X(get_streams_idle_ended_total, counter,                                                        \
       "Standalone GET streams ended after --get-idle-timeout without a write (clients resume).")    \
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \
-    X(limit_refusals_total, counter,                                                                 \
+    X(limit_refusals_total, counter,                                                                \
       "Requests refused by a limit (--max-connections, --max-sessions, --max-streams, "             \
       "--max-handles, --max-tasks, --max-json-nodes, a principal's share...), and connections "     \
       "closed at accept past twice --max-connections.")                                             \
-    X(share_refusals_total, counter,                                                                 \
+    X(share_refusals_total, counter,                                                                \
       "Of those, refused because the principal held its share (--principal-share) of a cap.")       \
-    X(principals_live, gauge, "Principals that hold or reference something (core/principal.c).")   \
-    X(log_trims_total, counter,                                                                      \
+    X(principals_live, gauge, "Principals that hold or reference something (core/principal.c).")    \
+    X(log_trims_total, counter,                                                                     \
       "Finished streams deleted early to keep a session under --session-log-bytes.")                \
-    X(tool_calls_total, counter, "Tool calls started.")                                              \
+    X(tool_calls_total, counter, "Tool calls started.")                                             \
     X(tool_threads_busy, gauge, "Tool pool threads running a handler.")                             \
-    X(tool_jobs_waiting, gauge,                                                                      \
+    X(tool_jobs_waiting, gauge,                                                                     \
       "Handlers waiting for a tool thread: their principal holds its share (--principal-share) "    \
-      "or the pool is full.")                                                                        \
+      "or the pool is full.")                                                                       \
     X(modern_requests_total, counter, "2026-07-28 (stateless) requests served by a worker.")        \
-    X(modern_requests_live, gauge, "2026-07-28 requests in progress (each has a one-request actor).") \
+    X(modern_requests_live, gauge,                                                                  \
+      "2026-07-28 requests in progress (each has a one-request actor).")                            \
     X(handles_created_total, counter, "State handles created (mcpd_ctx_handle_new).")               \
-    X(handles_stored, gauge, "State handles stored.")                                                \
-    X(input_records_stored, gauge,                                                                   \
+    X(handles_stored, gauge, "State handles stored.")                                               \
+    X(input_records_stored, gauge,                                                                  \
       "Records of 2026-07-28 input-request exchanges stored (bounded by --max-input-records).")     \
     X(input_required_total, counter, "2026-07-28 calls answered input_required (MRTR rounds).")     \
-    X(request_state_refused_total, counter,                                                          \
-      "2026-07-28 retries refused because their requestState was replayed or its record expired.") \
-    X(tasks_stored, gauge, "Tasks stored (the tasks extension; bounded by --max-tasks).")          \
-    X(tasks_created_total, counter, "Tasks created (tools/call answered with a CreateTaskResult).") \
-    X(tasks_completed_total, counter, "Tasks that completed (a tool error included).")             \
-    X(tasks_failed_total, counter, "Tasks that failed (a JSON-RPC error while they ran).")         \
-    X(tasks_cancelled_total, counter, "Tasks cancelled by tasks/cancel.")                          \
+    X(request_state_refused_total, counter,                                                         \
+      "2026-07-28 retries refused because their requestState was replayed or its record expired.")  \
+    X(tasks_stored, gauge, "Tasks stored (the tasks extension; bounded by --max-tasks).")           \
+    X(tasks_created_total, counter,                                                                 \
+      "Tasks created (tools/call answered with a CreateTaskResult).")                               \
+    X(tasks_completed_total, counter, "Tasks that completed (a tool error included).")              \
+    X(tasks_failed_total, counter, "Tasks that failed (a JSON-RPC error while they ran).")          \
+    X(tasks_cancelled_total, counter, "Tasks cancelled by tasks/cancel.")                           \
     X(client_responses_unknown_total, counter, "Client responses to unknown server requests.")      \
-    X(store_write_batches_total, counter, "RocksDB write batches committed.")                        \
+    X(store_write_batches_total, counter, "RocksDB write batches committed.")                       \
     X(store_errors_total, counter, "RocksDB read or write errors, and writes refused for space.")   \
-    X(turns_refused_total, counter,                                                                  \
-      "Worker turns whose writes the store refused (their replies became errors).")             \
+    X(turns_refused_total, counter,                                                                 \
+      "Worker turns whose writes the store refused (their replies became errors).")                 \
     X(auth_jwt_verified_total, counter,                                                             \
-      "JWT access tokens whose signature and claims were checked and passed (cache misses).")   \
-    X(auth_dpop_verified_total, counter, "Requests whose DPoP proof was checked and recorded.")   \
-    X(auth_dpop_replays_total, counter, "DPoP proofs refused because their jti was used before.") \
+      "JWT access tokens whose signature and claims were checked and passed (cache misses).")       \
+    X(auth_dpop_verified_total, counter, "Requests whose DPoP proof was checked and recorded.")     \
+    X(auth_dpop_replays_total, counter, "DPoP proofs refused because their jti was used before.")   \
     X(auth_cache_hits_total, counter, "Requests whose JWT was found in the verified-token cache.")  \
     X(auth_rejected_total, counter,                                                                 \
       "Requests refused by authorization: 401 (no or invalid token) and 403 (insufficient scope).") \
     X(auth_unavailable_total, counter,                                                              \
-      "Requests with a JWT answered 503 because no signing key set could be had yet.")          \
+      "Requests with a JWT answered 503 because no signing key set could be had yet.")              \
     X(jwks_fetches_total, counter, "Key set fetches from the issuer that succeeded.")               \
-    X(jwks_fetch_failures_total, counter, "Key set fetches (the issuer's metadata, then its jwks_uri) that failed.")
+    X(jwks_fetch_failures_total, counter,                                                           \
+      "Key set fetches (the issuer's metadata, then its jwks_uri) that failed.")
 
 typedef struct stats {
     int64_t started_ms;

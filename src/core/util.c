@@ -1,3 +1,4 @@
+/* Threads: any thread. */
 /* Small helpers: clocks, ids, hashing. Any thread. */
 #include "core/util.h"
 #include "core/shard.h"

@@ -1,3 +1,4 @@
+/* Threads: HTTP threads; http_deliver from any thread. */
 /* HTTP connections: the slot table, connection tracking (--max-connections), replies, the SSE
  * writer and the frames workers send. HTTP threads only (http_deliver: any thread).
  *
@@ -285,7 +286,8 @@ static void reply_refused(struct evhttp_request *req, const json_t *id, pres_t r
     STAT_INC(limit_refusals_total);
     if (rc == -EDQUOT) {
         STAT_INC(share_refusals_total);
-        snprintf(msg, sizeof msg, "Too Many Requests: this client holds %lld %s, its share of "
+        snprintf(msg, sizeof msg,
+                 "Too Many Requests: this client holds %lld %s, its share of "
                  "--max-%s (--principal-share %lld%%); %s, or retry later",
                  (long long)principal_limit(r), what, what, (long long)g_cfg.principal_share,
                  r == PR_SESSIONS ? "end the sessions it no longer uses (DELETE)"
@@ -310,8 +312,8 @@ principal_t *http_request_principal(struct evhttp_request *req, const char *who,
     const char *last = NULL;
     struct evkeyval *h;
     TAILQ_FOREACH(h, evhttp_request_get_input_headers(req), next)
-        if (evutil_ascii_strcasecmp(h->key, "X-Forwarded-For") == 0)
-            last = h->value;
+    if (evutil_ascii_strcasecmp(h->key, "X-Forwarded-For") == 0)
+        last = h->value;
     char norm[64];
     if (!last || principal_forwarded(last, norm, sizeof norm) != 0)
         return principal_ref(link->principal); /* not an address: the proxy's own share */
@@ -379,9 +381,9 @@ static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hsc
         STAT_INC(limit_refusals_total);
         if (over_share)
             STAT_INC(share_refusals_total);
-        log_debug("closing a new connection at once: %s", over_share
-                  ? "its address has twice its share of --max-connections open"
-                  : "twice --max-connections are open");
+        log_debug("closing a new connection at once: %s",
+                  over_share ? "its address has twice its share of --max-connections open"
+                             : "twice --max-connections are open");
         principal_unref(p);
         scan_detach(scan);
         evhttp_connection_free(evcon);
@@ -508,15 +510,16 @@ static size_t pending_input(hconn_t *c)
 static bool sse_write(hconn_t *c, const char *data, size_t len)
 {
     if (pending_input(c) >= SSE_INPUT_MAX) {
-        log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream",
-                 c->sid, pending_input(c));
+        log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream", c->sid,
+                 pending_input(c));
         http_notify_ended(c);
         http_end_stream(c);
         return false;
     }
     if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
-        log_warn("session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
-                 c->sid, pending_output(c));
+        log_warn(
+            "session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
+            c->sid, pending_output(c));
         http_notify_ended(c);
         http_end_stream(c);
         return false;
@@ -562,7 +565,8 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
     STAT_INC(timer_wakeups_total);
     STAT_INC(get_streams_idle_ended_total);
     log_debug("session %.8s: standalone stream idle for %lld s (--get-idle-timeout): ended; the "
-              "client resumes", c->sid, (long long)g_cfg.get_idle_timeout_s);
+              "client resumes",
+              c->sid, (long long)g_cfg.get_idle_timeout_s);
     http_notify_ended(c);
     http_end_stream(c);
 }
@@ -622,7 +626,7 @@ static void handle_hmsg(http_thread_t *t, hmsg_t *m)
             break;
         }
         http_send_reply(c->req, m->status, m->content_type, m->body, m->len, m->session_id,
-                   m->retry_after);
+                        m->retry_after);
         http_hconn_free(c);
         break;
     case HM_SSE_START:
@@ -663,4 +667,3 @@ void http_deliver(uint32_t thread, mq_node_t *first, mq_node_t *last, size_t n)
 {
     mq_push_chain(&g_http[thread].inbox, first, last, n);
 }
-

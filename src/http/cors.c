@@ -1,3 +1,4 @@
+/* Threads: HTTP threads. */
 /* CORS on the MCP listener: see http/cors.h. HTTP threads only. */
 #include "http/cors.h"
 

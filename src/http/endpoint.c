@@ -1,3 +1,4 @@
+/* Threads: HTTP threads. */
 /* The /mcp endpoint: a request's checks (framing, Host/Origin, authentication, headers, body),
  * POST/GET/DELETE, and the hand-over to the session's worker. HTTP threads only. */
 #include "http/internal.h"
@@ -181,7 +182,8 @@ static void reply_not_here(struct evhttp_request *req, const json_t *id, const c
     char msg[300];
     snprintf(msg, sizeof msg,
              "Misdirected: the %s's shard %.3s is not served by this node (%s); retry: the "
-             "cluster routes it to the node that owns it", what, xid, shard_node_name());
+             "cluster routes it to the node that owns it",
+             what, xid, shard_node_name());
     STAT_INC(misdirected_total);
     http_reply_error(req, id, 503, MCP_ERR_NOT_HERE, msg, "1");
 }
@@ -192,13 +194,15 @@ static bool check_session_route(struct evhttp_request *req, const json_t *id, co
 {
     switch (r->err) {
     case ROUTE_ERR_NO_SESSION:
-        http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
-                    "Bad Request: the Mcp-Session-Id header is required (send initialize first to get one)",
-                    NULL);
+        http_reply_error(
+            req, id, 400, MCP_ERR_BAD_REQUEST,
+            "Bad Request: the Mcp-Session-Id header is required (send initialize first to get one)",
+            NULL);
         return false;
     case ROUTE_ERR_BAD_SESSION:
         http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
-                    "Bad Request: Mcp-Session-Id must be 1..256 visible ASCII characters", NULL);
+                         "Bad Request: Mcp-Session-Id must be 1..256 visible ASCII characters",
+                         NULL);
         return false;
     case ROUTE_ERR_UNKNOWN_SESSION:
         http_reply_error(req, id, 404, MCP_ERR_SESSION_NOT_FOUND, "Session not found", NULL);
@@ -224,8 +228,9 @@ static bool check_version_header(struct evhttp_request *req, const json_t *id, c
         return true; /* absent: 2025-03-26 is assumed */
     if (!proto_find(v)) {
         char msg[200];
-        snprintf(msg, sizeof msg, "Bad Request: unsupported MCP-Protocol-Version '%.40s' (supported: %s)",
-                 v, proto_supported_list());
+        snprintf(msg, sizeof msg,
+                 "Bad Request: unsupported MCP-Protocol-Version '%.40s' (supported: %s)", v,
+                 proto_supported_list());
         http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
         return false;
     }
@@ -242,9 +247,10 @@ static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, cons
     worker_t *w = worker_for_session(m->sid);
     if (!worker_admit(w, m)) {
         char msg[160];
-        snprintf(msg, sizeof msg,
-                 "Server busy: this session has %lld messages queued (the --mailbox limit); retry shortly",
-                 (long long)g_cfg.mailbox);
+        snprintf(
+            msg, sizeof msg,
+            "Server busy: this session has %lld messages queued (the --mailbox limit); retry shortly",
+            (long long)g_cfg.mailbox);
         http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
         wmsg_free(m);
         return;
@@ -265,7 +271,8 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
     if (json_is_array(body)) {
         size_t n = json_array_size(body);
         if (n == 0) {
-            http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL);
+            http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
+                             "Invalid Request: empty batch", NULL);
             return false;
         }
         for (size_t i = 0; i < n; i++) {
@@ -274,7 +281,7 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
             json_t *m = json_array_get(body, i);
             if (jsonrpc_str_is(json_object_get(m, "method"), "initialize")) {
                 http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
-                            "Invalid Request: initialize must not be part of a batch", NULL);
+                                 "Invalid Request: initialize must not be part of a batch", NULL);
                 return false;
             }
         }
@@ -289,7 +296,7 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
     if (jsonrpc_str_is(b->v.method, "initialize")) {
         if (b->kind != JR_REQUEST) {
             http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
-                        "Invalid Request: initialize must be a request (with an id)", NULL);
+                             "Invalid Request: initialize must be a request (with an id)", NULL);
             return false;
         }
         *is_init = true;
@@ -335,7 +342,8 @@ static json_t *collect_param_headers(struct evhttp_request *req, const char **du
             continue;
         char name[129];
         for (size_t i = 10; i <= kl; i++)
-            name[i - 10] = (char)(kv->key[i] >= 'A' && kv->key[i] <= 'Z' ? kv->key[i] + 32 : kv->key[i]);
+            name[i - 10] = (char)(kv->key[i] >= 'A' && kv->key[i] <= 'Z' ? kv->key[i] + 32
+                                                                         : kv->key[i]);
         if (!o)
             o = json_object();
         if (json_object_get(o, name)) {
@@ -357,7 +365,8 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     if (b->kind == JR_RESPONSE) {
         http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
                          "Invalid Request: a 2026-07-28 POST carries one request or notification, "
-                         "never a response", NULL);
+                         "never a response",
+                         NULL);
         return;
     }
     if (b->kind == JR_NOTIFICATION) {
@@ -391,9 +400,10 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         char quoted[201];
         jsonrpc_quote_name(b->v.method, quoted, sizeof quoted);
         snprintf(msg, sizeof msg,
-                 mk == MM_REMOVED ? "Method not found: %s does not exist in protocol version "
-                                    MODERN_VERSION " (it belongs to the session era)"
-                                  : "Method not found: %s",
+                 mk == MM_REMOVED
+                     ? "Method not found: %s does not exist in protocol version " MODERN_VERSION
+                       " (it belongs to the session era)"
+                     : "Method not found: %s",
                  quoted);
         http_reply_error(req, id, 404, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
         return;
@@ -401,7 +411,8 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     const char *dup = NULL;
     json_t *params = h->mcp_param ? collect_param_headers(req, &dup) : NULL;
     if (dup) {
-        snprintf(msg, sizeof msg, "Header mismatch: the %.140s header was sent more than once", dup);
+        snprintf(msg, sizeof msg, "Header mismatch: the %.140s header was sent more than once",
+                 dup);
         http_reply_error(req, id, 400, MCP_ERR_HEADER_MISMATCH, msg, NULL);
         return;
     }
@@ -440,7 +451,8 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     }
     if (idrc != 0) {
         json_decref(params);
-        http_reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a request id", NULL);
+        http_reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a request id",
+                         NULL);
         wmsg_free(m);
         return;
     }
@@ -460,30 +472,35 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     const json_t *id = b->id;
     const char *accept = h->accept;
     if (!accept_allows(accept, "application/json") || !accept_allows(accept, "text/event-stream")) {
-        http_reply_error(req, id, 406, MCP_ERR_BAD_REQUEST,
-                    "Not Acceptable: the Accept header must list both application/json and text/event-stream",
-                    NULL);
+        http_reply_error(
+            req, id, 406, MCP_ERR_BAD_REQUEST,
+            "Not Acceptable: the Accept header must list both application/json and text/event-stream",
+            NULL);
         return;
     }
     if (!content_type_is_json(h->content_type)) {
         http_reply_error(req, id, 415, MCP_ERR_BAD_REQUEST,
-                    "Unsupported Media Type: Content-Type must be application/json", NULL);
+                         "Unsupported Media Type: Content-Type must be application/json", NULL);
         return;
     }
     if (h->coding) {
         /* the body is read as it comes: a compressed one would only fail to parse (RFC 9110
          * 15.5.16: 415, and Accept-Encoding says which codings would do) */
         char msg[200];
-        snprintf(msg, sizeof msg, "Unsupported Media Type: Content-Encoding '%.60s' is not "
-                 "accepted; send the body uncoded (identity)", h->coding);
+        snprintf(msg, sizeof msg,
+                 "Unsupported Media Type: Content-Encoding '%.60s' is not "
+                 "accepted; send the body uncoded (identity)",
+                 h->coding);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Accept-Encoding", "identity");
         http_reply_error(req, id, 415, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
     if (b->info.too_many) {
         char msg[200];
-        snprintf(msg, sizeof msg, "Payload Too Large: the body holds more than %lld JSON values "
-                 "(--max-json-nodes)", (long long)g_cfg.max_json_nodes);
+        snprintf(msg, sizeof msg,
+                 "Payload Too Large: the body holds more than %lld JSON values "
+                 "(--max-json-nodes)",
+                 (long long)g_cfg.max_json_nodes);
         STAT_INC(limit_refusals_total);
         http_reply_error(req, NULL, 413, JSONRPC_INVALID_REQUEST, msg, NULL);
         return;
@@ -498,9 +515,13 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     if (!validate_body(req, b, &is_init))
         return;
     route_t r;
-    route_request(&(route_in_t){.verb = ROUTE_POST, .stateless_on = g_cfg.modern,
-                                .session_id = h->session_id, .version = h->version,
-                                .body = b->json, .view = &b->v, .is_init = is_init},
+    route_request(&(route_in_t){.verb = ROUTE_POST,
+                                .stateless_on = g_cfg.modern,
+                                .session_id = h->session_id,
+                                .version = h->version,
+                                .body = b->json,
+                                .view = &b->v,
+                                .is_init = is_init},
                   &r);
     if (r.kind == ROUTE_STATELESS) {
         handle_modern(t, req, h, who, link, b, &r);
@@ -509,9 +530,10 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     wmsg_t *m = wmsg_new(WM_POST);
     if (is_init) {
         if (r.err == ROUTE_ERR_INIT_IN_SESSION) {
-            http_reply_error(req, id, 400, JSONRPC_INVALID_REQUEST,
-                        "Invalid Request: initialize starts a new session and must be sent without Mcp-Session-Id",
-                        NULL);
+            http_reply_error(
+                req, id, 400, JSONRPC_INVALID_REQUEST,
+                "Invalid Request: initialize starts a new session and must be sent without Mcp-Session-Id",
+                NULL);
             wmsg_free(m);
             return;
         }
@@ -533,13 +555,15 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
             return;
         }
         if (session_id_new(m->sid) != 0) {
-            http_reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a session id", NULL);
+            http_reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a session id",
+                             NULL);
             wmsg_free(m);
             return;
         }
         m->u.post.create = true;
     } else {
-        if (!check_session_route(req, id, &r) || !check_version_header(req, id, h, m->u.client.proto_hdr)) {
+        if (!check_session_route(req, id, &r) ||
+            !check_version_header(req, id, h, m->u.client.proto_hdr)) {
             wmsg_free(m);
             return;
         }
@@ -556,23 +580,26 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
 static void refuse_sessionless(struct evhttp_request *req, const char *what)
 {
     char msg[200];
-    snprintf(msg, sizeof msg,
-             "Method Not Allowed: %s needs an Mcp-Session-Id (session era); protocol version "
-             MODERN_VERSION " uses POST only", what);
+    snprintf(
+        msg, sizeof msg,
+        "Method Not Allowed: %s needs an Mcp-Session-Id (session era); protocol version " MODERN_VERSION
+        " uses POST only",
+        what);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
     http_reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST, msg, NULL);
 }
 
 static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
-                        const char *who, hlink_t *link)
+                       const char *who, hlink_t *link)
 {
     if (!accept_allows(h->accept, "text/event-stream")) {
         http_reply_error(req, NULL, 406, MCP_ERR_BAD_REQUEST,
-                    "Not Acceptable: a GET must accept text/event-stream", NULL);
+                         "Not Acceptable: a GET must accept text/event-stream", NULL);
         return;
     }
     route_t r;
-    route_request(&(route_in_t){.verb = ROUTE_GET, .stateless_on = g_cfg.modern,
+    route_request(&(route_in_t){.verb = ROUTE_GET,
+                                .stateless_on = g_cfg.modern,
                                 .session_id = h->session_id},
                   &r);
     if (r.err == ROUTE_ERR_SESSIONLESS) {
@@ -580,7 +607,8 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
         return;
     }
     wmsg_t *m = wmsg_new(WM_GET);
-    if (!check_session_route(req, NULL, &r) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
+    if (!check_session_route(req, NULL, &r) ||
+        !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);
         return;
     }
@@ -588,16 +616,17 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
     const char *last = h->last_event_id;
     if (last) {
         if (!g_cfg.event_store) {
-            http_reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST,
-                        "Bad Request: this server runs with --no-event-store and cannot resume streams",
-                        NULL);
+            http_reply_error(
+                req, NULL, 400, MCP_ERR_BAD_REQUEST,
+                "Bad Request: this server runs with --no-event-store and cannot resume streams",
+                NULL);
             wmsg_free(m);
             return;
         }
         if (event_id_parse(last, &m->u.get.tag, &m->u.get.stream, &m->u.get.seq) != 0) {
-            http_reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST,
-                        "Bad Request: malformed Last-Event-ID (expected <streamId>:<16 hex digits>)",
-                        NULL);
+            http_reply_error(
+                req, NULL, 400, MCP_ERR_BAD_REQUEST,
+                "Bad Request: malformed Last-Event-ID (expected <streamId>:<16 hex digits>)", NULL);
             wmsg_free(m);
             return;
         }
@@ -607,10 +636,11 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
 }
 
 static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
-                        const char *who, hlink_t *link)
+                          const char *who, hlink_t *link)
 {
     route_t r;
-    route_request(&(route_in_t){.verb = ROUTE_DELETE, .stateless_on = g_cfg.modern,
+    route_request(&(route_in_t){.verb = ROUTE_DELETE,
+                                .stateless_on = g_cfg.modern,
                                 .session_id = h->session_id},
                   &r);
     if (r.err == ROUTE_ERR_SESSIONLESS) {
@@ -618,7 +648,8 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rh
         return;
     }
     wmsg_t *m = wmsg_new(WM_DELETE);
-    if (!check_session_route(req, NULL, &r) || !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
+    if (!check_session_route(req, NULL, &r) ||
+        !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);
         return;
     }
@@ -644,7 +675,10 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
     const char *origin = h->origin;
     if (!hostcheck_origin_ok(&g_hostcheck, origin)) {
         char msg[300];
-        snprintf(msg, sizeof msg, "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin and --cors-origin)", origin);
+        snprintf(
+            msg, sizeof msg,
+            "Forbidden: Origin '%.200s' is not allowed (see --allowed-origin and --cors-origin)",
+            origin);
         http_reply_error(req, id, 403, MCP_ERR_BAD_REQUEST, msg, NULL);
         return;
     }
@@ -671,7 +705,8 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
         return;
     default:
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, POST, DELETE");
-        http_reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST, "Method Not Allowed: use POST, GET or DELETE", NULL);
+        http_reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST,
+                         "Method Not Allowed: use POST, GET or DELETE", NULL);
         return;
     }
 }
@@ -716,7 +751,7 @@ void http_on_other(struct evhttp_request *req, void *arg)
         return;
     pbody_t b;
     parse_body(req, &b); /* a POST of a request gets its id back, as on /mcp */
-    http_reply_error(req, b.id, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp", NULL);
+    http_reply_error(req, b.id, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp",
+                     NULL);
     json_decref(b.json);
 }
-

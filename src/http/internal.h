@@ -72,9 +72,9 @@ typedef struct hlink {
     http_thread_t *t;
     struct evhttp_connection *evcon;
     hconn_t *sse;
-    hscan_t *scan; /* NULL when its bufferevent was not ours */
-    bool admitted; /* holds one of the --max-connections places */
-    int refused;   /* not admitted: -ENOSPC (every place is taken) or -EDQUOT (its address
+    hscan_t *scan;          /* NULL when its bufferevent was not ours */
+    bool admitted;          /* holds one of the --max-connections places */
+    int refused;            /* not admitted: -ENOSPC (every place is taken) or -EDQUOT (its address
                       holds its share of them) */
     principal_t *principal; /* reference: "a:<peer address>" (core/principal.h), or
                                "p:<address>" for a --trusted-proxy */
@@ -119,7 +119,7 @@ struct http_thread {
     uint32_t *gens;
     uint32_t *free_slots;
     uint32_t nslots, nfree, cap;
-    ptrmap_t links; /* evhttp_connection -> hlink_t */
+    ptrmap_t links;  /* evhttp_connection -> hlink_t */
     hfresh_t *fresh; /* accepted this loop iteration, not yet tracked (on_fresh) */
     uint32_t nfresh, capfresh;
     struct event *fresh_ev;

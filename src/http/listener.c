@@ -1,3 +1,4 @@
+/* Threads: main thread (http_init/run/quiesce/stop/free) and the HTTP threads. */
 /* The HTTP threads: listening sockets (SO_REUSEPORT, one per thread), their loops, start and
  * the stop order. Main thread (http_init/run/quiesce/stop/free) and the HTTP threads. */
 #include "http/internal.h"

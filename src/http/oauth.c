@@ -1,3 +1,4 @@
+/* Threads: HTTP threads; http_oauth_free on the main thread after they have ended. */
 /* Authentication and scopes of /mcp requests, and the Protected Resource Metadata route (see
  * oauth.h). HTTP threads only; each thread has its own verified-token cache, so no lock is
  * taken on a cache hit. */
@@ -39,7 +40,7 @@ typedef struct oc_entry {
     bool active;           /* false: an introspection said no (kept as long, so a flood of one
                               bad token does not become a flood of introspections) */
     char who[OAUTH_WHO_LEN + 1];
-    char *scope;           /* owned */
+    char *scope;               /* owned */
     char jkt[JWT_JKT_MAX + 1]; /* cnf.jkt: a DPoP-bound token ("" for a bearer token) */
 } oc_entry_t;
 
@@ -111,7 +112,7 @@ typedef struct tpark {
     pthread_mutex_t mu;
     hwait_t *done; /* handed back, under mu */
     struct event *ev;
-    int parked;    /* this thread's requests out with the auth thread */
+    int parked; /* this thread's requests out with the auth thread */
 } tpark_t;
 
 #define PARKED_MAX OAUTH_PARKED_MAX /* per HTTP thread */
@@ -253,8 +254,9 @@ void http_challenge(struct evhttp_request *req, const json_t *id, challenge_t ki
     size_t cap = 128 + (why ? strlen(why) : 0) + strlen(need) + strlen(g_authz.prm_url);
     char *h = xmalloc(cap);
     if (!g_authz.on) { /* static tokens alone: no metadata to point at */
-        snprintf(h, cap, kind == CH_NONE ? "Bearer realm=\"mcpactord\""
-                                         : "Bearer realm=\"mcpactord\", error=\"invalid_token\"");
+        snprintf(h, cap,
+                 kind == CH_NONE ? "Bearer realm=\"mcpactord\""
+                                 : "Bearer realm=\"mcpactord\", error=\"invalid_token\"");
     } else {
         int n = snprintf(h, cap, "Bearer ");
         if (kind == CH_INVALID)
@@ -273,8 +275,8 @@ void http_challenge(struct evhttp_request *req, const json_t *id, challenge_t ki
     if (kind == CH_NONE)
         snprintf(msg, sizeof msg, "Unauthorized: send Authorization: Bearer <token>");
     else if (kind == CH_INVALID)
-        snprintf(msg, sizeof msg, "Unauthorized: the bearer token is not valid%s%s", why ? ": " : "",
-                 why ? why : "");
+        snprintf(msg, sizeof msg, "Unauthorized: the bearer token is not valid%s%s",
+                 why ? ": " : "", why ? why : "");
     else
         snprintf(msg, sizeof msg, "Forbidden: insufficient scope: this request needs %s", need);
     http_reply_error(req, id, kind == CH_SCOPE ? 403 : 401, MCP_ERR_BAD_REQUEST, msg, NULL);
@@ -427,8 +429,9 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     jwks_t *keys = issuer_keys();
     if (!keys) {
         if (!(issuer_refresh() && park(t, req, ISSUER_WAIT_KEYS, key, NULL, 0)))
-            http_auth_unavailable(req, id, "the authorization server's signing keys are not available yet",
-                        "2");
+            http_auth_unavailable(req, id,
+                                  "the authorization server's signing keys are not available yet",
+                                  "2");
         return false;
     }
     if (now_mono_ms() / 1000 > jwks_fetched(keys) + jwks_max_age(keys))
@@ -441,8 +444,10 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     if (r == JWT_UNKNOWN_KID && issuer_refresh()) {
         /* key rotation: the fetch under way may bring it; the request waits for it */
         if (!park(t, req, ISSUER_WAIT_KEYS, key, NULL, 0))
-            http_auth_unavailable(req, id, "the token's signing key is being fetched from the "
-                        "authorization server", "1");
+            http_auth_unavailable(req, id,
+                                  "the token's signing key is being fetched from the "
+                                  "authorization server",
+                                  "1");
         return false;
     }
     if (r == JWT_UNKNOWN_KID && !(tl_resumed && tl_resumed->w.kind == ISSUER_WAIT_KEYS)) {
@@ -450,8 +455,10 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
          * throw a good token away); one that waited for a fetch and still has no key gets 401 */
         char retry[16];
         snprintf(retry, sizeof retry, "%d", issuer_cooldown_left_s());
-        http_auth_unavailable(req, id, "the token's signing key is not in the authorization server's key "
-                    "set fetched moments ago; it is fetched again after a cooldown", retry);
+        http_auth_unavailable(req, id,
+                              "the token's signing key is not in the authorization server's key "
+                              "set fetched moments ago; it is fetched again after a cooldown",
+                              retry);
         return false;
     }
     if (r != JWT_OK) {
@@ -464,7 +471,8 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     log_debug("auth: a token of %s for subject %s is principal %s", g_authz.issuer,
               loggable(cl.sub, esc, sizeof esc), who);
     memcpy(jkt, cl.jkt, JWT_JKT_MAX + 1);
-    *scope = c ? cache_put(c, key, cl.exp + g_authz.leeway, true, cl.scope, who, cl.jkt)->scope : "";
+    *scope = c ? cache_put(c, key, cl.exp + g_authz.leeway, true, cl.scope, who, cl.jkt)->scope
+               : "";
     return true;
 }
 
@@ -567,7 +575,8 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     char jkt[JWT_JKT_MAX + 1] = "";
     if (!jwt_looks_like(tok, len)) {
         if (!issuer_introspects()) {
-            http_challenge(req, id, CH_INVALID, need, "the token is not a JWT this server can verify");
+            http_challenge(req, id, CH_INVALID, need,
+                           "the token is not a JWT this server can verify");
             return false;
         }
         if (!check_opaque(t, req, id, tok, len, need, &scope, who, jkt))

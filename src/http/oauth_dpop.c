@@ -1,3 +1,4 @@
+/* Threads: HTTP threads; http_dpop_free on the main thread after they have ended. */
 /* DPoP (RFC 9449) at the resource server: a DPoP-bound token must come with the DPoP scheme and
  * one valid proof for this request (method, URL, the token's hash, fresh, its jti never seen
  * before: actor/jti.c's durable replay cache), and a refusal carries both challenges. HTTP
@@ -74,14 +75,22 @@ static void dpop_refuse(struct evhttp_request *req, const json_t *id, const char
 static const char *method_name(enum evhttp_cmd_type c)
 {
     switch (c) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_PATCH: return "PATCH";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    default: return "?";
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    default:
+        return "?";
     }
 }
 
@@ -134,8 +143,14 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
     uint32_t ti = t ? t->idx : 0;
     if (ti < 64 && !g_dpop_keys[ti])
         g_dpop_keys[ti] = xcalloc(1, sizeof(dpop_keycache_t));
-    dpop_expect_t ex = {method_name(evhttp_request_get_command(req)), htu, tok, len, jkt,
-                        (int64_t)time(NULL), g_authz.leeway, DPOP_MAX_AGE_S,
+    dpop_expect_t ex = {method_name(evhttp_request_get_command(req)),
+                        htu,
+                        tok,
+                        len,
+                        jkt,
+                        (int64_t)time(NULL),
+                        g_authz.leeway,
+                        DPOP_MAX_AGE_S,
                         ti < 64 ? g_dpop_keys[ti] : NULL};
     dpop_proof_t p;
     const char *why = NULL;
@@ -160,14 +175,16 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
     case JTI_FULL: {
         char retry[24];
         snprintf(retry, sizeof retry, "%lld", (long long)jti_retry_after());
-        http_auth_unavailable(req, id,
-                    "the DPoP replay cache is full for this proof key (--principal-share of "
-                    "--auth-dpop-jti-max)",
-                    retry);
+        http_auth_unavailable(
+            req, id,
+            "the DPoP replay cache is full for this proof key (--principal-share of "
+            "--auth-dpop-jti-max)",
+            retry);
         return false;
     }
     default:
-        http_auth_unavailable(req, id, "the DPoP proof cannot be recorded (the store refuses writes)", "5");
+        http_auth_unavailable(req, id,
+                              "the DPoP proof cannot be recorded (the store refuses writes)", "5");
         return false;
     }
 }

@@ -1,3 +1,4 @@
+/* Threads: HTTP threads. */
 /* HTTP replies: the reason phrase, the Date header (formatted once a second per thread),
  * complete answers and JSON-RPC errors, the refusal of CONNECT, and the memory trim after a big
  * body. HTTP threads only. */
@@ -24,21 +25,36 @@
 static const char *reason_of(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+    case 200:
+        return "OK";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 413:
+        return "Payload Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 429:
+        return "Too Many Requests";
+    case 500:
+        return "Internal Server Error";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return "Status";
     }
 }
 
@@ -75,7 +91,7 @@ const char *http_date_now(void)
 }
 
 void http_send_reply(struct evhttp_request *req, int status, const char *ctype, const char *body,
-                       size_t len, const char *sid, const char *retry_after)
+                     size_t len, const char *sid, const char *retry_after)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
     /* Date and Content-Length given here so evhttp does not format them with snprintf.
@@ -108,7 +124,7 @@ void http_send_reply(struct evhttp_request *req, int status, const char *ctype, 
 
 /* id: the request's id to echo (borrowed), NULL for null. */
 void http_reply_error(struct evhttp_request *req, const json_t *id, int status, int code,
-                        const char *msg, const char *retry_after)
+                      const char *msg, const char *retry_after)
 {
     http_reply_error_data(req, id, status, code, msg, NULL, retry_after);
 }
@@ -156,6 +172,6 @@ void http_refuse_connect(struct evhttp_request *req)
     evhttp_add_header(out, "Connection", "close");
     http_reply_error(req, NULL, 405, MCP_ERR_BAD_REQUEST,
                      "Method Not Allowed: CONNECT (this server opens no tunnels); use POST, GET "
-                     "or DELETE on /mcp", NULL);
+                     "or DELETE on /mcp",
+                     NULL);
 }
-

@@ -1,3 +1,5 @@
+/* Threads: worker threads; the jobs' run functions on the tool pool threads (or inline on the
+ * worker); mcp_init on the main thread. */
 /* The methods both eras share (lists, tools/call, resources, prompts, completion), what their
  * jobs run, and the dispatch of every method: worker thread only. A session (session.c) and a
  * modern request's actor (modern.c) dispatch here, through the handler the method table
@@ -169,7 +171,8 @@ static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
     }
     json_t *name = pv[0];
     if (!json_is_string(name)) {
-        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "tools/call needs params.name (a string)", NULL);
+        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "tools/call needs params.name (a string)",
+                         NULL);
         return;
     }
     const char *tname = jsonrpc_cstr(name);
@@ -206,7 +209,8 @@ static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
             mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
         return;
     }
-    if (a->modern && t->param_headers && modern_check_params(t->input_schema, args, actor_ext(a, "ph"), why, sizeof why)) {
+    if (a->modern && t->param_headers &&
+        modern_check_params(t->input_schema, args, actor_ext(a, "ph"), why, sizeof why)) {
         json_decref(empty);
         mcp_answer_error(a, c, MCP_ERR_HEADER_MISMATCH, why, NULL);
         return;
@@ -243,7 +247,8 @@ static void mcp_on_resources_read(actor_t *a, call_t *c, json_t *params)
 {
     json_t *uri = json_object_get(params, "uri");
     if (!json_is_string(uri)) {
-        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "resources/read needs params.uri (a string)", NULL);
+        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "resources/read needs params.uri (a string)",
+                         NULL);
         return;
     }
     json_t *vars;
@@ -276,12 +281,13 @@ static void do_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
     json_decref(vars);
     if (!r) {
         mcp_answer_error(a, c, MCP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
-                     json_pack("{s:O}", "uri", uri));
+                         json_pack("{s:O}", "uri", uri));
         return;
     }
     if (on && !r->subscribable) {
-        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "this resource does not support subscriptions",
-                     json_pack("{s:O}", "uri", uri));
+        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
+                         "this resource does not support subscriptions",
+                         json_pack("{s:O}", "uri", uri));
         return;
     }
     if (!a->subscriptions)
@@ -297,9 +303,12 @@ static void do_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
 static void mcp_on_prompts_get(actor_t *a, call_t *c, json_t *params)
 {
     json_t *name = json_object_get(params, "name");
-    const prompt_t *p = jsonrpc_cstr(name) ? registry_find_prompt(mcp_reg(), jsonrpc_cstr(name)) : NULL;
+    const prompt_t *p = jsonrpc_cstr(name) ? registry_find_prompt(mcp_reg(), jsonrpc_cstr(name))
+                                           : NULL;
     if (!p) {
-        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, json_is_string(name) ? "Unknown prompt" : "prompts/get needs params.name", NULL);
+        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
+                         json_is_string(name) ? "Unknown prompt" : "prompts/get needs params.name",
+                         NULL);
         return;
     }
     json_t *args = json_object_get(params, "arguments");
@@ -364,8 +373,9 @@ static const char *complete_ref_error(json_t *ref, const char *arg_name)
                                                                : "ref.uri must be a string";
         for (size_t i = 0; i < mcp_reg()->n_templates; i++) {
             if (strcmp(mcp_reg()->templates[i].uri_template, uri) == 0)
-                return template_has_var(uri, arg_name) ? NULL
-                                                       : "The resource template has no variable of that name";
+                return template_has_var(uri, arg_name)
+                           ? NULL
+                           : "The resource template has no variable of that name";
         }
         return "Unknown resource template";
     }
@@ -375,22 +385,25 @@ static const char *complete_ref_error(json_t *ref, const char *arg_name)
 static void mcp_on_completion_complete(actor_t *a, call_t *c, json_t *params)
 {
     if (!mcp_reg()->complete) {
-        mcp_answer_error(a, c, JSONRPC_METHOD_NOT_FOUND, "Method not found: completion/complete", NULL);
+        mcp_answer_error(a, c, JSONRPC_METHOD_NOT_FOUND, "Method not found: completion/complete",
+                         NULL);
         return;
     }
     json_t *ref = json_object_get(params, "ref");
     json_t *arg = json_object_get(params, "argument");
     if (!json_is_object(ref) || !json_is_object(arg) ||
-        !json_is_string(json_object_get(arg, "name")) || !json_is_string(json_object_get(arg, "value"))) {
+        !json_is_string(json_object_get(arg, "name")) ||
+        !json_is_string(json_object_get(arg, "value"))) {
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
-                     "completion/complete needs params.ref and params.argument {name, value}", NULL);
+                         "completion/complete needs params.ref and params.argument {name, value}",
+                         NULL);
         return;
     }
     const char *arg_name = jsonrpc_cstr(json_object_get(arg, "name"));
     if (!arg_name || !jsonrpc_cstr(json_object_get(arg, "value"))) {
         /* the completion provider gets C strings: one holding U+0000 would reach it cut */
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
-                     "params.argument name and value must not hold U+0000", NULL);
+                         "params.argument name and value must not hold U+0000", NULL);
         return;
     }
     const char *bad = complete_ref_error(ref, arg_name);
@@ -409,9 +422,10 @@ static void mcp_on_logging_setLevel(actor_t *a, call_t *c, json_t *params)
 {
     int lvl = log_level_index(jsonrpc_cstr(json_object_get(params, "level")));
     if (lvl < 0) {
-        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
-                     "params.level must be one of debug, info, notice, warning, error, critical, alert, emergency",
-                     NULL);
+        mcp_answer_error(
+            a, c, JSONRPC_INVALID_PARAMS,
+            "params.level must be one of debug, info, notice, warning, error, critical, alert, emergency",
+            NULL);
         return;
     }
     a->log_level = lvl;
@@ -552,7 +566,7 @@ void mcp_job_done(actor_t *a, job_t *j)
     }
     if (!r) {
         mcp_answer_error(a, c, j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR,
-                     j->err[0] ? j->err : "internal error", NULL);
+                         j->err[0] ? j->err : "internal error", NULL);
         return;
     }
     if (j->kind == JOB_COMPLETE) {

@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* MCP 2026-07-28: one request, one actor. Worker thread only.
  *
  * The HTTP thread has checked the request's _meta, its mirrored headers and its method
@@ -123,26 +124,34 @@ static const char *check_props(const json_t *schema, const json_t *args, const j
             const char *raw = json_string_value(json_object_get(hdrs, lower));
             bool present = v && !json_is_null(v);
             if (present && !raw) {
-                snprintf(why, whylen, "Header mismatch: the Mcp-Param-%s header is required: "
-                         "argument '%s' is set", hn, name);
+                snprintf(why, whylen,
+                         "Header mismatch: the Mcp-Param-%s header is required: "
+                         "argument '%s' is set",
+                         hn, name);
                 return why;
             }
             if (raw) {
                 static _Thread_local char dec[MODERN_HEADER_VALUE_MAX + 1];
                 size_t dl;
                 if (modern_header_decode(raw, dec, sizeof dec, &dl) != 0) {
-                    snprintf(why, whylen, "Header mismatch: Mcp-Param-%s holds characters a header "
-                             "may not carry, or malformed =?base64?...?=", hn);
+                    snprintf(why, whylen,
+                             "Header mismatch: Mcp-Param-%s holds characters a header "
+                             "may not carry, or malformed =?base64?...?=",
+                             hn);
                     return why;
                 }
                 if (!present) {
-                    snprintf(why, whylen, "Header mismatch: Mcp-Param-%s was sent but argument "
-                             "'%s' is not set", hn, name);
+                    snprintf(why, whylen,
+                             "Header mismatch: Mcp-Param-%s was sent but argument "
+                             "'%s' is not set",
+                             hn, name);
                     return why;
                 }
                 if (!header_matches(v, dec, dl)) {
-                    snprintf(why, whylen, "Header mismatch: Mcp-Param-%s header value does not "
-                             "match argument '%s'", hn, name);
+                    snprintf(why, whylen,
+                             "Header mismatch: Mcp-Param-%s header value does not "
+                             "match argument '%s'",
+                             hn, name);
                     return why;
                 }
             }
@@ -187,7 +196,8 @@ int modern_state_key_init(const char *file, int64_t ttl_ms)
     if (fd >= 0) {
         struct stat st;
         ssize_t n = fstat(fd, &st) == 0 && st.st_size == REQSTATE_KEY_LEN
-                        ? read(fd, g_key, sizeof g_key) : -1;
+                        ? read(fd, g_key, sizeof g_key)
+                        : -1;
         close(fd);
         if (n != REQSTATE_KEY_LEN) {
             log_error("%s: a requestState key file holds exactly %d bytes", file, REQSTATE_KEY_LEN);
@@ -195,7 +205,8 @@ int modern_state_key_init(const char *file, int64_t ttl_ms)
         }
         if (st.st_mode & 077)
             log_warn("%s is readable by group or others (chmod 600): whoever reads it can forge "
-                     "requestState tokens", file);
+                     "requestState tokens",
+                     file);
         return 0;
     }
     if (errno != ENOENT) {
@@ -214,7 +225,9 @@ int modern_state_key_init(const char *file, int64_t ttl_ms)
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", file, (long)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     /* link, not rename: a process that created the file meanwhile wins and both use its key */
-    int rc = fd < 0 || write(fd, g_key, sizeof g_key) != (ssize_t)sizeof g_key || fsync(fd) != 0 ? -1 : 0;
+    int rc = fd < 0 || write(fd, g_key, sizeof g_key) != (ssize_t)sizeof g_key || fsync(fd) != 0
+                 ? -1
+                 : 0;
     if (fd >= 0 && close(fd) != 0)
         rc = -1;
     if (rc == 0 && link(tmp, file) != 0)
@@ -299,8 +312,9 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     json_pick(params, KEYS, 2, pv);
     json_t *ir = pv[0], *rs = pv[1];
     if (ir && !json_is_object(ir))
-        return input_error(a, c, "Invalid params: params.inputResponses must be an object of "
-                                 "answers keyed as the inputRequests were");
+        return input_error(a, c,
+                           "Invalid params: params.inputResponses must be an object of "
+                           "answers keyed as the inputRequests were");
     if (rs && !jsonrpc_cstr(rs))
         return input_error(a, c, "Invalid params: params.requestState must be a string");
     if (!ir && !rs) {
@@ -323,11 +337,13 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         json_t *p;
         int rc = reqstate_open(g_key, json_string_value(rs), now_wall_ms(), &p);
         if (rc == -ETIME)
-            return input_error(a, c, "Invalid params: requestState has expired "
-                                     "(--request-state-ttl); send the request again without it");
+            return input_error(a, c,
+                               "Invalid params: requestState has expired "
+                               "(--request-state-ttl); send the request again without it");
         if (rc != 0)
-            return input_error(a, c, "Invalid params: requestState failed verification: it was "
-                                     "altered, or minted by another server");
+            return input_error(a, c,
+                               "Invalid params: requestState failed verification: it was "
+                               "altered, or minted by another server");
         const char *rid = json_string_value(json_object_get(p, "r"));
         json_int_t n = json_integer_value(json_object_get(p, "n"));
         bool same = json_integer_value(json_object_get(p, "m")) == (json_int_t)c->method &&
@@ -335,8 +351,9 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
                     jsonrpc_str_is(json_object_get(p, "p"), a->auth_name);
         if (!same || !rid || !session_id_valid(rid)) {
             json_decref(p);
-            return input_error(a, c, "Invalid params: requestState belongs to another request "
-                                     "(method, name, arguments or principal differ)");
+            return input_error(a, c,
+                               "Invalid params: requestState belongs to another request "
+                               "(method, name, arguments or principal differ)");
         }
         actor_t *rec = worker_for_session(rid) == a->w ? actor_find_or_load(a->w, rid) : NULL;
         if (!rec || rec->kind != ACTOR_RECORD ||
@@ -345,9 +362,10 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
             if (rec)
                 worker_note_activity(a->w, rec);
             STAT_INC(request_state_refused_total);
-            return input_error(a, c, "Invalid params: requestState was already used or its "
-                                     "exchange has ended (a replay is refused); send the request "
-                                     "again without it");
+            return input_error(a, c,
+                               "Invalid params: requestState was already used or its "
+                               "exchange has ended (a replay is refused); send the request "
+                               "again without it");
         }
         /* one retry of a round at a time: a concurrent retry of the same state would run the
          * handler again with the same answers and complete the round twice (issue 21: 20
@@ -360,9 +378,10 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
             json_decref(p);
             worker_note_activity(a->w, rec);
             STAT_INC(request_state_refused_total);
-            return input_error(a, c, "Invalid params: requestState is in use by another retry "
-                                     "of this round that is still running; each round completes "
-                                     "once: use the answer of that retry");
+            return input_error(a, c,
+                               "Invalid params: requestState is in use by another retry "
+                               "of this round that is still running; each round completes "
+                               "once: use the answer of that retry");
         }
         json_object_set_new(recx, "busy", json_string(a->sid));
         json_object_update(answers, json_object_get(recx, "a"));
@@ -421,7 +440,8 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
 {
     worker_t *w = a->w;
     if (!mrtr_of(a, c)) { /* only calls that went through take_input get here */
-        mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "input requests are not possible here", NULL);
+        mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "input requests are not possible here",
+                         NULL);
         return;
     }
     actor_t *rec = live_record(a);
@@ -430,7 +450,8 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
         char msg[200];
         snprintf(msg, sizeof msg,
                  "Server busy: %lld input-request exchanges are pending (--max-input-records); "
-                 "retry later", (long long)g_cfg.max_input_records);
+                 "retry later",
+                 (long long)g_cfg.max_input_records);
         STAT_INC(limit_refusals_total);
         mcp_answer_error(a, c, MCP_ERR_OVERLOADED, msg, NULL);
         return;
@@ -448,9 +469,10 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
     }
     json_t *mr = actor_ext(a, "mrtr");
     if (!json_object_get(mr, "o"))
-        json_object_set_new(mr, "o", json_boolean(tool_is_once(
-            (stats_method_t)json_integer_value(json_object_get(mr, "m")),
-            jsonrpc_cstr(json_array_get(json_object_get(mr, "b"), 0)))));
+        json_object_set_new(
+            mr, "o",
+            json_boolean(tool_is_once((stats_method_t)json_integer_value(json_object_get(mr, "m")),
+                                      jsonrpc_cstr(json_array_get(json_object_get(mr, "b"), 0)))));
     if (!json_object_get(mr, "d")) {
         char digest[33];
         reqstate_digest(json_object_get(mr, "b"), digest);
@@ -516,7 +538,8 @@ static json_t *discover_result(void)
     json_object_set_new(r, "supportedVersions", modern_supported_versions());
     json_object_set_new(r, "capabilities", caps);
     json_object_set_new(r, "instructions",
-                        json_string("mcpactord: durable MCP server. Tools are listed by tools/list."));
+                        json_string(
+                            "mcpactord: durable MCP server. Tools are listed by tools/list."));
     return r;
 }
 
@@ -537,7 +560,8 @@ void mcp_on_subscriptions_listen(actor_t *a, call_t *c, json_t *params)
     if (!json_is_object(f)) {
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
                          "Invalid params: subscriptions/listen needs params.notifications (a "
-                         "SubscriptionFilter object)", NULL);
+                         "SubscriptionFilter object)",
+                         NULL);
         return;
     }
     if (json_object_get(f, "taskIds") && !tasks_declared(a)) {
@@ -552,14 +576,16 @@ void mcp_on_subscriptions_listen(actor_t *a, call_t *c, json_t *params)
         json_object_set_new(honoured, "toolsListChanged", json_true());
     if (json_is_true(json_object_get(f, "promptsListChanged")) && r->n_prompts)
         json_object_set_new(honoured, "promptsListChanged", json_true());
-    if (json_is_true(json_object_get(f, "resourcesListChanged")) && (r->n_resources || r->n_templates))
+    if (json_is_true(json_object_get(f, "resourcesListChanged")) &&
+        (r->n_resources || r->n_templates))
         json_object_set_new(honoured, "resourcesListChanged", json_true());
     json_t *subs = json_object_get(f, "resourceSubscriptions");
     if (subs && !json_is_array(subs)) {
         json_decref(honoured);
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
                          "Invalid params: notifications.resourceSubscriptions must be an array of "
-                         "resource URIs", NULL);
+                         "resource URIs",
+                         NULL);
         return;
     }
     json_t *kept = json_array();
@@ -580,7 +606,8 @@ void mcp_on_subscriptions_listen(actor_t *a, call_t *c, json_t *params)
     actor_stream_start_sse(a, c->stream);
     json_t *ack = json_pack("{s:{s:O},s:O}", "_meta", META_SUBSCRIPTION_ID, c->id, "notifications",
                             honoured);
-    actor_stream_send(a, c->stream, jsonrpc_notification("notifications/subscriptions/acknowledged", ack));
+    actor_stream_send(a, c->stream,
+                      jsonrpc_notification("notifications/subscriptions/acknowledged", ack));
     log_debug("a subscriptions/listen stream opened");
 }
 

@@ -1,3 +1,4 @@
+/* Threads: main thread while building (toolsets, plugins); read-only afterwards, any thread. */
 /* The registry: main thread while building, read-only afterwards (any thread). */
 #include "mcp/registry.h"
 

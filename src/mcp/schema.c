@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* A small JSON Schema validator. Pure, any thread. */
 #include "mcp/schema.h"
 

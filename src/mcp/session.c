@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* The MCP methods of a session: worker thread only.
  *
  * A POST body is dispatched in order: notifications and responses take effect at once;
@@ -40,7 +41,8 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
          * an unbounded clientInfo would make each of those writes that large */
         bad = "params.capabilities and params.clientInfo together take more than 65536 bytes";
     if (bad) {
-        actor_reply(w, m->u.client.conn, 400, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, bad, NULL), NULL);
+        actor_reply(w, m->u.client.conn, 400, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, bad, NULL),
+                    NULL);
         return;
     }
     actor_t *a = actor_create(w, m->sid);
@@ -64,7 +66,9 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     worker_stat_add(w, DS_SESSIONS_STORED, 1);
     STAT_INC(requests_total[SM_initialize]);
     log_info("session %.8s created: protocol %s, client %s", a->sid, a->proto->version,
-             json_string_value(json_object_get(info, "name")) ? json_string_value(json_object_get(info, "name")) : "?");
+             json_string_value(json_object_get(info, "name"))
+                 ? json_string_value(json_object_get(info, "name"))
+                 : "?");
 
     stream_t *s = actor_new_post_stream(a, m->u.client.conn);
     s->session_header = true;
@@ -80,7 +84,8 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     json_object_set_new(result, "capabilities", registry_capabilities(mcp_reg()));
     json_object_set_new(result, "serverInfo", mcp_server_info());
     json_object_set_new(result, "instructions",
-                        json_string("mcpactord: durable MCP sessions. Tools are listed by tools/list."));
+                        json_string(
+                            "mcpactord: durable MCP sessions. Tools are listed by tools/list."));
     mcp_answer(a, c, result);
     s->dispatching = false;
     actor_stream_settle(a, s);
@@ -135,11 +140,13 @@ static void handle_response(actor_t *a, json_t *msg)
                 snprintf(why, sizeof why, "the client answered with error %lld: %s",
                          (long long)json_integer_value(json_object_get(err, "code")),
                          json_string_value(json_object_get(err, "message"))
-                             ? json_string_value(json_object_get(err, "message")) : "");
+                             ? json_string_value(json_object_get(err, "message"))
+                             : "");
                 job_reply(p->job, p->wait_seq, NULL, why);
             } else {
                 /* a copy: the body stays with this worker, the result goes to the tool thread */
-                job_reply(p->job, p->wait_seq, json_deep_copy(json_object_get(msg, "result")), NULL);
+                job_reply(p->job, p->wait_seq, json_deep_copy(json_object_get(msg, "result")),
+                          NULL);
             }
             free(p);
             return;
@@ -155,9 +162,11 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
     bool batch = json_is_array(body);
     if (batch && !a->proto->batches) {
         char msg[160];
-        snprintf(msg, sizeof msg, "Invalid Request: JSON-RPC batches are not supported in protocol version %s",
+        snprintf(msg, sizeof msg,
+                 "Invalid Request: JSON-RPC batches are not supported in protocol version %s",
                  a->proto->version);
-        actor_reply_error(a->w, m->u.client.conn, NULL, 400, JSONRPC_INVALID_REQUEST, msg); /* a batch: no id */
+        actor_reply_error(a->w, m->u.client.conn, NULL, 400, JSONRPC_INVALID_REQUEST,
+                          msg); /* a batch: no id */
         return;
     }
     size_t n = m->u.post.n;
@@ -173,7 +182,8 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
         char msg[240];
         snprintf(msg, sizeof msg,
                  "Invalid Request: this batch carries %d requests and a session may have at most "
-                 "%lld in flight (--max-streams); split it", requests, (long long)g_cfg.max_streams);
+                 "%lld in flight (--max-streams); split it",
+                 requests, (long long)g_cfg.max_streams);
         STAT_INC(limit_refusals_total);
         actor_reply_error(a->w, m->u.client.conn, NULL, 413, JSONRPC_INVALID_REQUEST, msg);
         return;
@@ -225,7 +235,8 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
                 v1 = m->u.post.v;
             calls[i] = actor_add_call(a, s, v1.id, jsonrpc_method_slot(v1.method));
             if (m->u.client.recv_us)
-                calls[i]->started_us = m->u.client.recv_us; /* latency counts from receipt, queueing included */
+                calls[i]->started_us =
+                    m->u.client.recv_us; /* latency counts from receipt, queueing included */
         }
     }
     if (g_cfg.response_mode == RESPONSE_SSE)

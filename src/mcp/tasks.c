@@ -1,3 +1,4 @@
+/* Threads: worker threads. */
 /* The tasks extension (SEP-2663) on the 2026-07-28 path: worker thread only.
  *
  * A task is a durable actor (ACTOR_TASK, actor.h): the session machinery without streams, like
@@ -86,10 +87,11 @@ static json_t *task_fields(const char *task_id, const json_t *st)
     if (json_is_string(sm))
         json_object_set(o, "statusMessage", sm);
     json_object_set_new(o, "createdAt", iso_time(json_integer_value(json_object_get(st, "ca"))));
-    json_object_set_new(o, "lastUpdatedAt", iso_time(json_integer_value(json_object_get(st, "ua"))));
+    json_object_set_new(o, "lastUpdatedAt",
+                        iso_time(json_integer_value(json_object_get(st, "ua"))));
     json_t *ttl = json_object_get(st, "ttl");
-    json_object_set_new(o, "ttlMs", json_is_integer(ttl) ? json_integer(json_integer_value(ttl))
-                                                         : json_null());
+    json_object_set_new(o, "ttlMs",
+                        json_is_integer(ttl) ? json_integer(json_integer_value(ttl)) : json_null());
     json_int_t pi = json_integer_value(json_object_get(st, "pi"));
     if (pi > 0)
         json_object_set_new(o, "pollIntervalMs", json_integer(pi));
@@ -102,15 +104,17 @@ json_t *tasks_detailed(const char *task_id, const json_t *st, const json_t *resu
     const char *s = status_of(st);
     if (strcmp(s, "input_required") == 0) {
         json_t *ir = json_object_get(st, "ir");
-        json_object_set_new(o, "inputRequests", json_is_object(ir) ? json_deep_copy(ir) : json_object());
+        json_object_set_new(o, "inputRequests",
+                            json_is_object(ir) ? json_deep_copy(ir) : json_object());
     } else if (strcmp(s, "completed") == 0 && result) {
         json_object_set_new(o, "result", json_deep_copy(result));
     } else if (strcmp(s, "failed") == 0) {
         json_t *err = json_object_get(st, "err");
-        json_object_set_new(o, "error", json_is_object(err) ? json_deep_copy(err)
-                                                            : json_pack("{s:i,s:s}", "code",
-                                                                        JSONRPC_INTERNAL_ERROR,
-                                                                        "message", "failed"));
+        json_object_set_new(o, "error",
+                            json_is_object(err)
+                                ? json_deep_copy(err)
+                                : json_pack("{s:i,s:s}", "code", JSONRPC_INTERNAL_ERROR, "message",
+                                            "failed"));
     }
     return o;
 }
@@ -147,7 +151,8 @@ static void set_status(actor_t *task, const char *status, const char *message)
     actor_persist_meta(task);
 }
 
-static void task_fail(actor_t *task, int code, const char *msg, json_t *data, const char *status_msg)
+static void task_fail(actor_t *task, int code, const char *msg, json_t *data,
+                      const char *status_msg)
 {
     json_t *err = json_pack("{s:i,s:s}", "code", code, "message", msg);
     if (data)
@@ -216,8 +221,8 @@ static void run_again(actor_t *task)
     json_t *args = t ? load_state(task, TASK_STATE_ARGS) : NULL;
     if (!args) {
         task_fail(task, JSONRPC_INTERNAL_ERROR,
-                  t ? "the task's arguments are lost" : "the task's tool is no longer served",
-                  NULL, NULL);
+                  t ? "the task's arguments are lost" : "the task's tool is no longer served", NULL,
+                  NULL);
         return;
     }
     start_run(task, mcp_tool_job(task, t, args), json_object_get(st, "ans"));
@@ -241,9 +246,10 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
         if (!(t->flags & MCPD_TOOL_TASK_REQUIRED))
             return false; /* the server may run it synchronously instead */
         code = MCP_ERR_OVERLOADED;
-        refusal = rc == -EDQUOT ? "Too many tasks: this client holds its share of --max-tasks "
-                                  "(--principal-share); cancel some or retry later"
-                                : "Server busy: too many tasks are stored (--max-tasks); retry later";
+        refusal = rc == -EDQUOT
+                      ? "Too many tasks: this client holds its share of --max-tasks "
+                        "(--principal-share); cancel some or retry later"
+                      : "Server busy: too many tasks are stored (--max-tasks); retry later";
         STAT_INC(limit_refusals_total);
         if (rc == -EDQUOT)
             STAT_INC(share_refusals_total);
@@ -439,15 +445,16 @@ void tasks_handle_request(actor_t *a, call_t *c, json_t *params)
     }
     json_t *idv = json_object_get(params, "taskId");
     if (!json_is_string(idv)) {
-        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "Invalid params: params.taskId must be a string",
-                         NULL);
+        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
+                         "Invalid params: params.taskId must be a string", NULL);
         return;
     }
     json_t *responses = json_object_get(params, "inputResponses");
     if (c->method == SM_tasks_update && !json_is_object(responses)) {
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
                          "Invalid params: params.inputResponses must be an object of answers keyed "
-                         "as the task's inputRequests", NULL);
+                         "as the task's inputRequests",
+                         NULL);
         return;
     }
     /* the same answer for an unknown, expired or another principal's task */

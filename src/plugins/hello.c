@@ -1,3 +1,4 @@
+/* Threads: main thread (mcpd_plugin_init); the tool's handler on the tool pool threads. */
 /* Example plugin: `--plugin libmcpd_hello.so` adds the tool `greet`.
  * Build your own the same way: include <mcpactord/tool.h>, export mcpd_plugin_init, link
  * against jansson, and let the server resolve the mcpd_* symbols at load time. */

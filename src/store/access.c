@@ -1,3 +1,4 @@
+/* Threads: any thread (workers, tool pool threads, the shard-move and admin threads). */
 /* The store's reads and writes: write batches and their commit (through the free-space guard
  * and the write health of health.c), point reads, iterators, flushes and the memory figures.
  * Any thread (see store.h). */
@@ -149,8 +150,8 @@ int store_exists(store_t *s, store_cf_t cf, const void *k, size_t kl)
     return r < 0 ? r : r == 0;
 }
 
-store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t lol,
-                             const void *hi, size_t hil)
+store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t lol, const void *hi,
+                             size_t hil)
 {
     store_iter_t *it = xcalloc(1, sizeof *it);
     it->ro = rocksdb_readoptions_create();
@@ -296,5 +297,3 @@ uint64_t store_memtable_budget(const store_t *s)
     (void)s;
     return MEMTABLE_BUDGET_BYTES;
 }
-
-

@@ -1,3 +1,4 @@
+/* Threads: any thread (RocksDB is thread-safe; writes go into the caller's batch). */
 /* The event log. Any thread (see eventlog.h). */
 #include "store/eventlog.h"
 

@@ -1,3 +1,4 @@
+/* Threads: the shard-move thread (export, ingest); main thread at start (counts). */
 /* Shard moves at the store: a prefix of ids written out as one SST file per column family
  * (fsynced), counted, deleted, and ingested by the node that adopts it. Any thread (the
  * cluster's move jobs: actor/shardmove.c). */
@@ -14,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
 
 /* Whether key k of family cf belongs to an id starting with prefix: the id starts every key
  * except an alarm's, where it follows the 8-byte due time. */
@@ -73,7 +73,8 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
         snprintf(path, sizeof path, "%s/%s.sst", dir, store_cf_names[cf + 1]);
         unlink(path); /* an older export's file would be ingested with this one */
         char *err = NULL;
-        for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && !err; rocksdb_iter_next(it)) {
+        for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it) && !err;
+             rocksdb_iter_next(it)) {
             size_t kl, vl;
             const char *k = rocksdb_iter_key(it, &kl);
             if (!key_has_prefix((store_cf_t)cf, (const unsigned char *)k, kl, prefix, plen))
@@ -197,4 +198,3 @@ int store_ingest_dir(store_t *s, const char *dir, const bool present[CF__COUNT],
     rocksdb_ingestexternalfileoptions_destroy(io);
     return rc;
 }
-

@@ -1,3 +1,4 @@
+/* Threads: any thread (commits); its own watcher thread (store-probe). */
 /* The store's write health: RocksDB's background errors, the free-space guard, and the watcher
  * that probes a refusing store until it heals. Any thread (commits run on the workers and tool
  * threads); the watcher is a thread of its own ("store-probe"), started at the first refusal.
@@ -154,10 +155,13 @@ static void *watcher_main(void *arg)
         /* no write until the space is back: a probe that failed on a fresh log writer is
          * what RocksDB cannot recover from (the file comment) */
         int64_t f = store_free_bytes(s);
-        int64_t need = by_guard ? s->min_free : (s->min_free > ROCKSDB_RESUME_FREE_BYTES
-                                                     ? s->min_free : ROCKSDB_RESUME_FREE_BYTES);
+        int64_t need = by_guard
+                           ? s->min_free
+                           : (s->min_free > ROCKSDB_RESUME_FREE_BYTES ? s->min_free
+                                                                      : ROCKSDB_RESUME_FREE_BYTES);
         if ((f < 0 || f >= need) && probe_write(s))
-            store_mark_writable(s, by_guard ? "free space is back above --min-free-space" : "a probe write");
+            store_mark_writable(s, by_guard ? "free space is back above --min-free-space"
+                                            : "a probe write");
         pthread_mutex_lock(&s->mu);
     }
     s->watcher_running = false;

@@ -41,7 +41,7 @@ struct store {
     pthread_cond_t cv;
     char why[256];
     int64_t since_ms;
-    long long refused;          /* under mu: commits refused since the refusals started */
+    long long refused; /* under mu: commits refused since the refusals started */
     bool watcher_running, closing;
     pthread_t watcher;
     void (*on_writable)(void);

@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* Store key encoding and event ids. Pure functions, any thread. */
 #include "store/keys.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread. */
 /* The manifest of a shard export (see manifest.h). Any thread. */
 #include "store/manifest.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* Value encodings of store records. Pure functions, any thread. */
 #include "store/records.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread. */
 /* A session's own records. Any thread (see sessionrec.h). */
 #include "store/sessionrec.h"
 

@@ -1,3 +1,4 @@
+/* Threads: main thread at start, then the shard-move thread. */
 /* Shard ownership records (see shardrec.h). Main thread at start, then the shard-move thread. */
 #include "store/shardrec.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread; open and close on the main thread; its own watcher thread (store-probe). */
 /* The RocksDB store. Any thread (see store.h).
  *
  * Why a few column families and not one per session: measured on RocksDB 7.8 here, each column
@@ -67,7 +68,8 @@ static void table_options(rocksdb_block_based_table_options_t *t, rocksdb_cache_
     rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
     rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(t, 1);
     rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(t, 1);
-    rocksdb_block_based_options_set_index_type(t, rocksdb_block_based_table_index_type_two_level_index_search);
+    rocksdb_block_based_options_set_index_type(
+        t, rocksdb_block_based_table_index_type_two_level_index_search);
     rocksdb_block_based_options_set_metadata_block_size(t, 4096);
     rocksdb_block_based_options_set_pin_top_level_index_and_filter(t, 1);
     if (!filter)
@@ -208,4 +210,3 @@ void store_close(store_t *s)
     free(s->dir);
     free(s);
 }
-

@@ -76,8 +76,8 @@ int store_get(store_t *s, store_cf_t cf, const void *k, size_t kl, char **val, s
 int store_exists(store_t *s, store_cf_t cf, const void *k, size_t kl);
 
 /* Iterator over [lo, hi) in one column family. */
-store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t lol,
-                             const void *hi, size_t hil);
+store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t lol, const void *hi,
+                             size_t hil);
 /* An iterator over a whole column family read once (start-up counts and scans): its blocks do
  * not go through the block cache (they would only push out what requests read), and it reads
  * ahead. */

@@ -1,3 +1,5 @@
+/* Threads: main thread registers; handlers on the tool pool threads (NONBLOCKING ones
+ * inline on the session's worker thread). */
 /* The conformance toolset (--toolset conformance). Handlers run on the tool pool (the ones flagged
  * MCPD_TOOL_NONBLOCKING inline on the session's worker); registration runs on the main thread.
  *

@@ -1,3 +1,5 @@
+/* Threads: main thread registers; handlers on the tool pool threads (NONBLOCKING ones
+ * inline on the session's worker thread). */
 /* The 2026-07-28 fixtures of the conformance toolset (--toolset conformance): the tools and the
  * prompt the suite's 2026-07-28 server scenarios call by name (input requests, the per-request
  * capability and log level, a parameter mirrored in a header). Registered by

@@ -1,3 +1,4 @@
+/* Threads: main thread registers; handlers on the tool pool threads. */
 /* The tasks-extension fixtures of the conformance toolset (--toolset conformance): the tools the
  * suite's tasks-* scenarios (SEP-2663) call by name. Registered by toolset_conformance_register
  * after the other fixtures. Public API only.

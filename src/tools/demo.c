@@ -1,3 +1,5 @@
+/* Threads: main thread registers; handlers on the tool pool threads (echo and add inline on the
+ * session's worker thread). */
 /* The demo toolset (--toolset demo). Handlers run on the tool pool (echo and add inline).
  * Names and behaviour are relied on by the tests, the README and mcpbench. */
 #include <mcpactord/tool.h>

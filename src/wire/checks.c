@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* HTTP request checks. Pure functions, any thread. */
 #include "wire/checks.h"
 

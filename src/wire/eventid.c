@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* Event ids: format and parse. Pure functions, any thread. See eventid.h. */
 #include "wire/eventid.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* A connection's bytes scanned as evhttp will frame them: see httpscan.h. Any thread.
  *
  * One byte-driven state machine over the whole stream, request after request. Lines end at LF;
@@ -10,20 +11,20 @@
 
 enum {
     /* looked at byte by byte (step), with fast paths at a line's start (feed) */
-    ST_REQ,         /* before a request line's first byte */
-    ST_METHOD,      /* in the method: the request line's text before its first space */
-    ST_HLINE,       /* before a header line's first byte */
-    ST_HLINE_CR,    /* after a header line's first byte, a CR */
-    ST_NAME,        /* in a header name that may still be Content-Length or Transfer-Encoding */
-    ST_VALUE_LEAD,  /* after the colon of one of them: leading spaces */
-    ST_VALUE,       /* in its value */
-    ST_VALUE_CR,    /* in its value, after a CR */
-    ST_CSIZE,       /* in a chunk-size line */
-    ST_CSIZE_CR,    /* in a chunk-size line, after a CR */
-    ST_CDATA_END,   /* right after a chunk's data: CRLF must follow */
-    ST_CDATA_CR,    /* after that CR */
-    ST_TRAILER,     /* before a trailer line's first byte */
-    ST_TRAILER_CR,  /* after a trailer line's first byte, a CR */
+    ST_REQ,        /* before a request line's first byte */
+    ST_METHOD,     /* in the method: the request line's text before its first space */
+    ST_HLINE,      /* before a header line's first byte */
+    ST_HLINE_CR,   /* after a header line's first byte, a CR */
+    ST_NAME,       /* in a header name that may still be Content-Length or Transfer-Encoding */
+    ST_VALUE_LEAD, /* after the colon of one of them: leading spaces */
+    ST_VALUE,      /* in its value */
+    ST_VALUE_CR,   /* in its value, after a CR */
+    ST_CSIZE,      /* in a chunk-size line */
+    ST_CSIZE_CR,   /* in a chunk-size line, after a CR */
+    ST_CDATA_END,  /* right after a chunk's data: CRLF must follow */
+    ST_CDATA_CR,   /* after that CR */
+    ST_TRAILER,    /* before a trailer line's first byte */
+    ST_TRAILER_CR, /* after a trailer line's first byte, a CR */
     /* skipped in bulk (feed) */
     ST_BODY,        /* in a body of known length (left bytes to go) */
     ST_CDATA,       /* in a chunk's data (left bytes to go) */
@@ -41,13 +42,13 @@ enum { H_OTHER = 0, H_CL = 1, H_TE = 2 };
 /* flags: per head (F_CL .. F_BAD), per value (F_TRAIL, F_JUNK), per chunked body (F_HUGE,
  * F_TRAILERS) */
 enum {
-    F_CL = 1,       /* a Content-Length came (its value is in left) */
-    F_TE = 2,       /* a Transfer-Encoding came */
-    F_CHUNKED = 4,  /* ... and it is "chunked" */
-    F_BAD = 8,      /* the framing is ambiguous: the server closes the connection after it */
-    F_TRAIL = 16,   /* the value has had trailing blanks: anything else after them is junk */
-    F_JUNK = 32,    /* the value is not a plain one */
-    F_HUGE = 64,    /* a chunk size past 2^60: evhttp refuses it (413) and closes */
+    F_CL = 1,         /* a Content-Length came (its value is in left) */
+    F_TE = 2,         /* a Transfer-Encoding came */
+    F_CHUNKED = 4,    /* ... and it is "chunked" */
+    F_BAD = 8,        /* the framing is ambiguous: the server closes the connection after it */
+    F_TRAIL = 16,     /* the value has had trailing blanks: anything else after them is junk */
+    F_JUNK = 32,      /* the value is not a plain one */
+    F_HUGE = 64,      /* a chunk size past 2^60: evhttp refuses it (413) and closes */
     F_TRAILERS = 128, /* the chunked body's trailers are being read */
 };
 
@@ -78,9 +79,9 @@ static uint8_t method_kind(uint64_t packed, uint32_t len)
     case 3:
         return packed == M3('G', 'E', 'T') || packed == M3('P', 'U', 'T') ? M_BODY : M_END;
     case 4:
-        return packed == M4('P', 'O', 'S', 'T') ? M_BODY
+        return packed == M4('P', 'O', 'S', 'T')   ? M_BODY
                : packed == M4('H', 'E', 'A', 'D') ? M_HEAD
-                                                   : M_END;
+                                                  : M_END;
     case 5:
         return packed == M5('P', 'A', 'T', 'C', 'H') ? M_BODY : M_END;
     case 6:
@@ -137,7 +138,7 @@ static void value_end(httpscan_t *s)
     } else {
         s->flags |= F_BAD; /* another coding: framing_problem refuses it */
     }
-    s->flags &= (uint8_t)~(F_TRAIL | F_JUNK);
+    s->flags &= (uint8_t) ~(F_TRAIL | F_JUNK);
     s->state = ST_HLINE;
 }
 
@@ -430,8 +431,7 @@ static bool step(httpscan_t *s, unsigned char c)
 /* Skips to the end of a line that needs no parsing; a NUL in it (*nul: the piece's first NUL
  * at or after p, or NULL) is a fault. Returns the bytes consumed (the LF included when
  * found). */
-static size_t skip_line(httpscan_t *s, const unsigned char *p, size_t n,
-                        const unsigned char *nul)
+static size_t skip_line(httpscan_t *s, const unsigned char *p, size_t n, const unsigned char *nul)
 {
     const unsigned char *lf = memchr(p, '\n', n);
     const unsigned char *end = lf ? lf : p + n;

@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* JSON-RPC 2.0 message validation and construction. Pure functions, any thread. */
 #include "wire/jsonrpc.h"
 
@@ -55,7 +56,8 @@ void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen)
 
 bool jsonrpc_id_valid(const json_t *id)
 {
-    return json_is_integer(id) || (json_is_string(id) && json_string_length(id) <= JSONRPC_MAX_ID_BYTES);
+    return json_is_integer(id) ||
+           (json_is_string(id) && json_string_length(id) <= JSONRPC_MAX_ID_BYTES);
 }
 
 void jsonrpc_view(const json_t *msg, jr_view_t *v)
@@ -77,7 +79,7 @@ jr_kind_t jsonrpc_classify(const json_t *msg, const char **why)
 jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *v)
 {
     /* one walk over the message's members instead of six lookups */
-    static const jkey_t KEYS[] = {JKEY("method"), JKEY("id"),     JKEY("params"),
+    static const jkey_t KEYS[] = {JKEY("method"),  JKEY("id"),     JKEY("params"),
                                   JKEY("jsonrpc"), JKEY("result"), JKEY("error")};
     json_t *out[6];
     json_pick(msg, KEYS, 6, out);
@@ -120,7 +122,8 @@ jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *
         return JR_INVALID;
     }
     if (!result && !error) {
-        *why = "a message needs \"method\" (request or notification) or \"result\"/\"error\" (response)";
+        *why =
+            "a message needs \"method\" (request or notification) or \"result\"/\"error\" (response)";
         return JR_INVALID;
     }
     if (error) {

@@ -78,8 +78,8 @@ json_t *jsonrpc_result(const json_t *id, json_t *result);
  * NULL: {}). extra, when given and the result is an object, is members' text (no leading comma)
  * added at the end of the result object. */
 struct buf;
-void jsonrpc_result_into(struct buf *out, const json_t *id, const json_t *result,
-                         const char *extra, size_t extra_len);
+void jsonrpc_result_into(struct buf *out, const json_t *id, const json_t *result, const char *extra,
+                         size_t extra_len);
 /* The length of the JSON object or array at the start of text (up to n bytes): where the
  * bracket that closes its first one is, strings skipped; n when it does not close. */
 size_t jsonrpc_text_len(const char *text, size_t n);

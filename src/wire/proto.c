@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* Protocol versions table. Pure, any thread. */
 #include "wire/proto.h"
 

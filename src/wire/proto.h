@@ -8,12 +8,12 @@
 
 typedef struct proto {
     const char *version;
-    int rank;                 /* ordering: higher is newer */
-    bool batches;             /* JSON-RPC batches in a POST body */
-    bool priming;             /* SSE priming event and retry: hint */
+    int rank;                          /* ordering: higher is newer */
+    bool batches;                      /* JSON-RPC batches in a POST body */
+    bool priming;                      /* SSE priming event and retry: hint */
     bool tool_input_errors_as_results; /* schema failures are isError results, not -32602 */
-    bool elicitation;         /* elicitation/create exists */
-    bool modern;              /* stateless (2026-07-28): per-request _meta, no session */
+    bool elicitation;                  /* elicitation/create exists */
+    bool modern;                       /* stateless (2026-07-28): per-request _meta, no session */
     bool resource_not_found_invalid_params; /* SEP-2164: -32602 with data.uri, not -32002 */
 } proto_t;
 

@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* The requestState token. Pure functions, any thread. */
 #include "wire/reqstate.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread (a pure function). */
 /* Routing a request. Pure functions, any thread (an HTTP thread calls them per request).
  *
  * Every id the server mints (session, task, input record, state handle) is 32 lowercase hex:

@@ -40,20 +40,20 @@ typedef enum { ROUTE_POST, ROUTE_GET, ROUTE_DELETE } route_verb_t;
 /* What routing reads of a request; every pointer borrowed, NULL when absent. */
 typedef struct route_in {
     route_verb_t verb;
-    bool stateless_on;         /* 2026-07-28 is served (g_cfg.modern) */
-    const char *session_id;    /* Mcp-Session-Id */
-    const char *version;       /* MCP-Protocol-Version */
-    const json_t *body;        /* POST: the parsed body, an object or a batch */
-    const jr_view_t *view;     /* POST: a single message's members (all NULL for a batch) */
-    bool is_init;              /* POST: the body is one initialize request */
+    bool stateless_on;      /* 2026-07-28 is served (g_cfg.modern) */
+    const char *session_id; /* Mcp-Session-Id */
+    const char *version;    /* MCP-Protocol-Version */
+    const json_t *body;     /* POST: the parsed body, an object or a batch */
+    const jr_view_t *view;  /* POST: a single message's members (all NULL for a batch) */
+    bool is_init;           /* POST: the body is one initialize request */
 } route_in_t;
 
 typedef struct route {
     route_kind_t kind;
-    route_err_t err;                 /* ROUTE_OK unless kind is ROUTE_REFUSED */
-    char key[SESSION_ID_LEN + 1];    /* SESSION, TASK, RECORD: the id that picks the shard and
+    route_err_t err;              /* ROUTE_OK unless kind is ROUTE_REFUSED */
+    char key[SESSION_ID_LEN + 1]; /* SESSION, TASK, RECORD: the id that picks the shard and
                                         the worker (32 lowercase hex); "" otherwise */
-    const char *handle;              /* STATELESS, TASK, RECORD: a state handle (32 hex, from
+    const char *handle;           /* STATELESS, TASK, RECORD: a state handle (32 hex, from
                                         Mcp-Param-Handle) whose shard must be served too; it
                                         picks the node before key does, never the worker */
 } route_t;

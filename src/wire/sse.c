@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* Server-sent events framing. Pure functions, any thread. */
 #include "wire/sse.h"
 

@@ -1,3 +1,4 @@
+/* Threads: any thread (pure functions). */
 /* MCP 2026-07-28 (stateless) on the wire. Pure functions, any thread. */
 #include "wire/stateless.h"
 
@@ -68,15 +69,16 @@ int modern_check_meta(const json_t *params, char *msg, size_t msglen, json_t **d
     }
     const json_t *ll = mv[3];
     if (ll) {
-        static const char *const LEVELS[] = {"debug", "info", "notice", "warning",
-                                             "error", "critical", "alert", "emergency"};
+        static const char *const LEVELS[] = {"debug", "info",     "notice", "warning",
+                                             "error", "critical", "alert",  "emergency"};
         bool ok = false;
         for (size_t i = 0; i < 8 && !ok; i++)
             ok = jsonrpc_str_is(ll, LEVELS[i]);
         if (!ok) {
             snprintf(msg, msglen,
                      "Invalid params: params._meta[\"%s\"] must be one of debug, info, notice, "
-                     "warning, error, critical, alert, emergency", META_LOG_LEVEL);
+                     "warning, error, critical, alert, emergency",
+                     META_LOG_LEVEL);
             return JSONRPC_INVALID_PARAMS;
         }
     }
@@ -149,7 +151,8 @@ const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
         jsonrpc_quote_name(pv, q, sizeof q);
         snprintf(msg, msglen,
                  "Header mismatch: MCP-Protocol-Version header value '%.40s' does not match "
-                 "_meta value '%s'", version_hdr, q);
+                 "_meta value '%s'",
+                 version_hdr, q);
         return msg;
     }
     const json_t *method = v->method;

@@ -75,40 +75,80 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
     unreachable(__func__);
     return -1;
 }
-void workers_drain_now(void) { unreachable(__func__); }
-void workers_cancel_all(void) { unreachable(__func__); }
-bool workers_stopping(void) { return false; }
-void workers_stop(void) { unreachable(__func__); }
-worker_t *worker_for_session(const char *sid) { return &FW; }
-void worker_push(worker_t *w, wmsg_t *m) { unreachable(__func__); }
-void worker_deliver(worker_t *w, wmsg_t *m, bool now) { unreachable(__func__); }
-bool worker_admit(worker_t *w, wmsg_t *m) { return true; }
-worker_t *worker_current(void) { return t_current; }
+void workers_drain_now(void)
+{
+    unreachable(__func__);
+}
+void workers_cancel_all(void)
+{
+    unreachable(__func__);
+}
+bool workers_stopping(void)
+{
+    return false;
+}
+void workers_stop(void)
+{
+    unreachable(__func__);
+}
+worker_t *worker_for_session(const char *sid)
+{
+    return &FW;
+}
+void worker_push(worker_t *w, wmsg_t *m)
+{
+    unreachable(__func__);
+}
+void worker_deliver(worker_t *w, wmsg_t *m, bool now)
+{
+    unreachable(__func__);
+}
+bool worker_admit(worker_t *w, wmsg_t *m)
+{
+    return true;
+}
+worker_t *worker_current(void)
+{
+    return t_current;
+}
 worker_t *worker_enter(worker_t *w)
 {
     worker_t *prev = t_current;
     t_current = w;
     return prev;
 }
-void worker_leave(worker_t *prev) { t_current = prev; }
+void worker_leave(worker_t *prev)
+{
+    t_current = prev;
+}
 const actor_ops_t *worker_ops(const worker_t *w)
 {
     unreachable(__func__);
     return NULL;
 }
-store_t *worker_store(worker_t *w) { return w->store; }
-store_batch_t *worker_batch(worker_t *w) { return w->batch; }
+store_t *worker_store(worker_t *w)
+{
+    return w->store;
+}
+store_batch_t *worker_batch(worker_t *w)
+{
+    return w->batch;
+}
 int worker_commit(worker_t *w)
 {
     actor_flush_dirty(w); /* as the real one: a commit carries the turn's dirty streams */
     return store_commit(w->store, w->batch);
 }
-void worker_touch(worker_t *w, struct actor *a) {}
+void worker_touch(worker_t *w, struct actor *a)
+{
+}
 void worker_defer_reply(worker_t *w, struct mcpd_ctx *j, uint32_t wait_seq, json_t *value)
 {
     unreachable(__func__);
 }
-void worker_stat_add(worker_t *w, dstat_t which, long long n) {}
+void worker_stat_add(worker_t *w, dstat_t which, long long n)
+{
+}
 void worker_give_at_commit(worker_t *w, struct principal *p, int r, give_mode_t mode)
 {
     /* the fake worker's commits always succeed */
@@ -119,14 +159,20 @@ void worker_give_at_commit(worker_t *w, struct principal *p, int r, give_mode_t 
     else
         principal_give_global((pres_t)r);
 }
-bool worker_take_recover_mark(worker_t *w, const char *sid) { return false; }
+bool worker_take_recover_mark(worker_t *w, const char *sid)
+{
+    return false;
+}
 void worker_send_http(worker_t *w, hmsg_t *m)
 {
     if (w->nsent == (int)(sizeof w->sent / sizeof w->sent[0]))
         unreachable("more than 256 frames");
     w->sent[w->nsent++] = m;
 }
-struct event_base *worker_base(worker_t *w) { return w->base; }
+struct event_base *worker_base(worker_t *w)
+{
+    return w->base;
+}
 void worker_turn_end(worker_t *w)
 {
     actor_flush_dirty(w);
@@ -139,8 +185,14 @@ struct actor *worker_find_actor(worker_t *w, const char *sid)
             return w->actors[i];
     return NULL;
 }
-json_t *worker_share_json(worker_t *w, json_t *v) { return jshare_get(&w->shared, v); }
-void worker_add_actor(worker_t *w, struct actor *a) { w->actors[w->nactors++] = a; }
+json_t *worker_share_json(worker_t *w, json_t *v)
+{
+    return jshare_get(&w->shared, v);
+}
+void worker_add_actor(worker_t *w, struct actor *a)
+{
+    w->actors[w->nactors++] = a;
+}
 void worker_remove_actor(worker_t *w, struct actor *a)
 {
     for (int i = 0; i < w->nactors; i++) {
@@ -150,8 +202,12 @@ void worker_remove_actor(worker_t *w, struct actor *a)
         }
     }
 }
-void worker_note_activity(worker_t *w, struct actor *a) {}
-void worker_note_alarm(worker_t *w, int64_t due) {}
+void worker_note_activity(worker_t *w, struct actor *a)
+{
+}
+void worker_note_alarm(worker_t *w, int64_t due)
+{
+}
 void worker_foreach_actor(worker_t *w, void (*fn)(struct actor *, void *), void *arg)
 {
     for (int i = w->nactors - 1; i >= 0; i--)

@@ -69,9 +69,9 @@ static int teardown(void **state)
 static void get(const char *method, const char *path, const char *token, lb_answer_t *a)
 {
     char raw[512];
-    snprintf(raw, sizeof raw, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s%s%sConnection: close\r\n\r\n",
-             method, path, token ? "Authorization: Bearer " : "", token ? token : "",
-             token ? "\r\n" : "");
+    snprintf(raw, sizeof raw,
+             "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s%s%sConnection: close\r\n\r\n", method, path,
+             token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
     if (lb_exchange(NULL, PORT, raw, a) != 0 || a->status == 0)
         fail_msg("no answer to %s %s", method, path);
 }
@@ -132,8 +132,8 @@ static void stats_holds_every_counter_and_the_grouped_documents(void **state)
     json_t *o = json_loadb(a.body, a.body_len, 0, NULL);
     assert_true(json_is_object(o));
     /* one key per counter of the table, under the counter's own name */
-#define X(name, type, help)                                                                     \
-    if (!json_is_integer(json_object_get(o, #name)))                                            \
+#define X(name, type, help)                          \
+    if (!json_is_integer(json_object_get(o, #name))) \
         fail_msg("/stats lacks the counter %s", #name);
     STATS_SCALARS(X)
 #undef X
@@ -144,16 +144,17 @@ static void stats_holds_every_counter_and_the_grouped_documents(void **state)
                      2);
     /* a method never counted is left out */
     assert_int_equal(json_object_size(json_object_get(o, "requests_total")), 1);
-    assert_int_equal(
-        json_integer_value(json_object_get(json_object_get(o, "http_responses_total"), "404")), 2);
+    assert_int_equal(json_integer_value(
+                         json_object_get(json_object_get(o, "http_responses_total"), "404")),
+                     2);
     json_t *streams = json_object_get(o, "streams_open");
     assert_true(json_is_integer(json_object_get(streams, "post")));
     assert_true(json_is_integer(json_object_get(streams, "get")));
     assert_true(json_is_true(json_object_get(o, "store_writable")));
     assert_true(json_integer_value(json_object_get(o, "rss_bytes")) > 0);
-    static const char *rdb[] = {"estimate_live_data_size_bytes", "memtable_bytes",
-                                "estimate_num_keys", "block_cache_budget_bytes",
-                                "block_cache_bytes", "memtable_budget_bytes"};
+    static const char *rdb[] = {
+        "estimate_live_data_size_bytes", "memtable_bytes",    "estimate_num_keys",
+        "block_cache_budget_bytes",      "block_cache_bytes", "memtable_budget_bytes"};
     for (size_t i = 0; i < sizeof rdb / sizeof rdb[0]; i++)
         if (!json_is_integer(json_object_get(json_object_get(o, "rocksdb"), rdb[i])))
             fail_msg("/stats lacks rocksdb.%s", rdb[i]);
@@ -185,15 +186,16 @@ static void metrics_is_prometheus_text_with_every_counter(void **state)
     assert_string_equal(lb_header(&a, "Content-Type", v, sizeof v),
                         "text/plain; version=0.0.4; charset=utf-8");
     /* each counter of the table: HELP, TYPE and its value, under mcpactord_<name> */
-#define X(name, type, help)                                                                     \
-    snprintf(line, sizeof line, "# HELP mcpactord_%s %s", #name, help);                        \
-    expect_line(&a, line);                                                                      \
-    snprintf(line, sizeof line, "# TYPE mcpactord_%s %s", #name, #type);                       \
+#define X(name, type, help)                                              \
+    snprintf(line, sizeof line, "# HELP mcpactord_%s %s", #name, help);  \
+    expect_line(&a, line);                                               \
+    snprintf(line, sizeof line, "# TYPE mcpactord_%s %s", #name, #type); \
     expect_line(&a, line);
     STATS_SCALARS(X)
 #undef X
     expect_line(&a, "mcpactord_sessions_created_total 3");
-    snprintf(line, sizeof line, "mcpactord_requests_total{method=\"%s\"} 2", stats_method_name(CALL));
+    snprintf(line, sizeof line, "mcpactord_requests_total{method=\"%s\"} 2",
+             stats_method_name(CALL));
     expect_line(&a, line);
     expect_line(&a, "mcpactord_http_responses_total{code=\"404\"} 2");
     expect_line(&a, "# TYPE mcpactord_request_duration_seconds histogram");

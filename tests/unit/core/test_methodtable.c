@@ -32,11 +32,27 @@ static void the_counters_are_named_and_ordered_as_stats_prints_them(void **state
 {
     (void)state;
     static const char *const EXPECTED[] = {
-        "initialize", "ping", "tools/list", "tools/call", "logging/setLevel",
-        "resources/list", "resources/read", "resources/templates/list", "resources/subscribe",
-        "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
-        "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel",
-        "notification", "response", "other",
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "logging/setLevel",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "server/discover",
+        "subscriptions/listen",
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
+        "notification",
+        "response",
+        "other",
     };
     assert_int_equal(SM__COUNT, sizeof EXPECTED / sizeof EXPECTED[0]);
     for (int i = 0; i < SM__COUNT; i++)
@@ -119,7 +135,7 @@ static void targets_and_flags_belong_to_methods_of_2026(void **state)
     static const struct {
         stats_method_t m;
         const char *target;
-    } WANT[] = {{SM_tools_call, "name"}, {SM_prompts_get, "name"}, {SM_resources_read, "uri"},
+    } WANT[] = {{SM_tools_call, "name"},  {SM_prompts_get, "name"},    {SM_resources_read, "uri"},
                 {SM_tasks_get, "taskId"}, {SM_tasks_update, "taskId"}, {SM_tasks_cancel, "taskId"}};
     for (size_t i = 0; i < sizeof WANT / sizeof WANT[0]; i++) {
         const char *t = method_rule(WANT[i].m)->target;

@@ -39,9 +39,8 @@ int fixture_listen(fixture_t *f, void (*cb)(struct evhttp_request *, void *))
     f->t.http = f->http;
     /* as http/listener.c sets it up */
     evhttp_set_allowed_methods(f->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
-                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD |
-                                            EVHTTP_REQ_CONNECT);
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS |
+                                            EVHTTP_REQ_HEAD | EVHTTP_REQ_CONNECT);
     evhttp_set_default_content_type(f->http, NULL);
     evhttp_set_max_body_size(f->http, g_cfg.max_body);
     evhttp_set_max_headers_size(f->http, g_cfg.max_headers);
@@ -59,8 +58,8 @@ int fixture_listen(fixture_t *f, void (*cb)(struct evhttp_request *, void *))
     for (int i = 0; i < g_cfg.n_cors_origins; i++)
         if (strcmp(g_cfg.cors_origins[i], "*") != 0)
             origins[n++] = g_cfg.cors_origins[i];
-    hostcheck_init(&g_hostcheck, "127.0.0.1", f->port, g_cfg.allowed_hosts,
-                   g_cfg.n_allowed_hosts, origins, n);
+    hostcheck_init(&g_hostcheck, "127.0.0.1", f->port, g_cfg.allowed_hosts, g_cfg.n_allowed_hosts,
+                   origins, n);
     return 0;
 }
 

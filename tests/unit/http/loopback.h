@@ -14,8 +14,8 @@ struct evhttp;
 struct evhttp_request;
 
 typedef struct lb_answer {
-    int status;     /* 0 when no complete status line came back */
-    char *raw;      /* everything read, NUL-terminated (malloc'd) */
+    int status;       /* 0 when no complete status line came back */
+    char *raw;        /* everything read, NUL-terminated (malloc'd) */
     const char *head; /* in raw: the header lines, each ending "\r\n" */
     const char *body; /* in raw: what follows the empty line */
     size_t body_len;

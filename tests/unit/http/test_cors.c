@@ -97,8 +97,8 @@ static void an_options_without_a_request_method_is_not_a_preflight(void **state)
 static void a_refusal_to_an_allowed_origin_carries_the_cors_headers(void **state)
 {
     lb_answer_t a;
-    fixture_send(&F, "POST", "/mcp", "Origin: " APP "\r\nContent-Type: application/json\r\n",
-                 LIST, &a);
+    fixture_send(&F, "POST", "/mcp", "Origin: " APP "\r\nContent-Type: application/json\r\n", LIST,
+                 &a);
     expect_error(&a, 406, MCP_ERR_BAD_REQUEST, "Not Acceptable", "7");
     expect_header(&a, "Access-Control-Allow-Origin", APP);
     expect_header(&a, "Access-Control-Expose-Headers", CORS_EXPOSE_HEADERS);

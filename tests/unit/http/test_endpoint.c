@@ -104,8 +104,7 @@ static void an_origin_or_host_that_is_not_allowed_is_403(void **state)
 {
     lb_answer_t a;
     post(ACCEPT CTYPE "Origin: https://evil.example\r\n", LIST, &a);
-    expect_error(&a, 403, MCP_ERR_BAD_REQUEST,
-                 "Origin 'https://evil.example' is not allowed", "7");
+    expect_error(&a, 403, MCP_ERR_BAD_REQUEST, "Origin 'https://evil.example' is not allowed", "7");
     lb_answer_free(&a);
     post(ACCEPT CTYPE "Host: evil.example\r\n", LIST, &a);
     expect_error(&a, 403, MCP_ERR_BAD_REQUEST, "Host 'evil.example' is not allowed", "7");
@@ -141,13 +140,15 @@ static void an_unsupported_protocol_version_header_is_400(void **state)
 static void initialize_is_refused_in_a_batch_and_with_a_session_id(void **state)
 {
     lb_answer_t a;
-    post(ACCEPT CTYPE, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}]", &a);
+    post(ACCEPT CTYPE, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}]",
+         &a);
     expect_error(&a, 400, JSONRPC_INVALID_REQUEST, "initialize must not be part of a batch",
                  "null");
     lb_answer_free(&a);
     post(ACCEPT CTYPE "Mcp-Session-Id: " SID "\r\n",
          "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
-         "{\"protocolVersion\":\"2025-06-18\"}}", &a);
+         "{\"protocolVersion\":\"2025-06-18\"}}",
+         &a);
     expect_error(&a, 400, JSONRPC_INVALID_REQUEST, "must be sent without Mcp-Session-Id", "1");
     lb_answer_free(&a);
     post(ACCEPT CTYPE, "[]", &a);
@@ -162,8 +163,9 @@ static char *modern_call(const char *method, const char *name)
     char *s = malloc(512);
     snprintf(s, 512,
              "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"%s\",\"params\":{\"name\":\"%s\","
-             "\"_meta\":{\"" META_PROTOCOL_VERSION "\":\"" MODERN_VERSION "\",\""
-             META_CLIENT_CAPS "\":{}}}}", method, name);
+             "\"_meta\":{\"" META_PROTOCOL_VERSION "\":\"" MODERN_VERSION "\",\"" META_CLIENT_CAPS
+             "\":{}}}}",
+             method, name);
     return s;
 }
 
@@ -184,7 +186,8 @@ static void a_modern_request_whose_headers_disagree_with_its_body_is_a_header_mi
     expect_error(&a, 400, MCP_ERR_HEADER_MISMATCH, "MCP-Protocol-Version", "9");
     lb_answer_free(&a);
     post(MODERN "Mcp-Method: tools/call\r\nMcp-Name: echo\r\nMcp-Param-Region: a\r\n"
-                "mcp-param-region: b\r\n", body, &a);
+                "mcp-param-region: b\r\n",
+         body, &a);
     expect_error(&a, 400, MCP_ERR_HEADER_MISMATCH, "was sent more than once", "9");
     lb_answer_free(&a);
     free(body);
@@ -209,9 +212,11 @@ static void a_modern_request_for_a_removed_or_unknown_method_is_404(void **state
 static void a_modern_notification_is_accepted_and_a_response_refused(void **state)
 {
     lb_answer_t a;
-    post(MODERN "Mcp-Method: notifications/cancelled\r\n",
-         "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"_meta\":{\""
-         META_PROTOCOL_VERSION "\":\"" MODERN_VERSION "\"}}}", &a);
+    post(
+        MODERN "Mcp-Method: notifications/cancelled\r\n",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"_meta\":{\"" META_PROTOCOL_VERSION
+        "\":\"" MODERN_VERSION "\"}}}",
+        &a);
     assert_int_equal(a.status, 202);
     assert_int_equal(a.body_len, 0);
     lb_answer_free(&a);
@@ -232,8 +237,10 @@ static void a_get_must_accept_an_event_stream_and_needs_a_session(void **state)
     expect_error(&a, 405, MCP_ERR_BAD_REQUEST, "GET needs an Mcp-Session-Id", "null");
     expect_header(&a, "Allow", "POST");
     lb_answer_free(&a);
-    fixture_send(&F, "GET", "/mcp", "Accept: text/event-stream\r\nMcp-Session-Id: " SID
-                 "\r\nLast-Event-ID: nonsense\r\n", NULL, &a);
+    fixture_send(&F, "GET", "/mcp",
+                 "Accept: text/event-stream\r\nMcp-Session-Id: " SID
+                 "\r\nLast-Event-ID: nonsense\r\n",
+                 NULL, &a);
     expect_error(&a, 400, MCP_ERR_BAD_REQUEST, "malformed Last-Event-ID", "null");
     lb_answer_free(&a);
     fixture_send(&F, "DELETE", "/mcp", "", NULL, &a);
@@ -299,7 +306,8 @@ int main(void)
         cmocka_unit_test(a_session_request_needs_a_well_formed_session_id),
         cmocka_unit_test(an_unsupported_protocol_version_header_is_400),
         cmocka_unit_test(initialize_is_refused_in_a_batch_and_with_a_session_id),
-        cmocka_unit_test(a_modern_request_whose_headers_disagree_with_its_body_is_a_header_mismatch),
+        cmocka_unit_test(
+            a_modern_request_whose_headers_disagree_with_its_body_is_a_header_mismatch),
         cmocka_unit_test(a_modern_request_for_a_removed_or_unknown_method_is_404),
         cmocka_unit_test(a_modern_notification_is_accepted_and_a_response_refused),
         cmocka_unit_test(a_get_must_accept_an_event_stream_and_needs_a_session),

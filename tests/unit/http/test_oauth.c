@@ -205,7 +205,8 @@ static void a_long_scope_list_is_never_cut_from_the_challenge(void **state)
     fixture_send(&F, "GET", path, "", NULL, &a);
     assert_int_equal(a.status, 403);
     char *want = malloc(strlen(need) + 512), got[8192];
-    sprintf(want, "Bearer error=\"insufficient_scope\", scope=\"%s\", resource_metadata=\"" PRM "\"",
+    sprintf(want,
+            "Bearer error=\"insufficient_scope\", scope=\"%s\", resource_metadata=\"" PRM "\"",
             need);
     assert_non_null(lb_header(&a, "WWW-Authenticate", got, sizeof got));
     assert_string_equal(got, want);
@@ -227,8 +228,8 @@ static void the_resource_metadata_is_served_at_its_urls_to_get_only(void **state
         json_t *doc = json_loadb(a.body, a.body_len, 0, NULL);
         assert_string_equal(json_string_value(json_object_get(doc, "resource")),
                             "https://mcp.example/mcp");
-        assert_string_equal(json_string_value(json_array_get(
-                                json_object_get(doc, "authorization_servers"), 0)),
+        assert_string_equal(json_string_value(
+                                json_array_get(json_object_get(doc, "authorization_servers"), 0)),
                             "https://issuer.example");
         json_decref(doc);
         lb_answer_free(&a);

@@ -61,8 +61,8 @@ static json_t *get_prompt(mcpd_ctx_t *ctx, json_t *args, void *ud)
     return NULL;
 }
 
-static json_t *complete(mcpd_ctx_t *ctx, json_t *ref, const char *arg_name,
-                        const char *arg_value, json_t *context_args, void *ud)
+static json_t *complete(mcpd_ctx_t *ctx, json_t *ref, const char *arg_name, const char *arg_value,
+                        json_t *context_args, void *ud)
 {
     (void)ctx;
     (void)ref;
@@ -82,12 +82,15 @@ static mcpd_registry_t *catalogue(void)
                          .handler = echo,
                          .flags = MCPD_TOOL_NONBLOCKING};
     assert_int_equal(mcpd_register_tool(reg, &t), 0);
-    mcpd_resource_def_t fixed = {.uri = "test://fixed", .name = "fixed", .subscribable = true,
+    mcpd_resource_def_t fixed = {.uri = "test://fixed",
+                                 .name = "fixed",
+                                 .subscribable = true,
                                  .read = read_fixed};
     assert_int_equal(mcpd_register_resource(reg, &fixed), 0);
     mcpd_resource_def_t still = {.uri = "test://still", .name = "still", .read = read_fixed};
     assert_int_equal(mcpd_register_resource(reg, &still), 0);
-    mcpd_resource_def_t item = {.uri_template = "test://item/{id}", .name = "item",
+    mcpd_resource_def_t item = {.uri_template = "test://item/{id}",
+                                .name = "item",
                                 .read = read_fixed};
     assert_int_equal(mcpd_register_resource(reg, &item), 0);
     mcpd_prompt_def_t p = {.name = "greet",
@@ -144,8 +147,7 @@ static int teardown(void **state)
 /* Sends one request (params taken; NULL for none) to actor a through the dispatch as a POST
  * does, and returns the JSON-RPC answer the actor sent (new reference); *status gets its HTTP
  * status when status is not NULL. */
-static json_t *request_to(fixture_t *f, actor_t *a, const char *method, json_t *params,
-                          int *status)
+static json_t *request_to(fixture_t *f, actor_t *a, const char *method, json_t *params, int *status)
 {
     json_t *msg = json_pack("{s:s,s:i,s:s}", "jsonrpc", "2.0", "id", 1, "method", method);
     if (params)
@@ -257,8 +259,8 @@ static void tools_call_refuses_what_it_cannot_run(void **state)
 static void arguments_that_fail_the_schema_are_a_tool_error_in_2025_11_25(void **state)
 {
     /* 2025-11-25 answers input errors as a tool result the model can read (isError) */
-    json_t *answer = request(*state, "tools/call", json_pack("{s:s,s:{}}", "name", "echo",
-                                                             "arguments"));
+    json_t *answer = request(*state, "tools/call",
+                             json_pack("{s:s,s:{}}", "name", "echo", "arguments"));
     json_t *r = json_object_get(answer, "result");
     assert_true(json_is_true(json_object_get(r, "isError")));
     const char *text = json_string_value(

@@ -48,7 +48,8 @@ static void a_request_with_an_integer_id_is_a_request(void **state)
 static void a_request_with_a_string_id_and_object_params_is_a_request(void **state)
 {
     assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"tools/call\","
-                                   "\"params\":{\"name\":\"x\"}}", NULL),
+                                   "\"params\":{\"name\":\"x\"}}",
+                                   NULL),
                      JR_REQUEST);
 }
 
@@ -82,14 +83,16 @@ static void a_result_with_an_id_is_a_response(void **state)
 static void an_error_with_an_integer_code_is_a_response(void **state)
 {
     assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":3,"
-                                   "\"error\":{\"code\":-32601,\"message\":\"no\"}}", NULL),
+                                   "\"error\":{\"code\":-32601,\"message\":\"no\"}}",
+                                   NULL),
                      JR_RESPONSE);
 }
 
 static void an_error_response_with_a_null_id_is_valid(void **state)
 {
     assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":null,"
-                                   "\"error\":{\"code\":-32700,\"message\":\"parse\"}}", NULL),
+                                   "\"error\":{\"code\":-32700,\"message\":\"parse\"}}",
+                                   NULL),
                      JR_RESPONSE);
 }
 
@@ -151,7 +154,8 @@ static void a_response_with_both_result_and_error_is_invalid(void **state)
 {
     const char *why = NULL;
     assert_int_equal(classify_text("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},"
-                                   "\"error\":{\"code\":1,\"message\":\"x\"}}", &why),
+                                   "\"error\":{\"code\":1,\"message\":\"x\"}}",
+                                   &why),
                      JR_INVALID);
     assert_non_null(strstr(why, "both"));
 }
@@ -247,7 +251,7 @@ static void a_string_id_is_valid_up_to_its_bound(void **state)
     char text[JSONRPC_MAX_ID_BYTES + 2];
     memset(text, 'i', sizeof text - 1);
     text[sizeof text - 1] = '\0';
-    json_t *over = json_string(text);                       /* 257 bytes */
+    json_t *over = json_string(text);                      /* 257 bytes */
     json_t *at = json_stringn(text, JSONRPC_MAX_ID_BYTES); /* 256 bytes */
     assert_true(jsonrpc_id_valid(at));
     assert_false(jsonrpc_id_valid(over));
@@ -327,7 +331,8 @@ static void a_notification_message_has_no_id(void **state)
     assert_int_equal(jsonrpc_classify(m, &why), JR_NOTIFICATION);
     assert_null(json_object_get(m, "id"));
     assert_string_equal(json_string_value(json_object_get(m, "method")), "notifications/progress");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "params"), "progress")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(m, "params"), "progress")),
+                     1);
     json_decref(m);
 
     m = jsonrpc_notification("n", NULL);
@@ -379,7 +384,8 @@ static void a_string_holding_nul_is_no_c_string_and_matches_no_name(void **state
 
 static void a_jsonrpc_version_holding_nul_is_invalid(void **state)
 {
-    json_t *msg = json_pack("{s:s%,s:i,s:s}", "jsonrpc", "2.0\0", (size_t)4, "id", 1, "method", "ping");
+    json_t *msg = json_pack("{s:s%,s:i,s:s}", "jsonrpc", "2.0\0", (size_t)4, "id", 1, "method",
+                            "ping");
     const char *why = NULL;
     assert_int_equal(jsonrpc_classify(msg, &why), JR_INVALID);
     assert_non_null(strstr(why, "2.0"));
@@ -394,7 +400,7 @@ static void quote_name_shows_nul_and_never_cuts_a_character(void **state)
     assert_string_equal(out, "a\\u0000b");
     json_decref(v);
     v = json_string("abcdefghij\xc3\xa9\xc3\xa9\xc3\xa9"); /* 10 ASCII then three 2-byte é */
-    jsonrpc_quote_name(v, out, 12);                      /* room for 11: half an é */
+    jsonrpc_quote_name(v, out, 12);                        /* room for 11: half an é */
     assert_string_equal(out, "abcdefghij");
     jsonrpc_quote_name(v, out, 13);
     assert_string_equal(out, "abcdefghij\xc3\xa9");

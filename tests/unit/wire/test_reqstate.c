@@ -64,7 +64,8 @@ static void a_minted_token_opens_to_the_payload_it_was_minted_from(void **state)
     char *tok = reqstate_mint(KEY, want);
     assert_non_null(strchr(tok, '.'));
     /* base64url without padding, one dot between payload and mac */
-    assert_int_equal(strspn(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."),
+    assert_int_equal(strspn(tok,
+                            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."),
                      strlen(tok));
     assert_int_equal(strlen(strchr(tok, '.') + 1), 43); /* a 32-byte mac */
     json_t *got = NULL;
@@ -200,7 +201,7 @@ static void the_mac_is_compared_in_constant_time(void **state)
     json_decref(got);
     assert_int_equal(ct_calls, 1);
     assert_int_equal(ct_last_len, SHA256_LEN); /* the whole mac, not a prefix */
-    tok[strlen(tok) - 2] ^= 1; /* a wrong mac goes through the same compare */
+    tok[strlen(tok) - 2] ^= 1;                 /* a wrong mac goes through the same compare */
     ct_calls = 0;
     assert_int_equal(reqstate_open(KEY, tok, NOW, &got), -EBADMSG);
     assert_int_equal(ct_calls, 1);

@@ -20,9 +20,12 @@
 static const char *CASES_PATH;
 
 static const char *const KIND_NAME[] = {
-    [ROUTE_REFUSED] = "refused",     [ROUTE_SESSION] = "session",
-    [ROUTE_NEW_SESSION] = "new-session", [ROUTE_STATELESS] = "stateless",
-    [ROUTE_TASK] = "task",           [ROUTE_RECORD] = "record",
+    [ROUTE_REFUSED] = "refused",
+    [ROUTE_SESSION] = "session",
+    [ROUTE_NEW_SESSION] = "new-session",
+    [ROUTE_STATELESS] = "stateless",
+    [ROUTE_TASK] = "task",
+    [ROUTE_RECORD] = "record",
 };
 static const char *const ERR_NAME[] = {
     [ROUTE_OK] = "",
@@ -57,8 +60,8 @@ static void route_case(const json_t *c, route_t *r)
         kind = jsonrpc_classify_view(body, &why, &v);
     route_in_t in = {
         .verb = !verb || strcmp(verb, "POST") == 0 ? ROUTE_POST
-                : strcmp(verb, "GET") == 0          ? ROUTE_GET
-                                                    : ROUTE_DELETE,
+                : strcmp(verb, "GET") == 0         ? ROUTE_GET
+                                                   : ROUTE_DELETE,
         .stateless_on = !json_is_false(json_object_get(c, "stateless")),
         .session_id = header(h, "Mcp-Session-Id"),
         .version = header(h, "MCP-Protocol-Version"),

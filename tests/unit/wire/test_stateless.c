@@ -70,14 +70,18 @@ static void header_values_decode_plain_and_base64(void **state)
     size_t n;
     assert_int_equal(modern_header_decode("us-west1", out, sizeof out, &n), 0);
     assert_string_equal(out, "us-west1");
-    assert_int_equal(modern_header_decode("=?base64?SGVsbG8sIOS4lueVjA==?=", out, sizeof out, &n), 0);
+    assert_int_equal(modern_header_decode("=?base64?SGVsbG8sIOS4lueVjA==?=", out, sizeof out, &n),
+                     0);
     assert_string_equal(out, "Hello, \xe4\xb8\x96\xe7\x95\x8c");
     assert_int_equal(modern_header_decode("=?base64?IHBhZGRlZCA=?=", out, sizeof out, &n), 0);
     assert_string_equal(out, " padded ");
     assert_int_equal(modern_header_decode(" padded", out, sizeof out, &n), -1);
     assert_int_equal(modern_header_decode("caf\xc3\xa9", out, sizeof out, &n), -1);
     assert_int_equal(modern_header_decode("=?base64?!!?=", out, sizeof out, &n), -1);
-    assert_int_equal(modern_header_decode("a\x01" "b", out, sizeof out, &n), -1);
+    assert_int_equal(modern_header_decode("a\x01"
+                                          "b",
+                                          out, sizeof out, &n),
+                     -1);
     char small[4];
     assert_int_equal(modern_header_decode("toolong", small, sizeof small, &n), -1);
 }
@@ -97,8 +101,8 @@ static void mirrored_headers_must_match_the_body(void **state)
     char msg[300];
     json_t *m = req("tools/call", "2026-07-28", json_pack("{s:s}", "name", "echo"));
     assert_null(check_headers(m, "2026-07-28", "tools/call", "echo", msg, sizeof msg));
-    assert_null(check_headers(m, "2026-07-28", "tools/call", "=?base64?ZWNobw==?=", msg,
-                                     sizeof msg));
+    assert_null(
+        check_headers(m, "2026-07-28", "tools/call", "=?base64?ZWNobw==?=", msg, sizeof msg));
     assert_non_null(check_headers(m, NULL, "tools/call", "echo", msg, sizeof msg));
     assert_non_null(check_headers(m, "2025-11-25", "tools/call", "echo", msg, sizeof msg));
     assert_non_null(check_headers(m, "2026-07-28", NULL, "echo", msg, sizeof msg));
@@ -175,7 +179,7 @@ static void known_and_removed_are_what_the_method_table_says(void **state)
     int known = 0, removed = 0;
     for (int i = 0; i < SM__COUNT; i++) {
         const method_rule_t *r = &method_table[i];
-        modern_method_t want = i >= SM_notification             ? MM_UNKNOWN
+        modern_method_t want = i >= SM_notification            ? MM_UNKNOWN
                                : (r->eras & METHOD_ERA_MODERN) ? MM_KNOWN
                                : r->removed_in                 ? MM_REMOVED
                                                                : MM_UNKNOWN;
