@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../store/store_fixture.h"
 #include "actor/alarm.h"
 #include "actor/jti.h"
 #include "core/dpop.h"
@@ -26,42 +27,15 @@
 #define JKT2 "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
 #define JKT3 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 
-typedef struct fixture {
-    char dir[64];
-    store_t *s;
-} fixture_t;
-
-static store_t *open_in(const char *dir)
-{
-    char err[256];
-    store_t *s = store_open(dir, false, 0, err, sizeof err);
-    if (!s)
-        fprintf(stderr, "%s\n", err);
-    return s;
-}
-
 static int setup(void **state)
 {
-    fixture_t *f = calloc(1, sizeof *f);
-    strcpy(f->dir, "/tmp/mcpd-jti-XXXXXX");
-    if (!mkdtemp(f->dir) || !(f->s = open_in(f->dir)))
-        return -1;
-    *state = f;
-    return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
+    return store_fixture_setup(state, "/tmp/mcpd-jti-XXXXXX");
 }
 
 static int teardown(void **state)
 {
-    fixture_t *f = *state;
     jti_close();
-    store_close(f->s);
-    nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    free(f);
+    store_fixture_free(*state);
     return 0;
 }
 
@@ -251,7 +225,7 @@ static void the_node_alarm_runs_at_its_due_time_and_only_then(void **state)
     assert_int_equal(alarms_start(f->s), 0);
     usleep(100000);
     int calls = atomic_load(&g_calls);
-    if (now_wall_ms() < t0 + 300) /* (a test thread held up past it proves nothing) */
+    if (now_wall_ms() < t0 + 300)   /* (a test thread held up past it proves nothing) */
         assert_int_equal(calls, 0); /* not before its time */
     wait_calls(1, 3000);
     assert_int_equal(atomic_load(&g_calls), 1);
@@ -281,14 +255,21 @@ int main(void)
 {
     evthread_use_pthreads(); /* as main.c: hints wake the alarm thread's loop */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(a_jti_is_refused_the_second_time_also_after_a_restart, setup, teardown),
-        cmocka_unit_test_setup_teardown(the_sweep_frees_what_expired_and_nothing_else, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_jti_is_refused_the_second_time_also_after_a_restart,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(the_sweep_frees_what_expired_and_nothing_else, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_full_cache_records_nothing_more, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_key_past_its_share_does_not_lock_out_another_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(the_global_maximum_still_bounds_every_key_together, setup, teardown),
-        cmocka_unit_test_setup_teardown(retry_after_follows_the_earliest_proof_held_through_sweeps, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_clock_stepped_back_does_not_readmit_a_swept_proof, setup, teardown),
-        cmocka_unit_test_setup_teardown(the_node_alarm_runs_at_its_due_time_and_only_then, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_key_past_its_share_does_not_lock_out_another_key, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(the_global_maximum_still_bounds_every_key_together, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(retry_after_follows_the_earliest_proof_held_through_sweeps,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_clock_stepped_back_does_not_readmit_a_swept_proof, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(the_node_alarm_runs_at_its_due_time_and_only_then, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

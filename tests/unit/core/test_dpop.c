@@ -20,6 +20,7 @@
 #include <openssl/rsa.h>
 
 #include "core/b64.h"
+#include "jws_sign.h"
 #include "core/crypto.h"
 #include "core/dpop.h"
 
@@ -30,23 +31,6 @@ typedef struct keys {
     EVP_PKEY *ec, *rsa, *ed, *ec384;
     int64_t now;
 } keys_t;
-
-static char *b64u(const void *p, size_t n)
-{
-    char *out = malloc(B64_ENCODED_SIZE(n));
-    b64_encode(p, n, out, true);
-    return out;
-}
-
-static char *bn_b64u(const EVP_PKEY *k, const char *name)
-{
-    BIGNUM *bn = NULL;
-    assert_int_equal(EVP_PKEY_get_bn_param(k, name, &bn), 1);
-    unsigned char buf[1024];
-    int n = BN_bn2bin(bn, buf);
-    BN_free(bn);
-    return b64u(buf, (size_t)n);
-}
 
 /* The public JWK of k (private: with its d member too). */
 static json_t *jwk_of(EVP_PKEY *k, bool private)
@@ -64,11 +48,13 @@ static json_t *jwk_of(EVP_PKEY *k, bool private)
     } else if (EVP_PKEY_is_a(k, "EC")) {
         unsigned char pub[200];
         size_t len = 0;
-        assert_int_equal(EVP_PKEY_get_octet_string_param(k, OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof pub, &len), 1);
+        assert_int_equal(EVP_PKEY_get_octet_string_param(k, OSSL_PKEY_PARAM_PUB_KEY, pub,
+                                                         sizeof pub, &len),
+                         1);
         size_t coord = (len - 1) / 2;
         char *x = b64u(pub + 1, coord), *y = b64u(pub + 1 + coord, coord);
-        j = json_pack("{s:s,s:s,s:s,s:s}", "kty", "EC", "crv", coord == 32 ? "P-256" : "P-384",
-                      "x", x, "y", y);
+        j = json_pack("{s:s,s:s,s:s,s:s}", "kty", "EC", "crv", coord == 32 ? "P-256" : "P-384", "x",
+                      x, "y", y);
         free(x), free(y);
         if (private) {
             char *d = bn_b64u(k, OSSL_PKEY_PARAM_PRIV_KEY);
@@ -84,35 +70,6 @@ static json_t *jwk_of(EVP_PKEY *k, bool private)
         free(x);
     }
     return j;
-}
-
-static char *sign(const char *alg, EVP_PKEY *key, const char *msg)
-{
-    const EVP_MD *md = strcmp(alg, "EdDSA") == 0 ? NULL
-                       : strstr(alg, "384")       ? EVP_sha384()
-                                                  : EVP_sha256();
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    EVP_PKEY_CTX *pctx = NULL;
-    assert_int_equal(EVP_DigestSignInit(ctx, &pctx, md, NULL, key), 1);
-    if (alg[0] == 'P') {
-        EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING);
-        EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST);
-    }
-    unsigned char sig[1024];
-    size_t siglen = sizeof sig;
-    assert_int_equal(EVP_DigestSign(ctx, sig, &siglen, (const unsigned char *)msg, strlen(msg)), 1);
-    EVP_MD_CTX_free(ctx);
-    if (alg[0] == 'E' && alg[1] == 'S') {
-        size_t half = strstr(alg, "384") ? 48 : 32;
-        const unsigned char *p = sig;
-        ECDSA_SIG *es = d2i_ECDSA_SIG(NULL, &p, (long)siglen);
-        unsigned char rs[96];
-        BN_bn2binpad(ECDSA_SIG_get0_r(es), rs, (int)half);
-        BN_bn2binpad(ECDSA_SIG_get0_s(es), rs + half, (int)half);
-        ECDSA_SIG_free(es);
-        return b64u(rs, 2 * half);
-    }
-    return b64u(sig, siglen);
 }
 
 /* A proof of header h and claims c (both stolen), signed with alg by key (NULL: no signature). */
@@ -163,7 +120,8 @@ static void thumb(EVP_PKEY *k, char out[DPOP_JKT_LEN + 1])
 
 static dpop_expect_t expect(const keys_t *k, const char *jkt)
 {
-    return (dpop_expect_t){"POST", HTU, TOKEN, strlen(TOKEN), jkt, k->now, 30, DPOP_MAX_AGE_S, NULL};
+    return (dpop_expect_t){"POST", HTU, TOKEN,          strlen(TOKEN), jkt,
+                           k->now, 30,  DPOP_MAX_AGE_S, NULL};
 }
 
 static int check(const keys_t *k, const char *proof, const char *jkt, const char **why)
@@ -237,8 +195,10 @@ static void the_thumbprint_matches_the_rfc_vectors(void **state)
 static void a_good_proof_of_each_algorithm_is_accepted(void **state)
 {
     keys_t *k = *state;
-    struct { const char *alg; EVP_PKEY *key; } cases[] = {
-        {"ES256", k->ec}, {"RS256", k->rsa}, {"PS256", k->rsa}, {"EdDSA", k->ed}};
+    struct {
+        const char *alg;
+        EVP_PKEY *key;
+    } cases[] = {{"ES256", k->ec}, {"RS256", k->rsa}, {"PS256", k->rsa}, {"EdDSA", k->ed}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char jkt[DPOP_JKT_LEN + 1];
         thumb(cases[i].key, jkt);
@@ -264,7 +224,9 @@ static void a_proof_for_another_method_url_or_token_is_refused(void **state)
     keys_t *k = *state;
     char jkt[DPOP_JKT_LEN + 1];
     thumb(k->ec, jkt);
-    struct { const char *member, *value; } cases[] = {
+    struct {
+        const char *member, *value;
+    } cases[] = {
         {"htm", "GET"},
         {"htm", "post"},
         {"htu", "http://127.0.0.1:8080/other"},
@@ -324,8 +286,11 @@ static void a_proof_too_old_or_from_the_future_is_refused(void **state)
     keys_t *k = *state;
     char jkt[DPOP_JKT_LEN + 1];
     thumb(k->ec, jkt);
-    struct { int64_t iat; int rc; } cases[] = {
-        {k->now - DPOP_MAX_AGE_S - 30, 0},  /* the oldest accepted (the leeway included) */
+    struct {
+        int64_t iat;
+        int rc;
+    } cases[] = {
+        {k->now - DPOP_MAX_AGE_S - 30, 0}, /* the oldest accepted (the leeway included) */
         {k->now - DPOP_MAX_AGE_S - 31, -1},
         {k->now - 600, -1},
         {k->now + 30, 0},
@@ -473,8 +438,10 @@ static void a_cached_key_still_verifies_each_signature(void **state)
 {
     keys_t *k = *state;
     dpop_keycache_t *kc = calloc(1, sizeof *kc);
-    struct { const char *alg; EVP_PKEY *key; } cases[] = {
-        {"RS256", k->rsa}, {"PS256", k->rsa}, {"ES256", k->ec}, {"EdDSA", k->ed}};
+    struct {
+        const char *alg;
+        EVP_PKEY *key;
+    } cases[] = {{"RS256", k->rsa}, {"PS256", k->rsa}, {"ES256", k->ec}, {"EdDSA", k->ed}};
     for (int round = 0; round < 2; round++) { /* the second round finds every key cached */
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             char jkt[DPOP_JKT_LEN + 1];
@@ -483,7 +450,8 @@ static void a_cached_key_still_verifies_each_signature(void **state)
             ex.keys = kc;
             dpop_proof_t out;
             const char *why;
-            char *p = make(cases[i].alg, cases[i].key, header(cases[i].alg, cases[i].key), claims(k, "j"));
+            char *p = make(cases[i].alg, cases[i].key, header(cases[i].alg, cases[i].key),
+                           claims(k, "j"));
             assert_int_equal(dpop_check(p, strlen(p), &ex, &out, &why), 0);
             p[strlen(p) - 2] = p[strlen(p) - 2] == 'A' ? 'B' : 'A'; /* a changed signature */
             assert_int_equal(dpop_check(p, strlen(p), &ex, &out, &why), -1);
@@ -519,8 +487,9 @@ static void a_cached_key_still_verifies_each_signature(void **state)
 static void garbage_is_refused(void **state)
 {
     keys_t *k = *state;
-    const char *bad[] = {"garbage", "", "a.b", "a.b.c.d", "..", "eyJ.eyJ.", "e$J.eyJ.c2ln",
-                         "bm90IGpzb24.bm90IGpzb24.c2ln", "W10.e30.c2ln"};
+    const char *bad[] = {"garbage",     "",         "a.b",          "a.b.c.d",
+                         "..",          "eyJ.eyJ.", "e$J.eyJ.c2ln", "bm90IGpzb24.bm90IGpzb24.c2ln",
+                         "W10.e30.c2ln"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *why;
         assert_int_equal(check(k, bad[i], NULL, &why), -1);

@@ -20,6 +20,7 @@
 #include <openssl/rsa.h>
 
 #include "core/b64.h"
+#include "jws_sign.h"
 #include "core/jwt.h"
 #include "core/crypto.h"
 
@@ -32,23 +33,6 @@ typedef struct keys {
     char *jwks_json;
     int64_t now;
 } keys_t;
-
-static char *b64u(const void *p, size_t n)
-{
-    char *out = malloc(B64_ENCODED_SIZE(n));
-    b64_encode(p, n, out, true);
-    return out;
-}
-
-static char *bn_b64u(const EVP_PKEY *k, const char *name)
-{
-    BIGNUM *bn = NULL;
-    assert_int_equal(EVP_PKEY_get_bn_param(k, name, &bn), 1);
-    unsigned char buf[1024];
-    int n = BN_bn2bin(bn, buf);
-    BN_free(bn);
-    return b64u(buf, (size_t)n);
-}
 
 static json_t *jwk_rsa(const EVP_PKEY *k, const char *kid, const char *alg)
 {
@@ -65,11 +49,13 @@ static json_t *jwk_ec(const EVP_PKEY *k, const char *kid, const char *crv, size_
 {
     unsigned char pub[200];
     size_t len = 0;
-    assert_int_equal(EVP_PKEY_get_octet_string_param(k, OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof pub, &len), 1);
+    assert_int_equal(EVP_PKEY_get_octet_string_param(k, OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof pub,
+                                                     &len),
+                     1);
     assert_int_equal(len, 1 + 2 * coord);
     char *x = b64u(pub + 1, coord), *y = b64u(pub + 1 + coord, coord);
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "kty", "EC", "crv", crv, "kid", kid,
-                          "x", x, "y", y, "use", "sig");
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "kty", "EC", "crv", crv, "kid", kid, "x", x,
+                          "y", y, "use", "sig");
     free(x);
     free(y);
     return j;
@@ -103,8 +89,9 @@ static int setup(void **state)
     json_array_append_new(arr, jwk_rsa(k->rsa, "rsa-rs256-only", "RS256"));
     json_array_append_new(arr, jwk_ed(k->ed, "ed1"));
     json_array_append_new(arr, jwk_ec(k->ec384, "ec384", "P-384", 48));
-    json_array_append_new(arr, jwk_rsa(k->rsa_small, "small", NULL));      /* skipped: 1024 bits */
-    json_array_append_new(arr, json_pack("{s:s,s:s,s:s}", "kty", "oct", "kid", "hmac", "k", "c2VjcmV0")); /* skipped */
+    json_array_append_new(arr, jwk_rsa(k->rsa_small, "small", NULL)); /* skipped: 1024 bits */
+    json_array_append_new(arr, json_pack("{s:s,s:s,s:s}", "kty", "oct", "kid", "hmac", "k",
+                                         "c2VjcmV0")); /* skipped */
     json_t *enc = jwk_ec(k->ec, "enc1", "P-256", 32);
     json_object_set_new(enc, "use", json_string("enc")); /* skipped: not for signatures */
     json_array_append_new(arr, enc);
@@ -131,36 +118,6 @@ static int teardown(void **state)
     free(k->jwks_json);
     free(k);
     return 0;
-}
-
-/* The signature of msg with alg, in JWS form (ECDSA: r || s). */
-static char *sign(const char *alg, EVP_PKEY *key, const char *msg)
-{
-    const EVP_MD *md = strcmp(alg, "EdDSA") == 0 ? NULL
-                       : strstr(alg, "384")       ? EVP_sha384()
-                                                  : EVP_sha256();
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    EVP_PKEY_CTX *pctx = NULL;
-    assert_int_equal(EVP_DigestSignInit(ctx, &pctx, md, NULL, key), 1);
-    if (alg[0] == 'P') {
-        EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING);
-        EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST);
-    }
-    unsigned char sig[1024];
-    size_t siglen = sizeof sig;
-    assert_int_equal(EVP_DigestSign(ctx, sig, &siglen, (const unsigned char *)msg, strlen(msg)), 1);
-    EVP_MD_CTX_free(ctx);
-    if (alg[0] == 'E' && alg[1] == 'S') {
-        size_t half = strstr(alg, "384") ? 48 : 32;
-        const unsigned char *p = sig;
-        ECDSA_SIG *es = d2i_ECDSA_SIG(NULL, &p, (long)siglen);
-        unsigned char rs[96];
-        BN_bn2binpad(ECDSA_SIG_get0_r(es), rs, (int)half);
-        BN_bn2binpad(ECDSA_SIG_get0_s(es), rs + half, (int)half);
-        ECDSA_SIG_free(es);
-        return b64u(rs, 2 * half);
-    }
-    return b64u(sig, siglen);
 }
 
 static char *join3(const char *a, const char *b, const char *c)
@@ -193,8 +150,8 @@ static json_t *hdr(const char *alg, const char *kid)
 static json_t *claims(const keys_t *k)
 {
     return json_pack("{s:s,s:s,s:I,s:I,s:s,s:s,s:s}", "iss", ISS, "aud", AUD, "exp",
-                     (json_int_t)(k->now + 300), "iat", (json_int_t)k->now, "sub", "alice",
-                     "scope", "mcp:tools  mcp:read", "client_id", "c1");
+                     (json_int_t)(k->now + 300), "iat", (json_int_t)k->now, "sub", "alice", "scope",
+                     "mcp:tools  mcp:read", "client_id", "c1");
 }
 
 static jwt_result_t verify(const keys_t *k, const char *tok, jwt_claims_t *cl, const char **why)
@@ -228,9 +185,9 @@ static void a_good_token_of_each_algorithm_verifies(void **state)
     struct {
         const char *alg, *kid;
         EVP_PKEY *key;
-    } cases[] = {{"ES256", "ec1", k->ec}, {"RS256", "rsa1", k->rsa}, {"PS256", "rsa1", k->rsa},
-                 {"EdDSA", "ed1", k->ed}, {"RS256", "rsa-rs256-only", k->rsa},
-                 {"ES384", "ec384", k->ec384}};
+    } cases[] = {
+        {"ES256", "ec1", k->ec}, {"RS256", "rsa1", k->rsa},           {"PS256", "rsa1", k->rsa},
+        {"EdDSA", "ed1", k->ed}, {"RS256", "rsa-rs256-only", k->rsa}, {"ES384", "ec384", k->ec384}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *tok = make(cases[i].alg, cases[i].key, hdr(cases[i].alg, cases[i].kid), claims(k));
         jwt_claims_t cl;
@@ -469,9 +426,16 @@ static void huge_garbage_and_bad_base64_are_refused(void **state)
     assert_int_equal(verify(k, huge, NULL, &why), JWT_INVALID);
     assert_non_null(strstr(why, "too long"));
     free(huge);
-    const char *not_jwt[] = {"", "hello", "abc.def.ghi", "eyJhbGci", "eyJhbGci..sig",
-                             "eyJhbGci.e30.", "eyJhbGci.e30.s.x", "eyJ!bGci.e30.sig",
-                             "eyJhbGci.e3 0.sig", "eyJhbGci.e30=.sig"};
+    const char *not_jwt[] = {"",
+                             "hello",
+                             "abc.def.ghi",
+                             "eyJhbGci",
+                             "eyJhbGci..sig",
+                             "eyJhbGci.e30.",
+                             "eyJhbGci.e30.s.x",
+                             "eyJ!bGci.e30.sig",
+                             "eyJhbGci.e3 0.sig",
+                             "eyJhbGci.e30=.sig"};
     for (size_t i = 0; i < sizeof not_jwt / sizeof not_jwt[0]; i++)
         assert_int_equal(verify(k, not_jwt[i], NULL, NULL), JWT_NOT_JWT);
     /* the shape of a JWT, but its header is not JSON, or not base64url of any length */
@@ -503,12 +467,15 @@ static void cnf_jkt_must_be_a_sha256_thumbprint_and_other_bindings_are_refused(v
     assert_string_equal(cl.jkt, good);
     /* not 43 base64url characters: invalid */
     assert_int_equal(with_cnf(k, json_pack("{s:s}", "jkt", "abc"), NULL), JWT_INVALID);
-    assert_int_equal(with_cnf(k, json_pack("{s:s}", "jkt", "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9X"),
-                              NULL), JWT_INVALID); /* 42 */
-    assert_int_equal(with_cnf(k, json_pack("{s:s}", "jkt", "NzbLsXh8uDCcd+6MNwXF4W/7noWXFZAfHkxZsRGC9Xs"),
-                              NULL), JWT_INVALID); /* standard base64 */
-    assert_int_equal(with_cnf(k, json_pack("{s:s}", "jkt", "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9X="),
-                              NULL), JWT_INVALID); /* padded */
+    assert_int_equal(
+        with_cnf(k, json_pack("{s:s}", "jkt", "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9X"), NULL),
+        JWT_INVALID); /* 42 */
+    assert_int_equal(
+        with_cnf(k, json_pack("{s:s}", "jkt", "NzbLsXh8uDCcd+6MNwXF4W/7noWXFZAfHkxZsRGC9Xs"), NULL),
+        JWT_INVALID); /* standard base64 */
+    assert_int_equal(
+        with_cnf(k, json_pack("{s:s}", "jkt", "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9X="), NULL),
+        JWT_INVALID); /* padded */
     static const char nul[] = "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9\0s";
     assert_int_equal(with_cnf(k, json_pack("{s:s%}", "jkt", nul, (size_t)(sizeof nul - 1)), NULL),
                      JWT_INVALID);

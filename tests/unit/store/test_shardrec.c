@@ -15,44 +15,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store_fixture.h"
 #include "store/manifest.h"
 #include "store/shardrec.h"
 
-typedef struct fixture {
-    char dir[64];
-    store_t *s;
-} fixture_t;
-
-static store_t *open_in(const char *dir)
-{
-    char err[256];
-    store_t *s = store_open(dir, false, 0, err, sizeof err);
-    if (!s)
-        fprintf(stderr, "%s\n", err);
-    return s;
-}
-
 static int setup(void **state)
 {
-    fixture_t *f = calloc(1, sizeof *f);
-    strcpy(f->dir, "/tmp/mcpd-shardrec-XXXXXX");
-    if (!mkdtemp(f->dir) || !(f->s = open_in(f->dir)))
-        return -1;
-    *state = f;
-    return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove(path);
+    return store_fixture_setup(state, "/tmp/mcpd-shardrec-XXXXXX");
 }
 
 static int teardown(void **state)
 {
-    fixture_t *f = *state;
-    store_close(f->s);
-    nftw(f->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-    free(f);
+    store_fixture_free(*state);
     return 0;
 }
 
@@ -77,7 +51,10 @@ static void a_record_round_trips_through_its_text(void **state)
 static void values_that_are_not_records_do_not_decode(void **state)
 {
     static const char *const bad[] = {
-        "", "[]", "{}", "{\"s\":\"owned\",\"e\":0,\"d\":0,\"x\":false,\"p\":\"\"}", /* no epoch */
+        "",
+        "[]",
+        "{}",
+        "{\"s\":\"owned\",\"e\":0,\"d\":0,\"x\":false,\"p\":\"\"}", /* no epoch */
         "{\"s\":\"gone\",\"e\":1,\"d\":0,\"x\":false,\"p\":\"\"}",
         "{\"s\":\"owned\",\"e\":-1,\"d\":0,\"x\":false,\"p\":\"\"}",
         "{\"s\":\"owned\",\"e\":1,\"d\":0,\"x\":1,\"p\":\"\"}",
@@ -317,8 +294,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test(a_manifest_lists_every_family_and_round_trips),
         cmocka_unit_test(an_incomplete_or_altered_manifest_is_refused_with_the_reason),
-        cmocka_unit_test_setup_teardown(a_shards_export_holds_exactly_its_keys_and_ingests_elsewhere,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            a_shards_export_holds_exactly_its_keys_and_ingests_elsewhere, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
