@@ -5,7 +5,8 @@
 // after a restart of the server too (the replay cache is durable). Run by
 // `meson test --suite interop` (node's built-in test runner); every wait is bounded.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
+import { after, before } from './hooks.mjs';
 
 import {
   assertNoTokenIn, assertRpcError, clientCredentials, decodeJwt, deploy, dpopProof, generateKey, httpRequest,

@@ -18,7 +18,8 @@
 // key: that is how exp/nbf/iat, iss and aud are checked precisely.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
+import { after, before } from './hooks.mjs';
 
 import {
   INTROSPECT, SessionClient, assertChallenge, assertNoTokenIn, assertRpcError, clientCredentials, decodeJwt,

@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
+import { after, before } from './hooks.mjs';
 import { fileURLToPath } from 'node:url';
 
 import { startServer } from './server.mjs';

@@ -2,7 +2,8 @@
 // mcpactord serving the demo and conformance toolsets. Run by `meson test --suite interop`
 // (node's built-in test runner); every wait is bounded.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
+import { after, before } from './hooks.mjs';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

@@ -21,7 +21,8 @@
 // - per-request log level: `_meta: { [LOG_LEVEL_META_KEY]: level }` in the call's params (the
 //   envelope the client adds keeps user keys); progress: callTool's `onprogress` option.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
+import { after, before } from './hooks.mjs';
 
 import {
   Client,
