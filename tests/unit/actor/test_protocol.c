@@ -1,0 +1,232 @@
+/* Unit test: the actor layer serves a protocol it knows nothing of. src/actor/ and the folders
+ * below it are linked without src/mcp/ (layer_deps['actor']): real worker threads
+ * (workers_start), a store on disk, messages through the mailboxes, frames out through the sink.
+ * The protocol is a fake, "counter": a session answers each POST with how many POSTs it has had.
+ * What is checked: an actor made by the protocol, messages routed to it, 404 from the actor
+ * layer for a session it does not know, DELETE, and a restart of the workers on the same store
+ * (the session is woken from the store). */
+#define _XOPEN_SOURCE 700
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "actor/actor.h"
+#include "core/config.h"
+#include "wire/jsonrpc.h"
+
+static const char SID[] = "00112233445566778899aabbccddeeff";
+
+/* ---- the frames the workers hand to "the HTTP threads" ---- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static hmsg_t *frames[64];
+static int nframes;
+
+static void sink(uint32_t http_thread, mq_node_t *first, mq_node_t *last, size_t n)
+{
+    pthread_mutex_lock(&mu);
+    for (mq_node_t *p = first; p;) {
+        mq_node_t *next = p == last ? NULL : p->next;
+        hmsg_t *h = (hmsg_t *)p;
+        if (nframes < 64)
+            frames[nframes++] = h;
+        else
+            hmsg_free(h);
+        p = next;
+    }
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
+/* The next frame, waiting at most 5 s (NULL: none came). */
+static hmsg_t *next_frame(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&mu);
+    while (nframes == 0 && pthread_cond_timedwait(&cv, &mu, &until) == 0)
+        ;
+    hmsg_t *h = NULL;
+    if (nframes > 0) {
+        h = frames[0];
+        memmove(frames, frames + 1, (size_t)(nframes - 1) * sizeof frames[0]);
+        nframes--;
+    }
+    pthread_mutex_unlock(&mu);
+    return h;
+}
+
+/* ---- the fake protocol ---- */
+
+static int initialized, posts, modern, jobs_done;
+
+/* Its answer: {"n": count}. */
+static void answer(worker_t *w, conn_ref_t conn, long long n, const char *sid_header)
+{
+    actor_reply(w, conn, 200, json_pack("{s:I}", "n", n), sid_header);
+}
+
+static void fake_initialize(worker_t *w, wmsg_t *m)
+{
+    initialized++;
+    actor_t *a = actor_create(w, m->sid);
+    a->used = true;
+    actor_persist_meta(a);
+    answer(w, m->u.client.conn, 0, a->sid);
+}
+
+static void fake_post(actor_t *a, wmsg_t *m)
+{
+    posts++;
+    answer(a->w, m->u.client.conn, posts, NULL);
+}
+
+static void fake_modern(worker_t *w, wmsg_t *m)
+{
+    modern++;
+    actor_reply(w, m->u.client.conn, 400, NULL, NULL);
+}
+
+static void fake_job_done(actor_t *a, struct mcpd_ctx *j)
+{
+    jobs_done++;
+}
+
+static const actor_ops_t FAKE = {
+    .on_initialize = fake_initialize,
+    .on_post = fake_post,
+    .on_modern = fake_modern,
+    .on_job_done = fake_job_done,
+};
+
+/* ---- the test's side of the HTTP threads ---- */
+
+static uint32_t next_gen = 1;
+
+static wmsg_t *post(const char *sid, bool create)
+{
+    wmsg_t *m = wmsg_new(WM_POST);
+    str_copy(m->sid, sizeof m->sid, sid);
+    m->u.post.c.conn = (conn_ref_t){0, 1, next_gen++};
+    m->u.post.body = json_pack("{s:s,s:i,s:s}", "jsonrpc", "2.0", "id", 1, "method", "count");
+    m->u.post.n = 1;
+    m->u.post.kinds = m->u.post.kinds_inline;
+    m->u.post.kinds[0] = JR_REQUEST;
+    m->u.post.create = create;
+    return m;
+}
+
+/* Sends m to its session's worker; returns the frame that answers it (taken by the caller). */
+static hmsg_t *send_and_wait(wmsg_t *m)
+{
+    worker_push(worker_for_session(m->sid), m);
+    hmsg_t *h = next_frame();
+    assert_non_null(h);
+    return h;
+}
+
+/* The "n" of a counter answer, -1 when the frame is not one. */
+static long long answer_n(const hmsg_t *h)
+{
+    json_t *v = h->body ? json_loadb(h->body, h->len, 0, NULL) : NULL;
+    long long n = json_is_integer(json_object_get(v, "n"))
+                      ? json_integer_value(json_object_get(v, "n"))
+                      : -1;
+    json_decref(v);
+    return n;
+}
+
+static char dir[64];
+static store_t *store;
+
+static void start(void)
+{
+    char err[256];
+    store = store_open(dir, false, 0, err, sizeof err);
+    assert_non_null(store);
+    assert_int_equal(workers_start(1, store, &FAKE, sink, 1, NULL), 0);
+}
+
+static void stop(void)
+{
+    workers_stop();
+    store_close(store);
+    store = NULL;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static void the_protocol_owns_the_meaning(void **state)
+{
+    strcpy(dir, "/tmp/mcpd-fakeproto-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    config_defaults(&g_cfg);
+    g_cfg.workers = 1;
+    start();
+
+    /* a session the actor layer has never seen: its 404, the protocol never called */
+    hmsg_t *h = send_and_wait(post(SID, false));
+    assert_int_equal(h->status, 404);
+    assert_int_equal(posts, 0);
+    hmsg_free(h);
+
+    /* the protocol makes the actor; the next POSTs reach it */
+    h = send_and_wait(post(SID, true));
+    assert_int_equal(h->status, 200);
+    assert_string_equal(h->session_id, SID);
+    assert_int_equal(initialized, 1);
+    hmsg_free(h);
+    for (int i = 1; i <= 3; i++) {
+        h = send_and_wait(post(SID, false));
+        assert_int_equal(h->status, 200);
+        assert_int_equal(answer_n(h), i);
+        hmsg_free(h);
+    }
+
+    /* the workers stop and start again on the same store: the session is woken from it */
+    stop();
+    start();
+    h = send_and_wait(post(SID, false));
+    assert_int_equal(h->status, 200);
+    assert_int_equal(answer_n(h), 4);
+    hmsg_free(h);
+
+    /* DELETE is the actor layer's: 200, then the session is unknown */
+    wmsg_t *d = wmsg_new(WM_DELETE);
+    str_copy(d->sid, sizeof d->sid, SID);
+    d->u.del.c.conn = (conn_ref_t){0, 1, next_gen++};
+    h = send_and_wait(d);
+    assert_int_equal(h->status, 200);
+    hmsg_free(h);
+    h = send_and_wait(post(SID, false));
+    assert_int_equal(h->status, 404);
+    hmsg_free(h);
+    assert_int_equal(posts, 4);
+    assert_int_equal(modern, 0);
+    assert_int_equal(jobs_done, 0);
+
+    stop();
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_protocol_owns_the_meaning),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
