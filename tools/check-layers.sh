@@ -3,11 +3,11 @@
 # The folders form a DAG (docs/ARCHITECTURE.md, "Layout"):
 #
 #   core <- wire <- store <- actor <- mcp, http      admin: core, store      main.c: anything
-#   tools, plugins: the public API only (<mcpactord/tool.h>)
+#   toolsets, plugins: the public API only (<mcpactord/tool.h>)
 #
 # A folder may include its own headers and those of the folders it depends on. The public API
 # header is for the layers that implement or use it (actor: the handler context; mcp: the
-# catalogue; tools and plugins). Usage: tools/check-layers.sh [SRC_DIR] (default src).
+# catalogue; toolsets and plugins). Usage: tools/check-layers.sh [SRC_DIR] (default src).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=${1:-src}
@@ -21,12 +21,12 @@ allowed() { # folder -> the folders it may include
     mcp) echo "core wire store actor mcp" ;;
     http) echo "core wire actor http" ;;
     admin) echo "core store admin" ;;
-    tools) echo "tools" ;;
+    toolsets) echo "toolsets" ;;
     plugins) echo "" ;;
     *) echo "?" ;;
   esac
 }
-public_ok() { case $1 in actor | mcp | tools | plugins) return 0 ;; *) return 1 ;; esac; }
+public_ok() { case $1 in actor | mcp | toolsets | plugins) return 0 ;; *) return 1 ;; esac; }
 
 bad=0
 while IFS= read -r f; do
@@ -52,7 +52,7 @@ while IFS= read -r f; do
     fi
   done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" || true)
   if grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*<mcpactord/' "$f" && ! public_ok "$folder"; then
-    echo "$f: $folder/ may not include the public tool API (only actor, mcp, tools, plugins)"
+    echo "$f: $folder/ may not include the public tool API (only actor, mcp, toolsets, plugins)"
     bad=1
   fi
 done < <(find "$src" -name '*.[ch]' | sort)

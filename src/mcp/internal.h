@@ -4,7 +4,7 @@
 #ifndef MCPD_MCP_INTERNAL_H
 #define MCPD_MCP_INTERNAL_H
 
-#include "mcp/session.h"
+#include "mcp/mcp.h"
 #include "wire/jsonrpc.h"
 
 const mcpd_registry_t *mcp_reg(void);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <event2/thread.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <time.h>
@@ -225,6 +226,7 @@ static void the_protocol_owns_the_meaning(void **state)
 
 int main(void)
 {
+    evthread_use_pthreads(); /* as main.c: other threads wake a worker's loop */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_protocol_owns_the_meaning),
     };

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/toolsets.h"
+#include "toolsets/toolsets.h"
 
 static const char NO_ARGS[] = "{\"type\":\"object\",\"properties\":{}}";
 
@@ -135,7 +135,8 @@ static json_t *tool_with_task(mcpd_ctx_t *ctx, json_t *args, void *ud)
 int toolset_conformance_tasks_register(mcpd_registry_t *reg)
 {
     const mcpd_tool_def_t tools[] = {
-        {.name = "greet", .description = "Greets by name (never a task).",
+        {.name = "greet",
+         .description = "Greets by name (never a task).",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},"
                          "\"required\":[\"name\"]}",
          .handler = greet},
@@ -144,24 +145,33 @@ int toolset_conformance_tasks_register(mcpd_registry_t *reg)
                         "extension; a cancel stops it).",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"seconds\":{\"type\":\"integer\","
                          "\"minimum\":0,\"maximum\":3600},\"label\":{\"type\":\"string\"}}}",
-         .handler = slow_compute, .flags = MCPD_TOOL_TASK},
+         .handler = slow_compute,
+         .flags = MCPD_TOOL_TASK},
         {.name = "failing_job",
          .description = "Runs only as a task, and ends with a tool error (isError).",
-         .input_schema = NO_ARGS, .handler = failing_job, .flags = MCPD_TOOL_TASK_REQUIRED},
+         .input_schema = NO_ARGS,
+         .handler = failing_job,
+         .flags = MCPD_TOOL_TASK_REQUIRED},
         {.name = "protocol_error_job",
          .description = "Ends with a JSON-RPC error (a task: failed).",
-         .input_schema = NO_ARGS, .handler = protocol_error_job, .flags = MCPD_TOOL_TASK},
+         .input_schema = NO_ARGS,
+         .handler = protocol_error_job,
+         .flags = MCPD_TOOL_TASK},
         {.name = "confirm_delete",
          .description = "Asks to confirm the deletion of `filename` (input request confirm).",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"filename\":{\"type\":\"string\"}},"
                          "\"required\":[\"filename\"]}",
-         .handler = confirm_delete, .flags = MCPD_TOOL_TASK},
+         .handler = confirm_delete,
+         .flags = MCPD_TOOL_TASK},
         {.name = "multi_input",
          .description = "Asks two names in one round (input requests first and second).",
-         .input_schema = NO_ARGS, .handler = multi_input, .flags = MCPD_TOOL_TASK},
+         .input_schema = NO_ARGS,
+         .handler = multi_input,
+         .flags = MCPD_TOOL_TASK},
         {.name = "test_tool_with_task",
          .description = "Asks the user's name first (synchronously), then runs as a task.",
-         .input_schema = NO_ARGS, .handler = tool_with_task,
+         .input_schema = NO_ARGS,
+         .handler = tool_with_task,
          .flags = MCPD_TOOL_TASK_REQUIRED | MCPD_TOOL_TASK_AFTER_INPUT},
     };
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/toolsets.h"
+#include "toolsets/toolsets.h"
 
 static const char NO_ARGS[] = "{\"type\":\"object\",\"properties\":{}}";
 
@@ -116,7 +116,8 @@ static json_t *ir_multiple_inputs(mcpd_ctx_t *ctx, json_t *args, void *ud)
     if (!name || !greeting || !roots)
         out = not_answered(ctx);
     else
-        out = mcpd_text_resultf("name=%s, roots=%zu", accepted(name, "name") ? accepted(name, "name") : "?",
+        out = mcpd_text_resultf("name=%s, roots=%zu",
+                                accepted(name, "name") ? accepted(name, "name") : "?",
                                 json_array_size(json_object_get(roots, "roots")));
     json_decref(name);
     json_decref(greeting);
@@ -130,7 +131,8 @@ static json_t *ir_multi_round(mcpd_ctx_t *ctx, json_t *args, void *ud)
     (void)args;
     (void)ud;
     mcpd_ctx_input_key(ctx, "step1");
-    json_t *name = mcpd_ctx_elicit(ctx, "Step 1: what is your name?", name_schema("name", "string"), 0);
+    json_t *name = mcpd_ctx_elicit(ctx, "Step 1: what is your name?", name_schema("name", "string"),
+                                   0);
     if (!name)
         return not_answered(ctx);
     mcpd_ctx_input_key(ctx, "step2");
@@ -140,7 +142,8 @@ static json_t *ir_multi_round(mcpd_ctx_t *ctx, json_t *args, void *ud)
         json_decref(name);
         return not_answered(ctx);
     }
-    json_t *out = mcpd_text_resultf("%s likes %s", accepted(name, "name") ? accepted(name, "name") : "?",
+    json_t *out = mcpd_text_resultf("%s likes %s",
+                                    accepted(name, "name") ? accepted(name, "name") : "?",
                                     accepted(color, "color") ? accepted(color, "color") : "?");
     json_decref(name);
     json_decref(color);
@@ -165,7 +168,8 @@ static json_t *ir_capabilities(mcpd_ctx_t *ctx, json_t *args, void *ud)
         b = mcpd_ctx_sample(ctx, sample_params("What is the capital of France?", 100), 0);
     }
     json_t *out = mcpd_ctx_input_pending(ctx) ? mcpd_text_result("input required")
-                  : asked ? mcpd_text_result("answered") : mcpd_text_result("nothing to ask");
+                  : asked                     ? mcpd_text_result("answered")
+                                              : mcpd_text_result("nothing to ask");
     json_decref(a);
     json_decref(b);
     return out;
@@ -265,55 +269,73 @@ int toolset_conformance_modern_register(mcpd_registry_t *reg)
     const mcpd_tool_def_t tools[] = {
         {.name = "test_input_required_result_elicitation",
          .description = "Asks the user's name (input request user_name) and greets them.",
-         .input_schema = NO_ARGS, .handler = ir_elicitation},
+         .input_schema = NO_ARGS,
+         .handler = ir_elicitation},
         {.name = "test_input_required_result_sampling",
          .description = "Asks the client's model a question (input request capital_question).",
-         .input_schema = NO_ARGS, .handler = ir_sampling},
+         .input_schema = NO_ARGS,
+         .handler = ir_sampling},
         {.name = "test_input_required_result_list_roots",
          .description = "Asks the client's roots (input request client_roots).",
-         .input_schema = NO_ARGS, .handler = ir_list_roots},
+         .input_schema = NO_ARGS,
+         .handler = ir_list_roots},
         {.name = "test_input_required_result_request_state",
          .description = "Asks a confirmation (input request confirm) and completes with state-ok.",
-         .input_schema = NO_ARGS, .handler = ir_request_state},
+         .input_schema = NO_ARGS,
+         .handler = ir_request_state},
         {.name = "test_input_required_result_multiple_inputs",
          .description = "Asks a name, a sampled greeting and the roots in one round.",
-         .input_schema = NO_ARGS, .handler = ir_multiple_inputs},
+         .input_schema = NO_ARGS,
+         .handler = ir_multiple_inputs},
         {.name = "test_input_required_result_multi_round",
          .description = "Asks a name, then (next round) a colour.",
-         .input_schema = NO_ARGS, .handler = ir_multi_round},
+         .input_schema = NO_ARGS,
+         .handler = ir_multi_round},
         {.name = "test_input_required_result_tampered_state",
          .description = "Asks a confirmation; a retry with an altered requestState is refused.",
-         .input_schema = NO_ARGS, .handler = ir_request_state},
+         .input_schema = NO_ARGS,
+         .handler = ir_request_state},
         {.name = "test_input_required_result_capabilities",
          .description = "Asks only what the request's client capabilities allow.",
-         .input_schema = NO_ARGS, .handler = ir_capabilities},
+         .input_schema = NO_ARGS,
+         .handler = ir_capabilities},
         {.name = "test_missing_capability",
          .description = "Needs sampling: without the capability the call answers -32021.",
-         .input_schema = NO_ARGS, .handler = missing_capability},
+         .input_schema = NO_ARGS,
+         .handler = missing_capability},
         {.name = "test_streaming_elicitation",
          .description = "Reports progress, then asks the user's name as an input request.",
-         .input_schema = NO_ARGS, .handler = streaming_elicitation},
+         .input_schema = NO_ARGS,
+         .handler = streaming_elicitation},
         {.name = "test_logging_tool",
          .description = "Logs three info messages (sent only at a requested log level).",
-         .input_schema = NO_ARGS, .handler = logging_tool},
+         .input_schema = NO_ARGS,
+         .handler = logging_tool},
         {.name = "test_trigger_tool_change",
          .description = "Announces that the tool list changed (to subscriptions/listen streams).",
-         .input_schema = NO_ARGS, .handler = trigger_tool_change, .flags = MCPD_TOOL_NONBLOCKING},
+         .input_schema = NO_ARGS,
+         .handler = trigger_tool_change,
+         .flags = MCPD_TOOL_NONBLOCKING},
         {.name = "test_trigger_prompt_change",
          .description = "Announces that the prompt list changed (to subscriptions/listen streams).",
-         .input_schema = NO_ARGS, .handler = trigger_prompt_change, .flags = MCPD_TOOL_NONBLOCKING},
+         .input_schema = NO_ARGS,
+         .handler = trigger_prompt_change,
+         .flags = MCPD_TOOL_NONBLOCKING},
         {.name = "test_update_resource",
-         .description = "Announces that the resource at uri changed (notifications/resources/updated, "
-                        "both eras).",
+         .description =
+             "Announces that the resource at uri changed (notifications/resources/updated, "
+             "both eras).",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"uri\":{\"type\":\"string\"}},"
                          "\"required\":[\"uri\"]}",
-         .handler = update_resource, .flags = MCPD_TOOL_NONBLOCKING},
+         .handler = update_resource,
+         .flags = MCPD_TOOL_NONBLOCKING},
         {.name = "test_custom_header",
          .description = "Echoes its region, a parameter mirrored in the Mcp-Param-Region header.",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"region\":{\"type\":\"string\","
                          "\"description\":\"A region name\",\"x-mcp-header\":\"Region\"}},"
                          "\"required\":[\"region\"]}",
-         .handler = custom_header, .flags = MCPD_TOOL_NONBLOCKING},
+         .handler = custom_header,
+         .flags = MCPD_TOOL_NONBLOCKING},
     };
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
         int rc = mcpd_register_tool(reg, &tools[i]);
@@ -322,7 +344,8 @@ int toolset_conformance_modern_register(mcpd_registry_t *reg)
     }
     const mcpd_prompt_def_t prompt = {
         .name = "test_input_required_result_prompt",
-        .description = "A prompt that asks the user for its context first (input request user_context).",
+        .description =
+            "A prompt that asks the user for its context first (input request user_context).",
         .get = ir_prompt};
     return mcpd_register_prompt(reg, &prompt);
 }

@@ -1,8 +1,9 @@
-/* The MCP methods of a session: worker thread only.
- * The HTTP thread has already checked the HTTP layer and the JSON-RPC shape of every message;
- * this layer decides what the messages mean for the session. */
-#ifndef MCPD_MCP_SESSION_H
-#define MCPD_MCP_SESSION_H
+/* The protocol layer's face to main: the catalogue, the table through which the actors reach
+ * this layer, and the requestState key. Everything else in src/mcp/ runs on worker threads,
+ * behind actor_ops_t (actor/worker.h). The HTTP thread has already checked the HTTP layer and
+ * the JSON-RPC shape of every message; this layer decides what the messages mean. */
+#ifndef MCPD_MCP_MCP_H
+#define MCPD_MCP_MCP_H
 
 #include "actor/actor.h"
 

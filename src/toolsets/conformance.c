@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/toolsets.h"
+#include "toolsets/toolsets.h"
 
 /* A 1x1 red pixel, PNG (69 bytes). */
 static const char RED_PIXEL_PNG[] =
@@ -81,17 +81,18 @@ static json_t *audio(mcpd_ctx_t *ctx, json_t *args, void *ud)
 static json_t *embedded_resource(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)ctx, (void)args, (void)ud;
-    return result_of(json_pack("[o]", embedded(text_resource("test://embedded-resource", "text/plain",
-                                                             "This is an embedded resource content."))));
+    return result_of(
+        json_pack("[o]", embedded(text_resource("test://embedded-resource", "text/plain",
+                                                "This is an embedded resource content."))));
 }
 
 static json_t *multiple_content_types(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)ctx, (void)args, (void)ud;
-    return result_of(json_pack(
-        "[o,o,o]", mcpd_text_content("Multiple content types test:"), image_content(),
-        embedded(text_resource("test://mixed-content-resource", "application/json",
-                               "{\"test\":\"data\",\"value\":123}"))));
+    return result_of(
+        json_pack("[o,o,o]", mcpd_text_content("Multiple content types test:"), image_content(),
+                  embedded(text_resource("test://mixed-content-resource", "application/json",
+                                         "{\"test\":\"data\",\"value\":123}"))));
 }
 
 static json_t *with_logging(mcpd_ctx_t *ctx, json_t *args, void *ud)
@@ -189,7 +190,8 @@ static json_t *elicit_and_report(mcpd_ctx_t *ctx, const char *message, json_t *s
         return mcpd_error_result("elicitation failed: %s", mcpd_ctx_last_error(ctx));
     const char *action = json_string_value(json_object_get(r, "action"));
     char *content = compact(json_object_get(r, "content"));
-    json_t *out = mcpd_text_resultf("%saction=%s, content=%s", prefix, action ? action : "?", content);
+    json_t *out = mcpd_text_resultf("%saction=%s, content=%s", prefix, action ? action : "?",
+                                    content);
     free(content);
     json_decref(r);
     return out;
@@ -278,14 +280,15 @@ static json_t *contents_of(json_t *item)
 static json_t *read_static_text(mcpd_ctx_t *ctx, const char *uri, json_t *vars, void *ud)
 {
     (void)ctx, (void)vars, (void)ud;
-    return contents_of(text_resource(uri, "text/plain", "This is the content of the static text resource."));
+    return contents_of(
+        text_resource(uri, "text/plain", "This is the content of the static text resource."));
 }
 
 static json_t *read_static_binary(mcpd_ctx_t *ctx, const char *uri, json_t *vars, void *ud)
 {
     (void)ctx, (void)vars, (void)ud;
-    return contents_of(json_pack("{s:s,s:s,s:s}", "uri", uri, "mimeType", "image/png", "blob",
-                                 RED_PIXEL_PNG));
+    return contents_of(
+        json_pack("{s:s,s:s,s:s}", "uri", uri, "mimeType", "image/png", "blob", RED_PIXEL_PNG));
 }
 
 static json_t *read_template(mcpd_ctx_t *ctx, const char *uri, json_t *vars, void *ud)
@@ -329,7 +332,8 @@ static json_t *messages_of(json_t *list)
 static json_t *simple_prompt(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)ctx, (void)args, (void)ud;
-    return messages_of(json_pack("[o]", user_message(mcpd_text_content("This is a simple prompt for testing."))));
+    return messages_of(
+        json_pack("[o]", user_message(mcpd_text_content("This is a simple prompt for testing."))));
 }
 
 static json_t *prompt_with_arguments(mcpd_ctx_t *ctx, json_t *args, void *ud)
@@ -339,7 +343,8 @@ static json_t *prompt_with_arguments(mcpd_ctx_t *ctx, json_t *args, void *ud)
     const char *a1 = json_string_value(json_object_get(args, "arg1"));
     const char *a2 = json_string_value(json_object_get(args, "arg2"));
     char *text = NULL;
-    if (asprintf(&text, "Prompt with arguments: arg1='%s', arg2='%s'", a1 ? a1 : "", a2 ? a2 : "") < 0) {
+    if (asprintf(&text, "Prompt with arguments: arg1='%s', arg2='%s'", a1 ? a1 : "", a2 ? a2 : "") <
+        0) {
         mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "out of memory");
         return NULL;
     }
@@ -356,17 +361,19 @@ static json_t *prompt_with_embedded_resource(mcpd_ctx_t *ctx, json_t *args, void
         mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS, "resourceUri must be a string");
         return NULL;
     }
-    return messages_of(json_pack(
-        "[o,o]",
-        user_message(embedded(text_resource(uri, "text/plain", "Embedded resource content for testing."))),
-        user_message(mcpd_text_content("Please process the embedded resource above."))));
+    return messages_of(
+        json_pack("[o,o]",
+                  user_message(embedded(
+                      text_resource(uri, "text/plain", "Embedded resource content for testing."))),
+                  user_message(mcpd_text_content("Please process the embedded resource above."))));
 }
 
 static json_t *prompt_with_image(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)ctx, (void)args, (void)ud;
-    return messages_of(json_pack("[o,o]", user_message(image_content()),
-                                 user_message(mcpd_text_content("Please analyze the image above."))));
+    return messages_of(
+        json_pack("[o,o]", user_message(image_content()),
+                  user_message(mcpd_text_content("Please analyze the image above."))));
 }
 
 /* ---- completion ---- */
@@ -428,53 +435,78 @@ static const char JSON_SCHEMA_2020_12[] =
 int toolset_conformance_register(mcpd_registry_t *reg)
 {
     const mcpd_tool_def_t tools[] = {
-        {.name = "test_simple_text", .description = "Returns one text item.",
-         .input_schema = NO_ARGS, .handler = simple_text, .flags = MCPD_TOOL_NONBLOCKING},
-        {.name = "test_image_content", .description = "Returns an image item (a 1x1 PNG).",
-         .input_schema = NO_ARGS, .handler = image, .flags = MCPD_TOOL_NONBLOCKING},
-        {.name = "test_audio_content", .description = "Returns an audio item (a short audio/wav).",
-         .input_schema = NO_ARGS, .handler = audio, .flags = MCPD_TOOL_NONBLOCKING},
-        {.name = "test_embedded_resource", .description = "Returns an embedded text resource.",
-         .input_schema = NO_ARGS, .handler = embedded_resource, .flags = MCPD_TOOL_NONBLOCKING},
+        {.name = "test_simple_text",
+         .description = "Returns one text item.",
+         .input_schema = NO_ARGS,
+         .handler = simple_text,
+         .flags = MCPD_TOOL_NONBLOCKING},
+        {.name = "test_image_content",
+         .description = "Returns an image item (a 1x1 PNG).",
+         .input_schema = NO_ARGS,
+         .handler = image,
+         .flags = MCPD_TOOL_NONBLOCKING},
+        {.name = "test_audio_content",
+         .description = "Returns an audio item (a short audio/wav).",
+         .input_schema = NO_ARGS,
+         .handler = audio,
+         .flags = MCPD_TOOL_NONBLOCKING},
+        {.name = "test_embedded_resource",
+         .description = "Returns an embedded text resource.",
+         .input_schema = NO_ARGS,
+         .handler = embedded_resource,
+         .flags = MCPD_TOOL_NONBLOCKING},
         {.name = "test_multiple_content_types",
          .description = "Returns text, image and embedded resource items in one result.",
-         .input_schema = NO_ARGS, .handler = multiple_content_types, .flags = MCPD_TOOL_NONBLOCKING},
+         .input_schema = NO_ARGS,
+         .handler = multiple_content_types,
+         .flags = MCPD_TOOL_NONBLOCKING},
         {.name = "test_tool_with_logging",
          .description = "Sends three info log notifications 50 ms apart while it runs.",
-         .input_schema = NO_ARGS, .handler = with_logging},
+         .input_schema = NO_ARGS,
+         .handler = with_logging},
         {.name = "test_error_handling",
          .description = "Always fails: a tool result with isError true.",
-         .input_schema = NO_ARGS, .handler = error_handling, .flags = MCPD_TOOL_NONBLOCKING},
+         .input_schema = NO_ARGS,
+         .handler = error_handling,
+         .flags = MCPD_TOOL_NONBLOCKING},
         {.name = "test_tool_with_progress",
-         .description = "Reports progress 0, 50 and 100 of 100, 50 ms apart (with a progressToken).",
-         .input_schema = NO_ARGS, .handler = with_progress},
+         .description =
+             "Reports progress 0, 50 and 100 of 100, 50 ms apart (with a progressToken).",
+         .input_schema = NO_ARGS,
+         .handler = with_progress},
         {.name = "test_reconnection",
          .description = "SSE polling fixture (SEP-1699): answers on an SSE stream after a short "
                         "pause; a client that lost the stream resumes with Last-Event-ID.",
-         .input_schema = NO_ARGS, .handler = reconnection},
+         .input_schema = NO_ARGS,
+         .handler = reconnection},
         {.name = "test_sampling",
          .description = "Asks the client's model to answer `prompt` (sampling/createMessage) and "
                         "returns 'LLM response: ...'.",
-         .input_schema = "{\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\","
-                         "\"description\":\"The prompt to send to the LLM\"}},\"required\":[\"prompt\"]}",
+         .input_schema =
+             "{\"type\":\"object\",\"properties\":{\"prompt\":{\"type\":\"string\","
+             "\"description\":\"The prompt to send to the LLM\"}},\"required\":[\"prompt\"]}",
          .handler = sampling},
         {.name = "test_elicitation",
          .description = "Asks the user for a username and an email (elicitation/create) and "
                         "returns their answer.",
-         .input_schema = "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\","
-                         "\"description\":\"The message to show the user\"}},\"required\":[\"message\"]}",
+         .input_schema =
+             "{\"type\":\"object\",\"properties\":{\"message\":{\"type\":\"string\","
+             "\"description\":\"The message to show the user\"}},\"required\":[\"message\"]}",
          .handler = elicitation},
         {.name = "test_elicitation_sep1034_defaults",
          .description = "Elicits a form whose string, integer, number, enum and boolean fields "
                         "have default values (SEP-1034).",
-         .input_schema = NO_ARGS, .handler = elicitation_defaults},
+         .input_schema = NO_ARGS,
+         .handler = elicitation_defaults},
         {.name = "test_elicitation_sep1330_enums",
          .description = "Elicits a form with the five enum shapes of SEP-1330.",
-         .input_schema = NO_ARGS, .handler = elicitation_enums},
+         .input_schema = NO_ARGS,
+         .handler = elicitation_enums},
         {.name = "json_schema_2020_12_tool",
          .description = "Tool with JSON Schema 2020-12 features ($schema, $defs, "
                         "additionalProperties); echoes its arguments.",
-         .input_schema = JSON_SCHEMA_2020_12, .handler = json_schema_2020_12,
+         .input_schema = JSON_SCHEMA_2020_12,
+         .handler = json_schema_2020_12,
          .flags = MCPD_TOOL_NONBLOCKING},
     };
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++) {
@@ -484,17 +516,31 @@ int toolset_conformance_register(mcpd_registry_t *reg)
     }
 
     const mcpd_resource_def_t resources[] = {
-        {.uri = "test://static-text", .name = "static-text", .title = "Static text",
-         .description = "A fixed text resource.", .mime_type = "text/plain", .read = read_static_text},
-        {.uri = "test://static-binary", .name = "static-binary", .title = "Static binary",
-         .description = "A fixed binary resource (a 1x1 PNG).", .mime_type = "image/png",
+        {.uri = "test://static-text",
+         .name = "static-text",
+         .title = "Static text",
+         .description = "A fixed text resource.",
+         .mime_type = "text/plain",
+         .read = read_static_text},
+        {.uri = "test://static-binary",
+         .name = "static-binary",
+         .title = "Static binary",
+         .description = "A fixed binary resource (a 1x1 PNG).",
+         .mime_type = "image/png",
          .read = read_static_binary},
-        {.uri_template = "test://template/{id}/data", .name = "template-data",
-         .title = "Template data", .description = "JSON data for any id.",
-         .mime_type = "application/json", .read = read_template},
-        {.uri = "test://watched-resource", .name = "watched-resource", .title = "Watched resource",
-         .description = "A resource clients may subscribe to.", .mime_type = "text/plain",
-         .subscribable = true, .read = read_watched},
+        {.uri_template = "test://template/{id}/data",
+         .name = "template-data",
+         .title = "Template data",
+         .description = "JSON data for any id.",
+         .mime_type = "application/json",
+         .read = read_template},
+        {.uri = "test://watched-resource",
+         .name = "watched-resource",
+         .title = "Watched resource",
+         .description = "A resource clients may subscribe to.",
+         .mime_type = "text/plain",
+         .subscribable = true,
+         .read = read_watched},
     };
     for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++) {
         int rc = mcpd_register_resource(reg, &resources[i]);
@@ -503,19 +549,22 @@ int toolset_conformance_register(mcpd_registry_t *reg)
     }
 
     const mcpd_prompt_def_t prompts[] = {
-        {.name = "test_simple_prompt", .description = "A prompt without arguments.",
+        {.name = "test_simple_prompt",
+         .description = "A prompt without arguments.",
          .get = simple_prompt},
         {.name = "test_prompt_with_arguments",
          .description = "A prompt that quotes its two arguments.",
-         .arguments = "[{\"name\":\"arg1\",\"description\":\"First test argument\",\"required\":true},"
-                      "{\"name\":\"arg2\",\"description\":\"Second test argument\",\"required\":true}]",
+         .arguments =
+             "[{\"name\":\"arg1\",\"description\":\"First test argument\",\"required\":true},"
+             "{\"name\":\"arg2\",\"description\":\"Second test argument\",\"required\":true}]",
          .get = prompt_with_arguments},
         {.name = "test_prompt_with_embedded_resource",
          .description = "A prompt that embeds the resource named by resourceUri.",
          .arguments = "[{\"name\":\"resourceUri\",\"description\":\"URI of the resource to embed\","
                       "\"required\":true}]",
          .get = prompt_with_embedded_resource},
-        {.name = "test_prompt_with_image", .description = "A prompt with an image.",
+        {.name = "test_prompt_with_image",
+         .description = "A prompt with an image.",
          .get = prompt_with_image},
     };
     for (size_t i = 0; i < sizeof prompts / sizeof prompts[0]; i++) {

@@ -11,13 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/toolsets.h"
+#include "toolsets/toolsets.h"
 
 /* True when v is exactly the string s: json_string_value alone ends at a U+0000. */
 static bool str_is(const json_t *v, const char *s)
 {
     size_t n = strlen(s);
-    return json_is_string(v) && json_string_length(v) == n && memcmp(json_string_value(v), s, n) == 0;
+    return json_is_string(v) && json_string_length(v) == n &&
+           memcmp(json_string_value(v), s, n) == 0;
 }
 
 static json_t *echo(mcpd_ctx_t *ctx, json_t *args, void *ud)
@@ -36,8 +37,9 @@ static json_t *add(mcpd_ctx_t *ctx, json_t *args, void *ud)
     double b = json_number_value(json_object_get(args, "b"));
     double sum = a + b;
     if (json_is_integer(json_object_get(args, "a")) && json_is_integer(json_object_get(args, "b")))
-        return mcpd_text_resultf("%lld", (long long)json_integer_value(json_object_get(args, "a")) +
-                                             (long long)json_integer_value(json_object_get(args, "b")));
+        return mcpd_text_resultf("%lld",
+                                 (long long)json_integer_value(json_object_get(args, "a")) +
+                                     (long long)json_integer_value(json_object_get(args, "b")));
     return mcpd_text_resultf("%.17g", sum);
 }
 
@@ -132,8 +134,9 @@ static json_t *elicit_name(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)args;
     (void)ud;
-    json_t *schema = json_pack("{s:s,s:{s:{s:s,s:s}},s:[s]}", "type", "object", "properties", "name",
-                               "type", "string", "description", "Your name", "required", "name");
+    json_t *schema = json_pack("{s:s,s:{s:{s:s,s:s}},s:[s]}", "type", "object", "properties",
+                               "name", "type", "string", "description", "Your name", "required",
+                               "name");
     json_t *r = mcpd_ctx_elicit(ctx, "What is your name?", schema, 0);
     if (!r)
         return mcpd_error_result("elicitation failed: %s", mcpd_ctx_last_error(ctx));
@@ -157,7 +160,8 @@ static json_t *notify(mcpd_ctx_t *ctx, json_t *args, void *ud)
         json_t *data = json_pack("{s:I,s:I}", "n", (json_int_t)i, "of", (json_int_t)count);
         if (session)
             mcpd_ctx_notify(ctx, MCPD_TARGET_SESSION, "notifications/message",
-                            json_pack("{s:s,s:s,s:o}", "level", "info", "logger", "notify", "data", data));
+                            json_pack("{s:s,s:s,s:o}", "level", "info", "logger", "notify", "data",
+                                      data));
         else
             mcpd_ctx_log(ctx, "info", "notify", data);
     }
