@@ -186,6 +186,20 @@ export async function startIssuer(opts = {}) {
   return handle;
 }
 
+// fetch with a deadline that covers the body too (the body is read before it returns: read is
+// (res) => res.text() or the like). The timer is cleared once the exchange is over, so no abort
+// fires later on a finished request, as AbortSignal.timeout's would.
+async function fetchWithin(url, init, timeoutMs, read) {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(new Error(`${init.method ?? 'GET'} ${url}: no answer within ${timeoutMs} ms`)), timeoutMs);
+  try {
+    const res = await fetch(url, { ...init, signal: ac.signal });
+    return { res, body: await read(res) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 // A token from the issuer's token endpoint (client_credentials, client_secret_basic). opts:
 // scope, resource, dpop (a DPoP proof JWT). Resolves to the token response (throws on an error
 // response).
@@ -193,7 +207,7 @@ export async function clientCredentials(iss, clientId, { scope, resource, dpop, 
   const body = new URLSearchParams({ grant_type: 'client_credentials' });
   if (scope) body.set('scope', scope);
   if (resource) body.set('resource', resource);
-  const res = await fetch(iss.token_endpoint, {
+  const { res, body: json } = await fetchWithin(iss.token_endpoint, {
     method: 'POST',
     headers: {
       authorization: `Basic ${Buffer.from(`${clientId}:${secret ?? iss.secret(clientId)}`).toString('base64')}`,
@@ -201,24 +215,20 @@ export async function clientCredentials(iss, clientId, { scope, resource, dpop, 
       ...(dpop && { dpop }),
     },
     body,
-    signal: AbortSignal.timeout(10000),
-  });
-  const json = await res.json();
+  }, 10000, (r) => r.json());
   if (!res.ok) throw new Error(`token request of ${clientId} failed: ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
 
 async function tokenPost(url, clientId, secret, params) {
-  const res = await fetch(url, {
+  const { res, body: text } = await fetchWithin(url, {
     method: 'POST',
     headers: {
       authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`,
       'content-type': 'application/x-www-form-urlencoded',
     },
     body: new URLSearchParams(params),
-    signal: AbortSignal.timeout(10000),
-  });
-  const text = await res.text();
+  }, 10000, (r) => r.text());
   return { status: res.status, json: text ? JSON.parse(text) : undefined };
 }
 
@@ -255,15 +265,17 @@ export function messagesOf(contentType, text) {
 // One HTTP request to url; resolves to {status, headers (a Headers), text, json (a plain JSON
 // body), messages, answer(id) (the JSON-RPC message with that id)}.
 export async function httpRequest(url, { method = 'POST', headers = {}, body, timeoutMs = 20000 } = {}) {
-  const res = await fetch(url, {
+  const { res, body: text } = await fetchWithin(url, {
     method,
     headers,
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
+  }, timeoutMs, async (r) => {
+    if (method === 'GET' && r.ok && (r.headers.get('content-type') ?? '').includes('text/event-stream')) {
+      await r.body?.cancel().catch(() => {}); // a stream that stays open: only its head is read
+      return '';
+    }
+    return r.text();
   });
-  const text = method === 'GET' && res.ok && (res.headers.get('content-type') ?? '').includes('text/event-stream')
-    ? '' : await res.text();
-  if (method === 'GET' && res.ok && !text) await res.body?.cancel().catch(() => {});
   const messages = messagesOf(res.headers.get('content-type'), text);
   return {
     status: res.status,
