@@ -354,6 +354,11 @@ void actor_handle_tool_msg(worker_t *w, wmsg_t *m);
 void actor_handle_handle_op(worker_t *w, wmsg_t *m);
 /* A cancelled job still waiting for a place ends now, without taking one. */
 void actor_unqueue_job(actor_t *a, job_t *j);
+/* Sends j's server->client request m (WM_TOOL_REQ, method its payload's) to the client, used
+ * by the protocol layer (actor_ops_t.on_tool_request): on the call's stream (a request-related
+ * one), else on the standalone stream, else on the one active POST stream; the client's answer
+ * goes to the handler (the pending table). With no such stream the handler gets an error. */
+void actor_send_tool_request(actor_t *a, job_t *j, const wmsg_t *m, const char *method);
 /* Jobs that never got a place go to the pool regardless (cancelled: they end at once). */
 void actor_release_queued_jobs(actor_t *a);
 

@@ -260,6 +260,7 @@ static const actor_ops_t OPS = {
     .on_post = mcp_handle_post,
     .on_modern = mcp_handle_modern,
     .on_job_done = mcp_job_done,
+    .on_tool_request = mcp_tool_request,
 };
 
 const actor_ops_t *mcp_actor_ops(void)
