@@ -241,6 +241,55 @@ void actor_send_session(actor_t *a, json_t *msg);
 bool actor_stream_settle(actor_t *a, stream_t *s);
 /* Auto mode: arms the timer that switches a silent POST stream to SSE. */
 void actor_stream_arm_window(actor_t *a, stream_t *s);
+
+/* ---- an exchange on a POST stream (the protocol layer's three entry points) ----
+ *
+ * stream_begin opens the exchange of one POST body: a new POST stream on conn that owes
+ * `requests` answers and is not settled while the body is dispatched (so a body whose requests
+ * all answer at once gets one reply); stream_add_call adds each request's call (its latency
+ * counted from recv_us, the receipt, when known); stream_settle ends the dispatch and settles
+ * the stream. Between them the caller may start SSE (actor_stream_start_sse) and answers or
+ * starts the calls; it writes none of the stream's fields itself. */
+enum {
+    STREAM_BEGIN_BATCH = 1,     /* a JSON reply is an array (a JSON-RPC batch) */
+    STREAM_BEGIN_SESSION_ID = 2 /* the reply carries Mcp-Session-Id (initialize) */
+};
+static inline stream_t *stream_begin(actor_t *a, conn_ref_t conn, int requests, unsigned flags)
+{
+    stream_t *s = actor_new_post_stream(a, conn);
+    s->batch = (flags & STREAM_BEGIN_BATCH) != 0;
+    s->session_header = (flags & STREAM_BEGIN_SESSION_ID) != 0;
+    s->outstanding = requests;
+    s->dispatching = true;
+    return s;
+}
+static inline call_t *stream_add_call(actor_t *a, stream_t *s, const json_t *id,
+                                      stats_method_t method, int64_t recv_us)
+{
+    call_t *c = actor_add_call(a, s, id, method);
+    if (recv_us)
+        c->started_us = recv_us; /* latency counts from receipt, queueing included */
+    return c;
+}
+/* The body is dispatched: s settles when nothing is outstanding (true: it was answered and
+ * freed); otherwise, with arm_window, auto mode's timer starts (actor_stream_arm_window). */
+static inline bool stream_settle(actor_t *a, stream_t *s, bool arm_window)
+{
+    s->dispatching = false;
+    if (actor_stream_settle(a, s))
+        return true;
+    if (arm_window)
+        actor_stream_arm_window(a, s);
+    return false;
+}
+/* A JSON reply (not SSE) goes out with this HTTP status instead of 200; retry_after (static)
+ * goes with a 503 (NULL: it stays as it is, by default "1"). */
+static inline void stream_set_reply_status(stream_t *s, int status, const char *retry_after)
+{
+    s->http_status = status;
+    if (retry_after)
+        s->retry_after = retry_after;
+}
 /* Switches a pending POST stream to SSE now. */
 void actor_stream_start_sse(actor_t *a, stream_t *s);
 void actor_delete(actor_t *a);
@@ -305,6 +354,11 @@ void actor_handle_tool_msg(worker_t *w, wmsg_t *m);
 void actor_handle_handle_op(worker_t *w, wmsg_t *m);
 /* A cancelled job still waiting for a place ends now, without taking one. */
 void actor_unqueue_job(actor_t *a, job_t *j);
+/* Sends j's server->client request m (WM_TOOL_REQ, method its payload's) to the client, used
+ * by the protocol layer (actor_ops_t.on_tool_request): on the call's stream (a request-related
+ * one), else on the standalone stream, else on the one active POST stream; the client's answer
+ * goes to the handler (the pending table). With no such stream the handler gets an error. */
+void actor_send_tool_request(actor_t *a, job_t *j, const wmsg_t *m, const char *method);
 /* Jobs that never got a place go to the pool regardless (cancelled: they end at once). */
 void actor_release_queued_jobs(actor_t *a);
 

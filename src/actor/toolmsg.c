@@ -1,7 +1,10 @@
 /* Threads: worker threads. */
 /* What tool handlers send their session (WM_TOOL_*): notifications, server->client requests,
  * state operations, closing the call's connection, and the end of a job; and the session's
- * share of the tool pool (--session-jobs). Worker thread only. */
+ * share of the tool pool (--session-jobs). What a server->client request means (a capability
+ * check, an input request of a 2026-07-28 call) is the protocol layer's (on_tool_request,
+ * mcp/toolreq.c); here it is routed to a stream and its answer awaited (the pending table).
+ * Worker thread only. */
 #include "actor/actor.h"
 
 #include "actor/refuse.h"
@@ -14,7 +17,6 @@
 #include "store/sessionrec.h"
 #include "wire/eventid.h"
 #include "wire/jsonrpc.h"
-#include "wire/stateless.h"
 #include "wire/sse.h"
 
 #include <errno.h>
@@ -56,17 +58,6 @@ static void drop_pending_of(actor_t *a, job_t *j)
 
 /* ---- tool messages ---- */
 
-static const char *capability_for(const char *method)
-{
-    if (strcmp(method, "elicitation/create") == 0)
-        return "elicitation";
-    if (strcmp(method, "sampling/createMessage") == 0)
-        return "sampling";
-    if (strcmp(method, "roots/list") == 0)
-        return "roots";
-    return NULL;
-}
-
 /* The stream for a message with no related request, when the standalone stream is closed:
  * the single unfinished POST stream, if there is exactly one. */
 static stream_t *single_active_post(actor_t *a, int *count)
@@ -82,52 +73,8 @@ static stream_t *single_active_post(actor_t *a, int *count)
     return *count == 1 ? found : NULL;
 }
 
-/* 2026-07-28 (MRTR): a request of the handler is answered from the client's inputResponses
- * when they hold its key; otherwise it joins the call's inputRequests and the handler is told
- * to return (the call then answers input_required: mcp layer). */
-static void modern_input_request(actor_t *a, job_t *j, wmsg_t *m, const char *method)
-{
-    (void)a;
-    json_t *payload = m->u.tool.payload;
-    char keybuf[32];
-    const char *key = json_string_value(json_object_get(payload, "key"));
-    j->input_seq++;
-    if (!key) {
-        snprintf(keybuf, sizeof keybuf, "input_%d", j->input_seq);
-        key = keybuf;
-    }
-    json_t *ans = json_object_get(j->answers, key);
-    if (ans) {
-        const char *bad = modern_answer_problem(method, ans);
-        if (!bad) {
-            job_reply(j, m->u.tool.wait_seq, json_deep_copy(ans), NULL);
-            return;
-        }
-        if (!j->fail_code) {
-            j->fail_code = JSONRPC_INVALID_PARAMS;
-            if (asprintf(&j->fail_msg, "Invalid params: inputResponses[\"%.64s\"] %s", key, bad) <
-                0)
-                j->fail_msg = NULL;
-        }
-        job_reply(j, m->u.tool.wait_seq, NULL, j->fail_msg ? j->fail_msg : bad);
-        return;
-    }
-    if (!j->input_requests)
-        j->input_requests = json_object();
-    json_t *req = json_object();
-    json_object_set_new(req, "method", json_string(method));
-    json_t *params = json_object_get(payload, "params");
-    json_object_set_new(req, "params", params ? json_incref(params) : json_object());
-    json_object_set_new(j->input_requests, key, req);
-    atomic_store(&j->input_pending, true);
-    job_reply(j, m->u.tool.wait_seq, NULL,
-              "input required: the call ends with an input_required result and runs again "
-              "when the client retries with the answers");
-}
-
 static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
 {
-    const char *method = json_string_value(json_object_get(m->u.tool.payload, "method"));
     if (atomic_load(&j->cancelled)) {
         /* the call was cancelled (or the server is stopping): nothing goes to the client */
         job_reply(j, m->u.tool.wait_seq, NULL, "the call was cancelled");
@@ -138,35 +85,11 @@ static void handle_tool_req(actor_t *a, job_t *j, wmsg_t *m)
                   "a non-blocking tool cannot send requests to the client");
         return;
     }
-    if (strcmp(method, "elicitation/create") == 0 && !a->proto->elicitation) {
-        char why[160];
-        snprintf(why, sizeof why, "elicitation does not exist in protocol version %s",
-                 a->proto->version);
-        job_reply(j, m->u.tool.wait_seq, NULL, why);
-        return;
-    }
-    const char *cap = capability_for(method);
-    if (cap && !json_object_get(a->client_caps, cap)) {
-        char why[160];
-        snprintf(why, sizeof why, "the client did not declare the %s capability", cap);
-        if (j->modern && !j->fail_code) {
-            /* 2026-07-28: the request needed a capability it did not declare; that is the
-             * call's answer (MissingRequiredClientCapabilityError), whatever the handler
-             * returns after this refusal */
-            j->fail_code = MCP_ERR_MISSING_CAPABILITY;
-            if (asprintf(&j->fail_msg,
-                         "Missing required client capability: %s (declare it in _meta[\"%s\"])",
-                         cap, "io.modelcontextprotocol/clientCapabilities") < 0)
-                j->fail_msg = NULL;
-            j->fail_data = json_pack("{s:{s:{}}}", "requiredCapabilities", cap);
-        }
-        job_reply(j, m->u.tool.wait_seq, NULL, why);
-        return;
-    }
-    if (j->modern) { /* a 2026-07-28 call, or a task's run: the answers come with a retry */
-        modern_input_request(a, j, m, method);
-        return;
-    }
+    worker_ops(a->w)->on_tool_request(a, j, m);
+}
+
+void actor_send_tool_request(actor_t *a, job_t *j, const wmsg_t *m, const char *method)
+{
     stream_t *route = NULL;
     bool json_only = g_cfg.response_mode == RESPONSE_JSON;
     if (m->u.tool.target == MCPD_TARGET_REQUEST && j->call && !json_only) {

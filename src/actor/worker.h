@@ -32,6 +32,9 @@ typedef struct actor_ops {
     void (*on_modern)(worker_t *w, wmsg_t *m);
     /* a job finished (or was cancelled): answer its call if it still has one */
     void (*on_job_done)(struct actor *a, struct mcpd_ctx *j);
+    /* a live, blocking job's server->client request (WM_TOOL_REQ; the payload's "method" is a
+     * string): answer it (job_reply), or send it on a stream (actor_send_tool_request) */
+    void (*on_tool_request)(struct actor *a, struct mcpd_ctx *j, wmsg_t *m);
 } actor_ops_t;
 
 /* Where a turn's frames go after its commit: one call per HTTP thread that has frames, with the

@@ -24,6 +24,8 @@ mcp_method_fn *mcp_method_handler(stats_method_t m, bool modern);
  * answer input_required has read its requestState before (modern.c). */
 void mcp_dispatch_request(actor_t *a, call_t *c, const jr_view_t *v);
 void mcp_job_done(actor_t *a, job_t *j);
+/* toolreq.c: a tool's server->client request (actor_ops_t.on_tool_request). */
+void mcp_tool_request(actor_t *a, job_t *j, wmsg_t *m);
 
 /* modern.c */
 void mcp_handle_modern(worker_t *w, wmsg_t *m);

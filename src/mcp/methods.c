@@ -76,9 +76,10 @@ void mcp_answer(actor_t *a, call_t *c, json_t *result)
 void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data)
 {
     if (a->modern && !c->stream->sse)
-        c->stream->http_status = modern_http_status(code);
+        stream_set_reply_status(c->stream, modern_http_status(code), NULL);
     else if (code == MCP_ERR_NOT_HERE && !c->stream->sse && !c->stream->batch)
-        c->stream->http_status = 503; /* with Retry-After: 1: the retry reaches the new owner */
+        /* with Retry-After: 1: the retry reaches the new owner */
+        stream_set_reply_status(c->stream, 503, NULL);
     actor_complete_call(a, c, jsonrpc_error(c->id, code, msg, data));
 }
 
@@ -88,10 +89,8 @@ void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *
 static void answer_refused(actor_t *a, call_t *c)
 {
     stream_t *s = c->stream;
-    if (!s->sse && !s->batch) {
-        s->http_status = 503;
-        s->retry_after = REFUSE_RETRY_AFTER;
-    }
+    if (!s->sse && !s->batch)
+        stream_set_reply_status(s, 503, REFUSE_RETRY_AFTER);
     actor_complete_call(a, c, refuse_error(c->id));
 }
 

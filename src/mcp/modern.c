@@ -635,12 +635,8 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     a->owner = m->u.client.principal; /* taken: its client, for the shares */
     m->u.client.principal = NULL;
 
-    stream_t *s = actor_new_post_stream(a, m->u.client.conn);
-    s->outstanding = 1;
-    s->dispatching = true;
-    call_t *c = actor_add_call(a, s, v.id, jsonrpc_method_slot(v.method));
-    if (m->u.client.recv_us)
-        c->started_us = m->u.client.recv_us;
+    stream_t *s = stream_begin(a, m->u.client.conn, 1, 0);
+    call_t *c = stream_add_call(a, s, v.id, jsonrpc_method_slot(v.method), m->u.client.recv_us);
     /* --response-mode sse: the stream turns SSE when the call streams or when it settles with a
      * result (actor_stream_settle), not before: an error the worker decides (-32020, -32021)
      * keeps its HTTP status */
@@ -649,7 +645,5 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     } else {
         mcp_dispatch_request(a, c, &v);
     }
-    s->dispatching = false;
-    if (!actor_stream_settle(a, s))
-        actor_stream_arm_window(a, s);
+    stream_settle(a, s, true);
 }

@@ -2,9 +2,9 @@
 /* The MCP methods of a session: worker thread only.
  *
  * A POST body is dispatched in order: notifications and responses take effect at once;
- * requests become calls on one POST stream. The stream's outstanding count is set before the
- * first request runs and the stream is settled once after the last, so a body whose requests
- * all answer synchronously gets one JSON reply (an array for a batch). The methods themselves
+ * requests become calls on one POST stream. The exchange is opened (stream_begin, actor.h) for
+ * all its requests before the first runs and settled once after the last (stream_settle), so a
+ * body whose requests all answer synchronously gets one JSON reply (an array for a batch). The methods themselves
  * are in methods.c (shared with the 2026-07-28 path, modern.c). */
 #include "mcp/internal.h"
 
@@ -70,13 +70,8 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
                  ? json_string_value(json_object_get(info, "name"))
                  : "?");
 
-    stream_t *s = actor_new_post_stream(a, m->u.client.conn);
-    s->session_header = true;
-    s->outstanding = 1;
-    s->dispatching = true;
-    call_t *c = actor_add_call(a, s, id, SM_initialize);
-    if (m->u.client.recv_us)
-        c->started_us = m->u.client.recv_us;
+    stream_t *s = stream_begin(a, m->u.client.conn, 1, STREAM_BEGIN_SESSION_ID);
+    call_t *c = stream_add_call(a, s, id, SM_initialize, m->u.client.recv_us);
     if (g_cfg.response_mode == RESPONSE_SSE)
         actor_stream_start_sse(a, s);
     json_t *result = json_object();
@@ -87,8 +82,7 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
                         json_string(
                             "mcpactord: durable MCP sessions. Tools are listed by tools/list."));
     mcp_answer(a, c, result);
-    s->dispatching = false;
-    actor_stream_settle(a, s);
+    stream_settle(a, s, false);
 }
 
 /* ---- notifications and responses from the client ---- */
@@ -212,10 +206,7 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
         actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(body), 429, msg, "1");
         return;
     }
-    stream_t *s = actor_new_post_stream(a, m->u.client.conn);
-    s->batch = batch;
-    s->outstanding = requests;
-    s->dispatching = true;
+    stream_t *s = stream_begin(a, m->u.client.conn, requests, batch ? STREAM_BEGIN_BATCH : 0);
     /* the calls join the stream before it starts: its first frame names them */
     call_t *calls_small[16];
     call_t **calls = n <= 16 ? calls_small : xmalloc(n * sizeof *calls);
@@ -233,10 +224,8 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
                 jsonrpc_view(msg, &v1);
             else
                 v1 = m->u.post.v;
-            calls[i] = actor_add_call(a, s, v1.id, jsonrpc_method_slot(v1.method));
-            if (m->u.client.recv_us)
-                calls[i]->started_us =
-                    m->u.client.recv_us; /* latency counts from receipt, queueing included */
+            calls[i] = stream_add_call(a, s, v1.id, jsonrpc_method_slot(v1.method),
+                                       m->u.client.recv_us);
         }
     }
     if (g_cfg.response_mode == RESPONSE_SSE)
@@ -261,9 +250,7 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
     }
     if (calls != calls_small)
         free(calls);
-    s->dispatching = false;
-    if (!actor_stream_settle(a, s))
-        actor_stream_arm_window(a, s);
+    stream_settle(a, s, true);
 }
 
 /* ---- start ---- */
@@ -273,6 +260,7 @@ static const actor_ops_t OPS = {
     .on_post = mcp_handle_post,
     .on_modern = mcp_handle_modern,
     .on_job_done = mcp_job_done,
+    .on_tool_request = mcp_tool_request,
 };
 
 const actor_ops_t *mcp_actor_ops(void)
