@@ -1,6 +1,7 @@
 /* Threads: worker threads (each session's actor on its worker). */
 /* The session actor: its life (create, wake from the store, hibernate, delete, reset after a
- * refused turn, destroy at shutdown) and its metadata. Worker thread only. See actor.h for the
+ * refused turn, destroy at shutdown) and its metadata (the protocol layer adds its part and reads
+ * it back through actor_ops_t: meta_put, meta_load). Worker thread only. See actor.h for the
  * model; the dispatch of the worker's messages is in dispatch.c, the streams in stream.c, GET
  * and resume in resume.c, the messages of tool handlers in toolmsg.c, alarms and the sweep in
  * sweep.c.

@@ -1,8 +1,10 @@
 /* The session actor: one MCP session, pinned to a worker, touched only by that worker.
  *
- * State in memory is a cache of the store: protocol version, client capabilities, log level,
- * counters, and the streams that are in use (an attached connection or unanswered requests).
- * Everything a later wake needs is written to the store in the worker's turn batch.
+ * State in memory is a cache of the store: protocol version, counters, and the streams that are
+ * in use (an attached connection or unanswered requests), and the protocol layer's part (client
+ * info and capabilities, and behind `ps` its typed state: log level, subscriptions, a record's
+ * or task's state), which it stores and reads back through actor_ops_t. Everything a later wake
+ * needs is written to the store in the worker's turn batch.
  *
  * Streams. Number 0 is the standalone GET stream; POST streams are numbered from 1 per session.
  * A POST stream starts as a pending HTTP request and becomes an SSE stream when it has to carry
