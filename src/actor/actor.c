@@ -1,6 +1,7 @@
 /* Threads: worker threads (each session's actor on its worker). */
 /* The session actor: its life (create, wake from the store, hibernate, delete, reset after a
- * refused turn, destroy at shutdown) and its metadata. Worker thread only. See actor.h for the
+ * refused turn, destroy at shutdown) and its metadata (the protocol layer adds its part and reads
+ * it back through actor_ops_t: meta_put, meta_load). Worker thread only. See actor.h for the
  * model; the dispatch of the worker's messages is in dispatch.c, the streams in stream.c, GET
  * and resume in resume.c, the messages of tool handlers in toolmsg.c, alarms and the sweep in
  * sweep.c.
@@ -25,23 +26,9 @@
 
 static _Thread_local actor_t *t_meta_dirty; /* actors whose metadata changed this turn */
 
-static const char *const LOG_LEVELS[] = {"debug", "info",     "notice", "warning",
-                                         "error", "critical", "alert",  "emergency"};
-
-int log_level_index(const char *level)
-{
-    for (int i = 0; i < 8; i++)
-        if (level && strcmp(level, LOG_LEVELS[i]) == 0)
-            return i;
-    return -1;
-}
-
 bool actor_log_enabled(const actor_t *a, const char *level)
 {
-    if (a->log_level < 0)
-        return true;
-    int l = log_level_index(level);
-    return l < 0 || l >= a->log_level;
+    return worker_ops(a->w)->log_enabled(a, level);
 }
 
 /* ---- replies on connections the actor does not keep ---- */
@@ -139,10 +126,9 @@ void actor_write_meta(actor_t *a)
     if (a->modern)
         return; /* a modern request's actor is never stored */
     json_t *m = json_object();
+    const actor_ops_t *ops = worker_ops(a->w);
     json_object_set_new(m, "v", json_string(a->proto->version));
-    json_object_set(m, "ci", a->client_info ? a->client_info : json_null());
-    json_object_set(m, "cc", a->client_caps ? a->client_caps : json_null());
-    json_object_set_new(m, "ll", json_integer(a->log_level));
+    ops->meta_put(a, m, ACTOR_META_HEAD); /* what the client said, its log level */
     json_object_set_new(m, "c", json_integer(a->created_ms));
     json_object_set_new(m, "t", json_integer(a->touched_ms));
     json_object_set_new(m, "i", json_boolean(a->initialized));
@@ -153,21 +139,18 @@ void actor_write_meta(actor_t *a)
     json_object_set_new(m, "ns", json_integer((json_int_t)a->next_stream));
     json_object_set_new(m, "lb", json_integer((json_int_t)a->log_bytes));
     json_object_set_new(m, "rq", json_integer((json_int_t)a->next_req_num));
-    if (a->subscriptions && json_object_size(a->subscriptions))
-        json_object_set(m, "sub", a->subscriptions);
+    ops->meta_put(a, m, ACTOR_META_MIDDLE); /* a session's subscriptions */
     if (a->owner)
         json_object_set_new(m, "p", json_string(principal_name(a->owner)));
     if (a->share_given_back)
         json_object_set_new(m, "hs", json_false());
-    if (a->kind == ACTOR_RECORD) {
+    if (a->kind == ACTOR_RECORD)
         json_object_set_new(m, "k", json_string("r"));
-        json_object_set(m, "rec", actor_ext(a, "rec") ? actor_ext(a, "rec") : json_null());
-    } else if (a->kind == ACTOR_HANDLE) {
+    else if (a->kind == ACTOR_HANDLE)
         json_object_set_new(m, "k", json_string("h"));
-    } else if (a->kind == ACTOR_TASK) {
+    else if (a->kind == ACTOR_TASK)
         json_object_set_new(m, "k", json_string("t"));
-        json_object_set(m, "task", actor_ext(a, "task") ? actor_ext(a, "task") : json_null());
-    }
+    ops->meta_put(a, m, ACTOR_META_TAIL); /* a record's or a task's state */
     size_t len;
     char *text = jsonrpc_dump(m, &len);
     json_decref(m);
@@ -206,7 +189,6 @@ actor_t *actor_create_kind(worker_t *w, const char *sid, char kind)
     a->tag = session_tag(sid);
     a->w = w;
     a->proto = proto_latest();
-    a->log_level = -1;
     a->next_stream = 1;
     a->next_req_num = 1;
     a->created_ms = a->touched_ms = now_wall_ms();
@@ -303,15 +285,9 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     /* unknown: it may have streams or state from before; a record has its metadata and alarm
      * keys only (one point delete suffices), a task two state keys more (point deletes) */
     a->stored_more = !record && !task;
-    if (record || task) {
-        json_t *ext = json_object_get(m, record ? "rec" : "task");
-        actor_ext_set(a, record ? "rec" : "task",
-                      json_is_object(ext) ? json_incref(ext) : json_object());
-    }
-    json_t *ci = json_object_get(m, "ci"), *cc = json_object_get(m, "cc");
-    a->client_info = json_is_object(ci) ? worker_share_json(w, ci) : NULL;
-    a->client_caps = json_is_object(cc) ? worker_share_json(w, cc) : NULL;
-    a->log_level = (int)json_integer_value(json_object_get(m, "ll"));
+    /* the protocol layer's part: what the client said, the log level, subscriptions, a
+     * record's or a task's state */
+    worker_ops(w)->meta_load(a, m);
     a->created_ms = json_integer_value(json_object_get(m, "c"));
     a->touched_ms = json_integer_value(json_object_get(m, "t"));
     a->initialized = json_is_true(json_object_get(m, "i"));
@@ -329,8 +305,6 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     snprintf(a->auth_name, sizeof a->auth_name, "%s",
              json_string_value(json_object_get(m, "a")) ? json_string_value(json_object_get(m, "a"))
                                                         : "");
-    json_t *sub = json_object_get(m, "sub");
-    a->subscriptions = json_is_object(sub) ? json_incref(sub) : NULL;
     char owner[PRINCIPAL_NAME_MAX];
     owner_of(m, owner, sizeof owner);
     a->owner = principal_get(owner);
@@ -465,8 +439,8 @@ static void actor_free(actor_t *a)
     }
     json_decref(a->client_info);
     json_decref(a->client_caps);
-    json_decref(a->subscriptions);
-    json_decref(a->ext);
+    if (a->ps)
+        worker_ops(a->w)->state_free(a);
     principal_unref(a->owner);
     free(a);
 }
@@ -619,65 +593,9 @@ void actor_reset(actor_t *a)
 
 /* ---- broadcasts and listen streams ---- */
 
-static call_t *listen_call(actor_t *a)
-{
-    for (call_t *c = a->calls; c; c = c->next)
-        if (c->method == SM_subscriptions_listen)
-            return c;
-    return NULL;
-}
-
-static bool filter_wants(const json_t *f, int what, const char *uri)
-{
-    switch (what) {
-    case BC_TOOLS_CHANGED:
-        return json_is_true(json_object_get(f, "toolsListChanged"));
-    case BC_PROMPTS_CHANGED:
-        return json_is_true(json_object_get(f, "promptsListChanged"));
-    case BC_RESOURCES_CHANGED:
-        return json_is_true(json_object_get(f, "resourcesListChanged"));
-    case BC_RESOURCE_UPDATED: {
-        size_t i;
-        json_t *u;
-        json_array_foreach(json_object_get(f, "resourceSubscriptions"), i, u)
-            if (uri && jsonrpc_str_is(u, uri))
-                return true;
-        return false;
-    }
-    default:
-        return false;
-    }
-}
-
 static void broadcast_one(actor_t *a, void *arg)
 {
-    wmsg_t *m = arg;
-    const json_t *params = json_object_get(m->u.bcast.note, "params");
-    const char *uri = json_string_value(json_object_get(params, "uri"));
-    json_t *listen = actor_ext(a, "listen");
-    if (listen) {
-        call_t *c = listen_call(a);
-        if (!c || !filter_wants(json_object_get(listen, "f"), m->u.bcast.what, uri))
-            return;
-        json_t *note = json_deep_copy(m->u.bcast.note);
-        json_t *p = json_object_get(note, "params");
-        if (!json_is_object(p)) {
-            p = json_object();
-            json_object_set_new(note, "params", p);
-        }
-        json_t *meta = json_object_get(p, "_meta");
-        if (!json_is_object(meta)) {
-            meta = json_object();
-            json_object_set_new(p, "_meta", meta);
-        }
-        json_object_set(meta, "io.modelcontextprotocol/subscriptionId",
-                        json_object_get(listen, "id"));
-        actor_stream_send(a, c->stream, note);
-        return;
-    }
-    if (a->kind == ACTOR_SESSION && m->u.bcast.what == BC_RESOURCE_UPDATED && uri &&
-        json_object_get(a->subscriptions, uri))
-        actor_send_session(a, json_deep_copy(m->u.bcast.note));
+    worker_ops(a->w)->on_broadcast(a, arg);
 }
 
 void actor_broadcast(worker_t *w, wmsg_t *m)
@@ -688,14 +606,7 @@ void actor_broadcast(worker_t *w, wmsg_t *m)
 static void end_listen(actor_t *a, void *arg)
 {
     (void)arg;
-    json_t *listen = actor_ext(a, "listen");
-    call_t *c = listen ? listen_call(a) : NULL;
-    if (!c)
-        return;
-    /* subscriptions/listen's closing result: the stream ends gracefully */
-    json_t *r = json_pack("{s:s,s:{s:O}}", "resultType", "complete", "_meta",
-                          "io.modelcontextprotocol/subscriptionId", json_object_get(listen, "id"));
-    actor_complete_call(a, c, jsonrpc_result(c->id, r));
+    worker_ops(a->w)->end_listen(a);
 }
 
 void actor_end_listens(worker_t *w)

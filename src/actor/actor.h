@@ -1,8 +1,10 @@
 /* The session actor: one MCP session, pinned to a worker, touched only by that worker.
  *
- * State in memory is a cache of the store: protocol version, client capabilities, log level,
- * counters, and the streams that are in use (an attached connection or unanswered requests).
- * Everything a later wake needs is written to the store in the worker's turn batch.
+ * State in memory is a cache of the store: protocol version, counters, and the streams that are
+ * in use (an attached connection or unanswered requests), and the protocol layer's part (client
+ * info and capabilities, and behind `ps` its typed state: log level, subscriptions, a record's
+ * or task's state), which it stores and reads back through actor_ops_t. Everything a later wake
+ * needs is written to the store in the worker's turn batch.
  *
  * Streams. Number 0 is the standalone GET stream; POST streams are numbered from 1 per session.
  * A POST stream starts as a pending HTTP request and becomes an SSE stream when it has to carry
@@ -27,6 +29,7 @@
 
 struct event;
 struct actor;
+struct proto_state;
 
 typedef struct stream {
     struct stream *next; /* actor->streams */
@@ -91,31 +94,21 @@ typedef struct actor {
     uint32_t tag; /* stream-id tag (keys.h) */
     worker_t *w;
     const proto_t *proto;
+    /* what the client said about itself (clientInfo, capabilities; NULL = none): the
+       protocol layer sets, stores and reads them back (actor_ops_t meta_put/meta_load); here,
+       not in ps, so that a session needs no second allocation */
     json_t *client_info;
     json_t *client_caps;
-    json_t *subscriptions; /* {uri: true} */
-    int log_level;         /* index into the syslog levels, -1 = not set */
     bool initialized;
-    bool used;   /* a request (not a notification) or a GET came after initialize;
+    bool used;              /* a request (not a notification) or a GET came after initialize;
                                 a session never used is deleted after --unused-session-ttl */
-    bool modern; /* serves one 2026-07-28 request: never stored, no event ids,
+    bool modern;            /* serves one 2026-07-28 request: never stored, no event ids,
                                 freed once its request is answered (actor_discard) */
-    char kind;   /* ACTOR_SESSION, ACTOR_MODERN, ACTOR_RECORD, ACTOR_HANDLE or
+    char kind;              /* ACTOR_SESSION, ACTOR_MODERN, ACTOR_RECORD, ACTOR_HANDLE or
                                 ACTOR_TASK */
-    json_t *ext; /* what only the other kinds keep, NULL for a session (it keeps
-                                a session's actor small), keyed (actor_ext/actor_ext_set):
-                                "ph" ACTOR_MODERN: the request's Mcp-Param-* headers (raw);
-                                "mp" ACTOR_MODERN: [target, arguments] of a first round of a
-                                  call (mrtr is made from them if it asks for input);
-                                "mrtr" ACTOR_MODERN: the input-request exchange of its call;
-                                "listen" ACTOR_MODERN serving subscriptions/listen: {"id": the
-                                  request id, "f": the honoured SubscriptionFilter};
-                                "rec" ACTOR_RECORD: what the protocol layer keeps (stored in
-                                  the metadata; its alarm is its expiry);
-                                "task" ACTOR_TASK: the task's status and what its runs need
-                                  (stored in the metadata; its alarm is its TTL);
-                                "result" ACTOR_TASK: a cache of its stored result (not in
-                                  the metadata) */
+    struct proto_state *ps; /* the protocol layer's state (mcp/state.h; opaque here), NULL
+                                until it keeps something: freed, stored and read back through
+                                actor_ops_t (state_free, meta_put, meta_load) */
 
     char auth_name[64];
     principal_t *owner;    /* reference: who made it, for the shares (core/principal.h):
@@ -141,25 +134,6 @@ typedef struct actor {
 } actor_t;
 
 #include "core/config.h"
-
-/* A member of a->ext (borrowed), NULL when absent. */
-static inline json_t *actor_ext(const actor_t *a, const char *key)
-{
-    return a->ext ? json_object_get(a->ext, key) : NULL;
-}
-
-/* Sets a member of a->ext (v stolen; NULL removes it). */
-static inline void actor_ext_set(actor_t *a, const char *key, json_t *v)
-{
-    if (!v) {
-        if (a->ext)
-            json_object_del(a->ext, key);
-        return;
-    }
-    if (!a->ext)
-        a->ext = json_object();
-    json_object_set_new(a->ext, key, v);
-}
 
 /* True when a's streams are stored and resumable: the event store is on and a is a session
  * (a modern request's actor keeps nothing). */
@@ -187,7 +161,7 @@ enum {
     ACTOR_TASK = 't'
 };
 /* A task (the tasks extension, SEP-2663) is a durable actor with no streams, like a record: the
- * protocol layer keeps its status in ext "task"; its arguments and its final result are two
+ * protocol layer keeps its status in its state (ps; stored in the metadata); its arguments and its final result are two
  * keys of its state (TASK_STATE_ARGS, TASK_STATE_RESULT), deleted with it; its running job, if
  * any, is on its `detached` list (so it is not idle while it runs); its one alarm is its TTL. */
 #define TASK_STATE_ARGS "args"
@@ -374,9 +348,9 @@ void actor_stream_dirty(stream_t *s);
 /* Newest stored seq of a stream (0 when it has no events). */
 uint64_t actor_newest_seq(actor_t *a, uint64_t num);
 
-/* A WM_BROADCAST: to each subscriptions/listen stream of the worker whose filter asks for it
- * (tagged with its subscriptionId), and a resource update to each session in memory
- * subscribed to the resource (resources/subscribe). */
+/* A WM_BROADCAST: offered to every actor of the worker in memory (actor_ops_t on_broadcast:
+ * the protocol layer delivers it where a subscriptions/listen filter or a resources/subscribe
+ * asks for it). */
 void actor_broadcast(worker_t *w, wmsg_t *m);
 /* Shutdown: every subscriptions/listen call of the worker ends with its closing result. */
 void actor_end_listens(worker_t *w);
@@ -408,9 +382,8 @@ int64_t sweep_next_due(int64_t now, bool more, int64_t session_expiry,
 /* Main thread, at startup: finds in-flight requests in the store and sends WM_RECOVER. */
 long actors_recover_all(store_t *store);
 
-/* The session's log threshold: true when a message at `level` is to be sent. */
+/* The actor's log threshold (the protocol layer's: actor_ops_t log_enabled): true when a
+ * message at `level` is to be sent. */
 bool actor_log_enabled(const actor_t *a, const char *level);
-/* Index of a logging level name (debug=0 .. emergency=7), -1 when unknown. */
-int log_level_index(const char *level);
 
 #endif

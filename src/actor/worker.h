@@ -35,7 +35,25 @@ typedef struct actor_ops {
     /* a live, blocking job's server->client request (WM_TOOL_REQ; the payload's "method" is a
      * string): answer it (job_reply), or send it on a stream (actor_send_tool_request) */
     void (*on_tool_request)(struct actor *a, struct mcpd_ctx *j, wmsg_t *m);
+    /* The protocol layer's state of an actor (actor_t.ps, opaque here): */
+    /* frees it (a->ps not NULL; sets it to NULL), when the actor is freed */
+    void (*state_free)(struct actor *a);
+    /* adds its part of a's stored metadata to meta at `at` (ACTOR_META_*) */
+    void (*meta_put)(const struct actor *a, json_t *meta, int at);
+    /* reads its part back from the stored metadata (borrowed) when a is woken */
+    void (*meta_load)(struct actor *a, const json_t *meta);
+    /* true when a log message at `level` (a logging level name) goes to a's client */
+    bool (*log_enabled)(const struct actor *a, const char *level);
+    /* a WM_BROADCAST reaching live actor a: delivered to it if it asked for it */
+    void (*on_broadcast)(struct actor *a, wmsg_t *m);
+    /* shutdown: a's subscriptions/listen call, if it has one, ends with its closing result */
+    void (*end_listen)(struct actor *a);
 } actor_ops_t;
+
+/* Where in the stored metadata's member order meta_put adds its members (the order of the
+ * record written before they moved, kept byte for byte): after the protocol version, before
+ * the owner, and last (after the kind). */
+enum { ACTOR_META_HEAD = 0, ACTOR_META_MIDDLE, ACTOR_META_TAIL };
 
 /* Where a turn's frames go after its commit: one call per HTTP thread that has frames, with the
  * chain of hmsg_t for it (main passes the HTTP layer's delivery). Worker thread. */

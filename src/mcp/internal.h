@@ -5,6 +5,7 @@
 #define MCPD_MCP_INTERNAL_H
 
 #include "mcp/mcp.h"
+#include "mcp/state.h"
 #include "wire/jsonrpc.h"
 
 const mcpd_registry_t *mcp_reg(void);

@@ -209,7 +209,7 @@ static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
         return;
     }
     if (a->modern && t->param_headers &&
-        modern_check_params(t->input_schema, args, actor_ext(a, "ph"), why, sizeof why)) {
+        modern_check_params(t->input_schema, args, mcp_modern_param_hdrs(a), why, sizeof why)) {
         json_decref(empty);
         mcp_answer_error(a, c, MCP_ERR_HEADER_MISMATCH, why, NULL);
         return;
@@ -289,12 +289,13 @@ static void do_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
                          json_pack("{s:O}", "uri", uri));
         return;
     }
-    if (!a->subscriptions)
-        a->subscriptions = json_object();
+    struct proto_state *ps = mcp_state(a);
+    if (!ps->subscriptions)
+        ps->subscriptions = json_object();
     if (on)
-        json_object_set_new(a->subscriptions, json_string_value(uri), json_true());
+        json_object_set_new(ps->subscriptions, json_string_value(uri), json_true());
     else
-        json_object_del(a->subscriptions, json_string_value(uri));
+        json_object_del(ps->subscriptions, json_string_value(uri));
     actor_persist_meta(a);
     mcp_answer(a, c, json_object());
 }
@@ -427,7 +428,7 @@ static void mcp_on_logging_setLevel(actor_t *a, call_t *c, json_t *params)
             NULL);
         return;
     }
-    a->log_level = lvl;
+    mcp_state(a)->log_level = lvl;
     actor_persist_meta(a);
     mcp_answer(a, c, json_object());
 }

@@ -291,15 +291,15 @@ static json_t *bound_of(json_t *params, stats_method_t m)
 static json_t *mrtr_new(actor_t *a, stats_method_t m, json_t *bound)
 {
     json_t *mrtr = json_pack("{s:i,s:o,s:o}", "m", (int)m, "b", bound, "a", json_object());
-    actor_ext_set(a, "mrtr", mrtr);
+    mcp_state_set(&mcp_state(a)->modern.mrtr, mrtr);
     return mrtr;
 }
 
 /* The exchange's state, made from the kept params of a first round when it asks for input. */
 static json_t *mrtr_of(actor_t *a, call_t *c)
 {
-    json_t *mr = actor_ext(a, "mrtr");
-    json_t *bound = mr ? NULL : actor_ext(a, "mp");
+    json_t *mr = mcp_modern_mrtr(a);
+    json_t *bound = mr ? NULL : mcp_modern_bound(a);
     return bound ? mrtr_new(a, c->method, json_incref(bound)) : mr;
 }
 
@@ -321,7 +321,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         /* a first round (most calls): only the target and the arguments are kept (as they
          * came: the dispatch takes the arguments on); the exchange's state is made from them
          * if the handler asks for input (mrtr_of) */
-        actor_ext_set(a, "mp", bound_of(params, c->method));
+        mcp_state_set(&mcp_state(a)->modern.bound, bound_of(params, c->method));
         return true;
     }
     const char *target = jsonrpc_cstr(target_of(params, c->method));
@@ -357,7 +357,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         }
         actor_t *rec = worker_for_session(rid) == a->w ? actor_find_or_load(a->w, rid) : NULL;
         if (!rec || rec->kind != ACTOR_RECORD ||
-            json_integer_value(json_object_get(actor_ext(rec, "rec"), "n")) != n) {
+            json_integer_value(json_object_get(mcp_record_rec(rec), "n")) != n) {
             json_decref(p);
             if (rec)
                 worker_note_activity(a->w, rec);
@@ -372,7 +372,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
          * concurrent retries completed up to 20 times). The retry in progress names itself
          * in the record (in memory; written with it only if it hibernates meanwhile); a
          * holder that is gone (answered and freed, or the server restarted) holds nothing. */
-        json_t *recx = actor_ext(rec, "rec");
+        json_t *recx = mcp_record_rec(rec);
         const char *holder = json_string_value(json_object_get(recx, "busy"));
         if (holder && strcmp(holder, a->sid) != 0 && worker_find_actor(a->w, holder)) {
             json_decref(p);
@@ -386,10 +386,10 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         json_object_set_new(recx, "busy", json_string(a->sid));
         json_object_update(answers, json_object_get(recx, "a"));
         json_object_set_new(mrtr, "r", json_string(rid));
-        json_t *keys = json_object_get(actor_ext(rec, "rec"), "k");
+        json_t *keys = json_object_get(mcp_record_rec(rec), "k");
         if (json_is_array(keys))
             json_object_set(mrtr, "k", keys); /* what its last round asked */
-        if (json_is_true(json_object_get(actor_ext(rec, "rec"), "o"))) {
+        if (json_is_true(json_object_get(mcp_record_rec(rec), "o"))) {
             actor_delete(rec); /* consumed: the state works at most once */
         } else {
             json_object_set_new(mrtr, "live", json_true());
@@ -406,13 +406,13 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
 
 json_t *modern_answers(actor_t *a)
 {
-    json_t *ans = json_object_get(actor_ext(a, "mrtr"), "a");
+    json_t *ans = json_object_get(mcp_modern_mrtr(a), "a");
     return json_object_size(ans) ? json_incref(ans) : NULL;
 }
 
 bool modern_round_answered(actor_t *a)
 {
-    json_t *mrtr = actor_ext(a, "mrtr");
+    json_t *mrtr = mcp_modern_mrtr(a);
     json_t *keys = json_object_get(mrtr, "k");
     json_t *answers = json_object_get(mrtr, "a");
     if (!json_object_get(mrtr, "r") || !json_array_size(keys))
@@ -428,7 +428,7 @@ bool modern_round_answered(actor_t *a)
 /* The record the call continues, when it is still there. */
 static actor_t *live_record(actor_t *a)
 {
-    json_t *mrtr = actor_ext(a, "mrtr");
+    json_t *mrtr = mcp_modern_mrtr(a);
     const char *rid = json_string_value(json_object_get(mrtr, "r"));
     if (!rid || !json_is_true(json_object_get(mrtr, "live")))
         return NULL;
@@ -445,7 +445,7 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
         return;
     }
     actor_t *rec = live_record(a);
-    json_int_t n = rec ? json_integer_value(json_object_get(actor_ext(rec, "rec"), "n")) + 1 : 1;
+    json_int_t n = rec ? json_integer_value(json_object_get(mcp_record_rec(rec), "n")) + 1 : 1;
     if (!rec && STAT_GET(input_records_stored) >= g_cfg.max_input_records) {
         char msg[200];
         snprintf(msg, sizeof msg,
@@ -467,7 +467,7 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
         STAT_INC(input_records_stored);
         memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
     }
-    json_t *mr = actor_ext(a, "mrtr");
+    json_t *mr = mcp_modern_mrtr(a);
     if (!json_object_get(mr, "o"))
         json_object_set_new(
             mr, "o",
@@ -484,7 +484,7 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
     json_t *v;
     json_object_foreach(j->input_requests, key, v)
         json_array_append_new(asked, json_string(key));
-    actor_ext_set(rec, "rec",
+    mcp_state_set(&mcp_state(rec)->record.rec,
                   json_pack("{s:I,s:o,s:O,s:O,s:O,s:o}", "n", n, "a",
                             answers ? json_incref(answers) : json_object(), "m",
                             json_object_get(mr, "m"), "d", json_object_get(mr, "d"), "o",
@@ -602,7 +602,9 @@ void mcp_on_subscriptions_listen(actor_t *a, call_t *c, json_t *params)
         json_object_set_new(honoured, "resourceSubscriptions", kept);
     else
         json_decref(kept);
-    actor_ext_set(a, "listen", json_pack("{s:O,s:o}", "id", c->id, "f", honoured));
+    struct proto_state *ps = mcp_state(a);
+    mcp_state_set(&ps->modern.listen_id, json_incref(c->id));
+    mcp_state_set(&ps->modern.listen_filter, honoured);
     actor_stream_start_sse(a, c->stream);
     json_t *ack = json_pack("{s:{s:O},s:O}", "_meta", META_SUBSCRIPTION_ID, c->id, "notifications",
                             honoured);
@@ -628,8 +630,10 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
     /* without a level in _meta, no log message is sent for the request */
     json_t *ll = mv[2];
-    a->log_level = ll ? log_level_index(json_string_value(ll)) : 8;
-    actor_ext_set(a, "ph", m->u.post.param_hdrs); /* NULL: none */
+    if (ll)
+        mcp_state(a)->log_level = log_level_index(json_string_value(ll));
+    if (m->u.post.param_hdrs)
+        mcp_state_set(&mcp_state(a)->modern.param_hdrs, m->u.post.param_hdrs);
     m->u.post.param_hdrs = NULL;
     str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
     a->owner = m->u.client.principal; /* taken: its client, for the shares */

@@ -261,6 +261,12 @@ static const actor_ops_t OPS = {
     .on_modern = mcp_handle_modern,
     .on_job_done = mcp_job_done,
     .on_tool_request = mcp_tool_request,
+    .state_free = mcp_state_free,
+    .meta_put = mcp_meta_put,
+    .meta_load = mcp_meta_load,
+    .log_enabled = mcp_log_enabled,
+    .on_broadcast = mcp_on_broadcast,
+    .end_listen = mcp_end_listen,
 };
 
 const actor_ops_t *mcp_actor_ops(void)

@@ -139,7 +139,7 @@ void tasks_answer_missing_extension(actor_t *a, call_t *c)
 /* Moves the task to status (its lastUpdatedAt now); the metadata is written at turn end. */
 static void set_status(actor_t *task, const char *status, const char *message)
 {
-    json_t *st = actor_ext(task, "task");
+    json_t *st = mcp_task_status(task);
     json_object_set_new(st, "st", json_string(status));
     json_object_set_new(st, "ua", json_integer(now_wall_ms()));
     if (message)
@@ -157,7 +157,7 @@ static void task_fail(actor_t *task, int code, const char *msg, json_t *data,
     json_t *err = json_pack("{s:i,s:s}", "code", code, "message", msg);
     if (data)
         json_object_set_new(err, "data", data);
-    json_object_set_new(actor_ext(task, "task"), "err", err);
+    json_object_set_new(mcp_task_status(task), "err", err);
     set_status(task, "failed", status_msg ? status_msg : msg);
     STAT_INC(tasks_failed_total);
     log_debug("task %.8s failed: %s", task->sid, msg);
@@ -215,7 +215,7 @@ static bool put_state(actor_t *task, const char *name, const json_t *value)
 /* Every outstanding request is answered: the handler runs again with all the answers. */
 static void run_again(actor_t *task)
 {
-    json_t *st = actor_ext(task, "task");
+    json_t *st = mcp_task_status(task);
     const char *name = json_string_value(json_object_get(st, "tool"));
     const tool_t *t = name ? registry_find_tool(mcp_reg(), name) : NULL;
     json_t *args = t ? load_state(task, TASK_STATE_ARGS) : NULL;
@@ -278,7 +278,7 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
     if (ans)
         json_object_set_new(st, "ans", json_deep_copy(ans));
     json_decref(ans);
-    actor_ext_set(task, "task", st);
+    mcp_state_set(&mcp_state(task)->task.status, st);
     put_state(task, TASK_STATE_ARGS, j->args);
     actor_alarm_set(task, now + ttl); /* its TTL; persists the metadata in this turn */
     actor_persist_meta(task);
@@ -296,7 +296,7 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
 
 void tasks_job_done(actor_t *task, job_t *j)
 {
-    json_t *st = actor_ext(task, "task");
+    json_t *st = mcp_task_status(task);
     if (!st || json_is_true(json_object_get(st, "x")) || is_terminal(status_of(st)))
         return; /* cancelled (or ended otherwise): the run's outcome is dropped */
     if (atomic_load(&j->cancelled)) {
@@ -329,7 +329,7 @@ void tasks_job_done(actor_t *task, job_t *j)
                       NULL, NULL);
             return;
         }
-        actor_ext_set(task, "result", r);
+        mcp_state_set(&mcp_state(task)->task.result, r);
         set_status(task, "completed", NULL);
         STAT_INC(tasks_completed_total);
     }
@@ -348,7 +348,7 @@ static actor_t *find_task(actor_t *a, const char *id)
         worker_note_activity(a->w, t);
         return NULL;
     }
-    if (t && strcmp(status_of(actor_ext(t, "task")), "working") == 0 && !t->detached)
+    if (t && strcmp(status_of(mcp_task_status(t)), "working") == 0 && !t->detached)
         task_fail(t, JSONRPC_INTERNAL_ERROR, TASK_LOST, NULL, NULL);
     return t;
 }
@@ -356,11 +356,11 @@ static actor_t *find_task(actor_t *a, const char *id)
 /* The stored result of a completed task (borrowed; cached), or NULL. */
 static const json_t *result_of(actor_t *task)
 {
-    json_t *r = actor_ext(task, "result");
-    if (!r && strcmp(status_of(actor_ext(task, "task")), "completed") == 0) {
+    json_t *r = mcp_task_result(task);
+    if (!r && strcmp(status_of(mcp_task_status(task)), "completed") == 0) {
         r = load_state(task, TASK_STATE_RESULT);
         if (r)
-            actor_ext_set(task, "result", r);
+            mcp_state_set(&mcp_state(task)->task.result, r);
     }
     return r;
 }
@@ -370,7 +370,7 @@ static const json_t *result_of(actor_t *task)
  * NULL when done, else the error message (in why). */
 static const char *update(actor_t *task, json_t *responses, char *why, size_t whylen)
 {
-    json_t *st = actor_ext(task, "task");
+    json_t *st = mcp_task_status(task);
     if (strcmp(status_of(st), "input_required") != 0)
         return NULL; /* nothing is outstanding: the answers are ignored */
     json_t *ir = json_object_get(st, "ir");
@@ -416,7 +416,7 @@ static const char *update(actor_t *task, json_t *responses, char *why, size_t wh
 
 static void cancel(actor_t *task)
 {
-    json_t *st = actor_ext(task, "task");
+    json_t *st = mcp_task_status(task);
     if (is_terminal(status_of(st)))
         return; /* idempotent: the ack only */
     json_object_set_new(st, "x", json_true());
@@ -466,7 +466,7 @@ void tasks_handle_request(actor_t *a, call_t *c, json_t *params)
     char why[200];
     const char *bad = NULL;
     if (c->method == SM_tasks_get) {
-        mcp_answer(a, c, tasks_detailed(task->sid, actor_ext(task, "task"), result_of(task)));
+        mcp_answer(a, c, tasks_detailed(task->sid, mcp_task_status(task), result_of(task)));
     } else if (c->method == SM_tasks_update && (bad = update(task, responses, why, sizeof why))) {
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, bad, NULL);
     } else {

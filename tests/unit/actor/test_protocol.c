@@ -1,10 +1,12 @@
 /* Unit test: the actor layer serves a protocol it knows nothing of. src/actor/ and the folders
  * below it are linked without src/mcp/ (layer_deps['actor']): real worker threads
  * (workers_start), a store on disk, messages through the mailboxes, frames out through the sink.
- * The protocol is a fake, "counter": a session answers each POST with how many POSTs it has had.
- * What is checked: an actor made by the protocol, messages routed to it, 404 from the actor
- * layer for a session it does not know, DELETE, and a restart of the workers on the same store
- * (the session is woken from the store). */
+ * The protocol is a fake, "counter": a session answers each POST with how many POSTs it has had,
+ * a number it keeps in its own state behind actor_t.ps and stores in the actor's metadata
+ * through meta_put/meta_load. What is checked: an actor made by the protocol, messages routed to
+ * it, 404 from the actor layer for a session it does not know, a restart of the workers on the
+ * same store (the session is woken from the store with the protocol's state), the state freed
+ * through state_free, and DELETE. */
 #define _XOPEN_SOURCE 700
 #include <setjmp.h>
 #include <stdarg.h>
@@ -70,7 +72,19 @@ static hmsg_t *next_frame(void)
 
 /* ---- the fake protocol ---- */
 
-static int initialized, posts, modern, jobs_done;
+/* What it keeps per actor (the actor layer sees only the pointer). */
+struct proto_state {
+    long long count;
+};
+
+static int initialized, posts, modern, jobs_done, states_freed, loaded;
+
+static struct proto_state *state_of(actor_t *a)
+{
+    if (!a->ps)
+        a->ps = calloc(1, sizeof *a->ps);
+    return a->ps;
+}
 
 /* Its answer: {"n": count}. */
 static void answer(worker_t *w, conn_ref_t conn, long long n, const char *sid_header)
@@ -83,6 +97,7 @@ static void fake_initialize(worker_t *w, wmsg_t *m)
     initialized++;
     actor_t *a = actor_create(w, m->sid);
     a->used = true;
+    state_of(a)->count = 0;
     actor_persist_meta(a);
     answer(w, m->u.client.conn, 0, a->sid);
 }
@@ -90,7 +105,9 @@ static void fake_initialize(worker_t *w, wmsg_t *m)
 static void fake_post(actor_t *a, wmsg_t *m)
 {
     posts++;
-    answer(a->w, m->u.client.conn, posts, NULL);
+    long long n = ++state_of(a)->count;
+    actor_persist_meta(a);
+    answer(a->w, m->u.client.conn, n, NULL);
 }
 
 static void fake_modern(worker_t *w, wmsg_t *m)
@@ -104,11 +121,43 @@ static void fake_job_done(actor_t *a, struct mcpd_ctx *j)
     jobs_done++;
 }
 
+static void fake_state_free(actor_t *a)
+{
+    states_freed++;
+    free(a->ps);
+    a->ps = NULL;
+}
+
+/* Its member of the stored metadata: "counter" (at the tail). */
+static void fake_meta_put(const actor_t *a, json_t *meta, int at)
+{
+    if (at == ACTOR_META_TAIL && a->ps)
+        json_object_set_new(meta, "counter", json_integer(a->ps->count));
+}
+
+static void fake_meta_load(actor_t *a, const json_t *meta)
+{
+    const json_t *n = json_object_get(meta, "counter");
+    if (json_is_integer(n)) {
+        loaded++;
+        state_of(a)->count = json_integer_value(n);
+    }
+}
+
+static bool fake_log_enabled(const actor_t *a, const char *level)
+{
+    return false;
+}
+
 static const actor_ops_t FAKE = {
     .on_initialize = fake_initialize,
     .on_post = fake_post,
     .on_modern = fake_modern,
     .on_job_done = fake_job_done,
+    .state_free = fake_state_free,
+    .meta_put = fake_meta_put,
+    .meta_load = fake_meta_load,
+    .log_enabled = fake_log_enabled,
 };
 
 /* ---- the test's side of the HTTP threads ---- */
@@ -198,11 +247,15 @@ static void the_protocol_owns_the_meaning(void **state)
         hmsg_free(h);
     }
 
-    /* the workers stop and start again on the same store: the session is woken from it */
+    /* the workers stop (the actor and its state are freed) and start again on the same store:
+     * the session is woken from it, with the count the protocol stored */
     stop();
+    assert_int_equal(states_freed, 1);
+    assert_int_equal(loaded, 0);
     start();
     h = send_and_wait(post(SID, false));
     assert_int_equal(h->status, 200);
+    assert_int_equal(loaded, 1);
     assert_int_equal(answer_n(h), 4);
     hmsg_free(h);
 
@@ -217,6 +270,7 @@ static void the_protocol_owns_the_meaning(void **state)
     assert_int_equal(h->status, 404);
     hmsg_free(h);
     assert_int_equal(posts, 4);
+    assert_int_equal(states_freed, 2);
     assert_int_equal(modern, 0);
     assert_int_equal(jobs_done, 0);
 

@@ -15,6 +15,8 @@
 
 #include "core/config.h"
 #include "fake_worker.h"
+#include "mcp/mcp.h"
+#include "mcp/state.h"
 #include "store/eventlog.h"
 #include "store/sessionrec.h"
 #include "wire/eventid.h"
@@ -43,6 +45,7 @@ static int setup(void **state)
     if (!f->store)
         return -1;
     f->w = fake_worker_new(f->store, NULL);
+    fake_worker_set_ops(f->w, mcp_actor_ops());
     f->a = actor_create(f->w, SID);
     *state = f;
     return 0;
@@ -302,7 +305,7 @@ static void in_json_mode_a_message_for_a_pending_post_goes_to_the_standalone_str
     json_decref(id);
 }
 
-/* A task (ACTOR_TASK) keeps its protocol state in ext "task": its metadata carries it through a
+/* A task (ACTOR_TASK) keeps its status in its protocol state (mcp/state.h): its metadata carries it through a
  * hibernation (or a restart) and back; its kind is counted apart; deleting it deletes its two
  * state keys with it. */
 static void a_task_round_trips_through_its_metadata_and_goes_whole(void **state)
@@ -316,8 +319,8 @@ static void a_task_round_trips_through_its_metadata_and_goes_whole(void **state)
     json_t *st = json_pack("{s:s,s:I,s:I,s:I,s:{s:{s:s}},s:{s:b}}", "st", "input_required", "ca",
                            (json_int_t)1000, "ua", (json_int_t)2000, "ttl", (json_int_t)3600000,
                            "ir", "k", "method", "elicitation/create", "ans", "j", 1);
-    actor_ext_set(t, "task", json_deep_copy(st));
-    actor_ext_set(t, "result", json_string("cached, never stored"));
+    mcp_state_set(&mcp_state(t)->task.status, json_deep_copy(st));
+    mcp_state_set(&mcp_state(t)->task.result, json_string("cached, never stored"));
     sessionrec_put_state(actor_batch(t), TID, TASK_STATE_ARGS, "{}", 2);
     sessionrec_put_state(actor_batch(t), TID, TASK_STATE_RESULT, "{}", 2);
     actor_alarm_set(t, 3601000);
@@ -341,8 +344,8 @@ static void a_task_round_trips_through_its_metadata_and_goes_whole(void **state)
     assert_int_equal(t->alarm_due, 3601000);
     assert_non_null(json_object_get(json_object_get(t->client_caps, "extensions"),
                                     "io.modelcontextprotocol/tasks"));
-    assert_true(json_equal(actor_ext(t, "task"), st));
-    assert_null(actor_ext(t, "result"));
+    assert_true(json_equal(mcp_task_status(t), st));
+    assert_null(mcp_task_result(t));
 
     actor_delete(t);
     worker_turn_end(f->w);

@@ -116,6 +116,7 @@ static int setup(void **state)
     f->reg = catalogue();
     mcp_init(f->reg);
     f->w = fake_worker_new(f->store, NULL);
+    fake_worker_set_ops(f->w, mcp_actor_ops());
     f->a = actor_create(f->w, SID);
     f->a->proto = proto_find("2025-11-25");
     *state = f;
@@ -275,12 +276,12 @@ static void logging_set_level_keeps_a_valid_level_and_refuses_others(void **stat
     fixture_t *f = *state;
     json_t *answer = request(f, "logging/setLevel", json_pack("{s:s}", "level", "error"));
     assert_int_equal(error_of(answer, &(const char *){NULL}), 0);
-    assert_int_equal(f->a->log_level, log_level_index("error"));
+    assert_int_equal(mcp_log_level(f->a), log_level_index("error"));
     json_decref(answer);
     expect_error(f, "logging/setLevel", json_pack("{s:s}", "level", "loud"), JSONRPC_INVALID_PARAMS,
                  "params.level must be one of debug, info, notice, warning, error, critical, "
                  "alert, emergency");
-    assert_int_equal(f->a->log_level, log_level_index("error"));
+    assert_int_equal(mcp_log_level(f->a), log_level_index("error"));
 }
 
 static void subscribe_and_unsubscribe_keep_the_sessions_set(void **state)
@@ -289,11 +290,11 @@ static void subscribe_and_unsubscribe_keep_the_sessions_set(void **state)
     json_t *answer = request(f, "resources/subscribe", json_pack("{s:s}", "uri", "test://fixed"));
     assert_int_equal(error_of(answer, &(const char *){NULL}), 0);
     json_decref(answer);
-    assert_non_null(json_object_get(f->a->subscriptions, "test://fixed"));
+    assert_non_null(json_object_get(mcp_subscriptions(f->a), "test://fixed"));
     answer = request(f, "resources/unsubscribe", json_pack("{s:s}", "uri", "test://fixed"));
     assert_int_equal(error_of(answer, &(const char *){NULL}), 0);
     json_decref(answer);
-    assert_null(json_object_get(f->a->subscriptions, "test://fixed"));
+    assert_null(json_object_get(mcp_subscriptions(f->a), "test://fixed"));
     expect_error(f, "resources/subscribe", json_pack("{s:s}", "uri", "test://none"),
                  MCP_ERR_RESOURCE_NOT_FOUND, "Resource not found");
     expect_error(f, "resources/subscribe", json_pack("{s:s}", "uri", "test://still"),
