@@ -99,7 +99,7 @@ void actor_flush_meta(void)
 
 void actor_persist_meta(actor_t *a)
 {
-    if (a->meta_dirty || a->modern)
+    if (a->meta_dirty || actor_one_request(a))
         return;
     a->meta_dirty = true;
     a->meta_next = t_meta_dirty;
@@ -123,7 +123,7 @@ static void meta_undirty(actor_t *a)
 void actor_write_meta(actor_t *a)
 {
     meta_undirty(a);
-    if (a->modern)
+    if (actor_one_request(a))
         return; /* a modern request's actor is never stored */
     json_t *m = json_object();
     const actor_ops_t *ops = worker_ops(a->w);
@@ -168,7 +168,7 @@ const char *actor_kind_name(const actor_t *a)
         return "record";
     case ACTOR_TASK:
         return "task";
-    case ACTOR_MODERN:
+    case ACTOR_REQUEST:
         return "request";
     default:
         return "session";
@@ -184,7 +184,6 @@ actor_t *actor_create_kind(worker_t *w, const char *sid, char kind)
 {
     actor_t *a = xcalloc(1, sizeof *a);
     a->kind = kind;
-    a->modern = kind == ACTOR_MODERN;
     memcpy(a->sid, sid, SESSION_ID_LEN + 1);
     a->tag = session_tag(sid);
     a->w = w;
@@ -225,7 +224,7 @@ static int share_of(char kind)
 static void give_share(actor_t *a, bool now)
 {
     int r = share_of(a->kind);
-    if (r < 0 || !a->owner || a->modern)
+    if (r < 0 || !a->owner || actor_one_request(a))
         return;
     if (a->share_given_back) {
         /* its share went back earlier (a cancelled task): the global count ends with it; a
@@ -246,7 +245,7 @@ static void give_share(actor_t *a, bool now)
 void actor_give_share_back(actor_t *a)
 {
     int r = share_of(a->kind);
-    if (a->share_given_back || r < 0 || !a->owner || a->modern)
+    if (a->share_given_back || r < 0 || !a->owner || actor_one_request(a))
         return;
     /* its client's share only: it still counts against the global cap until it is deleted */
     a->share_given_back = true;
@@ -655,7 +654,7 @@ void actor_destroy_all(worker_t *w)
 
 void actor_discard(actor_t *a)
 {
-    REQUIRE(a->modern && actor_is_idle(a));
+    REQUIRE(actor_one_request(a) && actor_is_idle(a));
     worker_remove_actor(a->w, a);
     actor_free(a);
 }

@@ -102,9 +102,7 @@ typedef struct actor {
     bool initialized;
     bool used;              /* a request (not a notification) or a GET came after initialize;
                                 a session never used is deleted after --unused-session-ttl */
-    bool modern;            /* serves one 2026-07-28 request: never stored, no event ids,
-                                freed once its request is answered (actor_discard) */
-    char kind;              /* ACTOR_SESSION, ACTOR_MODERN, ACTOR_RECORD, ACTOR_HANDLE or
+    char kind;              /* ACTOR_SESSION, ACTOR_REQUEST, ACTOR_RECORD, ACTOR_HANDLE or
                                 ACTOR_TASK */
     struct proto_state *ps; /* the protocol layer's state (mcp/state.h; opaque here), NULL
                                 until it keeps something: freed, stored and read back through
@@ -135,13 +133,6 @@ typedef struct actor {
 
 #include "core/config.h"
 
-/* True when a's streams are stored and resumable: the event store is on and a is a session
- * (a modern request's actor keeps nothing). */
-static inline bool actor_stores(const actor_t *a)
-{
-    return g_cfg.event_store && !a->modern;
-}
-
 /* Worker entry points. */
 void actor_dispatch(worker_t *w, wmsg_t *m);
 void actor_flush_dirty(worker_t *w);
@@ -149,17 +140,31 @@ void actor_cancel_all_jobs(worker_t *w);
 void actor_destroy_all(worker_t *w);
 
 /* What an actor is. A session and a record are durable (stored, hibernating, woken, deleted
- * by their alarm); a modern request's actor is not. A record is a small durable object with no
+ * by their alarm); a stateless request's actor is not. A record is a small durable object with no
  * streams: the protocol layer keeps in it what must outlive a request (2026-07-28 input
  * requests: the answers collected so far). A handle is a durable owner of tool state that no
  * session owns (mcpd_ctx_handle_*), deleted --handle-ttl after its last use. */
 enum {
     ACTOR_SESSION = 's',
-    ACTOR_MODERN = 'm',
+    ACTOR_REQUEST = 'm', /* serves one request of the stateless revision (2026-07-28): never
+                            stored, no event ids, freed once it is answered (actor_discard) */
     ACTOR_RECORD = 'r',
     ACTOR_HANDLE = 'h',
     ACTOR_TASK = 't'
 };
+/* a serves one stateless request (ACTOR_REQUEST). */
+static inline bool actor_one_request(const struct actor *a)
+{
+    return a->kind == ACTOR_REQUEST;
+}
+
+/* True when a's streams are stored and resumable: the event store is on and a is a session
+ * (a stateless request's actor keeps nothing). */
+static inline bool actor_stores(const actor_t *a)
+{
+    return g_cfg.event_store && !actor_one_request(a);
+}
+
 /* A task (the tasks extension, SEP-2663) is a durable actor with no streams, like a record: the
  * protocol layer keeps its status in its state (ps; stored in the metadata); its arguments and its final result are two
  * keys of its state (TASK_STATE_ARGS, TASK_STATE_RESULT), deleted with it; its running job, if
@@ -172,7 +177,7 @@ const char *actor_kind_name(const actor_t *a);
 
 /* Used by the MCP layer (mcp/session.c), worker thread. */
 actor_t *actor_create(worker_t *w, const char *sid);
-/* An actor of another kind (ACTOR_*): a modern request's actor (actor_t.modern), or a record;
+/* An actor of another kind (ACTOR_*): a stateless request's actor (ACTOR_REQUEST), or a record;
  * neither is counted as a session. */
 actor_t *actor_create_kind(worker_t *w, const char *sid, char kind);
 /* What stored metadata (actor_write_meta's) belongs to: the startup counts (sessionrec_count). */

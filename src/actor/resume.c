@@ -83,8 +83,8 @@ static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
                                        &first);
     if (found && first != after + 1) {
         STAT_INC(replay_gaps_total); /* evicted by the cap: replay from the oldest kept */
-        log_info("session %.8s: resume after seq %llu finds the oldest kept event at %llu",
-                 a->sid, (unsigned long long)after, (unsigned long long)first);
+        log_info("session %.8s: resume after seq %llu finds the oldest kept event at %llu", a->sid,
+                 (unsigned long long)after, (unsigned long long)first);
     }
     STAT_ADD(events_replayed_total, r.sent);
     return r.sent;
@@ -178,11 +178,11 @@ void actor_handle_conn_closed(actor_t *a, wmsg_t *m)
         call_t *next = c->next;
         if (c->stream == s) {
             log_debug("%s: a request was cancelled: its client closed the response stream, which "
-                      "cannot be resumed", a->modern ? "2026-07-28" : "--no-event-store");
+                      "cannot be resumed",
+                      actor_one_request(a) ? "2026-07-28" : "--no-event-store");
             n--;
             actor_drop_call(a, c); /* the last may settle and free s: s is not read after it */
         }
         c = next;
     }
 }
-

@@ -316,7 +316,7 @@ static void evict_each(actor_t *a, void *arg)
     (void)arg;
     if (shard_of(a->sid) != sm_evict)
         return;
-    if (a->modern) {
+    if (actor_one_request(a)) {
         /* a one-request actor is never stored and its stream cannot be resumed: it finishes
          * its call on its live connection (what it creates, a record or a task, is written in
          * that turn, before a later round exports the shard) */

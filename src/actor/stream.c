@@ -46,7 +46,7 @@ typedef struct post_cap {
     uint64_t evict_next; /* the next seq the cap looks at: every seq below it is gone or kept */
     uint64_t kept;       /* counted events stored and not evicted */
     uint32_t n_skip, cap_skip, skip_at;
-    uint64_t *skip;      /* seqs not counted (priming, responses), ascending; skip_at: the first
+    uint64_t *skip; /* seqs not counted (priming, responses), ascending; skip_at: the first
                           * not below evict_next */
 } post_cap_t;
 
@@ -72,9 +72,13 @@ static void put_stream_meta(actor_t *a, stream_t *s)
     if (!actor_stores(a))
         return;
     a->stored_more = true;
-    streamrec_t r = {.finished = s->finished, .is_get = s->num == STREAM_GET,
-                     .delivered = s->delivered, .seq = s->seq, .last_write_ms = s->last_write_ms,
-                     .bytes = s->bytes, .req_ids = s->req_ids};
+    streamrec_t r = {.finished = s->finished,
+                     .is_get = s->num == STREAM_GET,
+                     .delivered = s->delivered,
+                     .seq = s->seq,
+                     .last_write_ms = s->last_write_ms,
+                     .bytes = s->bytes,
+                     .req_ids = s->req_ids};
     eventlog_put_stream(actor_batch(a), a->sid, s->num, &r);
 }
 
@@ -425,7 +429,7 @@ void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
 {
     ASSERT_OWNER(a->w);
     if (s->num != STREAM_GET && !s->sse) {
-        if (g_cfg.response_mode == RESPONSE_JSON && !a->modern) {
+        if (g_cfg.response_mode == RESPONSE_JSON && !actor_one_request(a)) {
             /* a JSON-only POST cannot carry it: it becomes session-level. A 2026-07-28 request
              * has no session: what its call sends (progress it asked for with a progressToken,
              * log messages at its logLevel) has no other way to it, so its response turns SSE */
@@ -451,7 +455,7 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
 {
     if (s->dispatching || s->outstanding > 0 || s->num == STREAM_GET)
         return false;
-    if (!s->sse && a->modern && g_cfg.response_mode == RESPONSE_SSE && !s->http_status)
+    if (!s->sse && actor_one_request(a) && g_cfg.response_mode == RESPONSE_SSE && !s->http_status)
         actor_stream_start_sse(a, s); /* --response-mode sse: a result goes out as an event */
     if (!s->sse && s->n_resp == 0 && json_array_size(s->req_ids) > 0)
         /* Every request it carried was cancelled: no response is sent for them, yet a POST
@@ -578,4 +582,3 @@ void actor_drop_call(actor_t *a, call_t *c)
     free(c);
     actor_stream_settle(a, s);
 }
-

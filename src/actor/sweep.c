@@ -46,7 +46,7 @@ int64_t actor_unused_expiry(const actor_t *a)
 
 void actor_alarm_set(actor_t *a, int64_t due)
 {
-    if (due == a->alarm_due || a->modern)
+    if (due == a->alarm_due || actor_one_request(a))
         return;
     store_batch_t *b = actor_batch(a);
     if (a->alarm_due)
@@ -106,7 +106,7 @@ static bool sweep_one(void *arg, int64_t expiry, uint64_t num)
     r->n++;
     if (++r->in_batch == SWEEP_BATCH) {
         if (worker_commit(r->a->w) != 0) { /* bounded write batches */
-            r->failed = true; /* the turn failed: it is all undone */
+            r->failed = true;              /* the turn failed: it is all undone */
             return false;
         }
         worker_touch(r->a->w, r->a);
@@ -208,7 +208,8 @@ bool actor_on_alarm(actor_t *a, int64_t due)
             /* nothing came after initialize: clients that open a session and never come back
              * (a probe, a CLI call that never sends DELETE) do not keep it for --session-ttl */
             log_info("session %.8s expired: no request after initialize in %lld s "
-                     "(--unused-session-ttl)", a->sid, (long long)((now - a->created_ms) / 1000));
+                     "(--unused-session-ttl)",
+                     a->sid, (long long)((now - a->created_ms) / 1000));
             STAT_INC(sessions_unused_expired_total);
             actor_delete(a);
             return false;
@@ -236,8 +237,8 @@ bool actor_on_alarm(actor_t *a, int64_t due)
     int64_t next = next_due(a, now, more);
     actor_alarm_set(a, next);
     if (deleted)
-        log_debug("session %.8s: sweep deleted %ld streams; next alarm in %lld ms", a->sid,
-                  deleted, (long long)(next - now));
+        log_debug("session %.8s: sweep deleted %ld streams; next alarm in %lld ms", a->sid, deleted,
+                  (long long)(next - now));
     if (g_tombstones > TOMBSTONES_BEFORE_FLUSH) {
         g_tombstones = 0;
         store_flush_async(worker_store(a->w), CF_EVENTS);
@@ -261,7 +262,8 @@ static bool trim_one(void *arg, int64_t expiry, uint64_t num)
         return false;
     if (actor_find_stream(r->a, num))
         return true;
-    delete_stream(r->a, actor_batch(r->a), expiry, num); /* oldest first: the index is in expiry order */
+    delete_stream(r->a, actor_batch(r->a), expiry,
+                  num); /* oldest first: the index is in expiry order */
     r->n++;
     worker_stat_add(r->a->w, DS_LOG_TRIMS, 1);
     return true;

@@ -78,7 +78,7 @@ void worker_note_activity(worker_t *w, struct actor *a)
     lru_remove(w, a);
     if (!actor_is_idle(a))
         return;
-    if (a->modern) { /* its one request is answered: nothing to keep */
+    if (actor_one_request(a)) { /* its one request is answered: nothing to keep */
         actor_discard(a);
         return;
     }
@@ -159,7 +159,7 @@ void worker_add_actor(worker_t *w, struct actor *a)
     a->hnext = w->buckets[b];
     w->buckets[b] = a;
     w->nactors++;
-    if (a->modern)
+    if (actor_one_request(a))
         STAT_INC(modern_requests_live);
     if (a->kind != ACTOR_SESSION)
         return;
@@ -178,7 +178,7 @@ void worker_remove_actor(worker_t *w, struct actor *a)
     *pp = a->hnext;
     a->hnext = NULL;
     w->nactors--;
-    if (a->modern)
+    if (actor_one_request(a))
         STAT_DEC(modern_requests_live);
     if (a->kind != ACTOR_SESSION)
         return;

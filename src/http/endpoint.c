@@ -377,7 +377,7 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     }
     char msg[400];
     json_t *data = NULL;
-    int code = modern_check_meta(b->v.params, msg, sizeof msg, &data);
+    int code = stateless_check_meta(b->v.params, msg, sizeof msg, &data);
     if (code == JSONRPC_INVALID_PARAMS) {
         http_reply_error(req, id, 400, code, msg, NULL);
         return;
@@ -385,7 +385,7 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
     /* the mirrored headers before the version: a header that disagrees with the body is the
      * error, whichever version either names */
     char hmsg[400];
-    if (modern_check_headers(&b->v, h->version, h->mcp_method, h->mcp_name, hmsg, sizeof hmsg)) {
+    if (stateless_check_headers(&b->v, h->version, h->mcp_method, h->mcp_name, hmsg, sizeof hmsg)) {
         json_decref(data);
         http_reply_error(req, id, 400, MCP_ERR_HEADER_MISMATCH, hmsg, NULL);
         return;
@@ -395,7 +395,7 @@ static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rh
         return;
     }
     const char *method = jsonrpc_cstr(b->v.method);
-    modern_method_t mk = modern_method_kind(method);
+    stateless_method_t mk = stateless_method_kind(method);
     if (mk != MM_KNOWN) {
         char quoted[201];
         jsonrpc_quote_name(b->v.method, quoted, sizeof quoted);

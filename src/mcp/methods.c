@@ -69,14 +69,14 @@ static json_t *run_complete(job_t *j)
 void mcp_answer(actor_t *a, call_t *c, json_t *result)
 {
     size_t extra_len = 0;
-    const char *extra = a->modern ? modern_decorate(a, c, result, &extra_len) : NULL;
+    const char *extra = actor_one_request(a) ? modern_decorate(a, c, result, &extra_len) : NULL;
     actor_complete_result(a, c, result, extra, extra_len);
 }
 
 void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data)
 {
-    if (a->modern && !c->stream->sse)
-        stream_set_reply_status(c->stream, modern_http_status(code), NULL);
+    if (actor_one_request(a) && !c->stream->sse)
+        stream_set_reply_status(c->stream, stateless_http_status(code), NULL);
     else if (code == MCP_ERR_NOT_HERE && !c->stream->sse && !c->stream->batch)
         /* with Retry-After: 1: the retry reaches the new owner */
         stream_set_reply_status(c->stream, 503, NULL);
@@ -140,8 +140,8 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
     c->job = j;
     j->client_caps = job_caps_of(a->client_caps);
     memcpy(j->principal, a->auth_name, sizeof j->principal);
-    j->modern = a->modern;
-    if (a->modern)
+    j->modern = actor_one_request(a);
+    if (actor_one_request(a))
         j->answers = modern_answers(a);
     if (run_inline) {
         j->inline_mode = true;
@@ -183,7 +183,7 @@ static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
         return;
     }
-    if (a->modern && (t->flags & MCPD_TOOL_TASK_REQUIRED) && !tasks_declared(a)) {
+    if (actor_one_request(a) && (t->flags & MCPD_TOOL_TASK_REQUIRED) && !tasks_declared(a)) {
         /* SEP-2663: a tool that runs only as a task, called without the extension: refused
          * before anything else looks at the call */
         tasks_answer_missing_extension(a, c);
@@ -208,7 +208,7 @@ static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
             mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
         return;
     }
-    if (a->modern && t->param_headers &&
+    if (actor_one_request(a) && t->param_headers &&
         modern_check_params(t->input_schema, args, mcp_modern_param_hdrs(a), why, sizeof why)) {
         json_decref(empty);
         mcp_answer_error(a, c, MCP_ERR_HEADER_MISMATCH, why, NULL);
@@ -221,7 +221,7 @@ static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
     if (json_is_string(tok) || json_is_integer(tok))
         j->progress_token = json_deep_copy(tok);
     STAT_INC(tool_calls_total);
-    if (a->modern && (t->flags & MCPD_TOOL_TASK) && tasks_maybe_create(a, c, t, j))
+    if (actor_one_request(a) && (t->flags & MCPD_TOOL_TASK) && tasks_maybe_create(a, c, t, j))
         return; /* answered with its CreateTaskResult; j runs for the task */
     start_job(a, c, j, (t->flags & MCPD_TOOL_NONBLOCKING) != 0);
 }
@@ -513,7 +513,7 @@ mcp_method_fn *mcp_method_handler(stats_method_t m, bool modern)
 void mcp_dispatch_request(actor_t *a, call_t *c, const jr_view_t *v)
 {
     STAT_INC(requests_total[c->method]);
-    mcp_method_fn *h = mcp_method_handler(c->method, a->modern);
+    mcp_method_fn *h = mcp_method_handler(c->method, actor_one_request(a));
     if (h) {
         h(a, c, v->params);
         return;
@@ -542,7 +542,7 @@ void mcp_job_done(actor_t *a, job_t *j)
         mcp_answer_error(a, c, j->fail_code, j->fail_msg ? j->fail_msg : "the call failed", data);
         return;
     }
-    if (a->modern && json_object_size(j->input_requests)) {
+    if (actor_one_request(a) && json_object_size(j->input_requests)) {
         if (method_rule(c->method)->flags & METHOD_INPUT) {
             modern_input_required(a, c, j);
         } else {
@@ -554,7 +554,7 @@ void mcp_job_done(actor_t *a, job_t *j)
         }
         return;
     }
-    if (a->modern)
+    if (actor_one_request(a))
         modern_call_complete(a);
     json_t *r = j->result;
     j->result = NULL;

@@ -2,7 +2,7 @@
 /* MCP 2026-07-28: one request, one actor. Worker thread only.
  *
  * The HTTP thread has checked the request's _meta, its mirrored headers and its method
- * (wire/stateless.h). Here the worker makes an actor that is never stored (actor_t.modern): it
+ * (wire/stateless.h). Here the worker makes an actor that is never stored (ACTOR_REQUEST): it
  * carries the request's client capabilities, client info and log level for this request only,
  * serves the request through the methods both eras share (methods.c), and is freed once the
  * request is answered (worker_note_activity -> actor_discard). Its stream is the response:
@@ -133,7 +133,7 @@ static const char *check_props(const json_t *schema, const json_t *args, const j
             if (raw) {
                 static _Thread_local char dec[MODERN_HEADER_VALUE_MAX + 1];
                 size_t dl;
-                if (modern_header_decode(raw, dec, sizeof dec, &dl) != 0) {
+                if (stateless_header_decode(raw, dec, sizeof dec, &dl) != 0) {
                     snprintf(why, whylen,
                              "Header mismatch: Mcp-Param-%s holds characters a header "
                              "may not carry, or malformed =?base64?...?=",
@@ -535,7 +535,7 @@ static json_t *discover_result(void)
         json_object_set_new(caps, "extensions", ext);
     }
     json_t *r = json_object();
-    json_object_set_new(r, "supportedVersions", modern_supported_versions());
+    json_object_set_new(r, "supportedVersions", stateless_supported_versions());
     json_object_set_new(r, "capabilities", caps);
     json_object_set_new(r, "instructions",
                         json_string(
@@ -622,7 +622,7 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
                                   JKEY(META_LOG_LEVEL)};
     json_t *mv[3];
     json_pick(json_object_get(v.params, "_meta"), KEYS, 3, mv);
-    actor_t *a = actor_create_kind(w, m->sid, ACTOR_MODERN);
+    actor_t *a = actor_create_kind(w, m->sid, ACTOR_REQUEST);
     STAT_INC(modern_requests_total);
     a->proto = proto_modern();
     a->client_caps = json_incref(mv[0]);

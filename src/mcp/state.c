@@ -14,7 +14,7 @@ struct proto_state *mcp_state(actor_t *a)
 {
     if (!a->ps) {
         a->ps = xcalloc(1, sizeof *a->ps);
-        a->ps->log_level = a->kind == ACTOR_MODERN ? 8 : -1;
+        a->ps->log_level = a->kind == ACTOR_REQUEST ? 8 : -1;
     }
     return a->ps;
 }
@@ -26,7 +26,7 @@ void mcp_state_free(actor_t *a)
         return;
     json_decref(ps->subscriptions);
     switch (a->kind) {
-    case ACTOR_MODERN:
+    case ACTOR_REQUEST:
         json_decref(ps->modern.param_hdrs);
         json_decref(ps->modern.bound);
         json_decref(ps->modern.mrtr);
@@ -153,7 +153,7 @@ static bool filter_wants(const json_t *f, int what, const char *uri)
 /* The listen filter of a modern request's actor serving subscriptions/listen, else NULL. */
 static const struct proto_state *listening(const actor_t *a)
 {
-    return a->ps && a->kind == ACTOR_MODERN && a->ps->modern.listen_filter ? a->ps : NULL;
+    return a->ps && a->kind == ACTOR_REQUEST && a->ps->modern.listen_filter ? a->ps : NULL;
 }
 
 void mcp_on_broadcast(actor_t *a, wmsg_t *m)

@@ -17,13 +17,13 @@
 #include "actor/actor.h"
 
 struct proto_state {
-    /* ACTOR_SESSION (logging/setLevel) and ACTOR_MODERN (_meta's log level): index of the
+    /* ACTOR_SESSION (logging/setLevel) and ACTOR_REQUEST (_meta's log level): index of the
      * lowest level sent (log_level_index), -1 = every level; stored as "ll" */
     int log_level;
     /* ACTOR_SESSION: {uri: true} of resources/subscribe, NULL = none; stored as "sub" */
     json_t *subscriptions;
     union {
-        struct {                   /* ACTOR_MODERN: one 2026-07-28 request, never stored */
+        struct {                   /* ACTOR_REQUEST: one 2026-07-28 request, never stored */
             json_t *param_hdrs;    /* the request's Mcp-Param-* headers (raw), NULL = none */
             json_t *bound;         /* [target, arguments] of a first round of a call (its mrtr is
                                    made from them if it asks for input) */
@@ -58,15 +58,15 @@ static inline void mcp_state_set(json_t **slot, json_t *v)
 /* Reads (borrowed, NULL when absent), for the kind named. */
 static inline json_t *mcp_modern_param_hdrs(const actor_t *a)
 {
-    return a->ps && a->kind == ACTOR_MODERN ? a->ps->modern.param_hdrs : NULL;
+    return a->ps && a->kind == ACTOR_REQUEST ? a->ps->modern.param_hdrs : NULL;
 }
 static inline json_t *mcp_modern_bound(const actor_t *a)
 {
-    return a->ps && a->kind == ACTOR_MODERN ? a->ps->modern.bound : NULL;
+    return a->ps && a->kind == ACTOR_REQUEST ? a->ps->modern.bound : NULL;
 }
 static inline json_t *mcp_modern_mrtr(const actor_t *a)
 {
-    return a->ps && a->kind == ACTOR_MODERN ? a->ps->modern.mrtr : NULL;
+    return a->ps && a->kind == ACTOR_REQUEST ? a->ps->modern.mrtr : NULL;
 }
 static inline json_t *mcp_record_rec(const actor_t *a)
 {
@@ -89,7 +89,7 @@ static inline json_t *mcp_subscriptions(const actor_t *a)
  * every level, a modern request none (8: its _meta named no level). */
 static inline int mcp_log_level(const actor_t *a)
 {
-    return a->ps ? a->ps->log_level : a->kind == ACTOR_MODERN ? 8 : -1;
+    return a->ps ? a->ps->log_level : a->kind == ACTOR_REQUEST ? 8 : -1;
 }
 
 /* Index of a logging level name (debug=0 .. emergency=7), -1 when unknown. */

@@ -379,7 +379,7 @@ static const char *update(actor_t *task, json_t *responses, char *why, size_t wh
     json_object_foreach(responses, key, answer) {
         json_t *req = json_object_get(ir, key);
         const char *method = json_string_value(json_object_get(req, "method"));
-        const char *bad = req ? modern_answer_problem(method ? method : "", answer) : NULL;
+        const char *bad = req ? stateless_answer_problem(method ? method : "", answer) : NULL;
         if (bad) {
             snprintf(why, whylen, "Invalid params: inputResponses[\"%.64s\"] %s", key, bad);
             return why;

@@ -40,7 +40,7 @@ static void modern_input_request(job_t *j, wmsg_t *m, const char *method)
     }
     json_t *ans = json_object_get(j->answers, key);
     if (ans) {
-        const char *bad = modern_answer_problem(method, ans);
+        const char *bad = stateless_answer_problem(method, ans);
         if (!bad) {
             job_reply(j, m->u.tool.wait_seq, json_deep_copy(ans), NULL);
             return;

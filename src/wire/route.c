@@ -9,7 +9,7 @@
  *   1. Mcp-Session-Id: the session era. GET and DELETE always take it, and so does a POST that
  *      does not take the 2026-07-28 path; without it only initialize is served (a new id,
  *      minted in a shard this node owns), and GET/DELETE answer 405 when 2026-07-28 is on.
- *   2. A POST without Mcp-Session-Id that claims 2026-07-28 (modern_claims) and is not an
+ *   2. A POST without Mcp-Session-Id that claims 2026-07-28 (stateless_claims) and is not an
  *      initialize carrying params.protocolVersion is stateless. It names, for the node:
  *      a. Mcp-Param-Handle, a state handle: its shard must be served here; it never picks
  *         the worker (a handle is read from the store by whichever worker serves the call);
@@ -60,7 +60,7 @@ static void by_session(const char *sid, route_t *r)
 static bool takes_stateless_path(const route_in_t *in)
 {
     return in->stateless_on && !in->session_id && in->body && !json_is_array(in->body) &&
-           modern_claims(in->body, in->version) &&
+           stateless_claims(in->body, in->version) &&
            (!in->is_init || !json_object_get(in->view->params, "protocolVersion"));
 }
 

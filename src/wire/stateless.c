@@ -16,7 +16,7 @@ static const json_t *meta_of(const json_t *body)
     return json_object_get(json_object_get(body, "params"), "_meta");
 }
 
-bool modern_claims(const json_t *body, const char *version_hdr)
+bool stateless_claims(const json_t *body, const char *version_hdr)
 {
     if (json_is_object(body) && json_object_get(meta_of(body), META_PROTOCOL_VERSION))
         return true;
@@ -24,7 +24,7 @@ bool modern_claims(const json_t *body, const char *version_hdr)
     return version_hdr && strcmp(version_hdr, "2026") >= 0 && !proto_find(version_hdr);
 }
 
-json_t *modern_supported_versions(void)
+json_t *stateless_supported_versions(void)
 {
     json_t *a = json_array();
     json_array_append_new(a, json_string(MODERN_VERSION));
@@ -33,7 +33,7 @@ json_t *modern_supported_versions(void)
     return a;
 }
 
-int modern_check_meta(const json_t *params, char *msg, size_t msglen, json_t **data)
+int stateless_check_meta(const json_t *params, char *msg, size_t msglen, json_t **data)
 {
     *data = NULL;
     if (params && !json_is_object(params)) {
@@ -86,7 +86,8 @@ int modern_check_meta(const json_t *params, char *msg, size_t msglen, json_t **d
         char quoted[64];
         jsonrpc_quote_name(pv, quoted, sizeof quoted);
         snprintf(msg, msglen, "Unsupported protocol version: %s", quoted);
-        *data = json_pack("{s:o,s:O}", "supported", modern_supported_versions(), "requested", pv);
+        *data = json_pack("{s:o,s:O}", "supported", stateless_supported_versions(), "requested",
+                          pv);
         return MCP_ERR_UNSUPPORTED_VERSION;
     }
     return 0;
@@ -105,7 +106,7 @@ static bool plain_ok(const char *v, size_t n)
     return true;
 }
 
-int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outlen)
+int stateless_header_decode(const char *v, char *out, size_t outsize, size_t *outlen)
 {
     size_t n = strlen(v);
     static const char PRE[] = "=?base64?", SUF[] = "?=";
@@ -137,9 +138,9 @@ static const json_t *name_source(const json_t *params, const char *method, const
     return *field ? json_object_get(params, *field) : NULL;
 }
 
-const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
-                                 const char *method_hdr, const char *name_hdr, char *msg,
-                                 size_t msglen)
+const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
+                                    const char *method_hdr, const char *name_hdr, char *msg,
+                                    size_t msglen)
 {
     const json_t *pv = json_object_get(json_object_get(v->params, "_meta"), META_PROTOCOL_VERSION);
     char q[80];
@@ -178,7 +179,7 @@ const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
     }
     static _Thread_local char dec[MODERN_HEADER_VALUE_MAX + 1];
     size_t dl;
-    if (modern_header_decode(name_hdr, dec, sizeof dec, &dl) != 0) {
+    if (stateless_header_decode(name_hdr, dec, sizeof dec, &dl) != 0) {
         snprintf(msg, msglen,
                  "Header mismatch: Mcp-Name holds characters a header may not carry, or "
                  "malformed =?base64?...?= (non-ASCII values are sent base64-encoded)");
@@ -195,7 +196,7 @@ const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
     return NULL;
 }
 
-modern_method_t modern_method_kind(const char *method)
+stateless_method_t stateless_method_kind(const char *method)
 {
     const method_rule_t *r = method_rule(stats_method_of(method)); /* NULL: "other" */
     if (r->eras & METHOD_ERA_MODERN)
@@ -205,7 +206,7 @@ modern_method_t modern_method_kind(const char *method)
     return MM_UNKNOWN;
 }
 
-int modern_http_status(int code)
+int stateless_http_status(int code)
 {
     switch (code) {
     case JSONRPC_METHOD_NOT_FOUND:
@@ -223,7 +224,7 @@ int modern_http_status(int code)
     }
 }
 
-const char *modern_answer_problem(const char *method, const json_t *ans)
+const char *stateless_answer_problem(const char *method, const json_t *ans)
 {
     if (!json_is_object(ans))
         return "is not an object";

@@ -33,21 +33,21 @@
 
 /* True when body (a single message, any shape) claims the modern era: params._meta holds the
  * protocol-version key, or version_hdr (NULL when absent) is a 2026 or later version. */
-bool modern_claims(const json_t *body, const char *version_hdr);
+bool stateless_claims(const json_t *body, const char *version_hdr);
 
 /* Every version this server speaks, newest first, modern included (a new array). */
-json_t *modern_supported_versions(void);
+json_t *stateless_supported_versions(void);
 
 /* Checks params._meta of a modern request. Returns 0 when it is usable; else the JSON-RPC
  * code (-32602 for a missing or malformed field, -32022 for a version the server does not
  * speak), with msg filled and *data set (new reference) for -32022. */
-int modern_check_meta(const json_t *params, char *msg, size_t msglen, json_t **data);
+int stateless_check_meta(const json_t *params, char *msg, size_t msglen, json_t **data);
 
 /* Decodes a Mcp-Name or Mcp-Param-* header value: plain visible ASCII (spaces and tabs
  * inside, not at the ends), or the sentinel =?base64?...?= of the UTF-8 bytes. 0 with the
  * value (NUL-terminated, *outlen bytes) in out; -1 when it holds a character a header may not
  * carry, is malformed base64, or does not fit outsize - 1 bytes. */
-int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outlen);
+int stateless_header_decode(const char *v, char *out, size_t outsize, size_t *outlen);
 
 /* The checks of the mirrored headers (SEP-2243) against the message (v: its method and params,
  * from jsonrpc_classify_view or jsonrpc_view): MCP-Protocol-Version
@@ -55,28 +55,28 @@ int modern_header_decode(const char *v, char *out, size_t outsize, size_t *outle
  * params member the method table names as the method's target (params.name for tools/call
  * and prompts/get, params.uri for resources/read, params.taskId for the tasks methods:
  * SEP-2663's routing header). NULL when they hold; else the HeaderMismatch message in msg. */
-const char *modern_check_headers(const jr_view_t *v, const char *version_hdr,
-                                 const char *method_hdr, const char *name_hdr, char *msg,
-                                 size_t msglen);
+const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
+                                    const char *method_hdr, const char *name_hdr, char *msg,
+                                    size_t msglen);
 
 typedef enum {
     MM_UNKNOWN = 0, /* not a method of the revision: 404 + -32601 */
     MM_REMOVED,     /* a session-era method the revision removed: 404 + -32601 */
     MM_KNOWN,
-} modern_method_t;
+} stateless_method_t;
 
 /* What the method table says of method (NULL: unknown) in 2026-07-28: KNOWN for a row whose
  * eras hold MODERN, REMOVED for a row removed in this version or before. */
-modern_method_t modern_method_kind(const char *method);
+stateless_method_t stateless_method_kind(const char *method);
 
 /* The HTTP status a modern JSON error answer takes (streamable-http, "Server Validation",
  * "Request Metadata"): 404 for -32601, 400 for the protocol errors and malformed requests,
  * 200 for the rest (a tool's or a handler's error is an answer, not a transport failure). */
-int modern_http_status(int code);
+int stateless_http_status(int code);
 
 /* What is wrong with a client's answer to an input request of `method`, or NULL: an
  * elicitation answer is an ElicitResult (an action), a sampling answer a CreateMessageResult
  * (role and content), a roots answer a ListRootsResult (a roots array). */
-const char *modern_answer_problem(const char *method, const json_t *ans);
+const char *stateless_answer_problem(const char *method, const json_t *ans);
 
 #endif

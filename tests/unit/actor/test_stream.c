@@ -338,7 +338,7 @@ static void a_task_round_trips_through_its_metadata_and_goes_whole(void **state)
     t = actor_find_or_load(f->w, TID);
     assert_non_null(t);
     assert_int_equal(t->kind, ACTOR_TASK);
-    assert_false(t->modern);
+    assert_false(actor_one_request(t));
     assert_ptr_equal(t->proto, proto_modern());
     assert_string_equal(t->auth_name, "alice");
     assert_int_equal(t->alarm_due, 3601000);

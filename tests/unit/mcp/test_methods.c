@@ -186,7 +186,7 @@ static json_t *request(fixture_t *f, const char *method, json_t *params)
 /* A 2026-07-28 request's one-request actor (as mcp_handle_modern makes it). */
 static actor_t *modern_actor(fixture_t *f)
 {
-    actor_t *a = actor_create_kind(f->w, "fedcba9876543210fedcba9876543210", ACTOR_MODERN);
+    actor_t *a = actor_create_kind(f->w, "fedcba9876543210fedcba9876543210", ACTOR_REQUEST);
     a->proto = proto_modern();
     return a;
 }

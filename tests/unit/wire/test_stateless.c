@@ -25,13 +25,13 @@ static void the_claim_is_the_meta_key_or_a_2026_header(void **state)
 {
     (void)state;
     json_t *m = req("tools/list", "2026-07-28", NULL);
-    assert_true(modern_claims(m, NULL));
+    assert_true(stateless_claims(m, NULL));
     json_t *plain = json_pack("{s:s,s:i,s:s}", "jsonrpc", "2.0", "id", 1, "method", "tools/list");
-    assert_false(modern_claims(plain, NULL));
-    assert_false(modern_claims(plain, "2025-11-25"));
-    assert_false(modern_claims(plain, "2025-03-26"));
-    assert_true(modern_claims(plain, "2026-07-28"));
-    assert_true(modern_claims(plain, "2027-01-01"));
+    assert_false(stateless_claims(plain, NULL));
+    assert_false(stateless_claims(plain, "2025-11-25"));
+    assert_false(stateless_claims(plain, "2025-03-26"));
+    assert_true(stateless_claims(plain, "2026-07-28"));
+    assert_true(stateless_claims(plain, "2027-01-01"));
     json_decref(m);
     json_decref(plain);
 }
@@ -43,16 +43,16 @@ static void meta_fields_are_required_and_the_version_checked(void **state)
     json_t *data;
     json_t *m = req("tools/list", "2026-07-28", NULL);
     json_t *params = json_object_get(m, "params");
-    assert_int_equal(modern_check_meta(params, msg, sizeof msg, &data), 0);
+    assert_int_equal(stateless_check_meta(params, msg, sizeof msg, &data), 0);
     json_object_del(json_object_get(params, "_meta"), META_CLIENT_CAPS);
-    assert_int_equal(modern_check_meta(params, msg, sizeof msg, &data), JSONRPC_INVALID_PARAMS);
+    assert_int_equal(stateless_check_meta(params, msg, sizeof msg, &data), JSONRPC_INVALID_PARAMS);
     assert_null(data);
     json_object_del(params, "_meta");
-    assert_int_equal(modern_check_meta(params, msg, sizeof msg, &data), JSONRPC_INVALID_PARAMS);
+    assert_int_equal(stateless_check_meta(params, msg, sizeof msg, &data), JSONRPC_INVALID_PARAMS);
     json_decref(m);
 
     m = req("tools/list", "1900-01-01", NULL);
-    assert_int_equal(modern_check_meta(json_object_get(m, "params"), msg, sizeof msg, &data),
+    assert_int_equal(stateless_check_meta(json_object_get(m, "params"), msg, sizeof msg, &data),
                      MCP_ERR_UNSUPPORTED_VERSION);
     assert_non_null(data);
     assert_string_equal(json_string_value(json_object_get(data, "requested")), "1900-01-01");
@@ -68,31 +68,32 @@ static void header_values_decode_plain_and_base64(void **state)
     (void)state;
     char out[64];
     size_t n;
-    assert_int_equal(modern_header_decode("us-west1", out, sizeof out, &n), 0);
+    assert_int_equal(stateless_header_decode("us-west1", out, sizeof out, &n), 0);
     assert_string_equal(out, "us-west1");
-    assert_int_equal(modern_header_decode("=?base64?SGVsbG8sIOS4lueVjA==?=", out, sizeof out, &n),
+    assert_int_equal(stateless_header_decode("=?base64?SGVsbG8sIOS4lueVjA==?=", out, sizeof out,
+                                             &n),
                      0);
     assert_string_equal(out, "Hello, \xe4\xb8\x96\xe7\x95\x8c");
-    assert_int_equal(modern_header_decode("=?base64?IHBhZGRlZCA=?=", out, sizeof out, &n), 0);
+    assert_int_equal(stateless_header_decode("=?base64?IHBhZGRlZCA=?=", out, sizeof out, &n), 0);
     assert_string_equal(out, " padded ");
-    assert_int_equal(modern_header_decode(" padded", out, sizeof out, &n), -1);
-    assert_int_equal(modern_header_decode("caf\xc3\xa9", out, sizeof out, &n), -1);
-    assert_int_equal(modern_header_decode("=?base64?!!?=", out, sizeof out, &n), -1);
-    assert_int_equal(modern_header_decode("a\x01"
-                                          "b",
-                                          out, sizeof out, &n),
+    assert_int_equal(stateless_header_decode(" padded", out, sizeof out, &n), -1);
+    assert_int_equal(stateless_header_decode("caf\xc3\xa9", out, sizeof out, &n), -1);
+    assert_int_equal(stateless_header_decode("=?base64?!!?=", out, sizeof out, &n), -1);
+    assert_int_equal(stateless_header_decode("a\x01"
+                                             "b",
+                                             out, sizeof out, &n),
                      -1);
     char small[4];
-    assert_int_equal(modern_header_decode("toolong", small, sizeof small, &n), -1);
+    assert_int_equal(stateless_header_decode("toolong", small, sizeof small, &n), -1);
 }
 
-/* modern_check_headers on a message's view, as the HTTP thread calls it */
+/* stateless_check_headers on a message's view, as the HTTP thread calls it */
 static const char *check_headers(const json_t *m, const char *version, const char *method,
                                  const char *name, char *msg, size_t msglen)
 {
     jr_view_t v;
     jsonrpc_view(m, &v);
-    return modern_check_headers(&v, version, method, name, msg, msglen);
+    return stateless_check_headers(&v, version, method, name, msg, msglen);
 }
 
 static void mirrored_headers_must_match_the_body(void **state)
@@ -140,11 +141,11 @@ static void input_answers_are_checked_by_method(void **state)
 {
     (void)state;
     json_t *ok = json_pack("{s:s}", "action", "accept"), *bad = json_pack("{s:b}", "ignored", 1);
-    assert_null(modern_answer_problem("elicitation/create", ok));
-    assert_non_null(modern_answer_problem("elicitation/create", bad));
-    assert_non_null(modern_answer_problem("sampling/createMessage", ok));
-    assert_non_null(modern_answer_problem("roots/list", ok));
-    assert_non_null(modern_answer_problem("elicitation/create", json_null()));
+    assert_null(stateless_answer_problem("elicitation/create", ok));
+    assert_non_null(stateless_answer_problem("elicitation/create", bad));
+    assert_non_null(stateless_answer_problem("sampling/createMessage", ok));
+    assert_non_null(stateless_answer_problem("roots/list", ok));
+    assert_non_null(stateless_answer_problem("elicitation/create", json_null()));
     json_decref(ok);
     json_decref(bad);
 }
@@ -152,23 +153,23 @@ static void input_answers_are_checked_by_method(void **state)
 static void the_method_table_and_statuses(void **state)
 {
     (void)state;
-    assert_int_equal(modern_method_kind("server/discover"), MM_KNOWN);
-    assert_int_equal(modern_method_kind("subscriptions/listen"), MM_KNOWN);
-    assert_int_equal(modern_method_kind("ping"), MM_REMOVED);
-    assert_int_equal(modern_method_kind("initialize"), MM_REMOVED);
-    assert_int_equal(modern_method_kind("logging/setLevel"), MM_REMOVED);
-    assert_int_equal(modern_method_kind("tools/lists"), MM_UNKNOWN);
-    assert_int_equal(modern_method_kind("tasks/get"), MM_KNOWN);
-    assert_int_equal(modern_method_kind("tasks/update"), MM_KNOWN);
-    assert_int_equal(modern_method_kind("tasks/cancel"), MM_KNOWN);
-    assert_int_equal(modern_method_kind("tasks/result"), MM_UNKNOWN); /* SEP-2663 removed it */
-    assert_int_equal(modern_method_kind("tasks/list"), MM_UNKNOWN);
-    assert_int_equal(modern_method_kind(NULL), MM_UNKNOWN);
-    assert_int_equal(modern_http_status(JSONRPC_METHOD_NOT_FOUND), 404);
-    assert_int_equal(modern_http_status(MCP_ERR_HEADER_MISMATCH), 400);
-    assert_int_equal(modern_http_status(MCP_ERR_MISSING_CAPABILITY), 400);
-    assert_int_equal(modern_http_status(MCP_ERR_UNSUPPORTED_VERSION), 400);
-    assert_int_equal(modern_http_status(JSONRPC_INVALID_PARAMS), 200);
+    assert_int_equal(stateless_method_kind("server/discover"), MM_KNOWN);
+    assert_int_equal(stateless_method_kind("subscriptions/listen"), MM_KNOWN);
+    assert_int_equal(stateless_method_kind("ping"), MM_REMOVED);
+    assert_int_equal(stateless_method_kind("initialize"), MM_REMOVED);
+    assert_int_equal(stateless_method_kind("logging/setLevel"), MM_REMOVED);
+    assert_int_equal(stateless_method_kind("tools/lists"), MM_UNKNOWN);
+    assert_int_equal(stateless_method_kind("tasks/get"), MM_KNOWN);
+    assert_int_equal(stateless_method_kind("tasks/update"), MM_KNOWN);
+    assert_int_equal(stateless_method_kind("tasks/cancel"), MM_KNOWN);
+    assert_int_equal(stateless_method_kind("tasks/result"), MM_UNKNOWN); /* SEP-2663 removed it */
+    assert_int_equal(stateless_method_kind("tasks/list"), MM_UNKNOWN);
+    assert_int_equal(stateless_method_kind(NULL), MM_UNKNOWN);
+    assert_int_equal(stateless_http_status(JSONRPC_METHOD_NOT_FOUND), 404);
+    assert_int_equal(stateless_http_status(MCP_ERR_HEADER_MISMATCH), 400);
+    assert_int_equal(stateless_http_status(MCP_ERR_MISSING_CAPABILITY), 400);
+    assert_int_equal(stateless_http_status(MCP_ERR_UNSUPPORTED_VERSION), 400);
+    assert_int_equal(stateless_http_status(JSONRPC_INVALID_PARAMS), 200);
 }
 
 /* The KNOWN and REMOVED lists are the method table's MODERN and removed_in columns: every row
@@ -179,12 +180,12 @@ static void known_and_removed_are_what_the_method_table_says(void **state)
     int known = 0, removed = 0;
     for (int i = 0; i < SM__COUNT; i++) {
         const method_rule_t *r = &method_table[i];
-        modern_method_t want = i >= SM_notification            ? MM_UNKNOWN
-                               : (r->eras & METHOD_ERA_MODERN) ? MM_KNOWN
-                               : r->removed_in                 ? MM_REMOVED
-                                                               : MM_UNKNOWN;
-        if (modern_method_kind(r->name) != want)
-            fail_msg("%s: kind %d, expected %d", r->name, (int)modern_method_kind(r->name),
+        stateless_method_t want = i >= SM_notification            ? MM_UNKNOWN
+                                  : (r->eras & METHOD_ERA_MODERN) ? MM_KNOWN
+                                  : r->removed_in                 ? MM_REMOVED
+                                                                  : MM_UNKNOWN;
+        if (stateless_method_kind(r->name) != want)
+            fail_msg("%s: kind %d, expected %d", r->name, (int)stateless_method_kind(r->name),
                      (int)want);
         known += want == MM_KNOWN;
         removed += want == MM_REMOVED;
