@@ -411,6 +411,10 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
                   int n_http_threads, struct event_base **host_bases)
 {
     STORE = store;
+    /* the actor layer calls every entry without a check: a protocol fills them all */
+    REQUIRE(ops && ops->on_initialize && ops->on_post && ops->on_modern && ops->on_job_done &&
+            ops->on_tool_request && ops->state_free && ops->meta_put && ops->meta_load &&
+            ops->log_enabled && ops->on_broadcast && ops->end_listen);
     OPS = ops;
     SINK = sink;
     NW = n;

@@ -52,7 +52,9 @@ typedef struct actor_ops {
 
 /* Where in the stored metadata's member order meta_put adds its members (the order of the
  * record written before they moved, kept byte for byte): after the protocol version, before
- * the owner, and last (after the kind). */
+ * the owner, and last (after the kind). A session's record should end with its owner ("p"):
+ * the startup count reads it without a parse then (actor.c, fast_owner), so a protocol adds a
+ * session's members at HEAD or MIDDLE; TAIL is for the other kinds (records, tasks). */
 enum { ACTOR_META_HEAD = 0, ACTOR_META_MIDDLE, ACTOR_META_TAIL };
 
 /* Where a turn's frames go after its commit: one call per HTTP thread that has frames, with the

@@ -74,7 +74,7 @@ bool registry_has_task_tools(const mcpd_registry_t *reg);
 bool uri_template_match(const char *tmpl, const char *uri, json_t *vars);
 
 /* A plugin (main thread): dlopen PATH and call its mcpd_plugin_init. 0, or -1 after logging
- * why. (The built-in toolsets are registered by main: src/tools/toolsets.h.) */
+ * why. (The built-in toolsets are registered by main: src/toolsets/toolsets.h.) */
 int plugin_load(mcpd_registry_t *reg, const char *path);
 
 #endif

@@ -16,7 +16,7 @@
  * serialised with the task and with its job's end (WM_TOOL_DONE). The capability gate (-32021)
  * comes before any lookup; an unknown, expired or another principal's task is -32602.
  *
- * What the task keeps (ext "task", written in its metadata):
+ * What the task keeps (its state's task.status, mcp/state.h; written in its metadata as "task"):
  *   st  status: working, input_required, completed, failed, cancelled
  *   sm  statusMessage (optional)
  *   ca, ua  createdAt, lastUpdatedAt (wall ms)      ttl  ttlMs      pi  pollIntervalMs
@@ -25,7 +25,7 @@
  *   ans every answer so far (the MRTR rounds before the task, then tasks/update), for re-runs
  *   err the JSON-RPC error of a failed task       x  a cancel was requested
  * The final result is the state key TASK_STATE_RESULT (bulky; read at the first tasks/get and
- * cached in ext "result").
+ * cached in its state's task.result).
  *
  * Input requests inside a task use the re-run model of 2026-07-28 calls (modern.c): the job
  * runs with the answers so far; a request without an answer is collected, and when the handler

@@ -303,6 +303,26 @@ static void subscribe_and_unsubscribe_keep_the_sessions_set(void **state)
                  "params.uri must be a string");
 }
 
+/* What the protocol keeps of a session in its state (log level, subscriptions) is stored in the
+ * session's metadata (meta_put) and comes back when the session is woken (meta_load). */
+static void a_sessions_level_and_subscriptions_survive_hibernation(void **state)
+{
+    fixture_t *f = *state;
+    json_decref(request(f, "logging/setLevel", json_pack("{s:s}", "level", "error")));
+    json_decref(request(f, "resources/subscribe", json_pack("{s:s}", "uri", "test://fixed")));
+    actor_persist_meta(f->a);
+    worker_turn_end(f->w);
+    actor_hibernate(f->a);
+    worker_turn_end(f->w);
+    f->a = NULL;
+    assert_null(worker_find_actor(f->w, SID));
+    f->a = actor_find_or_load(f->w, SID);
+    assert_non_null(f->a);
+    assert_int_equal(mcp_log_level(f->a), log_level_index("error"));
+    assert_non_null(json_object_get(mcp_subscriptions(f->a), "test://fixed"));
+    assert_int_equal(json_object_size(mcp_subscriptions(f->a)), 1);
+}
+
 static void resources_read_of_an_unknown_uri_is_not_found_in_2025_11_25(void **state)
 {
     json_t *answer = request(*state, "resources/read", json_pack("{s:s}", "uri", "test://none"));
@@ -434,6 +454,7 @@ int main(void)
         T(arguments_that_fail_the_schema_are_a_tool_error_in_2025_11_25),
         T(logging_set_level_keeps_a_valid_level_and_refuses_others),
         T(subscribe_and_unsubscribe_keep_the_sessions_set),
+        T(a_sessions_level_and_subscriptions_survive_hibernation),
         T(resources_read_of_an_unknown_uri_is_not_found_in_2025_11_25),
         T(prompts_get_checks_the_name_and_the_required_arguments),
         T(completion_needs_a_reference_that_exists),
