@@ -297,7 +297,7 @@ static void reply_refused(struct evhttp_request *req, const json_t *id, pres_t r
     }
     snprintf(msg, sizeof msg, "Server busy: %lld %s are %s (--max-%s); retry later",
              (long long)principal_total(r), what, r == PR_CONNECTIONS ? "open" : "stored", what);
-    http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, retry_after);
+    http_reply_retry(req, id, MCP_ERR_BAD_REQUEST, msg, retry_after);
 }
 
 principal_t *http_request_principal(struct evhttp_request *req, const char *who,

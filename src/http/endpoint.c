@@ -149,21 +149,6 @@ static void parse_body(struct evhttp_request *req, pbody_t *b)
         b->id = b->v.id;
 }
 
-/* An id whose shard this node does not serve (cluster mode): 503 + Retry-After, so that the
- * client asks again once HAProxy's map names the owner (a shard being moved, or a request that
- * came straight to the wrong node). Never 404: the session may well exist elsewhere. */
-void ep_reply_not_here(struct evhttp_request *req, const json_t *id, const char *what,
-                       const char *xid)
-{
-    char msg[300];
-    snprintf(msg, sizeof msg,
-             "Misdirected: the %s's shard %.3s is not served by this node (%s); retry: the "
-             "cluster routes it to the node that owns it",
-             what, xid, shard_node_name());
-    STAT_INC(misdirected_total);
-    http_reply_error(req, id, 503, MCP_ERR_NOT_HERE, msg, "1");
-}
-
 /* A session-era request's route (wire/route.h): its session must be named, be an id, and be
  * served here. On failure replies and returns false. */
 static bool check_session_route(struct evhttp_request *req, const json_t *id, const route_t *r)
@@ -188,7 +173,7 @@ static bool check_session_route(struct evhttp_request *req, const json_t *id, co
     }
     REQUIRE(r->kind == ROUTE_SESSION); /* the callers answer the other refusals first */
     if (!shard_owns_id(r->key)) {
-        ep_reply_not_here(req, id, route_key_name(r->kind), r->key);
+        http_reply_not_here(req, id, route_key_name(r->kind), r->key);
         return false;
     }
     return true;
@@ -227,7 +212,7 @@ void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const js
             msg, sizeof msg,
             "Server busy: this session has %lld messages queued (the --mailbox limit); retry shortly",
             (long long)g_cfg.mailbox);
-        http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        http_reply_retry(req, id, MCP_ERR_BAD_REQUEST, msg, "1");
         wmsg_free(m);
         return;
     }
@@ -384,9 +369,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
         m->u.client.principal = pr;
         m->u.post.holds_session = true; /* given back unless the session is made */
         if (shard_owned_count() == 0) { /* drained: a new session could not be served here */
-            STAT_INC(misdirected_total);
-            http_reply_error(req, id, 503, MCP_ERR_NOT_HERE,
-                             "Misdirected: this node serves no shards now (drained); retry", "1");
+            http_reply_not_here(req, id, NULL, NULL);
             wmsg_free(m);
             return;
         }
@@ -498,7 +481,7 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
 {
     const json_t *id = b->id;
     if (t->stopping) {
-        http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+        http_reply_retry(req, id, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
         return;
     }
     hlink_t *link = http_link_of(t, req);

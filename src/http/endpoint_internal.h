@@ -1,6 +1,6 @@
 /* What the /mcp endpoint's files share (endpoint.c: a request's checks, the session era's
  * POST/GET/DELETE and the hand-over to a worker; endpoint_modern.c: a 2026-07-28 request's
- * checks and routing). Nothing outside these files includes it. Threads: HTTP threads. */
+ * checks and routing; the 503 answers of both: reply.c's http_reply_not_here). Nothing outside these files includes it. Threads: HTTP threads. */
 #ifndef MCPD_HTTP_ENDPOINT_INTERNAL_H
 #define MCPD_HTTP_ENDPOINT_INTERNAL_H
 
@@ -41,10 +41,6 @@ typedef struct pbody {
     json_parse_info_t info; /* how many values it held; too_many: past --max-json-nodes */
 } pbody_t;
 
-/* endpoint.c: 503 + Retry-After for an id whose shard this node does not serve (what: what
- * the id names, xid: the id). */
-void ep_reply_not_here(struct evhttp_request *req, const json_t *id, const char *what,
-                       const char *xid);
 /* endpoint.c: the kind of each of the body's messages into m (the actor does not classify
  * again). */
 void ep_classify_into(wmsg_t *m, const pbody_t *b);

@@ -108,16 +108,14 @@ void ep_handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t
     }
     if (shard_owned_count() == 0) { /* drained: what it creates could not be kept here */
         json_decref(params);
-        STAT_INC(misdirected_total);
-        http_reply_error(req, id, 503, MCP_ERR_NOT_HERE,
-                         "Misdirected: this node serves no shards now (drained); retry", "1");
+        http_reply_not_here(req, id, NULL, NULL);
         return;
     }
     /* the ids it names (a state handle in Mcp-Param-Handle, a task, an exchange's record)
      * must be served here (wire/route.c says which, in which order) */
     route_stateless(&b->v, json_string_value(json_object_get(params, "handle")), r);
     if (r->handle && !shard_owns_id(r->handle)) {
-        ep_reply_not_here(req, id, "state handle", r->handle); /* (the handle is params') */
+        http_reply_not_here(req, id, "state handle", r->handle); /* (the handle is params') */
         json_decref(params);
         return;
     }
@@ -125,7 +123,7 @@ void ep_handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t
     if (r->kind != ROUTE_STATELESS && !shard_owns_id(r->key)) {
         json_decref(params);
         wmsg_free(m);
-        ep_reply_not_here(req, id, route_key_name(r->kind), r->key);
+        http_reply_not_here(req, id, route_key_name(r->kind), r->key);
         return;
     }
     int idrc = 0;
