@@ -651,16 +651,16 @@ static void handle_hmsg(http_thread_t *t, hmsg_t *m)
     }
 }
 
+static void on_hmsg(mq_node_t *n, void *arg)
+{
+    handle_hmsg(arg, (hmsg_t *)n);
+    hmsg_free((hmsg_t *)n);
+}
+
 void http_on_inbox(evutil_socket_t fd, short what, void *arg)
 {
     http_thread_t *t = arg;
-    mq_node_t *n = mq_take_all(&t->inbox);
-    while (n) {
-        mq_node_t *next = n->next;
-        handle_hmsg(t, (hmsg_t *)n);
-        hmsg_free((hmsg_t *)n);
-        n = next;
-    }
+    mq_drain(&t->inbox, on_hmsg, t);
 }
 
 void http_deliver(uint32_t thread, mq_node_t *first, mq_node_t *last, size_t n)

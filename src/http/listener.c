@@ -262,17 +262,18 @@ void http_stop(void)
     }
 }
 
+static void free_hmsg(mq_node_t *n, void *arg)
+{
+    (void)arg;
+    hmsg_free((hmsg_t *)n);
+}
+
 void http_free(void)
 {
     for (int i = 0; i < g_http_n; i++) {
         http_thread_t *t = &g_http[i];
         if (t->inbox_ev) {
-            mq_node_t *n = mq_take_all(&t->inbox);
-            while (n) {
-                mq_node_t *next = n->next;
-                hmsg_free((hmsg_t *)n);
-                n = next;
-            }
+            mq_drain(&t->inbox, free_hmsg, NULL);
             event_free(t->inbox_ev);
             mq_destroy(&t->inbox);
         }
