@@ -38,7 +38,7 @@ static struct {
     store_t *store;
     int64_t window_s;
     int64_t max;
-    int64_t share;       /* records one proof key may hold */
+    int64_t share; /* records one proof key may hold */
     atomic_llong count;
     atomic_llong due_ms; /* the sweep armed (or hinted) at, 0: none */
     atomic_llong first;  /* the earliest iat held (NO_IAT: none), for Retry-After */
@@ -47,18 +47,9 @@ static struct {
     jkt_map_t map[STRIPES];
 } J;
 
-static uint32_t hash_of(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 16777619u;
-    return h;
-}
-
 static unsigned stripe_of(const char *jkt)
 {
-    return hash_of(jkt, DPOP_JKT_LEN) % STRIPES;
+    return (unsigned)(hash_bytes(jkt, DPOP_JKT_LEN) % STRIPES);
 }
 
 /* The count slot of jkt in m (taken when add), or NULL. Under the stripe's lock. */
@@ -80,7 +71,8 @@ static int64_t *map_slot(jkt_map_t *m, const char *jkt, bool add)
     }
     if (!m->cap)
         return NULL;
-    for (size_t i = hash_of(jkt, DPOP_JKT_LEN) / STRIPES % m->cap;; i = (i + 1) % m->cap) {
+    for (size_t i = (size_t)(hash_bytes(jkt, DPOP_JKT_LEN) / STRIPES % m->cap);;
+         i = (i + 1) % m->cap) {
         jkt_slot_t *e = &m->slot[i];
         if (e->used && memcmp(e->jkt, jkt, DPOP_JKT_LEN) == 0)
             return &e->n;
@@ -273,7 +265,7 @@ int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct)
     free(v);
     /* what expired while the server was down goes now; the rest is counted */
     bool more = true, failed = false;
-    for (int i = 0; more && !failed && i < 64; i++) /* what is left: the alarm's */
+    for (int i = 0; more && !failed && i < 64; i++)          /* what is left: the alarm's */
         sweep_below(atomic_load(&J.cutoff), &more, &failed); /* (below it: refused anyway) */
     static const char lo[] = PREFIX, hi[] = "dpop0";
     store_iter_t *it = store_iter_new(s, CF_NODE, lo, PREFIX_LEN, hi, PREFIX_LEN);
@@ -292,7 +284,8 @@ int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct)
         arm(expiry_ms(iat) + JTI_SWEEP_GRANULE_S * 1000);
     }
     if (n)
-        log_info("dpop: %lld proof records kept from before the start (their replays are refused)", n);
+        log_info("dpop: %lld proof records kept from before the start (their replays are refused)",
+                 n);
     return 0;
 }
 

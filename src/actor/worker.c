@@ -367,21 +367,23 @@ static void note_burst(worker_t *w, size_t batch_bytes)
     evtimer_add(w->trim_timer, &tv); /* pushed back by every further turn of the burst */
 }
 
+/* One message of the inbox, in its turn. */
+static void on_message(mq_node_t *n, void *arg)
+{
+    worker_t *w = arg;
+    wmsg_t *m = (wmsg_t *)n;
+    /* a body of many values is a burst of its own (freed here, in the HTTP thread's arena): 16
+     * values weigh about one message */
+    w->turn_messages += 1 + (m->type == WM_POST ? m->u.post.nodes / 16 : 0);
+    handle(w, m);
+}
+
 static void on_inbox(evutil_socket_t fd, short what, void *arg)
 {
     worker_t *w = arg;
     worker_t *prev = worker_enter(w);
-    mq_node_t *n = mq_take_all(&w->inbox);
     w->turn_messages = 0;
-    while (n) {
-        mq_node_t *next = n->next;
-        wmsg_t *m = (wmsg_t *)n;
-        /* a body of many values is a burst of its own (freed here, in the HTTP thread's
-         * arena): 16 values weigh about one message */
-        w->turn_messages += 1 + (m->type == WM_POST ? m->u.post.nodes / 16 : 0);
-        handle(w, m);
-        n = next;
-    }
+    mq_drain(&w->inbox, on_message, w);
     note_burst(w, store_batch_bytes(w->batch));
     worker_turn_end(w);
     worker_leave(prev);

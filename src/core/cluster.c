@@ -1,4 +1,6 @@
 /* Threads: main thread (cluster_load at start); then the shard-move thread reads what it loaded. */
+/* What the file must hold is tested on one table of cases with tools/mcpd-cluster's check
+ * (tests/unit/core/cluster_cases.json): a rule added here or there goes into the table. */
 #include "core/cluster.h"
 
 #include "core/shard.h"

@@ -4,8 +4,10 @@
  * The order of the checks is the point of this file: the size first, then the shape, then the
  * header (the algorithm is refused before any key is looked at), then the key (by kid, and
  * only one that fits the algorithm), then the signature, and only then the claims: the claims
- * of a token whose signature does not verify are never parsed. */
+ * of a token whose signature does not verify are never parsed (jwt_check_claims, in
+ * jwt_claims.c). */
 #include "core/jwt.h"
+#include "core/jwt_internal.h"
 
 #include "core/b64.h"
 #include "core/jsonparse.h"
@@ -164,13 +166,6 @@ static EVP_PKEY *okp_key(const json_t *k)
     return pkey;
 }
 
-static bool str_is(const json_t *v, const char *s)
-{
-    /* lengths first: a JSON string may hold \u0000, and "x\u0000evil" is not "x" */
-    return json_is_string(v) && json_string_length(v) == strlen(s) &&
-           memcmp(json_string_value(v), s, json_string_length(v)) == 0;
-}
-
 /* One JWK into k; false when it cannot be used (it is skipped). */
 static bool jwk_load(const json_t *o, jwk_t *k)
 {
@@ -180,7 +175,7 @@ static bool jwk_load(const json_t *o, jwk_t *k)
     const json_t *use = json_object_get(o, "use"), *kid = json_object_get(o, "kid");
     const json_t *alg = json_object_get(o, "alg"), *kty = json_object_get(o, "kty");
     const json_t *crv = json_object_get(o, "crv");
-    if (use && !str_is(use, "sig"))
+    if (use && !jwt_str_is(use, "sig"))
         return false;
     if (kid) {
         if (!json_is_string(kid) || json_string_length(kid) >= sizeof k->kid)
@@ -193,14 +188,14 @@ static bool jwk_load(const json_t *o, jwk_t *k)
             return false;
         strcpy(k->alg, json_string_value(alg));
     }
-    if (str_is(kty, "RSA")) {
+    if (jwt_str_is(kty, "RSA")) {
         k->kty = KTY_RSA;
         k->pkey = rsa_key(o);
-    } else if (str_is(kty, "EC") && (str_is(crv, "P-256") || str_is(crv, "P-384"))) {
+    } else if (jwt_str_is(kty, "EC") && (jwt_str_is(crv, "P-256") || jwt_str_is(crv, "P-384"))) {
         k->kty = KTY_EC;
-        k->crv = str_is(crv, "P-256") ? CRV_P256 : CRV_P384;
+        k->crv = jwt_str_is(crv, "P-256") ? CRV_P256 : CRV_P384;
         k->pkey = ec_key(o, k->crv);
-    } else if (str_is(kty, "OKP") && str_is(crv, "Ed25519")) {
+    } else if (jwt_str_is(kty, "OKP") && jwt_str_is(crv, "Ed25519")) {
         k->kty = KTY_OKP;
         k->crv = CRV_ED25519;
         k->pkey = okp_key(o);
@@ -231,7 +226,8 @@ jwks_t *jwks_parse(const char *json, size_t len, char *why, size_t whylen)
             set->n++;
     json_decref(doc);
     if (set->n == 0) {
-        snprintf(why, whylen, "the key set holds no usable signing key (RSA >= 2048 bits, EC P-256 "
+        snprintf(why, whylen,
+                 "the key set holds no usable signing key (RSA >= 2048 bits, EC P-256 "
                  "or P-384, OKP Ed25519)");
         jwks_unref(set);
         return NULL;
@@ -278,12 +274,6 @@ int64_t jwks_max_age(const jwks_t *k)
 
 /* ---- the token ---- */
 
-static bool b64u_char(char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_';
-}
-
 bool jwt_looks_like(const char *token, size_t len)
 {
     if (len < 10 || strncmp(token, "eyJ", 3) != 0)
@@ -295,7 +285,7 @@ bool jwt_looks_like(const char *token, size_t len)
             if (part == 0 || ++dots > 2)
                 return false;
             part = 0;
-        } else if (!b64u_char(token[i])) {
+        } else if (!jwt_b64u_char(token[i])) {
             return false;
         } else {
             part++;
@@ -389,167 +379,12 @@ static bool sig_ok(const jwk_t *k, const alg_t *a, const char *msg, size_t msgle
     return ok;
 }
 
-/* A NumericDate member: true with *out when present and a number; *present false when absent. */
-static bool date_member(const json_t *claims, const char *name, bool *present, int64_t *out)
-{
-    const json_t *v = json_object_get(claims, name);
-    *present = v != NULL;
-    if (!v)
-        return true;
-    if (!json_is_number(v))
-        return false;
-    double d = json_number_value(v);
-    if (!(d > -1e15 && d < 1e15)) /* NaN cannot come from JSON, but huge values can */
-        return false;
-    *out = (int64_t)d;
-    return true;
-}
-
-static bool aud_holds(const json_t *aud, const char *want)
-{
-    if (json_is_string(aud))
-        return str_is(aud, want);
-    if (!json_is_array(aud))
-        return false;
-    size_t i;
-    const json_t *v;
-    json_array_foreach(aud, i, v)
-        if (str_is(v, want))
-            return true;
-    return false;
-}
-
-/* Appends scope word w (n bytes) to out; false when it does not fit or is not a scope token. */
-static bool scope_add(char *out, size_t *used, const char *w, size_t n)
-{
-    for (size_t i = 0; i < n; i++) /* RFC 6749 3.3: %x21 / %x23-5B / %x5D-7E */
-        if (w[i] < 0x21 || w[i] > 0x7e || w[i] == '"' || w[i] == '\\')
-            return false;
-    if (*used + (*used ? 1 : 0) + n > JWT_SCOPE_MAX)
-        return false;
-    if (*used)
-        out[(*used)++] = ' ';
-    memcpy(out + *used, w, n);
-    *used += n;
-    out[*used] = '\0';
-    return true;
-}
-
-static bool scope_claim(const json_t *claims, char *out)
-{
-    size_t used = 0;
-    out[0] = '\0';
-    const json_t *s = json_object_get(claims, "scope");
-    if (!s)
-        s = json_object_get(claims, "scp");
-    if (!s)
-        return true;
-    if (json_is_string(s)) {
-        const char *p = json_string_value(s);
-        while (*p) {
-            while (*p == ' ')
-                p++;
-            size_t n = strcspn(p, " ");
-            if (n && !scope_add(out, &used, p, n))
-                return false;
-            p += n;
-        }
-        return true;
-    }
-    if (!json_is_array(s))
-        return false;
-    size_t i;
-    const json_t *v;
-    json_array_foreach(s, i, v)
-        if (!json_is_string(v) || !scope_add(out, &used, json_string_value(v), json_string_length(v)))
-            return false;
-    return true;
-}
-
-/* A cnf.jkt: the base64url (unpadded) of a SHA-256, 43 characters (RFC 9449 6.1, RFC 7638). */
-static bool jkt_ok(const json_t *jkt)
-{
-    if (!json_is_string(jkt) || json_string_length(jkt) != JWT_JKT_MAX)
-        return false;
-    const char *s = json_string_value(jkt);
-    for (size_t i = 0; i < JWT_JKT_MAX; i++)
-        if (!b64u_char(s[i]))
-            return false;
-    return true;
-}
-
-jwt_result_t jwt_check_claims(const json_t *c, const jwt_expect_t *ex, bool introspected,
-                              jwt_claims_t *out, const char **why)
-{
-    /* RFC 7662 2.2: an introspection answer may leave iss and exp out; a JWT may not */
-    if (!(introspected && !json_object_get(c, "iss")) && !str_is(json_object_get(c, "iss"), ex->issuer)) {
-        *why = "the token was issued by another authorization server (iss)";
-        return JWT_INVALID;
-    }
-    if (!aud_holds(json_object_get(c, "aud"), ex->audience)) {
-        *why = "the token was issued for another resource (aud)";
-        return JWT_INVALID;
-    }
-    bool has_exp, has_nbf, has_iat;
-    int64_t exp = 0, nbf = 0, iat = 0;
-    if (!date_member(c, "exp", &has_exp, &exp) || !date_member(c, "nbf", &has_nbf, &nbf) ||
-        !date_member(c, "iat", &has_iat, &iat)) {
-        *why = "the token has a malformed exp, nbf or iat";
-        return JWT_INVALID;
-    }
-    if (!has_exp && !introspected) {
-        *why = "the token has no expiry (exp)";
-        return JWT_INVALID;
-    }
-    if (has_exp && ex->now > exp + ex->leeway) {
-        *why = "the token has expired";
-        return JWT_INVALID;
-    }
-    if ((has_nbf && nbf > ex->now + ex->leeway) || (has_iat && iat > ex->now + ex->leeway)) {
-        *why = "the token is not valid yet (nbf or iat in the future)";
-        return JWT_INVALID;
-    }
-    const json_t *sub = json_object_get(c, "sub");
-    out->sub_is_client_id = !sub;
-    if (!sub)
-        sub = json_object_get(c, "client_id");
-    if (!json_is_string(sub) || json_string_length(sub) == 0 ||
-        json_string_length(sub) > JWT_SUB_MAX || strlen(json_string_value(sub)) != json_string_length(sub)) {
-        *why = "the token names no subject (sub or client_id)";
-        return JWT_INVALID;
-    }
-    if (!scope_claim(c, out->scope)) {
-        *why = "the token's scope claim is malformed or too long";
-        return JWT_INVALID;
-    }
-    /* RFC 9449 6: a DPoP-bound token names its key's thumbprint; the proof is checked by the
-     * caller (http/oauth.c), which refuses the token as a bearer token. A cnf that binds the
-     * token some other way (x5t#S256: mTLS, RFC 8705) is refused too: taken as a bearer token
-     * it would drop the binding its issuer asked for. */
-    const json_t *cnf = json_object_get(c, "cnf"), *jkt = json_object_get(cnf, "jkt");
-    out->jkt[0] = '\0';
-    if (cnf && !jkt) {
-        *why = "the token's cnf names no confirmation method this server supports (jkt)";
-        return JWT_INVALID;
-    }
-    if (jkt) {
-        if (!jkt_ok(jkt)) {
-            *why = "the token's cnf.jkt is not a SHA-256 thumbprint (43 base64url characters)";
-            return JWT_INVALID;
-        }
-        strcpy(out->jkt, json_string_value(jkt));
-    }
-    strcpy(out->sub, json_string_value(sub));
-    out->exp = has_exp ? exp : 0;
-    return JWT_OK;
-}
-
 static const alg_t *alg_find(const json_t *v)
 {
     if (!json_is_string(v))
         return NULL;
     for (size_t i = 0; i < sizeof ALGS / sizeof ALGS[0]; i++)
-        if (str_is(v, ALGS[i].name))
+        if (jwt_str_is(v, ALGS[i].name))
             return &ALGS[i];
     return NULL;
 }
@@ -616,7 +451,7 @@ jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const
     bool named = false, verified = false;
     for (size_t i = 0; i < keys->n && !verified; i++) {
         const jwk_t *k = &keys->keys[i];
-        if (kid && (!k->has_kid || !str_is(kid, k->kid)))
+        if (kid && (!k->has_kid || !jwt_str_is(kid, k->kid)))
             continue;
         named = true;
         if (key_fits(k, a))
@@ -645,31 +480,6 @@ out:
     json_decref(claims);
     free(sig);
     return rc;
-}
-
-bool scopes_cover(const char *have, const char *need)
-{
-    const char *p = need ? need : "";
-    while (*p) {
-        while (*p == ' ')
-            p++;
-        size_t n = strcspn(p, " ");
-        if (!n)
-            break;
-        bool found = false;
-        const char *q = have ? have : "";
-        while (*q && !found) {
-            while (*q == ' ')
-                q++;
-            size_t m = strcspn(q, " ");
-            found = m == n && memcmp(p, q, n) == 0;
-            q += m;
-        }
-        if (!found)
-            return false;
-        p += n;
-    }
-    return true;
 }
 
 struct jws_key {

@@ -68,3 +68,13 @@ mq_node_t *mq_take_all(mq_t *q)
     atomic_fetch_sub_explicit(&q->depth, cnt, memory_order_relaxed);
     return all;
 }
+
+void mq_drain(mq_t *q, void (*fn)(mq_node_t *node, void *arg), void *arg)
+{
+    mq_node_t *n = mq_take_all(q);
+    while (n) {
+        mq_node_t *next = n->next;
+        fn(n, arg);
+        n = next;
+    }
+}

@@ -297,7 +297,7 @@ static void reply_refused(struct evhttp_request *req, const json_t *id, pres_t r
     }
     snprintf(msg, sizeof msg, "Server busy: %lld %s are %s (--max-%s); retry later",
              (long long)principal_total(r), what, r == PR_CONNECTIONS ? "open" : "stored", what);
-    http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, retry_after);
+    http_reply_retry(req, id, MCP_ERR_BAD_REQUEST, msg, retry_after);
 }
 
 principal_t *http_request_principal(struct evhttp_request *req, const char *who,
@@ -651,16 +651,16 @@ static void handle_hmsg(http_thread_t *t, hmsg_t *m)
     }
 }
 
+static void on_hmsg(mq_node_t *n, void *arg)
+{
+    handle_hmsg(arg, (hmsg_t *)n);
+    hmsg_free((hmsg_t *)n);
+}
+
 void http_on_inbox(evutil_socket_t fd, short what, void *arg)
 {
     http_thread_t *t = arg;
-    mq_node_t *n = mq_take_all(&t->inbox);
-    while (n) {
-        mq_node_t *next = n->next;
-        handle_hmsg(t, (hmsg_t *)n);
-        hmsg_free((hmsg_t *)n);
-        n = next;
-    }
+    mq_drain(&t->inbox, on_hmsg, t);
 }
 
 void http_deliver(uint32_t thread, mq_node_t *first, mq_node_t *last, size_t n)

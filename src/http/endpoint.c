@@ -1,6 +1,7 @@
 /* Threads: HTTP threads. */
 /* The /mcp endpoint: a request's checks (framing, Host/Origin, authentication, headers, body),
  * POST/GET/DELETE, and the hand-over to the session's worker. HTTP threads only. */
+#include "http/endpoint_internal.h"
 #include "http/internal.h"
 
 #include "http/cors.h"
@@ -39,17 +40,6 @@
 #include <unistd.h>
 
 /* ---- request handling ---- */
-
-/* The request headers this endpoint reads, found in one pass over the header list (seven
- * evhttp_find_header calls were seven case-insensitive scans per request). */
-typedef struct rhdr {
-    const char *origin, *host, *authorization, *accept, *content_type, *session_id, *version,
-        *last_event_id, *content_length, *transfer_encoding, *mcp_method, *mcp_name;
-    const char *coding; /* the first Content-Encoding that names a coding other than identity */
-    bool mcp_param;     /* at least one Mcp-Param-* header came */
-    const char *twice;  /* the first header that must come once and came again, or NULL */
-    bool twice_framing; /* Content-Length or Transfer-Encoding came again */
-} rhdr_t;
 
 enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING, H_CODING };
 
@@ -134,20 +124,6 @@ static bool refuse_repeated(struct evhttp_request *req, const json_t *id, const 
     return true;
 }
 
-/* A POST body, parsed once before any check so that every refusal can echo the request's id
- * (JSON-RPC asks for it whenever it can be read), and classified once. */
-typedef struct pbody {
-    json_t *json;     /* NULL: not a POST, or not JSON (err, pos say why); owned here until it
-                         moves to the actor with the message */
-    jr_kind_t kind;   /* of a single message; JR_INVALID for a batch */
-    const char *why;  /* a single JR_INVALID message: what is wrong */
-    const json_t *id; /* a single request's id, borrowed from json; NULL otherwise */
-    jr_view_t v;      /* a single message's method, id and params (all NULL for a batch) */
-    char err[160];
-    size_t pos;
-    json_parse_info_t info; /* how many values it held; too_many: past --max-json-nodes */
-} pbody_t;
-
 static void parse_body(struct evhttp_request *req, pbody_t *b)
 {
     b->json = NULL;
@@ -171,21 +147,6 @@ static void parse_body(struct evhttp_request *req, pbody_t *b)
     b->kind = jsonrpc_classify_view(b->json, &b->why, &b->v);
     if (b->kind == JR_REQUEST)
         b->id = b->v.id;
-}
-
-/* An id whose shard this node does not serve (cluster mode): 503 + Retry-After, so that the
- * client asks again once HAProxy's map names the owner (a shard being moved, or a request that
- * came straight to the wrong node). Never 404: the session may well exist elsewhere. */
-static void reply_not_here(struct evhttp_request *req, const json_t *id, const char *what,
-                           const char *xid)
-{
-    char msg[300];
-    snprintf(msg, sizeof msg,
-             "Misdirected: the %s's shard %.3s is not served by this node (%s); retry: the "
-             "cluster routes it to the node that owns it",
-             what, xid, shard_node_name());
-    STAT_INC(misdirected_total);
-    http_reply_error(req, id, 503, MCP_ERR_NOT_HERE, msg, "1");
 }
 
 /* A session-era request's route (wire/route.h): its session must be named, be an id, and be
@@ -212,7 +173,7 @@ static bool check_session_route(struct evhttp_request *req, const json_t *id, co
     }
     REQUIRE(r->kind == ROUTE_SESSION); /* the callers answer the other refusals first */
     if (!shard_owns_id(r->key)) {
-        reply_not_here(req, id, route_key_name(r->kind), r->key);
+        http_reply_not_here(req, id, route_key_name(r->kind), r->key);
         return false;
     }
     return true;
@@ -240,8 +201,8 @@ static bool check_version_header(struct evhttp_request *req, const json_t *id, c
 
 /* Queues m for its session's worker, or answers 503 when the session's mailbox is full. id:
  * the request's id (borrowed from m->u.post.body), NULL for none. */
-static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
-                   const char *who, hlink_t *link)
+void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
+               const char *who, hlink_t *link)
 {
     str_copy(m->u.client.auth_name, sizeof m->u.client.auth_name, who);
     worker_t *w = worker_for_session(m->sid);
@@ -251,7 +212,7 @@ static void submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, cons
             msg, sizeof msg,
             "Server busy: this session has %lld messages queued (the --mailbox limit); retry shortly",
             (long long)g_cfg.mailbox);
-        http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, "1");
+        http_reply_retry(req, id, MCP_ERR_BAD_REQUEST, msg, "1");
         wmsg_free(m);
         return;
     }
@@ -306,7 +267,7 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
 
 /* b->json moves to the message when the request is submitted (b->json is then NULL). */
 /* The kind of each message of the body travels with it: the actor does not classify again. */
-static void classify_into(wmsg_t *m, const pbody_t *b)
+void ep_classify_into(wmsg_t *m, const pbody_t *b)
 {
     json_t *body = m->u.post.body;
     m->u.post.nodes = b->info.nodes > UINT32_MAX ? UINT32_MAX : (uint32_t)b->info.nodes;
@@ -324,146 +285,6 @@ static void classify_into(wmsg_t *m, const pbody_t *b)
         const char *why;
         m->u.post.kinds[i] = (signed char)jsonrpc_classify(json_array_get(body, i), &why);
     }
-}
-
-/* ---- 2026-07-28: a stateless request ---- */
-
-/* The Mcp-Param-* headers, {lowercased name after the prefix: raw value}; the protocol layer
- * decodes and compares the ones the called tool declares (x-mcp-header). NULL when a name
- * came twice (*dup set) or there are none. */
-static json_t *collect_param_headers(struct evhttp_request *req, const char **dup)
-{
-    json_t *o = NULL;
-    *dup = NULL;
-    struct evkeyval *kv;
-    for (kv = evhttp_request_get_input_headers(req)->tqh_first; kv; kv = kv->next.tqe_next) {
-        size_t kl = strlen(kv->key);
-        if (kl <= 10 || kl > 10 + 128 || strncasecmp(kv->key, "Mcp-Param-", 10) != 0)
-            continue;
-        char name[129];
-        for (size_t i = 10; i <= kl; i++)
-            name[i - 10] = (char)(kv->key[i] >= 'A' && kv->key[i] <= 'Z' ? kv->key[i] + 32
-                                                                         : kv->key[i]);
-        if (!o)
-            o = json_object();
-        if (json_object_get(o, name)) {
-            *dup = kv->key;
-            json_decref(o);
-            return NULL;
-        }
-        json_object_set_new(o, name, json_stringn(kv->value, strlen(kv->value)));
-    }
-    return o;
-}
-
-/* A request that claims 2026-07-28: the checks of its metadata and mirrored headers, then the
- * hand-over to a worker, where a one-request actor serves it. Every refusal echoes the id. */
-static void handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
-                          const char *who, hlink_t *link, pbody_t *b, route_t *r)
-{
-    const json_t *id = b->id;
-    if (b->kind == JR_RESPONSE) {
-        http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
-                         "Invalid Request: a 2026-07-28 POST carries one request or notification, "
-                         "never a response",
-                         NULL);
-        return;
-    }
-    if (b->kind == JR_NOTIFICATION) {
-        /* nothing in this revision needs the server to act on a notification (cancellation
-         * is closing the response stream): accepted */
-        http_send_reply(req, 202, NULL, NULL, 0, NULL, NULL);
-        return;
-    }
-    char msg[400];
-    json_t *data = NULL;
-    int code = stateless_check_meta(b->v.params, msg, sizeof msg, &data);
-    if (code == JSONRPC_INVALID_PARAMS) {
-        http_reply_error(req, id, 400, code, msg, NULL);
-        return;
-    }
-    /* the mirrored headers before the version: a header that disagrees with the body is the
-     * error, whichever version either names */
-    char hmsg[400];
-    if (stateless_check_headers(&b->v, h->version, h->mcp_method, h->mcp_name, hmsg, sizeof hmsg)) {
-        json_decref(data);
-        http_reply_error(req, id, 400, MCP_ERR_HEADER_MISMATCH, hmsg, NULL);
-        return;
-    }
-    if (code) {
-        http_reply_error_data(req, id, 400, code, msg, data, NULL);
-        return;
-    }
-    const char *method = jsonrpc_cstr(b->v.method);
-    stateless_method_t mk = stateless_method_kind(method);
-    if (mk != MM_KNOWN) {
-        char quoted[201];
-        jsonrpc_quote_name(b->v.method, quoted, sizeof quoted);
-        snprintf(msg, sizeof msg,
-                 mk == MM_REMOVED
-                     ? "Method not found: %s does not exist in protocol version " MODERN_VERSION
-                       " (it belongs to the session era)"
-                     : "Method not found: %s",
-                 quoted);
-        http_reply_error(req, id, 404, JSONRPC_METHOD_NOT_FOUND, msg, NULL);
-        return;
-    }
-    const char *dup = NULL;
-    json_t *params = h->mcp_param ? collect_param_headers(req, &dup) : NULL;
-    if (dup) {
-        snprintf(msg, sizeof msg, "Header mismatch: the %.140s header was sent more than once",
-                 dup);
-        http_reply_error(req, id, 400, MCP_ERR_HEADER_MISMATCH, msg, NULL);
-        return;
-    }
-    if (shard_owned_count() == 0) { /* drained: what it creates could not be kept here */
-        json_decref(params);
-        STAT_INC(misdirected_total);
-        http_reply_error(req, id, 503, MCP_ERR_NOT_HERE,
-                         "Misdirected: this node serves no shards now (drained); retry", "1");
-        return;
-    }
-    /* the ids it names (a state handle in Mcp-Param-Handle, a task, an exchange's record)
-     * must be served here (wire/route.c says which, in which order) */
-    route_stateless(&b->v, json_string_value(json_object_get(params, "handle")), r);
-    if (r->handle && !shard_owns_id(r->handle)) {
-        reply_not_here(req, id, "state handle", r->handle); /* (the handle is params') */
-        json_decref(params);
-        return;
-    }
-    wmsg_t *m = wmsg_new(WM_POST);
-    if (r->kind != ROUTE_STATELESS && !shard_owns_id(r->key)) {
-        json_decref(params);
-        wmsg_free(m);
-        reply_not_here(req, id, route_key_name(r->kind), r->key);
-        return;
-    }
-    int idrc = 0;
-    if (r->kind == ROUTE_RECORD) {
-        /* a retry meets its record's actor: the same worker */
-        idrc = session_id_new_near(m->sid, r->key);
-    } else {
-        session_id_fast(m->sid); /* no syscall per request: this id is never shown to anyone */
-        /* tasks/get, tasks/update, tasks/cancel go to the task's worker (SEP-2663): their
-         * actor's id takes the task id's routing prefix; polling is hot, so no getrandom */
-        if (r->kind == ROUTE_TASK)
-            memcpy(m->sid, r->key, SESSION_ROUTE_LEN);
-    }
-    if (idrc != 0) {
-        json_decref(params);
-        http_reply_error(req, id, 500, JSONRPC_INTERNAL_ERROR, "cannot generate a request id",
-                         NULL);
-        wmsg_free(m);
-        return;
-    }
-    str_copy(m->u.client.proto_hdr, sizeof m->u.client.proto_hdr, MODERN_VERSION);
-    m->u.client.principal = http_request_principal(req, who, link);
-    m->u.post.modern = true;
-    m->u.post.param_hdrs = params;
-    m->u.post.body = b->json; /* ownership moves to the actor with the message */
-    b->json = NULL;
-    classify_into(m, b);
-    submit(t, req, m, id, who, link);
 }
 
 static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
@@ -524,7 +345,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
                                 .is_init = is_init},
                   &r);
     if (r.kind == ROUTE_STATELESS) {
-        handle_modern(t, req, h, who, link, b, &r);
+        ep_handle_modern(t, req, h, who, link, b, &r);
         return;
     }
     wmsg_t *m = wmsg_new(WM_POST);
@@ -548,9 +369,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
         m->u.client.principal = pr;
         m->u.post.holds_session = true; /* given back unless the session is made */
         if (shard_owned_count() == 0) { /* drained: a new session could not be served here */
-            STAT_INC(misdirected_total);
-            http_reply_error(req, id, 503, MCP_ERR_NOT_HERE,
-                             "Misdirected: this node serves no shards now (drained); retry", "1");
+            http_reply_not_here(req, id, NULL, NULL);
             wmsg_free(m);
             return;
         }
@@ -571,8 +390,8 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
     }
     m->u.post.body = b->json; /* ownership moves to the actor with the message */
     b->json = NULL;
-    classify_into(m, b);
-    submit(t, req, m, id, who, link);
+    ep_classify_into(m, b);
+    ep_submit(t, req, m, id, who, link);
 }
 
 /* GET and DELETE need a session (2025 era); without one, 2026-07-28 answers 405
@@ -632,7 +451,7 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
         }
         m->u.get.resume = true;
     }
-    submit(t, req, m, NULL, who, link);
+    ep_submit(t, req, m, NULL, who, link);
 }
 
 static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
@@ -654,7 +473,7 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rh
         return;
     }
     memcpy(m->sid, r.key, SESSION_ID_LEN + 1);
-    submit(t, req, m, NULL, who, link);
+    ep_submit(t, req, m, NULL, who, link);
 }
 
 /* Everything after framing, in the order the checks have always had. */
@@ -662,7 +481,7 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
 {
     const json_t *id = b->id;
     if (t->stopping) {
-        http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+        http_reply_retry(req, id, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
         return;
     }
     hlink_t *link = http_link_of(t, req);

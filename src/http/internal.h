@@ -142,6 +142,20 @@ void http_send_reply(struct evhttp_request *req, int status, const char *ctype, 
 /* A JSON-RPC error reply; id may be NULL (null in the body). */
 void http_reply_error(struct evhttp_request *req, const json_t *id, int status, int code,
                       const char *msg, const char *retry_after);
+/* The answer to a request the client should send again: 503 with Retry-After (retry: its
+ * seconds, a static string), the JSON-RPC error code with msg, the request's id echoed (NULL:
+ * null). The HTTP layer's refusals of this kind all go through it: an id whose shard this node
+ * does not serve (http_reply_not_here), the authorization server or the replay cache not
+ * answering now (http_auth_unavailable), a session's full mailbox (endpoint.c), a cap on
+ * connections or sessions reached (conn.c), a server shutting down (endpoint.c, listener.c). */
+void http_reply_retry(struct evhttp_request *req, const json_t *id, int code, const char *msg,
+                      const char *retry);
+/* 503 -32010 with Retry-After: 1, counted in misdirected_total: an id whose shard this node does
+ * not serve (what: what the id names, xid: the id), so that the client asks again once HAProxy's
+ * map names the owner; or, what NULL, a request that would make state on a node that serves no
+ * shard now (drained). Never 404: the session may well exist elsewhere. */
+void http_reply_not_here(struct evhttp_request *req, const json_t *id, const char *what,
+                         const char *xid);
 /* The same with the error's data member (stolen, may be NULL). */
 void http_reply_error_data(struct evhttp_request *req, const json_t *id, int status, int code,
                            const char *msg, json_t *data, const char *retry_after);

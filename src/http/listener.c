@@ -170,12 +170,13 @@ int http_init(int n, const char *host, int port, int *bound_port)
     for (int i = 0; i < g_cfg.n_cors_origins; i++)
         if (strcmp(g_cfg.cors_origins[i], "*") != 0)
             origins[n_origins++] = g_cfg.cors_origins[i];
-    hostcheck_init(&g_hostcheck, host, port, g_cfg.allowed_hosts, g_cfg.n_allowed_hosts,
-                   origins, n_origins);
+    hostcheck_init(&g_hostcheck, host, port, g_cfg.allowed_hosts, g_cfg.n_allowed_hosts, origins,
+                   n_origins);
     if (cors_any_origin(g_cfg.cors_origins, g_cfg.n_cors_origins))
         g_hostcheck.check_origin = false; /* only with authentication on (core/config.c) */
     if (!g_hostcheck.check_host)
-        log_warn("listening on a wildcard address without --allowed-host: Host and Origin are not checked");
+        log_warn(
+            "listening on a wildcard address without --allowed-host: Host and Origin are not checked");
     return 0;
 }
 
@@ -216,7 +217,8 @@ static void on_quiesce(evutil_socket_t fd, short what, void *arg)
         if (c->state == H_SSE) {
             http_end_stream(c);
         } else {
-            http_reply_error(c->req, c->id, 503, MCP_ERR_BAD_REQUEST, "the server is shutting down", "5");
+            http_reply_retry(c->req, c->id, MCP_ERR_BAD_REQUEST, "the server is shutting down",
+                             "5");
             http_hconn_free(c);
         }
     }
@@ -260,17 +262,18 @@ void http_stop(void)
     }
 }
 
+static void free_hmsg(mq_node_t *n, void *arg)
+{
+    (void)arg;
+    hmsg_free((hmsg_t *)n);
+}
+
 void http_free(void)
 {
     for (int i = 0; i < g_http_n; i++) {
         http_thread_t *t = &g_http[i];
         if (t->inbox_ev) {
-            mq_node_t *n = mq_take_all(&t->inbox);
-            while (n) {
-                mq_node_t *next = n->next;
-                hmsg_free((hmsg_t *)n);
-                n = next;
-            }
+            mq_drain(&t->inbox, free_hmsg, NULL);
             event_free(t->inbox_ev);
             mq_destroy(&t->inbox);
         }
@@ -279,7 +282,7 @@ void http_free(void)
         else if (t->fd >= 0)
             close(t->fd);
         ptrmap_free(&t->links); /* evhttp_free ran every connection's close callback */
-        http_fresh_free(t); /* accepted as the loop ended: freed by evhttp_free */
+        http_fresh_free(t);     /* accepted as the loop ended: freed by evhttp_free */
         if (t->fresh_ev)
             event_free(t->fresh_ev);
         if (t->trim_ev)
@@ -296,4 +299,3 @@ void http_free(void)
     g_http_n = 0;
     hostcheck_free(&g_hostcheck);
 }
-

@@ -288,7 +288,7 @@ void http_auth_unavailable(struct evhttp_request *req, const json_t *id, const c
     STAT_INC(auth_unavailable_total);
     char msg[300];
     snprintf(msg, sizeof msg, "Service Unavailable: %s; retry", why);
-    http_reply_error(req, id, 503, MCP_ERR_BAD_REQUEST, msg, retry);
+    http_reply_retry(req, id, MCP_ERR_BAD_REQUEST, msg, retry);
 }
 
 /* ---- what a request needs ---- */

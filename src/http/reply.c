@@ -7,6 +7,7 @@
 #include "http/cors.h"
 
 #include "core/blockcache.h"
+#include "core/shard.h"
 #include "core/stats.h"
 #include "wire/jsonrpc.h"
 
@@ -127,6 +128,27 @@ void http_reply_error(struct evhttp_request *req, const json_t *id, int status, 
                       const char *msg, const char *retry_after)
 {
     http_reply_error_data(req, id, status, code, msg, NULL, retry_after);
+}
+
+void http_reply_retry(struct evhttp_request *req, const json_t *id, int code, const char *msg,
+                      const char *retry)
+{
+    http_reply_error_data(req, id, 503, code, msg, NULL, retry);
+}
+
+void http_reply_not_here(struct evhttp_request *req, const json_t *id, const char *what,
+                         const char *xid)
+{
+    char msg[300];
+    if (what)
+        snprintf(msg, sizeof msg,
+                 "Misdirected: the %s's shard %.3s is not served by this node (%s); retry: the "
+                 "cluster routes it to the node that owns it",
+                 what, xid, shard_node_name());
+    else
+        snprintf(msg, sizeof msg, "Misdirected: this node serves no shards now (drained); retry");
+    STAT_INC(misdirected_total);
+    http_reply_retry(req, id, MCP_ERR_NOT_HERE, msg, "1");
 }
 
 void http_reply_error_data(struct evhttp_request *req, const json_t *id, int status, int code,

@@ -16,13 +16,13 @@ typedef struct tool {
     mcpd_tool_fn fn;
     void *ud;
     unsigned flags;
-    bool param_headers;   /* its schema names an x-mcp-header (2026-07-28 calls check them) */
-    char *scopes;         /* the OAuth scopes it declares (mcpd_tool_def_t.scopes), or NULL */
+    bool param_headers; /* its schema names an x-mcp-header (2026-07-28 calls check them) */
+    char *scopes;       /* the OAuth scopes it declares (mcpd_tool_def_t.scopes), or NULL */
 } tool_t;
 
 typedef struct resource {
-    char *uri;            /* fixed resources */
-    char *uri_template;   /* templates */
+    char *uri;          /* fixed resources */
+    char *uri_template; /* templates */
     bool subscribable;
     json_t *listing;
     mcpd_resource_fn read;
@@ -31,7 +31,7 @@ typedef struct resource {
 
 typedef struct prompt {
     char *name;
-    json_t *arguments;    /* PromptArgument array or NULL */
+    json_t *arguments; /* PromptArgument array or NULL */
     json_t *listing;
     mcpd_prompt_fn get;
     void *ud;

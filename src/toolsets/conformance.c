@@ -432,7 +432,7 @@ static const char JSON_SCHEMA_2020_12[] =
     "\"then\":{\"required\":[\"phone\"]},\"else\":{\"required\":[\"email\"]},"
     "\"additionalProperties\":false}";
 
-int toolset_conformance_register(mcpd_registry_t *reg)
+static int register_tools(mcpd_registry_t *reg)
 {
     const mcpd_tool_def_t tools[] = {
         {.name = "test_simple_text",
@@ -514,7 +514,11 @@ int toolset_conformance_register(mcpd_registry_t *reg)
         if (rc != 0)
             return rc;
     }
+    return 0;
+}
 
+static int register_resources(mcpd_registry_t *reg)
+{
     const mcpd_resource_def_t resources[] = {
         {.uri = "test://static-text",
          .name = "static-text",
@@ -547,7 +551,11 @@ int toolset_conformance_register(mcpd_registry_t *reg)
         if (rc != 0)
             return rc;
     }
+    return 0;
+}
 
+static int register_prompts(mcpd_registry_t *reg)
+{
     const mcpd_prompt_def_t prompts[] = {
         {.name = "test_simple_prompt",
          .description = "A prompt without arguments.",
@@ -572,7 +580,18 @@ int toolset_conformance_register(mcpd_registry_t *reg)
         if (rc != 0)
             return rc;
     }
-    int rc = toolset_conformance_modern_register(reg);
+    return 0;
+}
+
+int toolset_conformance_register(mcpd_registry_t *reg)
+{
+    int rc = register_tools(reg);
+    if (rc == 0)
+        rc = register_resources(reg);
+    if (rc == 0)
+        rc = register_prompts(reg);
+    if (rc == 0)
+        rc = toolset_conformance_modern_register(reg);
     if (rc == 0)
         rc = toolset_conformance_tasks_register(reg);
     if (rc != 0)

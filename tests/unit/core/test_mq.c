@@ -93,6 +93,35 @@ static void the_queue_is_reusable_after_take(void **state)
     mq_destroy(&q);
 }
 
+/* mq_drain's callback: notes the item's number and clears its link, as a consumer that frees or
+ * reuses the node does. */
+static void note_and_unlink(mq_node_t *n, void *arg)
+{
+    int *seen = arg;
+    seen[seen[0]++ + 1] = ((item_t *)n)->n;
+    n->next = NULL;
+}
+
+static void a_drain_calls_back_on_every_node_oldest_first_and_empties_the_queue(void **state)
+{
+    mq_t q;
+    assert_int_equal(mq_init(&q), 0);
+    item_t it[3] = {{.n = 7}, {.n = 8}, {.n = 9}};
+    for (int i = 0; i < 3; i++)
+        mq_push(&q, &it[i].node);
+    int seen[4] = {0};
+    mq_drain(&q, note_and_unlink, seen);
+    assert_int_equal(seen[0], 3);
+    assert_int_equal(seen[1], 7);
+    assert_int_equal(seen[2], 8);
+    assert_int_equal(seen[3], 9);
+    assert_int_equal(atomic_load(&q.depth), 0);
+    assert_false(efd_readable(&q, 0));
+    mq_drain(&q, note_and_unlink, seen); /* empty: no call */
+    assert_int_equal(seen[0], 3);
+    mq_destroy(&q);
+}
+
 static void a_chain_is_appended_in_one_splice_after_earlier_nodes(void **state)
 {
     mq_t q;
@@ -196,6 +225,7 @@ int main(void)
         cmocka_unit_test(the_first_push_wakes_the_consumer_and_take_clears_it),
         cmocka_unit_test(the_queue_is_reusable_after_take),
         cmocka_unit_test(a_chain_is_appended_in_one_splice_after_earlier_nodes),
+        cmocka_unit_test(a_drain_calls_back_on_every_node_oldest_first_and_empties_the_queue),
         cmocka_unit_test(four_producers_deliver_every_node_exactly_once_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
