@@ -47,4 +47,8 @@ if [ $bad -ne 0 ]; then
   echo "check-size: a file is over $max_file lines or a function over $max_func (see tools/check-size.sh)" >&2
   exit 1
 fi
-echo "check-size: every file is at most $max_file lines and every function at most $max_func, but the allowed ones"
+if [ -n "$allowed" ]; then
+  echo "check-size: every file is at most $max_file lines and every function at most $max_func, but those $allow_file allows"
+else
+  echo "check-size: every file is at most $max_file lines and every function at most $max_func"
+fi
