@@ -195,6 +195,9 @@ class Routing(unittest.TestCase):
                                "requestState": request_state(ident(shard, "9"))}}
             self.assertEqual(self.routed({"Mcp-Method": "tools/call", "Mcp-Name": "elicit_name"},
                                           body), want)
+            # the media type is case-insensitive, as the server reads it (RFC 9110 8.3.1)
+            self.assertEqual(self.routed({"Mcp-Method": "tools/call", "Mcp-Name": "elicit_name",
+                                          "Content-Type": "Application/JSON"}, body), want)
 
     def test_the_session_wins_over_the_handle_and_the_handle_over_the_request_state(self):
         a, b, c = ident(0x001), ident(0x600), ident(0xc00)
