@@ -418,6 +418,7 @@ static void no_orphan_when_the_parent_is_killed(void **state)
 
 static void kill_all_ends_every_upstream(void **state)
 {
+    upstream_kill_all(); /* what a failed test before this one left running */
     struct event_base *b = event_base_new();
     seen_t s1, s2;
     upstream_t *u1 = start(b, &s1, NULL, "/bin/sh", "-c", "exec sleep 100");
@@ -432,6 +433,13 @@ static void kill_all_ends_every_upstream(void **state)
     json_decref(s1.msgs);
     json_decref(s2.msgs);
     event_base_free(b);
+}
+
+/* Nothing a test started outlives the run, even a failed one's. */
+static int teardown(void **state)
+{
+    upstream_kill_all();
+    return 0;
 }
 
 int main(void)
@@ -452,5 +460,5 @@ int main(void)
         cmocka_unit_test(no_orphan_when_the_parent_is_killed),
         cmocka_unit_test(kill_all_ends_every_upstream),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, teardown);
 }
