@@ -114,7 +114,10 @@ static char *resolve(const char *argv0, char *const envp[], char *err, size_t er
     return NULL;
 }
 
-/* In the child: only async-signal-safe calls. Never returns. */
+/* In the child: only async-signal-safe calls. Never returns. fds[i] goes onto fd i. With one of
+ * our standard streams closed a pipe end may already be 0, 1 or 2: fds[0] is the lowest fd of
+ * the first pipe, fds[1] and fds[2] come from later pipes, so fds[j] (j > i) is never i and no
+ * dup2 overwrites an end still to be moved; an end already in place only loses its CLOEXEC. */
 static void child(const char *path, char *const argv[], char *const envp[], const int fds[3],
                   int report, pid_t parent, const sigset_t *none)
 {
@@ -184,17 +187,20 @@ static pid_t spawn(const char *path, char *const argv[], char *const envp[], int
     pid_t parent = getpid();
     int fds[3] = {in[0], out[1], errp[1]};
     pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
-        return -1;
-    }
     if (pid == 0)
         child(path, argv, envp ? envp : environ, fds, rep[1], parent, &none);
-    setpgid(pid, pid); /* also here, so the group exists before we may signal it */
+    int fork_errno = errno;
+    if (pid > 0)
+        setpgid(pid, pid); /* also here, so the group exists before we may signal it */
     close_fd(&in[0]);
     close_fd(&out[1]);
     close_fd(&errp[1]);
     close_fd(&rep[1]);
+    if (pid < 0) {
+        close_fd(&rep[0]);
+        snprintf(err, errlen, "fork: %s", strerror(fork_errno));
+        return -1;
+    }
     int e = 0;
     ssize_t n;
     do

@@ -416,6 +416,37 @@ static void no_orphan_when_the_parent_is_killed(void **state)
     assert_true(child_gone);
 }
 
+/* mcpactord with its stdin and stdout closed: the pipes get fds 0 and 1 unless moved, and the
+ * child's dup2 onto 0, 1, 2 must not overwrite one it has yet to move. */
+static void it_works_with_our_standard_streams_closed(void **state)
+{
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        struct event_base *b = event_base_new(); /* its fds first: the pipes get 0 and 1 */
+        close(0);
+        close(1);
+        seen_t s = {json_array(), {0}, false, {0}};
+        char *argv[] = {"/bin/cat", NULL};
+        char err[256];
+        upstream_t *u = upstream_start(b, argv, NULL, NULL, &cbs, &s, err, sizeof err);
+        if (!u)
+            _exit(2);
+        json_t *m = json_pack("{s:i}", "id", 7);
+        if (upstream_send(u, m, err, sizeof err) < 0)
+            _exit(3);
+        run_until_msgs(b, &s, 1, 5000);
+        bool ok = json_array_size(s.msgs) == 1 && json_equal(json_array_get(s.msgs, 0), m);
+        upstream_stop(u);
+        run_until(b, &s.exited, 5000);
+        _exit(ok && s.exited ? 0 : 4);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(p, &st, 0), p);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 static void kill_all_ends_every_upstream(void **state)
 {
     upstream_kill_all(); /* what a failed test before this one left running */
@@ -458,6 +489,7 @@ int main(void)
         cmocka_unit_test(a_child_that_ignores_sigterm_is_killed_after_the_grace),
         cmocka_unit_test(stop_ends_the_whole_process_group),
         cmocka_unit_test(no_orphan_when_the_parent_is_killed),
+        cmocka_unit_test(it_works_with_our_standard_streams_closed),
         cmocka_unit_test(kill_all_ends_every_upstream),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
