@@ -178,14 +178,14 @@ static void json_lines_go_both_ways(void **state)
     json_t *m2 = json_pack("[{s:s,s:s}]", "jsonrpc", "2.0", "method", "x\ny");
     assert_int_equal(upstream_send(u, m1, err, sizeof err), 0);
     assert_int_equal(upstream_send(u, m2, err, sizeof err), 0);
-    run_until_msgs(b, &s, 2, 5000);
+    run_until_msgs(b, &s, 2, 10000);
     assert_int_equal(json_array_size(s.msgs), 2);
     assert_true(json_equal(json_array_get(s.msgs, 0), m1));
     assert_true(json_equal(json_array_get(s.msgs, 1), m2));
     json_decref(m1);
     json_decref(m2);
     upstream_stop(u);
-    run_until(b, &s.exited, 5000);
+    run_until(b, &s.exited, 10000);
     assert_true(s.exited);
     assert_false(s.how.crashed); /* it exits 0 at stdin EOF, or by our SIGTERM */
     finish(b, u, &s);
@@ -199,7 +199,7 @@ static void a_line_that_is_not_a_message_is_reported(void **state)
     upstream_t *u = start(b, &s, NULL, "/bin/sh", "-c",
                           "echo hello; echo '{\"a\":1}'; echo 42; echo '{\"b\":'; "
                           "echo; echo '[2]'; sleep 100");
-    run_until_msgs(b, &s, 2, 5000);
+    run_until_msgs(b, &s, 2, 10000);
     assert_int_equal(json_array_size(s.msgs), 2);
     assert_int_equal(s.bad[UPSTREAM_BAD_JSON], 2);
     assert_int_equal(s.bad[UPSTREAM_BAD_SHAPE], 1);
@@ -269,7 +269,7 @@ static void stderr_is_logged_with_its_tag_and_rate_limited(void **state)
     upstream_t *u = start(b, &s, &o, "/bin/sh", "-c",
                           "i=0; while [ $i -lt 50 ]; do i=$((i+1)); echo \"err $i\" >&2; done; "
                           "printf 'last \\033 no newline' >&2");
-    run_until(b, &s.exited, 5000);
+    run_until(b, &s.exited, 10000);
     finish(b, u, &s);
     event_base_free(b);
 
@@ -296,7 +296,7 @@ static upstream_exit_t run_to_exit(const char *script)
     struct event_base *b = event_base_new();
     seen_t s;
     upstream_t *u = start(b, &s, NULL, "/bin/sh", "-c", script);
-    run_until(b, &s.exited, 5000);
+    run_until(b, &s.exited, 10000);
     assert_true(s.exited);
     finish(b, u, &s);
     event_base_free(b);
@@ -337,10 +337,10 @@ static void a_child_that_ignores_sigterm_is_killed_after_the_grace(void **state)
     upstream_t *u = start(b, &s, &o, "python3", "-c",
                           "import signal,time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
                           "print('[0]', flush=True)\ntime.sleep(100)");
-    run_until_msgs(b, &s, 1, 5000); /* its handler is in place */
+    run_until_msgs(b, &s, 1, 10000); /* its handler is in place */
     long long t0 = ms_now();
     upstream_stop(u);
-    run_until(b, &s.exited, 5000);
+    run_until(b, &s.exited, 10000);
     assert_true(s.exited);
     assert_true(ms_now() - t0 >= 380);
     assert_int_equal(s.how.signo, SIGKILL);
@@ -360,13 +360,13 @@ static void stop_ends_the_whole_process_group(void **state)
     struct event_base *b = event_base_new();
     seen_t s;
     upstream_t *u = start(b, &s, NULL, "/bin/sh", "-c", "sleep 100 & echo \"[$!]\"; wait");
-    run_until_msgs(b, &s, 1, 5000);
+    run_until_msgs(b, &s, 1, 10000);
     pid_t grandchild = first_pid(&s);
     assert_true(grandchild > 0);
     assert_true(alive(grandchild));
     pid_t leader = upstream_pid(u);
     upstream_stop(u);
-    run_until(b, &s.exited, 5000);
+    run_until(b, &s.exited, 10000);
     assert_true(s.exited);
     assert_false(s.how.crashed);
     assert_true(gone_within(grandchild, 2000));
@@ -391,7 +391,7 @@ static void no_orphan_when_the_parent_is_killed(void **state)
                               "import os,sys,time\npid = os.fork()\n"
                               "if pid == 0:\n    sys.stdin.read(); os._exit(0)\n"
                               "print('[%d]' % pid, flush=True)\ntime.sleep(100)");
-        run_until_msgs(b, &s, 1, 5000);
+        run_until_msgs(b, &s, 1, 10000);
         int pids[2] = {upstream_pid(u), first_pid(&s)};
         if (write(p[1], pids, sizeof pids) != (ssize_t)sizeof pids)
             _exit(1);
@@ -435,10 +435,10 @@ static void it_works_with_our_standard_streams_closed(void **state)
         json_t *m = json_pack("{s:i}", "id", 7);
         if (upstream_send(u, m, err, sizeof err) < 0)
             _exit(3);
-        run_until_msgs(b, &s, 1, 5000);
+        run_until_msgs(b, &s, 1, 10000);
         bool ok = json_array_size(s.msgs) == 1 && json_equal(json_array_get(s.msgs, 0), m);
         upstream_stop(u);
-        run_until(b, &s.exited, 5000);
+        run_until(b, &s.exited, 10000);
         _exit(ok && s.exited ? 0 : 4);
     }
     int st = 0;
