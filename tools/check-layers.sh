@@ -2,7 +2,7 @@
 # Fails when a source file includes a header of a folder its own folder may not depend on.
 # The folders form a DAG (docs/ARCHITECTURE.md, "Layout"):
 #
-#   core <- wire <- store <- actor <- mcp, http      admin: core, store      main.c: anything
+#   core <- wire <- store <- actor <- mcp, http, gateway      admin: core, store      main.c: anything
 #   toolsets, plugins: the public API only (<mcpactord/tool.h>)
 #
 # A folder may include its own headers and those of the folders it depends on. The public API
@@ -21,6 +21,7 @@ allowed() { # folder -> the folders it may include
     mcp) echo "core wire store actor mcp" ;;
     http) echo "core wire actor http" ;;
     admin) echo "core store admin" ;;
+    gateway) echo "core wire store actor gateway" ;;
     toolsets) echo "toolsets" ;;
     plugins) echo "" ;;
     *) echo "?" ;;

@@ -89,7 +89,13 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
       "Requests with a JWT answered 503 because no signing key set could be had yet.")              \
     X(jwks_fetches_total, counter, "Key set fetches from the issuer that succeeded.")               \
     X(jwks_fetch_failures_total, counter,                                                           \
-      "Key set fetches (the issuer's metadata, then its jwks_uri) that failed.")
+      "Key set fetches (the issuer's metadata, then its jwks_uri) that failed.")                    \
+    X(upstreams_started_total, counter, "Upstream processes started (the gateway).")                \
+    X(upstreams_running, gauge, "Upstream processes running (started, not yet reaped).")            \
+    X(upstreams_exited_total, counter,                                                              \
+      "Upstream processes that exited with status 0, or after the gateway stopped them.")           \
+    X(upstreams_crashed_total, counter,                                                             \
+      "Upstream processes that exited non-zero or were killed by a signal the gateway did not send.")
 
 typedef struct stats {
     int64_t started_ms;
