@@ -9,6 +9,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -135,10 +136,19 @@ static void child(const char *path, char *const argv[], char *const envp[], cons
         goto fail;
     if (getppid() != parent) /* the parent died before prctl: no signal will come */
         _exit(127);
+    /* every other fd of the server (a peer's or the issuer's socket: libevent opens those
+     * without O_CLOEXEC; a file a plugin opened) closes at exec; the report pipe stays open
+     * until then */
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        goto fail;
+    /* every disposition back to its default: an ignored signal stays ignored past exec
+     * (SIGPIPE here; SIGHUP under nohup; SIGINT and SIGQUIT for a background start) */
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
-    sigaction(SIGPIPE, &dfl, NULL); /* ignored here; an ignored signal stays ignored past exec */
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &dfl, NULL); /* EINVAL for the few that cannot change: fine */
     sigprocmask(SIG_SETMASK, none, NULL);
     execve(path, argv, envp);
 fail:;
@@ -177,6 +187,7 @@ static void on_exit_ready(evutil_socket_t fd, short what, void *arg);
 static void on_grace(evutil_socket_t fd, short what, void *arg);
 static void line_msg(void *arg, json_t *msg);
 static void line_bad(void *arg, upstream_bad_t why, const char *detail);
+static bool log_allowed(upstream_t *u);
 
 /* Forks and execs; returns the child's pid, or -1 with err set (nothing left running). */
 static pid_t spawn(const char *path, char *const argv[], char *const envp[], int in[2], int out[2],
@@ -260,7 +271,8 @@ static void fill_opts(upstream_t *u, const upstream_opts_t *o)
     u->stderr_lines = o && o->stderr_lines ? o->stderr_lines : UPSTREAM_STDERR_LINES_DEFAULT;
     u->grace_ms = o && o->grace_ms ? o->grace_ms : UPSTREAM_GRACE_MS_DEFAULT;
     u->lines.max_line = o && o->max_line ? o->max_line : UPSTREAM_MAX_LINE_DEFAULT;
-    u->lines.max_nodes = o ? o->max_json_nodes : 0;
+    u->lines.max_nodes = o && o->max_json_nodes ? o->max_json_nodes
+                                                : UPSTREAM_MAX_JSON_NODES_DEFAULT;
     u->lines.on_msg = line_msg;
     u->lines.on_bad = line_bad;
     u->lines.arg = u;
@@ -403,7 +415,8 @@ static void line_msg(void *arg, json_t *msg)
 static void line_bad(void *arg, upstream_bad_t why, const char *detail)
 {
     upstream_t *u = arg;
-    log_warn("%s: stdout: %s (%s)", u->tag, upstream_bad_name(why), detail);
+    if (log_allowed(u))
+        log_warn("%s: stdout: %s (%s)", u->tag, upstream_bad_name(why), detail);
     if (u->cbs.on_bad_line)
         u->cbs.on_bad_line(u, why, detail, u->arg);
 }
@@ -436,12 +449,14 @@ static void on_stdout(evutil_socket_t fd, short what, void *arg)
 static void stderr_flush_dropped(upstream_t *u)
 {
     if (u->win_dropped)
-        log_warn("%s: %u stderr lines not logged (more than %u in %d s)", u->tag, u->win_dropped,
-                 u->stderr_lines, UPSTREAM_STDERR_WINDOW_MS / 1000);
+        log_warn("%s: %u lines of its stderr and bad stdout not logged (more than %u in %d s)",
+                 u->tag, u->win_dropped, u->stderr_lines, UPSTREAM_STDERR_WINDOW_MS / 1000);
     u->win_dropped = 0;
 }
 
-static void stderr_line(upstream_t *u, char *line, size_t n)
+/* The one rate limit of what a process makes us log (its stderr, its bad stdout lines): true
+ * when this line may be logged, else it is counted as dropped. */
+static bool log_allowed(upstream_t *u)
 {
     long long t = now_ms();
     if (t - u->win_start_ms >= UPSTREAM_STDERR_WINDOW_MS) {
@@ -451,13 +466,41 @@ static void stderr_line(upstream_t *u, char *line, size_t n)
     }
     if (u->win_logged >= u->stderr_lines) {
         u->win_dropped++;
-        return;
+        return false;
     }
     u->win_logged++;
-    size_t shown = n > UPSTREAM_STDERR_LINE_MAX ? UPSTREAM_STDERR_LINE_MAX : n;
-    for (size_t i = 0; i < shown; i++) /* one log line each: no control bytes */
-        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+    return true;
+}
+
+/* One log line: control bytes, C0 and C1 (U+0080..U+009F as UTF-8, or a lone byte 0x80..0xBF
+ * after ASCII) become '?'; cut at max bytes without splitting a UTF-8 character. Returns the
+ * bytes to show. */
+static size_t scrub(char *line, size_t n, size_t max)
+{
+    size_t shown = n > max ? max : n;
+    while (shown < n && shown > 0 && ((unsigned char)line[shown] & 0xc0) == 0x80)
+        shown--;
+    unsigned char prev = 0;
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)line[i];
+        unsigned char next = i + 1 < shown ? (unsigned char)line[i + 1] : 0;
+        if (c < 0x20 || c == 0x7f || (c >= 0x80 && c <= 0xbf && prev < 0x80)) {
             line[i] = '?';
+        } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
+            line[i] = line[i + 1] = '?';
+            i++;
+            c = '?';
+        }
+        prev = c;
+    }
+    return shown;
+}
+
+static void stderr_line(upstream_t *u, char *line, size_t n)
+{
+    if (!log_allowed(u))
+        return;
+    size_t shown = scrub(line, n, UPSTREAM_STDERR_LINE_MAX);
     log_info("%s: stderr: %.*s%s", u->tag, (int)shown, line, shown < n ? " [truncated]" : "");
 }
 

@@ -15,6 +15,9 @@ struct evbuffer;
 #define UPSTREAM_MAX_LINE_DEFAULT (4u << 20)   /* bytes of one stdout line, its newline excluded */
 #define UPSTREAM_MAX_QUEUED_DEFAULT (4u << 20) /* bytes waiting to be written to its stdin */
 #define UPSTREAM_STDERR_LINES_DEFAULT 20       /* stderr lines logged per window */
+#define UPSTREAM_MAX_JSON_NODES_DEFAULT \
+    100000 /* JSON values of one stdout line (as a request's
+                                                  --max-json-nodes default) */
 #define UPSTREAM_STDERR_WINDOW_MS 10000
 #define UPSTREAM_STDERR_LINE_MAX 1024  /* a stderr line is logged up to this many bytes */
 #define UPSTREAM_GRACE_MS_DEFAULT 5000 /* from SIGTERM to SIGKILL */
@@ -52,7 +55,7 @@ typedef struct upstream_opts {
     const char *tag;       /* for the log: "upstream everything session 1a2b3c4d" */
     size_t max_line;       /* 0: UPSTREAM_MAX_LINE_DEFAULT */
     size_t max_queued;     /* 0: UPSTREAM_MAX_QUEUED_DEFAULT */
-    size_t max_json_nodes; /* per line; 0: no bound */
+    size_t max_json_nodes; /* per line; 0: UPSTREAM_MAX_JSON_NODES_DEFAULT */
     unsigned stderr_lines; /* 0: UPSTREAM_STDERR_LINES_DEFAULT */
     unsigned grace_ms;     /* 0: UPSTREAM_GRACE_MS_DEFAULT */
 } upstream_opts_t;

@@ -29,7 +29,7 @@ static const char *wordexp_error(int rc)
     case WRDE_BADCHAR:
         return "an unquoted | & ; < > ( ) { } or newline (run a shell explicitly: sh -c '...')";
     case WRDE_BADVAL:
-        return "an undefined variable";
+        return "an undefined variable (every $NAME in the command must be set; an unset one is an error, not an empty word)";
     case WRDE_CMDSUB:
         return "command substitution ($(...) or `...`) is not allowed";
     case WRDE_NOSPACE:
@@ -45,7 +45,7 @@ char **upstream_split(const char *command, char *err, size_t errlen)
 {
     wordexp_t we;
     memset(&we, 0, sizeof we);
-    int rc = wordexp(command, &we, WRDE_NOCMD);
+    int rc = wordexp(command, &we, WRDE_NOCMD | WRDE_UNDEF);
     if (rc != 0) {
         snprintf(err, errlen, "%s", wordexp_error(rc));
         if (rc == WRDE_NOSPACE)

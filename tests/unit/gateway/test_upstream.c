@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <cmocka.h>
@@ -149,6 +150,15 @@ static void split_words_as_a_shell_would(void **state)
     assert_non_null(strstr(err, "command substitution"));
     assert_null(upstream_split("a | b", err, sizeof err));
     assert_non_null(strstr(err, "unquoted"));
+    /* an unset variable is an error, not a word that silently vanishes */
+    unsetenv("MCPD_TEST_SURELY_UNSET");
+    assert_null(upstream_split("srv --token $MCPD_TEST_SURELY_UNSET --x", err, sizeof err));
+    assert_non_null(strstr(err, "undefined variable"));
+    setenv("MCPD_TEST_SET", "a b", 1);
+    v = upstream_split("srv \"$MCPD_TEST_SET\" x", err, sizeof err);
+    assert_non_null(v);
+    assert_string_equal(v[1], "a b");
+    upstream_argv_free(v);
 }
 
 static void a_program_that_is_not_there_is_an_error(void **state)
@@ -165,6 +175,43 @@ static void a_program_that_is_not_there_is_an_error(void **state)
 }
 
 /* ---- stdin and stdout ---- */
+
+/* The child has its three pipes and nothing else of ours: an fd the server holds without
+ * O_CLOEXEC (libevent's outgoing sockets are opened so) is closed at exec; and a signal the
+ * server ignores is back to its default there. */
+static void the_child_gets_no_other_fd_and_default_signals(void **state)
+{
+    struct event_base *b = event_base_new();
+    int sp[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0); /* no SOCK_CLOEXEC */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigaction(SIGHUP, &ign, &old);
+    seen_t s;
+    upstream_t *u = start(b, &s, NULL, "python3", "-c",
+                          "import os, json, signal\n"
+                          "fds = sorted(int(f) for f in os.listdir('/proc/self/fd'))\n"
+                          "print(json.dumps({'fds': fds, 'hup': signal.getsignal(signal.SIGHUP) == "
+                          "signal.SIG_DFL}), flush=True)\n");
+    sigaction(SIGHUP, &old, NULL);
+    run_until_msgs(b, &s, 1, 10000);
+    assert_int_equal(json_array_size(s.msgs), 1);
+    json_t *m = json_array_get(s.msgs, 0);
+    /* 0, 1, 2, and the one listdir itself opens */
+    json_t *fds = json_object_get(m, "fds");
+    size_t i;
+    json_t *v;
+    json_array_foreach(fds, i, v) {
+        json_int_t fd = json_integer_value(v);
+        if (fd == sp[0] || fd == sp[1])
+            fail_msg("the child holds the server's fd %lld", (long long)fd);
+    }
+    assert_true(json_array_size(fds) <= 4);
+    assert_true(json_is_true(json_object_get(m, "hup")));
+    finish(b, u, &s);
+    close(sp[0]);
+    close(sp[1]);
+    event_base_free(b);
+}
 
 static void json_lines_go_both_ways(void **state)
 {
@@ -204,6 +251,22 @@ static void a_line_that_is_not_a_message_is_reported(void **state)
     assert_int_equal(s.bad[UPSTREAM_BAD_JSON], 2);
     assert_int_equal(s.bad[UPSTREAM_BAD_SHAPE], 1);
     assert_false(s.exited);
+    finish(b, u, &s);
+    event_base_free(b);
+}
+
+/* A line of more JSON values than the bound is not a message (the parser stops at the bound). */
+static void a_line_past_the_node_bound_is_reported(void **state)
+{
+    struct event_base *b = event_base_new();
+    seen_t s;
+    upstream_opts_t o = {.max_json_nodes = 10};
+    upstream_t *u = start(b, &s, &o, "/bin/sh", "-c",
+                          "echo '[1,2,3,4,5,6,7,8,9,10,11,12]'; echo '[1,2,3]'; sleep 100");
+    run_until_msgs(b, &s, 1, 10000);
+    assert_int_equal(json_array_size(s.msgs), 1);
+    assert_int_equal(json_array_size(json_array_get(s.msgs, 0)), 3);
+    assert_int_equal(s.bad[UPSTREAM_BAD_JSON], 1);
     finish(b, u, &s);
     event_base_free(b);
 }
@@ -253,7 +316,9 @@ static void a_process_that_does_not_read_fills_a_bounded_queue(void **state)
 
 /* ---- stderr ---- */
 
-static void stderr_is_logged_with_its_tag_and_rate_limited(void **state)
+/* Runs script under /bin/sh with stderr_lines 5 and the tag "upstream t session abc", with our
+ * stderr (the log) in a file; returns what was logged (malloc'd) and the bad lines seen. */
+static char *logged_by(const char *script, seen_t *s)
 {
     char path[] = "/tmp/mcpd-test-upstream-XXXXXX";
     int fd = mkstemp(path);
@@ -264,29 +329,56 @@ static void stderr_is_logged_with_its_tag_and_rate_limited(void **state)
     dup2(fd, STDERR_FILENO);
 
     struct event_base *b = event_base_new();
-    seen_t s;
     upstream_opts_t o = {.tag = "upstream t session abc", .stderr_lines = 5};
-    upstream_t *u = start(b, &s, &o, "/bin/sh", "-c",
-                          "i=0; while [ $i -lt 50 ]; do i=$((i+1)); echo \"err $i\" >&2; done; "
-                          "printf 'last \\033 no newline' >&2");
-    run_until(b, &s.exited, 10000);
-    finish(b, u, &s);
+    upstream_t *u = start(b, s, &o, "/bin/sh", "-c", script);
+    run_until(b, &s->exited, 10000);
+    finish(b, u, s);
     event_base_free(b);
 
     fflush(stderr);
     dup2(saved, STDERR_FILENO);
     close(saved);
-    char buf[16384];
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    char *buf = calloc(1, 65536);
+    ssize_t n = pread(fd, buf, 65535, 0);
     close(fd);
     assert_true(n > 0);
-    buf[n] = '\0';
-    int logged = 0;
-    for (char *p = buf; (p = strstr(p, "upstream t session abc: stderr: err ")); p++)
-        logged++;
-    assert_int_equal(logged, 5);
+    return buf;
+}
+
+static int count(const char *buf, const char *needle)
+{
+    int k = 0;
+    for (const char *p = buf; (p = strstr(p, needle)); p++)
+        k++;
+    return k;
+}
+
+static void stderr_is_logged_with_its_tag_and_rate_limited(void **state)
+{
+    seen_t s;
+    char *buf = logged_by("i=0; while [ $i -lt 50 ]; do i=$((i+1)); echo \"err $i\" >&2; done; "
+                          "printf 'last no newline' >&2",
+                          &s);
+    assert_int_equal(count(buf, "upstream t session abc: stderr: err "), 5);
     assert_null(strstr(buf, "err 6\n"));
-    assert_non_null(strstr(buf, "46 stderr lines not logged"));
+    assert_non_null(strstr(buf, "46 lines of its stderr and bad stdout not logged"));
+    free(buf);
+
+    /* bad stdout lines share the limit: each is still reported, at most 5 lines logged in all */
+    buf = logged_by("i=0; while [ $i -lt 50 ]; do i=$((i+1)); echo \"err $i\" >&2; "
+                    "echo \"not json $i\"; done",
+                    &s);
+    assert_int_equal(s.bad[UPSTREAM_BAD_JSON], 50);
+    assert_int_equal(count(buf, "upstream t session abc: stderr: ") +
+                         count(buf, "upstream t session abc: stdout: "),
+                     5);
+    assert_non_null(strstr(buf, "95 lines of its stderr and bad stdout not logged"));
+    free(buf);
+
+    /* control bytes, C0 and C1, do not reach the log */
+    buf = logged_by("printf 'ctl \\033[31m c1 \\302\\233 lone \\233 ok \\303\\251\\n' >&2", &s);
+    assert_non_null(strstr(buf, "stderr: ctl ?[31m c1 ?? lone ? ok \xc3\xa9"));
+    free(buf);
 }
 
 /* ---- exit ---- */
@@ -385,13 +477,23 @@ static void no_orphan_when_the_parent_is_killed(void **state)
     assert_true(parent >= 0);
     if (parent == 0) {
         close(p[0]);
+        /* no cmocka assert in here: a failure would unwind into a second copy of the suite */
         struct event_base *b = event_base_new();
-        seen_t s;
-        upstream_t *u = start(b, &s, NULL, "python3", "-c",
-                              "import os,sys,time\npid = os.fork()\n"
-                              "if pid == 0:\n    sys.stdin.read(); os._exit(0)\n"
-                              "print('[%d]' % pid, flush=True)\ntime.sleep(100)");
+        seen_t s = {.msgs = json_array()};
+        char *argv[] = {"python3", "-c",
+                        "import os,sys,time\npid = os.fork()\n"
+                        "if pid == 0:\n    sys.stdin.read(); os._exit(0)\n"
+                        "print('[%d]' % pid, flush=True)\ntime.sleep(100)",
+                        NULL};
+        char err[256];
+        upstream_t *u = upstream_start(b, argv, NULL, NULL, &cbs, &s, err, sizeof err);
+        if (!u)
+            _exit(1);
         run_until_msgs(b, &s, 1, 10000);
+        if (json_array_size(s.msgs) != 1) {
+            upstream_kill_all();
+            _exit(1);
+        }
         int pids[2] = {upstream_pid(u), first_pid(&s)};
         if (write(p[1], pids, sizeof pids) != (ssize_t)sizeof pids)
             _exit(1);
@@ -402,8 +504,11 @@ static void no_orphan_when_the_parent_is_killed(void **state)
     int pids[2] = {0, 0};
     ssize_t n = read(p[0], pids, sizeof pids);
     close(p[0]);
-    assert_int_equal(n, (ssize_t)sizeof pids);
-    assert_true(alive(pids[0]) && alive(pids[1]));
+    if (n != (ssize_t)sizeof pids || !alive(pids[0]) || !alive(pids[1])) {
+        kill(parent, SIGKILL); /* it and its upstream go (PDEATHSIG), then the test fails */
+        waitpid(parent, NULL, 0);
+        fail_msg("the helper process did not start its upstream");
+    }
     kill(parent, SIGKILL);
     waitpid(parent, NULL, 0);
     bool leader_gone = gone_within(pids[0], 3000);
@@ -481,7 +586,9 @@ int main(void)
         cmocka_unit_test(split_words_as_a_shell_would),
         cmocka_unit_test(a_program_that_is_not_there_is_an_error),
         cmocka_unit_test(json_lines_go_both_ways),
+        cmocka_unit_test(the_child_gets_no_other_fd_and_default_signals),
         cmocka_unit_test(a_line_that_is_not_a_message_is_reported),
+        cmocka_unit_test(a_line_past_the_node_bound_is_reported),
         cmocka_unit_test(an_overlong_line_is_dropped_to_its_newline),
         cmocka_unit_test(a_process_that_does_not_read_fills_a_bounded_queue),
         cmocka_unit_test(stderr_is_logged_with_its_tag_and_rate_limited),
