@@ -5,23 +5,15 @@ as its "tool" entry says; where that differs from "server", the case's "why" say
 
 Usage: test_cluster_table.py CLUSTER_CASES_JSON MCPD_CLUSTER (meson passes both). Standard library only.
 """
-import importlib.machinery
-import importlib.util
 import json
+import os
 import sys
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from cluster_tool import load_tool  # noqa: E402  (tests/unit/cluster_tool.py)
+
 CASES_PATH, TOOL_PATH = (sys.argv[1:3] + [None, None])[:2]
-
-
-def load_tool(path):
-    """tools/mcpd-cluster as a module (it has no .py suffix); nothing of it runs but definitions."""
-    sys.dont_write_bytecode = True
-    loader = importlib.machinery.SourceFileLoader("mcpd_cluster", path)
-    spec = importlib.util.spec_from_loader("mcpd_cluster", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
 
 def case_doc(base, patch):
