@@ -2,7 +2,10 @@
 # Starts every interop test (tests/interop/meson.build): copies the pinned package files and the
 # test scripts from the source tree into the build directory, runs `npm ci` there from the
 # committed lock file when the lock file or the Node version changed since the last install, then
-# runs the test's command (meson starts the tests in BUILD_DIR). Only the interop suite runs this,
+# runs the test's command (meson starts the tests in BUILD_DIR) under watchdog.py: past
+# MCPD_INTEROP_LIMIT seconds (default 280, under half of meson's 600) it prints what the test's
+# processes were doing, kills them and runs the command once more (only after a hang, never after
+# a failure; see watchdog.py for why). Only the interop suite runs this,
 # and `ninja tests/interop/node_modules.stamp` when asked by name: never a plain build.
 # Usage: prepare.sh SOURCE_DIR BUILD_DIR COMMAND [ARG...]
 set -eu
@@ -30,4 +33,4 @@ if [ "$(cat "$marker" 2>/dev/null || true)" != "$want" ]; then
     { sleep 5; npm ci --no-audit --no-fund --loglevel=error; }; })
   echo "$want" >"$marker"
 fi
-exec "$@"
+exec python3 "$src/watchdog.py" --limit "${MCPD_INTEROP_LIMIT:-280}" --retry -- "$@"
