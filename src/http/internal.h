@@ -125,6 +125,7 @@ struct http_thread {
     struct event *fresh_ev;
     struct event *trim_ev; /* malloc_trim after a big body was parsed (http_note_big_parse) */
     bool stopping;
+    int64_t drain_until_us; /* http_stop: unsent output is written until then (0: not yet) */
 };
 
 /* The HTTP threads (listener.c sets them up); the Host/Origin allow-lists. (The connections

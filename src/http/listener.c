@@ -244,9 +244,36 @@ void http_quiesce(void)
     pthread_mutex_unlock(&quiesce_mu);
 }
 
+/* HTTP_DRAIN_MS: how long the loop runs on at its stop for bytes still in connections' output
+ * buffers (a listen stream's closing result, the end of a stream), written by quiesce just
+ * before. A socket write happens on a later loop iteration than the one that queued it: on a
+ * busy machine the stop could come first, and evhttp_free drop the bytes. A reader that does
+ * not read cannot hold the stop longer than this. */
+#define HTTP_DRAIN_MS 2000
+#define HTTP_DRAIN_POLL_MS 5
+
+static bool output_pending(const http_thread_t *t)
+{
+    for (size_t i = 0; i < t->links.cap; i++) {
+        struct evhttp_connection *evcon = t->links.keys[i];
+        struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+        if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0)
+            return true;
+    }
+    return false;
+}
+
 static void on_exit_loop(evutil_socket_t fd, short what, void *arg)
 {
     http_thread_t *t = arg;
+    int64_t now = now_mono_us();
+    if (!t->drain_until_us)
+        t->drain_until_us = now + HTTP_DRAIN_MS * 1000;
+    if (output_pending(t) && now < t->drain_until_us) {
+        struct timeval again = {0, HTTP_DRAIN_POLL_MS * 1000};
+        event_base_once(t->base, -1, EV_TIMEOUT, on_exit_loop, t, &again);
+        return;
+    }
     event_base_loopexit(t->base, NULL);
 }
 
