@@ -19,6 +19,8 @@
 #include "core/stats.h"
 #include "core/util.h"
 #include "admin/admin.h"
+#include "gateway/gateway.h"
+#include "gateway/upstream.h"
 #include "mcp/mcp.h"
 #include "toolsets/toolsets.h"
 #include "core/auth.h"
@@ -373,6 +375,7 @@ static int start_failed(node_t *n, int exit_code)
     auth_free(&g_admin_auth);
     store_close(n->store);
     registry_free(n->reg);
+    gateway_free();
     config_free(&g_cfg);
     return exit_code;
 }
@@ -393,6 +396,7 @@ static int shut_down(node_t *n)
     authz_free();
     auth_free(&g_auth);
     auth_free(&g_admin_auth);
+    gateway_free();
     config_free(&g_cfg);
     log_info("stopped");
     return 0;
@@ -409,7 +413,8 @@ int main(int argc, char **argv)
     }
     sigset_t stopset;
     process_setup(&stopset);
-    if ((rc = load_tokens()) != 0) {
+    if ((rc = load_tokens()) != 0 || (rc = gateway_setup()) != 0) {
+        gateway_free();
         config_free(&g_cfg);
         return rc;
     }

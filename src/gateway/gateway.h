@@ -1,0 +1,16 @@
+/* The gateway: stdio MCP servers served on /mcp/NAME (--upstream NAME=COMMAND), one upstream
+ * process per session (docs/design/gateway.md). */
+#ifndef MCPD_GATEWAY_GATEWAY_H
+#define MCPD_GATEWAY_GATEWAY_H
+
+#include "actor/worker.h"
+
+/* Main thread, at start: splits every --upstream COMMAND (upstream_split). 0, or 2 after
+ * logging which one is wrong and why (a bad flag). */
+int gateway_setup(void);
+/* Main thread, at the end: frees what gateway_setup made. */
+void gateway_free(void);
+/* The argv of upstream i (NULL-terminated; its name is g_cfg.upstream_names[i]). */
+char *const *gateway_argv(int i);
+
+#endif
