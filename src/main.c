@@ -380,6 +380,14 @@ static int start_failed(node_t *n, int exit_code)
     return exit_code;
 }
 
+/* The workers' loops have stopped: no upstream process outlives them. */
+static void kill_upstreams(void)
+{
+    int n = upstream_kill_all();
+    if (n)
+        log_info("gateway: %d upstream processes killed at shutdown", n);
+}
+
 /* SIGTERM or SIGINT: everything stops in the order of the file comment. */
 static int shut_down(node_t *n)
 {
@@ -428,8 +436,9 @@ int main(int argc, char **argv)
     struct event_base *hosts[64];
     for (int i = 0; n.colocated && i < g_cfg.http_threads; i++)
         hosts[i] = http_base(i);
-    if (workers_start(n.nworkers, n.store, mcp_actor_ops(), http_deliver, g_cfg.http_threads,
-                      n.colocated ? hosts : NULL) != 0 ||
+    workers_on_stopped(kill_upstreams);
+    if (workers_start(n.nworkers, n.store, gateway_actor_ops(mcp_actor_ops()), http_deliver,
+                      g_cfg.http_threads, n.colocated ? hosts : NULL) != 0 ||
         pool_start(g_cfg.tool_threads) != 0) {
         log_error("cannot start threads");
         return 1; /* threads may be running: no orderly teardown from here */

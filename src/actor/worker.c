@@ -524,6 +524,13 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(w->base);
 }
 
+static void (*g_on_stopped)(void);
+
+void workers_on_stopped(void (*fn)(void))
+{
+    g_on_stopped = fn;
+}
+
 void workers_stop(void)
 {
     for (int i = 0; i < NW; i++)
@@ -541,6 +548,10 @@ void workers_stop(void)
         } else {
             pthread_join(W[i].thread, NULL);
         }
+    }
+    if (g_on_stopped)
+        g_on_stopped(); /* every loop has stopped; none is freed yet */
+    for (int i = 0; i < NW; i++) {
         event_free(W[i].inbox_ev);
         event_free(W[i].idle_timer);
         event_free(W[i].trim_timer);

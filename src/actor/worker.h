@@ -85,6 +85,10 @@ bool workers_stopping(void);
 /* Main thread: drain and stop the workers (after the tool pool has stopped; co-located workers
  * after their HTTP threads have stopped). */
 void workers_stop(void);
+/* Main thread, before workers_start: fn runs in workers_stop once every worker's loop has
+ * stopped and before any is freed (the gateway's upstream_kill_all: its processes' events
+ * live on those loops). */
+void workers_on_stopped(void (*fn)(void));
 
 /* Any thread. */
 worker_t *worker_for_session(const char *sid);

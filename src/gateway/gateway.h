@@ -13,4 +13,9 @@ void gateway_free(void);
 /* The argv of upstream i (NULL-terminated; its name is g_cfg.upstream_names[i]). */
 char *const *gateway_argv(int i);
 
+/* The actor ops of the process: the gateway's sessions (a->upstream != 0) are handled here
+ * (src/gateway/session.c), everything else by `inner` (mcp_actor_ops()). Main thread, once,
+ * before workers_start. */
+const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner);
+
 #endif

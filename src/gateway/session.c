@@ -1,0 +1,679 @@
+/* Threads: worker threads (the gateway's sessions and their upstreams' callbacks); main thread
+ * (gateway_actor_ops, once). */
+/* A gateway session: a session actor (ACTOR_SESSION, a->upstream = 1 + the --upstream index)
+ * whose protocol is its upstream process's, not mcp/'s. One process per session, driven by the
+ * session's worker's event_base, so its callbacks run on the thread that owns the actor.
+ *
+ * The ops table. The process has one actor_ops_t; gateway_actor_ops(inner) wraps mcp's: a
+ * gateway session (a->upstream != 0, or an initialize that came on /mcp/NAME) is handled here,
+ * everything else goes to `inner`. For a gateway session a->ps is a gw_sess_t (mcp never sees
+ * it: every entry that reads ps is wrapped).
+ *
+ * Ids. A client request goes to the upstream with a gateway id (gs->next_id); the map (out)
+ * gives back the call (its stream and the client's id), so two clients never collide and a
+ * client's id is never trusted by the upstream. An upstream request goes to the client with an
+ * id of the session's server->client counter (a->next_req_num, stored); the client's answer
+ * goes back with the upstream's own id (in).
+ *
+ * The process. Started at initialize (the client's initialize is forwarded, its params kept
+ * in the session's metadata, "gi"); when it is gone (it exited, crashed, or the session
+ * hibernated and was woken), the next message starts a new one, re-initialized with the stored
+ * initialize: its answer is dropped, notifications/initialized follows, and what the client
+ * sent meanwhile waits in a queue. Its exit gives every open call an error at once. The
+ * session's end (DELETE, expiry, hibernation) stops it (state_free -> upstream_stop): the
+ * gw_sess_t outlives the actor until the process has exited. */
+#include "gateway/gateway.h"
+
+#include "actor/actor.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "core/util.h"
+#include "gateway/upstream.h"
+#include "wire/jsonrpc.h"
+#include "wire/proto.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gw_out { /* a message sent to the upstream that awaits its answer */
+    struct gw_out *next;
+    uint64_t up_id;    /* the id the upstream got */
+    uint64_t stream;   /* the call's stream */
+    json_t *client_id; /* the call's id (the client's); NULL: the stored initialize re-sent */
+} gw_out_t;
+
+typedef struct gw_in { /* an upstream request sent to the client */
+    struct gw_in *next;
+    uint64_t our_id; /* the id the client got */
+    json_t *up_id;   /* the upstream's */
+} gw_in_t;
+
+typedef struct gw_sess {
+    actor_t *a; /* NULL once the actor is freed while its process ends */
+    worker_t *w;
+    int index; /* --upstream index; -1: no longer configured */
+    char name[CFG_UPSTREAM_NAME_MAX + 1];
+    upstream_t *u; /* NULL: no process */
+    json_t *init;  /* the client's initialize params (stored "gi") */
+    bool ready;    /* the process answered initialize: messages go straight to it */
+    json_t *queue; /* what waits for ready (an array) */
+    uint64_t next_id;
+    gw_out_t *out;
+    gw_in_t *in;
+    char tag[96];
+} gw_sess_t;
+
+static const actor_ops_t *g_inner;
+static actor_ops_t g_ops;
+
+static gw_sess_t *gs_of(const actor_t *a)
+{
+    return a->upstream ? (gw_sess_t *)(void *)a->ps : NULL;
+}
+
+static const char *gw_name(const gw_sess_t *gs)
+{
+    return gs->name;
+}
+
+static void out_free(gw_out_t *o)
+{
+    json_decref(o->client_id);
+    free(o);
+}
+
+static void gs_clear_maps(gw_sess_t *gs)
+{
+    while (gs->out) {
+        gw_out_t *o = gs->out;
+        gs->out = o->next;
+        out_free(o);
+    }
+    while (gs->in) {
+        gw_in_t *i = gs->in;
+        gs->in = i->next;
+        json_decref(i->up_id);
+        free(i);
+    }
+    json_array_clear(gs->queue);
+}
+
+static void gs_free(gw_sess_t *gs)
+{
+    gs_clear_maps(gs);
+    json_decref(gs->queue);
+    json_decref(gs->init);
+    free(gs);
+}
+
+/* The open call of stream `num` with the client's id, or NULL (answered, cancelled, lost). */
+static call_t *find_call(actor_t *a, uint64_t num, const json_t *id)
+{
+    for (call_t *c = a->calls; c; c = c->next)
+        if (c->stream->num == num && json_equal(c->id, id))
+            return c;
+    return NULL;
+}
+
+/* ---- to the upstream ---- */
+
+static int gs_write(gw_sess_t *gs, const json_t *msg)
+{
+    char err[200];
+    if (upstream_send(gs->u, msg, err, sizeof err) != 0) {
+        log_warn("%s: %s", gs->tag, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* msg (taken) to the process, or to the queue until it answered initialize. -1: the process
+ * is gone or does not read (its queue is full). */
+static int gs_send(gw_sess_t *gs, json_t *msg)
+{
+    int rc = 0;
+    if (!gs->u)
+        rc = -1;
+    else if (!gs->ready)
+        json_array_append(gs->queue, msg);
+    else
+        rc = gs_write(gs, msg);
+    json_decref(msg);
+    return rc;
+}
+
+static json_t *request_to_up(gw_sess_t *gs, const char *method, json_t *params, uint64_t *id)
+{
+    *id = gs->next_id++;
+    json_t *r = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)*id, "method",
+                          method);
+    if (params)
+        json_object_set(r, "params", params);
+    return r;
+}
+
+static void add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t *client_id)
+{
+    gw_out_t *o = xcalloc(1, sizeof *o);
+    o->up_id = up_id;
+    o->stream = stream;
+    o->client_id = client_id ? json_deep_copy(client_id) : NULL;
+    o->next = gs->out;
+    gs->out = o;
+}
+
+static void on_message(upstream_t *u, json_t *msg, void *arg);
+static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg);
+
+static const upstream_cbs_t CBS = {.on_message = on_message, .on_exit = on_exit_cb};
+
+/* Starts the process; false with the reason in err. */
+static bool gs_start(gw_sess_t *gs, char *err, size_t errlen)
+{
+    upstream_opts_t o = {.tag = gs->tag};
+    gs->u = upstream_start(worker_base(gs->w), gateway_argv(gs->index), NULL, &o, &CBS, gs, err,
+                           errlen);
+    gs->ready = false;
+    if (gs->u)
+        log_info("%s: started, pid %d", gs->tag, (int)upstream_pid(gs->u));
+    return gs->u != NULL;
+}
+
+/* A session woken, or whose process ended: a new process, initialized with the stored
+ * initialize. false when it cannot be started (err says why). */
+static bool gs_ensure(gw_sess_t *gs, char *err, size_t errlen)
+{
+    if (gs->u)
+        return true;
+    if (gs->index < 0 || !gs->init) {
+        snprintf(err, errlen, "this session's upstream is not configured");
+        return false;
+    }
+    if (!gs_start(gs, err, errlen))
+        return false;
+    uint64_t id;
+    json_t *r = request_to_up(gs, "initialize", gs->init, &id);
+    add_out(gs, id, 0, NULL);
+    gs_write(gs, r);
+    json_decref(r);
+    return true;
+}
+
+/* ---- initialize ---- */
+
+static gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid)
+{
+    gw_sess_t *gs = xcalloc(1, sizeof *gs);
+    gs->w = w;
+    gs->index = index;
+    str_copy(gs->name, sizeof gs->name, name);
+    gs->queue = json_array();
+    gs->next_id = 1;
+    snprintf(gs->tag, sizeof gs->tag, "upstream %s session %.8s", name, sid);
+    return gs;
+}
+
+static void gw_initialize(worker_t *w, wmsg_t *m)
+{
+    json_t *params = m->u.post.v.params, *id = m->u.post.v.id;
+    json_t *pv = json_object_get(params, "protocolVersion");
+    if (!json_is_string(pv)) {
+        actor_reply(w, m->u.client.conn, 400,
+                    jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+                                  "initialize needs params.protocolVersion (a string)", NULL),
+                    NULL);
+        return;
+    }
+    int index = m->upstream - 1;
+    gw_sess_t *gs = gs_new(w, index, g_cfg.upstream_names[index], m->sid);
+    char err[300];
+    if (!gs_start(gs, err, sizeof err)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
+        log_warn("%s: %s", gs->tag, msg);
+        actor_reply(w, m->u.client.conn, 502, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, msg, NULL),
+                    NULL);
+        gs_free(gs);
+        return;
+    }
+    actor_t *a = actor_create(w, m->sid);
+    a->upstream = (uint8_t)m->upstream;
+    a->ps = (struct proto_state *)(void *)gs;
+    gs->a = a;
+    gs->init = json_incref(params);
+    a->owner = m->u.client.principal; /* its place of --max-sessions is the session's now */
+    m->u.client.principal = NULL;
+    m->u.post.holds_session = false;
+    a->proto = proto_negotiate(jsonrpc_cstr(pv));
+    str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
+    int64_t expiry = a->created_ms + g_cfg.session_ttl_s * 1000;
+    a->used = false;
+    actor_alarm_set(a, actor_unused_expiry(a) < expiry ? actor_unused_expiry(a) : expiry);
+    actor_persist_meta(a);
+    STAT_INC(sessions_created_total);
+    worker_stat_add(w, DS_SESSIONS_STORED, 1);
+    STAT_INC(requests_total[SM_initialize]);
+    log_info("session %.8s created on upstream %s", a->sid, gw_name(gs));
+
+    stream_t *s = stream_begin(a, m->u.client.conn, 1, STREAM_BEGIN_SESSION_ID);
+    stream_add_call(a, s, id, SM_initialize, m->u.client.recv_us);
+    if (g_cfg.response_mode == RESPONSE_SSE)
+        actor_stream_start_sse(a, s);
+    uint64_t up_id;
+    json_t *r = request_to_up(gs, "initialize", params, &up_id);
+    add_out(gs, up_id, s->num, id);
+    gs_write(gs, r); /* straight: the queue waits for this answer */
+    json_decref(r);
+    stream_settle(a, s, true);
+}
+
+/* ---- from the client ---- */
+
+/* A client's notification: forwarded (a cancellation with the upstream's id). */
+static void client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    const json_t *method = json_object_get(msg, "method");
+    STAT_INC(requests_total[SM_notification]);
+    if (jsonrpc_str_is(method, "notifications/initialized"))
+        a->initialized = true;
+    if (jsonrpc_str_is(method, "notifications/cancelled")) {
+        json_t *params = json_object_get(msg, "params");
+        json_t *rid = json_object_get(params, "requestId");
+        for (gw_out_t **op = &gs->out; rid && *op; op = &(*op)->next) {
+            gw_out_t *o = *op;
+            if (!o->client_id || !json_equal(o->client_id, rid))
+                continue;
+            call_t *c = find_call(a, o->stream, rid);
+            if (c && c->method == SM_initialize)
+                return; /* initialize is never cancelled */
+            json_t *copy = json_deep_copy(msg);
+            json_object_set_new(json_object_get(copy, "params"), "requestId",
+                                json_integer((json_int_t)o->up_id));
+            gs_send(gs, copy);
+            if (c)
+                actor_drop_call(a, c);
+            *op = o->next;
+            out_free(o);
+            return;
+        }
+        return; /* nothing of ours: dropped */
+    }
+    gs_send(gs, json_incref(msg));
+}
+
+/* A client's answer to an upstream request: back with the upstream's id. */
+static void client_response(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    STAT_INC(requests_total[SM_response]);
+    json_t *id = json_object_get(msg, "id");
+    for (gw_in_t **ip = &gs->in; json_is_integer(id) && *ip; ip = &(*ip)->next) {
+        gw_in_t *i = *ip;
+        if ((json_int_t)i->our_id != json_integer_value(id))
+            continue;
+        json_t *copy = json_deep_copy(msg);
+        json_object_set(copy, "id", i->up_id);
+        gs_send(gs, copy);
+        *ip = i->next;
+        json_decref(i->up_id);
+        free(i);
+        return;
+    }
+    STAT_INC(client_responses_unknown_total);
+    log_info("session %.8s: a response to an unknown upstream request was ignored", a->sid);
+}
+
+/* The requests of a POST body: calls on one stream, forwarded with gateway ids. */
+static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
+{
+    json_t *body = m->u.post.body;
+    bool batch = json_is_array(body);
+    stream_t *s = stream_begin(a, m->u.client.conn, requests, batch ? STREAM_BEGIN_BATCH : 0);
+    if (g_cfg.response_mode == RESPONSE_SSE)
+        actor_stream_start_sse(a, s);
+    for (size_t i = 0; i < m->u.post.n; i++) {
+        json_t *msg = batch ? json_array_get(body, i) : body;
+        if (m->u.post.kinds[i] == JR_INVALID) {
+            json_t *null_id = json_null();
+            call_t *c = actor_add_call(a, s, null_id, SM_other);
+            json_decref(null_id);
+            actor_complete_call(a, c,
+                                jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+                                              "Invalid Request: a batch item is not JSON-RPC",
+                                              NULL));
+        } else if (m->u.post.kinds[i] == JR_REQUEST) {
+            jr_view_t v;
+            jsonrpc_view(msg, &v);
+            call_t *c = stream_add_call(a, s, v.id, jsonrpc_method_slot(v.method),
+                                        m->u.client.recv_us);
+            STAT_INC(requests_total[c->method]);
+            uint64_t up_id;
+            json_t *r = request_to_up(gs, jsonrpc_cstr(v.method), v.params, &up_id);
+            if (gs_send(gs, r) != 0) {
+                char why[200];
+                snprintf(why, sizeof why,
+                         "the upstream %s cannot take this request (it is gone "
+                         "or does not read its input)",
+                         gw_name(gs));
+                actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
+                continue;
+            }
+            add_out(gs, up_id, s->num, v.id);
+        }
+    }
+    stream_settle(a, s, true);
+}
+
+static void gw_post(actor_t *a, wmsg_t *m)
+{
+    gw_sess_t *gs = gs_of(a);
+    if (m->upstream != a->upstream) { /* another path's session: not one of this path */
+        actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 404,
+                          MCP_ERR_SESSION_NOT_FOUND, "Session not found");
+        return;
+    }
+    char err[300];
+    if (!gs_ensure(gs, err, sizeof err)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
+        actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 502,
+                          JSONRPC_INTERNAL_ERROR, msg);
+        return;
+    }
+    json_t *body = m->u.post.body;
+    bool batch = json_is_array(body);
+    int requests = 0;
+    for (size_t i = 0; i < m->u.post.n; i++) {
+        json_t *msg = batch ? json_array_get(body, i) : body;
+        jr_kind_t k = (jr_kind_t)m->u.post.kinds[i];
+        requests += k == JR_REQUEST || k == JR_INVALID;
+        if (k == JR_NOTIFICATION)
+            client_notification(a, gs, msg);
+        else if (k == JR_RESPONSE)
+            client_response(a, gs, msg);
+    }
+    if (requests == 0) {
+        actor_reply(a->w, m->u.client.conn, 202, NULL, NULL);
+        return;
+    }
+    int in_flight = actor_requests_in_flight(a);
+    if (in_flight + requests > g_cfg.max_streams) {
+        STAT_INC(limit_refusals_total);
+        actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(body), 429,
+                          "Too Many Requests: this session has too many requests in flight "
+                          "(--max-streams); retry when one finishes",
+                          "1");
+        return;
+    }
+    client_requests(a, gs, m, requests);
+}
+
+/* ---- from the upstream ---- */
+
+/* The newest open call of the session: where an upstream request or notification goes while
+ * a client request is open (the stdio transport does not say which request it relates to). */
+static call_t *newest_call(actor_t *a)
+{
+    call_t *best = NULL;
+    for (call_t *c = a->calls; c; c = c->next)
+        if (!best || c->started_us >= best->started_us)
+            best = c;
+    return best;
+}
+
+static void up_to_client(actor_t *a, json_t *msg)
+{
+    call_t *c = newest_call(a);
+    if (c)
+        actor_stream_send(a, c->stream, msg);
+    else
+        actor_send_session(a, msg);
+}
+
+/* The process answered initialize: what waited goes now. `restarted`: the stored initialize
+ * was re-sent, so the gateway sends notifications/initialized in the client's place. */
+static void gs_became_ready(gw_sess_t *gs, bool restarted)
+{
+    if (restarted) {
+        json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method",
+                                 "notifications/initialized");
+        gs_write(gs, note);
+        json_decref(note);
+    }
+    gs->ready = true;
+    size_t i;
+    json_t *q;
+    json_array_foreach(gs->queue, i, q)
+        gs_write(gs, q);
+    json_array_clear(gs->queue);
+}
+
+static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    json_t *id = json_object_get(msg, "id");
+    gw_out_t **op = &gs->out;
+    while (*op && !(json_is_integer(id) && (json_int_t)(*op)->up_id == json_integer_value(id)))
+        op = &(*op)->next;
+    gw_out_t *o = *op;
+    if (!o) {
+        log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
+                 gs->tag);
+        return;
+    }
+    *op = o->next;
+    if (!o->client_id) { /* the stored initialize, re-sent */
+        gs_became_ready(gs, true);
+        out_free(o);
+        return;
+    }
+    call_t *c = find_call(a, o->stream, o->client_id);
+    if (c && c->method == SM_initialize) {
+        const char *v = json_string_value(
+            json_object_get(json_object_get(msg, "result"), "protocolVersion"));
+        if (v && proto_find(v))
+            a->proto = proto_find(v);
+        gs_became_ready(gs, false);
+    }
+    if (c) {
+        json_t *r = json_deep_copy(msg);
+        json_object_set(r, "id", o->client_id);
+        actor_complete_call(a, c, r);
+    }
+    out_free(o);
+}
+
+static void up_request(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    gw_in_t *i = xcalloc(1, sizeof *i);
+    i->our_id = a->next_req_num++;
+    i->up_id = json_incref(json_object_get(msg, "id"));
+    i->next = gs->in;
+    gs->in = i;
+    actor_persist_meta(a); /* next_req_num: ids never reused in a session */
+    json_t *copy = json_deep_copy(msg);
+    json_object_set_new(copy, "id", json_integer((json_int_t)i->our_id));
+    up_to_client(a, copy);
+}
+
+static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    if (!json_is_object(msg))
+        return;
+    bool has_method = json_is_string(json_object_get(msg, "method"));
+    bool has_id = json_object_get(msg, "id") != NULL;
+    if (!has_method && has_id)
+        up_response(a, gs, msg);
+    else if (has_method && has_id)
+        up_request(a, gs, msg);
+    else if (has_method)
+        up_to_client(a, json_incref(msg));
+    else
+        log_warn("%s: a message that is not JSON-RPC was dropped", gs->tag);
+}
+
+static void on_message(upstream_t *u, json_t *msg, void *arg)
+{
+    gw_sess_t *gs = arg;
+    actor_t *a = gs->a;
+    if (!a) {
+        json_decref(msg);
+        return;
+    }
+    worker_t *prev = worker_enter(gs->w);
+    if (json_is_array(msg)) {
+        size_t i;
+        json_t *one;
+        json_array_foreach(msg, i, one)
+            up_one(a, gs, one);
+    } else {
+        up_one(a, gs, msg);
+    }
+    json_decref(msg);
+    worker_note_activity(gs->w, a);
+    worker_turn_end(gs->w);
+    worker_leave(prev);
+}
+
+static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
+{
+    gw_sess_t *gs = arg;
+    actor_t *a = gs->a;
+    gs->u = NULL;
+    gs->ready = false;
+    if (!a) {
+        gs_free(gs);
+        return;
+    }
+    char why[200];
+    if (how->signo)
+        snprintf(why, sizeof why, "the upstream %s %s (signal %d) while this request was in flight",
+                 gw_name(gs), how->crashed ? "crashed" : "was stopped", how->signo);
+    else
+        snprintf(why, sizeof why,
+                 "the upstream %s exited (status %d) while this request was in "
+                 "flight",
+                 gw_name(gs), how->code);
+    log_warn("%s: %s", gs->tag, how->crashed ? "crashed" : "exited");
+    worker_t *prev = worker_enter(gs->w);
+    while (gs->out) {
+        gw_out_t *o = gs->out;
+        gs->out = o->next;
+        call_t *c = o->client_id ? find_call(a, o->stream, o->client_id) : NULL;
+        if (c)
+            actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
+        out_free(o);
+    }
+    gs_clear_maps(gs);
+    worker_note_activity(gs->w, a);
+    worker_turn_end(gs->w);
+    worker_leave(prev);
+}
+
+/* ---- the actor's state ---- */
+
+static void gw_state_free(actor_t *a)
+{
+    gw_sess_t *gs = gs_of(a);
+    a->ps = NULL;
+    if (!gs)
+        return;
+    gs->a = NULL;
+    if (gs->u)
+        upstream_stop(gs->u); /* gs goes at its exit */
+    else
+        gs_free(gs);
+}
+
+static void gw_meta_put(const actor_t *a, json_t *meta, int at)
+{
+    gw_sess_t *gs = gs_of(a);
+    if (!a->upstream) {
+        g_inner->meta_put(a, meta, at);
+        return;
+    }
+    if (at != ACTOR_META_HEAD || !gs)
+        return;
+    json_object_set_new(meta, "gw", json_string(gw_name(gs)));
+    if (gs->init)
+        json_object_set(meta, "gi", gs->init);
+}
+
+static void gw_meta_load(actor_t *a, const json_t *meta)
+{
+    const char *name = json_string_value(json_object_get(meta, "gw"));
+    if (!name) {
+        g_inner->meta_load(a, meta);
+        return;
+    }
+    int i = config_upstream_find(&g_cfg, name, strlen(name));
+    if (i < 0) /* no longer served: the session stays, its requests get an error */
+        log_warn("session %.8s: its upstream %s is no longer configured", a->sid, name);
+    gw_sess_t *gs = gs_new(a->w, i, name, a->sid);
+    gs->a = a;
+    gs->init = json_deep_copy(json_object_get(meta, "gi"));
+    /* UINT8_MAX: a gateway session whose path is gone (no request matches it) */
+    a->upstream = (uint8_t)(i < 0 ? UINT8_MAX : i + 1);
+    a->ps = (struct proto_state *)(void *)gs;
+}
+
+/* ---- the table ---- */
+
+static void gw_on_initialize(worker_t *w, wmsg_t *m)
+{
+    if (m->upstream)
+        gw_initialize(w, m);
+    else
+        g_inner->on_initialize(w, m);
+}
+
+static void gw_on_post(actor_t *a, wmsg_t *m)
+{
+    if (a->upstream)
+        gw_post(a, m);
+    else if (m->upstream) /* a built-in session's id on /mcp/NAME */
+        actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 404,
+                          MCP_ERR_SESSION_NOT_FOUND, "Session not found");
+    else
+        g_inner->on_post(a, m);
+}
+
+static bool gw_log_enabled(const actor_t *a, const char *level)
+{
+    return a->upstream ? false : g_inner->log_enabled(a, level);
+}
+
+static void gw_on_broadcast(actor_t *a, wmsg_t *m)
+{
+    if (!a->upstream)
+        g_inner->on_broadcast(a, m);
+}
+
+static void gw_end_listen(actor_t *a)
+{
+    if (!a->upstream)
+        g_inner->end_listen(a);
+}
+
+static void gw_any_state_free(actor_t *a)
+{
+    if (a->upstream)
+        gw_state_free(a);
+    else
+        g_inner->state_free(a);
+}
+
+const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner)
+{
+    g_inner = inner;
+    g_ops = *inner;
+    g_ops.on_initialize = gw_on_initialize;
+    g_ops.on_post = gw_on_post;
+    g_ops.state_free = gw_any_state_free;
+    g_ops.meta_put = gw_meta_put;
+    g_ops.meta_load = gw_meta_load;
+    g_ops.log_enabled = gw_log_enabled;
+    g_ops.on_broadcast = gw_on_broadcast;
+    g_ops.end_listen = gw_end_listen;
+    return &g_ops;
+}
