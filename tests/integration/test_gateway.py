@@ -1,0 +1,271 @@
+"""The gateway (--upstream NAME=COMMAND, docs/design/gateway.md): a stdio MCP server, written
+below, served on /mcp/NAME in the session era, one process per session."""
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import unittest
+
+from mcptest import Server, Session
+
+# A small stdio MCP server: newline-delimited JSON-RPC on stdin/stdout. Its pid is in every
+# answer (serverInfo.version, the echo's text), so a test sees which process answered.
+UPSTREAM = r'''
+import json, os, sys
+
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+
+pending = {}
+for line in sys.stdin:
+    m = json.loads(line)
+    meth, mid = m.get("method"), m.get("id")
+    if meth is None:  # a response to our request
+        orig = pending.pop(mid, None)
+        if orig is not None:
+            send({"jsonrpc": "2.0", "id": orig, "result": {"content": [
+                {"type": "text", "text": "client said " + json.dumps(m.get("result"))}]}})
+        continue
+    if meth == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "protocolVersion": m["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "pyup", "version": str(os.getpid())}}})
+    elif meth == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
+            {"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "crash", "ask")]}})
+    elif meth == "tools/call":
+        name = m["params"]["name"]
+        args = m["params"].get("arguments", {})
+        if name == "echo":
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": "echoing"}})
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
+                {"type": "text", "text": args.get("text", "") + " pid " + str(os.getpid())}]}})
+        elif name == "later":  # its notification comes once no request is open
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        elif name == "crash":
+            os._exit(3)
+        elif name == "ask":
+            pending[7000 + len(pending)] = mid
+            send({"jsonrpc": "2.0", "id": 7000 + len(pending) - 1, "method": "roots/list"})
+        else:
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "no tool"}})
+    elif mid is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+'''
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie not yet reaped counts as gone
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class GatewayTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="mcpd-gw-")
+        cls.script = os.path.join(cls.dir, "server.py")
+        with open(cls.script, "w") as f:
+            f.write(UPSTREAM)
+        cls.server = Server("--upstream", f"py={sys.executable} {cls.script}")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.server.cleanup()
+
+    def session(self):
+        return Session(self.server, path="/mcp/py")
+
+    def test_initialize_and_call(self):
+        s = self.session()
+        self.assertTrue(s.sid)
+        self.assertEqual(s.init_result["serverInfo"]["name"], "pyup")
+        r, msg = s.call("tools/list")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual([t["name"] for t in msg["result"]["tools"]], ["echo", "crash", "ask"])
+        r, msg = s.tool("echo", {"text": "hi"})
+        self.assertEqual(r.status, 200, r.text)
+        pid = int(s.init_result["serverInfo"]["version"])
+        self.assertEqual(msg["result"]["content"][0]["text"], f"hi pid {pid}")
+        # the upstream's notification went on the call's stream, before its answer
+        self.assertEqual(r.messages()[0].get("method"), "notifications/message")
+        s.delete()
+
+    def test_the_client_id_is_not_the_upstreams(self):
+        s = self.session()
+        # the same id twice in a row, and a string id: each answered with its own
+        for rid in (5, 5, "x"):
+            r = s.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                        "params": {"name": "echo", "arguments": {"text": "a"}}})
+            final = [m for m in r.messages() if "result" in m or "error" in m]
+            self.assertEqual(final[0]["id"], rid)
+        s.delete()
+
+    def test_two_sessions_two_processes(self):
+        a, b = self.session(), self.session()
+        pa = int(a.init_result["serverInfo"]["version"])
+        pb = int(b.init_result["serverInfo"]["version"])
+        self.assertNotEqual(pa, pb)
+        self.assertTrue(pid_alive(pa) and pid_alive(pb))
+        # a session of /mcp/py is not one of /mcp
+        r = self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                headers=dict(a.headers()), path="/mcp")
+        self.assertEqual(r.status, 404, r.text)
+        self.assertEqual(a.delete().status, 200)
+        self.assertTrue(wait_gone(pa), "DELETE did not end the process")
+        self.assertTrue(pid_alive(pb))
+        b.delete()
+        self.assertTrue(wait_gone(pb))
+
+    def test_crash_errors_the_open_call_and_the_next_request_restarts(self):
+        s = self.session()
+        pid = int(s.init_result["serverInfo"]["version"])
+        r, msg = s.tool("crash")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertIn("error", msg)
+        self.assertIn("in flight", msg["error"]["message"])
+        self.assertTrue(wait_gone(pid))
+        # the next request starts a new process, re-initialized with the stored initialize
+        r, msg = s.tool("echo", {"text": "again"})
+        self.assertEqual(r.status, 200, r.text)
+        text = msg["result"]["content"][0]["text"]
+        self.assertTrue(text.startswith("again pid "), text)
+        self.assertNotEqual(int(text.split()[-1]), pid)
+        s.delete()
+
+    def test_upstream_request_goes_on_the_call_stream_and_the_answer_back(self):
+        s = self.session()
+        rid, st = s.stream_post("tools/call", {"name": "ask", "arguments": {}})
+        e = st.next_message()
+        req = e["message"]
+        self.assertEqual(req["method"], "roots/list")
+        # the client answers with the id it was given
+        r = s.post({"jsonrpc": "2.0", "id": req["id"], "result": {"roots": []}})
+        self.assertEqual(r.status, 202, r.text)
+        e = st.next_message()
+        self.assertEqual(e["message"]["id"], rid)
+        self.assertEqual(e["message"]["result"]["content"][0]["text"],
+                         'client said {"roots": []}')
+        st.close()
+        s.delete()
+
+    def test_upstream_notification_without_an_open_request_goes_on_the_get_stream(self):
+        s = self.session()
+        g = s.open_get()
+        try:
+            r, msg = s.tool("later")
+            self.assertEqual(r.status, 200, r.text)
+            self.assertIn("result", msg)
+            e = g.next_message()
+            self.assertIsNotNone(e, "nothing on the GET stream")
+            self.assertEqual(e["message"]["method"], "notifications/tools/list_changed")
+        finally:
+            g.close()
+            s.delete()
+
+    def test_unknown_name_is_404_and_no_stateless(self):
+        r = self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                headers={"Content-Type": "application/json",
+                                         "Accept": "application/json, text/event-stream"},
+                                path="/mcp/nope")
+        self.assertEqual(r.status, 404)
+
+    def test_shutdown_leaves_no_process(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}")
+        try:
+            s = Session(srv, path="/mcp/py")
+            pid = int(s.init_result["serverInfo"]["version"])
+            srv.stop()
+            self.assertTrue(wait_gone(pid), "an upstream outlived mcpactord")
+        finally:
+            srv.cleanup()
+
+
+class GatewayLifecycleTest(unittest.TestCase):
+    """A session outlives its process: hibernation and a restart of mcpactord stop it, the next
+    request starts a new one, initialized with the stored initialize."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpd-gw-")
+        self.script = os.path.join(self.dir, "server.py")
+        with open(self.script, "w") as f:
+            f.write(UPSTREAM)
+
+    def echo_pid(self, s, text):
+        r, msg = s.tool("echo", {"text": text})
+        self.assertEqual(r.status, 200, r.text)
+        out = msg["result"]["content"][0]["text"]
+        self.assertTrue(out.startswith(text + " pid "), out)
+        return int(out.split()[-1])
+
+    def test_hibernation_stops_the_process_and_a_request_wakes_it(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}", "--idle-timeout", "1")
+        try:
+            s = Session(srv, path="/mcp/py")
+            p1 = self.echo_pid(s, "one")
+            deadline = time.time() + 15
+            while time.time() < deadline and srv.stats().get("hibernations_total", 0) == 0:
+                time.sleep(0.2)
+            self.assertGreater(srv.stats()["hibernations_total"], 0)
+            self.assertTrue(wait_gone(p1), "hibernation left the process running")
+            p2 = self.echo_pid(s, "two")
+            self.assertNotEqual(p1, p2)
+            s.delete()
+            self.assertTrue(wait_gone(p2))
+        finally:
+            srv.stop()
+            srv.cleanup()
+
+    def test_restart_of_mcpactord(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}")
+        try:
+            s = Session(srv, path="/mcp/py")
+            p1 = self.echo_pid(s, "one")
+            srv.restart()
+            self.assertTrue(wait_gone(p1))
+            p2 = self.echo_pid(s, "two")
+            self.assertNotEqual(p1, p2)
+            s.delete()
+            self.assertTrue(wait_gone(p2))
+        finally:
+            srv.stop()
+            srv.cleanup()
+
+
+class GatewayFlagTest(unittest.TestCase):
+    def test_bad_flags_exit_2(self):
+        import subprocess
+        from mcptest import BINARY
+        for flag in ("Py=x", "py=", "py=echo $(id)", "py=echo 'open"):
+            p = subprocess.run([BINARY, "--upstream", flag, "--data-dir",
+                                tempfile.mkdtemp(prefix="mcpd-gw-")],
+                               capture_output=True, timeout=20)
+            self.assertEqual(p.returncode, 2, (flag, p.stderr))
+            self.assertIn(b"--upstream", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
