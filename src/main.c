@@ -384,6 +384,7 @@ static int start_failed(node_t *n, int exit_code)
 static void kill_upstreams(void)
 {
     int n = upstream_kill_all();
+    gateway_free_detached();
     if (n)
         log_info("gateway: %d upstream processes killed at shutdown", n);
 }

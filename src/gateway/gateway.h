@@ -17,5 +17,7 @@ char *const *gateway_argv(int i);
  * (src/gateway/session.c), everything else by `inner` (mcp_actor_ops()). Main thread, once,
  * before workers_start. */
 const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner);
+/* Main thread, after upstream_kill_all: frees the sessions whose process was still ending. */
+void gateway_free_detached(void);
 
 #endif

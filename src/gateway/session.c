@@ -1,5 +1,4 @@
-/* Threads: worker threads (the gateway's sessions and their upstreams' callbacks); main thread
- * (gateway_actor_ops, once). */
+/* Threads: worker threads (the gateway's sessions and their upstreams' callbacks). */
 /* A gateway session: a session actor (ACTOR_SESSION, a->upstream = 1 + the --upstream index)
  * whose protocol is its upstream process's, not mcp/'s. One process per session, driven by the
  * session's worker's event_base, so its callbacks run on the thread that owns the actor.
@@ -21,8 +20,10 @@
  * initialize: its answer is dropped, notifications/initialized follows, and what the client
  * sent meanwhile waits in a queue. Its exit gives every open call an error at once. The
  * session's end (DELETE, expiry, hibernation) stops it (state_free -> upstream_stop): the
- * gw_sess_t outlives the actor until the process has exited. */
+ * gw_sess_t outlives the actor until the process has exited. The ops table and the state
+ * entries are in ops.c. */
 #include "gateway/gateway.h"
+#include "gateway/session_internal.h"
 
 #include "actor/actor.h"
 #include "core/config.h"
@@ -37,43 +38,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct gw_out { /* a message sent to the upstream that awaits its answer */
-    struct gw_out *next;
-    uint64_t up_id;    /* the id the upstream got */
-    uint64_t stream;   /* the call's stream */
-    json_t *client_id; /* the call's id (the client's); NULL: the stored initialize re-sent */
-} gw_out_t;
-
-typedef struct gw_in { /* an upstream request sent to the client */
-    struct gw_in *next;
-    uint64_t our_id; /* the id the client got */
-    json_t *up_id;   /* the upstream's */
-} gw_in_t;
-
-typedef struct gw_sess {
-    actor_t *a; /* NULL once the actor is freed while its process ends */
-    worker_t *w;
-    int index; /* --upstream index; -1: no longer configured */
-    char name[CFG_UPSTREAM_NAME_MAX + 1];
-    upstream_t *u; /* NULL: no process */
-    json_t *init;  /* the client's initialize params (stored "gi") */
-    bool ready;    /* the process answered initialize: messages go straight to it */
-    json_t *queue; /* what waits for ready (an array) */
-    uint64_t next_id;
-    gw_out_t *out;
-    gw_in_t *in;
-    char tag[96];
-} gw_sess_t;
-
-static const actor_ops_t *g_inner;
-static actor_ops_t g_ops;
-
-static gw_sess_t *gs_of(const actor_t *a)
+gw_sess_t *gs_of(const actor_t *a)
 {
     return a->upstream ? (gw_sess_t *)(void *)a->ps : NULL;
 }
 
-static const char *gw_name(const gw_sess_t *gs)
+const char *gw_name(const gw_sess_t *gs)
 {
     return gs->name;
 }
@@ -100,7 +70,7 @@ static void gs_clear_maps(gw_sess_t *gs)
     json_array_clear(gs->queue);
 }
 
-static void gs_free(gw_sess_t *gs)
+void gs_free(gw_sess_t *gs)
 {
     gs_clear_maps(gs);
     json_decref(gs->queue);
@@ -203,7 +173,7 @@ static bool gs_ensure(gw_sess_t *gs, char *err, size_t errlen)
 
 /* ---- initialize ---- */
 
-static gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid)
+gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid)
 {
     gw_sess_t *gs = xcalloc(1, sizeof *gs);
     gs->w = w;
@@ -215,7 +185,7 @@ static gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *s
     return gs;
 }
 
-static void gw_initialize(worker_t *w, wmsg_t *m)
+void gw_initialize(worker_t *w, wmsg_t *m)
 {
     json_t *params = m->u.post.v.params, *id = m->u.post.v.id;
     json_t *pv = json_object_get(params, "protocolVersion");
@@ -365,7 +335,7 @@ static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
     stream_settle(a, s, true);
 }
 
-static void gw_post(actor_t *a, wmsg_t *m)
+void gw_post(actor_t *a, wmsg_t *m)
 {
     gw_sess_t *gs = gs_of(a);
     if (m->upstream != a->upstream) { /* another path's session: not one of this path */
@@ -542,6 +512,7 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
     gs->u = NULL;
     gs->ready = false;
     if (!a) {
+        detach(gs, false);
         gs_free(gs);
         return;
     }
@@ -568,112 +539,4 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
     worker_note_activity(gs->w, a);
     worker_turn_end(gs->w);
     worker_leave(prev);
-}
-
-/* ---- the actor's state ---- */
-
-static void gw_state_free(actor_t *a)
-{
-    gw_sess_t *gs = gs_of(a);
-    a->ps = NULL;
-    if (!gs)
-        return;
-    gs->a = NULL;
-    if (gs->u)
-        upstream_stop(gs->u); /* gs goes at its exit */
-    else
-        gs_free(gs);
-}
-
-static void gw_meta_put(const actor_t *a, json_t *meta, int at)
-{
-    gw_sess_t *gs = gs_of(a);
-    if (!a->upstream) {
-        g_inner->meta_put(a, meta, at);
-        return;
-    }
-    if (at != ACTOR_META_HEAD || !gs)
-        return;
-    json_object_set_new(meta, "gw", json_string(gw_name(gs)));
-    if (gs->init)
-        json_object_set(meta, "gi", gs->init);
-}
-
-static void gw_meta_load(actor_t *a, const json_t *meta)
-{
-    const char *name = json_string_value(json_object_get(meta, "gw"));
-    if (!name) {
-        g_inner->meta_load(a, meta);
-        return;
-    }
-    int i = config_upstream_find(&g_cfg, name, strlen(name));
-    if (i < 0) /* no longer served: the session stays, its requests get an error */
-        log_warn("session %.8s: its upstream %s is no longer configured", a->sid, name);
-    gw_sess_t *gs = gs_new(a->w, i, name, a->sid);
-    gs->a = a;
-    gs->init = json_deep_copy(json_object_get(meta, "gi"));
-    /* UINT8_MAX: a gateway session whose path is gone (no request matches it) */
-    a->upstream = (uint8_t)(i < 0 ? UINT8_MAX : i + 1);
-    a->ps = (struct proto_state *)(void *)gs;
-}
-
-/* ---- the table ---- */
-
-static void gw_on_initialize(worker_t *w, wmsg_t *m)
-{
-    if (m->upstream)
-        gw_initialize(w, m);
-    else
-        g_inner->on_initialize(w, m);
-}
-
-static void gw_on_post(actor_t *a, wmsg_t *m)
-{
-    if (a->upstream)
-        gw_post(a, m);
-    else if (m->upstream) /* a built-in session's id on /mcp/NAME */
-        actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 404,
-                          MCP_ERR_SESSION_NOT_FOUND, "Session not found");
-    else
-        g_inner->on_post(a, m);
-}
-
-static bool gw_log_enabled(const actor_t *a, const char *level)
-{
-    return a->upstream ? false : g_inner->log_enabled(a, level);
-}
-
-static void gw_on_broadcast(actor_t *a, wmsg_t *m)
-{
-    if (!a->upstream)
-        g_inner->on_broadcast(a, m);
-}
-
-static void gw_end_listen(actor_t *a)
-{
-    if (!a->upstream)
-        g_inner->end_listen(a);
-}
-
-static void gw_any_state_free(actor_t *a)
-{
-    if (a->upstream)
-        gw_state_free(a);
-    else
-        g_inner->state_free(a);
-}
-
-const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner)
-{
-    g_inner = inner;
-    g_ops = *inner;
-    g_ops.on_initialize = gw_on_initialize;
-    g_ops.on_post = gw_on_post;
-    g_ops.state_free = gw_any_state_free;
-    g_ops.meta_put = gw_meta_put;
-    g_ops.meta_load = gw_meta_load;
-    g_ops.log_enabled = gw_log_enabled;
-    g_ops.on_broadcast = gw_on_broadcast;
-    g_ops.end_listen = gw_end_listen;
-    return &g_ops;
 }

@@ -1,0 +1,162 @@
+/* Threads: worker threads (the ops table's entries); main thread (gateway_actor_ops, once;
+ * gateway_free_detached at shutdown). */
+/* The gateway's actor ops: one table for the process, wrapped around mcp's (session.c says
+ * why): a gateway session's entries here, everything else to `inner`. And the state entries
+ * of a gateway session: what it stores, how it is read back, how it is freed. */
+#include "gateway/gateway.h"
+#include "gateway/session_internal.h"
+
+#include "core/log.h"
+#include "core/util.h"
+#include "wire/jsonrpc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const actor_ops_t *g_inner;
+static actor_ops_t g_ops;
+
+/* Sessions freed while their process ends: each goes at its process's exit, and those left
+ * when upstream_kill_all ran (no callbacks) at gateway_free. Several workers: a mutex. */
+static pthread_mutex_t g_detached_mu = PTHREAD_MUTEX_INITIALIZER;
+static gw_sess_t *g_detached;
+
+void detach(gw_sess_t *gs, bool add)
+{
+    pthread_mutex_lock(&g_detached_mu);
+    if (add) {
+        gs->dnext = g_detached;
+        if (g_detached)
+            g_detached->dprev = gs;
+        g_detached = gs;
+    } else {
+        if (gs->dprev)
+            gs->dprev->dnext = gs->dnext;
+        else
+            g_detached = gs->dnext;
+        if (gs->dnext)
+            gs->dnext->dprev = gs->dprev;
+    }
+    pthread_mutex_unlock(&g_detached_mu);
+}
+
+void gateway_free_detached(void)
+{
+    pthread_mutex_lock(&g_detached_mu);
+    while (g_detached) {
+        gw_sess_t *gs = g_detached;
+        g_detached = gs->dnext;
+        gs_free(gs);
+    }
+    pthread_mutex_unlock(&g_detached_mu);
+}
+
+/* ---- the actor's state ---- */
+
+static void gw_state_free(actor_t *a)
+{
+    gw_sess_t *gs = gs_of(a);
+    a->ps = NULL;
+    if (!gs)
+        return;
+    gs->a = NULL;
+    if (gs->u) {
+        detach(gs, true);
+        upstream_stop(gs->u); /* gs goes at its exit */
+    } else
+        gs_free(gs);
+}
+
+static void gw_meta_put(const actor_t *a, json_t *meta, int at)
+{
+    gw_sess_t *gs = gs_of(a);
+    if (!a->upstream) {
+        g_inner->meta_put(a, meta, at);
+        return;
+    }
+    if (at != ACTOR_META_HEAD || !gs)
+        return;
+    json_object_set_new(meta, "gw", json_string(gw_name(gs)));
+    if (gs->init)
+        json_object_set(meta, "gi", gs->init);
+}
+
+static void gw_meta_load(actor_t *a, const json_t *meta)
+{
+    const char *name = json_string_value(json_object_get(meta, "gw"));
+    if (!name) {
+        g_inner->meta_load(a, meta);
+        return;
+    }
+    int i = config_upstream_find(&g_cfg, name, strlen(name));
+    if (i < 0) /* no longer served: the session stays, its requests get an error */
+        log_warn("session %.8s: its upstream %s is no longer configured", a->sid, name);
+    gw_sess_t *gs = gs_new(a->w, i, name, a->sid);
+    gs->a = a;
+    gs->init = json_deep_copy(json_object_get(meta, "gi"));
+    /* UINT8_MAX: a gateway session whose path is gone (no request matches it) */
+    a->upstream = (uint8_t)(i < 0 ? UINT8_MAX : i + 1);
+    a->ps = (struct proto_state *)(void *)gs;
+}
+
+/* ---- the table ---- */
+
+static void gw_on_initialize(worker_t *w, wmsg_t *m)
+{
+    if (m->upstream)
+        gw_initialize(w, m);
+    else
+        g_inner->on_initialize(w, m);
+}
+
+static void gw_on_post(actor_t *a, wmsg_t *m)
+{
+    if (a->upstream)
+        gw_post(a, m);
+    else if (m->upstream) /* a built-in session's id on /mcp/NAME */
+        actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 404,
+                          MCP_ERR_SESSION_NOT_FOUND, "Session not found");
+    else
+        g_inner->on_post(a, m);
+}
+
+static bool gw_log_enabled(const actor_t *a, const char *level)
+{
+    return a->upstream ? false : g_inner->log_enabled(a, level);
+}
+
+static void gw_on_broadcast(actor_t *a, wmsg_t *m)
+{
+    if (!a->upstream)
+        g_inner->on_broadcast(a, m);
+}
+
+static void gw_end_listen(actor_t *a)
+{
+    if (!a->upstream)
+        g_inner->end_listen(a);
+}
+
+static void gw_any_state_free(actor_t *a)
+{
+    if (a->upstream)
+        gw_state_free(a);
+    else
+        g_inner->state_free(a);
+}
+
+const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner)
+{
+    g_inner = inner;
+    g_ops = *inner;
+    g_ops.on_initialize = gw_on_initialize;
+    g_ops.on_post = gw_on_post;
+    g_ops.state_free = gw_any_state_free;
+    g_ops.meta_put = gw_meta_put;
+    g_ops.meta_load = gw_meta_load;
+    g_ops.log_enabled = gw_log_enabled;
+    g_ops.on_broadcast = gw_on_broadcast;
+    g_ops.end_listen = gw_end_listen;
+    return &g_ops;
+}
