@@ -20,9 +20,13 @@ def send(m):
     sys.stdout.flush()
 
 pending = {}
+hung, cancels = set(), []
 for line in sys.stdin:
     m = json.loads(line)
     meth, mid = m.get("method"), m.get("id")
+    if meth == "notifications/cancelled":  # was it one of our ids, of a request we hold?
+        cancels.append(m["params"]["requestId"] in hung)
+        continue
     if meth is None:  # a response to our request
         orig = pending.pop(mid, None)
         if orig is not None:
@@ -50,6 +54,11 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         elif name == "crash":
             os._exit(3)
+        elif name == "hang":  # never answered
+            hung.add(mid)
+        elif name == "cancels":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
+                {"type": "text", "text": json.dumps(cancels)}]}})
         elif name == "ask":
             pending[7000 + len(pending)] = mid
             send({"jsonrpc": "2.0", "id": 7000 + len(pending) - 1, "method": "roots/list"})
@@ -186,19 +195,54 @@ class GatewayTest(unittest.TestCase):
             g.close()
             s.delete()
 
+    def test_cancellation_reaches_the_upstream_with_its_own_id(self):
+        s = self.session()
+        rid, st = s.stream_post("tools/call", {"name": "hang", "arguments": {}}, rid="mine")
+        time.sleep(0.3)  # the request reached the upstream
+        self.assertEqual(s.notify("notifications/cancelled",
+                                  {"requestId": "mine", "reason": "test"}).status, 202)
+        r, msg = s.tool("cancels")
+        self.assertEqual(msg["result"]["content"][0]["text"], "[true]")
+        st.close()
+        s.delete()
+
+    def test_a_program_that_cannot_start_is_502_and_no_session(self):
+        srv = Server("--upstream", "nope=/nonexistent/mcp-server")
+        try:
+            with self.assertRaises(RuntimeError) as cm:
+                Session(srv, path="/mcp/nope")
+            self.assertIn("502", str(cm.exception))
+            self.assertIn("cannot start the upstream nope", str(cm.exception))
+        finally:
+            srv.stop()
+            srv.cleanup()
+
     def test_unknown_name_is_404_and_no_stateless(self):
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                 headers={"Content-Type": "application/json",
                                          "Accept": "application/json, text/event-stream"},
                                 path="/mcp/nope")
         self.assertEqual(r.status, 404)
+        # a 2026-07-28 request (no session) on a gateway path: refused, session era only
+        r = self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                         "params": {"_meta": {
+                                             "io.modelcontextprotocol/protocolVersion":
+                                                 "2026-07-28"}}},
+                                headers={"Content-Type": "application/json",
+                                         "Accept": "application/json, text/event-stream",
+                                         "MCP-Protocol-Version": "2026-07-28",
+                                         "Mcp-Method": "tools/list"},
+                                path="/mcp/py")
+        self.assertEqual(r.status, 400, r.text)
+        self.assertIn("session era only", r.text)
 
     def test_shutdown_leaves_no_process(self):
         srv = Server("--upstream", f"py={sys.executable} {self.script}")
         try:
             s = Session(srv, path="/mcp/py")
             pid = int(s.init_result["serverInfo"]["version"])
-            srv.stop()
+            rc, _ = srv.stop()
+            self.assertEqual(rc, 0, srv.log_tail())  # a sanitizer build's leak report fails it
             self.assertTrue(wait_gone(pid), "an upstream outlived mcpactord")
         finally:
             srv.cleanup()
