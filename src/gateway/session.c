@@ -173,6 +173,9 @@ static bool gs_ensure(gw_sess_t *gs, char *err, size_t errlen)
 
 /* ---- initialize ---- */
 
+/* What a session keeps of its client's initialize (its params, compact), as mcp/ does. */
+#define GW_MAX_INIT_BYTES 65536
+
 gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid)
 {
     gw_sess_t *gs = xcalloc(1, sizeof *gs);
@@ -189,10 +192,14 @@ void gw_initialize(worker_t *w, wmsg_t *m)
 {
     json_t *params = m->u.post.v.params, *id = m->u.post.v.id;
     json_t *pv = json_object_get(params, "protocolVersion");
-    if (!json_is_string(pv)) {
-        actor_reply(w, m->u.client.conn, 400,
-                    jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-                                  "initialize needs params.protocolVersion (a string)", NULL),
+    const char *bad = NULL;
+    if (!json_is_string(pv))
+        bad = "initialize needs params.protocolVersion (a string)";
+    else if (json_dumpb(params, NULL, 0, JSON_COMPACT) > GW_MAX_INIT_BYTES)
+        /* kept in the session's metadata, which is rewritten at every change of it */
+        bad = "initialize's params take more than 65536 bytes";
+    if (bad) {
+        actor_reply(w, m->u.client.conn, 400, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, bad, NULL),
                     NULL);
         return;
     }

@@ -143,6 +143,15 @@ class GatewayTest(unittest.TestCase):
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                 headers=dict(a.headers()), path="/mcp")
         self.assertEqual(r.status, 404, r.text)
+        for verb in ("GET", "DELETE"):
+            h = {"Mcp-Session-Id": a.sid, "MCP-Protocol-Version": a.version,
+                 "Accept": "text/event-stream"}
+            self.assertEqual(self.server.request(verb, headers=h, path="/mcp").status, 404)
+        # and a built-in session is not one of /mcp/py
+        builtin = Session(self.server)
+        h = {"Mcp-Session-Id": builtin.sid, "MCP-Protocol-Version": builtin.version}
+        self.assertEqual(self.server.request("DELETE", headers=h, path="/mcp/py").status, 404)
+        self.assertEqual(builtin.delete().status, 200)
         self.assertEqual(a.delete().status, 200)
         self.assertTrue(wait_gone(pa), "DELETE did not end the process")
         self.assertTrue(pid_alive(pb))
