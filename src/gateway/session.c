@@ -51,6 +51,7 @@ const char *gw_name(const gw_sess_t *gs)
 static void out_free(gw_out_t *o)
 {
     json_decref(o->client_id);
+    json_decref(o->progress);
     free(o);
 }
 
@@ -124,12 +125,15 @@ static json_t *request_to_up(gw_sess_t *gs, const char *method, json_t *params, 
     return r;
 }
 
-static void add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t *client_id)
+static void add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t *client_id,
+                    const json_t *params)
 {
     gw_out_t *o = xcalloc(1, sizeof *o);
     o->up_id = up_id;
     o->stream = stream;
     o->client_id = client_id ? json_deep_copy(client_id) : NULL;
+    json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    o->progress = token ? json_deep_copy(token) : NULL;
     o->next = gs->out;
     gs->out = o;
 }
@@ -165,7 +169,7 @@ static bool gs_ensure(gw_sess_t *gs, char *err, size_t errlen)
         return false;
     uint64_t id;
     json_t *r = request_to_up(gs, "initialize", gs->init, &id);
-    add_out(gs, id, 0, NULL);
+    add_out(gs, id, 0, NULL, NULL);
     gs_write(gs, r);
     json_decref(r);
     return true;
@@ -240,7 +244,7 @@ void gw_initialize(worker_t *w, wmsg_t *m)
         actor_stream_start_sse(a, s);
     uint64_t up_id;
     json_t *r = request_to_up(gs, "initialize", params, &up_id);
-    add_out(gs, up_id, s->num, id);
+    add_out(gs, up_id, s->num, id, params);
     gs_write(gs, r); /* straight: the queue waits for this answer */
     json_decref(r);
     stream_settle(a, s, true);
@@ -336,7 +340,7 @@ static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
                 actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
                 continue;
             }
-            add_out(gs, up_id, s->num, v.id);
+            add_out(gs, up_id, s->num, v.id, v.params);
         }
     }
     stream_settle(a, s, true);
@@ -388,10 +392,19 @@ void gw_post(actor_t *a, wmsg_t *m)
 
 /* ---- from the upstream ---- */
 
-/* The newest open call of the session: where an upstream request or notification goes while
- * a client request is open (the stdio transport does not say which request it relates to). */
-static call_t *newest_call(actor_t *a)
+/* The call an upstream message relates to: a progress notification's by its progressToken
+ * (the client's, passed through); anything else the newest open call (the stdio transport
+ * does not say which request a message relates to). NULL: none open. */
+static call_t *related_call(actor_t *a, gw_sess_t *gs, const json_t *msg)
 {
+    const json_t *token = json_object_get(json_object_get(msg, "params"), "progressToken");
+    if (token && jsonrpc_str_is(json_object_get(msg, "method"), "notifications/progress"))
+        for (gw_out_t *o = gs->out; o; o = o->next)
+            if (o->progress && o->client_id && json_equal(o->progress, token)) {
+                call_t *c = find_call(a, o->stream, o->client_id);
+                if (c)
+                    return c;
+            }
     call_t *best = NULL;
     for (call_t *c = a->calls; c; c = c->next)
         if (!best || c->started_us >= best->started_us)
@@ -399,13 +412,17 @@ static call_t *newest_call(actor_t *a)
     return best;
 }
 
-static void up_to_client(actor_t *a, json_t *msg)
+/* The stream an upstream message goes on, as a tool's (actor_send_tool_request): the related
+ * call's POST stream (not in JSON-only mode), else the standalone GET stream. A notification
+ * may wait there for a GET (stored); a request needs a GET attached now: NULL, none can carry
+ * it. */
+static stream_t *route_for(actor_t *a, gw_sess_t *gs, const json_t *msg, bool request)
 {
-    call_t *c = newest_call(a);
+    call_t *c = g_cfg.response_mode == RESPONSE_JSON ? NULL : related_call(a, gs, msg);
     if (c)
-        actor_stream_send(a, c->stream, msg);
-    else
-        actor_send_session(a, msg);
+        return c->stream;
+    stream_t *g = actor_get_stream(a, !request);
+    return request && !(g && g->conn.gen) ? NULL : g;
 }
 
 /* The process answered initialize: what waited goes now. `restarted`: the stored initialize
@@ -462,6 +479,19 @@ static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
 
 static void up_request(actor_t *a, gw_sess_t *gs, json_t *msg)
 {
+    stream_t *route = route_for(a, gs, msg, true);
+    if (!route) { /* never silence: the upstream hears why */
+        char why[200];
+        snprintf(why, sizeof why,
+                 "no stream can carry %.80s to the client: no request of it is open and its GET "
+                 "stream is not",
+                 json_string_value(json_object_get(msg, "method")));
+        log_info("%s: %s", gs->tag, why);
+        json_t *err = jsonrpc_error(json_object_get(msg, "id"), JSONRPC_INTERNAL_ERROR, why, NULL);
+        gs_write(gs, err);
+        json_decref(err);
+        return;
+    }
     gw_in_t *i = xcalloc(1, sizeof *i);
     i->our_id = a->next_req_num++;
     i->up_id = json_incref(json_object_get(msg, "id"));
@@ -470,7 +500,7 @@ static void up_request(actor_t *a, gw_sess_t *gs, json_t *msg)
     actor_persist_meta(a); /* next_req_num: ids never reused in a session */
     json_t *copy = json_deep_copy(msg);
     json_object_set_new(copy, "id", json_integer((json_int_t)i->our_id));
-    up_to_client(a, copy);
+    actor_stream_send(a, route, copy);
 }
 
 static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
@@ -484,7 +514,7 @@ static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
     else if (has_method && has_id)
         up_request(a, gs, msg);
     else if (has_method)
-        up_to_client(a, json_incref(msg));
+        actor_stream_send(a, route_for(a, gs, msg, false), json_incref(msg));
     else
         log_warn("%s: a message that is not JSON-RPC was dropped", gs->tag);
 }

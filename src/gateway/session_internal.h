@@ -12,6 +12,7 @@ typedef struct gw_out { /* a message sent to the upstream that awaits its answer
     uint64_t up_id;    /* the id the upstream got */
     uint64_t stream;   /* the call's stream */
     json_t *client_id; /* the call's id (the client's); NULL: the stored initialize re-sent */
+    json_t *progress;  /* its params._meta.progressToken, or NULL: where its progress goes */
 } gw_out_t;
 
 typedef struct gw_in { /* an upstream request sent to the client */

@@ -20,7 +20,7 @@ def send(m):
     sys.stdout.flush()
 
 pending = {}
-hung, cancels = set(), []
+hung, cancels, got = set(), [], []
 for line in sys.stdin:
     m = json.loads(line)
     meth, mid = m.get("method"), m.get("id")
@@ -29,7 +29,9 @@ for line in sys.stdin:
         continue
     if meth is None:  # a response to our request
         orig = pending.pop(mid, None)
-        if orig is not None:
+        if orig is None:
+            got.append(m)
+        else:
             send({"jsonrpc": "2.0", "id": orig, "result": {"content": [
                 {"type": "text", "text": "client said " + json.dumps(m.get("result"))}]}})
         continue
@@ -54,6 +56,16 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         elif name == "crash":
             os._exit(3)
+        elif name == "later_ask":  # a request once no request is open
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
+            send({"jsonrpc": "2.0", "id": 9000, "method": "roots/list"})
+        elif name == "got":  # the answers to requests of ours that no call waited for
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
+                {"type": "text", "text": json.dumps(got)}]}})
+        elif name == "progress_for":  # progress for another request's token
+            send({"jsonrpc": "2.0", "method": "notifications/progress",
+                  "params": {"progressToken": args["token"], "progress": 1}})
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
         elif name == "hang":  # never answered
             hung.add(mid)
         elif name == "cancels":
@@ -225,6 +237,33 @@ class GatewayTest(unittest.TestCase):
         finally:
             srv.stop()
             srv.cleanup()
+
+    def test_an_upstream_request_routed_nowhere_gets_an_error(self):
+        s = self.session()
+        r, msg = s.tool("later_ask")  # no request open, no GET stream
+        self.assertIn("result", msg)
+        time.sleep(0.3)
+        r, msg = s.tool("got")
+        got = json.loads(msg["result"]["content"][0]["text"])
+        self.assertEqual(got[0]["id"], 9000)
+        self.assertEqual(got[0]["error"]["code"], -32603)
+        self.assertIn("no stream can carry roots/list", got[0]["error"]["message"])
+        s.delete()
+
+    def test_progress_goes_to_the_call_of_its_token(self):
+        s = self.session()
+        rid, st = s.stream_post("tools/call", {"name": "hang", "arguments": {},
+                                               "_meta": {"progressToken": "tA"}})
+        time.sleep(0.3)
+        r, msg = s.tool("progress_for", {"token": "tA"})  # the newest call, not tA's
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual([m for m in r.messages() if m.get("method")], [])
+        e = st.next_message()
+        self.assertEqual(e["message"]["method"], "notifications/progress")
+        self.assertEqual(e["message"]["params"]["progressToken"], "tA")
+        s.notify("notifications/cancelled", {"requestId": rid})
+        st.close()
+        s.delete()
 
     def test_unknown_name_is_404_and_no_stateless(self):
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
