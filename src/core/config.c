@@ -92,6 +92,9 @@ static const flag_t FLAGS[] = {
     {"upstream", "NAME=COMMAND", K_LIST, OFF(upstream_names), 0, 0,
      "serve the stdio MCP server COMMAND on /mcp/NAME, one process per session (NAME: "
      "[a-z0-9_-], 1-32; COMMAND split as a shell would, without running one; repeatable)"},
+    {"upstream-max", "N", K_INT, OFF(upstream_max), 0, 1 << 20,
+     "upstream processes running at once, all --upstream together; past it initialize (or the "
+     "restart of a session's process) gets 503 + Retry-After; 0: no bound (default 100)"},
     {"allowed-host", "HOST[:PORT]", K_LIST, OFF(allowed_hosts), 0, 0,
      "accept this Host header besides the --listen address (repeatable)"},
     {"trusted-proxy", "ADDR", K_LIST, OFF(trusted_proxies), 0, 0,
@@ -225,6 +228,7 @@ void config_defaults(config_t *c)
     c->max_connections = 10000;
     c->max_sessions = 1000000;
     c->max_streams = 64;
+    c->upstream_max = 100;
     c->sse_buffer = 8 * 1024 * 1024;
     c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;

@@ -34,6 +34,7 @@
 #include "wire/jsonrpc.h"
 #include "wire/proto.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,29 +144,54 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg);
 
 static const upstream_cbs_t CBS = {.on_message = on_message, .on_exit = on_exit_cb};
 
-/* Starts the process; false with the reason in err. */
-static bool gs_start(gw_sess_t *gs, char *err, size_t errlen)
+/* --upstream-max: the processes running, reserved before a start (so the bound is exact
+ * across workers) and given back at the exit. */
+static atomic_long g_procs;
+
+static bool take_slot(void)
 {
+    long n = atomic_load(&g_procs);
+    do {
+        if (g_cfg.upstream_max && n >= g_cfg.upstream_max)
+            return false;
+    } while (!atomic_compare_exchange_weak(&g_procs, &n, n + 1));
+    return true;
+}
+
+/* Starts the process; false with the reason in err (*full: past --upstream-max). */
+static bool gs_start(gw_sess_t *gs, bool *full, char *err, size_t errlen)
+{
+    *full = !take_slot();
+    if (*full) {
+        snprintf(err, errlen, "%lld upstream processes are running (--upstream-max); retry later",
+                 (long long)g_cfg.upstream_max);
+        STAT_INC(limit_refusals_total);
+        return false;
+    }
     upstream_opts_t o = {.tag = gs->tag};
     gs->u = upstream_start(worker_base(gs->w), gateway_argv(gs->index), NULL, &o, &CBS, gs, err,
                            errlen);
     gs->ready = false;
-    if (gs->u)
-        log_info("%s: started, pid %d", gs->tag, (int)upstream_pid(gs->u));
-    return gs->u != NULL;
+    if (!gs->u) {
+        atomic_fetch_sub(&g_procs, 1);
+        return false;
+    }
+    log_info("%s: started, pid %d", gs->tag, (int)upstream_pid(gs->u));
+    return true;
 }
 
 /* A session woken, or whose process ended: a new process, initialized with the stored
- * initialize. false when it cannot be started (err says why). */
-static bool gs_ensure(gw_sess_t *gs, char *err, size_t errlen)
+ * initialize. false when it cannot be started (err says why; *full: past --upstream-max). */
+static bool gs_ensure(gw_sess_t *gs, bool *full, char *err, size_t errlen)
 {
+    *full = false;
     if (gs->u)
         return true;
     if (gs->index < 0 || !gs->init) {
         snprintf(err, errlen, "this session's upstream is not configured");
         return false;
     }
-    if (!gs_start(gs, err, errlen))
+    if (!gs_start(gs, full, err, errlen))
         return false;
     uint64_t id;
     json_t *r = request_to_up(gs, "initialize", gs->init, &id);
@@ -210,12 +236,16 @@ void gw_initialize(worker_t *w, wmsg_t *m)
     int index = m->upstream - 1;
     gw_sess_t *gs = gs_new(w, index, g_cfg.upstream_names[index], m->sid);
     char err[300];
-    if (!gs_start(gs, err, sizeof err)) {
+    bool full;
+    if (!gs_start(gs, &full, err, sizeof err)) {
         char msg[400];
         snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
         log_warn("%s: %s", gs->tag, msg);
-        actor_reply(w, m->u.client.conn, 502, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, msg, NULL),
-                    NULL);
+        if (full)
+            actor_reply_retry(w, m->u.client.conn, id, 503, msg, "5");
+        else
+            actor_reply(w, m->u.client.conn, 502,
+                        jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, msg, NULL), NULL);
         gs_free(gs);
         return;
     }
@@ -355,11 +385,16 @@ void gw_post(actor_t *a, wmsg_t *m)
         return;
     }
     char err[300];
-    if (!gs_ensure(gs, err, sizeof err)) {
+    bool full;
+    if (!gs_ensure(gs, &full, err, sizeof err)) {
         char msg[400];
         snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
-        actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 502,
-                          JSONRPC_INTERNAL_ERROR, msg);
+        if (full)
+            actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 503, msg,
+                              "5");
+        else
+            actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 502,
+                              JSONRPC_INTERNAL_ERROR, msg);
         return;
     }
     json_t *body = m->u.post.body;
@@ -548,6 +583,7 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
     actor_t *a = gs->a;
     gs->u = NULL;
     gs->ready = false;
+    atomic_fetch_sub(&g_procs, 1); /* its --upstream-max place */
     if (!a) {
         detach(gs, false);
         gs_free(gs);

@@ -331,6 +331,38 @@ class GatewayLifecycleTest(unittest.TestCase):
             srv.stop()
             srv.cleanup()
 
+    def test_upstream_max(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}", "--upstream-max", "1")
+        try:
+            a = Session(srv, path="/mcp/py")
+            pa = self.echo_pid(a, "a")
+            r = srv.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                     "params": {"protocolVersion": "2025-11-25",
+                                                "capabilities": {}}},
+                            headers={"Content-Type": "application/json",
+                                     "Accept": "application/json, text/event-stream"},
+                            path="/mcp/py")
+            self.assertEqual(r.status, 503, r.text)
+            self.assertEqual(r.header("retry-after"), "5")
+            self.assertIn("--upstream-max", r.text)
+            self.assertIsNone(r.header("mcp-session-id"))
+            a.delete()
+            self.assertTrue(wait_gone(pa))
+            deadline = time.time() + 10  # its place comes back once mcpactord reaped it
+            while True:
+                try:
+                    b = Session(srv, path="/mcp/py")
+                    break
+                except RuntimeError:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.1)
+            self.echo_pid(b, "b")
+            b.delete()
+        finally:
+            srv.stop()
+            srv.cleanup()
+
     def test_restart_of_mcpactord(self):
         srv = Server("--upstream", f"py={sys.executable} {self.script}")
         try:

@@ -398,6 +398,7 @@ static void upstream_takes_name_and_command(void **state)
     assert_string_equal(g_c.upstream_cmds[0], "python3 -u 'my server.py'");
     assert_int_equal(config_upstream_find(&g_c, "fs_2-x", 6), 1);
     assert_int_equal(config_upstream_find(&g_c, "p", 1), -1);
+    assert_int_equal(g_c.upstream_max, 100); /* the documented default */
     config_free(&g_c);
     const char *bad[] = {
         "Py=x", "=x", "py", "py=", "py=  ", "a/b=x", "abcdefghijklmnopqrstuvwxyz0123456=x"};
