@@ -142,7 +142,11 @@ static void add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t
 static void on_message(upstream_t *u, json_t *msg, void *arg);
 static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg);
 
-static const upstream_cbs_t CBS = {.on_message = on_message, .on_exit = on_exit_cb};
+static void on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg);
+
+static const upstream_cbs_t CBS = {.on_message = on_message,
+                                   .on_bad_line = on_bad_line,
+                                   .on_exit = on_exit_cb};
 
 /* --upstream-max: the processes running, reserved before a start (so the bound is exact
  * across workers) and given back at the exit. */
@@ -572,6 +576,42 @@ static void on_message(upstream_t *u, json_t *msg, void *arg)
         up_one(a, gs, msg);
     }
     json_decref(msg);
+    worker_note_activity(gs->w, a);
+    worker_turn_end(gs->w);
+    worker_leave(prev);
+}
+
+/* A stdout line that is not a message (logged by the process layer). With exactly one client
+ * request open it was that request's answer, as good as certain (an MCP server writes nothing
+ * else on stdout): the call gets the error now rather than wait forever. With more, which one
+ * cannot be told: they wait (their answers may still come). */
+static void on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg)
+{
+    gw_sess_t *gs = arg;
+    actor_t *a = gs->a;
+    gw_out_t *one = NULL;
+    int n = 0;
+    for (gw_out_t *o = gs->out; o; o = o->next)
+        if (o->client_id) {
+            one = o;
+            n++;
+        }
+    if (!a || n != 1)
+        return;
+    worker_t *prev = worker_enter(gs->w);
+    call_t *c = find_call(a, one->stream, one->client_id);
+    if (c) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "the upstream %s wrote a line that is not a message (%s: %.160s)",
+                 gw_name(gs), upstream_bad_name(why), detail ? detail : "");
+        actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, msg, NULL));
+    }
+    for (gw_out_t **op = &gs->out; *op; op = &(*op)->next)
+        if (*op == one) {
+            *op = one->next;
+            out_free(one);
+            break;
+        }
     worker_note_activity(gs->w, a);
     worker_turn_end(gs->w);
     worker_leave(prev);

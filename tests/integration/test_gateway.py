@@ -66,6 +66,11 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "method": "notifications/progress",
                   "params": {"progressToken": args["token"], "progress": 1}})
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
+        elif name == "garbage":  # its answer is not JSON
+            sys.stdout.write("this is not json\n")
+            sys.stdout.flush()
+        elif name == "bigline":  # its answer is past the 4 MiB line bound
+            send({"jsonrpc": "2.0", "id": mid, "result": {"x": "y" * (5 << 20)}})
         elif name == "hang":  # never answered
             hung.add(mid)
         elif name == "cancels":
@@ -263,6 +268,18 @@ class GatewayTest(unittest.TestCase):
         self.assertEqual(e["message"]["params"]["progressToken"], "tA")
         s.notify("notifications/cancelled", {"requestId": rid})
         st.close()
+        s.delete()
+
+    def test_a_bad_answer_line_errors_the_one_open_call(self):
+        s = self.session()
+        for tool, why in (("garbage", "not a message (not JSON"),
+                          ("bigline", "not a message (line too long")):
+            r, msg = s.tool(tool)
+            self.assertEqual(r.status, 200, r.text)
+            self.assertIn("error", msg, tool)
+            self.assertIn(why, msg["error"]["message"])
+        r, msg = s.tool("echo", {"text": "still"})  # the session and its process go on
+        self.assertTrue(msg["result"]["content"][0]["text"].startswith("still pid "))
         s.delete()
 
     def test_unknown_name_is_404_and_no_stateless(self):
