@@ -282,6 +282,26 @@ class GatewayTest(unittest.TestCase):
         self.assertTrue(msg["result"]["content"][0]["text"].startswith("still pid "))
         s.delete()
 
+    def test_a_cut_stream_is_resumed_with_last_event_id(self):
+        s = self.session()
+        rid, st = s.stream_post("tools/call", {"name": "ask", "arguments": {}})
+        e = st.next_message()
+        self.assertEqual(e["message"]["method"], "roots/list")
+        st.close()  # the client loses the stream; the call goes on
+        r = s.post({"jsonrpc": "2.0", "id": e["message"]["id"], "result": {"roots": []}})
+        self.assertEqual(r.status, 202, r.text)
+        time.sleep(0.3)  # the upstream's answer is stored while no one reads
+        g = s.open_get(last_event_id=e["id"])
+        try:
+            e2 = g.next_message()
+            self.assertIsNotNone(e2)
+            self.assertEqual(e2["message"]["id"], rid)  # what was missed, once
+            self.assertEqual(e2["message"]["result"]["content"][0]["text"],
+                             'client said {"roots": []}')
+        finally:
+            g.close()
+        s.delete()
+
     def test_unknown_name_is_404_and_no_stateless(self):
         r = self.server.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                                 headers={"Content-Type": "application/json",
