@@ -400,6 +400,25 @@ class GatewayLifecycleTest(unittest.TestCase):
             srv.stop()
             srv.cleanup()
 
+    def test_sigkill_of_mcpactord_mid_call(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}")
+        try:
+            s = Session(srv, path="/mcp/py")
+            p1 = int(s.init_result["serverInfo"]["version"])
+            rid, st = s.stream_post("tools/call", {"name": "hang", "arguments": {}})
+            time.sleep(0.5)  # the call is stored in flight (SSE after --json-window)
+            srv.kill9()
+            st.close()
+            self.assertTrue(wait_gone(p1), "the upstream outlived mcpactord's SIGKILL")
+            srv.start()
+            p2 = self.echo_pid(s, "after")  # the session goes on with a new process
+            self.assertNotEqual(p1, p2)
+            s.delete()
+            self.assertTrue(wait_gone(p2))
+        finally:
+            srv.stop()
+            srv.cleanup()
+
     def test_restart_of_mcpactord(self):
         srv = Server("--upstream", f"py={sys.executable} {self.script}")
         try:
