@@ -101,6 +101,11 @@ static int gs_write(gw_sess_t *gs, const json_t *msg)
     return 0;
 }
 
+/* Messages that wait for a (re)started process's answer to initialize, at most; and upstream
+ * requests that wait for the client's answer, at most (past it the upstream gets an error). */
+#define GW_MAX_QUEUED 1024
+#define GW_MAX_IN 256
+
 /* msg (taken) to the process, or to the queue until it answered initialize. -1: the process
  * is gone or does not read (its queue is full). */
 static int gs_send(gw_sess_t *gs, json_t *msg)
@@ -108,7 +113,11 @@ static int gs_send(gw_sess_t *gs, json_t *msg)
     int rc = 0;
     if (!gs->u)
         rc = -1;
-    else if (!gs->ready)
+    else if (!gs->ready && json_array_size(gs->queue) >= GW_MAX_QUEUED) {
+        log_warn("%s: %d messages wait for the process to answer initialize: one more refused",
+                 gs->tag, GW_MAX_QUEUED);
+        rc = -1;
+    } else if (!gs->ready)
         json_array_append(gs->queue, msg);
     else
         rc = gs_write(gs, msg);
@@ -519,12 +528,18 @@ static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
 static void up_request(actor_t *a, gw_sess_t *gs, json_t *msg)
 {
     stream_t *route = route_for(a, gs, msg, true);
-    if (!route) { /* never silence: the upstream hears why */
+    int waiting = 0;
+    for (gw_in_t *i = gs->in; i; i = i->next)
+        waiting++;
+    if (!route || waiting >= GW_MAX_IN) { /* never silence: the upstream hears why */
         char why[200];
-        snprintf(why, sizeof why,
-                 "no stream can carry %.80s to the client: no request of it is open and its GET "
-                 "stream is not",
-                 json_string_value(json_object_get(msg, "method")));
+        if (route)
+            snprintf(why, sizeof why, "%d requests already wait for the client's answer", waiting);
+        else
+            snprintf(why, sizeof why,
+                     "no stream can carry %.80s to the client: no request of it is open and its "
+                     "GET stream is not",
+                     json_string_value(json_object_get(msg, "method")));
         log_info("%s: %s", gs->tag, why);
         json_t *err = jsonrpc_error(json_object_get(msg, "id"), JSONRPC_INTERNAL_ERROR, why, NULL);
         gs_write(gs, err);
