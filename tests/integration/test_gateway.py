@@ -2,7 +2,7 @@
 below, served on /mcp/NAME in the session era, one process per session."""
 import json
 import os
-import signal
+import shutil
 import sys
 import tempfile
 import time
@@ -433,6 +433,38 @@ class GatewayLifecycleTest(unittest.TestCase):
         finally:
             srv.stop()
             srv.cleanup()
+
+
+class GatewayAuthTest(unittest.TestCase):
+    """/mcp/NAME is authenticated as /mcp is, and a session belongs to its token."""
+
+    def test_tokens(self):
+        d = tempfile.mkdtemp(prefix="mcpd-gw-")
+        script = os.path.join(d, "server.py")
+        with open(script, "w") as f:
+            f.write(UPSTREAM)
+        tokens = os.path.join(d, "tokens")
+        with open(tokens, "w") as f:
+            f.write("alice:tok-alice-0123456789abcdef\nbob:tok-bob-0123456789abcdef0\n")
+        os.chmod(tokens, 0o600)
+        srv = Server("--upstream", f"py={sys.executable} {script}", "--auth-tokens", tokens)
+        try:
+            with self.assertRaises(RuntimeError) as cm:
+                Session(srv, path="/mcp/py")
+            self.assertIn("401", str(cm.exception))
+            a = Session(srv, path="/mcp/py", token="tok-alice-0123456789abcdef")
+            r, msg = a.tool("echo", {"text": "x"})
+            self.assertIn("result", msg)
+            # bob does not see alice's session
+            h = a.headers({"Authorization": "Bearer tok-bob-0123456789abcdef0"})
+            r = srv.request("POST", {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                            headers=h, path="/mcp/py")
+            self.assertEqual(r.status, 404, r.text)
+            a.delete()
+        finally:
+            srv.stop()
+            srv.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
 
 
 class GatewayFlagTest(unittest.TestCase):
