@@ -121,6 +121,7 @@ class GatewayTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.server.stop()
         cls.server.cleanup()
+        shutil.rmtree(cls.dir, ignore_errors=True)
 
     def session(self):
         return Session(self.server, path="/mcp/py")
@@ -343,6 +344,9 @@ class GatewayLifecycleTest(unittest.TestCase):
         with open(self.script, "w") as f:
             f.write(UPSTREAM)
 
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
     def echo_pid(self, s, text):
         r, msg = s.tool("echo", {"text": text})
         self.assertEqual(r.status, 200, r.text)
@@ -471,12 +475,15 @@ class GatewayFlagTest(unittest.TestCase):
     def test_bad_flags_exit_2(self):
         import subprocess
         from mcptest import BINARY
-        for flag in ("Py=x", "py=", "py=echo $(id)", "py=echo 'open"):
-            p = subprocess.run([BINARY, "--upstream", flag, "--data-dir",
-                                tempfile.mkdtemp(prefix="mcpd-gw-")],
-                               capture_output=True, timeout=20)
-            self.assertEqual(p.returncode, 2, (flag, p.stderr))
-            self.assertIn(b"--upstream", p.stderr)
+        d = tempfile.mkdtemp(prefix="mcpd-gw-")
+        try:
+            for flag in ("Py=x", "py=", "py=echo $(id)", "py=echo 'open"):
+                p = subprocess.run([BINARY, "--upstream", flag, "--data-dir", d],
+                                   capture_output=True, timeout=20)
+                self.assertEqual(p.returncode, 2, (flag, p.stderr))
+                self.assertIn(b"--upstream", p.stderr)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
