@@ -557,6 +557,29 @@ static void up_request(actor_t *a, gw_sess_t *gs, json_t *msg)
     actor_stream_send(a, route, copy);
 }
 
+/* The upstream cancels one of its requests (notifications/cancelled, params.requestId its id):
+ * the client knows that request by our id, so the notice goes on with it and the request is
+ * forgotten. true: msg was a cancellation of a request the client was not sent (or already
+ * answered): dropped. */
+static bool up_cancel(gw_sess_t *gs, json_t *msg)
+{
+    if (!jsonrpc_str_is(json_object_get(msg, "method"), "notifications/cancelled"))
+        return false;
+    json_t *params = json_object_get(msg, "params");
+    json_t *rid = json_object_get(params, "requestId");
+    for (gw_in_t **ip = &gs->in; rid && *ip; ip = &(*ip)->next) {
+        gw_in_t *i = *ip;
+        if (!json_equal(i->up_id, rid))
+            continue;
+        json_object_set_new(params, "requestId", json_integer((json_int_t)i->our_id));
+        *ip = i->next;
+        json_decref(i->up_id);
+        free(i);
+        return false;
+    }
+    return true;
+}
+
 static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
 {
     if (!json_is_object(msg))
@@ -567,6 +590,8 @@ static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
         up_response(a, gs, msg);
     else if (has_method && has_id)
         up_request(a, gs, msg);
+    else if (has_method && up_cancel(gs, msg))
+        ; /* an upstream request the client never got an answer to: nothing to tell it */
     else if (has_method)
         actor_stream_send(a, route_for(a, gs, msg, false), json_incref(msg));
     else
@@ -611,7 +636,9 @@ static void on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, v
             one = o;
             n++;
         }
-    if (!a || n != 1)
+    /* before the process answered initialize, a line is no call's answer (a start-up banner:
+     * the initialize, or a request queued meanwhile, was not what it answered) */
+    if (!a || !gs->ready || n != 1)
         return;
     worker_t *prev = worker_enter(gs->w);
     call_t *c = find_call(a, one->stream, one->client_id);

@@ -21,6 +21,9 @@ def send(m):
 
 pending = {}
 hung, cancels, got = set(), [], []
+if "--banner" in sys.argv:  # as some servers do: a line on stdout that is no message
+    sys.stdout.write("Server starting on stdio\n")
+    sys.stdout.flush()
 for line in sys.stdin:
     m = json.loads(line)
     meth, mid = m.get("method"), m.get("id")
@@ -76,6 +79,11 @@ for line in sys.stdin:
         elif name == "cancels":
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
                 {"type": "text", "text": json.dumps(cancels)}]}})
+        elif name == "ask_then_cancel":  # a request, then its cancellation, then the answer
+            send({"jsonrpc": "2.0", "id": 7100, "method": "roots/list"})
+            send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": 7100, "reason": "changed my mind"}})
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
         elif name == "ask":
             pending[7000 + len(pending)] = mid
             send({"jsonrpc": "2.0", "id": 7000 + len(pending) - 1, "method": "roots/list"})
@@ -207,6 +215,44 @@ class GatewayTest(unittest.TestCase):
                          'client said {"roots": []}')
         st.close()
         s.delete()
+
+    def test_an_upstream_cancellation_names_the_request_by_the_clients_id(self):
+        s = self.session()
+        rid, st = s.stream_post("tools/call", {"name": "ask_then_cancel", "arguments": {}})
+        req = st.next_message()["message"]
+        self.assertEqual(req["method"], "roots/list")
+        note = st.next_message()["message"]
+        self.assertEqual(note["method"], "notifications/cancelled")
+        self.assertEqual(note["params"]["requestId"], req["id"])  # the id the client was given
+        self.assertEqual(st.next_message()["message"]["id"], rid)
+        st.close()
+        # the request is forgotten: the client's late answer reaches nobody
+        r = s.post({"jsonrpc": "2.0", "id": req["id"], "result": {"roots": []}})
+        self.assertEqual(r.status, 202, r.text)
+        r, msg = s.tool("got")
+        self.assertEqual(json.loads(msg["result"]["content"][0]["text"]), [])
+        s.delete()
+
+    def test_a_banner_line_before_the_initialize_answer_is_no_calls_answer(self):
+        srv = Server("--upstream", f"pyb={sys.executable} {self.script} --banner")
+        try:
+            s = Session(srv, path="/mcp/pyb")
+            self.assertEqual(s.init_result["serverInfo"]["name"], "pyup")
+            r, msg = s.call("tools/list")
+            self.assertEqual(r.status, 200, r.text)
+            self.assertIn("result", msg)
+            # after a crash the new process prints its banner again: the queued request waits
+            # for its real answer
+            pid = int(s.init_result["serverInfo"]["version"])
+            s.tool("crash")
+            self.assertTrue(wait_gone(pid))
+            r, msg = s.call("tools/list")
+            self.assertEqual(r.status, 200, r.text)
+            self.assertIn("result", msg, msg)
+            s.delete()
+        finally:
+            srv.stop()
+            srv.cleanup()
 
     def test_upstream_notification_without_an_open_request_goes_on_the_get_stream(self):
         s = self.session()
