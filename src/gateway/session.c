@@ -397,26 +397,38 @@ void gw_post(actor_t *a, wmsg_t *m)
                           MCP_ERR_SESSION_NOT_FOUND, "Session not found");
         return;
     }
-    char err[300];
-    bool full;
-    if (!gs_ensure(gs, &full, err, sizeof err)) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
-        if (full)
-            actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 503, msg,
-                              "5");
-        else
-            actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 502,
-                              JSONRPC_INTERNAL_ERROR, msg);
-        return;
-    }
     json_t *body = m->u.post.body;
     bool batch = json_is_array(body);
     int requests = 0;
     for (size_t i = 0; i < m->u.post.n; i++) {
-        json_t *msg = batch ? json_array_get(body, i) : body;
         jr_kind_t k = (jr_kind_t)m->u.post.kinds[i];
         requests += k == JR_REQUEST || k == JR_INVALID;
+    }
+    if (requests > 0 && actor_requests_in_flight(a) + requests > g_cfg.max_streams) {
+        STAT_INC(limit_refusals_total);
+        actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(body), 429,
+                          "Too Many Requests: this session has too many requests in flight "
+                          "(--max-streams); retry when one finishes",
+                          "1");
+        return;
+    }
+    /* only a request starts a process: a notification or a response for a process that has
+     * gone has nobody to reach (its maps went with it) and is dropped */
+    char err[300];
+    bool full;
+    if (requests > 0 && !gs_ensure(gs, &full, err, sizeof err)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
+        if (full)
+            actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(body), 503, msg, "5");
+        else
+            actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(body), 502,
+                              JSONRPC_INTERNAL_ERROR, msg);
+        return;
+    }
+    for (size_t i = 0; i < m->u.post.n && gs->u; i++) {
+        json_t *msg = batch ? json_array_get(body, i) : body;
+        jr_kind_t k = (jr_kind_t)m->u.post.kinds[i];
         if (k == JR_NOTIFICATION)
             client_notification(a, gs, msg);
         else if (k == JR_RESPONSE)
@@ -424,15 +436,6 @@ void gw_post(actor_t *a, wmsg_t *m)
     }
     if (requests == 0) {
         actor_reply(a->w, m->u.client.conn, 202, NULL, NULL);
-        return;
-    }
-    int in_flight = actor_requests_in_flight(a);
-    if (in_flight + requests > g_cfg.max_streams) {
-        STAT_INC(limit_refusals_total);
-        actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(body), 429,
-                          "Too Many Requests: this session has too many requests in flight "
-                          "(--max-streams); retry when one finishes",
-                          "1");
         return;
     }
     client_requests(a, gs, m, requests);

@@ -254,6 +254,23 @@ class GatewayTest(unittest.TestCase):
             srv.stop()
             srv.cleanup()
 
+    def test_only_a_request_starts_a_process_again(self):
+        s = self.session()
+        pid = int(s.init_result["serverInfo"]["version"])
+        s.tool("crash")
+        self.assertTrue(wait_gone(pid))
+        started = self.server.stats().get("upstreams_started_total")
+        # a notification and a stray response: 202, dropped, no process started for them
+        r = s.post({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        self.assertEqual(r.status, 202, r.text)
+        r = s.post({"jsonrpc": "2.0", "id": 1, "result": {"roots": []}})
+        self.assertEqual(r.status, 202, r.text)
+        self.assertEqual(self.server.stats().get("upstreams_started_total"), started)
+        r, msg = s.call("tools/list")  # a request does start one
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(self.server.stats().get("upstreams_started_total"), started + 1)
+        s.delete()
+
     def test_upstream_notification_without_an_open_request_goes_on_the_get_stream(self):
         s = self.session()
         g = s.open_get()
