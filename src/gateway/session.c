@@ -70,6 +70,7 @@ static void gs_clear_maps(gw_sess_t *gs)
         free(i);
     }
     json_array_clear(gs->queue);
+    gs->queued_bytes = 0;
 }
 
 void gs_free(gw_sess_t *gs)
@@ -101,7 +102,8 @@ static int gs_write(gw_sess_t *gs, const json_t *msg)
     return 0;
 }
 
-/* Messages that wait for a (re)started process's answer to initialize, at most; and upstream
+/* Messages that wait for a (re)started process's answer to initialize, at most (and at most
+ * UPSTREAM_MAX_QUEUED_DEFAULT bytes of them, as a process's stdin); and upstream
  * requests that wait for the client's answer, at most (past it the upstream gets an error). */
 #define GW_MAX_QUEUED 1024
 #define GW_MAX_IN 256
@@ -113,13 +115,19 @@ static int gs_send(gw_sess_t *gs, json_t *msg)
     int rc = 0;
     if (!gs->u)
         rc = -1;
-    else if (!gs->ready && json_array_size(gs->queue) >= GW_MAX_QUEUED) {
-        log_warn("%s: %d messages wait for the process to answer initialize: one more refused",
-                 gs->tag, GW_MAX_QUEUED);
-        rc = -1;
-    } else if (!gs->ready)
-        json_array_append(gs->queue, msg);
-    else
+    else if (!gs->ready) {
+        size_t n = json_dumpb(msg, NULL, 0, JSON_COMPACT) + 1;
+        if (json_array_size(gs->queue) >= GW_MAX_QUEUED ||
+            gs->queued_bytes + n > UPSTREAM_MAX_QUEUED_DEFAULT) {
+            log_warn("%s: %zu messages (%zu bytes) wait for the process to answer initialize: "
+                     "one more refused",
+                     gs->tag, json_array_size(gs->queue), gs->queued_bytes);
+            rc = -1;
+        } else {
+            json_array_append(gs->queue, msg);
+            gs->queued_bytes += n;
+        }
+    } else
         rc = gs_write(gs, msg);
     json_decref(msg);
     return rc;
@@ -492,6 +500,7 @@ static void gs_became_ready(gw_sess_t *gs, bool restarted)
     json_array_foreach(gs->queue, i, q)
         gs_write(gs, q);
     json_array_clear(gs->queue);
+    gs->queued_bytes = 0;
 }
 
 static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)

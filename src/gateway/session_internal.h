@@ -26,10 +26,11 @@ typedef struct gw_sess {
     worker_t *w;
     int index; /* --upstream index; -1: no longer configured */
     char name[CFG_UPSTREAM_NAME_MAX + 1];
-    upstream_t *u; /* NULL: no process */
-    json_t *init;  /* the client's initialize params (stored "gi") */
-    bool ready;    /* the process answered initialize: messages go straight to it */
-    json_t *queue; /* what waits for ready (an array) */
+    upstream_t *u;       /* NULL: no process */
+    json_t *init;        /* the client's initialize params (stored "gi") */
+    bool ready;          /* the process answered initialize: messages go straight to it */
+    json_t *queue;       /* what waits for ready (an array) */
+    size_t queued_bytes; /* its size as JSON text (bounded like a process's stdin) */
     uint64_t next_id;
     gw_out_t *out;
     gw_in_t *in;

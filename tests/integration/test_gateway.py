@@ -39,6 +39,9 @@ for line in sys.stdin:
                 {"type": "text", "text": "client said " + json.dumps(m.get("result"))}]}})
         continue
     if meth == "initialize":
+        if "--slow-init" in sys.argv:
+            import time
+            time.sleep(2)
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": m["params"]["protocolVersion"],
             "capabilities": {"tools": {}},
@@ -270,6 +273,31 @@ class GatewayTest(unittest.TestCase):
         self.assertEqual(r.status, 200, r.text)
         self.assertEqual(self.server.stats().get("upstreams_started_total"), started + 1)
         s.delete()
+
+    def test_what_waits_for_a_restarting_process_is_bounded_in_bytes(self):
+        srv = Server("--upstream", f"pys={sys.executable} {self.script} --slow-init")
+        try:
+            s = Session(srv, path="/mcp/pys")
+            pid = int(s.init_result["serverInfo"]["version"])
+            s.tool("crash")
+            self.assertTrue(wait_gone(pid))
+            # the next request starts a process that takes 2 s to answer initialize: 3 MB wait
+            rid, st = s.stream_post("tools/call", {"name": "echo",
+                                                   "arguments": {"text": "x" * (3 << 20)}})
+            # 2 MB more would pass 4 MiB: refused at once, with an error for that call
+            r, msg = s.tool("echo", {"text": "y" * (2 << 20)})
+            self.assertEqual(r.status, 200, r.text)
+            self.assertIn("cannot take this request", msg["error"]["message"])
+            e = st.next_message()  # the first one goes through once the process is ready
+            while "id" not in e["message"]:  # (echo's log notification comes first)
+                e = st.next_message()
+            self.assertEqual(e["message"]["id"], rid)
+            self.assertIn("result", e["message"])
+            st.close()
+            s.delete()
+        finally:
+            srv.stop()
+            srv.cleanup()
 
     def test_upstream_notification_without_an_open_request_goes_on_the_get_stream(self):
         s = self.session()
