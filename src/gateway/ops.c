@@ -160,3 +160,26 @@ const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner)
     g_ops.end_listen = gw_end_listen;
     return &g_ops;
 }
+
+/* The upstream cancels one of its requests (notifications/cancelled, params.requestId its id):
+ * the client knows that request by our id, so the notice goes on with it and the request is
+ * forgotten. true: msg was a cancellation of a request the client was not sent (or already
+ * answered): dropped. */
+bool up_cancel(gw_sess_t *gs, json_t *msg)
+{
+    if (!jsonrpc_str_is(json_object_get(msg, "method"), "notifications/cancelled"))
+        return false;
+    json_t *params = json_object_get(msg, "params");
+    json_t *rid = json_object_get(params, "requestId");
+    for (gw_in_t **ip = &gs->in; rid && *ip; ip = &(*ip)->next) {
+        gw_in_t *i = *ip;
+        if (!json_equal(i->up_id, rid))
+            continue;
+        json_object_set_new(params, "requestId", json_integer((json_int_t)i->our_id));
+        *ip = i->next;
+        json_decref(i->up_id);
+        free(i);
+        return false;
+    }
+    return true;
+}

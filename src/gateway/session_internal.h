@@ -46,6 +46,9 @@ void gs_free(gw_sess_t *gs);
 /* an initialize on /mcp/NAME; a POST to a gateway session */
 void gw_initialize(worker_t *w, wmsg_t *m);
 void gw_post(actor_t *a, wmsg_t *m);
+/* ops.c: an upstream notifications/cancelled mapped to the client's id (see ops.c); true:
+ * dropped (a request the client was not sent) */
+bool up_cancel(gw_sess_t *gs, json_t *msg);
 /* ops.c: puts gs on (add) or takes it off the detached list */
 void detach(gw_sess_t *gs, bool add);
 
