@@ -95,6 +95,10 @@ static const flag_t FLAGS[] = {
     {"upstream-max", "N", K_INT, OFF(upstream_max), 0, 1 << 20,
      "upstream processes running at once, all --upstream together; past it initialize (or the "
      "restart of a session's process) gets 503 + Retry-After; 0: no bound (default 100)"},
+    {"upstream-init-timeout", "SECS", K_INT, OFF(upstream_init_timeout_s), 1, 3600,
+     "how long an upstream process may take to answer initialize (at a session's start, or "
+     "when its process is started again); past it the process is stopped and the requests "
+     "that wait get an error (default 30)"},
     {"allowed-host", "HOST[:PORT]", K_LIST, OFF(allowed_hosts), 0, 0,
      "accept this Host header besides the --listen address (repeatable)"},
     {"trusted-proxy", "ADDR", K_LIST, OFF(trusted_proxies), 0, 0,
@@ -229,6 +233,7 @@ void config_defaults(config_t *c)
     c->max_sessions = 1000000;
     c->max_streams = 64;
     c->upstream_max = 100;
+    c->upstream_init_timeout_s = 30;
     c->sse_buffer = 8 * 1024 * 1024;
     c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;

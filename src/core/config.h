@@ -59,7 +59,8 @@ typedef struct config {
     char *upstream_names[CFG_MAX_UPSTREAMS];
     char *upstream_cmds[CFG_MAX_UPSTREAMS];
     int n_upstreams;
-    int64_t upstream_max; /* --upstream-max N: processes running at once (0: no bound) */
+    int64_t upstream_max;            /* --upstream-max N: processes running at once (0: no bound) */
+    int64_t upstream_init_timeout_s; /* --upstream-init-timeout SECS */
     int log_level;
     int64_t max_body;          /* bytes */
     int64_t max_headers;       /* bytes */

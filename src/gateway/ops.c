@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "wire/jsonrpc.h"
 
+#include <event2/event.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,4 +183,52 @@ bool up_cancel(gw_sess_t *gs, json_t *msg)
         return false;
     }
     return true;
+}
+
+/* ---- a gateway session's state: made, cleared, freed ---- */
+
+gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid)
+{
+    gw_sess_t *gs = xcalloc(1, sizeof *gs);
+    gs->w = w;
+    gs->index = index;
+    str_copy(gs->name, sizeof gs->name, name);
+    gs->queue = json_array();
+    gs->next_id = 1;
+    snprintf(gs->tag, sizeof gs->tag, "upstream %s session %.8s", name, sid);
+    return gs;
+}
+
+void out_free(gw_out_t *o)
+{
+    json_decref(o->client_id);
+    json_decref(o->progress);
+    free(o);
+}
+
+void gs_clear_maps(gw_sess_t *gs)
+{
+    while (gs->out) {
+        gw_out_t *o = gs->out;
+        gs->out = o->next;
+        out_free(o);
+    }
+    while (gs->in) {
+        gw_in_t *i = gs->in;
+        gs->in = i->next;
+        json_decref(i->up_id);
+        free(i);
+    }
+    json_array_clear(gs->queue);
+    gs->queued_bytes = 0;
+}
+
+void gs_free(gw_sess_t *gs)
+{
+    if (gs->init_timer)
+        event_free(gs->init_timer);
+    gs_clear_maps(gs);
+    json_decref(gs->queue);
+    json_decref(gs->init);
+    free(gs);
 }

@@ -37,6 +37,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <event2/event.h>
 #include <string.h>
 
 gw_sess_t *gs_of(const actor_t *a)
@@ -47,38 +48,6 @@ gw_sess_t *gs_of(const actor_t *a)
 const char *gw_name(const gw_sess_t *gs)
 {
     return gs->name;
-}
-
-static void out_free(gw_out_t *o)
-{
-    json_decref(o->client_id);
-    json_decref(o->progress);
-    free(o);
-}
-
-static void gs_clear_maps(gw_sess_t *gs)
-{
-    while (gs->out) {
-        gw_out_t *o = gs->out;
-        gs->out = o->next;
-        out_free(o);
-    }
-    while (gs->in) {
-        gw_in_t *i = gs->in;
-        gs->in = i->next;
-        json_decref(i->up_id);
-        free(i);
-    }
-    json_array_clear(gs->queue);
-    gs->queued_bytes = 0;
-}
-
-void gs_free(gw_sess_t *gs)
-{
-    gs_clear_maps(gs);
-    json_decref(gs->queue);
-    json_decref(gs->init);
-    free(gs);
 }
 
 /* The open call of stream `num` with the client's id, or NULL (answered, cancelled, lost). */
@@ -179,6 +148,17 @@ static bool take_slot(void)
     return true;
 }
 
+/* The process did not answer initialize in time: stopped; its exit errors what waits. */
+static void on_init_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    gw_sess_t *gs = arg;
+    if (!gs->u || gs->ready)
+        return;
+    log_warn("%s: no answer to initialize within %lld s (--upstream-init-timeout): stopped",
+             gs->tag, (long long)g_cfg.upstream_init_timeout_s);
+    upstream_stop(gs->u);
+}
+
 /* Starts the process; false with the reason in err (*full: past --upstream-max). */
 static bool gs_start(gw_sess_t *gs, bool *full, char *err, size_t errlen)
 {
@@ -198,6 +178,11 @@ static bool gs_start(gw_sess_t *gs, bool *full, char *err, size_t errlen)
         return false;
     }
     log_info("%s: started, pid %d", gs->tag, (int)upstream_pid(gs->u));
+    if (!gs->init_timer)
+        gs->init_timer = evtimer_new(worker_base(gs->w), on_init_timeout, gs);
+    struct timeval tv = {(time_t)g_cfg.upstream_init_timeout_s, 0};
+    if (gs->init_timer)
+        evtimer_add(gs->init_timer, &tv);
     return true;
 }
 
@@ -226,18 +211,6 @@ static bool gs_ensure(gw_sess_t *gs, bool *full, char *err, size_t errlen)
 
 /* What a session keeps of its client's initialize (its params, compact), as mcp/ does. */
 #define GW_MAX_INIT_BYTES 65536
-
-gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid)
-{
-    gw_sess_t *gs = xcalloc(1, sizeof *gs);
-    gs->w = w;
-    gs->index = index;
-    str_copy(gs->name, sizeof gs->name, name);
-    gs->queue = json_array();
-    gs->next_id = 1;
-    snprintf(gs->tag, sizeof gs->tag, "upstream %s session %.8s", name, sid);
-    return gs;
-}
 
 void gw_initialize(worker_t *w, wmsg_t *m)
 {
@@ -495,6 +468,8 @@ static void gs_became_ready(gw_sess_t *gs, bool restarted)
         json_decref(note);
     }
     gs->ready = true;
+    if (gs->init_timer)
+        evtimer_del(gs->init_timer);
     size_t i;
     json_t *q;
     json_array_foreach(gs->queue, i, q)
@@ -654,6 +629,8 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
     actor_t *a = gs->a;
     gs->u = NULL;
     gs->ready = false;
+    if (gs->init_timer)
+        evtimer_del(gs->init_timer);
     atomic_fetch_sub(&g_procs, 1); /* its --upstream-max place */
     if (!a) {
         detach(gs, false);

@@ -26,11 +26,12 @@ typedef struct gw_sess {
     worker_t *w;
     int index; /* --upstream index; -1: no longer configured */
     char name[CFG_UPSTREAM_NAME_MAX + 1];
-    upstream_t *u;       /* NULL: no process */
-    json_t *init;        /* the client's initialize params (stored "gi") */
-    bool ready;          /* the process answered initialize: messages go straight to it */
-    json_t *queue;       /* what waits for ready (an array) */
-    size_t queued_bytes; /* its size as JSON text (bounded like a process's stdin) */
+    upstream_t *u;            /* NULL: no process */
+    struct event *init_timer; /* --upstream-init-timeout, armed at each start until ready */
+    json_t *init;             /* the client's initialize params (stored "gi") */
+    bool ready;               /* the process answered initialize: messages go straight to it */
+    json_t *queue;            /* what waits for ready (an array) */
+    size_t queued_bytes;      /* its size as JSON text (bounded like a process's stdin) */
     uint64_t next_id;
     gw_out_t *out;
     gw_in_t *in;
@@ -42,6 +43,10 @@ typedef struct gw_sess {
 gw_sess_t *gs_of(const actor_t *a);
 const char *gw_name(const gw_sess_t *gs);
 gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid);
+/* ops.c: frees one awaited message; forgets every awaited message, upstream request and
+ * queued message */
+void out_free(gw_out_t *o);
+void gs_clear_maps(gw_sess_t *gs);
 void gs_free(gw_sess_t *gs);
 /* an initialize on /mcp/NAME; a POST to a gateway session */
 void gw_initialize(worker_t *w, wmsg_t *m);

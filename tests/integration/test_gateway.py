@@ -42,6 +42,8 @@ for line in sys.stdin:
         if "--slow-init" in sys.argv:
             import time
             time.sleep(2)
+        if "--never-init" in sys.argv:
+            continue
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": m["params"]["protocolVersion"],
             "capabilities": {"tools": {}},
@@ -295,6 +297,29 @@ class GatewayTest(unittest.TestCase):
             self.assertIn("result", e["message"])
             st.close()
             s.delete()
+        finally:
+            srv.stop()
+            srv.cleanup()
+
+    def test_an_upstream_that_never_answers_initialize_is_stopped(self):
+        srv = Server("--upstream", f"pyn={sys.executable} {self.script} --never-init",
+                     "--upstream-init-timeout", "1")
+        try:
+            t0 = time.time()
+            r = srv.request("POST", {
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}},
+                headers={"Content-Type": "application/json",
+                         "Accept": "application/json, text/event-stream"}, path="/mcp/pyn")
+            self.assertLess(time.time() - t0, 15)
+            msgs = r.messages()
+            self.assertTrue(msgs and "error" in msgs[-1], r.text)
+            self.assertIn("the upstream pyn", msgs[-1]["error"]["message"])
+            deadline = time.time() + 10
+            while time.time() < deadline and srv.stats().get("upstreams_running", 1) != 0:
+                time.sleep(0.1)
+            self.assertEqual(srv.stats().get("upstreams_running"), 0)
         finally:
             srv.stop()
             srv.cleanup()
