@@ -416,7 +416,7 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
     /* the actor layer calls every entry without a check: a protocol fills them all */
     REQUIRE(ops && ops->on_initialize && ops->on_post && ops->on_modern && ops->on_job_done &&
             ops->on_tool_request && ops->state_free && ops->meta_put && ops->meta_load &&
-            ops->log_enabled && ops->on_broadcast && ops->end_listen);
+            ops->log_enabled && ops->on_broadcast && ops->end_listen && ops->on_call_dropped);
     OPS = ops;
     SINK = sink;
     NW = n;

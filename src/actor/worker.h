@@ -17,6 +17,7 @@
 
 typedef struct worker worker_t;
 struct actor;
+struct call;
 struct event_base;
 struct mcpd_ctx;
 
@@ -48,6 +49,10 @@ typedef struct actor_ops {
     void (*on_broadcast)(struct actor *a, wmsg_t *m);
     /* shutdown: a's subscriptions/listen call, if it has one, ends with its closing result */
     void (*end_listen)(struct actor *a);
+    /* call c of a is dropped unanswered (actor_drop_call: the client cancelled it, or closed
+     * a stream that cannot be resumed): the protocol forgets what it keeps for it. Called
+     * before c is unlinked and freed; its job, if any, is cancelled by the actor layer */
+    void (*on_call_dropped)(struct actor *a, const struct call *c);
 } actor_ops_t;
 
 /* Where in the stored metadata's member order meta_put adds its members (the order of the

@@ -139,6 +139,36 @@ static void gw_end_listen(actor_t *a)
         g_inner->end_listen(a);
 }
 
+/* A call dropped unanswered by the actor layer: with --no-event-store, a POST stream whose
+ * connection closed (resume.c: its answer could never reach the client). The upstream would
+ * work on and the map would keep its entry: unbounded work for nothing. So it is told with its
+ * own id, as a client's cancellation is, and the entry goes. initialize is never cancelled.
+ * The gateway's own drop (a client's notifications/cancelled) takes its entry off first: this
+ * finds nothing then. */
+static void gw_on_call_dropped(actor_t *a, const call_t *c)
+{
+    gw_sess_t *gs = gs_of(a);
+    if (!a->upstream) {
+        g_inner->on_call_dropped(a, c);
+        return;
+    }
+    if (!gs || c->method == SM_initialize)
+        return;
+    for (gw_out_t **op = &gs->out; *op; op = &(*op)->next) {
+        gw_out_t *o = *op;
+        if (!o->client_id || o->stream != c->stream->num || !json_equal(o->client_id, c->id))
+            continue;
+        *op = o->next;
+        json_t *note = json_pack("{s:s, s:s, s:{s:I, s:s}}", "jsonrpc", "2.0", "method",
+                                 "notifications/cancelled", "params", "requestId",
+                                 (json_int_t)o->up_id, "reason",
+                                 "the client's response stream closed and cannot be resumed");
+        gs_send(gs, note); /* no process (it exited): nothing to tell */
+        out_free(o);
+        return;
+    }
+}
+
 static void gw_any_state_free(actor_t *a)
 {
     if (a->upstream)
@@ -159,6 +189,7 @@ const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner)
     g_ops.log_enabled = gw_log_enabled;
     g_ops.on_broadcast = gw_on_broadcast;
     g_ops.end_listen = gw_end_listen;
+    g_ops.on_call_dropped = gw_on_call_dropped;
     return &g_ops;
 }
 

@@ -77,9 +77,7 @@ static int gs_write(gw_sess_t *gs, const json_t *msg)
 #define GW_MAX_QUEUED 1024
 #define GW_MAX_IN 256
 
-/* msg (taken) to the process, or to the queue until it answered initialize. -1: the process
- * is gone or does not read (its queue is full). */
-static int gs_send(gw_sess_t *gs, json_t *msg)
+int gs_send(gw_sess_t *gs, json_t *msg)
 {
     int rc = 0;
     if (!gs->u)
@@ -297,10 +295,10 @@ static void client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
             json_object_set_new(json_object_get(copy, "params"), "requestId",
                                 json_integer((json_int_t)o->up_id));
             gs_send(gs, copy);
+            *op = o->next; /* before the drop: its hook (gw_call_dropped) finds nothing more */
+            out_free(o);
             if (c)
                 actor_drop_call(a, c);
-            *op = o->next;
-            out_free(o);
             return;
         }
         return; /* nothing of ours: dropped */

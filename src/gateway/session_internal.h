@@ -48,6 +48,9 @@ gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid);
 void out_free(gw_out_t *o);
 void gs_clear_maps(gw_sess_t *gs);
 void gs_free(gw_sess_t *gs);
+/* msg (taken) to the process, or to the queue until it answered initialize. -1: the process
+ * is gone or does not read (its queue is full). */
+int gs_send(gw_sess_t *gs, json_t *msg);
 /* an initialize on /mcp/NAME; a POST to a gateway session */
 void gw_initialize(worker_t *w, wmsg_t *m);
 void gw_post(actor_t *a, wmsg_t *m);

@@ -349,6 +349,29 @@ class GatewayTest(unittest.TestCase):
         st.close()
         s.delete()
 
+    def test_a_closed_stream_without_the_event_store_cancels_the_upstream_request(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}", "--no-event-store")
+        try:
+            s = Session(srv, path="/mcp/py")
+            rid, st = s.stream_post("tools/call", {"name": "hang", "arguments": {}})
+            st.close()  # its answer can never reach the client: nothing stores it
+            deadline = time.time() + 5
+            while True:
+                r, msg = s.tool("cancels")
+                text = msg["result"]["content"][0]["text"]
+                if text != "[]" or time.time() > deadline:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(text, "[true]",
+                             "the upstream should get notifications/cancelled for the request "
+                             "it holds, with its own id")
+            r, msg = s.tool("echo", {"text": "on"})  # the session and its process go on
+            self.assertTrue(msg["result"]["content"][0]["text"].startswith("on pid "), msg)
+            s.delete()
+        finally:
+            srv.stop()
+            srv.cleanup()
+
     def test_a_program_that_cannot_start_is_502_and_no_session(self):
         srv = Server("--upstream", "nope=/nonexistent/mcp-server")
         try:

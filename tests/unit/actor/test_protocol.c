@@ -166,6 +166,11 @@ static void fake_end_listen(actor_t *a)
     unexpected++;
 }
 
+static void fake_call_dropped(actor_t *a, const call_t *c)
+{
+    unexpected++;
+}
+
 static const actor_ops_t FAKE = {
     .on_initialize = fake_initialize,
     .on_post = fake_post,
@@ -178,6 +183,7 @@ static const actor_ops_t FAKE = {
     .on_tool_request = fake_tool_request,
     .on_broadcast = fake_broadcast,
     .end_listen = fake_end_listen,
+    .on_call_dropped = fake_call_dropped,
 };
 
 /* ---- the test's side of the HTTP threads ---- */
