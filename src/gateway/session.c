@@ -15,10 +15,12 @@
  * goes back with the upstream's own id (in).
  *
  * The process. Started at initialize (the client's initialize is forwarded, its params kept
- * in the session's metadata, "gi"); when it is gone (it exited, crashed, or the session
- * hibernated and was woken), the next message starts a new one, re-initialized with the stored
- * initialize: its answer is dropped, notifications/initialized follows, and what the client
- * sent meanwhile waits in a queue. Its exit gives every open call an error at once. The
+ * in the session's metadata, "gi"; an error for an answer, or an exit before one, and there is
+ * no session); when it is gone (it exited, crashed, or the session hibernated and was woken),
+ * the next request starts a new one, re-initialized with the stored initialize: its answer is
+ * dropped, notifications/initialized follows (the client's own, once the process has it, is
+ * not sent again), and what the client sent meanwhile waits in a queue. Its exit gives every
+ * open call an error at once. The
  * session's end (DELETE, expiry, hibernation) stops it (state_free -> upstream_stop): the
  * gw_sess_t outlives the actor until the process has exited. The ops table and the state
  * entries are in ops.c. */
@@ -110,8 +112,8 @@ static json_t *request_to_up(gw_sess_t *gs, const char *method, json_t *params, 
     return r;
 }
 
-static void add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t *client_id,
-                    const json_t *params)
+static gw_out_t *add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t *client_id,
+                         const json_t *params)
 {
     gw_out_t *o = xcalloc(1, sizeof *o);
     o->up_id = up_id;
@@ -121,6 +123,7 @@ static void add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t
     o->progress = token ? json_deep_copy(token) : NULL;
     o->next = gs->out;
     gs->out = o;
+    return o;
 }
 
 static void on_message(upstream_t *u, json_t *msg, void *arg);
@@ -199,7 +202,8 @@ static bool gs_ensure(gw_sess_t *gs, bool *full, char *err, size_t errlen)
         return false;
     uint64_t id;
     json_t *r = request_to_up(gs, "initialize", gs->init, &id);
-    add_out(gs, id, 0, NULL, NULL);
+    add_out(gs, id, 0, NULL, NULL)->init = true;
+    gs->noted = true; /* gs_became_ready sends notifications/initialized: the client's is late */
     gs_write(gs, r);
     json_decref(r);
     return true;
@@ -260,16 +264,17 @@ void gw_initialize(worker_t *w, wmsg_t *m)
     STAT_INC(requests_total[SM_initialize]);
     log_info("session %.8s created on upstream %s", a->sid, gw_name(gs));
 
+    /* The reply stays one JSON response until the upstream answers (no SSE, no window, and
+     * nothing else goes on it: related_call), so that Mcp-Session-Id goes out only with a
+     * result: an error makes no session (up_init_answer). --upstream-init-timeout bounds it. */
     stream_t *s = stream_begin(a, m->u.client.conn, 1, STREAM_BEGIN_SESSION_ID);
     stream_add_call(a, s, id, SM_initialize, m->u.client.recv_us);
-    if (g_cfg.response_mode == RESPONSE_SSE)
-        actor_stream_start_sse(a, s);
     uint64_t up_id;
     json_t *r = request_to_up(gs, "initialize", params, &up_id);
-    add_out(gs, up_id, s->num, id, params);
+    add_out(gs, up_id, s->num, id, params)->init = true;
     gs_write(gs, r); /* straight: the queue waits for this answer */
     json_decref(r);
-    stream_settle(a, s, true);
+    stream_settle(a, s, false);
 }
 
 /* ---- from the client ---- */
@@ -279,8 +284,12 @@ static void client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
 {
     const json_t *method = json_object_get(msg, "method");
     STAT_INC(requests_total[SM_notification]);
-    if (jsonrpc_str_is(method, "notifications/initialized"))
+    if (jsonrpc_str_is(method, "notifications/initialized")) {
         a->initialized = true;
+        if (gs->noted)
+            return; /* this process has it already (the gateway sent it after a restart) */
+        gs->noted = true;
+    }
     if (jsonrpc_str_is(method, "notifications/cancelled")) {
         json_t *params = json_object_get(msg, "params");
         json_t *rid = json_object_get(params, "requestId");
@@ -430,14 +439,14 @@ static call_t *related_call(actor_t *a, gw_sess_t *gs, const json_t *msg)
     const json_t *token = json_object_get(json_object_get(msg, "params"), "progressToken");
     if (token && jsonrpc_str_is(json_object_get(msg, "method"), "notifications/progress"))
         for (gw_out_t *o = gs->out; o; o = o->next)
-            if (o->progress && o->client_id && json_equal(o->progress, token)) {
+            if (o->progress && o->client_id && !o->init && json_equal(o->progress, token)) {
                 call_t *c = find_call(a, o->stream, o->client_id);
                 if (c)
                     return c;
             }
-    call_t *best = NULL;
+    call_t *best = NULL; /* not initialize: its reply is held for the result (gw_initialize) */
     for (call_t *c = a->calls; c; c = c->next)
-        if (!best || c->started_us >= best->started_us)
+        if (c->method != SM_initialize && (!best || c->started_us >= best->started_us))
             best = c;
     return best;
 }
@@ -476,6 +485,33 @@ static void gs_became_ready(gw_sess_t *gs, bool restarted)
     gs->queued_bytes = 0;
 }
 
+/* The process answered an initialize. A result: it is ready (the call, if the client still
+ * waits, gets it). An error, or no result: a process that cannot serve. The client's own
+ * initialize then makes no session: its answer goes without Mcp-Session-Id and on_message
+ * deletes the session (its process stops, its --upstream-max place comes back at the exit).
+ * A restarted process's refusal stops it: its exit errors what waits. */
+static void up_init_answer(actor_t *a, gw_sess_t *gs, const gw_out_t *o, call_t *c,
+                           const json_t *msg)
+{
+    const json_t *result = json_object_get(msg, "result");
+    if (json_is_object(result)) {
+        const char *v = json_string_value(json_object_get(result, "protocolVersion"));
+        if (o->client_id && v && proto_find(v))
+            a->proto = proto_find(v);
+        gs_became_ready(gs, !o->client_id);
+        return;
+    }
+    log_warn("%s: the upstream answered initialize with an error: %s", gs->tag,
+             o->client_id ? "no session" : "stopped");
+    if (!o->client_id) {
+        upstream_stop(gs->u);
+        return;
+    }
+    gs->init_failed = true;
+    if (c)
+        c->stream->session_header = false;
+}
+
 static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
@@ -489,19 +525,9 @@ static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
         return;
     }
     *op = o->next;
-    if (!o->client_id) { /* the stored initialize, re-sent */
-        gs_became_ready(gs, true);
-        out_free(o);
-        return;
-    }
-    call_t *c = find_call(a, o->stream, o->client_id);
-    if (c && c->method == SM_initialize) {
-        const char *v = json_string_value(
-            json_object_get(json_object_get(msg, "result"), "protocolVersion"));
-        if (v && proto_find(v))
-            a->proto = proto_find(v);
-        gs_became_ready(gs, false);
-    }
+    call_t *c = o->client_id ? find_call(a, o->stream, o->client_id) : NULL;
+    if (o->init)
+        up_init_answer(a, gs, o, c, msg);
     if (c) {
         json_t *r = json_deep_copy(msg);
         json_object_set(r, "id", o->client_id);
@@ -568,18 +594,22 @@ static void on_message(upstream_t *u, json_t *msg, void *arg)
         json_decref(msg);
         return;
     }
-    worker_t *prev = worker_enter(gs->w);
+    worker_t *w = gs->w, *prev = worker_enter(w);
     if (json_is_array(msg)) {
         size_t i;
         json_t *one;
         json_array_foreach(msg, i, one)
-            up_one(a, gs, one);
+            if (!gs->init_failed)
+                up_one(a, gs, one);
     } else {
         up_one(a, gs, msg);
     }
     json_decref(msg);
-    worker_note_activity(gs->w, a);
-    worker_turn_end(gs->w);
+    if (gs->init_failed)
+        actor_delete(a); /* its answer is queued for the turn's end; gs lives till the exit */
+    else
+        worker_note_activity(w, a);
+    worker_turn_end(w);
     worker_leave(prev);
 }
 
@@ -645,17 +675,24 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
                  "flight",
                  gw_name(gs), how->code);
     log_warn("%s: %s", gs->tag, how->crashed ? "crashed" : "exited");
-    worker_t *prev = worker_enter(gs->w);
+    worker_t *w = gs->w, *prev = worker_enter(w);
+    bool no_session = false; /* it never answered the client's initialize: no session */
     while (gs->out) {
         gw_out_t *o = gs->out;
         gs->out = o->next;
         call_t *c = o->client_id ? find_call(a, o->stream, o->client_id) : NULL;
+        no_session |= o->init && o->client_id;
+        if (c && o->init)
+            c->stream->session_header = false;
         if (c)
             actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
         out_free(o);
     }
     gs_clear_maps(gs);
-    worker_note_activity(gs->w, a);
-    worker_turn_end(gs->w);
+    if (no_session)
+        actor_delete(a); /* frees gs too (no process left) */
+    else
+        worker_note_activity(w, a);
+    worker_turn_end(w);
     worker_leave(prev);
 }

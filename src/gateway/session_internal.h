@@ -13,6 +13,7 @@ typedef struct gw_out { /* a message sent to the upstream that awaits its answer
     uint64_t stream;   /* the call's stream */
     json_t *client_id; /* the call's id (the client's); NULL: the stored initialize re-sent */
     json_t *progress;  /* its params._meta.progressToken, or NULL: where its progress goes */
+    bool init;         /* an initialize: the client's (the session's start), or the re-sent */
 } gw_out_t;
 
 typedef struct gw_in { /* an upstream request sent to the client */
@@ -30,6 +31,9 @@ typedef struct gw_sess {
     struct event *init_timer; /* --upstream-init-timeout, armed at each start until ready */
     json_t *init;             /* the client's initialize params (stored "gi") */
     bool ready;               /* the process answered initialize: messages go straight to it */
+    bool noted;               /* notifications/initialized is sent or queued to this process,
+                                 or the gateway sends it at ready (a restart): once each */
+    bool init_failed;         /* the upstream refused the client's initialize: no session */
     json_t *queue;            /* what waits for ready (an array) */
     size_t queued_bytes;      /* its size as JSON text (bounded like a process's stdin) */
     uint64_t next_id;

@@ -21,12 +21,16 @@ def send(m):
 
 pending = {}
 hung, cancels, got = set(), [], []
+inits = 0  # notifications/initialized received
 if "--banner" in sys.argv:  # as some servers do: a line on stdout that is no message
     sys.stdout.write("Server starting on stdio\n")
     sys.stdout.flush()
 for line in sys.stdin:
     m = json.loads(line)
     meth, mid = m.get("method"), m.get("id")
+    if meth == "notifications/initialized":
+        inits += 1
+        continue
     if meth == "notifications/cancelled":  # was it one of our ids, of a request we hold?
         cancels.append(m["params"]["requestId"] in hung)
         continue
@@ -43,6 +47,11 @@ for line in sys.stdin:
             import time
             time.sleep(2)
         if "--never-init" in sys.argv:
+            continue
+        if "--init-error" in sys.argv:
+            send({"jsonrpc": "2.0", "id": mid, "error": {
+                "code": -32602, "message": "unsupported protocol version",
+                "data": {"pid": os.getpid()}}})
             continue
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": m["params"]["protocolVersion"],
@@ -81,6 +90,9 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": mid, "result": {"x": "y" * (5 << 20)}})
         elif name == "hang":  # never answered
             hung.add(mid)
+        elif name == "inits":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
+                {"type": "text", "text": str(inits)}]}})
         elif name == "cancels":
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
                 {"type": "text", "text": json.dumps(cancels)}]}})
@@ -324,6 +336,49 @@ class GatewayTest(unittest.TestCase):
             srv.stop()
             srv.cleanup()
 
+    def test_an_initialize_the_upstream_refuses_makes_no_session(self):
+        srv = Server("--upstream", f"pye={sys.executable} {self.script} --init-error",
+                     "--upstream-max", "1")
+        try:
+            for attempt in (1, 2):  # the second: its --upstream-max place came back
+                r = srv.request("POST", {
+                    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": {"name": "t", "version": "1"}}},
+                    headers={"Content-Type": "application/json",
+                             "Accept": "application/json, text/event-stream"}, path="/mcp/pye")
+                self.assertEqual(r.status, 200, r.text)
+                msg = r.messages()[-1]
+                self.assertEqual(msg.get("error", {}).get("code"), -32602,
+                                 f"attempt {attempt}: the client should get the upstream's error")
+                self.assertIsNone(r.header("mcp-session-id"),
+                                  f"attempt {attempt}: a refused initialize should make no session")
+                self.assertTrue(wait_gone(msg["error"]["data"]["pid"]),
+                                f"attempt {attempt}: the refusing process should be stopped")
+                deadline = time.time() + 10
+                while time.time() < deadline and srv.stats().get("upstreams_running", 1) != 0:
+                    time.sleep(0.1)
+                self.assertEqual(srv.stats().get("upstreams_running"), 0)
+            deadline = time.time() + 10
+            while time.time() < deadline and srv.stats().get("sessions_stored", 1) != 0:
+                time.sleep(0.1)
+            self.assertEqual(srv.stats().get("sessions_stored"), 0, "no session should be stored")
+        finally:
+            srv.cleanup()  # fails on a sanitizer's report (a non-zero exit)
+
+    def test_a_restarted_process_gets_notifications_initialized_once(self):
+        s = Session(self.server, path="/mcp/py", initialized=False)
+        pid = int(s.init_result["serverInfo"]["version"])
+        s.tool("crash")  # before the client said notifications/initialized
+        self.assertTrue(wait_gone(pid))
+        r, msg = s.tool("echo", {"text": "x"})  # a new process, which the gateway initializes
+        self.assertIn("result", msg, msg)
+        self.assertEqual(s.notify("notifications/initialized").status, 202)  # the client's, late
+        r, msg = s.tool("inits")
+        self.assertEqual(msg["result"]["content"][0]["text"], "1",
+                         "the new process should get notifications/initialized exactly once")
+        s.delete()
+
     def test_upstream_notification_without_an_open_request_goes_on_the_get_stream(self):
         s = self.session()
         g = s.open_get()
@@ -369,8 +424,7 @@ class GatewayTest(unittest.TestCase):
             self.assertTrue(msg["result"]["content"][0]["text"].startswith("on pid "), msg)
             s.delete()
         finally:
-            srv.stop()
-            srv.cleanup()
+            srv.cleanup()  # fails on a sanitizer's report (a non-zero exit)
 
     def test_a_program_that_cannot_start_is_502_and_no_session(self):
         srv = Server("--upstream", "nope=/nonexistent/mcp-server")
