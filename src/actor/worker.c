@@ -190,8 +190,26 @@ bool worker_take_recover_mark(worker_t *w, const char *sid)
     return w->recover.n && ptrmap_del(&w->recover, recover_key(sid)) != NULL;
 }
 
+void worker_after_commit(worker_t *w, after_commit_fn fn, void *arg)
+{
+    if (w->nafters == w->cap_afters) {
+        w->cap_afters = w->cap_afters ? w->cap_afters * 2 : 8;
+        w->afters = xrealloc(w->afters, w->cap_afters * sizeof *w->afters);
+    }
+    w->afters[w->nafters++] = (struct after){fn, arg};
+}
+
+/* The turn's worker_after_commit calls, in order (by index: one that registers another, which
+ * none does today, runs in the same pass). */
+static void run_afters(worker_t *w, bool committed)
+{
+    for (size_t i = 0; i < w->nafters; i++)
+        w->afters[i].fn(w, w->afters[i].arg, committed);
+    w->nafters = 0;
+}
+
 /* Everything so far is stored: frames queued until now may go, counters count it, waiting
- * state operations get their answers. */
+ * state operations get their answers, what waited for the commit runs. */
 static void commit_succeeded(worker_t *w)
 {
     for (int i = 0; i < w->n_http; i++)
@@ -216,6 +234,8 @@ static void commit_succeeded(worker_t *w)
         job_reply(w->deferred[i].job, w->deferred[i].wait_seq, w->deferred[i].value, NULL);
     w->ndeferred = 0;
     settle_gives(w, true);
+    if (w->nafters)
+        run_afters(w, true);
 }
 
 int worker_commit(worker_t *w)
@@ -283,6 +303,8 @@ static void fail_turn(worker_t *w)
     w->ndeferred = 0;
     memset(w->dstats, 0, sizeof w->dstats);
     settle_gives(w, false);
+    if (w->nafters)
+        run_afters(w, false);
     w->alarm_hint = 0;
     w->turn_failed = false;
     w->epoch++;
@@ -564,6 +586,7 @@ void workers_stop(void)
         jshare_clear(&W[i].shared);
         free(W[i].touched);
         free(W[i].deferred);
+        free(W[i].afters);
         settle_gives(&W[i], false);
         free(W[i].gives);
         ptrmap_free(&W[i].recover);

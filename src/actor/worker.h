@@ -128,6 +128,12 @@ void worker_touch(worker_t *w, struct actor *a);
  * commit (value stolen); if the commit fails the handler gets an error instead. */
 struct mcpd_ctx;
 void worker_defer_reply(worker_t *w, struct mcpd_ctx *j, uint32_t wait_seq, json_t *value);
+/* fn(w, arg, committed) runs once what the turn wrote so far is committed (committed true), or
+ * once the store refused it (false, the actors it touched reset): for an effect outside the
+ * server that must not run ahead of the disk, as a frame does not (a gateway's write to its
+ * upstream). It owns arg. Worker thread. */
+typedef void (*after_commit_fn)(worker_t *w, void *arg, bool committed);
+void worker_after_commit(worker_t *w, after_commit_fn fn, void *arg);
 /* Counters that describe stored data change only when the writes they count are committed. */
 typedef enum {
     DS_EVENTS_STORED,

@@ -216,6 +216,43 @@ bool up_cancel(gw_sess_t *gs, json_t *msg)
     return true;
 }
 
+/* ---- what waits for the turn's commit ---- */
+
+/* The client's answer to an upstream request goes to the process only once the turn that
+ * took it is committed, as a frame goes to a client only then (worker.h, worker_turn_end):
+ * nothing leaves the server ahead of the disk. The messages wait in gs->held, in order
+ * (after what else the client sent in that turn: JSON-RPC does not order them); one
+ * worker_after_commit per turn, keyed by the session's id, not by gs: the session may be
+ * freed before the commit (a DELETE in the same turn), and then its held messages go with it
+ * (gs_free). A turn the store refuses resets the sessions it wrote for (actor_reset: freed,
+ * the process stopped): not found here, their answers are dropped with them. A session it
+ * left as it was (it wrote nothing) still sends: its client, told 503, may answer again, and
+ * that second answer names an id already forgotten (ignored). */
+static void send_held(worker_t *w, void *arg, bool committed)
+{
+    char *sid = arg;
+    actor_t *a = worker_find_actor(w, sid);
+    gw_sess_t *gs = a ? gs_of(a) : NULL;
+    free(sid);
+    if (!gs || !gs->held)
+        return;
+    json_t *held = gs->held, *msg;
+    gs->held = NULL;
+    size_t i;
+    json_array_foreach(held, i, msg)
+        gs_send(gs, json_incref(msg)); /* its process gone meanwhile: dropped, logged */
+    json_decref(held);
+}
+
+void gs_send_after_commit(gw_sess_t *gs, json_t *msg)
+{
+    if (!gs->held) {
+        gs->held = json_array();
+        worker_after_commit(gs->w, send_held, xstrdup(gs->a->sid));
+    }
+    json_array_append_new(gs->held, msg);
+}
+
 /* ---- a gateway session's state: made, cleared, freed ---- */
 
 gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid)
@@ -260,6 +297,7 @@ void gs_free(gw_sess_t *gs)
         event_free(gs->init_timer);
     gs_clear_maps(gs);
     json_decref(gs->queue);
+    json_decref(gs->held);
     json_decref(gs->init);
     free(gs);
 }

@@ -315,7 +315,8 @@ static void client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
     gs_send(gs, json_incref(msg));
 }
 
-/* A client's answer to an upstream request: back with the upstream's id. */
+/* A client's answer to an upstream request: back with the upstream's id, after the turn's
+ * commit (gs_send_after_commit). */
 static void client_response(actor_t *a, gw_sess_t *gs, json_t *msg)
 {
     STAT_INC(requests_total[SM_response]);
@@ -326,7 +327,7 @@ static void client_response(actor_t *a, gw_sess_t *gs, json_t *msg)
             continue;
         json_t *copy = json_deep_copy(msg);
         json_object_set(copy, "id", i->up_id);
-        gs_send(gs, copy);
+        gs_send_after_commit(gs, copy);
         *ip = i->next;
         json_decref(i->up_id);
         free(i);

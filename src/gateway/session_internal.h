@@ -36,6 +36,8 @@ typedef struct gw_sess {
     bool init_failed;         /* the upstream refused the client's initialize: no session */
     json_t *queue;            /* what waits for ready (an array) */
     size_t queued_bytes;      /* its size as JSON text (bounded like a process's stdin) */
+    json_t *held;             /* the client's answers of this turn, sent at its commit (ops.c);
+                                 NULL: none */
     uint64_t next_id;
     gw_out_t *out;
     gw_in_t *in;
@@ -55,6 +57,9 @@ void gs_free(gw_sess_t *gs);
 /* msg (taken) to the process, or to the queue until it answered initialize. -1: the process
  * is gone or does not read (its queue is full). */
 int gs_send(gw_sess_t *gs, json_t *msg);
+/* ops.c: msg (taken) to the process once the turn's writes are committed (dropped if the
+ * store refused them and reset the session: its process is stopped) */
+void gs_send_after_commit(gw_sess_t *gs, json_t *msg);
 /* an initialize on /mcp/NAME; a POST to a gateway session */
 void gw_initialize(worker_t *w, wmsg_t *m);
 void gw_post(actor_t *a, wmsg_t *m);
