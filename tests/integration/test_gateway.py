@@ -366,6 +366,26 @@ class GatewayTest(unittest.TestCase):
         finally:
             srv.cleanup()  # fails on a sanitizer's report (a non-zero exit)
 
+    def test_an_initialize_whose_process_exits_before_answering_makes_no_session(self):
+        srv = Server("--upstream", f"pyn={sys.executable} {self.script} --never-init",
+                     "--upstream-init-timeout", "1")
+        try:
+            r = srv.request("POST", {
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}},
+                headers={"Content-Type": "application/json",
+                         "Accept": "application/json, text/event-stream"}, path="/mcp/pyn")
+            self.assertIn("error", r.messages()[-1], r.text)
+            self.assertIsNone(r.header("mcp-session-id"),
+                              "an initialize never answered should make no session")
+            deadline = time.time() + 10
+            while time.time() < deadline and srv.stats().get("sessions_stored", 1) != 0:
+                time.sleep(0.1)
+            self.assertEqual(srv.stats().get("sessions_stored"), 0, "no session should be stored")
+        finally:
+            srv.cleanup()  # fails on a sanitizer's report (a non-zero exit)
+
     def test_a_restarted_process_gets_notifications_initialized_once(self):
         s = Session(self.server, path="/mcp/py", initialized=False)
         pid = int(s.init_result["serverInfo"]["version"])
