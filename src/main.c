@@ -19,6 +19,8 @@
 #include "core/stats.h"
 #include "core/util.h"
 #include "admin/admin.h"
+#include "gateway/gateway.h"
+#include "gateway/upstream.h"
 #include "mcp/mcp.h"
 #include "toolsets/toolsets.h"
 #include "core/auth.h"
@@ -373,8 +375,18 @@ static int start_failed(node_t *n, int exit_code)
     auth_free(&g_admin_auth);
     store_close(n->store);
     registry_free(n->reg);
+    gateway_free();
     config_free(&g_cfg);
     return exit_code;
+}
+
+/* The workers' loops have stopped: no upstream process outlives them. */
+static void kill_upstreams(void)
+{
+    int n = upstream_kill_all();
+    gateway_free_detached();
+    if (n)
+        log_info("gateway: %d upstream processes killed at shutdown", n);
 }
 
 /* SIGTERM or SIGINT: everything stops in the order of the file comment. */
@@ -393,6 +405,7 @@ static int shut_down(node_t *n)
     authz_free();
     auth_free(&g_auth);
     auth_free(&g_admin_auth);
+    gateway_free();
     config_free(&g_cfg);
     log_info("stopped");
     return 0;
@@ -409,7 +422,8 @@ int main(int argc, char **argv)
     }
     sigset_t stopset;
     process_setup(&stopset);
-    if ((rc = load_tokens()) != 0) {
+    if ((rc = load_tokens()) != 0 || (rc = gateway_setup()) != 0) {
+        gateway_free();
         config_free(&g_cfg);
         return rc;
     }
@@ -423,8 +437,9 @@ int main(int argc, char **argv)
     struct event_base *hosts[64];
     for (int i = 0; n.colocated && i < g_cfg.http_threads; i++)
         hosts[i] = http_base(i);
-    if (workers_start(n.nworkers, n.store, mcp_actor_ops(), http_deliver, g_cfg.http_threads,
-                      n.colocated ? hosts : NULL) != 0 ||
+    workers_on_stopped(kill_upstreams);
+    if (workers_start(n.nworkers, n.store, gateway_actor_ops(mcp_actor_ops()), http_deliver,
+                      g_cfg.http_threads, n.colocated ? hosts : NULL) != 0 ||
         pool_start(g_cfg.tool_threads) != 0) {
         log_error("cannot start threads");
         return 1; /* threads may be running: no orderly teardown from here */

@@ -102,6 +102,8 @@ typedef struct actor {
     bool initialized;
     bool used;              /* a request (not a notification) or a GET came after initialize;
                                 a session never used is deleted after --unused-session-ttl */
+    uint8_t upstream;       /* a gateway session (/mcp/NAME of --upstream NAME): 1 + its
+                                index, its ps the gateway's (src/gateway/); 0: a built-in one */
     char kind;              /* ACTOR_SESSION, ACTOR_REQUEST, ACTOR_RECORD, ACTOR_HANDLE or
                                 ACTOR_TASK */
     struct proto_state *ps; /* the protocol layer's state (mcp/state.h; opaque here), NULL

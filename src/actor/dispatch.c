@@ -49,12 +49,18 @@ static bool misdirected(worker_t *w, const wmsg_t *m)
 }
 
 /* The session a client's message is for, in memory or woken from the store, ready to run it;
- * NULL after answering 404 (none, a record's id, or another token's session). */
+ * NULL after answering 404 (none, a record's id, another path's or another token's session). */
 static actor_t *client_actor(worker_t *w, const wmsg_t *m)
 {
     actor_t *a = actor_find_or_load(w, m->sid);
     if (a && a->kind != ACTOR_SESSION) {
         /* a record's id is not a session id, whoever learned it */
+        worker_note_activity(w, a);
+        a = NULL;
+    } else if (a && a->upstream != m->upstream) {
+        /* a session of /mcp is not one of a gateway path /mcp/NAME, nor one of another NAME's
+         * (a->upstream, m->upstream: src/gateway/); a gateway session whose NAME is no longer
+         * configured matches no path */
         worker_note_activity(w, a);
         a = NULL;
     } else if (a && strcmp(a->auth_name, m->u.client.auth_name) != 0) {

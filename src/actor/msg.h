@@ -23,7 +23,7 @@
 typedef struct conn_ref {
     uint32_t thread; /* HTTP thread index */
     uint32_t slot;
-    uint32_t gen;    /* 0 = no connection */
+    uint32_t gen; /* 0 = no connection */
 } conn_ref_t;
 
 static inline bool conn_ref_eq(conn_ref_t a, conn_ref_t b)
@@ -60,11 +60,11 @@ enum { BC_TOOLS_CHANGED = 1, BC_PROMPTS_CHANGED, BC_RESOURCES_CHANGED, BC_RESOUR
 
 /* What every message from a client carries (POST, GET, DELETE). */
 typedef struct wm_client {
-    conn_ref_t conn;           /* the connection to answer on */
-    int64_t recv_us;           /* when the HTTP thread received it (monotonic) */
-    char auth_name[64];        /* the token name that sent it ("" without auth) */
-    char proto_hdr[32];        /* MCP-Protocol-Version header ("" when absent) */
-    principal_t *principal;    /* owned reference, set for initialize and 2026-07-28 requests
+    conn_ref_t conn;        /* the connection to answer on */
+    int64_t recv_us;        /* when the HTTP thread received it (monotonic) */
+    char auth_name[64];     /* the token name that sent it ("" without auth) */
+    char proto_hdr[32];     /* MCP-Protocol-Version header ("" when absent) */
+    principal_t *principal; /* owned reference, set for initialize and 2026-07-28 requests
                                   (NULL otherwise): who sent it (core/principal.h) */
 } wm_client_t;
 
@@ -75,74 +75,77 @@ typedef struct wm_client {
 typedef struct wmsg {
     mq_node_t link;
     wmsg_type_t type;
-    bool counted;              /* counted against the session's mailbox bound */
+    bool counted;                 /* counted against the session's mailbox bound */
+    uint8_t upstream;             /* WM_POST, WM_GET, WM_DELETE: the request came on /mcp/NAME of
+                                  --upstream NAME: 1 + its index (the gateway's); 0: /mcp */
     char sid[SESSION_ID_LEN + 1]; /* the session it is for */
     union {
-        wm_client_t client;    /* the common first member of post, get and del */
-        struct {               /* WM_POST */
+        wm_client_t client; /* the common first member of post, get and del */
+        struct {            /* WM_POST */
             wm_client_t c;
-            json_t *body;      /* owned: the parsed message or batch */
-            jr_view_t v;       /* a single message's method, id and params, found by the HTTP
+            json_t *body;       /* owned: the parsed message or batch */
+            jr_view_t v;        /* a single message's method, id and params, found by the HTTP
                                   thread (borrowed from body); all NULL for a batch */
-            size_t n;          /* messages in it (1 unless a batch) */
+            size_t n;           /* messages in it (1 unless a batch) */
             signed char *kinds; /* jr_kind_t of each, classified once by the HTTP thread:
                                    points at kinds_inline, or owned when it does not fit */
             signed char kinds_inline[WMSG_KINDS_INLINE];
             json_t *param_hdrs; /* owned, modern only: {lowercased Mcp-Param-* name: decoded
                                    value}, NULL when the request had none */
-            uint32_t nodes;    /* JSON values in body (the worker trims after big ones) */
-            bool create;       /* initialize: sid is the new session's fresh id */
+            uint32_t nodes;     /* JSON values in body (the worker trims after big ones) */
+            bool create;        /* initialize: sid is the new session's fresh id */
             bool holds_session; /* initialize: it holds one unit of its principal's share of
                                    --max-sessions, which the new session takes over; freed
                                    with the message otherwise */
-            bool modern;       /* a 2026-07-28 request (checked by the HTTP thread): no
+            bool modern;        /* a 2026-07-28 request (checked by the HTTP thread): no
                                   session; sid is a fresh id for its one-request actor */
         } post;
-        struct {               /* WM_GET */
+        struct { /* WM_GET */
             wm_client_t c;
-            bool resume;       /* Last-Event-ID was given: tag, stream, seq */
+            bool resume; /* Last-Event-ID was given: tag, stream, seq */
             uint32_t tag;
             uint64_t stream, seq;
         } get;
-        struct {               /* WM_DELETE */
+        struct { /* WM_DELETE */
             wm_client_t c;
         } del;
-        struct {               /* WM_CONN_CLOSED */
+        struct { /* WM_CONN_CLOSED */
             conn_ref_t conn;
-            uint64_t stream;   /* the stream the connection carried */
-            bool by_server;    /* the server ended it (idle, a slow reader), not the client */
+            uint64_t stream; /* the stream the connection carried */
+            bool by_server;  /* the server ended it (idle, a slow reader), not the client */
         } closed;
-        struct {               /* WM_TOOL_* */
+        struct {                  /* WM_TOOL_* */
             struct mcpd_ctx *job; /* borrowed: the worker frees it at WM_TOOL_DONE */
-            json_t *payload;   /* owned: TOOL_OUT the message, TOOL_REQ {method, params} */
-            int target;        /* TOOL_OUT, TOOL_REQ: mcpd_target_t */
-            uint32_t wait_seq; /* TOOL_REQ, TOOL_STATE: the job's wait it answers */
+            json_t *payload;      /* owned: TOOL_OUT the message, TOOL_REQ {method, params} */
+            int target;           /* TOOL_OUT, TOOL_REQ: mcpd_target_t */
+            uint32_t wait_seq;    /* TOOL_REQ, TOOL_STATE: the job's wait it answers */
         } tool;
-        struct {               /* WM_ALARM */
-            int64_t due;       /* the due time the scheduler saw */
+        struct {         /* WM_ALARM */
+            int64_t due; /* the due time the scheduler saw */
         } alarm;
-        struct {               /* WM_RECOVER */
-            json_t *list;      /* owned: [[stream, request id], ...] */
+        struct {          /* WM_RECOVER */
+            json_t *list; /* owned: [[stream, request id], ...] */
         } recover;
-        struct {               /* WM_BROADCAST */
-            json_t *note;      /* owned: the notification {jsonrpc, method, params} */
-            int what;          /* BC_* */
+        struct {          /* WM_BROADCAST */
+            json_t *note; /* owned: the notification {jsonrpc, method, params} */
+            int what;     /* BC_* */
         } bcast;
     } u;
 } wmsg_t;
 
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(wmsg_t) > 232, "wmsg_t back in the 224-byte malloc class (see WMSG_KINDS_INLINE)");
+_Static_assert(sizeof(wmsg_t) > 232,
+               "wmsg_t back in the 224-byte malloc class (see WMSG_KINDS_INLINE)");
 #endif
 
 wmsg_t *wmsg_new(wmsg_type_t type);
 void wmsg_free(wmsg_t *m);
 
 typedef enum {
-    HM_REPLY = 1,    /* a complete response: status, content type, body; ends the request */
-    HM_SSE_START,    /* status 200 text/event-stream; body = first bytes (may be empty) */
-    HM_SSE_DATA,     /* more SSE bytes */
-    HM_SSE_END,      /* end the stream (after any body bytes in the same message) */
+    HM_REPLY = 1, /* a complete response: status, content type, body; ends the request */
+    HM_SSE_START, /* status 200 text/event-stream; body = first bytes (may be empty) */
+    HM_SSE_DATA,  /* more SSE bytes */
+    HM_SSE_END,   /* end the stream (after any body bytes in the same message) */
 } hmsg_type_t;
 
 enum {
@@ -155,13 +158,13 @@ typedef struct hmsg {
     conn_ref_t conn;
     int status;
     unsigned flags;
-    uint64_t stream;               /* which actor stream this connection now carries */
-    const char *content_type;      /* static string */
+    uint64_t stream;                     /* which actor stream this connection now carries */
+    const char *content_type;            /* static string */
     char session_id[SESSION_ID_LEN + 1]; /* Mcp-Session-Id response header when non-empty */
-    const char *retry_after;       /* Retry-After header when non-NULL (static string) */
-    char *body;                    /* owned, may be NULL */
+    const char *retry_after;             /* Retry-After header when non-NULL (static string) */
+    char *body;                          /* owned, may be NULL */
     size_t len;
-    char *req_id;                  /* SSE_START of a POST stream serving one request: its id
+    char *req_id; /* SSE_START of a POST stream serving one request: its id
                                       (JSON text, owned), for an error that replaces the frame */
 } hmsg_t;
 

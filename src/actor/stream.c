@@ -568,6 +568,7 @@ void actor_drop_call(actor_t *a, call_t *c)
 {
     stream_t *s = c->stream;
     job_t *j = c->job;
+    worker_ops(a->w)->on_call_dropped(a, c); /* the gateway tells its upstream, say */
     unlink_call(a, c);
     if (j) {
         /* The handler runs on until it sees the flag. The actor keeps the job until its

@@ -190,8 +190,26 @@ bool worker_take_recover_mark(worker_t *w, const char *sid)
     return w->recover.n && ptrmap_del(&w->recover, recover_key(sid)) != NULL;
 }
 
+void worker_after_commit(worker_t *w, after_commit_fn fn, void *arg)
+{
+    if (w->nafters == w->cap_afters) {
+        w->cap_afters = w->cap_afters ? w->cap_afters * 2 : 8;
+        w->afters = xrealloc(w->afters, w->cap_afters * sizeof *w->afters);
+    }
+    w->afters[w->nafters++] = (struct after){fn, arg};
+}
+
+/* The turn's worker_after_commit calls, in order (by index: one that registers another, which
+ * none does today, runs in the same pass). */
+static void run_afters(worker_t *w, bool committed)
+{
+    for (size_t i = 0; i < w->nafters; i++)
+        w->afters[i].fn(w, w->afters[i].arg, committed);
+    w->nafters = 0;
+}
+
 /* Everything so far is stored: frames queued until now may go, counters count it, waiting
- * state operations get their answers. */
+ * state operations get their answers, what waited for the commit runs. */
 static void commit_succeeded(worker_t *w)
 {
     for (int i = 0; i < w->n_http; i++)
@@ -216,6 +234,8 @@ static void commit_succeeded(worker_t *w)
         job_reply(w->deferred[i].job, w->deferred[i].wait_seq, w->deferred[i].value, NULL);
     w->ndeferred = 0;
     settle_gives(w, true);
+    if (w->nafters)
+        run_afters(w, true);
 }
 
 int worker_commit(worker_t *w)
@@ -283,6 +303,8 @@ static void fail_turn(worker_t *w)
     w->ndeferred = 0;
     memset(w->dstats, 0, sizeof w->dstats);
     settle_gives(w, false);
+    if (w->nafters)
+        run_afters(w, false);
     w->alarm_hint = 0;
     w->turn_failed = false;
     w->epoch++;
@@ -416,7 +438,7 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
     /* the actor layer calls every entry without a check: a protocol fills them all */
     REQUIRE(ops && ops->on_initialize && ops->on_post && ops->on_modern && ops->on_job_done &&
             ops->on_tool_request && ops->state_free && ops->meta_put && ops->meta_load &&
-            ops->log_enabled && ops->on_broadcast && ops->end_listen);
+            ops->log_enabled && ops->on_broadcast && ops->end_listen && ops->on_call_dropped);
     OPS = ops;
     SINK = sink;
     NW = n;
@@ -524,6 +546,13 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     event_base_loopbreak(w->base);
 }
 
+static void (*g_on_stopped)(void);
+
+void workers_on_stopped(void (*fn)(void))
+{
+    g_on_stopped = fn;
+}
+
 void workers_stop(void)
 {
     for (int i = 0; i < NW; i++)
@@ -541,6 +570,10 @@ void workers_stop(void)
         } else {
             pthread_join(W[i].thread, NULL);
         }
+    }
+    if (g_on_stopped)
+        g_on_stopped(); /* every loop has stopped; none is freed yet */
+    for (int i = 0; i < NW; i++) {
         event_free(W[i].inbox_ev);
         event_free(W[i].idle_timer);
         event_free(W[i].trim_timer);
@@ -553,6 +586,7 @@ void workers_stop(void)
         jshare_clear(&W[i].shared);
         free(W[i].touched);
         free(W[i].deferred);
+        free(W[i].afters);
         settle_gives(&W[i], false);
         free(W[i].gives);
         ptrmap_free(&W[i].recover);

@@ -17,6 +17,7 @@
 
 typedef struct worker worker_t;
 struct actor;
+struct call;
 struct event_base;
 struct mcpd_ctx;
 
@@ -48,6 +49,10 @@ typedef struct actor_ops {
     void (*on_broadcast)(struct actor *a, wmsg_t *m);
     /* shutdown: a's subscriptions/listen call, if it has one, ends with its closing result */
     void (*end_listen)(struct actor *a);
+    /* call c of a is dropped unanswered (actor_drop_call: the client cancelled it, or closed
+     * a stream that cannot be resumed): the protocol forgets what it keeps for it. Called
+     * before c is unlinked and freed; its job, if any, is cancelled by the actor layer */
+    void (*on_call_dropped)(struct actor *a, const struct call *c);
 } actor_ops_t;
 
 /* Where in the stored metadata's member order meta_put adds its members (the order of the
@@ -85,6 +90,10 @@ bool workers_stopping(void);
 /* Main thread: drain and stop the workers (after the tool pool has stopped; co-located workers
  * after their HTTP threads have stopped). */
 void workers_stop(void);
+/* Main thread, before workers_start: fn runs in workers_stop once every worker's loop has
+ * stopped and before any is freed (the gateway's upstream_kill_all: its processes' events
+ * live on those loops). */
+void workers_on_stopped(void (*fn)(void));
 
 /* Any thread. */
 worker_t *worker_for_session(const char *sid);
@@ -119,6 +128,12 @@ void worker_touch(worker_t *w, struct actor *a);
  * commit (value stolen); if the commit fails the handler gets an error instead. */
 struct mcpd_ctx;
 void worker_defer_reply(worker_t *w, struct mcpd_ctx *j, uint32_t wait_seq, json_t *value);
+/* fn(w, arg, committed) runs once what the turn wrote so far is committed (committed true), or
+ * once the store refused it (false, the actors it touched reset): for an effect outside the
+ * server that must not run ahead of the disk, as a frame does not (a gateway's write to its
+ * upstream). It owns arg. Worker thread. */
+typedef void (*after_commit_fn)(worker_t *w, void *arg, bool committed);
+void worker_after_commit(worker_t *w, after_commit_fn fn, void *arg);
 /* Counters that describe stored data change only when the writes they count are committed. */
 typedef enum {
     DS_EVENTS_STORED,

@@ -66,6 +66,11 @@ struct worker {
     size_t ntouched, cap_touched;
     deferred_t *deferred; /* state answers waiting for the commit */
     size_t ndeferred, cap_deferred;
+    struct after {
+        after_commit_fn fn;
+        void *arg;
+    } * afters; /* worker_after_commit's, in order */
+    size_t nafters, cap_afters;
     long long dstats[DS__COUNT]; /* store-backed counters of the uncommitted writes */
     struct give {
         principal_t *p;

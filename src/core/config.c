@@ -29,7 +29,7 @@ typedef struct flag {
     const char *name;
     const char *arg; /* NULL: no argument */
     kind_t kind;
-    size_t off;      /* offset in config_t */
+    size_t off; /* offset in config_t */
     int64_t min, max;
     const char *help;
 } flag_t;
@@ -81,8 +81,7 @@ static const flag_t FLAGS[] = {
     {"workers", "N", K_INT, OFF(workers), 0, 64,
      "actor worker threads; 0 runs the actors on the HTTP threads (default 1, or 0 when the "
      "process may use only one CPU)"},
-    {"tool-threads", "N", K_INT, OFF(tool_threads), 1, 1024,
-     "tool handler threads (default 4)"},
+    {"tool-threads", "N", K_INT, OFF(tool_threads), 1, 1024, "tool handler threads (default 4)"},
     {"session-jobs", "N", K_INT, OFF(session_jobs), 1, 1024,
      "tool handlers one session may run at once; its other calls wait their turn, so one "
      "session cannot take the whole pool (default half of --tool-threads, at least 1)"},
@@ -90,6 +89,16 @@ static const flag_t FLAGS[] = {
      "built-in toolsets to serve (default demo; '' for none: plugins only)"},
     {"plugin", "PATH.so", K_LIST, OFF(plugins), 0, 0,
      "load tools from a shared object (repeatable)"},
+    {"upstream", "NAME=COMMAND", K_LIST, OFF(upstream_names), 0, 0,
+     "serve the stdio MCP server COMMAND on /mcp/NAME, one process per session (NAME: "
+     "[a-z0-9_-], 1-32; COMMAND split as a shell would, without running one; repeatable)"},
+    {"upstream-max", "N", K_INT, OFF(upstream_max), 0, 1 << 20,
+     "upstream processes running at once, all --upstream together; past it initialize (or the "
+     "restart of a session's process) gets 503 + Retry-After; 0: no bound (default 100)"},
+    {"upstream-init-timeout", "SECS", K_INT, OFF(upstream_init_timeout_s), 1, 3600,
+     "how long an upstream process may take to answer initialize (at a session's start, or "
+     "when its process is started again); past it the process is stopped and the requests "
+     "that wait get an error (default 30)"},
     {"allowed-host", "HOST[:PORT]", K_LIST, OFF(allowed_hosts), 0, 0,
      "accept this Host header besides the --listen address (repeatable)"},
     {"trusted-proxy", "ADDR", K_LIST, OFF(trusted_proxies), 0, 0,
@@ -223,6 +232,8 @@ void config_defaults(config_t *c)
     c->max_connections = 10000;
     c->max_sessions = 1000000;
     c->max_streams = 64;
+    c->upstream_max = 100;
+    c->upstream_init_timeout_s = 30;
     c->sse_buffer = 8 * 1024 * 1024;
     c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;
@@ -258,13 +269,14 @@ void config_defaults(config_t *c)
 
 static void print_help(const char *prog)
 {
-    printf("usage: %s [FLAGS]\n\n"
-           "mcpactord %s: a Model Context Protocol server on Streamable HTTP, both eras on one\n"
-           "endpoint: sessions (2025-03-26, 2025-06-18, 2025-11-25) that are durable actors stored\n"
-           "in RocksDB, and the stateless 2026-07-28 (per-request _meta, input requests, state\n"
-           "handles, subscriptions/listen, the tasks extension).\n\n"
-           "flags:\n",
-           prog, MCPD_VERSION);
+    printf(
+        "usage: %s [FLAGS]\n\n"
+        "mcpactord %s: a Model Context Protocol server on Streamable HTTP, both eras on one\n"
+        "endpoint: sessions (2025-03-26, 2025-06-18, 2025-11-25) that are durable actors stored\n"
+        "in RocksDB, and the stateless 2026-07-28 (per-request _meta, input requests, state\n"
+        "handles, subscriptions/listen, the tasks extension).\n\n"
+        "flags:\n",
+        prog, MCPD_VERSION);
     for (size_t i = 0; i < NFLAGS; i++) {
         char left[64];
         snprintf(left, sizeof left, "--%s%s%s", FLAGS[i].name, FLAGS[i].arg ? " " : "",
@@ -297,6 +309,44 @@ static int add_list(char **list, int *n, const char *value, const char *flag)
     return 0;
 }
 
+/* --upstream NAME=COMMAND: the name checked here (it is a path segment), the command kept
+ * whole (main splits it: upstream_split, src/gateway/). */
+static int add_upstream(config_t *c, const char *val)
+{
+    const char *eq = strchr(val, '=');
+    size_t nlen = eq ? (size_t)(eq - val) : 0;
+    if (!eq || nlen == 0 || nlen > CFG_UPSTREAM_NAME_MAX ||
+        strspn(val, "abcdefghijklmnopqrstuvwxyz0123456789_-") != nlen) {
+        fprintf(stderr,
+                "mcpactord: --upstream %s: expected NAME=COMMAND, NAME 1 to %d of a-z 0-9 _ -\n",
+                val, CFG_UPSTREAM_NAME_MAX);
+        return -1;
+    }
+    if (!eq[1 + strspn(eq + 1, " \t")]) {
+        fprintf(stderr, "mcpactord: --upstream %.*s: the command is empty\n", (int)nlen, val);
+        return -1;
+    }
+    if (config_upstream_find(c, val, nlen) >= 0) {
+        fprintf(stderr, "mcpactord: --upstream %.*s: given twice\n", (int)nlen, val);
+        return -1;
+    }
+    if (c->n_upstreams >= CFG_MAX_UPSTREAMS) {
+        fprintf(stderr, "mcpactord: --upstream: at most %d\n", CFG_MAX_UPSTREAMS);
+        return -1;
+    }
+    c->upstream_names[c->n_upstreams] = xstrndup(val, nlen);
+    c->upstream_cmds[c->n_upstreams++] = xstrdup(eq + 1);
+    return 0;
+}
+
+int config_upstream_find(const config_t *c, const char *name, size_t len)
+{
+    for (int i = 0; i < c->n_upstreams; i++)
+        if (strlen(c->upstream_names[i]) == len && memcmp(c->upstream_names[i], name, len) == 0)
+            return i;
+    return -1;
+}
+
 /* --cors-origin: each value kept in the form a browser sends (core/cors.h), so that the
  * request's Origin is compared as it comes */
 static int add_cors_origins(config_t *c, const char *val, const char *flag)
@@ -311,8 +361,10 @@ static int add_cors_origins(config_t *c, const char *val, const char *flag)
     for (int i = first; i < c->n_cors_origins; i++) {
         char norm[320];
         if (cors_origin_norm(c->cors_origins[i], norm, sizeof norm) != 0) {
-            fprintf(stderr, "mcpactord: --cors-origin %s: expected an origin, scheme://host[:port] "
-                    "as a browser sends it in Origin (no path), or *\n", c->cors_origins[i]);
+            fprintf(stderr,
+                    "mcpactord: --cors-origin %s: expected an origin, scheme://host[:port] "
+                    "as a browser sends it in Origin (no path), or *\n",
+                    c->cors_origins[i]);
             return -1;
         }
         free(c->cors_origins[i]);
@@ -351,8 +403,7 @@ static int apply(config_t *c, const flag_t *f, const char *val)
                     f->name, (long long)f->min, (long long)f->max, val);
             return -1;
         }
-        if (f->off == OFF(http_threads) || f->off == OFF(workers) ||
-            f->off == OFF(tool_threads))
+        if (f->off == OFF(http_threads) || f->off == OFF(workers) || f->off == OFF(tool_threads))
             *(int *)base = (int)v;
         else
             *(int64_t *)base = v;
@@ -369,7 +420,8 @@ static int apply(config_t *c, const flag_t *f, const char *val)
             /* TOOL=S1[,S2]: the commas belong to the value, so it is kept whole */
             const char *eq = strchr(val, '=');
             if (!eq || eq == val || !eq[1]) {
-                fprintf(stderr, "mcpactord: --auth-tool-scope %s: expected TOOL=SCOPE[,SCOPE]\n", val);
+                fprintf(stderr, "mcpactord: --auth-tool-scope %s: expected TOOL=SCOPE[,SCOPE]\n",
+                        val);
                 return -1;
             }
             if (c->n_auth_tool_scopes >= CFG_MAX_TOOL_SCOPES) {
@@ -379,6 +431,8 @@ static int apply(config_t *c, const flag_t *f, const char *val)
             c->auth_tool_scopes[c->n_auth_tool_scopes++] = xstrdup(val);
             return 0;
         }
+        if (f->off == OFF(upstream_names))
+            return add_upstream(c, val);
         if (f->off == OFF(cors_origins))
             return add_cors_origins(c, val, f->name);
         if (f->off == OFF(allowed_hosts))
@@ -386,8 +440,10 @@ static int apply(config_t *c, const flag_t *f, const char *val)
         if (f->off == OFF(trusted_proxies)) {
             char norm[64];
             if (principal_address(val, norm, sizeof norm) != 0 || strchr(norm, '/')) {
-                fprintf(stderr, "mcpactord: --trusted-proxy %s: expected an IPv4 or IPv6 "
-                        "address\n", val);
+                fprintf(stderr,
+                        "mcpactord: --trusted-proxy %s: expected an IPv4 or IPv6 "
+                        "address\n",
+                        val);
                 return -1;
             }
             return add_list(c->trusted_proxies, &c->n_trusted_proxies, norm, f->name);
@@ -396,7 +452,8 @@ static int apply(config_t *c, const flag_t *f, const char *val)
     case K_LEVEL: {
         log_level_t lv;
         if (log_level_parse(val, &lv) != 0) {
-            fprintf(stderr, "mcpactord: --log-level: expected error, warn, info or debug, got '%s'\n", val);
+            fprintf(stderr,
+                    "mcpactord: --log-level: expected error, warn, info or debug, got '%s'\n", val);
             return -1;
         }
         c->log_level = (int)lv;
@@ -410,7 +467,8 @@ static int apply(config_t *c, const flag_t *f, const char *val)
         else if (strcmp(val, "json") == 0)
             c->response_mode = RESPONSE_JSON;
         else {
-            fprintf(stderr, "mcpactord: --response-mode: expected auto, sse or json, got '%s'\n", val);
+            fprintf(stderr, "mcpactord: --response-mode: expected auto, sse or json, got '%s'\n",
+                    val);
             return -1;
         }
         return 0;
@@ -484,11 +542,11 @@ int config_parse(config_t *c, int argc, char **argv)
         fprintf(stderr, "mcpactord: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }
-    if (!c->auth_issuer[0] && (c->auth_resource[0] || c->auth_scopes[0] ||
-                               c->auth_required_scope[0] || c->n_auth_tool_scopes ||
-                               c->auth_introspect[0])) {
+    if (!c->auth_issuer[0] &&
+        (c->auth_resource[0] || c->auth_scopes[0] || c->auth_required_scope[0] ||
+         c->n_auth_tool_scopes || c->auth_introspect[0])) {
         fprintf(stderr, "mcpactord: --auth-resource, --auth-scopes, --auth-required-scope, "
-                "--auth-tool-scope and --auth-introspect need --auth-issuer URL\n");
+                        "--auth-tool-scope and --auth-introspect need --auth-issuer URL\n");
         return 2;
     }
     if (cors_any_origin(c->cors_origins, c->n_cors_origins) && !c->auth_tokens[0] &&
@@ -496,7 +554,7 @@ int config_parse(config_t *c, int argc, char **argv)
         /* '*' turns the Origin check off: without authentication any page the user visits
          * could call the tools (the MCP spec's DNS-rebinding and Origin rules) */
         fprintf(stderr, "mcpactord: --cors-origin '*' lets a page of any site call this server: "
-                "it needs --auth-tokens FILE or --auth-issuer URL (or list the origins)\n");
+                        "it needs --auth-tokens FILE or --auth-issuer URL (or list the origins)\n");
         return 2;
     }
     if (c->node_name[0] && !c->cluster_file[0]) {
@@ -536,5 +594,10 @@ void config_free(config_t *c)
     for (int i = 0; i < c->n_auth_tool_scopes; i++)
         free(c->auth_tool_scopes[i]);
     c->n_auth_tool_scopes = 0;
+    for (int i = 0; i < c->n_upstreams; i++) {
+        free(c->upstream_names[i]);
+        free(c->upstream_cmds[i]);
+    }
+    c->n_upstreams = 0;
     c->n_toolsets = c->n_plugins = c->n_allowed_hosts = c->n_allowed_origins = 0;
 }

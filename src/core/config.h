@@ -4,6 +4,7 @@
 #define MCPD_CORE_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define CFG_MAX_LIST 16
@@ -17,27 +18,27 @@ typedef struct config {
     char admin_host[256];
     int admin_port;
     char data_dir[1024];
-    char auth_tokens[1024];    /* --auth-tokens FILE ("" = no authentication) */
-    char admin_token[1024];    /* --admin-token FILE ("" = admin listener open) */
-    char auth_issuer[1024];    /* --auth-issuer URL ("" = no OAuth: static tokens or open) */
-    char auth_resource[1024];  /* --auth-resource URL ("" = http://<listen address>/mcp) */
-    char auth_scopes[1024];    /* --auth-scopes "S1 S2" ("" = every scope a flag or tool names) */
+    char auth_tokens[1024];   /* --auth-tokens FILE ("" = no authentication) */
+    char admin_token[1024];   /* --admin-token FILE ("" = admin listener open) */
+    char auth_issuer[1024];   /* --auth-issuer URL ("" = no OAuth: static tokens or open) */
+    char auth_resource[1024]; /* --auth-resource URL ("" = http://<listen address>/mcp) */
+    char auth_scopes[1024];   /* --auth-scopes "S1 S2" ("" = every scope a flag or tool names) */
     char auth_required_scope[1024]; /* --auth-required-scope S ("" = none) */
-    int64_t auth_leeway;       /* --auth-leeway SECS: clock skew for exp, nbf, iat */
-    char auth_introspect[1024]; /* --auth-introspect FILE: client_id:client_secret ("" = off) */
+    int64_t auth_leeway;            /* --auth-leeway SECS: clock skew for exp, nbf, iat */
+    char auth_introspect[1024];     /* --auth-introspect FILE: client_id:client_secret ("" = off) */
     int64_t auth_introspection_cache; /* --auth-introspection-cache SECS */
-    int64_t auth_dpop_jti_max; /* --auth-dpop-jti-max N: DPoP proofs recorded at most */
+    int64_t auth_dpop_jti_max;        /* --auth-dpop-jti-max N: DPoP proofs recorded at most */
 #define CFG_MAX_TOOL_SCOPES 256
     char *auth_tool_scopes[CFG_MAX_TOOL_SCOPES]; /* --auth-tool-scope TOOL=S1[,S2], as given */
     int n_auth_tool_scopes;
-    char cluster_file[1024];   /* --cluster FILE ("" = a single node owning every shard) */
-    char node_name[1024];      /* --node NAME: this node in the cluster file */
-    char move_dir[1024];       /* --move-dir DIR: shard exports ("" = <data-dir>/moves) */
+    char cluster_file[1024]; /* --cluster FILE ("" = a single node owning every shard) */
+    char node_name[1024];    /* --node NAME: this node in the cluster file */
+    char move_dir[1024];     /* --move-dir DIR: shard exports ("" = <data-dir>/moves) */
     int http_threads;
     int workers;
     int tool_threads;
-    int64_t session_jobs;
-    int64_t min_free_space;    /* bytes kept free on the data directory's filesystem (0: off) */      /* handlers one session runs at once; the rest wait on the actor */
+    int64_t session_jobs;   /* handlers one session runs at once; the rest wait on the actor */
+    int64_t min_free_space; /* bytes kept free on the data directory's filesystem (0: off) */
     char *toolsets[CFG_MAX_LIST];
     int n_toolsets;
     char *plugins[CFG_MAX_LIST];
@@ -48,8 +49,18 @@ typedef struct config {
     int n_allowed_origins;
     char *cors_origins[CFG_MAX_LIST]; /* --cors-origin: normalized (core/cors.h), or "*" */
     int n_cors_origins;
-    char *trusted_proxies[CFG_MAX_LIST]; /* --trusted-proxy ADDR: X-Forwarded-For names the client */
+    /* --trusted-proxy ADDR: X-Forwarded-For names the client */
+    char *trusted_proxies[CFG_MAX_LIST];
     int n_trusted_proxies;
+#define CFG_MAX_UPSTREAMS 64
+#define CFG_UPSTREAM_NAME_MAX 32
+    /* --upstream NAME=COMMAND: served on /mcp/NAME (src/gateway/); the command is split by
+     * main at start (upstream_split), here it is kept as given */
+    char *upstream_names[CFG_MAX_UPSTREAMS];
+    char *upstream_cmds[CFG_MAX_UPSTREAMS];
+    int n_upstreams;
+    int64_t upstream_max;            /* --upstream-max N: processes running at once (0: no bound) */
+    int64_t upstream_init_timeout_s; /* --upstream-init-timeout SECS */
     int log_level;
     int64_t max_body;          /* bytes */
     int64_t max_headers;       /* bytes */
@@ -62,12 +73,12 @@ typedef struct config {
     int64_t session_log_bytes; /* event-log bytes per session before old streams are trimmed */
     int64_t page_size;         /* items per tools/list page */
     response_mode_t response_mode;
-    int64_t json_window_ms;    /* auto mode: silent calls switch to SSE after this */
-    int64_t keepalive_s;       /* POST stream keepalive comment interval */
-    int64_t retry_ms;          /* SSE retry: hint for 2025-11-25 sessions */
-    int64_t stream_cap;        /* events kept per stream */
-    bool event_store;          /* resumability on */
-    int64_t request_timeout_ms;/* default wait for a server->client request */
+    int64_t json_window_ms;     /* auto mode: silent calls switch to SSE after this */
+    int64_t keepalive_s;        /* POST stream keepalive comment interval */
+    int64_t retry_ms;           /* SSE retry: hint for 2025-11-25 sessions */
+    int64_t stream_cap;         /* events kept per stream */
+    bool event_store;           /* resumability on */
+    int64_t request_timeout_ms; /* default wait for a server->client request */
     int64_t idle_timeout_s;
     int64_t event_ttl_s;
     int64_t finished_stream_ttl_s;
@@ -75,20 +86,21 @@ typedef struct config {
     int64_t unused_session_ttl_s; /* a session with no request after initialize is deleted
                                      this long after its creation */
     bool sync;
-    int64_t read_timeout_s;    /* a request that does not finish sending in time is dropped */
-    bool modern;               /* --modern: serve 2026-07-28 (stateless) beside the session era */
-    int64_t cache_ttl_ms;      /* ttlMs on discover, list and read results (modern) */
-    bool cache_private;        /* cacheScope "private" instead of "public" */
-    char request_state_key[1024]; /* requestState HMAC key file ("" = <data-dir>/request-state.key) */
-    int64_t request_state_ttl_s;  /* lifetime of a requestState and its record */
-    int64_t handle_ttl_s;         /* a state handle is deleted this long after its last use */
-    int64_t max_handles;          /* state handles stored */
-    int64_t get_idle_timeout_s;   /* a standalone GET stream that sent nothing this long ends */
-    int64_t max_input_records;    /* pending 2026-07-28 input-request exchanges stored */
-    int64_t task_ttl_s;           /* a task's ttlMs: it is deleted this long after its creation */
-    int64_t task_poll_ms;         /* a task's pollIntervalMs */
-    int64_t max_tasks;            /* tasks stored (the tasks extension) */
-    int64_t principal_share;      /* percent of each global cap (tool threads, sessions,
+    int64_t read_timeout_s; /* a request that does not finish sending in time is dropped */
+    bool modern;            /* --modern: serve 2026-07-28 (stateless) beside the session era */
+    int64_t cache_ttl_ms;   /* ttlMs on discover, list and read results (modern) */
+    bool cache_private;     /* cacheScope "private" instead of "public" */
+    char request_state_key
+        [1024]; /* requestState HMAC key file ("" = <data-dir>/request-state.key) */
+    int64_t request_state_ttl_s; /* lifetime of a requestState and its record */
+    int64_t handle_ttl_s;        /* a state handle is deleted this long after its last use */
+    int64_t max_handles;         /* state handles stored */
+    int64_t get_idle_timeout_s;  /* a standalone GET stream that sent nothing this long ends */
+    int64_t max_input_records;   /* pending 2026-07-28 input-request exchanges stored */
+    int64_t task_ttl_s;          /* a task's ttlMs: it is deleted this long after its creation */
+    int64_t task_poll_ms;        /* a task's pollIntervalMs */
+    int64_t max_tasks;           /* tasks stored (the tasks extension) */
+    int64_t principal_share;     /* percent of each global cap (tool threads, sessions,
                                      connections, handles, tasks) one principal may hold */
 } config_t;
 
@@ -99,5 +111,7 @@ void config_defaults(config_t *c);
  * after printing a one-line error to stderr (exit 2). */
 int config_parse(config_t *c, int argc, char **argv);
 void config_free(config_t *c);
+/* The index of --upstream NAME (name: len bytes, not terminated), or -1. */
+int config_upstream_find(const config_t *c, const char *name, size_t len);
 
 #endif

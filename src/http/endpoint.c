@@ -43,9 +43,21 @@
 
 enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING, H_CODING };
 
+/* /mcp/NAME of --upstream NAME: 1 + its index; 0 for any other path. */
+static uint8_t upstream_of_path(struct evhttp_request *req)
+{
+    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+    const char *path = u ? evhttp_uri_get_path(u) : NULL;
+    if (!path || strncmp(path, "/mcp/", 5) != 0)
+        return 0;
+    int i = config_upstream_find(&g_cfg, path + 5, strlen(path + 5));
+    return (uint8_t)(i + 1);
+}
+
 static void read_headers(struct evhttp_request *req, rhdr_t *h)
 {
     memset(h, 0, sizeof *h);
+    h->upstream = upstream_of_path(req);
     /* H_ONCE: a second copy is refused: a proxy in front may act on a different one than we
      * do (the session, the version, the Host checked against DNS rebinding, the token, the
      * media type, the resume point); H_FRAMING: the same for the headers that frame the body,
@@ -344,11 +356,19 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
                                 .view = &b->v,
                                 .is_init = is_init},
                   &r);
+    if (r.kind == ROUTE_STATELESS && h->upstream) {
+        http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
+                         "Bad Request: a gateway path (/mcp/NAME) serves the session era only: "
+                         "send initialize first",
+                         NULL);
+        return;
+    }
     if (r.kind == ROUTE_STATELESS) {
         ep_handle_modern(t, req, h, who, link, b, &r);
         return;
     }
     wmsg_t *m = wmsg_new(WM_POST);
+    m->upstream = h->upstream;
     if (is_init) {
         if (r.err == ROUTE_ERR_INIT_IN_SESSION) {
             http_reply_error(
@@ -426,6 +446,7 @@ static void handle_get(http_thread_t *t, struct evhttp_request *req, const rhdr_
         return;
     }
     wmsg_t *m = wmsg_new(WM_GET);
+    m->upstream = h->upstream;
     if (!check_session_route(req, NULL, &r) ||
         !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);
@@ -467,6 +488,7 @@ static void handle_delete(http_thread_t *t, struct evhttp_request *req, const rh
         return;
     }
     wmsg_t *m = wmsg_new(WM_DELETE);
+    m->upstream = h->upstream;
     if (!check_session_route(req, NULL, &r) ||
         !check_version_header(req, NULL, h, m->u.client.proto_hdr)) {
         wmsg_free(m);
@@ -570,6 +592,11 @@ void http_on_other(struct evhttp_request *req, void *arg)
         return;
     pbody_t b;
     parse_body(req, &b); /* a POST of a request gets its id back, as on /mcp */
+    if (h.upstream) {    /* /mcp/NAME of --upstream NAME: the gateway's sessions */
+        handle_mcp(arg, req, &h, &b);
+        json_decref(b.json);
+        return;
+    }
     http_reply_error(req, b.id, 404, MCP_ERR_BAD_REQUEST, "Not Found: the MCP endpoint is /mcp",
                      NULL);
     json_decref(b.json);

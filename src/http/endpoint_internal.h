@@ -25,6 +25,7 @@ typedef struct rhdr {
     bool mcp_param;     /* at least one Mcp-Param-* header came */
     const char *twice;  /* the first header that must come once and came again, or NULL */
     bool twice_framing; /* Content-Length or Transfer-Encoding came again */
+    uint8_t upstream;   /* the path is /mcp/NAME of --upstream NAME: 1 + its index; 0: /mcp */
 } rhdr_t;
 
 /* A POST body, parsed once before any check so that every refusal can echo the request's id

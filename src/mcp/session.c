@@ -255,6 +255,11 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
 
 /* ---- start ---- */
 
+/* mcp keeps nothing of a call but its job, which the actor layer cancels */
+static void mcp_call_dropped(actor_t *a, const call_t *c)
+{
+}
+
 static const actor_ops_t OPS = {
     .on_initialize = mcp_handle_initialize,
     .on_post = mcp_handle_post,
@@ -267,6 +272,7 @@ static const actor_ops_t OPS = {
     .log_enabled = mcp_log_enabled,
     .on_broadcast = mcp_on_broadcast,
     .end_listen = mcp_end_listen,
+    .on_call_dropped = mcp_call_dropped,
 };
 
 const actor_ops_t *mcp_actor_ops(void)

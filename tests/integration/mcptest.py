@@ -342,16 +342,19 @@ class SSEStream:
 class Session:
     """An initialized MCP session on a Server."""
 
-    def __init__(self, server, version=LATEST, capabilities=None, initialized=True, token=None):
+    def __init__(self, server, version=LATEST, capabilities=None, initialized=True, token=None,
+                 path="/mcp"):
         self.server = server
         self.version = version
+        self.path = path  # /mcp, or a gateway's /mcp/NAME
         self.next_id = 100
         self.auth = {"Authorization": f"Bearer {token}"} if token else {}
         r = server.request("POST", {
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": version, "capabilities": capabilities or {},
                        "clientInfo": {"name": "mcptest", "version": "1"}}},
-            headers=dict({"Content-Type": "application/json", "Accept": ACCEPT_BOTH}, **self.auth))
+            headers=dict({"Content-Type": "application/json", "Accept": ACCEPT_BOTH}, **self.auth),
+            path=path)
         if r.status != 200:
             raise RuntimeError(f"initialize failed: {r.status} {r.text}")
         self.init_result = r.messages()[0]["result"]
@@ -367,7 +370,7 @@ class Session:
         return h
 
     def post(self, body, headers=None):
-        return self.server.request("POST", body, self.headers(headers))
+        return self.server.request("POST", body, self.headers(headers), path=self.path)
 
     def new_id(self):
         self.next_id += 1
@@ -401,7 +404,7 @@ class Session:
         msg = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             msg["params"] = params
-        return rid, SSEStream(self.server.port, "POST", self.headers(), msg)
+        return rid, SSEStream(self.server.port, "POST", self.headers(), msg, path=self.path)
 
     def open_get(self, last_event_id=None):
         h = {"Accept": "text/event-stream", "Mcp-Session-Id": self.sid,
@@ -409,12 +412,12 @@ class Session:
         h.update(self.auth)
         if last_event_id:
             h["Last-Event-ID"] = last_event_id
-        return SSEStream(self.server.port, "GET", h)
+        return SSEStream(self.server.port, "GET", h, path=self.path)
 
     def delete(self):
         return self.server.request("DELETE", headers=dict({"Mcp-Session-Id": self.sid,
                                                             "MCP-Protocol-Version": self.version},
-                                                           **self.auth))
+                                                           **self.auth), path=self.path)
 
 
 class From:

@@ -6,7 +6,8 @@
  * through meta_put/meta_load. What is checked: an actor made by the protocol, messages routed to
  * it, 404 from the actor layer for a session it does not know, a restart of the workers on the
  * same store (the session is woken from the store with the protocol's state), the state freed
- * through state_free, and DELETE. */
+ * through state_free, DELETE, and worker_after_commit (each POST's call runs once, committed,
+ * with its own argument, before the answer leaves). */
 #define _XOPEN_SOURCE 700
 #include <setjmp.h>
 #include <stdarg.h>
@@ -78,6 +79,7 @@ struct proto_state {
 };
 
 static int initialized, posts, modern, jobs_done, states_freed, loaded, unexpected;
+static int afters_committed, afters_before_answer; /* worker_after_commit's calls */
 
 static struct proto_state *state_of(actor_t *a)
 {
@@ -102,9 +104,22 @@ static void fake_initialize(worker_t *w, wmsg_t *m)
     answer(w, m->u.client.conn, 0, a->sid);
 }
 
+/* Runs at the commit of the POST's turn, before its answer goes to the sink. */
+static void after_post(worker_t *w, void *arg, bool committed)
+{
+    pthread_mutex_lock(&mu);
+    afters_committed += committed && *(int *)arg == posts;
+    afters_before_answer += nframes == 0;
+    pthread_mutex_unlock(&mu);
+    free(arg);
+}
+
 static void fake_post(actor_t *a, wmsg_t *m)
 {
     posts++;
+    int *arg = malloc(sizeof *arg);
+    *arg = posts;
+    worker_after_commit(a->w, after_post, arg);
     long long n = ++state_of(a)->count;
     actor_persist_meta(a);
     answer(a->w, m->u.client.conn, n, NULL);
@@ -166,6 +181,11 @@ static void fake_end_listen(actor_t *a)
     unexpected++;
 }
 
+static void fake_call_dropped(actor_t *a, const call_t *c)
+{
+    unexpected++;
+}
+
 static const actor_ops_t FAKE = {
     .on_initialize = fake_initialize,
     .on_post = fake_post,
@@ -178,6 +198,7 @@ static const actor_ops_t FAKE = {
     .on_tool_request = fake_tool_request,
     .on_broadcast = fake_broadcast,
     .end_listen = fake_end_listen,
+    .on_call_dropped = fake_call_dropped,
 };
 
 /* ---- the test's side of the HTTP threads ---- */
@@ -290,6 +311,8 @@ static void the_protocol_owns_the_meaning(void **state)
     assert_int_equal(h->status, 404);
     hmsg_free(h);
     assert_int_equal(posts, 4);
+    assert_int_equal(afters_committed, 4);
+    assert_int_equal(afters_before_answer, 4);
     assert_int_equal(states_freed, 2);
     assert_int_equal(modern, 0);
     assert_int_equal(jobs_done, 0);

@@ -160,8 +160,9 @@ static void integer_flags_set_their_fields(void **state)
     assert_int_equal(PARSE("--http-threads", "2", "--workers", "8", "--tool-threads=16",
                            "--max-body", "2048", "--page-size", "7", "--keepalive", "5",
                            "--retry-ms", "0", "--stream-cap", "10", "--json-window", "250",
-                           "--request-timeout", "1500", "--read-timeout", "3",
-                           "--mailbox", "3", "--max-headers", "4096"), 0);
+                           "--request-timeout", "1500", "--read-timeout", "3", "--mailbox", "3",
+                           "--max-headers", "4096"),
+                     0);
     assert_int_equal(g_c.http_threads, 2);
     assert_int_equal(g_c.workers, 8);
     assert_int_equal(g_c.tool_threads, 16);
@@ -180,10 +181,11 @@ static void integer_flags_set_their_fields(void **state)
 static void malformed_or_out_of_range_integers_return_2(void **state)
 {
     const char *bad[][2] = {
-        {"--workers", "abc"}, {"--workers", "65"},    {"--workers", "257"},
-        {"--workers", "-1"},  {"--workers", "1.5"},   {"--workers", ""},
+        {"--workers", "abc"},   {"--workers", "65"},
+        {"--workers", "257"},   {"--workers", "-1"},
+        {"--workers", "1.5"},   {"--workers", ""},
         {"--max-body", "1023"}, {"--page-size", "99999999999999999999"},
-        {"--keepalive", "5s"}, {"--tool-threads", " 4"},
+        {"--keepalive", "5s"},  {"--tool-threads", " 4"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = PARSE(bad[i][0], bad[i][1]);
@@ -385,12 +387,37 @@ static void workers_default_to_separate_threads_unless_the_process_has_one_cpu(v
     }
 }
 
+/* --upstream NAME=COMMAND: the name checked (a path segment), the command kept whole. */
+static void upstream_takes_name_and_command(void **state)
+{
+    assert_int_equal(PARSE("--upstream", "py=python3 -u 'my server.py'", "--upstream",
+                           "fs_2-x=npx -y pkg"),
+                     0);
+    assert_int_equal(g_c.n_upstreams, 2);
+    assert_string_equal(g_c.upstream_names[0], "py");
+    assert_string_equal(g_c.upstream_cmds[0], "python3 -u 'my server.py'");
+    assert_int_equal(config_upstream_find(&g_c, "fs_2-x", 6), 1);
+    assert_int_equal(config_upstream_find(&g_c, "p", 1), -1);
+    assert_int_equal(g_c.upstream_max, 100); /* the documented default */
+    config_free(&g_c);
+    const char *bad[] = {
+        "Py=x", "=x", "py", "py=", "py=  ", "a/b=x", "abcdefghijklmnopqrstuvwxyz0123456=x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(PARSE_QUIET("--upstream", bad[i]), 2);
+        assert_non_null(strstr(g_stderr, "--upstream"));
+        config_free(&g_c);
+    }
+    assert_int_equal(PARSE_QUIET("--upstream", "a=x", "--upstream", "a=y"), 2);
+    assert_non_null(strstr(g_stderr, "given twice"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(workers_default_to_separate_threads_unless_the_process_has_one_cpu),
         cmocka_unit_test_teardown(no_flags_give_the_documented_defaults, teardown),
         cmocka_unit_test_teardown(listen_sets_host_and_port, teardown),
+        cmocka_unit_test_teardown(upstream_takes_name_and_command, teardown),
         cmocka_unit_test_teardown(a_malformed_listen_address_returns_2, teardown),
         cmocka_unit_test_teardown(admin_listen_off_disables_the_admin_listener, teardown),
         cmocka_unit_test_teardown(data_dir_takes_a_non_empty_path, teardown),
@@ -410,8 +437,8 @@ int main(void)
         cmocka_unit_test_teardown(help_and_version_return_1, teardown),
         cmocka_unit_test_teardown(a_rejected_short_flag_does_not_disturb_the_next_parse, teardown),
         cmocka_unit_test_teardown(parsing_twice_gives_the_same_result, teardown),
-        cmocka_unit_test_teardown(cors_origins_are_kept_as_a_browser_sends_them_and_a_bad_one_returns_2,
-                                  teardown),
+        cmocka_unit_test_teardown(
+            cors_origins_are_kept_as_a_browser_sends_them_and_a_bad_one_returns_2, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,23 @@
+/* The gateway: stdio MCP servers served on /mcp/NAME (--upstream NAME=COMMAND), one upstream
+ * process per session (docs/design/gateway.md). */
+#ifndef MCPD_GATEWAY_GATEWAY_H
+#define MCPD_GATEWAY_GATEWAY_H
+
+#include "actor/worker.h"
+
+/* Main thread, at start: splits every --upstream COMMAND (upstream_split). 0, or 2 after
+ * logging which one is wrong and why (a bad flag). */
+int gateway_setup(void);
+/* Main thread, at the end: frees what gateway_setup made. */
+void gateway_free(void);
+/* The argv of upstream i (NULL-terminated; its name is g_cfg.upstream_names[i]). */
+char *const *gateway_argv(int i);
+
+/* The actor ops of the process: the gateway's sessions (a->upstream != 0) are handled here
+ * (src/gateway/session.c), everything else by `inner` (mcp_actor_ops()). Main thread, once,
+ * before workers_start. */
+const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner);
+/* Main thread, after upstream_kill_all: frees the sessions whose process was still ending. */
+void gateway_free_detached(void);
+
+#endif

@@ -1,0 +1,303 @@
+/* Threads: worker threads (the ops table's entries); main thread (gateway_actor_ops, once;
+ * gateway_free_detached at shutdown). */
+/* The gateway's actor ops: one table for the process, wrapped around mcp's (session.c says
+ * why): a gateway session's entries here, everything else to `inner`. And the state entries
+ * of a gateway session: what it stores, how it is read back, how it is freed. */
+#include "gateway/gateway.h"
+#include "gateway/session_internal.h"
+
+#include "core/log.h"
+#include "core/util.h"
+#include "wire/jsonrpc.h"
+
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const actor_ops_t *g_inner;
+static actor_ops_t g_ops;
+
+/* Sessions freed while their process ends: each goes at its process's exit, and those left
+ * when upstream_kill_all ran (no callbacks) at gateway_free. Several workers: a mutex. */
+static pthread_mutex_t g_detached_mu = PTHREAD_MUTEX_INITIALIZER;
+static gw_sess_t *g_detached;
+
+void detach(gw_sess_t *gs, bool add)
+{
+    pthread_mutex_lock(&g_detached_mu);
+    if (add) {
+        gs->dnext = g_detached;
+        if (g_detached)
+            g_detached->dprev = gs;
+        g_detached = gs;
+    } else {
+        if (gs->dprev)
+            gs->dprev->dnext = gs->dnext;
+        else
+            g_detached = gs->dnext;
+        if (gs->dnext)
+            gs->dnext->dprev = gs->dprev;
+    }
+    pthread_mutex_unlock(&g_detached_mu);
+}
+
+void gateway_free_detached(void)
+{
+    pthread_mutex_lock(&g_detached_mu);
+    while (g_detached) {
+        gw_sess_t *gs = g_detached;
+        g_detached = gs->dnext;
+        gs_free(gs);
+    }
+    pthread_mutex_unlock(&g_detached_mu);
+}
+
+/* ---- the actor's state ---- */
+
+static void gw_state_free(actor_t *a)
+{
+    gw_sess_t *gs = gs_of(a);
+    a->ps = NULL;
+    if (!gs)
+        return;
+    gs->a = NULL;
+    if (gs->u) {
+        detach(gs, true);
+        upstream_stop(gs->u); /* gs goes at its exit */
+    } else
+        gs_free(gs);
+}
+
+static void gw_meta_put(const actor_t *a, json_t *meta, int at)
+{
+    gw_sess_t *gs = gs_of(a);
+    if (!a->upstream) {
+        g_inner->meta_put(a, meta, at);
+        return;
+    }
+    if (at != ACTOR_META_HEAD || !gs)
+        return;
+    json_object_set_new(meta, "gw", json_string(gw_name(gs)));
+    if (gs->init)
+        json_object_set(meta, "gi", gs->init);
+}
+
+static void gw_meta_load(actor_t *a, const json_t *meta)
+{
+    const char *name = json_string_value(json_object_get(meta, "gw"));
+    if (!name) {
+        g_inner->meta_load(a, meta);
+        return;
+    }
+    int i = config_upstream_find(&g_cfg, name, strlen(name));
+    if (i < 0) /* no longer served: the session stays, its requests get an error */
+        log_warn("session %.8s: its upstream %s is no longer configured", a->sid, name);
+    gw_sess_t *gs = gs_new(a->w, i, name, a->sid);
+    gs->a = a;
+    gs->init = json_deep_copy(json_object_get(meta, "gi"));
+    /* UINT8_MAX: a gateway session whose path is gone (no request matches it) */
+    a->upstream = (uint8_t)(i < 0 ? UINT8_MAX : i + 1);
+    a->ps = (struct proto_state *)(void *)gs;
+}
+
+/* ---- the table ---- */
+
+static void gw_on_initialize(worker_t *w, wmsg_t *m)
+{
+    if (m->upstream)
+        gw_initialize(w, m);
+    else
+        g_inner->on_initialize(w, m);
+}
+
+static void gw_on_post(actor_t *a, wmsg_t *m)
+{
+    if (a->upstream)
+        gw_post(a, m);
+    else if (m->upstream) /* a built-in session's id on /mcp/NAME */
+        actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 404,
+                          MCP_ERR_SESSION_NOT_FOUND, "Session not found");
+    else
+        g_inner->on_post(a, m);
+}
+
+static bool gw_log_enabled(const actor_t *a, const char *level)
+{
+    return a->upstream ? false : g_inner->log_enabled(a, level);
+}
+
+static void gw_on_broadcast(actor_t *a, wmsg_t *m)
+{
+    if (!a->upstream)
+        g_inner->on_broadcast(a, m);
+}
+
+static void gw_end_listen(actor_t *a)
+{
+    if (!a->upstream)
+        g_inner->end_listen(a);
+}
+
+/* A call dropped unanswered by the actor layer: with --no-event-store, a POST stream whose
+ * connection closed (resume.c: its answer could never reach the client). The upstream would
+ * work on and the map would keep its entry: unbounded work for nothing. So it is told with its
+ * own id, as a client's cancellation is, and the entry goes. initialize is never cancelled.
+ * The gateway's own drop (a client's notifications/cancelled) takes its entry off first: this
+ * finds nothing then. */
+static void gw_on_call_dropped(actor_t *a, const call_t *c)
+{
+    gw_sess_t *gs = gs_of(a);
+    if (!a->upstream) {
+        g_inner->on_call_dropped(a, c);
+        return;
+    }
+    if (!gs || c->method == SM_initialize)
+        return;
+    for (gw_out_t **op = &gs->out; *op; op = &(*op)->next) {
+        gw_out_t *o = *op;
+        if (!o->client_id || o->stream != c->stream->num || !json_equal(o->client_id, c->id))
+            continue;
+        *op = o->next;
+        json_t *note = json_pack("{s:s, s:s, s:{s:I, s:s}}", "jsonrpc", "2.0", "method",
+                                 "notifications/cancelled", "params", "requestId",
+                                 (json_int_t)o->up_id, "reason",
+                                 "the client's response stream closed and cannot be resumed");
+        gs_send(gs, note); /* no process (it exited): nothing to tell */
+        out_free(o);
+        return;
+    }
+}
+
+static void gw_any_state_free(actor_t *a)
+{
+    if (a->upstream)
+        gw_state_free(a);
+    else
+        g_inner->state_free(a);
+}
+
+const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner)
+{
+    g_inner = inner;
+    g_ops = *inner;
+    g_ops.on_initialize = gw_on_initialize;
+    g_ops.on_post = gw_on_post;
+    g_ops.state_free = gw_any_state_free;
+    g_ops.meta_put = gw_meta_put;
+    g_ops.meta_load = gw_meta_load;
+    g_ops.log_enabled = gw_log_enabled;
+    g_ops.on_broadcast = gw_on_broadcast;
+    g_ops.end_listen = gw_end_listen;
+    g_ops.on_call_dropped = gw_on_call_dropped;
+    return &g_ops;
+}
+
+/* The upstream cancels one of its requests (notifications/cancelled, params.requestId its id):
+ * the client knows that request by our id, so the notice goes on with it and the request is
+ * forgotten. true: msg was a cancellation of a request the client was not sent (or already
+ * answered): dropped. */
+bool up_cancel(gw_sess_t *gs, json_t *msg)
+{
+    if (!jsonrpc_str_is(json_object_get(msg, "method"), "notifications/cancelled"))
+        return false;
+    json_t *params = json_object_get(msg, "params");
+    json_t *rid = json_object_get(params, "requestId");
+    for (gw_in_t **ip = &gs->in; rid && *ip; ip = &(*ip)->next) {
+        gw_in_t *i = *ip;
+        if (!json_equal(i->up_id, rid))
+            continue;
+        json_object_set_new(params, "requestId", json_integer((json_int_t)i->our_id));
+        *ip = i->next;
+        json_decref(i->up_id);
+        free(i);
+        return false;
+    }
+    return true;
+}
+
+/* ---- what waits for the turn's commit ---- */
+
+/* The client's answer to an upstream request goes to the process only once the turn that
+ * took it is committed, as a frame goes to a client only then (worker.h, worker_turn_end):
+ * nothing leaves the server ahead of the disk. The messages wait in gs->held, in order
+ * (after what else the client sent in that turn: JSON-RPC does not order them); one
+ * worker_after_commit per turn, keyed by the session's id, not by gs: the session may be
+ * freed before the commit (a DELETE in the same turn), and then its held messages go with it
+ * (gs_free). A turn the store refuses resets the sessions it wrote for (actor_reset: freed,
+ * the process stopped): not found here, their answers are dropped with them. A session it
+ * left as it was (it wrote nothing) still sends: its client, told 503, may answer again, and
+ * that second answer names an id already forgotten (ignored). */
+static void send_held(worker_t *w, void *arg, bool committed)
+{
+    char *sid = arg;
+    actor_t *a = worker_find_actor(w, sid);
+    gw_sess_t *gs = a ? gs_of(a) : NULL;
+    free(sid);
+    if (!gs || !gs->held)
+        return;
+    json_t *held = gs->held, *msg;
+    gs->held = NULL;
+    size_t i;
+    json_array_foreach(held, i, msg)
+        gs_send(gs, json_incref(msg)); /* its process gone meanwhile: dropped, logged */
+    json_decref(held);
+}
+
+void gs_send_after_commit(gw_sess_t *gs, json_t *msg)
+{
+    if (!gs->held) {
+        gs->held = json_array();
+        worker_after_commit(gs->w, send_held, xstrdup(gs->a->sid));
+    }
+    json_array_append_new(gs->held, msg);
+}
+
+/* ---- a gateway session's state: made, cleared, freed ---- */
+
+gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid)
+{
+    gw_sess_t *gs = xcalloc(1, sizeof *gs);
+    gs->w = w;
+    gs->index = index;
+    str_copy(gs->name, sizeof gs->name, name);
+    gs->queue = json_array();
+    gs->next_id = 1;
+    snprintf(gs->tag, sizeof gs->tag, "upstream %s session %.8s", name, sid);
+    return gs;
+}
+
+void out_free(gw_out_t *o)
+{
+    json_decref(o->client_id);
+    json_decref(o->progress);
+    free(o);
+}
+
+void gs_clear_maps(gw_sess_t *gs)
+{
+    while (gs->out) {
+        gw_out_t *o = gs->out;
+        gs->out = o->next;
+        out_free(o);
+    }
+    while (gs->in) {
+        gw_in_t *i = gs->in;
+        gs->in = i->next;
+        json_decref(i->up_id);
+        free(i);
+    }
+    json_array_clear(gs->queue);
+    gs->queued_bytes = 0;
+}
+
+void gs_free(gw_sess_t *gs)
+{
+    if (gs->init_timer)
+        event_free(gs->init_timer);
+    gs_clear_maps(gs);
+    json_decref(gs->queue);
+    json_decref(gs->held);
+    json_decref(gs->init);
+    free(gs);
+}

@@ -1,0 +1,699 @@
+/* Threads: worker threads (the gateway's sessions and their upstreams' callbacks). */
+/* A gateway session: a session actor (ACTOR_SESSION, a->upstream = 1 + the --upstream index)
+ * whose protocol is its upstream process's, not mcp/'s. One process per session, driven by the
+ * session's worker's event_base, so its callbacks run on the thread that owns the actor.
+ *
+ * The ops table. The process has one actor_ops_t; gateway_actor_ops(inner) wraps mcp's: a
+ * gateway session (a->upstream != 0, or an initialize that came on /mcp/NAME) is handled here,
+ * everything else goes to `inner`. For a gateway session a->ps is a gw_sess_t (mcp never sees
+ * it: every entry that reads ps is wrapped).
+ *
+ * Ids. A client request goes to the upstream with a gateway id (gs->next_id); the map (out)
+ * gives back the call (its stream and the client's id), so two clients never collide and a
+ * client's id is never trusted by the upstream. An upstream request goes to the client with an
+ * id of the session's server->client counter (a->next_req_num, stored); the client's answer
+ * goes back with the upstream's own id (in).
+ *
+ * The process. Started at initialize (the client's initialize is forwarded, its params kept
+ * in the session's metadata, "gi"; an error for an answer, or an exit before one, and there is
+ * no session); when it is gone (it exited, crashed, or the session hibernated and was woken),
+ * the next request starts a new one, re-initialized with the stored initialize: its answer is
+ * dropped, notifications/initialized follows (the client's own, once the process has it, is
+ * not sent again), and what the client sent meanwhile waits in a queue. Its exit gives every
+ * open call an error at once. The
+ * session's end (DELETE, expiry, hibernation) stops it (state_free -> upstream_stop): the
+ * gw_sess_t outlives the actor until the process has exited. The ops table and the state
+ * entries are in ops.c. */
+#include "gateway/gateway.h"
+#include "gateway/session_internal.h"
+
+#include "actor/actor.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "core/util.h"
+#include "gateway/upstream.h"
+#include "wire/jsonrpc.h"
+#include "wire/proto.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <event2/event.h>
+#include <string.h>
+
+gw_sess_t *gs_of(const actor_t *a)
+{
+    return a->upstream ? (gw_sess_t *)(void *)a->ps : NULL;
+}
+
+const char *gw_name(const gw_sess_t *gs)
+{
+    return gs->name;
+}
+
+/* The open call of stream `num` with the client's id, or NULL (answered, cancelled, lost). */
+static call_t *find_call(actor_t *a, uint64_t num, const json_t *id)
+{
+    for (call_t *c = a->calls; c; c = c->next)
+        if (c->stream->num == num && json_equal(c->id, id))
+            return c;
+    return NULL;
+}
+
+/* ---- to the upstream ---- */
+
+static int gs_write(gw_sess_t *gs, const json_t *msg)
+{
+    char err[200];
+    if (upstream_send(gs->u, msg, err, sizeof err) != 0) {
+        log_warn("%s: %s", gs->tag, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Messages that wait for a (re)started process's answer to initialize, at most (and at most
+ * UPSTREAM_MAX_QUEUED_DEFAULT bytes of them, as a process's stdin); and upstream
+ * requests that wait for the client's answer, at most (past it the upstream gets an error). */
+#define GW_MAX_QUEUED 1024
+#define GW_MAX_IN 256
+
+int gs_send(gw_sess_t *gs, json_t *msg)
+{
+    int rc = 0;
+    if (!gs->u)
+        rc = -1;
+    else if (!gs->ready) {
+        size_t n = json_dumpb(msg, NULL, 0, JSON_COMPACT) + 1;
+        if (json_array_size(gs->queue) >= GW_MAX_QUEUED ||
+            gs->queued_bytes + n > UPSTREAM_MAX_QUEUED_DEFAULT) {
+            log_warn("%s: %zu messages (%zu bytes) wait for the process to answer initialize: "
+                     "one more refused",
+                     gs->tag, json_array_size(gs->queue), gs->queued_bytes);
+            rc = -1;
+        } else {
+            json_array_append(gs->queue, msg);
+            gs->queued_bytes += n;
+        }
+    } else
+        rc = gs_write(gs, msg);
+    json_decref(msg);
+    return rc;
+}
+
+static json_t *request_to_up(gw_sess_t *gs, const char *method, json_t *params, uint64_t *id)
+{
+    *id = gs->next_id++;
+    json_t *r = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)*id, "method",
+                          method);
+    if (params)
+        json_object_set(r, "params", params);
+    return r;
+}
+
+static gw_out_t *add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t *client_id,
+                         const json_t *params)
+{
+    gw_out_t *o = xcalloc(1, sizeof *o);
+    o->up_id = up_id;
+    o->stream = stream;
+    o->client_id = client_id ? json_deep_copy(client_id) : NULL;
+    json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    o->progress = token ? json_deep_copy(token) : NULL;
+    o->next = gs->out;
+    gs->out = o;
+    return o;
+}
+
+static void on_message(upstream_t *u, json_t *msg, void *arg);
+static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg);
+
+static void on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg);
+
+static const upstream_cbs_t CBS = {.on_message = on_message,
+                                   .on_bad_line = on_bad_line,
+                                   .on_exit = on_exit_cb};
+
+/* --upstream-max: the processes running, reserved before a start (so the bound is exact
+ * across workers) and given back at the exit. */
+static atomic_long g_procs;
+
+static bool take_slot(void)
+{
+    long n = atomic_load(&g_procs);
+    do {
+        if (g_cfg.upstream_max && n >= g_cfg.upstream_max)
+            return false;
+    } while (!atomic_compare_exchange_weak(&g_procs, &n, n + 1));
+    return true;
+}
+
+/* The process did not answer initialize in time: stopped; its exit errors what waits. */
+static void on_init_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    gw_sess_t *gs = arg;
+    if (!gs->u || gs->ready)
+        return;
+    log_warn("%s: no answer to initialize within %lld s (--upstream-init-timeout): stopped",
+             gs->tag, (long long)g_cfg.upstream_init_timeout_s);
+    upstream_stop(gs->u);
+}
+
+/* Starts the process; false with the reason in err (*full: past --upstream-max). */
+static bool gs_start(gw_sess_t *gs, bool *full, char *err, size_t errlen)
+{
+    *full = !take_slot();
+    if (*full) {
+        snprintf(err, errlen, "%lld upstream processes are running (--upstream-max); retry later",
+                 (long long)g_cfg.upstream_max);
+        STAT_INC(limit_refusals_total);
+        return false;
+    }
+    upstream_opts_t o = {.tag = gs->tag};
+    gs->u = upstream_start(worker_base(gs->w), gateway_argv(gs->index), NULL, &o, &CBS, gs, err,
+                           errlen);
+    gs->ready = false;
+    if (!gs->u) {
+        atomic_fetch_sub(&g_procs, 1);
+        return false;
+    }
+    log_info("%s: started, pid %d", gs->tag, (int)upstream_pid(gs->u));
+    if (!gs->init_timer)
+        gs->init_timer = evtimer_new(worker_base(gs->w), on_init_timeout, gs);
+    struct timeval tv = {(time_t)g_cfg.upstream_init_timeout_s, 0};
+    if (gs->init_timer)
+        evtimer_add(gs->init_timer, &tv);
+    return true;
+}
+
+/* A session woken, or whose process ended: a new process, initialized with the stored
+ * initialize. false when it cannot be started (err says why; *full: past --upstream-max). */
+static bool gs_ensure(gw_sess_t *gs, bool *full, char *err, size_t errlen)
+{
+    *full = false;
+    if (gs->u)
+        return true;
+    if (gs->index < 0 || !gs->init) {
+        snprintf(err, errlen, "this session's upstream is not configured");
+        return false;
+    }
+    if (!gs_start(gs, full, err, errlen))
+        return false;
+    uint64_t id;
+    json_t *r = request_to_up(gs, "initialize", gs->init, &id);
+    add_out(gs, id, 0, NULL, NULL)->init = true;
+    gs->noted = true; /* gs_became_ready sends notifications/initialized: the client's is late */
+    gs_write(gs, r);
+    json_decref(r);
+    return true;
+}
+
+/* ---- initialize ---- */
+
+/* What a session keeps of its client's initialize (its params, compact), as mcp/ does. */
+#define GW_MAX_INIT_BYTES 65536
+
+void gw_initialize(worker_t *w, wmsg_t *m)
+{
+    json_t *params = m->u.post.v.params, *id = m->u.post.v.id;
+    json_t *pv = json_object_get(params, "protocolVersion");
+    const char *bad = NULL;
+    if (!json_is_string(pv))
+        bad = "initialize needs params.protocolVersion (a string)";
+    else if (json_dumpb(params, NULL, 0, JSON_COMPACT) > GW_MAX_INIT_BYTES)
+        /* kept in the session's metadata, which is rewritten at every change of it */
+        bad = "initialize's params take more than 65536 bytes";
+    if (bad) {
+        actor_reply(w, m->u.client.conn, 400, jsonrpc_error(id, JSONRPC_INVALID_PARAMS, bad, NULL),
+                    NULL);
+        return;
+    }
+    int index = m->upstream - 1;
+    gw_sess_t *gs = gs_new(w, index, g_cfg.upstream_names[index], m->sid);
+    char err[300];
+    bool full;
+    if (!gs_start(gs, &full, err, sizeof err)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
+        log_warn("%s: %s", gs->tag, msg);
+        if (full)
+            actor_reply_retry(w, m->u.client.conn, id, 503, msg, "5");
+        else
+            actor_reply(w, m->u.client.conn, 502,
+                        jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, msg, NULL), NULL);
+        gs_free(gs);
+        return;
+    }
+    actor_t *a = actor_create(w, m->sid);
+    a->upstream = (uint8_t)m->upstream;
+    a->ps = (struct proto_state *)(void *)gs;
+    gs->a = a;
+    gs->init = json_incref(params);
+    a->owner = m->u.client.principal; /* its place of --max-sessions is the session's now */
+    m->u.client.principal = NULL;
+    m->u.post.holds_session = false;
+    a->proto = proto_negotiate(jsonrpc_cstr(pv));
+    str_copy(a->auth_name, sizeof a->auth_name, m->u.client.auth_name);
+    int64_t expiry = a->created_ms + g_cfg.session_ttl_s * 1000;
+    a->used = false;
+    actor_alarm_set(a, actor_unused_expiry(a) < expiry ? actor_unused_expiry(a) : expiry);
+    actor_persist_meta(a);
+    STAT_INC(sessions_created_total);
+    worker_stat_add(w, DS_SESSIONS_STORED, 1);
+    STAT_INC(requests_total[SM_initialize]);
+    log_info("session %.8s created on upstream %s", a->sid, gw_name(gs));
+
+    /* The reply stays one JSON response until the upstream answers (no SSE, no window, and
+     * nothing else goes on it: related_call), so that Mcp-Session-Id goes out only with a
+     * result: an error makes no session (up_init_answer). --upstream-init-timeout bounds it. */
+    stream_t *s = stream_begin(a, m->u.client.conn, 1, STREAM_BEGIN_SESSION_ID);
+    stream_add_call(a, s, id, SM_initialize, m->u.client.recv_us);
+    uint64_t up_id;
+    json_t *r = request_to_up(gs, "initialize", params, &up_id);
+    add_out(gs, up_id, s->num, id, params)->init = true;
+    gs_write(gs, r); /* straight: the queue waits for this answer */
+    json_decref(r);
+    stream_settle(a, s, false);
+}
+
+/* ---- from the client ---- */
+
+/* A client's notification: forwarded (a cancellation with the upstream's id). */
+static void client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    const json_t *method = json_object_get(msg, "method");
+    STAT_INC(requests_total[SM_notification]);
+    if (jsonrpc_str_is(method, "notifications/initialized")) {
+        a->initialized = true;
+        if (gs->noted)
+            return; /* this process has it already (the gateway sent it after a restart) */
+        gs->noted = true;
+    }
+    if (jsonrpc_str_is(method, "notifications/cancelled")) {
+        json_t *params = json_object_get(msg, "params");
+        json_t *rid = json_object_get(params, "requestId");
+        for (gw_out_t **op = &gs->out; rid && *op; op = &(*op)->next) {
+            gw_out_t *o = *op;
+            if (!o->client_id || !json_equal(o->client_id, rid))
+                continue;
+            call_t *c = find_call(a, o->stream, rid);
+            if (c && c->method == SM_initialize)
+                return; /* initialize is never cancelled */
+            json_t *copy = json_deep_copy(msg);
+            json_object_set_new(json_object_get(copy, "params"), "requestId",
+                                json_integer((json_int_t)o->up_id));
+            gs_send(gs, copy);
+            *op = o->next; /* before the drop: its hook (gw_call_dropped) finds nothing more */
+            out_free(o);
+            if (c)
+                actor_drop_call(a, c);
+            return;
+        }
+        return; /* nothing of ours: dropped */
+    }
+    gs_send(gs, json_incref(msg));
+}
+
+/* A client's answer to an upstream request: back with the upstream's id, after the turn's
+ * commit (gs_send_after_commit). */
+static void client_response(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    STAT_INC(requests_total[SM_response]);
+    json_t *id = json_object_get(msg, "id");
+    for (gw_in_t **ip = &gs->in; json_is_integer(id) && *ip; ip = &(*ip)->next) {
+        gw_in_t *i = *ip;
+        if ((json_int_t)i->our_id != json_integer_value(id))
+            continue;
+        json_t *copy = json_deep_copy(msg);
+        json_object_set(copy, "id", i->up_id);
+        gs_send_after_commit(gs, copy);
+        *ip = i->next;
+        json_decref(i->up_id);
+        free(i);
+        return;
+    }
+    STAT_INC(client_responses_unknown_total);
+    log_info("session %.8s: a response to an unknown upstream request was ignored", a->sid);
+}
+
+/* The requests of a POST body: calls on one stream, forwarded with gateway ids. */
+static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
+{
+    json_t *body = m->u.post.body;
+    bool batch = json_is_array(body);
+    stream_t *s = stream_begin(a, m->u.client.conn, requests, batch ? STREAM_BEGIN_BATCH : 0);
+    if (g_cfg.response_mode == RESPONSE_SSE)
+        actor_stream_start_sse(a, s);
+    for (size_t i = 0; i < m->u.post.n; i++) {
+        json_t *msg = batch ? json_array_get(body, i) : body;
+        if (m->u.post.kinds[i] == JR_INVALID) {
+            json_t *null_id = json_null();
+            call_t *c = actor_add_call(a, s, null_id, SM_other);
+            json_decref(null_id);
+            actor_complete_call(a, c,
+                                jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+                                              "Invalid Request: a batch item is not JSON-RPC",
+                                              NULL));
+        } else if (m->u.post.kinds[i] == JR_REQUEST) {
+            jr_view_t v;
+            jsonrpc_view(msg, &v);
+            call_t *c = stream_add_call(a, s, v.id, jsonrpc_method_slot(v.method),
+                                        m->u.client.recv_us);
+            STAT_INC(requests_total[c->method]);
+            uint64_t up_id;
+            json_t *r = request_to_up(gs, jsonrpc_cstr(v.method), v.params, &up_id);
+            if (gs_send(gs, r) != 0) {
+                char why[200];
+                snprintf(why, sizeof why,
+                         "the upstream %s cannot take this request (it is gone "
+                         "or does not read its input)",
+                         gw_name(gs));
+                actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
+                continue;
+            }
+            add_out(gs, up_id, s->num, v.id, v.params);
+        }
+    }
+    stream_settle(a, s, true);
+}
+
+void gw_post(actor_t *a, wmsg_t *m)
+{
+    gw_sess_t *gs = gs_of(a);
+    if (m->upstream != a->upstream) { /* another path's session: not one of this path */
+        actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(m->u.post.body), 404,
+                          MCP_ERR_SESSION_NOT_FOUND, "Session not found");
+        return;
+    }
+    json_t *body = m->u.post.body;
+    bool batch = json_is_array(body);
+    int requests = 0;
+    for (size_t i = 0; i < m->u.post.n; i++) {
+        jr_kind_t k = (jr_kind_t)m->u.post.kinds[i];
+        requests += k == JR_REQUEST || k == JR_INVALID;
+    }
+    if (requests > 0 && actor_requests_in_flight(a) + requests > g_cfg.max_streams) {
+        STAT_INC(limit_refusals_total);
+        actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(body), 429,
+                          "Too Many Requests: this session has too many requests in flight "
+                          "(--max-streams); retry when one finishes",
+                          "1");
+        return;
+    }
+    /* only a request starts a process: a notification or a response for a process that has
+     * gone has nobody to reach (its maps went with it) and is dropped */
+    char err[300];
+    bool full;
+    if (requests > 0 && !gs_ensure(gs, &full, err, sizeof err)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
+        if (full)
+            actor_reply_retry(a->w, m->u.client.conn, jsonrpc_request_id(body), 503, msg, "5");
+        else
+            actor_reply_error(a->w, m->u.client.conn, jsonrpc_request_id(body), 502,
+                              JSONRPC_INTERNAL_ERROR, msg);
+        return;
+    }
+    for (size_t i = 0; i < m->u.post.n && gs->u; i++) {
+        json_t *msg = batch ? json_array_get(body, i) : body;
+        jr_kind_t k = (jr_kind_t)m->u.post.kinds[i];
+        if (k == JR_NOTIFICATION)
+            client_notification(a, gs, msg);
+        else if (k == JR_RESPONSE)
+            client_response(a, gs, msg);
+    }
+    if (requests == 0) {
+        actor_reply(a->w, m->u.client.conn, 202, NULL, NULL);
+        return;
+    }
+    client_requests(a, gs, m, requests);
+}
+
+/* ---- from the upstream ---- */
+
+/* The call an upstream message relates to: a progress notification's by its progressToken
+ * (the client's, passed through); anything else the newest open call (the stdio transport
+ * does not say which request a message relates to). NULL: none open. */
+static call_t *related_call(actor_t *a, gw_sess_t *gs, const json_t *msg)
+{
+    const json_t *token = json_object_get(json_object_get(msg, "params"), "progressToken");
+    if (token && jsonrpc_str_is(json_object_get(msg, "method"), "notifications/progress"))
+        for (gw_out_t *o = gs->out; o; o = o->next)
+            if (o->progress && o->client_id && !o->init && json_equal(o->progress, token)) {
+                call_t *c = find_call(a, o->stream, o->client_id);
+                if (c)
+                    return c;
+            }
+    call_t *best = NULL; /* not initialize: its reply is held for the result (gw_initialize) */
+    for (call_t *c = a->calls; c; c = c->next)
+        if (c->method != SM_initialize && (!best || c->started_us >= best->started_us))
+            best = c;
+    return best;
+}
+
+/* The stream an upstream message goes on, as a tool's (actor_send_tool_request): the related
+ * call's POST stream (not in JSON-only mode), else the standalone GET stream. A notification
+ * may wait there for a GET (stored); a request needs a GET attached now: NULL, none can carry
+ * it. */
+static stream_t *route_for(actor_t *a, gw_sess_t *gs, const json_t *msg, bool request)
+{
+    call_t *c = g_cfg.response_mode == RESPONSE_JSON ? NULL : related_call(a, gs, msg);
+    if (c)
+        return c->stream;
+    stream_t *g = actor_get_stream(a, !request);
+    return request && !(g && g->conn.gen) ? NULL : g;
+}
+
+/* The process answered initialize: what waited goes now. `restarted`: the stored initialize
+ * was re-sent, so the gateway sends notifications/initialized in the client's place. */
+static void gs_became_ready(gw_sess_t *gs, bool restarted)
+{
+    if (restarted) {
+        json_t *note = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method",
+                                 "notifications/initialized");
+        gs_write(gs, note);
+        json_decref(note);
+    }
+    gs->ready = true;
+    if (gs->init_timer)
+        evtimer_del(gs->init_timer);
+    size_t i;
+    json_t *q;
+    json_array_foreach(gs->queue, i, q)
+        gs_write(gs, q);
+    json_array_clear(gs->queue);
+    gs->queued_bytes = 0;
+}
+
+/* The process answered an initialize. A result: it is ready (the call, if the client still
+ * waits, gets it). An error, or no result: a process that cannot serve. The client's own
+ * initialize then makes no session: its answer goes without Mcp-Session-Id and on_message
+ * deletes the session (its process stops, its --upstream-max place comes back at the exit).
+ * A restarted process's refusal stops it: its exit errors what waits. */
+static void up_init_answer(actor_t *a, gw_sess_t *gs, const gw_out_t *o, call_t *c,
+                           const json_t *msg)
+{
+    const json_t *result = json_object_get(msg, "result");
+    if (json_is_object(result)) {
+        const char *v = json_string_value(json_object_get(result, "protocolVersion"));
+        if (o->client_id && v && proto_find(v))
+            a->proto = proto_find(v);
+        gs_became_ready(gs, !o->client_id);
+        return;
+    }
+    log_warn("%s: the upstream answered initialize with an error: %s", gs->tag,
+             o->client_id ? "no session" : "stopped");
+    if (!o->client_id) {
+        upstream_stop(gs->u);
+        return;
+    }
+    gs->init_failed = true;
+    if (c)
+        c->stream->session_header = false;
+}
+
+static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    json_t *id = json_object_get(msg, "id");
+    gw_out_t **op = &gs->out;
+    while (*op && !(json_is_integer(id) && (json_int_t)(*op)->up_id == json_integer_value(id)))
+        op = &(*op)->next;
+    gw_out_t *o = *op;
+    if (!o) {
+        log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
+                 gs->tag);
+        return;
+    }
+    *op = o->next;
+    call_t *c = o->client_id ? find_call(a, o->stream, o->client_id) : NULL;
+    if (o->init)
+        up_init_answer(a, gs, o, c, msg);
+    if (c) {
+        json_t *r = json_deep_copy(msg);
+        json_object_set(r, "id", o->client_id);
+        actor_complete_call(a, c, r);
+    }
+    out_free(o);
+}
+
+static void up_request(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    stream_t *route = route_for(a, gs, msg, true);
+    int waiting = 0;
+    for (gw_in_t *i = gs->in; i; i = i->next)
+        waiting++;
+    if (!route || waiting >= GW_MAX_IN) { /* never silence: the upstream hears why */
+        char why[200];
+        if (route)
+            snprintf(why, sizeof why, "%d requests already wait for the client's answer", waiting);
+        else
+            snprintf(why, sizeof why,
+                     "no stream can carry %.80s to the client: no request of it is open and its "
+                     "GET stream is not",
+                     json_string_value(json_object_get(msg, "method")));
+        log_info("%s: %s", gs->tag, why);
+        json_t *err = jsonrpc_error(json_object_get(msg, "id"), JSONRPC_INTERNAL_ERROR, why, NULL);
+        gs_write(gs, err);
+        json_decref(err);
+        return;
+    }
+    gw_in_t *i = xcalloc(1, sizeof *i);
+    i->our_id = a->next_req_num++;
+    i->up_id = json_incref(json_object_get(msg, "id"));
+    i->next = gs->in;
+    gs->in = i;
+    actor_persist_meta(a); /* next_req_num: ids never reused in a session */
+    json_t *copy = json_deep_copy(msg);
+    json_object_set_new(copy, "id", json_integer((json_int_t)i->our_id));
+    actor_stream_send(a, route, copy);
+}
+
+static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    if (!json_is_object(msg))
+        return;
+    bool has_method = json_is_string(json_object_get(msg, "method"));
+    bool has_id = json_object_get(msg, "id") != NULL;
+    if (!has_method && has_id)
+        up_response(a, gs, msg);
+    else if (has_method && has_id)
+        up_request(a, gs, msg);
+    else if (has_method && up_cancel(gs, msg))
+        ; /* an upstream request the client never got an answer to: nothing to tell it */
+    else if (has_method)
+        actor_stream_send(a, route_for(a, gs, msg, false), json_incref(msg));
+    else
+        log_warn("%s: a message that is not JSON-RPC was dropped", gs->tag);
+}
+
+static void on_message(upstream_t *u, json_t *msg, void *arg)
+{
+    gw_sess_t *gs = arg;
+    actor_t *a = gs->a;
+    if (!a) {
+        json_decref(msg);
+        return;
+    }
+    worker_t *w = gs->w, *prev = worker_enter(w);
+    if (json_is_array(msg)) {
+        size_t i;
+        json_t *one;
+        json_array_foreach(msg, i, one)
+            if (!gs->init_failed)
+                up_one(a, gs, one);
+    } else {
+        up_one(a, gs, msg);
+    }
+    json_decref(msg);
+    if (gs->init_failed)
+        actor_delete(a); /* its answer is queued for the turn's end; gs lives till the exit */
+    else
+        worker_note_activity(w, a);
+    worker_turn_end(w);
+    worker_leave(prev);
+}
+
+/* A stdout line that is not a message (logged by the process layer). With exactly one client
+ * request open it was that request's answer, as good as certain (an MCP server writes nothing
+ * else on stdout): the call gets the error now rather than wait forever. With more, which one
+ * cannot be told: they wait (their answers may still come). */
+static void on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg)
+{
+    gw_sess_t *gs = arg;
+    actor_t *a = gs->a;
+    gw_out_t *one = NULL;
+    int n = 0;
+    for (gw_out_t *o = gs->out; o; o = o->next)
+        if (o->client_id) {
+            one = o;
+            n++;
+        }
+    /* before the process answered initialize, a line is no call's answer (a start-up banner:
+     * the initialize, or a request queued meanwhile, was not what it answered) */
+    if (!a || !gs->ready || n != 1)
+        return;
+    worker_t *prev = worker_enter(gs->w);
+    call_t *c = find_call(a, one->stream, one->client_id);
+    if (c) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "the upstream %s wrote a line that is not a message (%s: %.160s)",
+                 gw_name(gs), upstream_bad_name(why), detail ? detail : "");
+        actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, msg, NULL));
+    }
+    for (gw_out_t **op = &gs->out; *op; op = &(*op)->next)
+        if (*op == one) {
+            *op = one->next;
+            out_free(one);
+            break;
+        }
+    worker_note_activity(gs->w, a);
+    worker_turn_end(gs->w);
+    worker_leave(prev);
+}
+
+static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
+{
+    gw_sess_t *gs = arg;
+    actor_t *a = gs->a;
+    gs->u = NULL;
+    gs->ready = false;
+    if (gs->init_timer)
+        evtimer_del(gs->init_timer);
+    atomic_fetch_sub(&g_procs, 1); /* its --upstream-max place */
+    if (!a) {
+        detach(gs, false);
+        gs_free(gs);
+        return;
+    }
+    char why[200];
+    if (how->signo)
+        snprintf(why, sizeof why, "the upstream %s %s (signal %d) while this request was in flight",
+                 gw_name(gs), how->crashed ? "crashed" : "was stopped", how->signo);
+    else
+        snprintf(why, sizeof why,
+                 "the upstream %s exited (status %d) while this request was in "
+                 "flight",
+                 gw_name(gs), how->code);
+    log_warn("%s: %s", gs->tag, how->crashed ? "crashed" : "exited");
+    worker_t *w = gs->w, *prev = worker_enter(w);
+    bool no_session = false; /* it never answered the client's initialize: no session */
+    while (gs->out) {
+        gw_out_t *o = gs->out;
+        gs->out = o->next;
+        call_t *c = o->client_id ? find_call(a, o->stream, o->client_id) : NULL;
+        no_session |= o->init && o->client_id;
+        if (c && o->init)
+            c->stream->session_header = false;
+        if (c)
+            actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
+        out_free(o);
+    }
+    gs_clear_maps(gs);
+    if (no_session)
+        actor_delete(a); /* frees gs too (no process left) */
+    else
+        worker_note_activity(w, a);
+    worker_turn_end(w);
+    worker_leave(prev);
+}

@@ -1,0 +1,72 @@
+/* What session.c and ops.c share: a gateway session's state (docs/design/gateway.md). Worker
+ * threads. */
+#ifndef MCPD_GATEWAY_SESSION_INTERNAL_H
+#define MCPD_GATEWAY_SESSION_INTERNAL_H
+
+#include "actor/actor.h"
+#include "core/config.h"
+#include "gateway/upstream.h"
+
+typedef struct gw_out { /* a message sent to the upstream that awaits its answer */
+    struct gw_out *next;
+    uint64_t up_id;    /* the id the upstream got */
+    uint64_t stream;   /* the call's stream */
+    json_t *client_id; /* the call's id (the client's); NULL: the stored initialize re-sent */
+    json_t *progress;  /* its params._meta.progressToken, or NULL: where its progress goes */
+    bool init;         /* an initialize: the client's (the session's start), or the re-sent */
+} gw_out_t;
+
+typedef struct gw_in { /* an upstream request sent to the client */
+    struct gw_in *next;
+    uint64_t our_id; /* the id the client got */
+    json_t *up_id;   /* the upstream's */
+} gw_in_t;
+
+typedef struct gw_sess {
+    actor_t *a; /* NULL once the actor is freed while its process ends */
+    worker_t *w;
+    int index; /* --upstream index; -1: no longer configured */
+    char name[CFG_UPSTREAM_NAME_MAX + 1];
+    upstream_t *u;            /* NULL: no process */
+    struct event *init_timer; /* --upstream-init-timeout, armed at each start until ready */
+    json_t *init;             /* the client's initialize params (stored "gi") */
+    bool ready;               /* the process answered initialize: messages go straight to it */
+    bool noted;               /* notifications/initialized is sent or queued to this process,
+                                 or the gateway sends it at ready (a restart): once each */
+    bool init_failed;         /* the upstream refused the client's initialize: no session */
+    json_t *queue;            /* what waits for ready (an array) */
+    size_t queued_bytes;      /* its size as JSON text (bounded like a process's stdin) */
+    json_t *held;             /* the client's answers of this turn, sent at its commit (ops.c);
+                                 NULL: none */
+    uint64_t next_id;
+    gw_out_t *out;
+    gw_in_t *in;
+    struct gw_sess *dprev, *dnext; /* the detached list, while a is NULL and the process ends */
+    char tag[96];
+} gw_sess_t;
+
+/* a's state when a is a gateway session, else NULL */
+gw_sess_t *gs_of(const actor_t *a);
+const char *gw_name(const gw_sess_t *gs);
+gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid);
+/* ops.c: frees one awaited message; forgets every awaited message, upstream request and
+ * queued message */
+void out_free(gw_out_t *o);
+void gs_clear_maps(gw_sess_t *gs);
+void gs_free(gw_sess_t *gs);
+/* msg (taken) to the process, or to the queue until it answered initialize. -1: the process
+ * is gone or does not read (its queue is full). */
+int gs_send(gw_sess_t *gs, json_t *msg);
+/* ops.c: msg (taken) to the process once the turn's writes are committed (dropped if the
+ * store refused them and reset the session: its process is stopped) */
+void gs_send_after_commit(gw_sess_t *gs, json_t *msg);
+/* an initialize on /mcp/NAME; a POST to a gateway session */
+void gw_initialize(worker_t *w, wmsg_t *m);
+void gw_post(actor_t *a, wmsg_t *m);
+/* ops.c: an upstream notifications/cancelled mapped to the client's id (see ops.c); true:
+ * dropped (a request the client was not sent) */
+bool up_cancel(gw_sess_t *gs, json_t *msg);
+/* ops.c: puts gs on (add) or takes it off the detached list */
+void detach(gw_sess_t *gs, bool add);
+
+#endif
