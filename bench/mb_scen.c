@@ -132,12 +132,12 @@ mb_call_ctx_t *mb_call_ctx_new(const mb_cfg_t *c, mb_sess_t *sess, long n)
     mb_call_ctx_t *x = mb_xcalloc(1, sizeof *x);
     x->sess = sess;
     x->nsess = n;
-    json_t *args = json_pack("{s:s}", "text", c->text);
+    json_t *args = json_pack("{s:s}", c->call_arg, c->text);
     char *a = json_dumps(args, JSON_COMPACT);
     json_decref(args);
     size_t len;
-    char *body = c->modern ? mb_body_call_modern(0, "echo", a, c->pv, &len)
-                           : mb_body_call(0, "echo", a, &len);
+    char *body = c->modern ? mb_body_call_modern(0, c->call_tool, a, c->pv, &len)
+                           : mb_body_call(0, c->call_tool, a, &len);
     free(a);
     static const char idk[] = "\"id\":0";
     char *at = strstr(body, idk);
@@ -153,7 +153,10 @@ mb_call_ctx_t *mb_call_ctx_new(const mb_cfg_t *c, mb_sess_t *sess, long n)
     x->slen = strlen(x->suffix);
     free(body);
     json_t *t = json_string(c->text);
-    x->check = json_dumps(t, JSON_ENCODE_ANY);
+    /* the text and its closing quote: an echo that adds a prefix ("Echo: TEXT") passes too */
+    char *quoted = json_dumps(t, JSON_ENCODE_ANY);
+    x->check = strdup(quoted + 1);
+    free(quoted);
     json_decref(t);
     x->check_len = strlen(x->check);
     return x;
@@ -249,7 +252,7 @@ int mb_scen_call(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     int rc = -1;
     if (c->modern) {
         mb_sess_init(sess, c->pv);
-        mb_sess_set_modern(sess, c->pv, "tools/call", "echo");
+        mb_sess_set_modern(sess, c->pv, "tools/call", c->call_tool);
         r->sessions = 0;
         mb_result_str(r, "protocol_version", c->pv);
     } else if (mb_scen_setup(c, &t, sess, nsess, r) != 0) {

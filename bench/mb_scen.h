@@ -42,6 +42,8 @@ typedef struct mb_cfg {
     const char *resume_args;  /* override of the producing call's arguments */
     const char *mix;
     const char *text;
+    const char *call_tool; /* call: the tool and the argument that carries text */
+    const char *call_arg;
     const char *pv;
     bool modern;         /* call-modern: stateless 2026-07-28 (no initialize, _meta + headers) */
     const char *save_sessions; /* wake: write the created ids here and stop */

@@ -47,6 +47,9 @@ static const char usage_text[] =
     "  --seed N               --load-sessions: the random draw (default 1)\n"
     "scenario settings:\n"
     "  --text TEXT            echo text (default hello-bench)\n"
+    "  --call-tool NAME       call: the tool (default echo); --call-arg NAME: the argument that\n"
+    "                         carries TEXT (default text). OK = the answer holds TEXT (e.g.\n"
+    "                         server-everything: --call-tool echo --call-arg message)\n"
     "  --stats-url URL        JSON with rss_bytes (mcpactord admin /stats) or rss (Node)\n"
     "  --pid PID              read the server's RSS from /proc/PID/status instead\n"
     "  --notify-tool NAME     tool that makes session-level notifications (default notify)\n"
@@ -62,6 +65,9 @@ static const char usage_text[] =
     "  --protocol-version V   MCP protocol version (default 2025-11-25; call-modern 2026-07-28)\n"
     "  --header 'NAME: VALUE' a header on every request, repeatable (e.g. 'Authorization: Bearer\n"
     "                         TOKEN' against a server with --auth-tokens or --auth-issuer)\n"
+    ;
+/* in two parts: C11 compilers need not take a string of more than 4095 characters */
+static const char usage_more[] =
     "comparison and output:\n"
     "  --compare URL2         run the same scenario against URL2 afterwards; print URL/URL2 ratios\n"
     "  --label NAME, --label2 NAME            names in the report (default: the URLs)\n"
@@ -76,7 +82,7 @@ static const char usage_text[] =
 
 enum {
     O_DURATION = 256, O_REQUESTS, O_CONNECTIONS, O_SESSIONS, O_RATE, O_TIMEOUT, O_WARMUP,
-    O_SETTLE, O_TEXT, O_STATS, O_STATS2, O_PID, O_PID2, O_NTOOL, O_NTOOL2, O_NARGS, O_NARGS2,
+    O_SETTLE, O_TEXT, O_CTOOL, O_CARG, O_STATS, O_STATS2, O_PID, O_PID2, O_NTOOL, O_NTOOL2, O_NARGS, O_NARGS2,
     O_EVENTS, O_RVIA, O_RFIRST, O_RARGS, O_MIX, O_PV, O_COMPARE, O_LABEL, O_LABEL2, O_JSON,
     O_QUIET, O_MAXERR, O_REMOTE, O_HELP, O_VERSION, O_SAVESESS, O_LOADSESS, O_SEED, O_HEADER,
 };
@@ -92,6 +98,8 @@ static const struct option long_opts[] = {
     {"warmup", required_argument, NULL, O_WARMUP},
     {"settle", required_argument, NULL, O_SETTLE},
     {"text", required_argument, NULL, O_TEXT},
+    {"call-tool", required_argument, NULL, O_CTOOL},
+    {"call-arg", required_argument, NULL, O_CARG},
     {"stats-url", required_argument, NULL, O_STATS},
     {"stats-url2", required_argument, NULL, O_STATS2},
     {"pid", required_argument, NULL, O_PID},
@@ -175,10 +183,12 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage_text, stderr);
+        fputs(usage_more, stderr);
         return 2;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(usage_text, stdout);
+        fputs(usage_more, stdout);
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
@@ -206,6 +216,8 @@ int main(int argc, char **argv)
     c.resume_first = "auto";
     c.mix = "call=70,handshake=10,stream=10,resume=10";
     c.text = "hello-bench";
+    c.call_tool = "echo";
+    c.call_arg = "text";
     c.modern = strcmp(c.scenario, "call-modern") == 0;
     c.pv = c.modern ? "2026-07-28" : "2025-11-25";
     c.max_error_pct = 1.0;
@@ -274,6 +286,8 @@ int main(int argc, char **argv)
             pid[opt == O_PID2] = (int)v;
             break;
         case O_TEXT: c.text = optarg; break;
+        case O_CTOOL: c.call_tool = optarg; break;
+        case O_CARG: c.call_arg = optarg; break;
         case O_STATS: stats[0] = optarg; break;
         case O_STATS2: stats[1] = optarg; break;
         case O_NTOOL: ntool[0] = optarg; break;
@@ -328,7 +342,7 @@ int main(int argc, char **argv)
         case O_JSON: c.json = true; break;
         case O_QUIET: c.quiet = true; break;
         case O_REMOTE: c.allow_remote = true; break;
-        case O_HELP: fputs(usage_text, stdout); return 0;
+        case O_HELP: fputs(usage_text, stdout); fputs(usage_more, stdout); return 0;
         case O_VERSION: printf("mcpbench %s\n", MB_VERSION); return 0;
         default: return usage_error("bad option", "");
         }
