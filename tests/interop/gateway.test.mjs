@@ -6,9 +6,14 @@
 // progress, sampling, elicitation and roots requests the upstream sends during a call reach the
 // client and its answers go back; a session goes on after mcpactord restarts (a new process,
 // re-initialized with the stored initialize); DELETE ends the session's process; two sessions
-// have two processes. Run by `meson test --suite interop` (node's built-in test runner); every
+// have two processes; a long call's POST stream cut and resumed with Last-Event-ID (what was
+// missed once, nothing twice); mcpactord killed with SIGKILL mid-call and restarted (the stored
+// events replay, the call that was in flight gets an error, the session goes on); the upstream
+// killed mid-call; a program that is not an MCP server; the MCP Inspector's CLI and mcp-remote
+// through the gateway. Run by `meson test --suite interop` (node's built-in test runner); every
 // wait is bounded.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,6 +39,13 @@ const bin = (pkg) => {
 };
 const EVERYTHING = bin('server-everything');
 const FILESYSTEM = bin('server-filesystem');
+const pkgBin = (dir, name) => {
+  const json = JSON.parse(fs.readFileSync(path.join(here, 'node_modules', dir, 'package.json'), 'utf8'));
+  return path.join(here, 'node_modules', dir, json.bin[name]);
+};
+const INSPECTOR = pkgBin('@modelcontextprotocol/inspector', 'mcp-inspector');
+const MCP_REMOTE = pkgBin('mcp-remote', 'mcp-remote');
+const V = '2025-11-25';
 const TEST = { timeout: 60000 };
 
 let server;
@@ -44,6 +56,8 @@ before(async () => {
   server = await startServer([
     '--upstream', `everything=${process.execPath} ${EVERYTHING} stdio`,
     '--upstream', `fs=${process.execPath} ${FILESYSTEM} ${shared}`,
+    // not an MCP server: it prints a line and exits
+    '--upstream', 'notmcp=/bin/echo this is not an MCP server',
   ]);
 });
 
@@ -209,5 +223,270 @@ describe('a restart of mcpactord', () => {
     assert.equal(await upstreamsRunning(), 1, 'one process: the session\'s new one');
     await again.transport.terminateSession();
     await again.client.close();
+  });
+});
+
+// ---- raw HTTP: a POST stream read event by event, cut, and resumed ----
+
+const rawHeaders = (sessionId, extra = {}) => ({
+  'content-type': 'application/json', accept: 'application/json, text/event-stream',
+  'mcp-session-id': sessionId, 'mcp-protocol-version': V, ...extra,
+});
+
+// An SSE response read one event at a time: next() resolves to {id, data (parsed), raw} or
+// null at the end of the stream; close() cuts the connection.
+function sseReader(response, ac) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  return {
+    async next(timeoutMs = 15000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const cut = buf.indexOf('\n\n');
+        if (cut >= 0) {
+          const block = buf.slice(0, cut);
+          buf = buf.slice(cut + 2);
+          const ev = { id: undefined, raw: block };
+          const data = [];
+          for (const line of block.split('\n')) {
+            if (line.startsWith('id:')) ev.id = line.slice(3).trim();
+            else if (line.startsWith('data:')) data.push(line.slice(5).trimStart());
+          }
+          if (!data.length || !data.join('')) continue; // a priming event, a comment
+          ev.data = JSON.parse(data.join('\n'));
+          return ev;
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`no SSE event within ${timeoutMs} ms`);
+        let timer;
+        const chunk = await Promise.race([
+          reader.read(),
+          new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`no SSE event within ${timeoutMs} ms`)), left); }),
+        ]).finally(() => clearTimeout(timer));
+        if (chunk.done) return null;
+        buf += decoder.decode(chunk.value, { stream: true }).replace(/\r\n/g, '\n');
+      }
+    },
+    close() {
+      ac.abort();
+      reader.cancel().catch(() => {});
+    },
+  };
+}
+
+async function postStream(sessionId, id, method, params) {
+  const ac = new AbortController();
+  const r = await fetch(`${base()}/mcp/everything`, {
+    method: 'POST', headers: rawHeaders(sessionId), signal: ac.signal,
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+  });
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get('content-type'), /text\/event-stream/, 'a long call answers as an SSE stream');
+  return sseReader(r, ac);
+}
+
+async function resume(sessionId, lastEventId) {
+  const ac = new AbortController();
+  const r = await fetch(`${base()}/mcp/everything`, {
+    method: 'GET', headers: rawHeaders(sessionId, { accept: 'text/event-stream', 'last-event-id': lastEventId }),
+    signal: ac.signal,
+  });
+  assert.equal(r.status, 200, `the resume: ${r.status} ${await r.clone().text().catch(() => '')}`);
+  return sseReader(r, ac);
+}
+
+// Reads st until the answer to id (or the end); returns {progress: [values], answers: [msgs]}.
+async function readUntilAnswer(st, id) {
+  const progress = [];
+  const answers = [];
+  for (;;) {
+    const ev = await st.next();
+    if (!ev) break;
+    const m = ev.data;
+    if (m.method === 'notifications/progress') progress.push(m.params.progress);
+    if (m.id === id && !m.method) {
+      answers.push(m);
+      break;
+    }
+  }
+  return { progress, answers };
+}
+
+// The processes mcpactord runs now (its children), by pid.
+function childrenOf(pid) {
+  const out = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+const LONG = (id, steps, duration) => ({
+  name: 'trigger-long-running-operation', arguments: { duration, steps }, _meta: { progressToken: `p${id}` },
+});
+
+describe('streams through the gateway', () => {
+  test('a long call\'s POST stream cut after its first progress and resumed with Last-Event-ID: the rest once, nothing twice', TEST, async () => {
+    const { client, transport } = await connect('everything');
+    const st = await postStream(transport.sessionId, 71, 'tools/call', LONG(71, 4, 2));
+    let first;
+    do first = await st.next(); while (first && first.data.method !== 'notifications/progress');
+    assert.ok(first, 'a first progress event');
+    assert.equal(first.data.params.progress, 1);
+    assert.ok(first.id, 'the event has an id to resume from');
+    st.close();
+    await sleep(2500); // the rest of the call happens meanwhile, stored
+    const again = await resume(transport.sessionId, first.id);
+    const { progress, answers } = await readUntilAnswer(again, 71);
+    again.close();
+    assert.deepEqual(progress, [2, 3, 4], 'the progress missed, each once, none seen before');
+    assert.equal(answers.length, 1);
+    assert.match(textOf(answers[0].result), /Long running operation completed/);
+    await transport.terminateSession();
+    await client.close();
+  });
+
+  test('the upstream killed mid-call: the call gets an error at once; the next call starts a new process', TEST, async () => {
+    const { client, transport } = await connect('everything');
+    await client.callTool({ name: 'echo', arguments: { message: 'up' } });
+    const st = await postStream(transport.sessionId, 72, 'tools/call', LONG(72, 10, 20));
+    let ev;
+    do ev = await st.next(); while (ev && ev.data.method !== 'notifications/progress');
+    // the session's process: the only child of mcpactord that runs the everything server
+    const mine = childrenOf(server.pid).filter((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('server-everything'));
+    assert.equal(mine.length, 1, `one everything process: ${mine}`);
+    const t0 = Date.now();
+    process.kill(mine[0], 'SIGKILL');
+    const { answers } = await readUntilAnswer(st, 72);
+    st.close();
+    assert.equal(answers.length, 1, 'the open call is answered');
+    assert.ok(answers[0].error, `an error: ${JSON.stringify(answers[0])}`);
+    assert.ok(Date.now() - t0 < 5000, `at once, not after the call's 20 s: ${Date.now() - t0} ms`);
+    const r = await client.callTool({ name: 'echo', arguments: { message: 'a new process' } });
+    assert.equal(textOf(r), 'Echo: a new process');
+    const now = childrenOf(server.pid).filter((p) => fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('server-everything'));
+    assert.ok(now.length === 1 && now[0] !== mine[0], `a new process: ${now}, the killed one ${mine[0]}`);
+    await transport.terminateSession();
+    await client.close();
+  });
+
+  test('mcpactord killed (SIGKILL) mid-call and restarted: stored events replay, the call in flight gets an error, the session goes on', TEST, async () => {
+    const { client, transport } = await connect('everything');
+    const sid = transport.sessionId;
+    const st = await postStream(sid, 73, 'tools/call', LONG(73, 10, 10));
+    const seen = [];
+    let ev;
+    do {
+      ev = await st.next();
+      if (ev?.data.method === 'notifications/progress') seen.push(ev);
+    } while (ev && seen.length < 2);
+    assert.equal(seen.length, 2, 'two progress events before the kill');
+    await client.close();
+    const old = childrenOf(server.pid);
+    server = await server.crashRestart();
+    for (const p of old) await eventually(`the old upstream ${p} to be gone`, () => !fs.existsSync(`/proc/${p}`) || fs.readFileSync(`/proc/${p}/stat`, 'utf8').includes(') Z'), 10000);
+    // resume from the first progress: the second replays (it was stored before it was sent),
+    // then the call's error (its process died with mcpactord)
+    const again = await resume(sid, seen[0].id);
+    const { progress, answers } = await readUntilAnswer(again, 73);
+    again.close();
+    assert.equal(progress[0], 2, `the stored second progress replays first: ${progress}`);
+    assert.equal(answers.length, 1, 'the call in flight is answered');
+    assert.ok(answers[0].error, `with an error: ${JSON.stringify(answers[0])}`);
+    const c2 = await connect('everything', { sessionId: sid });
+    const r = await c2.client.callTool({ name: 'echo', arguments: { message: 'after the crash' } });
+    assert.equal(textOf(r), 'Echo: after the crash');
+    await c2.transport.terminateSession();
+    await c2.client.close();
+  });
+});
+
+describe('a program that is not an MCP server', () => {
+  test('initialize gets an error and no session; the server goes on', TEST, async () => {
+    const r = await fetch(`${base()}/mcp/notmcp`, {
+      method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: V, capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+      signal: AbortSignal.timeout(40000),
+    });
+    const text = await r.text();
+    assert.ok(r.status >= 400 || /"error"/.test(text), `an error: ${r.status} ${text}`);
+    assert.equal(r.headers.get('mcp-session-id'), null, `no session: ${r.status} ${text}`);
+    const { client, transport } = await connect('everything');
+    assert.equal(textOf(await client.callTool({ name: 'echo', arguments: { message: 'fine' } })), 'Echo: fine');
+    await transport.terminateSession();
+    await client.close();
+  });
+});
+
+// Runs a node program; resolves to {code, stdout, stderr}; killed after timeoutMs.
+function runNode(args, { input, env = {}, timeoutMs = 60000 } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'], timeout: timeoutMs, killSignal: 'SIGKILL' });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, child }));
+    if (input) input(child);
+  });
+}
+
+describe('other clients through the gateway', () => {
+  let home;
+  before(() => { home = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpd-gateway-home-')); });
+  after(() => { if (home) fs.rmSync(home, { recursive: true, force: true }); });
+
+  test('the MCP Inspector CLI lists server-everything\'s tools and calls echo', TEST, async () => {
+    const common = ['--cli', `${base()}/mcp/everything`, '--transport', 'http', '--protocol-era', 'legacy', '--format', 'json'];
+    const env = { HOME: home, NO_COLOR: '1' };
+    const list = await runNode([INSPECTOR, ...common, '--method', 'tools/list'], { env });
+    assert.equal(list.code, 0, `${list.stdout}\n${list.stderr}`);
+    assert.match(list.stdout, /"get-sum"/);
+    const call = await runNode([INSPECTOR, ...common, '--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'message=from the inspector'], { env });
+    assert.equal(call.code, 0, `${call.stdout}\n${call.stderr}`);
+    assert.match(call.stdout, /Echo: from the inspector/);
+  });
+
+  test('mcp-remote (a stdio client of a remote server) initializes, lists and calls through it', TEST, async () => {
+    const lines = [];
+    const run = await runNode([MCP_REMOTE, `${base()}/mcp/everything`, '--transport', 'http-only', '--silent'], {
+      env: { HOME: home, MCP_REMOTE_CONFIG_DIR: path.join(home, '.mcp-auth') },
+      timeoutMs: 45000,
+      input: (child) => {
+        let buf = '';
+        const send = (m) => child.stdin.write(`${JSON.stringify(m)}\n`);
+        child.stdout.on('data', (d) => {
+          buf += d;
+          let nl;
+          while ((nl = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, nl).trim();
+            buf = buf.slice(nl + 1);
+            if (!line.startsWith('{')) continue;
+            const m = JSON.parse(line);
+            lines.push(m);
+            if (m.id === 1) {
+              send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+              send({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
+            } else if (m.id === 2) {
+              send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'echo', arguments: { message: 'via mcp-remote' } } });
+            } else if (m.id === 3) {
+              child.stdin.end();
+              setTimeout(() => child.kill('SIGTERM'), 500);
+            }
+          }
+        });
+        send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: V, capabilities: {}, clientInfo: { name: 'mcp-remote-test', version: '1' } } });
+      },
+    });
+    const byId = Object.fromEntries(lines.filter((m) => m.id !== undefined).map((m) => [m.id, m]));
+    assert.ok(byId[1]?.result, `initialize answered: ${JSON.stringify(lines).slice(0, 800)}\n${run.stderr.slice(-2000)}`);
+    assert.match(byId[1].result.serverInfo.name, /everything/i);
+    assert.ok(byId[2]?.result.tools.some((t) => t.name === 'get-sum'), JSON.stringify(byId[2]).slice(0, 500));
+    assert.equal(textOf(byId[3]?.result ?? { content: [] }), 'Echo: via mcp-remote', JSON.stringify(byId[3]));
   });
 });
