@@ -86,8 +86,8 @@ static void describe_errors(const mb_stats_t *s, char *out, size_t cap)
 int mb_scen_setup(const mb_cfg_t *c, mb_target_t *t, mb_sess_t *sess, long n, mb_result_t *r)
 {
     mb_stats_t st;
-    long failed = mb_setup_sessions(t, sess, n, c->connections, mb_cfg_timeout_us(c), c->pv, "setup",
-                                    mb_cfg_progress(c), &st);
+    long failed = mb_setup_sessions(t, sess, n, c->connections, mb_cfg_timeout_us(c), c->pv,
+                                    "setup", mb_cfg_progress(c), &st);
     if (failed > 0) {
         char why[256];
         describe_errors(&st, why, sizeof why);
@@ -132,12 +132,12 @@ mb_call_ctx_t *mb_call_ctx_new(const mb_cfg_t *c, mb_sess_t *sess, long n)
     mb_call_ctx_t *x = mb_xcalloc(1, sizeof *x);
     x->sess = sess;
     x->nsess = n;
-    json_t *args = json_pack("{s:s}", "text", c->text);
+    json_t *args = json_pack("{s:s}", c->call_arg, c->text);
     char *a = json_dumps(args, JSON_COMPACT);
     json_decref(args);
     size_t len;
-    char *body = c->modern ? mb_body_call_modern(0, "echo", a, c->pv, &len)
-                           : mb_body_call(0, "echo", a, &len);
+    char *body = c->modern ? mb_body_call_modern(0, c->call_tool, a, c->pv, &len)
+                           : mb_body_call(0, c->call_tool, a, &len);
     free(a);
     static const char idk[] = "\"id\":0";
     char *at = strstr(body, idk);
@@ -153,7 +153,10 @@ mb_call_ctx_t *mb_call_ctx_new(const mb_cfg_t *c, mb_sess_t *sess, long n)
     x->slen = strlen(x->suffix);
     free(body);
     json_t *t = json_string(c->text);
-    x->check = json_dumps(t, JSON_ENCODE_ANY);
+    /* the text and its closing quote: an echo that adds a prefix ("Echo: TEXT") passes too */
+    char *quoted = json_dumps(t, JSON_ENCODE_ANY);
+    x->check = strdup(quoted + 1);
+    free(quoted);
     json_decref(t);
     x->check_len = strlen(x->check);
     return x;
@@ -249,7 +252,7 @@ int mb_scen_call(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     int rc = -1;
     if (c->modern) {
         mb_sess_init(sess, c->pv);
-        mb_sess_set_modern(sess, c->pv, "tools/call", "echo");
+        mb_sess_set_modern(sess, c->pv, "tools/call", c->call_tool);
         r->sessions = 0;
         mb_result_str(r, "protocol_version", c->pv);
     } else if (mb_scen_setup(c, &t, sess, nsess, r) != 0) {
@@ -286,7 +289,8 @@ int mb_scen_call(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     r->cpu_pct = 100.0 * (double)cpu / 1e6 / r->elapsed_s;
     mb_result_str(r, "content_type", mb_call_ctx_ctype(x));
     if (r->ok)
-        mb_result_num(r, "client_cpu_us_per_call", (double)cpu / (double)(r->ok + mb_result_errors(r)));
+        mb_result_num(r, "client_cpu_us_per_call",
+                      (double)cpu / (double)(r->ok + mb_result_errors(r)));
     if (c->rate > 0)
         mb_result_num(r, "target_rate", c->rate);
     mb_engine_free(&e);
@@ -370,7 +374,8 @@ static void ping_start(mb_op_t *op)
 {
     ping_op_t *o = (ping_op_t *)op;
     int64_t id = o->sess->next_id++;
-    o->body = o->x->tool ? mb_body_call(id, o->x->tool, o->x->args, &o->blen) : mb_body_ping(id, &o->blen);
+    o->body = o->x->tool ? mb_body_call(id, o->x->tool, o->x->args, &o->blen)
+                         : mb_body_ping(id, &o->blen);
     o->rpc.id = id;
     o->rpc.done = ping_done;
     o->rpc.ud = o;
@@ -433,14 +438,15 @@ int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
         mb_sleep_loop(c->base, 200000);
     }
     json_t *st0 = NULL, *st1 = NULL;
-    int64_t rss0 = have_rss ? mb_read_rss(c->base, p->stats_url, p->pid, c->allow_remote, &st0) : -1;
+    int64_t rss0 = have_rss ? mb_read_rss(c->base, p->stats_url, p->pid, c->allow_remote, &st0)
+                            : -1;
 
     mb_sess_t *sess = mb_xcalloc((size_t)n, sizeof *sess);
     mb_stats_t st;
     int64_t cpu0 = mb_cpu_us();
     int64_t t0 = mb_now_us();
-    long failed = mb_setup_sessions(&t, sess, n, c->connections, mb_cfg_timeout_us(c), c->pv, "sessions",
-                                    mb_cfg_progress(c), &st);
+    long failed = mb_setup_sessions(&t, sess, n, c->connections, mb_cfg_timeout_us(c), c->pv,
+                                    "sessions", mb_cfg_progress(c), &st);
     int64_t t1 = mb_now_us();
     int64_t cpu = mb_cpu_us() - cpu0;
     r->ok = st.ok;
@@ -481,7 +487,8 @@ int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
         free(args);
     }
     mb_sleep_loop(c->base, 500000); /* let the server finish what the last responses started */
-    int64_t rss1 = have_rss ? mb_read_rss(c->base, p->stats_url, p->pid, c->allow_remote, &st1) : -1;
+    int64_t rss1 = have_rss ? mb_read_rss(c->base, p->stats_url, p->pid, c->allow_remote, &st1)
+                            : -1;
     mb_result_num(r, "sessions_created", (double)st.ok);
     if (rss0 > 0 && rss1 > 0 && st.ok > 0) {
         mb_result_num(r, "rss_before_bytes", (double)rss0);
@@ -502,7 +509,8 @@ int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
             mb_result_num(r, "rss_settled_bytes", (double)rss2);
             mb_result_num(r, "bytes_per_session_settled", (double)(rss2 - rss0) / (double)st.ok);
         }
-        int64_t h0 = mb_json_int(st1, "hibernations_total"), h1 = mb_json_int(st2, "hibernations_total");
+        int64_t h0 = mb_json_int(st1, "hibernations_total"),
+                h1 = mb_json_int(st2, "hibernations_total");
         if (h0 >= 0 && h1 >= 0)
             mb_result_num(r, "hibernated", (double)(h1 - h0));
         json_decref(st2);
@@ -625,7 +633,8 @@ int mb_scen_wake(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
         mb_sleep_loop(c->base, (int64_t)(c->settle_s * 1e6));
     if (p->stats_url)
         mb_read_rss(c->base, p->stats_url, 0, c->allow_remote, &st1);
-    int64_t h0 = mb_json_int(st0, "hibernations_total"), h1 = mb_json_int(st1, "hibernations_total");
+    int64_t h0 = mb_json_int(st0, "hibernations_total"),
+            h1 = mb_json_int(st1, "hibernations_total");
 
     ping_ctx_t x = {.sess = sess, .n = n};
     mb_engine_cfg_t ec = {
@@ -663,7 +672,8 @@ int mb_scen_wake(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     mb_engine_run(&e);
     mb_result_num(r, "warm_p50_ms", mb_hist_pct(&e.total.hist, 50) / 1000.0);
     mb_result_num(r, "warm_p99_ms", mb_hist_pct(&e.total.hist, 99) / 1000.0);
-    mb_result_num(r, "warm_errors", (double)(e.total.ok < (uint64_t)n ? (uint64_t)n - e.total.ok : 0));
+    mb_result_num(r, "warm_errors",
+                  (double)(e.total.ok < (uint64_t)n ? (uint64_t)n - e.total.ok : 0));
     mb_engine_free(&e);
     json_decref(st0);
     json_decref(st1);

@@ -28,7 +28,7 @@ typedef struct mb_peer {
 typedef struct mb_cfg {
     const char *scenario;
     struct event_base *base;
-    double duration_s;   /* 0 with requests > 0: bounded by count only */
+    double duration_s; /* 0 with requests > 0: bounded by count only */
     int64_t requests;
     int connections;
     int sessions;
@@ -36,14 +36,16 @@ typedef struct mb_cfg {
     double timeout_s;
     double settle_s;
     double warmup_s;
-    int events;          /* resume: K */
+    int events;               /* resume: K */
     const char *resume_via;   /* get | post */
     const char *resume_first; /* auto | priming | notify */
     const char *resume_args;  /* override of the producing call's arguments */
     const char *mix;
     const char *text;
+    const char *call_tool; /* call: the tool and the argument that carries text */
+    const char *call_arg;
     const char *pv;
-    bool modern;         /* call-modern: stateless 2026-07-28 (no initialize, _meta + headers) */
+    bool modern; /* call-modern: stateless 2026-07-28 (no initialize, _meta + headers) */
     const char *save_sessions; /* wake: write the created ids here and stop */
     const char *load_sessions; /* wake: ids from here (a restarted server), no setup */
     unsigned seed;             /* --load-sessions: the random draw */
@@ -125,10 +127,10 @@ const char *mb_call_ctx_ctype(const mb_call_ctx_t *x);
 typedef struct mb_resume_cfg {
     int k;
     bool via_post;
-    int first_mode; /* 0 auto, 1 priming, 2 notify */
+    int first_mode;          /* 0 auto, 1 priming, 2 notify */
     char *produce_body_args; /* the producing call's arguments */
     const char *tool;
-    char *one_args;          /* arguments that produce one session-level event (auto/notify) */
+    char *one_args; /* arguments that produce one session-level event (auto/notify) */
     /* results shared across iterations */
     int64_t retries_409;
     int64_t first_from_priming, first_from_notify;

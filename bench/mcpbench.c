@@ -47,6 +47,9 @@ static const char usage_text[] =
     "  --seed N               --load-sessions: the random draw (default 1)\n"
     "scenario settings:\n"
     "  --text TEXT            echo text (default hello-bench)\n"
+    "  --call-tool NAME       call: the tool (default echo); --call-arg NAME: the argument that\n"
+    "                         carries TEXT (default text). OK = the answer holds TEXT (e.g.\n"
+    "                         server-everything: --call-tool echo --call-arg message)\n"
     "  --stats-url URL        JSON with rss_bytes (mcpactord admin /stats) or rss (Node)\n"
     "  --pid PID              read the server's RSS from /proc/PID/status instead\n"
     "  --notify-tool NAME     tool that makes session-level notifications (default notify)\n"
@@ -61,7 +64,9 @@ static const char usage_text[] =
     "  --mix SPEC             mixed weights (default call=70,handshake=10,stream=10,resume=10)\n"
     "  --protocol-version V   MCP protocol version (default 2025-11-25; call-modern 2026-07-28)\n"
     "  --header 'NAME: VALUE' a header on every request, repeatable (e.g. 'Authorization: Bearer\n"
-    "                         TOKEN' against a server with --auth-tokens or --auth-issuer)\n"
+    "                         TOKEN' against a server with --auth-tokens or --auth-issuer)\n";
+/* in two parts: C11 compilers need not take a string of more than 4095 characters */
+static const char usage_more[] =
     "comparison and output:\n"
     "  --compare URL2         run the same scenario against URL2 afterwards; print URL/URL2 ratios\n"
     "  --label NAME, --label2 NAME            names in the report (default: the URLs)\n"
@@ -75,10 +80,44 @@ static const char usage_text[] =
     "exit status: 0 success; 1 errors above --max-errors, or the run could not start; 2 bad usage\n";
 
 enum {
-    O_DURATION = 256, O_REQUESTS, O_CONNECTIONS, O_SESSIONS, O_RATE, O_TIMEOUT, O_WARMUP,
-    O_SETTLE, O_TEXT, O_STATS, O_STATS2, O_PID, O_PID2, O_NTOOL, O_NTOOL2, O_NARGS, O_NARGS2,
-    O_EVENTS, O_RVIA, O_RFIRST, O_RARGS, O_MIX, O_PV, O_COMPARE, O_LABEL, O_LABEL2, O_JSON,
-    O_QUIET, O_MAXERR, O_REMOTE, O_HELP, O_VERSION, O_SAVESESS, O_LOADSESS, O_SEED, O_HEADER,
+    O_DURATION = 256,
+    O_REQUESTS,
+    O_CONNECTIONS,
+    O_SESSIONS,
+    O_RATE,
+    O_TIMEOUT,
+    O_WARMUP,
+    O_SETTLE,
+    O_TEXT,
+    O_CTOOL,
+    O_CARG,
+    O_STATS,
+    O_STATS2,
+    O_PID,
+    O_PID2,
+    O_NTOOL,
+    O_NTOOL2,
+    O_NARGS,
+    O_NARGS2,
+    O_EVENTS,
+    O_RVIA,
+    O_RFIRST,
+    O_RARGS,
+    O_MIX,
+    O_PV,
+    O_COMPARE,
+    O_LABEL,
+    O_LABEL2,
+    O_JSON,
+    O_QUIET,
+    O_MAXERR,
+    O_REMOTE,
+    O_HELP,
+    O_VERSION,
+    O_SAVESESS,
+    O_LOADSESS,
+    O_SEED,
+    O_HEADER,
 };
 
 static const struct option long_opts[] = {
@@ -92,6 +131,8 @@ static const struct option long_opts[] = {
     {"warmup", required_argument, NULL, O_WARMUP},
     {"settle", required_argument, NULL, O_SETTLE},
     {"text", required_argument, NULL, O_TEXT},
+    {"call-tool", required_argument, NULL, O_CTOOL},
+    {"call-arg", required_argument, NULL, O_CARG},
     {"stats-url", required_argument, NULL, O_STATS},
     {"stats-url2", required_argument, NULL, O_STATS2},
     {"pid", required_argument, NULL, O_PID},
@@ -128,11 +169,10 @@ static const struct {
     scen_fn fn;
     int connections, sessions;
 } scenarios[] = {
-    {"call", mb_scen_call, 32, 1},         {"call-modern", mb_scen_call, 32, 0},
-    {"handshake", mb_scen_handshake, 8, 0},
-    {"sessions", mb_scen_sessions, 8, 1000}, {"streams", mb_scen_streams, 8, 100},
-    {"resume", mb_scen_resume, 1, 1},      {"wake", mb_scen_wake, 8, 1000},
-    {"mixed", mb_scen_mixed, 16, 4},
+    {"call", mb_scen_call, 32, 1},          {"call-modern", mb_scen_call, 32, 0},
+    {"handshake", mb_scen_handshake, 8, 0}, {"sessions", mb_scen_sessions, 8, 1000},
+    {"streams", mb_scen_streams, 8, 100},   {"resume", mb_scen_resume, 1, 1},
+    {"wake", mb_scen_wake, 8, 1000},        {"mixed", mb_scen_mixed, 16, 4},
 };
 
 static int usage_error(const char *what, const char *arg)
@@ -175,10 +215,12 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage_text, stderr);
+        fputs(usage_more, stderr);
         return 2;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(usage_text, stdout);
+        fputs(usage_more, stdout);
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
@@ -206,6 +248,8 @@ int main(int argc, char **argv)
     c.resume_first = "auto";
     c.mix = "call=70,handshake=10,stream=10,resume=10";
     c.text = "hello-bench";
+    c.call_tool = "echo";
+    c.call_arg = "text";
     c.modern = strcmp(c.scenario, "call-modern") == 0;
     c.pv = c.modern ? "2026-07-28" : "2025-11-25";
     c.max_error_pct = 1.0;
@@ -273,11 +317,27 @@ int main(int argc, char **argv)
                 return 2;
             pid[opt == O_PID2] = (int)v;
             break;
-        case O_TEXT: c.text = optarg; break;
-        case O_STATS: stats[0] = optarg; break;
-        case O_STATS2: stats[1] = optarg; break;
-        case O_NTOOL: ntool[0] = optarg; break;
-        case O_NTOOL2: ntool[1] = optarg; break;
+        case O_TEXT:
+            c.text = optarg;
+            break;
+        case O_CTOOL:
+            c.call_tool = optarg;
+            break;
+        case O_CARG:
+            c.call_arg = optarg;
+            break;
+        case O_STATS:
+            stats[0] = optarg;
+            break;
+        case O_STATS2:
+            stats[1] = optarg;
+            break;
+        case O_NTOOL:
+            ntool[0] = optarg;
+            break;
+        case O_NTOOL2:
+            ntool[1] = optarg;
+            break;
         case O_NARGS:
         case O_NARGS2:
             if (!valid_json_object(optarg))
@@ -295,7 +355,8 @@ int main(int argc, char **argv)
             c.resume_via = optarg;
             break;
         case O_RFIRST:
-            if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "priming") != 0 && strcmp(optarg, "notify") != 0)
+            if (strcmp(optarg, "auto") != 0 && strcmp(optarg, "priming") != 0 &&
+                strcmp(optarg, "notify") != 0)
                 return usage_error("--resume-first must be auto, priming or notify: ", optarg);
             c.resume_first = optarg;
             break;
@@ -304,17 +365,27 @@ int main(int argc, char **argv)
                 return 2;
             c.seed = (unsigned)v;
             break;
-        case O_SAVESESS: c.save_sessions = optarg; break;
-        case O_LOADSESS: c.load_sessions = optarg; break;
-        case O_MIX: c.mix = optarg; break;
-        case O_PV: c.pv = optarg; break;
+        case O_SAVESESS:
+            c.save_sessions = optarg;
+            break;
+        case O_LOADSESS:
+            c.load_sessions = optarg;
+            break;
+        case O_MIX:
+            c.mix = optarg;
+            break;
+        case O_PV:
+            c.pv = optarg;
+            break;
         case O_HEADER: {
             size_t n = strlen(optarg);
             const char *colon = strchr(optarg, ':');
             if (!colon || colon == optarg || strpbrk(optarg, "\r\n") ||
                 mb_extra_headers_len + n + 2 > sizeof mb_extra_headers) {
-                fprintf(stderr, "mcpbench: --header wants 'NAME: VALUE' (all of them under %zu "
-                        "bytes)\n", sizeof mb_extra_headers);
+                fprintf(stderr,
+                        "mcpbench: --header wants 'NAME: VALUE' (all of them under %zu "
+                        "bytes)\n",
+                        sizeof mb_extra_headers);
                 return 2;
             }
             memcpy(mb_extra_headers + mb_extra_headers_len, optarg, n);
@@ -322,15 +393,33 @@ int main(int argc, char **argv)
             mb_extra_headers_len += n + 2;
             break;
         }
-        case O_COMPARE: compare = optarg; break;
-        case O_LABEL: label[0] = optarg; break;
-        case O_LABEL2: label[1] = optarg; break;
-        case O_JSON: c.json = true; break;
-        case O_QUIET: c.quiet = true; break;
-        case O_REMOTE: c.allow_remote = true; break;
-        case O_HELP: fputs(usage_text, stdout); return 0;
-        case O_VERSION: printf("mcpbench %s\n", MB_VERSION); return 0;
-        default: return usage_error("bad option", "");
+        case O_COMPARE:
+            compare = optarg;
+            break;
+        case O_LABEL:
+            label[0] = optarg;
+            break;
+        case O_LABEL2:
+            label[1] = optarg;
+            break;
+        case O_JSON:
+            c.json = true;
+            break;
+        case O_QUIET:
+            c.quiet = true;
+            break;
+        case O_REMOTE:
+            c.allow_remote = true;
+            break;
+        case O_HELP:
+            fputs(usage_text, stdout);
+            fputs(usage_more, stdout);
+            return 0;
+        case O_VERSION:
+            printf("mcpbench %s\n", MB_VERSION);
+            return 0;
+        default:
+            return usage_error("bad option", "");
         }
     }
     if (optind != argc - 1)
@@ -368,7 +457,9 @@ int main(int argc, char **argv)
         p->stats_url = stats[i] ? stats[i] : (i ? NULL : NULL);
         p->pid = pid[i];
         p->notify_tool = ntool[i] ? ntool[i] : ntool[0] ? ntool[0] : "notify";
-        p->notify_args = nargs[i] ? nargs[i] : nargs[0] ? nargs[0] : "{\"count\":1,\"target\":\"session\"}";
+        p->notify_args = nargs[i]   ? nargs[i]
+                         : nargs[0] ? nargs[0]
+                                    : "{\"count\":1,\"target\":\"session\"}";
     }
 
     signal(SIGPIPE, SIG_IGN);
@@ -388,8 +479,8 @@ int main(int argc, char **argv)
             event_base_free(c.base);
             return 2;
         }
-        if (c.peer[i].stats_url &&
-            mb_target_parse(&t, c.base, c.peer[i].stats_url, c.allow_remote, err, sizeof err) != 0) {
+        if (c.peer[i].stats_url && mb_target_parse(&t, c.base, c.peer[i].stats_url, c.allow_remote,
+                                                   err, sizeof err) != 0) {
             fprintf(stderr, "mcpbench: --stats-url: %s\n", err);
             event_base_free(c.base);
             return 2;

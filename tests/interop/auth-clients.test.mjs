@@ -3,6 +3,9 @@
 // with its ClientCredentialsProvider, discover everything from the server's 401 (Protected
 // Resource Metadata, the issuer's metadata), get a token for the server's resource from
 // issuer.mjs (oidc-provider) and call a tool; and the MCP Inspector's CLI with a bearer header.
+// The same discovery works for a gateway path (/mcp/everything: server-everything behind
+// --upstream): its 401 names the same Protected Resource Metadata, whose resource (/mcp) is a
+// parent of the URL, so the client's token for /mcp is the one the gateway path accepts.
 // Run by `meson test --suite interop` (node's built-in test runner); every wait is bounded.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -28,9 +31,12 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const REQUEST = { timeout: 20000 };
 const TEST = { timeout: 60000 };
 
+const EVERYTHING = path.join(here, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+
 let d;
 before(async () => {
-  d = await deploy({ serverFlags: ['--auth-scopes', 'mcp:tools', '--auth-tool-scope', 'add=mcp:admin'] });
+  d = await deploy({ serverFlags: ['--auth-scopes', 'mcp:tools', '--auth-tool-scope', 'add=mcp:admin',
+    '--upstream', `everything=${process.execPath} ${EVERYTHING} stdio`] });
 });
 after(async () => {
   if (!d) return;
@@ -202,5 +208,38 @@ describe('Inspector CLI with --header "Authorization: Bearer ..."', () => {
   test('modern: without a token the CLI stops at the 401 (no interactive login)', { timeout: 70000 }, async () => {
     const run = await inspector([...base('modern'), '--method', 'tools/list']);
     assert.notEqual(run.code, 0, `${run.stdout}\n${run.stderr}`);
+  });
+});
+
+describe('a gateway path (/mcp/everything) behind the same authorization', () => {
+  test('SDK v1 with ClientCredentialsProvider: discovers from its 401, gets a token for /mcp, calls the upstream\'s echo', TEST, async () => {
+    const rec = recorder();
+    const provider = new ClientCredentialsV1({ clientId: 'mcp-client', clientSecret: d.iss.secret('mcp-client'), expectedIssuer: d.iss.issuer });
+    const client = new ClientV1({ name: 'mcpactord-auth-gateway', version: '1.0.0' }, { capabilities: {} });
+    const transport = new TransportV1(new URL(`${d.url}/everything`), { authProvider: provider, fetch: rec.fetch });
+    try {
+      await client.connect(transport, REQUEST);
+      assert.match(client.getServerVersion().name, /everything/i, 'the upstream answered initialize');
+      const r = await client.callTool({ name: 'echo', arguments: { message: 'authorized' } }, undefined, REQUEST);
+      assert.equal(textOf({ result: r }), 'Echo: authorized', rec.dump());
+      assertDiscovered(rec);
+      assertAudienceBound(provider);
+      await transport.terminateSession();
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('without a token: 401 with the challenge, and no process is started', TEST, async () => {
+    const started = async () => (await (await fetch(`http://127.0.0.1:${d.server.adminPort}/stats`)).json()).upstreams_started_total;
+    const before0 = await started();
+    const r = await fetch(`${d.url}/everything`, {
+      method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+      signal: AbortSignal.timeout(10000),
+    });
+    assert.equal(r.status, 401);
+    assert.match(r.headers.get('www-authenticate') ?? '', /resource_metadata="[^"]*oauth-protected-resource\/mcp"/);
+    assert.equal(await started(), before0, 'no upstream process started for a request without a token');
   });
 });

@@ -49,6 +49,7 @@ export async function startServer(flags = [], { startTimeoutMs = 15000, dir: reu
   let stopped = null;
   return {
     port,
+    pid: proc.pid,
     adminPort: Number(fields.admin_port),
     url: `http://127.0.0.1:${port}/mcp`,
     logPath,
@@ -66,6 +67,14 @@ export async function startServer(flags = [], { startTimeoutMs = 15000, dir: reu
         });
       }
       return stopped;
+    },
+    // SIGKILL (a crash: nothing is flushed or closed by the server), then a new server with the
+    // same flags, data directory and port; resolves to the new server's handle.
+    async crashRestart() {
+      proc.kill('SIGKILL');
+      const status = await exited;
+      if (status.signal !== 'SIGKILL') throw new Error(`mcpactord exited before the SIGKILL: ${JSON.stringify(status)}\n${tail()}`);
+      return startServer(flags, { startTimeoutMs, dir, listenPort: port, env });
     },
     // Stops this server (its exit status must be clean) and starts a new one with the same flags,
     // data directory and port; resolves to the new server's handle.
