@@ -204,6 +204,7 @@ static void process_setup(sigset_t *stopset)
                                      [PR_HANDLES] = g_cfg.max_handles,
                                      [PR_TASKS] = g_cfg.max_tasks,
                                      [PR_CONNECTIONS] = g_cfg.max_connections,
+                                     [PR_UPSTREAMS] = g_cfg.upstream_max,
                                      [PR_AUTH_WAITS] = OAUTH_PARKED_MAX * g_cfg.http_threads <
                                                                ISSUER_WAITS_MAX
                                                            ? OAUTH_PARKED_MAX * g_cfg.http_threads

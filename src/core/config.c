@@ -99,6 +99,10 @@ static const flag_t FLAGS[] = {
      "how long an upstream process may take to answer initialize (at a session's start, or "
      "when its process is started again); past it the process is stopped and the requests "
      "that wait get an error (default 30)"},
+    {"upstream-idle", "SECS", K_INT, OFF(upstream_idle_s), 0, 604800,
+     "stop a session's upstream process after SECS with no message either way and no request "
+     "open (the session stays; its next request starts the process again); 0: only when the "
+     "session hibernates (default 0)"},
     {"allowed-host", "HOST[:PORT]", K_LIST, OFF(allowed_hosts), 0, 0,
      "accept this Host header besides the --listen address (repeatable)"},
     {"trusted-proxy", "ADDR", K_LIST, OFF(trusted_proxies), 0, 0,

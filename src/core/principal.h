@@ -13,7 +13,8 @@
  * its IPv4 address.
  *
  * Each principal counts what it holds of the resources the server caps globally
- * (--max-sessions, --max-handles, --max-tasks, --max-connections): principal_take takes one
+ * (--max-sessions, --max-handles, --max-tasks, --max-connections, --upstream-max):
+ * principal_take takes one
  * unit when the global count is below the cap *and* the principal holds less than its share
  * (--principal-share percent of the cap, at least 1), under one lock, so the caps are exact
  * however many threads take at once. The entry lives while it is referenced (an actor, a job,
@@ -40,6 +41,7 @@ typedef enum {
     PR_CONNECTIONS,  /* client connections holding a --max-connections place */
     PR_OPEN,         /* client connections open, holding a place or not (no cap: counted) */
     PR_AUTH_WAITS,   /* requests parked for the auth thread (a key fetch, an introspection) */
+    PR_UPSTREAMS,    /* gateway processes running for its sessions (--upstream-max) */
     PR__COUNT
 } pres_t;
 

@@ -7,9 +7,12 @@
 #include "gateway/session_internal.h"
 
 #include "core/log.h"
+#include "core/principal.h"
+#include "core/stats.h"
 #include "core/util.h"
 #include "wire/jsonrpc.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -291,8 +294,80 @@ void gs_clear_maps(gw_sess_t *gs)
     gs->queued_bytes = 0;
 }
 
+/* ---- --upstream-max and its shares ---- */
+
+bool gw_slot_take(gw_sess_t *gs, principal_t *owner, const char *sid, char *err, size_t errlen)
+{
+    /* a session stored before owners were kept counts as its own principal, as in the pool */
+    principal_t *p = owner ? principal_ref(owner) : principal_of('s', sid);
+    int rc = principal_take(p, PR_UPSTREAMS);
+    if (rc != 0) {
+        principal_unref(p);
+        STAT_INC(limit_refusals_total);
+        if (rc == -EDQUOT)
+            snprintf(err, errlen,
+                     "this client runs %lld upstream processes, its share of --upstream-max "
+                     "(--principal-share); retry later",
+                     (long long)principal_limit(PR_UPSTREAMS));
+        else
+            snprintf(err, errlen,
+                     "%lld upstream processes are running (--upstream-max); retry later",
+                     (long long)g_cfg.upstream_max);
+        return false;
+    }
+    gs->slot = p;
+    return true;
+}
+
+void gw_slot_give(gw_sess_t *gs)
+{
+    if (!gs->slot)
+        return;
+    principal_give(gs->slot, PR_UPSTREAMS);
+    principal_unref(gs->slot);
+    gs->slot = NULL;
+}
+
+/* ---- --upstream-idle ---- */
+
+static void on_idle(evutil_socket_t fd, short what, void *arg)
+{
+    gw_sess_t *gs = arg;
+    if (!gs->u || !gs->a) /* gone, or stopping with its session */
+        return;
+    int64_t limit = g_cfg.upstream_idle_s * 1000000, quiet = now_mono_us() - gs->last_us;
+    bool busy = gs->out || gs->in || !gs->ready;
+    if (busy || quiet < limit) {
+        /* look again when it could have been quiet for long enough */
+        int64_t wait = busy ? limit : limit - quiet;
+        struct timeval tv = {(time_t)(wait / 1000000), (suseconds_t)(wait % 1000000)};
+        evtimer_add(gs->idle_timer, &tv);
+        return;
+    }
+    log_info("%s: no message either way for %lld s (--upstream-idle): stopped; the session's "
+             "next request starts it again",
+             gs->tag, (long long)g_cfg.upstream_idle_s);
+    gs->idle_stop = true;
+    upstream_stop(gs->u);
+}
+
+void gw_idle_arm(gw_sess_t *gs)
+{
+    if (g_cfg.upstream_idle_s <= 0)
+        return;
+    gs->last_us = now_mono_us();
+    if (!gs->idle_timer)
+        gs->idle_timer = evtimer_new(worker_base(gs->w), on_idle, gs);
+    struct timeval tv = {(time_t)g_cfg.upstream_idle_s, 0};
+    if (gs->idle_timer)
+        evtimer_add(gs->idle_timer, &tv);
+}
+
 void gs_free(gw_sess_t *gs)
 {
+    if (gs->idle_timer)
+        event_free(gs->idle_timer);
+    gw_slot_give(gs); /* a process ended with no callback (shutdown: upstream_kill_all) */
     if (gs->init_timer)
         event_free(gs->init_timer);
     gs_clear_maps(gs);

@@ -66,6 +66,7 @@ static call_t *find_call(actor_t *a, uint64_t num, const json_t *id)
 static int gs_write(gw_sess_t *gs, const json_t *msg)
 {
     char err[200];
+    gs->last_us = now_mono_us(); /* --upstream-idle */
     if (upstream_send(gs->u, msg, err, sizeof err) != 0) {
         log_warn("%s: %s", gs->tag, err);
         return -1;
@@ -135,20 +136,6 @@ static const upstream_cbs_t CBS = {.on_message = on_message,
                                    .on_bad_line = on_bad_line,
                                    .on_exit = on_exit_cb};
 
-/* --upstream-max: the processes running, reserved before a start (so the bound is exact
- * across workers) and given back at the exit. */
-static atomic_long g_procs;
-
-static bool take_slot(void)
-{
-    long n = atomic_load(&g_procs);
-    do {
-        if (g_cfg.upstream_max && n >= g_cfg.upstream_max)
-            return false;
-    } while (!atomic_compare_exchange_weak(&g_procs, &n, n + 1));
-    return true;
-}
-
 /* The process did not answer initialize in time: stopped; its exit errors what waits. */
 static void on_init_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -160,30 +147,28 @@ static void on_init_timeout(evutil_socket_t fd, short what, void *arg)
     upstream_stop(gs->u);
 }
 
-/* Starts the process; false with the reason in err (*full: past --upstream-max). */
-static bool gs_start(gw_sess_t *gs, bool *full, char *err, size_t errlen)
+/* Starts the process for owner's session sid; false with the reason in err (*full: past
+ * --upstream-max or owner's share of it). */
+static bool gs_start(gw_sess_t *gs, principal_t *owner, const char *sid, bool *full, char *err,
+                     size_t errlen)
 {
-    *full = !take_slot();
-    if (*full) {
-        snprintf(err, errlen, "%lld upstream processes are running (--upstream-max); retry later",
-                 (long long)g_cfg.upstream_max);
-        STAT_INC(limit_refusals_total);
+    *full = !gw_slot_take(gs, owner, sid, err, errlen);
+    if (*full)
         return false;
-    }
     upstream_opts_t o = {.tag = gs->tag};
     gs->u = upstream_start(worker_base(gs->w), gateway_argv(gs->index), NULL, &o, &CBS, gs, err,
                            errlen);
     gs->ready = false;
     if (!gs->u) {
-        atomic_fetch_sub(&g_procs, 1);
+        gw_slot_give(gs);
         return false;
     }
-    log_info("%s: started, pid %d", gs->tag, (int)upstream_pid(gs->u));
     if (!gs->init_timer)
         gs->init_timer = evtimer_new(worker_base(gs->w), on_init_timeout, gs);
     struct timeval tv = {(time_t)g_cfg.upstream_init_timeout_s, 0};
     if (gs->init_timer)
         evtimer_add(gs->init_timer, &tv);
+    gw_idle_arm(gs);
     return true;
 }
 
@@ -198,7 +183,7 @@ static bool gs_ensure(gw_sess_t *gs, bool *full, char *err, size_t errlen)
         snprintf(err, errlen, "this session's upstream is not configured");
         return false;
     }
-    if (!gs_start(gs, full, err, errlen))
+    if (!gs_start(gs, gs->a ? gs->a->owner : NULL, gs->a ? gs->a->sid : "", full, err, errlen))
         return false;
     uint64_t id;
     json_t *r = request_to_up(gs, "initialize", gs->init, &id);
@@ -233,7 +218,7 @@ void gw_initialize(worker_t *w, wmsg_t *m)
     gw_sess_t *gs = gs_new(w, index, g_cfg.upstream_names[index], m->sid);
     char err[300];
     bool full;
-    if (!gs_start(gs, &full, err, sizeof err)) {
+    if (!gs_start(gs, m->u.client.principal, m->sid, &full, err, sizeof err)) {
         char msg[400];
         snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
         log_warn("%s: %s", gs->tag, msg);
@@ -591,6 +576,7 @@ static void on_message(upstream_t *u, json_t *msg, void *arg)
 {
     gw_sess_t *gs = arg;
     actor_t *a = gs->a;
+    gs->last_us = now_mono_us();
     if (!a) {
         json_decref(msg);
         return;
@@ -660,7 +646,9 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
     gs->ready = false;
     if (gs->init_timer)
         evtimer_del(gs->init_timer);
-    atomic_fetch_sub(&g_procs, 1); /* its --upstream-max place */
+    if (gs->idle_timer)
+        evtimer_del(gs->idle_timer);
+    gw_slot_give(gs); /* its --upstream-max place */
     if (!a) {
         detach(gs, false);
         gs_free(gs);
@@ -675,7 +663,9 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
                  "the upstream %s exited (status %d) while this request was in "
                  "flight",
                  gw_name(gs), how->code);
-    log_warn("%s: %s", gs->tag, how->crashed ? "crashed" : "exited");
+    if (!gs->idle_stop)
+        log_warn("%s: %s", gs->tag, how->crashed ? "crashed" : "exited");
+    gs->idle_stop = false;
     worker_t *w = gs->w, *prev = worker_enter(w);
     bool no_session = false; /* it never answered the client's initialize: no session */
     while (gs->out) {

@@ -28,7 +28,12 @@ typedef struct gw_sess {
     int index; /* --upstream index; -1: no longer configured */
     char name[CFG_UPSTREAM_NAME_MAX + 1];
     upstream_t *u;            /* NULL: no process */
+    principal_t *slot;        /* whose --upstream-max place the process holds (a reference);
+                                 NULL: none held */
     struct event *init_timer; /* --upstream-init-timeout, armed at each start until ready */
+    struct event *idle_timer; /* --upstream-idle, armed while a process runs (ops.c) */
+    int64_t last_us;          /* the last message to or from the process (monotonic) */
+    bool idle_stop;           /* stopped for --upstream-idle: its exit is no fault */
     json_t *init;             /* the client's initialize params (stored "gi") */
     bool ready;               /* the process answered initialize: messages go straight to it */
     bool noted;               /* notifications/initialized is sent or queued to this process,
@@ -54,6 +59,16 @@ gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid);
 void out_free(gw_out_t *o);
 void gs_clear_maps(gw_sess_t *gs);
 void gs_free(gw_sess_t *gs);
+/* A place of --upstream-max for a process of gs, counted for owner, the session's (its share:
+ * --principal-share percent of it; NULL: the session's id stands for it); false with the reason
+ * in err. gw_slot_give returns it. */
+bool gw_slot_take(gw_sess_t *gs, principal_t *owner, const char *sid, char *err, size_t errlen);
+void gw_slot_give(gw_sess_t *gs);
+/* --upstream-idle (nothing when it is 0): arms gs's timer for a process just started. Its
+ * firing stops a process that has had no message either way for that long and no request
+ * open; a busy one is looked at again later, and a quiet session's process, once stopped, arms
+ * nothing (no periodic work). */
+void gw_idle_arm(gw_sess_t *gs);
 /* msg (taken) to the process, or to the queue until it answered initialize. -1: the process
  * is gone or does not read (its queue is full). */
 int gs_send(gw_sess_t *gs, json_t *msg);

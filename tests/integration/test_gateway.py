@@ -585,6 +585,26 @@ class GatewayLifecycleTest(unittest.TestCase):
             srv.stop()
             srv.cleanup()
 
+    def test_upstream_idle_stops_a_quiet_process_and_a_request_starts_it_again(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}", "--upstream-idle", "1")
+        try:
+            s = Session(srv, path="/mcp/py")
+            p1 = self.echo_pid(s, "one")
+            self.assertTrue(wait_gone(p1, timeout=10), "the quiet process outlived --upstream-idle")
+            self.assertEqual(srv.stats().get("hibernations_total", 0), 0,
+                             "the session stays in memory (only its process stopped)")
+            p2 = self.echo_pid(s, "two")
+            self.assertNotEqual(p1, p2)
+            # a process with a request open is not idle, however long the request takes
+            rid, st = s.stream_post("tools/call", {"name": "hang", "arguments": {}})
+            time.sleep(2.5)
+            self.assertFalse(wait_gone(p2, timeout=0.1), "a process with a call open was stopped")
+            st.close()
+            s.delete()
+            self.assertTrue(wait_gone(p2))
+        finally:
+            srv.cleanup()
+
     def test_upstream_max(self):
         srv = Server("--upstream", f"py={sys.executable} {self.script}", "--upstream-max", "1")
         try:
@@ -683,6 +703,42 @@ class GatewayAuthTest(unittest.TestCase):
             srv.cleanup()
             shutil.rmtree(d, ignore_errors=True)
 
+
+    def test_one_client_cannot_hold_every_upstream_place(self):
+        """--upstream-max 4 with --principal-share 50: a token runs at most 2 processes; past
+        its share 503 + Retry-After saying so, while another token still starts one."""
+        d = tempfile.mkdtemp(prefix="mcpd-gw-")
+        script = os.path.join(d, "server.py")
+        with open(script, "w") as f:
+            f.write(UPSTREAM)
+        tokens = os.path.join(d, "tokens")
+        with open(tokens, "w") as f:
+            f.write("alice:tok-alice-0123456789abcdef\nbob:tok-bob-0123456789abcdef0\n")
+        os.chmod(tokens, 0o600)
+        srv = Server("--upstream", f"py={sys.executable} {script}", "--auth-tokens", tokens,
+                     "--upstream-max", "4", "--principal-share", "50")
+        try:
+            alice = "tok-alice-0123456789abcdef"
+            mine = [Session(srv, path="/mcp/py", token=alice) for _ in range(2)]
+            r = srv.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                     "params": {"protocolVersion": "2025-11-25",
+                                                "capabilities": {}}},
+                            headers={"Content-Type": "application/json",
+                                     "Accept": "application/json, text/event-stream",
+                                     "Authorization": "Bearer " + alice},
+                            path="/mcp/py")
+            self.assertEqual(r.status, 503, r.text)
+            self.assertEqual(r.header("retry-after"), "5")
+            self.assertIn("share of --upstream-max", r.text)
+            self.assertIsNone(r.header("mcp-session-id"))
+            bob = Session(srv, path="/mcp/py", token="tok-bob-0123456789abcdef0")
+            r, msg = bob.tool("echo", {"text": "bob"})
+            self.assertIn("result", msg, r.text)
+            for s in mine + [bob]:
+                s.delete()
+        finally:
+            srv.cleanup()
+            shutil.rmtree(d, ignore_errors=True)
 
 class GatewayFlagTest(unittest.TestCase):
     def test_bad_flags_exit_2(self):
