@@ -51,10 +51,10 @@ struct mcpd_ctx;
 /* The tool pool's per-principal state (actor/pool.c; under the pool's mutex, never this
  * module's). */
 typedef struct principal_sched {
-    int running;                       /* its jobs on a pool thread now */
-    struct mcpd_ctx *head, *tail;      /* its jobs waiting for a thread, oldest first */
-    struct principal *next_waiting;    /* the pool's list of principals with waiting jobs */
-    bool waiting;                      /* on that list */
+    int running;                    /* its jobs on a pool thread now */
+    struct mcpd_ctx *head, *tail;   /* its jobs waiting for a thread, oldest first */
+    struct principal *next_waiting; /* the pool's list of principals with waiting jobs */
+    bool waiting;                   /* on that list */
 } principal_sched_t;
 
 /* Main thread, before any other thread uses this module: the global caps (0: none) and the
