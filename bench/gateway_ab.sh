@@ -111,25 +111,27 @@ wait_port "$p1"
 wait_port "$p2"
 u1="http://127.0.0.1:$p1/mcp/echo"
 u2="http://127.0.0.1:$p2/mcp"
-mb() { $(pin "$ccpu") "$bench" "$@" --label mcpactord --label2 supergateway --json --quiet --max-errors 100; }
+mb() { $(pin "$ccpu") "$bench" "$@" --json --quiet --max-errors 100; }
 
 : >"$out"
 read -r idle1 _ own_idle1 < <(tree_rss "$mpid")
 read -r idle2 _ own_idle2 < <(tree_rss "$spid")
 echo "== call: tools/call echo, $nsess sessions, $nconn connections, ${dur} s after ${warm} s" >&2
-# the run goes against mcpactord, then supergateway: each one's RSS is read halfway through its
-# measured part, with its sessions (and their processes) live
-mb call "${callargs[@]}" --sessions "$nsess" --connections "$nconn" --duration "$dur" --warmup "$warm" "$u1" --compare "$u2" >"$tmp/call.json" &
-cpid=$!
-half=$(python3 -c "print($warm + $dur / 2 + 1)")
-sleep "$half"
+# one run against each (not --compare): after each, its S sessions (which mcpbench does not
+# delete) and their processes are live, and the RSS of the gateway and of its processes is read
+mb call "${callargs[@]}" --sessions "$nsess" --connections "$nconn" --duration "$dur" --warmup "$warm" --label mcpactord "$u1" | tee -a "$out" >"$tmp/call1.json"
 read -r live1 n1 own_live1 < <(tree_rss "$mpid")
-sleep "$(python3 -c "print($warm + $dur)")"
+mb call "${callargs[@]}" --sessions "$nsess" --connections "$nconn" --duration "$dur" --warmup "$warm" --label supergateway "$u2" | tee -a "$out" >"$tmp/call2.json"
 read -r live2 n2 own_live2 < <(tree_rss "$spid")
-wait "$cpid" || true
-tee -a "$out" <"$tmp/call.json"
+python3 - "$tmp/call1.json" "$tmp/call2.json" <<'EOF' | tee -a "$out"
+import json, sys
+a, b = (json.loads(open(f).readline()) for f in sys.argv[1:3])
+print(json.dumps({"scenario": "call", "compare": True, "label": "mcpactord", "label2": "supergateway",
+                  "throughput_ratio": round(a["throughput"] / b["throughput"], 3),
+                  "p50_ratio": round(a["p50_ms"] / b["p50_ms"], 3), "p99_ratio": round(a["p99_ms"] / b["p99_ms"], 3)}))
+EOF
 echo "== handshake: initialize + initialized + DELETE, 8 in parallel, ${dur} s (each starts a process)" >&2
-mb handshake --connections 8 --duration "$dur" "$u1" --compare "$u2" | tee -a "$out"
+mb handshake --connections 8 --duration "$dur" --label mcpactord --label2 supergateway "$u1" --compare "$u2" | tee -a "$out"
 python3 - "$nsess" "$idle1" "$own_idle1" "$live1" "$own_live1" "$n1" "$idle2" "$own_idle2" "$live2" "$own_live2" "$n2" <<'EOF' | tee -a "$out"
 import json, sys
 n = int(sys.argv[1]); v = [int(x) for x in sys.argv[2:]]

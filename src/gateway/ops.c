@@ -67,7 +67,7 @@ static void gw_state_free(actor_t *a)
     gs->a = NULL;
     if (gs->u) {
         detach(gs, true);
-        upstream_stop(gs->u); /* gs goes at its exit */
+        gs_stop(gs); /* gs goes at its exit */
     } else
         gs_free(gs);
 }
@@ -294,6 +294,55 @@ void gs_clear_maps(gw_sess_t *gs)
     gs->queued_bytes = 0;
 }
 
+/* ---- calls and lines ---- */
+
+/* The open call of stream `num` with the client's id, or NULL (answered, cancelled, lost). */
+call_t *gw_find_call(actor_t *a, uint64_t num, const json_t *id)
+{
+    for (call_t *c = a->calls; c; c = c->next)
+        if (c->stream->num == num && json_equal(c->id, id))
+            return c;
+    return NULL;
+}
+
+/* A stdout line that is not a message (logged by the process layer). With exactly one client
+ * request open it was that request's answer, as good as certain (an MCP server writes nothing
+ * else on stdout): the call gets the error now rather than wait forever. With more, which one
+ * cannot be told: they wait (their answers may still come). */
+void gw_on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg)
+{
+    gw_sess_t *gs = arg;
+    actor_t *a = gs->a;
+    gw_out_t *one = NULL;
+    int n = 0;
+    for (gw_out_t *o = gs->out; o; o = o->next)
+        if (o->client_id) {
+            one = o;
+            n++;
+        }
+    /* before the process answered initialize, a line is no call's answer (a start-up banner:
+     * the initialize, or a request queued meanwhile, was not what it answered) */
+    if (!a || !gs->ready || n != 1)
+        return;
+    worker_t *prev = worker_enter(gs->w);
+    call_t *c = gw_find_call(a, one->stream, one->client_id);
+    if (c) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "the upstream %s wrote a line that is not a message (%s: %.160s)",
+                 gw_name(gs), upstream_bad_name(why), detail ? detail : "");
+        actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, msg, NULL));
+    }
+    for (gw_out_t **op = &gs->out; *op; op = &(*op)->next)
+        if (*op == one) {
+            *op = one->next;
+            out_free(one);
+            break;
+        }
+    worker_note_activity(gs->w, a);
+    worker_turn_end(gs->w);
+    worker_leave(prev);
+}
+
 /* ---- --upstream-max and its shares ---- */
 
 bool gw_slot_take(gw_sess_t *gs, principal_t *owner, const char *sid, char *err, size_t errlen)
@@ -323,9 +372,27 @@ void gw_slot_give(gw_sess_t *gs)
 {
     if (!gs->slot)
         return;
-    principal_give(gs->slot, PR_UPSTREAMS);
+    if (gs->share_back)
+        principal_give_global(PR_UPSTREAMS);
+    else
+        principal_give(gs->slot, PR_UPSTREAMS);
     principal_unref(gs->slot);
     gs->slot = NULL;
+    gs->share_back = false;
+}
+
+void gs_stop(gw_sess_t *gs)
+{
+    if (!gs->u || gs->stopping)
+        return;
+    gs->stopping = true;
+    gs->ready = false; /* gs_send queues from here on */
+    gs->keep_from = json_array_size(gs->queue);
+    if (gs->slot && !gs->share_back) {
+        principal_give_share(gs->slot, PR_UPSTREAMS);
+        gs->share_back = true;
+    }
+    upstream_stop(gs->u);
 }
 
 /* ---- --upstream-idle ---- */
@@ -344,11 +411,11 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
         evtimer_add(gs->idle_timer, &tv);
         return;
     }
-    log_info("%s: no message either way for %lld s (--upstream-idle): stopped; the session's "
+    log_info("%s: no request or answer for %lld s (--upstream-idle): stopped; the session's "
              "next request starts it again",
              gs->tag, (long long)g_cfg.upstream_idle_s);
     gs->idle_stop = true;
-    upstream_stop(gs->u);
+    gs_stop(gs);
 }
 
 void gw_idle_arm(gw_sess_t *gs)

@@ -52,15 +52,6 @@ const char *gw_name(const gw_sess_t *gs)
     return gs->name;
 }
 
-/* The open call of stream `num` with the client's id, or NULL (answered, cancelled, lost). */
-static call_t *find_call(actor_t *a, uint64_t num, const json_t *id)
-{
-    for (call_t *c = a->calls; c; c = c->next)
-        if (c->stream->num == num && json_equal(c->id, id))
-            return c;
-    return NULL;
-}
-
 /* ---- to the upstream ---- */
 
 static int gs_write(gw_sess_t *gs, const json_t *msg)
@@ -68,7 +59,7 @@ static int gs_write(gw_sess_t *gs, const json_t *msg)
     char err[200];
     gs->last_us = now_mono_us(); /* --upstream-idle */
     if (upstream_send(gs->u, msg, err, sizeof err) != 0) {
-        log_warn("%s: %s", gs->tag, err);
+        log_warn("%s", err); /* it names the upstream and the session */
         return -1;
     }
     return 0;
@@ -122,6 +113,7 @@ static gw_out_t *add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const j
     o->client_id = client_id ? json_deep_copy(client_id) : NULL;
     json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     o->progress = token ? json_deep_copy(token) : NULL;
+    o->later = gs->stopping;
     o->next = gs->out;
     gs->out = o;
     return o;
@@ -130,10 +122,8 @@ static gw_out_t *add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const j
 static void on_message(upstream_t *u, json_t *msg, void *arg);
 static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg);
 
-static void on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg);
-
 static const upstream_cbs_t CBS = {.on_message = on_message,
-                                   .on_bad_line = on_bad_line,
+                                   .on_bad_line = gw_on_bad_line,
                                    .on_exit = on_exit_cb};
 
 /* The process did not answer initialize in time: stopped; its exit errors what waits. */
@@ -144,7 +134,7 @@ static void on_init_timeout(evutil_socket_t fd, short what, void *arg)
         return;
     log_warn("%s: no answer to initialize within %lld s (--upstream-init-timeout): stopped",
              gs->tag, (long long)g_cfg.upstream_init_timeout_s);
-    upstream_stop(gs->u);
+    gs_stop(gs);
 }
 
 /* Starts the process for owner's session sid; false with the reason in err (*full: past
@@ -282,7 +272,7 @@ static void client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
             gw_out_t *o = *op;
             if (!o->client_id || !json_equal(o->client_id, rid))
                 continue;
-            call_t *c = find_call(a, o->stream, rid);
+            call_t *c = gw_find_call(a, o->stream, rid);
             if (c && c->method == SM_initialize)
                 return; /* initialize is never cancelled */
             json_t *copy = json_deep_copy(msg);
@@ -426,7 +416,7 @@ static call_t *related_call(actor_t *a, gw_sess_t *gs, const json_t *msg)
     if (token && jsonrpc_str_is(json_object_get(msg, "method"), "notifications/progress"))
         for (gw_out_t *o = gs->out; o; o = o->next)
             if (o->progress && o->client_id && !o->init && json_equal(o->progress, token)) {
-                call_t *c = find_call(a, o->stream, o->client_id);
+                call_t *c = gw_find_call(a, o->stream, o->client_id);
                 if (c)
                     return c;
             }
@@ -490,7 +480,7 @@ static void up_init_answer(actor_t *a, gw_sess_t *gs, const gw_out_t *o, call_t 
     log_warn("%s: the upstream answered initialize with an error: %s", gs->tag,
              o->client_id ? "no session" : "stopped");
     if (!o->client_id) {
-        upstream_stop(gs->u);
+        gs_stop(gs);
         return;
     }
     gs->init_failed = true;
@@ -511,7 +501,7 @@ static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
         return;
     }
     *op = o->next;
-    call_t *c = o->client_id ? find_call(a, o->stream, o->client_id) : NULL;
+    call_t *c = o->client_id ? gw_find_call(a, o->stream, o->client_id) : NULL;
     if (o->init)
         up_init_answer(a, gs, o, c, msg);
     if (c) {
@@ -572,16 +562,28 @@ static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
         log_warn("%s: a message that is not JSON-RPC was dropped", gs->tag);
 }
 
+/* Only answers count as use (--upstream-idle, hibernation): notifications and requests an
+ * upstream sends on its own (log ticks, list changes) must not keep an abandoned session, its
+ * process and its --upstream-max place alive. */
+static bool is_answer(const json_t *msg)
+{
+    if (!json_is_array(msg))
+        return json_is_object(msg) && !json_object_get(msg, "method");
+    return json_array_size(msg) > 0 && is_answer(json_array_get(msg, 0));
+}
+
 static void on_message(upstream_t *u, json_t *msg, void *arg)
 {
     gw_sess_t *gs = arg;
     actor_t *a = gs->a;
-    gs->last_us = now_mono_us();
+    if (is_answer(msg))
+        gs->last_us = now_mono_us();
     if (!a) {
         json_decref(msg);
         return;
     }
     worker_t *w = gs->w, *prev = worker_enter(w);
+    bool was_idle = actor_is_idle(a);
     if (json_is_array(msg)) {
         size_t i;
         json_t *one;
@@ -594,48 +596,41 @@ static void on_message(upstream_t *u, json_t *msg, void *arg)
     json_decref(msg);
     if (gs->init_failed)
         actor_delete(a); /* its answer is queued for the turn's end; gs lives till the exit */
-    else
+    else if (!was_idle || !actor_is_idle(a)) /* an idle session stays as idle as it was */
         worker_note_activity(w, a);
     worker_turn_end(w);
     worker_leave(prev);
 }
 
-/* A stdout line that is not a message (logged by the process layer). With exactly one client
- * request open it was that request's answer, as good as certain (an MCP server writes nothing
- * else on stdout): the call gets the error now rather than wait forever. With more, which one
- * cannot be told: they wait (their answers may still come). */
-static void on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg)
+/* What came while the process was being stopped (later: its calls; waiting: the messages)
+ * goes to a new process, started now; if none can be started, those calls get the reason. */
+static void restart_for(gw_sess_t *gs, actor_t *a, gw_out_t *later, json_t *waiting)
 {
-    gw_sess_t *gs = arg;
-    actor_t *a = gs->a;
-    gw_out_t *one = NULL;
-    int n = 0;
-    for (gw_out_t *o = gs->out; o; o = o->next)
-        if (o->client_id) {
-            one = o;
-            n++;
+    char err[300];
+    bool full;
+    if (gs_ensure(gs, &full, err, sizeof err)) {
+        for (gw_out_t *o = later, *next; o; o = next) {
+            next = o->next;
+            o->later = false;
+            o->next = gs->out;
+            gs->out = o;
         }
-    /* before the process answered initialize, a line is no call's answer (a start-up banner:
-     * the initialize, or a request queued meanwhile, was not what it answered) */
-    if (!a || !gs->ready || n != 1)
+        size_t i;
+        json_t *m;
+        json_array_foreach(waiting, i, m)
+            gs_send(gs, json_incref(m)); /* queued until the new process answers initialize */
+        worker_note_activity(gs->w, a);
         return;
-    worker_t *prev = worker_enter(gs->w);
-    call_t *c = find_call(a, one->stream, one->client_id);
-    if (c) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "the upstream %s wrote a line that is not a message (%s: %.160s)",
-                 gw_name(gs), upstream_bad_name(why), detail ? detail : "");
-        actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, msg, NULL));
     }
-    for (gw_out_t **op = &gs->out; *op; op = &(*op)->next)
-        if (*op == one) {
-            *op = one->next;
-            out_free(one);
-            break;
-        }
+    log_warn("%s: cannot start it again: %s", gs->tag, err);
+    for (gw_out_t *o = later, *next; o; o = next) {
+        next = o->next;
+        call_t *c = o->client_id ? gw_find_call(a, o->stream, o->client_id) : NULL;
+        if (c)
+            actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, err, NULL));
+        out_free(o);
+    }
     worker_note_activity(gs->w, a);
-    worker_turn_end(gs->w);
-    worker_leave(prev);
 }
 
 static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
@@ -668,10 +663,16 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
     gs->idle_stop = false;
     worker_t *w = gs->w, *prev = worker_enter(w);
     bool no_session = false; /* it never answered the client's initialize: no session */
+    gw_out_t *later = NULL;  /* sent while it was being stopped: for the next process */
     while (gs->out) {
         gw_out_t *o = gs->out;
         gs->out = o->next;
-        call_t *c = o->client_id ? find_call(a, o->stream, o->client_id) : NULL;
+        if (o->later) {
+            o->next = later;
+            later = o;
+            continue;
+        }
+        call_t *c = o->client_id ? gw_find_call(a, o->stream, o->client_id) : NULL;
         no_session |= o->init && o->client_id;
         if (c && o->init)
             c->stream->session_header = false;
@@ -679,11 +680,19 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
             actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
         out_free(o);
     }
+    size_t n = json_array_size(gs->queue), from = gs->stopping ? gs->keep_from : n;
+    json_t *waiting = json_array();
+    for (size_t i = from; i < n; i++)
+        json_array_append(waiting, json_array_get(gs->queue, i));
     gs_clear_maps(gs);
+    gs->stopping = false;
     if (no_session)
         actor_delete(a); /* frees gs too (no process left) */
+    else if (later || json_array_size(waiting))
+        restart_for(gs, a, later, waiting);
     else
         worker_note_activity(w, a);
+    json_decref(waiting);
     worker_turn_end(w);
     worker_leave(prev);
 }

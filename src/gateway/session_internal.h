@@ -14,6 +14,7 @@ typedef struct gw_out { /* a message sent to the upstream that awaits its answer
     json_t *client_id; /* the call's id (the client's); NULL: the stored initialize re-sent */
     json_t *progress;  /* its params._meta.progressToken, or NULL: where its progress goes */
     bool init;         /* an initialize: the client's (the session's start), or the re-sent */
+    bool later;        /* sent while the process was being stopped: for the next process */
 } gw_out_t;
 
 typedef struct gw_in { /* an upstream request sent to the client */
@@ -32,8 +33,12 @@ typedef struct gw_sess {
                                  NULL: none held */
     struct event *init_timer; /* --upstream-init-timeout, armed at each start until ready */
     struct event *idle_timer; /* --upstream-idle, armed while a process runs (ops.c) */
-    int64_t last_us;          /* the last message to or from the process (monotonic) */
+    int64_t last_us;          /* the last message to the process or answer from it (monotonic) */
     bool idle_stop;           /* stopped for --upstream-idle: its exit is no fault */
+    bool stopping;            /* gs_stop ran: what comes until the exit waits for a new process */
+    size_t keep_from;         /* the first message of the queue sent while stopping */
+    bool share_back;          /* slot's share unit went back at the stop (the global one goes at
+                                 the exit) */
     json_t *init;             /* the client's initialize params (stored "gi") */
     bool ready;               /* the process answered initialize: messages go straight to it */
     bool noted;               /* notifications/initialized is sent or queued to this process,
@@ -59,13 +64,22 @@ gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid);
 void out_free(gw_out_t *o);
 void gs_clear_maps(gw_sess_t *gs);
 void gs_free(gw_sess_t *gs);
+/* The open call of stream num with the client's id, or NULL (answered, cancelled, lost). */
+call_t *gw_find_call(actor_t *a, uint64_t num, const json_t *id);
+/* The process layer's on_bad_line: a stdout line that is not a message. */
+void gw_on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg);
 /* A place of --upstream-max for a process of gs, counted for owner, the session's (its share:
  * --principal-share percent of it; NULL: the session's id stands for it); false with the reason
  * in err. gw_slot_give returns it. */
 bool gw_slot_take(gw_sess_t *gs, principal_t *owner, const char *sid, char *err, size_t errlen);
 void gw_slot_give(gw_sess_t *gs);
+/* Stops gs's process on purpose (idle, no initialize answer, a session's end): requests that
+ * come before it has exited wait for a new one (gw_out_t.later, the queue from keep_from), and
+ * its place stops counting in the owner's share at once, so the session (or its next wake)
+ * can start the next process within its share. */
+void gs_stop(gw_sess_t *gs);
 /* --upstream-idle (nothing when it is 0): arms gs's timer for a process just started. Its
- * firing stops a process that has had no message either way for that long and no request
+ * firing stops a process that has had no request or answer for that long and no request
  * open; a busy one is looked at again later, and a quiet session's process, once stopped, arms
  * nothing (no periodic work). */
 void gw_idle_arm(gw_sess_t *gs);

@@ -382,7 +382,7 @@ int upstream_send(upstream_t *u, const json_t *msg, char *err, size_t errlen)
     }
     char *s = json_dumps(msg, JSON_COMPACT | JSON_ENCODE_ANY);
     if (!s) {
-        snprintf(err, errlen, "cannot encode the message");
+        snprintf(err, errlen, "%s: cannot encode the message", u->tag);
         return -1;
     }
     size_t n = strlen(s);
@@ -397,7 +397,7 @@ int upstream_send(upstream_t *u, const json_t *msg, char *err, size_t errlen)
     int rc = evbuffer_add(u->inq, s, n) == 0 && evbuffer_add(u->inq, "\n", 1) == 0 ? 0 : -1;
     free(s);
     if (rc < 0) {
-        snprintf(err, errlen, "out of memory");
+        snprintf(err, errlen, "%s: out of memory", u->tag);
         return -1;
     }
     on_stdin(u->fd_in, EV_WRITE, u);

@@ -21,6 +21,23 @@ def send(m):
 
 pending = {}
 hung, cancels, got = set(), [], []
+if "--chatty" in sys.argv:  # a notification every 0.2 s, on its own, from the start
+    import threading, time
+    lock = threading.Lock()
+    _send = send
+    def send(m):
+        with lock:
+            _send(m)
+    def chatter():
+        while True:
+            time.sleep(0.2)
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": "tick"}})
+    threading.Thread(target=chatter, daemon=True).start()
+if "--linger" in sys.argv:  # slow to stop: SIGTERM ignored, 3 s more after stdin's end
+    import atexit, signal, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    atexit.register(time.sleep, 3)
 inits = 0  # notifications/initialized received
 if "--banner" in sys.argv:  # as some servers do: a line on stdout that is no message
     sys.stdout.write("Server starting on stdio\n")
@@ -602,6 +619,64 @@ class GatewayLifecycleTest(unittest.TestCase):
             st.close()
             s.delete()
             self.assertTrue(wait_gone(p2))
+        finally:
+            srv.cleanup()
+
+    def test_a_request_while_the_process_stops_waits_for_a_new_one(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script} --linger",
+                     "--upstream-idle", "1")
+        try:
+            s = Session(srv, path="/mcp/py")
+            p1 = self.echo_pid(s, "one")
+            deadline = time.time() + 10
+            while "(--upstream-idle): stopped" not in srv.log_tail() and time.time() < deadline:
+                time.sleep(0.05)
+            self.assertIn("(--upstream-idle): stopped", srv.log_tail())
+            self.assertTrue(pid_alive(p1), "the process lingers (the test needs it still stopping)")
+            p2 = self.echo_pid(s, "two")  # waits for the old one's exit, then a new process
+            self.assertNotEqual(p1, p2)
+            self.assertFalse(pid_alive(p1))
+            s.delete()
+            self.assertTrue(wait_gone(p2))
+        finally:
+            srv.cleanup()
+
+    def test_a_woken_session_starts_its_process_while_the_old_one_stops(self):
+        """--upstream-max 2: one client's share is one process. Hibernation stops the process,
+        which lingers; the session's next request wakes it and must get a new process within
+        the share (the stopping one no longer counts in it)."""
+        srv = Server("--upstream", f"py={sys.executable} {self.script} --linger",
+                     "--upstream-max", "2", "--idle-timeout", "1")
+        try:
+            s = Session(srv, path="/mcp/py")
+            p1 = self.echo_pid(s, "one")
+            deadline = time.time() + 15
+            while time.time() < deadline and srv.stats().get("hibernations_total", 0) == 0:
+                time.sleep(0.1)
+            self.assertGreater(srv.stats()["hibernations_total"], 0)
+            self.assertTrue(pid_alive(p1), "the process lingers (the test needs it still stopping)")
+            p2 = self.echo_pid(s, "two")
+            self.assertNotEqual(p1, p2)
+            s.delete()
+            self.assertTrue(wait_gone(p2))
+            self.assertTrue(wait_gone(p1))
+        finally:
+            srv.cleanup()
+
+    def test_an_upstream_that_talks_on_its_own_does_not_keep_its_session_awake(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script} --chatty",
+                     "--idle-timeout", "1")
+        try:
+            s = Session(srv, path="/mcp/py")
+            p1 = self.echo_pid(s, "one")
+            deadline = time.time() + 10
+            while time.time() < deadline and srv.stats().get("hibernations_total", 0) == 0:
+                time.sleep(0.2)
+            self.assertGreater(srv.stats().get("hibernations_total", 0), 0,
+                               "the upstream's own notifications kept the session awake")
+            self.assertTrue(wait_gone(p1), "hibernation left the process running")
+            self.assertNotEqual(self.echo_pid(s, "two"), p1)
+            s.delete()
         finally:
             srv.cleanup()
 
