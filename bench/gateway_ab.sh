@@ -111,7 +111,9 @@ wait_port "$p1"
 wait_port "$p2"
 u1="http://127.0.0.1:$p1/mcp/echo"
 u2="http://127.0.0.1:$p2/mcp"
-mb() { $(pin "$ccpu") "$bench" "$@" --json --quiet --max-errors 100; }
+# --timeout 60: a session's setup starts its process (16 node processes at once on one core take
+# seconds each to answer initialize)
+mb() { $(pin "$ccpu") "$bench" "$@" --timeout 60 --json --quiet --max-errors 100; }
 
 : >"$out"
 read -r idle1 _ own_idle1 < <(tree_rss "$mpid")
@@ -126,9 +128,10 @@ read -r live2 n2 own_live2 < <(tree_rss "$spid")
 python3 - "$tmp/call1.json" "$tmp/call2.json" <<'EOF' | tee -a "$out"
 import json, sys
 a, b = (json.loads(open(f).readline()) for f in sys.argv[1:3])
+r = lambda x, y: round(x / y, 3) if y else None
 print(json.dumps({"scenario": "call", "compare": True, "label": "mcpactord", "label2": "supergateway",
-                  "throughput_ratio": round(a["throughput"] / b["throughput"], 3),
-                  "p50_ratio": round(a["p50_ms"] / b["p50_ms"], 3), "p99_ratio": round(a["p99_ms"] / b["p99_ms"], 3)}))
+                  "throughput_ratio": r(a["throughput"], b["throughput"]),
+                  "p50_ratio": r(a["p50_ms"], b["p50_ms"]), "p99_ratio": r(a["p99_ms"], b["p99_ms"])}))
 EOF
 echo "== handshake: initialize + initialized + DELETE, 8 in parallel, ${dur} s (each starts a process)" >&2
 mb handshake --connections 8 --duration "$dur" --label mcpactord --label2 supergateway "$u1" --compare "$u2" | tee -a "$out"
