@@ -99,6 +99,9 @@ static const flag_t FLAGS[] = {
      "how long an upstream process may take to answer initialize (at a session's start, or "
      "when its process is started again); past it the process is stopped and the requests "
      "that wait get an error (default 30)"},
+    {"upstream-call-timeout", "SECS", K_INT, OFF(upstream_call_timeout_s), 0, 604800,
+     "a request the upstream has not answered, nor reported progress on, within SECS gets an "
+     "error and the upstream a notifications/cancelled; 0: no timeout (default 300)"},
     {"upstream-idle", "SECS", K_INT, OFF(upstream_idle_s), 0, 604800,
      "stop a session's upstream process after SECS with no request or answer either way and no "
      "request open (the session stays; its next request starts the process again); 0: only "
@@ -238,6 +241,7 @@ void config_defaults(config_t *c)
     c->max_streams = 64;
     c->upstream_max = 100;
     c->upstream_init_timeout_s = 30;
+    c->upstream_call_timeout_s = 300;
     c->sse_buffer = 8 * 1024 * 1024;
     c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;

@@ -62,6 +62,7 @@ typedef struct config {
     int64_t upstream_max;            /* --upstream-max N: processes running at once (0: no bound) */
     int64_t upstream_init_timeout_s; /* --upstream-init-timeout SECS */
     int64_t upstream_idle_s;         /* --upstream-idle SECS (0: off) */
+    int64_t upstream_call_timeout_s; /* --upstream-call-timeout SECS (0: off) */
     int log_level;
     int64_t max_body;          /* bytes */
     int64_t max_headers;       /* bytes */

@@ -296,6 +296,16 @@ void gs_clear_maps(gw_sess_t *gs)
 
 /* ---- calls and lines ---- */
 
+/* Only answers count as use (--upstream-idle, hibernation): notifications and requests an
+ * upstream sends on its own (log ticks, list changes) must not keep an abandoned session, its
+ * process and its --upstream-max place alive. */
+bool gw_is_answer(const json_t *msg)
+{
+    if (!json_is_array(msg))
+        return json_is_object(msg) && !json_object_get(msg, "method");
+    return json_array_size(msg) > 0 && gw_is_answer(json_array_get(msg, 0));
+}
+
 /* The open call of stream `num` with the client's id, or NULL (answered, cancelled, lost). */
 call_t *gw_find_call(actor_t *a, uint64_t num, const json_t *id)
 {
@@ -430,8 +440,85 @@ void gw_idle_arm(gw_sess_t *gs)
         evtimer_add(gs->idle_timer, &tv);
 }
 
+/* ---- --upstream-call-timeout ---- */
+
+/* MCP asks a sender of requests for a timeout, reset by progress if it likes, so that a request
+ * never answered cannot hold what it holds forever: here the session (awake while a call is
+ * open), its process and its place. A call the upstream has not answered (nor reported
+ * progress on) within SECS gets -32603 saying so, and the upstream a notifications/cancelled.
+ * The timer runs only while calls are open: armed at the first, re-armed for the next due. */
+static void on_call_timer(evutil_socket_t fd, short what, void *arg)
+{
+    gw_sess_t *gs = arg;
+    actor_t *a = gs->a;
+    if (!a)
+        return;
+    long long secs = (long long)g_cfg.upstream_call_timeout_s;
+    int64_t now = now_mono_us(), limit = secs * 1000000, next = 0;
+    worker_t *prev = worker_enter(gs->w);
+    for (gw_out_t **op = &gs->out; *op;) {
+        gw_out_t *o = *op;
+        int64_t due = o->touched_us + limit;
+        /* initialize has its own timeout; a later one was not sent yet */
+        if (!o->client_id || o->init || o->later || due > now) {
+            if (o->client_id && !o->init && !o->later && (!next || due < next))
+                next = due;
+            op = &o->next;
+            continue;
+        }
+        *op = o->next;
+        log_warn("%s: a request got no answer within %lld s (--upstream-call-timeout): cancelled",
+                 gs->tag, secs);
+        gs_send(gs,
+                json_pack("{s:s, s:s, s:{s:I, s:s}}", "jsonrpc", "2.0", "method",
+                          "notifications/cancelled", "params", "requestId", (json_int_t)o->up_id,
+                          "reason", "no answer within --upstream-call-timeout"));
+        call_t *c = gw_find_call(a, o->stream, o->client_id);
+        if (c) {
+            char why[200];
+            snprintf(why, sizeof why,
+                     "the upstream %s did not answer within %lld s (--upstream-call-timeout); "
+                     "the request was cancelled there",
+                     gw_name(gs), secs);
+            actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
+        }
+        out_free(o);
+    }
+    if (next) {
+        int64_t wait = next - now;
+        struct timeval tv = {(time_t)(wait / 1000000), (suseconds_t)(wait % 1000000)};
+        evtimer_add(gs->call_timer, &tv);
+    }
+    worker_note_activity(gs->w, a);
+    worker_turn_end(gs->w);
+    worker_leave(prev);
+}
+
+void gw_call_timer_arm(gw_sess_t *gs)
+{
+    if (g_cfg.upstream_call_timeout_s <= 0)
+        return;
+    if (!gs->call_timer)
+        gs->call_timer = evtimer_new(worker_base(gs->w), on_call_timer, gs);
+    /* a pending one fires no later than this call's due: the calls before it are due first */
+    if (!gs->call_timer || evtimer_pending(gs->call_timer, NULL))
+        return;
+    struct timeval tv = {(time_t)g_cfg.upstream_call_timeout_s, 0};
+    evtimer_add(gs->call_timer, &tv);
+}
+
+void gw_timers_del(gw_sess_t *gs)
+{
+    if (gs->idle_timer)
+        evtimer_del(gs->idle_timer);
+    if (gs->call_timer)
+        evtimer_del(gs->call_timer);
+}
+
 void gs_free(gw_sess_t *gs)
 {
+    if (gs->call_timer)
+        event_free(gs->call_timer);
     if (gs->idle_timer)
         event_free(gs->idle_timer);
     gw_slot_give(gs); /* a process ended with no callback (shutdown: upstream_kill_all) */

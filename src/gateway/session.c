@@ -114,8 +114,10 @@ static gw_out_t *add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const j
     json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
     o->progress = token ? json_deep_copy(token) : NULL;
     o->later = gs->stopping;
+    o->touched_us = now_mono_us();
     o->next = gs->out;
     gs->out = o;
+    gw_call_timer_arm(gs);
     return o;
 }
 
@@ -416,6 +418,7 @@ static call_t *related_call(actor_t *a, gw_sess_t *gs, const json_t *msg)
     if (token && jsonrpc_str_is(json_object_get(msg, "method"), "notifications/progress"))
         for (gw_out_t *o = gs->out; o; o = o->next)
             if (o->progress && o->client_id && !o->init && json_equal(o->progress, token)) {
+                o->touched_us = now_mono_us(); /* progress resets --upstream-call-timeout */
                 call_t *c = gw_find_call(a, o->stream, o->client_id);
                 if (c)
                     return c;
@@ -562,21 +565,11 @@ static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
         log_warn("%s: a message that is not JSON-RPC was dropped", gs->tag);
 }
 
-/* Only answers count as use (--upstream-idle, hibernation): notifications and requests an
- * upstream sends on its own (log ticks, list changes) must not keep an abandoned session, its
- * process and its --upstream-max place alive. */
-static bool is_answer(const json_t *msg)
-{
-    if (!json_is_array(msg))
-        return json_is_object(msg) && !json_object_get(msg, "method");
-    return json_array_size(msg) > 0 && is_answer(json_array_get(msg, 0));
-}
-
 static void on_message(upstream_t *u, json_t *msg, void *arg)
 {
     gw_sess_t *gs = arg;
     actor_t *a = gs->a;
-    if (is_answer(msg))
+    if (gw_is_answer(msg))
         gs->last_us = now_mono_us();
     if (!a) {
         json_decref(msg);
@@ -641,8 +634,7 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
     gs->ready = false;
     if (gs->init_timer)
         evtimer_del(gs->init_timer);
-    if (gs->idle_timer)
-        evtimer_del(gs->idle_timer);
+    gw_timers_del(gs);
     gw_slot_give(gs); /* its --upstream-max place */
     if (!a) {
         detach(gs, false);

@@ -9,12 +9,13 @@
 
 typedef struct gw_out { /* a message sent to the upstream that awaits its answer */
     struct gw_out *next;
-    uint64_t up_id;    /* the id the upstream got */
-    uint64_t stream;   /* the call's stream */
-    json_t *client_id; /* the call's id (the client's); NULL: the stored initialize re-sent */
-    json_t *progress;  /* its params._meta.progressToken, or NULL: where its progress goes */
-    bool init;         /* an initialize: the client's (the session's start), or the re-sent */
-    bool later;        /* sent while the process was being stopped: for the next process */
+    uint64_t up_id;     /* the id the upstream got */
+    uint64_t stream;    /* the call's stream */
+    json_t *client_id;  /* the call's id (the client's); NULL: the stored initialize re-sent */
+    json_t *progress;   /* its params._meta.progressToken, or NULL: where its progress goes */
+    bool init;          /* an initialize: the client's (the session's start), or the re-sent */
+    bool later;         /* sent while the process was being stopped: for the next process */
+    int64_t touched_us; /* sent, or its last progress: --upstream-call-timeout counts from it */
 } gw_out_t;
 
 typedef struct gw_in { /* an upstream request sent to the client */
@@ -33,6 +34,7 @@ typedef struct gw_sess {
                                  NULL: none held */
     struct event *init_timer; /* --upstream-init-timeout, armed at each start until ready */
     struct event *idle_timer; /* --upstream-idle, armed while a process runs (ops.c) */
+    struct event *call_timer; /* --upstream-call-timeout, armed while calls are open (ops.c) */
     int64_t last_us;          /* the last message to the process or answer from it (monotonic) */
     bool idle_stop;           /* stopped for --upstream-idle: its exit is no fault */
     bool stopping;            /* gs_stop ran: what comes until the exit waits for a new process */
@@ -83,6 +85,12 @@ void gs_stop(gw_sess_t *gs);
  * open; a busy one is looked at again later, and a quiet session's process, once stopped, arms
  * nothing (no periodic work). */
 void gw_idle_arm(gw_sess_t *gs);
+/* --upstream-call-timeout (nothing when it is 0): arms gs's call timer unless it is pending. */
+void gw_call_timer_arm(gw_sess_t *gs);
+/* Stops gs's idle and call timers (its process exited). */
+void gw_timers_del(gw_sess_t *gs);
+/* An answer (a response, or a batch of them), not a message the upstream sends on its own. */
+bool gw_is_answer(const json_t *msg);
 /* msg (taken) to the process, or to the queue until it answered initialize. -1: the process
  * is gone or does not read (its queue is full). */
 int gs_send(gw_sess_t *gs, json_t *msg);

@@ -96,6 +96,15 @@ for line in sys.stdin:
         elif name == "got":  # the answers to requests of ours that no call waited for
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
                 {"type": "text", "text": json.dumps(got)}]}})
+        elif name == "slow_progress":  # 2.4 s, with progress on its own token every 0.4 s
+            import time
+            token = m["params"].get("_meta", {}).get("progressToken")
+            for i in range(6):
+                time.sleep(0.4)
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": i + 1}})
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
+                {"type": "text", "text": "done"}]}})
         elif name == "progress_for":  # progress for another request's token
             send({"jsonrpc": "2.0", "method": "notifications/progress",
                   "params": {"progressToken": args["token"], "progress": 1}})
@@ -676,6 +685,25 @@ class GatewayLifecycleTest(unittest.TestCase):
                                "the upstream's own notifications kept the session awake")
             self.assertTrue(wait_gone(p1), "hibernation left the process running")
             self.assertNotEqual(self.echo_pid(s, "two"), p1)
+            s.delete()
+        finally:
+            srv.cleanup()
+
+    def test_a_call_the_upstream_never_answers_times_out_and_is_cancelled_there(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}",
+                     "--upstream-call-timeout", "1")
+        try:
+            s = Session(srv, path="/mcp/py")
+            t0 = time.time()
+            r, msg = s.tool("hang", {})
+            self.assertLess(time.time() - t0, 5, "the timeout is 1 s")
+            self.assertIn("error", msg, r.text)
+            self.assertIn("--upstream-call-timeout", msg["error"]["message"])
+            r, msg = s.tool("cancels", {})  # the upstream was told, with its own id
+            self.assertEqual(json.loads(msg["result"]["content"][0]["text"]), [True])
+            # progress resets the clock: 2.4 s of work, progress every 0.4 s, timeout 1 s
+            r, msg = s.tool("slow_progress", {}, meta={"progressToken": "tok-1"})
+            self.assertEqual(msg["result"]["content"][0]["text"], "done", r.text)
             s.delete()
         finally:
             srv.cleanup()
