@@ -446,7 +446,9 @@ void gw_idle_arm(gw_sess_t *gs)
  * never answered cannot hold what it holds forever: here the session (awake while a call is
  * open), its process and its place. A call the upstream has not answered (nor reported
  * progress on) within SECS gets -32603 saying so, and the upstream a notifications/cancelled.
- * The timer runs only while calls are open: armed at the first, re-armed for the next due. */
+ * The timer is armed when a call is added and re-armed for the next due while calls are open;
+ * with none open it fires at most once more, doing nothing. A call that waited for a new
+ * process counts from when the client sent it. */
 static void on_call_timer(evutil_socket_t fd, short what, void *arg)
 {
     gw_sess_t *gs = arg;
@@ -456,6 +458,7 @@ static void on_call_timer(evutil_socket_t fd, short what, void *arg)
     long long secs = (long long)g_cfg.upstream_call_timeout_s;
     int64_t now = now_mono_us(), limit = secs * 1000000, next = 0;
     worker_t *prev = worker_enter(gs->w);
+    bool was_idle = actor_is_idle(a);
     for (gw_out_t **op = &gs->out; *op;) {
         gw_out_t *o = *op;
         int64_t due = o->touched_us + limit;
@@ -469,10 +472,11 @@ static void on_call_timer(evutil_socket_t fd, short what, void *arg)
         *op = o->next;
         log_warn("%s: a request got no answer within %lld s (--upstream-call-timeout): cancelled",
                  gs->tag, secs);
-        gs_send(gs,
-                json_pack("{s:s, s:s, s:{s:I, s:s}}", "jsonrpc", "2.0", "method",
-                          "notifications/cancelled", "params", "requestId", (json_int_t)o->up_id,
-                          "reason", "no answer within --upstream-call-timeout"));
+        if (!gs->stopping) /* a stopping process gets nothing more (nor a new one for this) */
+            gs_send(gs, json_pack("{s:s, s:s, s:{s:I, s:s}}", "jsonrpc", "2.0", "method",
+                                  "notifications/cancelled", "params", "requestId",
+                                  (json_int_t)o->up_id, "reason",
+                                  "no answer within --upstream-call-timeout"));
         call_t *c = gw_find_call(a, o->stream, o->client_id);
         if (c) {
             char why[200];
@@ -489,9 +493,20 @@ static void on_call_timer(evutil_socket_t fd, short what, void *arg)
         struct timeval tv = {(time_t)(wait / 1000000), (suseconds_t)(wait % 1000000)};
         evtimer_add(gs->call_timer, &tv);
     }
-    worker_note_activity(gs->w, a);
+    if (!was_idle || !actor_is_idle(a)) /* a firing with nothing due leaves idleness as it was */
+        worker_note_activity(gs->w, a);
     worker_turn_end(gs->w);
     worker_leave(prev);
+}
+
+void gw_progress_seen(gw_sess_t *gs, const json_t *msg)
+{
+    if (!jsonrpc_str_is(json_object_get(msg, "method"), "notifications/progress"))
+        return;
+    const json_t *token = json_object_get(json_object_get(msg, "params"), "progressToken");
+    for (gw_out_t *o = gs->out; token && o; o = o->next)
+        if (o->progress && o->client_id && json_equal(o->progress, token))
+            o->touched_us = now_mono_us();
 }
 
 void gw_call_timer_arm(gw_sess_t *gs)

@@ -418,7 +418,6 @@ static call_t *related_call(actor_t *a, gw_sess_t *gs, const json_t *msg)
     if (token && jsonrpc_str_is(json_object_get(msg, "method"), "notifications/progress"))
         for (gw_out_t *o = gs->out; o; o = o->next)
             if (o->progress && o->client_id && !o->init && json_equal(o->progress, token)) {
-                o->touched_us = now_mono_us(); /* progress resets --upstream-call-timeout */
                 call_t *c = gw_find_call(a, o->stream, o->client_id);
                 if (c)
                     return c;
@@ -553,6 +552,8 @@ static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
         return;
     bool has_method = json_is_string(json_object_get(msg, "method"));
     bool has_id = json_object_get(msg, "id") != NULL;
+    if (has_method && !has_id)
+        gw_progress_seen(gs, msg);
     if (!has_method && has_id)
         up_response(a, gs, msg);
     else if (has_method && has_id)

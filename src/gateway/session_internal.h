@@ -87,6 +87,9 @@ void gs_stop(gw_sess_t *gs);
 void gw_idle_arm(gw_sess_t *gs);
 /* --upstream-call-timeout (nothing when it is 0): arms gs's call timer unless it is pending. */
 void gw_call_timer_arm(gw_sess_t *gs);
+/* A notifications/progress for a call's token resets its --upstream-call-timeout clock (in
+ * every response mode). */
+void gw_progress_seen(gw_sess_t *gs, const json_t *msg);
 /* Stops gs's idle and call timers (its process exited). */
 void gw_timers_del(gw_sess_t *gs);
 /* An answer (a response, or a batch of them), not a message the upstream sends on its own. */
