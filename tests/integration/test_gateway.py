@@ -150,6 +150,14 @@ def pid_alive(pid):
         return False
 
 
+def wait_hibernated(srv, timeout=15, step=0.2):
+    """Until the server has hibernated a session (or timeout); its hibernations_total."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and srv.stats().get("hibernations_total", 0) == 0:
+        time.sleep(step)
+    return srv.stats().get("hibernations_total", 0)
+
+
 def wait_gone(pid, timeout=10):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -598,9 +606,7 @@ class GatewayLifecycleTest(unittest.TestCase):
         try:
             s = Session(srv, path="/mcp/py")
             p1 = self.echo_pid(s, "one")
-            deadline = time.time() + 15
-            while time.time() < deadline and srv.stats().get("hibernations_total", 0) == 0:
-                time.sleep(0.2)
+            wait_hibernated(srv, timeout=15, step=0.2)
             self.assertGreater(srv.stats()["hibernations_total"], 0)
             self.assertTrue(wait_gone(p1), "hibernation left the process running")
             p2 = self.echo_pid(s, "two")
@@ -659,9 +665,7 @@ class GatewayLifecycleTest(unittest.TestCase):
         try:
             s = Session(srv, path="/mcp/py")
             p1 = self.echo_pid(s, "one")
-            deadline = time.time() + 15
-            while time.time() < deadline and srv.stats().get("hibernations_total", 0) == 0:
-                time.sleep(0.1)
+            wait_hibernated(srv, timeout=15, step=0.1)
             self.assertGreater(srv.stats()["hibernations_total"], 0)
             self.assertTrue(pid_alive(p1), "the process lingers (the test needs it still stopping)")
             p2 = self.echo_pid(s, "two")
@@ -678,9 +682,7 @@ class GatewayLifecycleTest(unittest.TestCase):
         try:
             s = Session(srv, path="/mcp/py")
             p1 = self.echo_pid(s, "one")
-            deadline = time.time() + 10
-            while time.time() < deadline and srv.stats().get("hibernations_total", 0) == 0:
-                time.sleep(0.2)
+            wait_hibernated(srv, timeout=10, step=0.2)
             self.assertGreater(srv.stats().get("hibernations_total", 0), 0,
                                "the upstream's own notifications kept the session awake")
             self.assertTrue(wait_gone(p1), "hibernation left the process running")
@@ -778,15 +780,21 @@ class GatewayLifecycleTest(unittest.TestCase):
 class GatewayAuthTest(unittest.TestCase):
     """/mcp/NAME is authenticated as /mcp is, and a session belongs to its token."""
 
-    def test_tokens(self):
-        d = tempfile.mkdtemp(prefix="mcpd-gw-")
-        script = os.path.join(d, "server.py")
-        with open(script, "w") as f:
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpd-gw-")
+        self.script = os.path.join(self.dir, "server.py")
+        with open(self.script, "w") as f:
             f.write(UPSTREAM)
-        tokens = os.path.join(d, "tokens")
-        with open(tokens, "w") as f:
+        self.tokens = os.path.join(self.dir, "tokens")
+        with open(self.tokens, "w") as f:
             f.write("alice:tok-alice-0123456789abcdef\nbob:tok-bob-0123456789abcdef0\n")
-        os.chmod(tokens, 0o600)
+        os.chmod(self.tokens, 0o600)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_tokens(self):
+        script, tokens = self.script, self.tokens
         srv = Server("--upstream", f"py={sys.executable} {script}", "--auth-tokens", tokens)
         try:
             with self.assertRaises(RuntimeError) as cm:
@@ -804,20 +812,11 @@ class GatewayAuthTest(unittest.TestCase):
         finally:
             srv.stop()
             srv.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
-
 
     def test_one_client_cannot_hold_every_upstream_place(self):
         """--upstream-max 4 with --principal-share 50: a token runs at most 2 processes; past
         its share 503 + Retry-After saying so, while another token still starts one."""
-        d = tempfile.mkdtemp(prefix="mcpd-gw-")
-        script = os.path.join(d, "server.py")
-        with open(script, "w") as f:
-            f.write(UPSTREAM)
-        tokens = os.path.join(d, "tokens")
-        with open(tokens, "w") as f:
-            f.write("alice:tok-alice-0123456789abcdef\nbob:tok-bob-0123456789abcdef0\n")
-        os.chmod(tokens, 0o600)
+        script, tokens = self.script, self.tokens
         srv = Server("--upstream", f"py={sys.executable} {script}", "--auth-tokens", tokens,
                      "--upstream-max", "4", "--principal-share", "50")
         try:
@@ -841,7 +840,7 @@ class GatewayAuthTest(unittest.TestCase):
                 s.delete()
         finally:
             srv.cleanup()
-            shutil.rmtree(d, ignore_errors=True)
+
 
 class GatewayFlagTest(unittest.TestCase):
     def test_bad_flags_exit_2(self):
