@@ -95,6 +95,10 @@ static const flag_t FLAGS[] = {
     {"upstream-max", "N", K_INT, OFF(upstream_max), 0, 1 << 20,
      "upstream processes running at once, all --upstream together; past it initialize (or the "
      "restart of a session's process) gets 503 + Retry-After; 0: no bound (default 100)"},
+    {"upstream-pool", "N", K_INT, OFF(upstream_pool), 0, 64,
+     "2026-07-28 (stateless) requests on /mcp/NAME are served by up to N warm upstream "
+     "processes per name, started at the first such request and kept; 0: /mcp/NAME serves the "
+     "session era only (default 2)"},
     {"upstream-init-timeout", "SECS", K_INT, OFF(upstream_init_timeout_s), 1, 3600,
      "how long an upstream process may take to answer initialize (at a session's start, or "
      "when its process is started again); past it the process is stopped and the requests "
@@ -242,6 +246,7 @@ void config_defaults(config_t *c)
     c->upstream_max = 100;
     c->upstream_init_timeout_s = 30;
     c->upstream_call_timeout_s = 300;
+    c->upstream_pool = 2;
     c->sse_buffer = 8 * 1024 * 1024;
     c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;

@@ -63,6 +63,7 @@ typedef struct config {
     int64_t upstream_init_timeout_s; /* --upstream-init-timeout SECS */
     int64_t upstream_idle_s;         /* --upstream-idle SECS (0: off) */
     int64_t upstream_call_timeout_s; /* --upstream-call-timeout SECS (0: off) */
+    int64_t upstream_pool;           /* --upstream-pool N: processes per name for 2026-07-28 */
     int log_level;
     int64_t max_body;          /* bytes */
     int64_t max_headers;       /* bytes */

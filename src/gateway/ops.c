@@ -4,6 +4,7 @@
  * why): a gateway session's entries here, everything else to `inner`. And the state entries
  * of a gateway session: what it stores, how it is read back, how it is freed. */
 #include "gateway/gateway.h"
+#include "gateway/pool_internal.h"
 #include "gateway/session_internal.h"
 
 #include "core/log.h"
@@ -47,6 +48,7 @@ void detach(gw_sess_t *gs, bool add)
 
 void gateway_free_detached(void)
 {
+    gateway_pool_free();
     pthread_mutex_lock(&g_detached_mu);
     while (g_detached) {
         gw_sess_t *gs = g_detached;
@@ -125,6 +127,14 @@ static void gw_on_post(actor_t *a, wmsg_t *m)
         g_inner->on_post(a, m);
 }
 
+static void gw_on_modern(worker_t *w, wmsg_t *m)
+{
+    if (m->upstream)
+        gw_pool_modern(w, m);
+    else
+        g_inner->on_modern(w, m);
+}
+
 static bool gw_log_enabled(const actor_t *a, const char *level)
 {
     return a->upstream ? false : g_inner->log_enabled(a, level);
@@ -155,6 +165,10 @@ static void gw_on_call_dropped(actor_t *a, const call_t *c)
         g_inner->on_call_dropped(a, c);
         return;
     }
+    if (a->kind == ACTOR_REQUEST) {
+        gw_pool_call_dropped(a, c);
+        return;
+    }
     if (!gs || c->method == SM_initialize)
         return;
     for (gw_out_t **op = &gs->out; *op; op = &(*op)->next) {
@@ -174,7 +188,9 @@ static void gw_on_call_dropped(actor_t *a, const call_t *c)
 
 static void gw_any_state_free(actor_t *a)
 {
-    if (a->upstream)
+    if (a->upstream && a->kind == ACTOR_REQUEST)
+        gw_pool_actor_gone(a);
+    else if (a->upstream)
         gw_state_free(a);
     else
         g_inner->state_free(a);
@@ -186,6 +202,7 @@ const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner)
     g_ops = *inner;
     g_ops.on_initialize = gw_on_initialize;
     g_ops.on_post = gw_on_post;
+    g_ops.on_modern = gw_on_modern;
     g_ops.state_free = gw_any_state_free;
     g_ops.meta_put = gw_meta_put;
     g_ops.meta_load = gw_meta_load;

@@ -44,7 +44,8 @@
 
 gw_sess_t *gs_of(const actor_t *a)
 {
-    return a->upstream ? (gw_sess_t *)(void *)a->ps : NULL;
+    /* (a one-request actor on /mcp/NAME holds a pool job: pool_internal.h) */
+    return a->upstream && a->kind == ACTOR_SESSION ? (gw_sess_t *)(void *)a->ps : NULL;
 }
 
 const char *gw_name(const gw_sess_t *gs)

@@ -356,10 +356,10 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
                                 .view = &b->v,
                                 .is_init = is_init},
                   &r);
-    if (r.kind == ROUTE_STATELESS && h->upstream) {
+    if (r.kind == ROUTE_STATELESS && h->upstream && g_cfg.upstream_pool == 0) {
         http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST,
-                         "Bad Request: a gateway path (/mcp/NAME) serves the session era only: "
-                         "send initialize first",
+                         "Bad Request: this gateway path (/mcp/NAME) serves the session era only "
+                         "(--upstream-pool 0): send initialize first",
                          NULL);
         return;
     }

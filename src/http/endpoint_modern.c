@@ -5,6 +5,7 @@
 #include "http/endpoint_internal.h"
 
 #include "actor/worker.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/shard.h"
 #include "core/stats.h"
@@ -14,6 +15,7 @@
 
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -44,6 +46,36 @@ static json_t *collect_param_headers(struct evhttp_request *req, const char **du
         json_object_set_new(o, name, json_stringn(kv->value, strlen(kv->value)));
     }
     return o;
+}
+
+/* Every 2026-07-28 request of --upstream index i goes to one worker, where its pool is
+ * (src/gateway/pool.c): its actor's id takes the routing prefix of an id of a shard this node
+ * serves, made at its first request (and again if that shard moves away). */
+static pthread_mutex_t g_anchor_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_anchor[CFG_MAX_UPSTREAMS][SESSION_ID_LEN + 1];
+
+static void pool_request_id(int i, char sid[SESSION_ID_LEN + 1])
+{
+    session_id_fast(sid);
+    pthread_mutex_lock(&g_anchor_mu);
+    if (!g_anchor[i][0] || !shard_owns_id(g_anchor[i]))
+        memcpy(g_anchor[i], sid, SESSION_ID_LEN + 1);
+    memcpy(sid, g_anchor[i], SESSION_ROUTE_LEN);
+    pthread_mutex_unlock(&g_anchor_mu);
+}
+
+static void submit_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
+                          const char *who, hlink_t *link, pbody_t *b, wmsg_t *m, json_t *params)
+{
+    (void)h;
+    str_copy(m->u.client.proto_hdr, sizeof m->u.client.proto_hdr, MODERN_VERSION);
+    m->u.client.principal = http_request_principal(req, who, link);
+    m->u.post.modern = true;
+    m->u.post.param_hdrs = params;
+    m->u.post.body = b->json; /* ownership moves to the actor with the message */
+    b->json = NULL;
+    ep_classify_into(m, b);
+    ep_submit(t, req, m, b->id, who, link);
 }
 
 /* A request that claims 2026-07-28: the checks of its metadata and mirrored headers, then the
@@ -111,6 +143,14 @@ void ep_handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t
         http_reply_not_here(req, id, NULL, NULL);
         return;
     }
+    if (h->upstream) { /* /mcp/NAME: its pool (src/gateway/pool.c) */
+        wmsg_t *m = wmsg_new(WM_POST);
+        pool_request_id(h->upstream - 1, m->sid);
+        m->upstream = h->upstream;
+        json_decref(params);
+        submit_modern(t, req, h, who, link, b, m, NULL);
+        return;
+    }
     /* the ids it names (a state handle in Mcp-Param-Handle, a task, an exchange's record)
      * must be served here (wire/route.c says which, in which order) */
     route_stateless(&b->v, json_string_value(json_object_get(params, "handle")), r);
@@ -144,12 +184,5 @@ void ep_handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t
         wmsg_free(m);
         return;
     }
-    str_copy(m->u.client.proto_hdr, sizeof m->u.client.proto_hdr, MODERN_VERSION);
-    m->u.client.principal = http_request_principal(req, who, link);
-    m->u.post.modern = true;
-    m->u.post.param_hdrs = params;
-    m->u.post.body = b->json; /* ownership moves to the actor with the message */
-    b->json = NULL;
-    ep_classify_into(m, b);
-    ep_submit(t, req, m, id, who, link);
+    submit_modern(t, req, h, who, link, b, m, params);
 }

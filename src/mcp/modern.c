@@ -186,7 +186,6 @@ const char *modern_check_params(const json_t *input_schema, const json_t *args,
  * that retry ("busy") and another retry of the same state is refused (-32602); a retry that
  * ends without completing (an error, its client gone) leaves the round to the next one. */
 
-static unsigned char g_key[REQSTATE_KEY_LEN];
 static int64_t g_state_ttl_ms = 900000;
 
 int modern_state_key_init(const char *file, int64_t ttl_ms)
@@ -196,7 +195,7 @@ int modern_state_key_init(const char *file, int64_t ttl_ms)
     if (fd >= 0) {
         struct stat st;
         ssize_t n = fstat(fd, &st) == 0 && st.st_size == REQSTATE_KEY_LEN
-                        ? read(fd, g_key, sizeof g_key)
+                        ? read(fd, reqstate_process_key(), REQSTATE_KEY_LEN)
                         : -1;
         close(fd);
         if (n != REQSTATE_KEY_LEN) {
@@ -213,8 +212,8 @@ int modern_state_key_init(const char *file, int64_t ttl_ms)
         log_error("cannot read the requestState key %s: %s", file, strerror(errno));
         return -1;
     }
-    for (size_t got = 0; got < sizeof g_key;) {
-        ssize_t n = getrandom(g_key + got, sizeof g_key - got, 0);
+    for (size_t got = 0; got < REQSTATE_KEY_LEN;) {
+        ssize_t n = getrandom(reqstate_process_key() + got, REQSTATE_KEY_LEN - got, 0);
         if (n < 0 && errno != EINTR) {
             log_error("cannot make a requestState key: getrandom: %s", strerror(errno));
             return -1;
@@ -225,7 +224,10 @@ int modern_state_key_init(const char *file, int64_t ttl_ms)
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", file, (long)getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     /* link, not rename: a process that created the file meanwhile wins and both use its key */
-    int rc = fd < 0 || write(fd, g_key, sizeof g_key) != (ssize_t)sizeof g_key || fsync(fd) != 0
+    int rc = fd < 0 ||
+                     write(fd, reqstate_process_key(), REQSTATE_KEY_LEN) !=
+                         (ssize_t)REQSTATE_KEY_LEN ||
+                     fsync(fd) != 0
                  ? -1
                  : 0;
     if (fd >= 0 && close(fd) != 0)
@@ -335,7 +337,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         char digest[33];
         reqstate_digest(bound, digest);
         json_t *p;
-        int rc = reqstate_open(g_key, json_string_value(rs), now_wall_ms(), &p);
+        int rc = reqstate_open(reqstate_process_key(), json_string_value(rs), now_wall_ms(), &p);
         if (rc == -ETIME)
             return input_error(a, c,
                                "Invalid params: requestState has expired "
@@ -496,7 +498,7 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
     json_t *payload = json_pack("{s:s,s:I,s:I,s:O,s:O,s:s}", "r", rec->sid, "n", n, "e",
                                 (json_int_t)exp, "m", json_object_get(mr, "m"), "d",
                                 json_object_get(mr, "d"), "p", a->auth_name);
-    char *token = reqstate_mint(g_key, payload);
+    char *token = reqstate_mint(reqstate_process_key(), payload);
     json_decref(payload);
     json_t *result = json_object();
     json_object_set_new(result, "resultType", json_string("input_required"));

@@ -1,4 +1,4 @@
-/* Threads: any thread (pure functions). */
+/* Threads: any thread (pure functions; the process key is written once, at start). */
 /* The requestState token. Pure functions, any thread. */
 #include "wire/reqstate.h"
 
@@ -9,6 +9,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+static unsigned char g_process_key[REQSTATE_KEY_LEN];
+
+unsigned char *reqstate_process_key(void)
+{
+    return g_process_key;
+}
 
 char *reqstate_mint(const unsigned char key[REQSTATE_KEY_LEN], const json_t *payload)
 {

@@ -17,6 +17,9 @@
 #define REQSTATE_MAX 4096
 #define REQSTATE_KEY_LEN 32
 
+/* The process's key (REQSTATE_KEY_LEN bytes), written once at start by the main thread
+ * (modern_state_key_init) before the workers run; read by any thread after. */
+unsigned char *reqstate_process_key(void);
 /* A new token for payload (borrowed); malloc'd. */
 char *reqstate_mint(const unsigned char key[REQSTATE_KEY_LEN], const json_t *payload);
 /* Verifies token: 0 with *payload (new reference); -EBADMSG when malformed or its mac does not

@@ -1,0 +1,647 @@
+/* Threads: worker threads (a pool, its processes' callbacks and its requests belong to one
+ * worker); main thread (gateway_pool_free, at shutdown). */
+/* The 2026-07-28 era on /mcp/NAME (--upstream-pool N). A stateless request has no session and
+ * so no process of its own: it is served by a pool of at most N warm processes of its upstream,
+ * started when requests need them, each initialized once (as a session-era client that
+ * declares elicitation and sampling) and kept until mcpactord stops or it exits.
+ *
+ * One request per process at a time. A stdio server does not say which request its
+ * notifications and requests relate to; with one request on a process, its progress, its log
+ * messages and its input requests (MRTR, pool_mrtr.c) are that request's, exactly. A request
+ * waits on the pool's queue (bounded) while every process is busy; the HTTP side sends every
+ * request of a name to one worker (endpoint_modern.c), so N is the number of processes.
+ *
+ * Each request is an ACTOR_REQUEST actor, as on /mcp, with a->upstream set and a->ps its job;
+ * mcpactord answers the revision's parts itself (_meta, resultType, server/discover) and
+ * forwards the rest with the upstream's own ids. */
+#include "gateway/gateway.h"
+#include "gateway/pool_internal.h"
+
+#include "actor/worker.h"
+#include "core/log.h"
+#include "core/methodtable.h"
+#include "core/stats.h"
+#include "core/util.h"
+#include "wire/jsonrpc.h"
+#include "wire/proto.h"
+#include "wire/stateless.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t g_all_mu = PTHREAD_MUTEX_INITIALIZER;
+static pool_t *g_all;
+static _Thread_local pool_t *t_pools[CFG_MAX_UPSTREAMS];
+
+static void pump(pool_t *pl);
+
+pool_t *pool_get(worker_t *w, int index)
+{
+    pool_t *pl = t_pools[index];
+    if (pl && pl->w == w)
+        return pl;
+    pthread_mutex_lock(&g_all_mu);
+    for (pl = g_all; pl && !(pl->w == w && pl->index == index); pl = pl->next_all)
+        ;
+    if (!pl) {
+        pl = xcalloc(1, sizeof *pl);
+        pl->w = w;
+        pl->index = index;
+        str_copy(pl->name, sizeof pl->name, g_cfg.upstream_names[index]);
+        pl->who = principal_of('p', pl->name);
+        pl->next_all = g_all;
+        g_all = pl;
+    }
+    pthread_mutex_unlock(&g_all_mu);
+    t_pools[index] = pl;
+    return pl;
+}
+
+/* ---- answers ---- */
+
+json_t *pool_decorate(pool_t *pl, const pjob_t *job, json_t *result)
+{
+    if (!json_is_object(result))
+        return result;
+    if (!json_object_get(result, "resultType"))
+        json_object_set_new(result, "resultType", json_string("complete"));
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    json_t *si = json_object_get(pl->info, "serverInfo");
+    if (!json_object_get(meta, META_SERVER_INFO) && json_is_object(si))
+        json_object_set(meta, META_SERVER_INFO, si);
+    stats_method_t m = jsonrpc_method_slot(json_object_get(job->req, "method"));
+    if (method_rule(m)->flags & METHOD_CACHE_HINTS) {
+        if (!json_object_get(result, "ttlMs"))
+            json_object_set_new(result, "ttlMs", json_integer(g_cfg.cache_ttl_ms));
+        if (!json_object_get(result, "cacheScope"))
+            json_object_set_new(result, "cacheScope",
+                                json_string(g_cfg.cache_private ? "private" : "public"));
+    }
+    return result;
+}
+
+void pool_answer(pjob_t *job, json_t *response)
+{
+    actor_t *a = job->a;
+    call_t *c = a ? a->calls : NULL;
+    if (a) {
+        a->ps = NULL;
+        job->a = NULL;
+    }
+    if (!c) {
+        json_decref(response);
+        return;
+    }
+    const json_t *err = json_object_get(response, "error");
+    if (err && !c->stream->sse)
+        stream_set_reply_status(c->stream,
+                                stateless_http_status(
+                                    (int)json_integer_value(json_object_get(err, "code"))),
+                                NULL);
+    json_object_set(response, "id", c->id);
+    actor_complete_call(a, c, response);
+    if (t_pool_intake != a)
+        worker_note_activity(a->w, a); /* a one-request actor goes once answered */
+}
+
+void pool_answer_error(pjob_t *job, int code, const char *msg)
+{
+    pool_answer(job, jsonrpc_error(NULL, code, msg, NULL));
+}
+
+/* ---- the processes ---- */
+
+int pool_write(pproc_t *p, json_t *msg)
+{
+    char err[200];
+    int rc = p->u && !p->stopping ? upstream_send(p->u, msg, err, sizeof err) : -1;
+    if (rc != 0 && p->u)
+        log_warn("%s", p->stopping ? "a stopping pool process was sent nothing" : err);
+    json_decref(msg);
+    return rc;
+}
+
+static void proc_stop(pproc_t *p)
+{
+    if (p->u && !p->stopping) {
+        p->stopping = true;
+        upstream_stop(p->u);
+    }
+}
+
+static void on_message(upstream_t *u, json_t *msg, void *arg);
+static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg);
+static void on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg);
+static const upstream_cbs_t CBS = {.on_message = on_message,
+                                   .on_bad_line = on_bad_line,
+                                   .on_exit = on_exit_cb};
+
+/* A new process, its initialize sent; NULL with the reason in err (*full: --upstream-max). */
+static pproc_t *proc_start(pool_t *pl, bool *full, char *err, size_t errlen)
+{
+    *full = false;
+    int rc = principal_take(pl->who, PR_UPSTREAMS);
+    if (rc != 0) {
+        *full = true;
+        STAT_INC(limit_refusals_total);
+        snprintf(err, errlen,
+                 rc == -EDQUOT ? "the pool holds its share of --upstream-max (--principal-share)"
+                               : "%lld upstream processes are running (--upstream-max)",
+                 (long long)g_cfg.upstream_max);
+        return NULL;
+    }
+    pproc_t *p = xcalloc(1, sizeof *p);
+    p->pool = pl;
+    p->slot = principal_ref(pl->who);
+    p->next_id = 1;
+    p->started_us = now_mono_us();
+    snprintf(p->tag, sizeof p->tag, "upstream %s pool", pl->name);
+    upstream_opts_t o = {.tag = p->tag};
+    p->u = upstream_start(worker_base(pl->w), gateway_argv(pl->index), NULL, &o, &CBS, p, err,
+                          errlen);
+    if (!p->u) {
+        principal_give(p->slot, PR_UPSTREAMS);
+        principal_unref(p->slot);
+        free(p);
+        return NULL;
+    }
+    p->init_id = p->next_id++;
+    json_t *init = json_pack("{s:s, s:I, s:s, s:{s:s, s:{s:{}, s:{}}, s:{s:s, s:s}}}", "jsonrpc",
+                             "2.0", "id", (json_int_t)p->init_id, "method", "initialize", "params",
+                             "protocolVersion", "2025-11-25", "capabilities", "elicitation",
+                             "sampling", "clientInfo", "name", "mcpactord-pool", "version",
+                             MCPD_VERSION);
+    pool_write(p, init);
+    p->next = pl->procs;
+    pl->procs = p;
+    pl->nprocs++;
+    pool_timer_arm(pl); /* its initialize answer is awaited as a call is */
+    log_info("%s: process started (%d of at most %lld)", p->tag, pl->nprocs,
+             (long long)g_cfg.upstream_pool);
+    return p;
+}
+
+/* Sends job to p (p is ready and free). */
+static void lease(pproc_t *p, pjob_t *job)
+{
+    p->job = job;
+    job->p = p;
+    job->up_id = p->next_id++;
+    json_t *r = job->req;
+    job->req = json_pack("{s:O}", "method", json_object_get(r, "method"));
+    json_object_set_new(r, "jsonrpc", json_string("2.0"));
+    json_object_set_new(r, "id", json_integer((json_int_t)job->up_id));
+    job->touched_us = now_mono_us();
+    pool_write(p, r);
+    pool_timer_arm(p->pool);
+}
+
+static pjob_t *dequeue(pool_t *pl)
+{
+    pjob_t *job = pl->wait_head;
+    if (job) {
+        pl->wait_head = job->next;
+        if (!pl->wait_head)
+            pl->wait_tail = NULL;
+        job->next = NULL;
+        pl->nwaiting--;
+    }
+    return job;
+}
+
+void pool_job_free(pjob_t *job)
+{
+    if (job->a)
+        job->a->ps = NULL;
+    json_decref(job->req);
+    json_decref(job->progress);
+    json_decref(job->client_progress);
+    json_decref(job->caps);
+    json_decref(job->pending);
+    json_decref(job->final);
+    free(job);
+}
+
+/* The discovery answer: the upstream's capabilities without what needs a session or a
+ * subscription here, in the revision's shape. */
+static json_t *discover_result(pool_t *pl)
+{
+    json_t *caps = json_deep_copy(json_object_get(pl->info, "capabilities"));
+    if (!json_is_object(caps)) {
+        json_decref(caps);
+        caps = json_object();
+    }
+    const char *lists[] = {"tools", "prompts", "resources"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *c = json_object_get(caps, lists[i]);
+        json_object_del(c, "listChanged"); /* subscriptions/listen is not served here */
+        json_object_del(c, "subscribe");
+    }
+    json_object_del(caps, "tasks"); /* the session era's tasks */
+    json_t *r = json_object();
+    json_object_set_new(r, "supportedVersions", stateless_supported_versions());
+    json_object_set_new(r, "capabilities", caps);
+    json_t *ins = json_object_get(pl->info, "instructions");
+    if (json_is_string(ins))
+        json_object_set(r, "instructions", ins);
+    return r;
+}
+
+/* Requests waiting go to free ready processes; more are started while fewer than N run and
+ * requests wait for them; with none running and none startable, the waiting get the reason. */
+static void pump(pool_t *pl)
+{
+    for (;;) {
+        pjob_t *head = pl->wait_head;
+        if (head && head->discover && pl->info) {
+            dequeue(pl);
+            pool_answer(head, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
+                                        pool_decorate(pl, head, discover_result(pl))));
+            pool_job_free(head);
+            continue;
+        }
+        pproc_t *free_p = NULL;
+        int starting = 0;
+        for (pproc_t *p = pl->procs; p; p = p->next) {
+            if (p->stopping)
+                continue;
+            if (!p->ready)
+                starting++;
+            else if (!p->job && !free_p)
+                free_p = p;
+        }
+        if (!head)
+            return;
+        if (free_p && !head->discover) {
+            lease(free_p, dequeue(pl));
+            continue;
+        }
+        if (starting >= pl->nwaiting || pl->nprocs >= g_cfg.upstream_pool)
+            return;
+        char err[300];
+        bool full;
+        if (proc_start(pl, &full, err, sizeof err))
+            continue;
+        if (pl->nprocs > 0)
+            return; /* those running take them as they come free */
+        char msg[400];
+        snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", pl->name, err);
+        log_warn("upstream %s pool: %s", pl->name, msg);
+        while ((head = dequeue(pl))) {
+            if (full && head->a && head->a->calls && !head->a->calls->stream->sse)
+                stream_set_reply_status(head->a->calls->stream, 503, "5");
+            pool_answer_error(head, full ? MCP_ERR_OVERLOADED : JSONRPC_INTERNAL_ERROR, msg);
+            pool_job_free(head);
+        }
+        return;
+    }
+}
+
+void pool_enqueue(pool_t *pl, pjob_t *job)
+{
+    if (job->discover && pl->info) {
+        pool_answer(job, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
+                                   pool_decorate(pl, job, discover_result(pl))));
+        pool_job_free(job);
+        return;
+    }
+    if (pl->wait_tail)
+        pl->wait_tail->next = job;
+    else
+        pl->wait_head = job;
+    pl->wait_tail = job;
+    pl->nwaiting++;
+    pump(pl);
+    pool_timer_arm(pl);
+}
+
+void pool_job_done(pjob_t *job)
+{
+    pool_t *pl = job->pool;
+    if (job->p)
+        job->p->job = NULL;
+    pool_job_free(job);
+    pump(pl);
+}
+
+void pool_job_abort(pjob_t *job, const char *why)
+{
+    if (job->a)
+        pool_answer_error(job, JSONRPC_INTERNAL_ERROR, why);
+    if (job->p && job->p->ready) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(job->pending, key, v)
+            pool_write(job->p,
+                       jsonrpc_error(json_object_get(v, "id"), JSONRPC_INTERNAL_ERROR, why, NULL));
+        pool_write(job->p, json_pack("{s:s, s:s, s:{s:I, s:s}}", "jsonrpc", "2.0", "method",
+                                     "notifications/cancelled", "params", "requestId",
+                                     (json_int_t)job->up_id, "reason", why));
+    }
+    if (!job->p) { /* still waiting: off the queue */
+        pool_t *pl = job->pool;
+        pjob_t **jp = &pl->wait_head, *prev = NULL;
+        while (*jp && *jp != job) {
+            prev = *jp;
+            jp = &(*jp)->next;
+        }
+        if (*jp) {
+            *jp = job->next;
+            if (pl->wait_tail == job)
+                pl->wait_tail = prev;
+            pl->nwaiting--;
+        }
+    }
+    pool_job_done(job);
+}
+
+/* ---- from the upstream ---- */
+
+static const char *const LEVELS[] = {"debug", "info",     "notice", "warning",
+                                     "error", "critical", "alert",  "emergency"};
+
+static int level_index(const char *l)
+{
+    for (int i = 0; l && i < 8; i++)
+        if (strcmp(l, LEVELS[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* A notification: the job's progress and its log messages at or above the level its request
+ * asked for go on its response stream; the rest (list changes: no subscription here) are
+ * dropped. An upstream's cancellation of one of its input requests takes it back. */
+static void up_notification(pproc_t *p, json_t *msg)
+{
+    pjob_t *job = p->job;
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *params = json_object_get(msg, "params");
+    if (!job || !method)
+        return;
+    if (strcmp(method, "notifications/cancelled") == 0) {
+        const char *key;
+        void *tmp;
+        json_t *v;
+        json_object_foreach_safe(job->pending, tmp, key, v)
+            if (json_equal(json_object_get(v, "id"), json_object_get(params, "requestId")))
+                json_object_del(job->pending, key);
+        return;
+    }
+    bool go = false;
+    if (strcmp(method, "notifications/progress") == 0) {
+        go = job->progress && json_equal(job->progress, json_object_get(params, "progressToken"));
+        if (go)
+            job->touched_us = now_mono_us();
+    } else if (strcmp(method, "notifications/message") == 0) {
+        go = level_index(json_string_value(json_object_get(params, "level"))) >= job->log_min;
+    }
+    call_t *c = job->a ? job->a->calls : NULL;
+    if (!go || !c)
+        return;
+    json_t *out = json_deep_copy(msg);
+    if (strcmp(method, "notifications/progress") == 0) {
+        if (!job->client_progress) { /* this round's request asked for none */
+            json_decref(out);
+            return;
+        }
+        json_object_set(json_object_get(out, "params"), "progressToken", job->client_progress);
+    }
+    actor_stream_send(job->a, c->stream, out);
+}
+
+static void up_response(pproc_t *p, json_t *msg)
+{
+    json_t *id = json_object_get(msg, "id");
+    pool_t *pl = p->pool;
+    if (!p->ready && json_is_integer(id) && (uint64_t)json_integer_value(id) == p->init_id) {
+        json_t *result = json_object_get(msg, "result");
+        if (!json_is_object(result)) {
+            log_warn("%s: the upstream answered initialize with an error: stopped", p->tag);
+            proc_stop(p);
+            return;
+        }
+        p->ready = true;
+        if (!pl->info)
+            pl->info = json_incref(result);
+        pool_write(p, json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method",
+                                "notifications/initialized"));
+        return; /* pump: on_message */
+    }
+    pjob_t *job = p->job;
+    if (!job || !json_is_integer(id) || (uint64_t)json_integer_value(id) != job->up_id) {
+        log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
+                 p->tag);
+        return;
+    }
+    json_t *r = json_deep_copy(msg);
+    json_t *result = json_object_get(r, "result");
+    if (result)
+        json_object_set_new(r, "result", pool_decorate(pl, job, json_incref(result)));
+    if (!job->a && job->xid[0]) {
+        /* between rounds: the client's retry gets it (mrtr_retry) */
+        json_decref(job->final);
+        job->final = r;
+        return;
+    }
+    pool_answer(job, r);
+    pool_job_done(job);
+}
+
+static void up_one(pproc_t *p, json_t *msg)
+{
+    if (!json_is_object(msg))
+        return;
+    bool has_method = json_is_string(json_object_get(msg, "method"));
+    bool has_id = json_object_get(msg, "id") != NULL;
+    if (!has_method && has_id)
+        up_response(p, msg);
+    else if (has_method && has_id && jsonrpc_str_is(json_object_get(msg, "method"), "ping"))
+        pool_write(p, json_pack("{s:s, s:O, s:{}}", "jsonrpc", "2.0", "id",
+                                json_object_get(msg, "id"), "result"));
+    else if (has_method && has_id)
+        mrtr_upstream_request(p, msg);
+    else if (has_method)
+        up_notification(p, msg);
+    else
+        log_warn("%s: a message that is not JSON-RPC was dropped", p->tag);
+}
+
+static void on_message(upstream_t *u, json_t *msg, void *arg)
+{
+    (void)u;
+    pproc_t *p = arg;
+    worker_t *w = p->pool->w, *prev = worker_enter(w);
+    if (json_is_array(msg)) {
+        size_t i;
+        json_t *one;
+        json_array_foreach(msg, i, one)
+            up_one(p, one);
+    } else {
+        up_one(p, msg);
+    }
+    json_decref(msg);
+    pump(p->pool);
+    worker_turn_end(w);
+    worker_leave(prev);
+}
+
+/* A bad stdout line: with one request per process, it is that request's answer gone wrong. */
+static void on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg)
+{
+    (void)u;
+    (void)why;
+    pproc_t *p = arg;
+    if (!p->job || !p->job->a || !p->ready)
+        return; /* (logged by the process layer) */
+    worker_t *w = p->pool->w, *prev = worker_enter(w);
+    char msg[300];
+    snprintf(msg, sizeof msg, "the upstream %s wrote a line that is not a message: %s",
+             p->pool->name, detail);
+    pool_job_abort(p->job, msg);
+    worker_turn_end(w);
+    worker_leave(prev);
+}
+
+static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
+{
+    (void)u;
+    pproc_t *p = arg;
+    pool_t *pl = p->pool;
+    worker_t *w = pl->w, *prev = worker_enter(w);
+    if (!p->stopping || how->crashed)
+        log_warn("%s: %s (%s %d)", p->tag, how->crashed ? "crashed" : "exited",
+                 how->signo ? "signal" : "status", how->signo ? how->signo : how->code);
+    for (pproc_t **pp = &pl->procs; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    pl->nprocs--;
+    principal_give(p->slot, PR_UPSTREAMS);
+    principal_unref(p->slot);
+    pjob_t *job = p->job;
+    p->u = NULL;
+    if (job) {
+        char why[200];
+        snprintf(why, sizeof why, "the upstream %s %s while this request was in flight", pl->name,
+                 how->signo ? "was killed" : "exited");
+        job->p = NULL;
+        p->job = NULL;
+        if (job->a)
+            pool_answer_error(job, JSONRPC_INTERNAL_ERROR, why);
+        pool_job_free(job);
+    }
+    free(p);
+    pump(pl);
+    worker_turn_end(w);
+    worker_leave(prev);
+}
+
+/* ---- --upstream-call-timeout and --upstream-init-timeout ---- */
+
+static int64_t job_due(const pjob_t *j)
+{
+    return g_cfg.upstream_call_timeout_s > 0
+               ? j->touched_us + g_cfg.upstream_call_timeout_s * 1000000
+               : INT64_MAX;
+}
+
+static int64_t proc_due(const pproc_t *p)
+{
+    if (!p->ready && !p->stopping)
+        return p->started_us + g_cfg.upstream_init_timeout_s * 1000000;
+    return p->job ? job_due(p->job) : INT64_MAX;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    pool_t *pl = arg;
+    int64_t now = now_mono_us();
+    worker_t *w = pl->w, *prev = worker_enter(w);
+    for (pproc_t *p = pl->procs, *next; p; p = next) {
+        next = p->next;
+        if (proc_due(p) > now)
+            continue;
+        if (!p->ready) {
+            log_warn("%s: no answer to initialize within %lld s (--upstream-init-timeout): "
+                     "stopped",
+                     p->tag, (long long)g_cfg.upstream_init_timeout_s);
+            proc_stop(p);
+        } else {
+            pool_job_abort(p->job, p->job->a ? "the upstream did not answer within "
+                                               "--upstream-call-timeout"
+                                             : "the client did not retry within "
+                                               "--upstream-call-timeout");
+        }
+    }
+    /* the queue is in the order of arrival: its head is the oldest */
+    while (pl->wait_head && job_due(pl->wait_head) <= now)
+        pool_job_abort(pl->wait_head,
+                       "no upstream process came free within --upstream-call-timeout");
+    pool_timer_arm(pl);
+    worker_turn_end(w);
+    worker_leave(prev);
+}
+
+void pool_timer_arm(pool_t *pl)
+{
+    int64_t first = pl->wait_head ? job_due(pl->wait_head) : INT64_MAX;
+    for (pproc_t *p = pl->procs; p; p = p->next)
+        if (proc_due(p) < first)
+            first = proc_due(p);
+    if (first == INT64_MAX) {
+        if (pl->timer)
+            evtimer_del(pl->timer);
+        return; /* nothing open: nothing armed */
+    }
+    if (!pl->timer)
+        pl->timer = evtimer_new(worker_base(pl->w), on_timer, pl);
+    if (!pl->timer)
+        return;
+    int64_t due = first - now_mono_us();
+    if (due < 1000)
+        due = 1000;
+    struct timeval tv = {(time_t)(due / 1000000), (suseconds_t)(due % 1000000)};
+    evtimer_add(pl->timer, &tv);
+}
+
+/* ---- shutdown ---- */
+
+void gateway_pool_free(void)
+{
+    pthread_mutex_lock(&g_all_mu);
+    while (g_all) {
+        pool_t *pl = g_all;
+        g_all = pl->next_all;
+        for (pproc_t *p = pl->procs, *next; p; p = next) { /* upstream_kill_all freed p->u */
+            next = p->next;
+            if (p->job) {
+                p->job->a = NULL;
+                pool_job_free(p->job);
+            }
+            principal_unref(p->slot);
+            free(p);
+        }
+        for (pjob_t *j = pl->wait_head, *next; j; j = next) {
+            next = j->next;
+            j->a = NULL;
+            pool_job_free(j);
+        }
+        if (pl->timer)
+            event_free(pl->timer);
+        json_decref(pl->info);
+        principal_unref(pl->who);
+        free(pl);
+    }
+    pthread_mutex_unlock(&g_all_mu);
+}

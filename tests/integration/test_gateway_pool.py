@@ -1,0 +1,260 @@
+"""The gateway's 2026-07-28 era (--upstream-pool N, docs/design/gateway.md): stateless requests
+on /mcp/NAME served by a pool of warm upstream processes, one request per process at a time;
+the revision's parts answered by mcpactord (_meta, resultType, server/discover); an upstream's
+request to its client (roots, elicitation) becomes input_required (MRTR) and the retry's answer
+goes back to the same waiting process. The upstream is test_gateway.py's python3 server."""
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+from mcptest import ACCEPT_BOTH, Server
+from test_gateway import UPSTREAM, pid_alive, wait_gone
+
+V = "2026-07-28"
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+         "tasks/get": "taskId"}
+
+
+class Client:
+    """A stateless client of /mcp/py: every request carries its _meta and mirrored headers."""
+
+    def __init__(self, server, path="/mcp/py"):
+        self.server, self.path, self.next_id = server, path, 0
+
+    def body(self, method, params=None, caps=None, level=None, progress=None):
+        self.next_id += 1
+        params = dict(params or {})
+        meta = {"io.modelcontextprotocol/protocolVersion": V,
+                "io.modelcontextprotocol/clientCapabilities": caps or {},
+                "io.modelcontextprotocol/clientInfo": {"name": "test_gateway_pool", "version": "1"}}
+        if level:
+            meta["io.modelcontextprotocol/logLevel"] = level
+        if progress is not None:
+            meta["progressToken"] = progress
+        params["_meta"] = meta
+        return {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+
+    def headers(self, body):
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH,
+             "MCP-Protocol-Version": V, "Mcp-Method": body["method"]}
+        field = NAMED.get(body["method"])
+        if field:
+            h["Mcp-Name"] = body["params"][field]
+        return h
+
+    def request(self, method, params=None, timeout=10, **kw):
+        body = self.body(method, params, **kw)
+        r = self.server.request("POST", body, self.headers(body), path=self.path, timeout=timeout)
+        msgs = r.messages()
+        return r, (msgs[-1] if msgs else None)
+
+    def tool(self, name, arguments=None, **kw):
+        return self.request("tools/call", {"name": name, "arguments": arguments or {}}, **kw)
+
+
+def text(msg):
+    return msg["result"]["content"][0]["text"]
+
+
+class PoolTest(unittest.TestCase):
+    servers = []
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="mcpd-gwpool-")
+        cls.script = os.path.join(cls.dir, "server.py")
+        with open(cls.script, "w") as f:
+            f.write(UPSTREAM)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def start(self, *flags):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}", *flags)
+        self.addCleanup(srv.cleanup)
+        return srv
+
+    def test_discover_list_and_call_on_one_warm_process(self):
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        r, msg = c.request("server/discover")
+        self.assertEqual(r.status, 200, r.text)
+        res = msg["result"]
+        self.assertIn(V, res["supportedVersions"])
+        self.assertEqual(res["capabilities"], {"tools": {}})
+        pid = int(res["_meta"]["io.modelcontextprotocol/serverInfo"]["version"])
+        r, msg = c.request("tools/list")
+        self.assertEqual([t["name"] for t in msg["result"]["tools"]], ["echo", "crash", "ask"])
+        self.assertEqual(msg["result"]["resultType"], "complete")
+        for i in range(3):  # no process per request: the pool's one answers each
+            r, msg = c.tool("echo", {"text": f"hi{i}"})
+            self.assertEqual(r.status, 200, r.text)
+            self.assertEqual(text(msg), f"hi{i} pid {pid}")
+            self.assertEqual(msg["id"], c.next_id)
+        self.assertEqual(srv.stats()["upstreams_started_total"], 1)
+        # the revision's _meta members stay here; the client's own go on
+        r, msg = c.tool("params", {"a": 1}, progress="tok")
+        self.assertEqual(json.loads(text(msg)),
+                         {"name": "params", "arguments": {"a": 1},
+                          "_meta": {"progressToken": "tok"}})
+
+    def test_log_messages_go_at_the_level_the_request_asks(self):
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        r, msg = c.tool("echo", {"text": "x"})  # no level: no log message, a JSON answer
+        self.assertEqual(r.header("Content-Type"), "application/json")
+        r, msg = c.tool("echo", {"text": "x"}, level="info")
+        self.assertEqual(r.messages()[0]["method"], "notifications/message")
+        r, msg = c.tool("echo", {"text": "x"}, level="error")
+        self.assertEqual([m.get("method") for m in r.messages()], [None])
+
+    def test_an_upstream_request_becomes_input_required_and_the_retry_answers_it(self):
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        caps = {"roots": {}}
+        r, msg = c.tool("ask", caps=caps)
+        self.assertEqual(r.status, 200, r.text)
+        res = msg["result"]
+        self.assertEqual(res["resultType"], "input_required")
+        [(key, ask)] = res["inputRequests"].items()
+        self.assertEqual(ask["method"], "roots/list")
+        roots = {"roots": [{"uri": "file:///tmp"}]}
+        args = {"name": "ask", "arguments": {}, "requestState": res["requestState"]}
+        # a retry with other arguments, a tampered state: refused, the exchange kept
+        r, bad = c.request("tools/call", dict(args, arguments={"x": 1}), caps=caps)
+        self.assertEqual(bad["error"]["code"], -32602, r.text)
+        self.assertIn("another request", bad["error"]["message"])
+        r, bad = c.request("tools/call", dict(args, requestState=res["requestState"][:-2] + "AA"),
+                           caps=caps)
+        self.assertEqual(bad["error"]["code"], -32602, r.text)
+        # the retry without the answer is asked again, with the same key
+        r, again = c.request("tools/call", args, caps=caps)
+        self.assertEqual(list(again["result"]["inputRequests"]), [key])
+        args["requestState"] = again["result"]["requestState"]
+        args["inputResponses"] = {key: roots}
+        r, done = c.request("tools/call", args, caps=caps)
+        self.assertEqual(r.status, 200, r.text)
+        # the same waiting process got the answer, with its own id: the tool ran once
+        self.assertEqual(text(done), "client said " + json.dumps(roots))
+        self.assertEqual(srv.stats()["input_required_total"], 2)
+        # its state is used up: a replay runs the call again from the start
+        r, replay = c.request("tools/call", args, caps=caps)
+        self.assertEqual(replay["result"]["resultType"], "input_required", r.text)
+
+    def test_two_input_requests_and_an_undeclared_capability(self):
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        # elicitation not declared: the upstream hears so, the client is asked for roots only
+        r, msg = c.tool("ask2", caps={"roots": {}})
+        self.assertEqual([a["method"] for a in msg["result"]["inputRequests"].values()],
+                         ["roots/list"], r.text)
+        key = next(iter(msg["result"]["inputRequests"]))
+        r, done = c.request("tools/call", {"name": "ask2", "arguments": {}, "requestState":
+                                           msg["result"]["requestState"], "inputResponses": {
+                                               key: {"roots": []}}}, caps={"roots": {}})
+        self.assertEqual(text(done), 'client said {"roots": []}', r.text)
+        r, got = c.tool("got")
+        [answer] = json.loads(text(got))
+        self.assertEqual(answer["error"]["code"], -32601)
+        self.assertIn("elicitation", answer["error"]["message"])
+
+    def test_requests_wait_for_a_busy_pool_and_n_processes_serve_n_at_once(self):
+        for n in (1, 2):
+            srv = self.start("--upstream-pool", str(n))
+            out = []
+
+            def slow(c=Client(srv)):
+                out.append(c.tool("sleep", {"s": 1.0})[1])
+
+            threads = [threading.Thread(target=slow) for _ in range(2)]
+            t0 = time.time()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            took = time.time() - t0
+            pids = {text(m) for m in out}
+            self.assertEqual(len(pids), n, out)
+            if n == 1:
+                self.assertGreater(took, 1.9)  # one after the other, on one process
+            self.assertEqual(srv.stats()["upstreams_running"], n)
+
+    def test_an_upstream_exit_errors_its_call_and_the_next_starts_a_process(self):
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        pid = int(text(c.tool("sleep", {"s": 0})[1]))
+        r, msg = c.tool("crash")
+        self.assertEqual(msg["error"]["code"], -32603, r.text)
+        self.assertIn("exited", msg["error"]["message"])
+        self.assertTrue(wait_gone(pid))
+        pid2 = int(text(c.tool("sleep", {"s": 0})[1]))
+        self.assertNotEqual(pid, pid2)
+
+    def test_call_timeout_cancels_at_the_upstream_and_frees_the_process(self):
+        srv = self.start("--upstream-pool", "1", "--upstream-call-timeout", "1")
+        c = Client(srv)
+        t0 = time.time()
+        r, msg = c.tool("hang", timeout=20)
+        self.assertEqual(msg["error"]["code"], -32603, r.text)
+        self.assertIn("--upstream-call-timeout", msg["error"]["message"])
+        self.assertLess(time.time() - t0, 5)
+        self.assertEqual(json.loads(text(c.tool("cancels")[1])), [True])
+        # an exchange whose client does not retry in time is let go: its retry starts over
+        r, ask = c.tool("ask", caps={"roots": {}})
+        time.sleep(2.5)
+        r, again = c.request("tools/call", {"name": "ask", "arguments": {}, "requestState":
+                                            ask["result"]["requestState"], "inputResponses": {
+                                                "input-0": {"roots": []}}}, caps={"roots": {}})
+        self.assertEqual(again["result"]["resultType"], "input_required", r.text)
+        self.assertNotEqual(again["result"]["requestState"], ask["result"]["requestState"])
+
+    def test_a_closed_response_stream_cancels_at_the_upstream(self):
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        body = json.dumps(c.body("tools/call", {"name": "hang", "arguments": {}})).encode()
+        h = c.headers(json.loads(body))
+        with socket.create_connection(("127.0.0.1", srv.port)) as s:
+            head = "".join(f"{k}: {v}\r\n" for k, v in h.items())
+            s.sendall(f"POST /mcp/py HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            time.sleep(0.5)
+        deadline = time.time() + 10
+        while time.time() < deadline:  # the process is free again and was told
+            r, msg = c.tool("cancels")
+            if msg and "result" in msg and json.loads(text(msg)) == [True]:
+                break
+            time.sleep(0.2)
+        self.assertEqual(json.loads(text(msg)), [True])
+
+    def test_what_is_not_served_here_and_pool_zero(self):
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        for method, params in (("subscriptions/listen", {"notifications": {}}),
+                               ("tasks/get", {"taskId": "0" * 32})):
+            r, msg = c.request(method, params)
+            self.assertEqual(r.status, 404, r.text)
+            self.assertEqual(msg["error"]["code"], -32601)
+            self.assertEqual(msg["id"], c.next_id)
+        srv0 = self.start("--upstream-pool", "0")
+        r, msg = Client(srv0).request("tools/list")
+        self.assertEqual(r.status, 400, r.text)
+        self.assertIn("session era only", r.text)
+        self.assertEqual(srv0.stats()["upstreams_started_total"], 0)
+
+    def test_shutdown_leaves_no_pool_process(self):
+        srv = self.start("--upstream-pool", "2")
+        pid = int(text(Client(srv).tool("sleep", {"s": 0})[1]))
+        self.assertTrue(pid_alive(pid))
+        srv.stop()
+        self.assertTrue(wait_gone(pid))
+
+
+if __name__ == "__main__":
+    unittest.main()
