@@ -192,6 +192,78 @@ describe('server-everything behind /mcp/everything', () => {
   });
 });
 
+// A 2026-07-28 (stateless) request on /mcp/NAME: its _meta and mirrored headers; the answer's
+// JSON-RPC messages (an SSE body's events in order, or the one JSON answer).
+let modernId = 0;
+async function modern(name, method, params = {}, { caps = {}, progress } = {}) {
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': caps,
+    'io.modelcontextprotocol/clientInfo': { name: 'mcpactord-gateway-interop', version: '1.0.0' },
+  };
+  if (progress !== undefined) meta.progressToken = progress;
+  const headers = {
+    'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+    'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method,
+  };
+  if (params.name) headers['Mcp-Name'] = params.name;
+  const r = await fetch(`${base()}/mcp/${name}`, {
+    method: 'POST', headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: ++modernId, method, params: { ...params, _meta: meta } }),
+  });
+  const text = await r.text();
+  const msgs = (r.headers.get('content-type') || '').startsWith('text/event-stream')
+    ? text.split('\n').filter((l) => l.startsWith('data:') && l.length > 5).map((l) => JSON.parse(l.slice(5)))
+    : [JSON.parse(text)];
+  return { status: r.status, msgs, last: msgs[msgs.length - 1] };
+}
+
+describe('server-everything behind /mcp/everything, 2026-07-28 (--upstream-pool)', () => {
+  test('discover, list and call through the pool; progress goes on the call\'s stream', TEST, async () => {
+    const d = await modern('everything', 'server/discover');
+    assert.equal(d.status, 200, JSON.stringify(d.msgs));
+    assert.ok(d.last.result.supportedVersions.includes('2026-07-28'));
+    assert.match(d.last.result._meta['io.modelcontextprotocol/serverInfo'].name, /everything/i);
+    // the tools that need elicitation and sampling: the pool's processes declare both
+    await eventually('the conditional tools', async () => {
+      const n = (await modern('everything', 'tools/list')).last.result.tools.map((t) => t.name);
+      return n.includes('trigger-elicitation-request') && n.includes('trigger-sampling-request');
+    });
+    const echo = await modern('everything', 'tools/call', { name: 'echo', arguments: { message: 'stateless' } });
+    assert.equal(textOf(echo.last.result), 'Echo: stateless');
+    assert.equal(echo.last.result.resultType, 'complete');
+    const long = await modern('everything', 'tools/call',
+      { name: 'trigger-long-running-operation', arguments: { duration: 1, steps: 4 } }, { progress: 'p1' });
+    const progress = long.msgs.filter((m) => m.method === 'notifications/progress');
+    assert.deepEqual(progress.map((m) => [m.params.progressToken, m.params.progress]),
+      [['p1', 1], ['p1', 2], ['p1', 3], ['p1', 4]], JSON.stringify(long.msgs));
+    assert.match(textOf(long.last.result), /Long running operation completed/);
+  });
+
+  test('elicitation and sampling become input_required; the retry\'s answers reach the waiting upstream', TEST, async () => {
+    const caps = { elicitation: {}, sampling: {} };
+    const first = await modern('everything', 'tools/call', { name: 'trigger-elicitation-request', arguments: {} }, { caps });
+    const ir = first.last.result;
+    assert.equal(ir.resultType, 'input_required', JSON.stringify(first.msgs));
+    const [[key, ask]] = Object.entries(ir.inputRequests);
+    assert.equal(ask.method, 'elicitation/create');
+    const content = { name: 'Ada', check: true, firstLine: 'x', integer: 7, number: 1.5, email: 'a@example.com', untitledSingleSelectEnum: 'Option 1' };
+    const done = await modern('everything', 'tools/call', {
+      name: 'trigger-elicitation-request', arguments: {}, requestState: ir.requestState,
+      inputResponses: { [key]: { action: 'accept', content } },
+    }, { caps });
+    assert.match(JSON.stringify(done.last.result.content), /Ada/, JSON.stringify(done.msgs));
+    const s1 = await modern('everything', 'tools/call', { name: 'trigger-sampling-request', arguments: { prompt: 'hello' } }, { caps });
+    const [[skey, sask]] = Object.entries(s1.last.result.inputRequests);
+    assert.equal(sask.method, 'sampling/createMessage');
+    const s2 = await modern('everything', 'tools/call', {
+      name: 'trigger-sampling-request', arguments: { prompt: 'hello' }, requestState: s1.last.result.requestState,
+      inputResponses: { [skey]: { role: 'assistant', model: 'test-model', content: { type: 'text', text: 'sampled: hello' } } },
+    }, { caps });
+    assert.match(textOf(s2.last.result), /sampled: hello/, JSON.stringify(s2.msgs));
+  });
+});
+
 describe('server-filesystem behind /mcp/fs', () => {
   test('a file written through one call is read back through another', TEST, async () => {
     const { client, transport } = await connect('fs');
