@@ -38,6 +38,7 @@ static pool_t *g_all;
 static _Thread_local pool_t *t_pools[CFG_MAX_UPSTREAMS];
 
 static void pump(pool_t *pl);
+static void fail_waiting(pool_t *pl, const char *msg, bool full);
 
 pool_t *pool_get(worker_t *w, int index)
 {
@@ -255,6 +256,18 @@ static json_t *discover_result(pool_t *pl)
     return r;
 }
 
+/* No process can serve: every waiting request gets msg (full: 503 + Retry-After, the cap). */
+static void fail_waiting(pool_t *pl, const char *msg, bool full)
+{
+    pjob_t *head;
+    while ((head = dequeue(pl))) {
+        if (full && head->a && head->a->calls && !head->a->calls->stream->sse)
+            stream_set_reply_status(head->a->calls->stream, 503, "5");
+        pool_answer_error(head, full ? MCP_ERR_OVERLOADED : JSONRPC_INTERNAL_ERROR, msg);
+        pool_job_free(head);
+    }
+}
+
 /* Requests waiting go to free ready processes; more are started while fewer than N run and
  * requests wait for them; with none running and none startable, the waiting get the reason. */
 static void pump(pool_t *pl)
@@ -295,12 +308,7 @@ static void pump(pool_t *pl)
         char msg[400];
         snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", pl->name, err);
         log_warn("upstream %s pool: %s", pl->name, msg);
-        while ((head = dequeue(pl))) {
-            if (full && head->a && head->a->calls && !head->a->calls->stream->sse)
-                stream_set_reply_status(head->a->calls->stream, 503, "5");
-            pool_answer_error(head, full ? MCP_ERR_OVERLOADED : JSONRPC_INTERNAL_ERROR, msg);
-            pool_job_free(head);
-        }
+        fail_waiting(pl, msg, full);
         return;
     }
 }
@@ -425,7 +433,16 @@ static void up_response(pproc_t *p, json_t *msg)
         json_t *result = json_object_get(msg, "result");
         if (!json_is_object(result)) {
             log_warn("%s: the upstream answered initialize with an error: stopped", p->tag);
+            snprintf(p->why, sizeof p->why, "answered initialize with an error");
             proc_stop(p);
+            bool served = false;
+            for (pproc_t *q = pl->procs; q; q = q->next)
+                served |= q->ready;
+            if (!served) { /* what waits hears it now, not from a process started for it */
+                char m[300];
+                snprintf(m, sizeof m, "the upstream %s %s", pl->name, p->why);
+                fail_waiting(pl, m, false);
+            }
             return;
         }
         p->ready = true;
@@ -539,6 +556,21 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
             pool_answer_error(job, JSONRPC_INTERNAL_ERROR, why);
         pool_job_free(job);
     }
+    bool served = false; /* does a process of the pool answer initialize? */
+    for (pproc_t *q = pl->procs; q; q = q->next)
+        served |= q->ready;
+    if (!p->ready && !served) {
+        /* it never served: what waits gets why, rather than a process started for each request
+         * in a loop (a program that is not an MCP server, or that refuses initialize) */
+        char msg[400];
+        if (p->why[0])
+            snprintf(msg, sizeof msg, "the upstream %s %s", pl->name, p->why);
+        else
+            snprintf(msg, sizeof msg, "the upstream %s %s (%s %d) before it answered initialize",
+                     pl->name, how->signo ? "was killed" : "exited",
+                     how->signo ? "signal" : "status", how->signo ? how->signo : how->code);
+        fail_waiting(pl, msg, false);
+    }
     free(p);
     pump(pl);
     worker_turn_end(w);
@@ -576,6 +608,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             log_warn("%s: no answer to initialize within %lld s (--upstream-init-timeout): "
                      "stopped",
                      p->tag, (long long)g_cfg.upstream_init_timeout_s);
+            snprintf(p->why, sizeof p->why,
+                     "did not answer initialize within %lld s (--upstream-init-timeout)",
+                     (long long)g_cfg.upstream_init_timeout_s);
             proc_stop(p);
         } else {
             pool_job_abort(p->job, p->job->a ? "the upstream did not answer within "

@@ -29,6 +29,7 @@ typedef struct pproc { /* one warm process */
     uint64_t init_id;
     int64_t started_us; /* --upstream-init-timeout counts from it */
     pjob_t *job;        /* the one request it serves (a lease); NULL: free */
+    char why[120];      /* why it was stopped before it answered initialize ("": it exited) */
     char tag[96];
 } pproc_t;
 

@@ -248,6 +248,21 @@ class PoolTest(unittest.TestCase):
         self.assertIn("session era only", r.text)
         self.assertEqual(srv0.stats()["upstreams_started_total"], 0)
 
+    def test_an_upstream_that_never_serves_errors_what_waits_and_is_not_restarted_in_a_loop(self):
+        for cmd, why in (("/bin/echo this is not an MCP server", "before it answered initialize"),
+                         (f"{sys.executable} {self.script} --init-error",
+                          "answered initialize with an error")):
+            srv = Server("--upstream", f"py={cmd}", "--upstream-pool", "2")
+            self.addCleanup(srv.cleanup)
+            c = Client(srv)
+            for _ in range(2):
+                r, msg = c.tool("echo", {"text": "x"})
+                self.assertEqual(msg["error"]["code"], -32603, r.text)
+                self.assertIn(why, msg["error"]["message"])
+                self.assertEqual(msg["id"], c.next_id)
+            time.sleep(0.5)  # nothing waits: nothing more is started
+            self.assertEqual(srv.stats()["upstreams_started_total"], 2)
+
     def test_shutdown_leaves_no_pool_process(self):
         srv = self.start("--upstream-pool", "2")
         pid = int(text(Client(srv).tool("sleep", {"s": 0})[1]))
