@@ -8,6 +8,8 @@
 #              CONNECTIONS connections, DURATION s after WARMUP s: calls/s and latency
 #   handshake  initialize + initialized + DELETE, 8 in parallel, DURATION s: each one starts
 #              and stops an upstream process
+#   call-modern the same call in 2026-07-28 against mcpactord alone (its pool of POOL warm
+#              processes, default 2, one request each at a time; supergateway has no such era)
 #   memory     the RSS of the gateway alone and with all its processes, idle and with SESSIONS
 #              live sessions (mcpactord also stores each session; supergateway keeps it in memory)
 # usage: bench/gateway_ab.sh [OUT]      (default OUT: gateway-results.jsonl)
@@ -99,7 +101,7 @@ EOF
 
 p1=$(free_port)
 $(pin "$scpu") "$mcpd" --listen "127.0.0.1:$p1" --admin-listen 127.0.0.1:0 --data-dir "$tmp/data" \
-  --log-level warn --upstream "echo=$upstream" --upstream-max 1000 >"$tmp/mcpd.out" 2>"$tmp/mcpd.log" &
+  --log-level warn --upstream "echo=$upstream" --upstream-max 1000 --upstream-pool "${POOL:-2}" >"$tmp/mcpd.out" 2>"$tmp/mcpd.log" &
 pids+=($!)
 mpid=$!
 p2=$(free_port)
@@ -133,6 +135,8 @@ print(json.dumps({"scenario": "call", "compare": True, "label": "mcpactord", "la
                   "throughput_ratio": r(a["throughput"], b["throughput"]),
                   "p50_ratio": r(a["p50_ms"], b["p50_ms"]), "p99_ratio": r(a["p99_ms"], b["p99_ms"])}))
 EOF
+echo "== call-modern: the same echo in 2026-07-28 through mcpactord's pool (--upstream-pool ${POOL:-2}; supergateway serves no such request)" >&2
+mb call-modern "${callargs[@]}" --connections "$nconn" --duration "$dur" --warmup "$warm" --label mcpactord-pool "$u1" | tee -a "$out"
 echo "== handshake: initialize + initialized + DELETE, 8 in parallel, ${dur} s (each starts a process)" >&2
 mb handshake --connections 8 --duration "$dur" --label mcpactord --label2 supergateway "$u1" --compare "$u2" | tee -a "$out"
 python3 - "$nsess" "$idle1" "$own_idle1" "$live1" "$own_live1" "$n1" "$idle2" "$own_idle2" "$live2" "$own_live2" "$n2" <<'EOF' | tee -a "$out"
