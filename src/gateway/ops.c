@@ -86,6 +86,8 @@ static void gw_meta_put(const actor_t *a, json_t *meta, int at)
     json_object_set_new(meta, "gw", json_string(gw_name(gs)));
     if (gs->init)
         json_object_set(meta, "gi", gs->init);
+    if (gs->level)
+        json_object_set(meta, "gl", gs->level);
 }
 
 static void gw_meta_load(actor_t *a, const json_t *meta)
@@ -101,6 +103,7 @@ static void gw_meta_load(actor_t *a, const json_t *meta)
     gw_sess_t *gs = gs_new(a->w, i, name, a->sid);
     gs->a = a;
     gs->init = json_deep_copy(json_object_get(meta, "gi"));
+    gs->level = json_deep_copy(json_object_get(meta, "gl"));
     /* UINT8_MAX: a gateway session whose path is gone (no request matches it) */
     a->upstream = (uint8_t)(i < 0 ? UINT8_MAX : i + 1);
     a->ps = (struct proto_state *)(void *)gs;
@@ -211,6 +214,28 @@ const actor_ops_t *gateway_actor_ops(const actor_ops_t *inner)
     g_ops.end_listen = gw_end_listen;
     g_ops.on_call_dropped = gw_on_call_dropped;
     return &g_ops;
+}
+
+/* A client's answer to an upstream request: back with the upstream's id, after the turn's
+ * commit (gs_send_after_commit). */
+void gw_client_response(actor_t *a, gw_sess_t *gs, json_t *msg)
+{
+    STAT_INC(requests_total[SM_response]);
+    json_t *id = json_object_get(msg, "id");
+    for (gw_in_t **ip = &gs->in; json_is_integer(id) && *ip; ip = &(*ip)->next) {
+        gw_in_t *i = *ip;
+        if ((json_int_t)i->our_id != json_integer_value(id))
+            continue;
+        json_t *copy = json_deep_copy(msg);
+        json_object_set(copy, "id", i->up_id);
+        gs_send_after_commit(gs, copy);
+        *ip = i->next;
+        json_decref(i->up_id);
+        free(i);
+        return;
+    }
+    STAT_INC(client_responses_unknown_total);
+    log_info("session %.8s: a response to an unknown upstream request was ignored", a->sid);
 }
 
 /* The upstream cancels one of its requests (notifications/cancelled, params.requestId its id):
@@ -505,6 +530,28 @@ static void on_call_timer(evutil_socket_t fd, short what, void *arg)
         }
         out_free(o);
     }
+    /* an upstream request the client has not answered: the upstream hears so (and its
+     * process is not held busy for --upstream-idle by it) */
+    for (gw_in_t **ip = &gs->in; *ip;) {
+        gw_in_t *i = *ip;
+        int64_t due = i->sent_us + limit;
+        if (due > now) {
+            if (!next || due < next)
+                next = due;
+            ip = &i->next;
+            continue;
+        }
+        *ip = i->next;
+        log_info("%s: the client did not answer a request of the upstream within %lld s "
+                 "(--upstream-call-timeout)",
+                 gs->tag, secs);
+        if (!gs->stopping)
+            gs_send(gs, jsonrpc_error(i->up_id, JSONRPC_INTERNAL_ERROR,
+                                      "the client did not answer within --upstream-call-timeout",
+                                      NULL));
+        json_decref(i->up_id);
+        free(i);
+    }
     if (next) {
         int64_t wait = next - now;
         struct timeval tv = {(time_t)(wait / 1000000), (suseconds_t)(wait % 1000000)};
@@ -560,5 +607,6 @@ void gs_free(gw_sess_t *gs)
     json_decref(gs->queue);
     json_decref(gs->held);
     json_decref(gs->init);
+    json_decref(gs->level);
     free(gs);
 }

@@ -293,28 +293,6 @@ static void client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
     gs_send(gs, json_incref(msg));
 }
 
-/* A client's answer to an upstream request: back with the upstream's id, after the turn's
- * commit (gs_send_after_commit). */
-static void client_response(actor_t *a, gw_sess_t *gs, json_t *msg)
-{
-    STAT_INC(requests_total[SM_response]);
-    json_t *id = json_object_get(msg, "id");
-    for (gw_in_t **ip = &gs->in; json_is_integer(id) && *ip; ip = &(*ip)->next) {
-        gw_in_t *i = *ip;
-        if ((json_int_t)i->our_id != json_integer_value(id))
-            continue;
-        json_t *copy = json_deep_copy(msg);
-        json_object_set(copy, "id", i->up_id);
-        gs_send_after_commit(gs, copy);
-        *ip = i->next;
-        json_decref(i->up_id);
-        free(i);
-        return;
-    }
-    STAT_INC(client_responses_unknown_total);
-    log_info("session %.8s: a response to an unknown upstream request was ignored", a->sid);
-}
-
 /* The requests of a POST body: calls on one stream, forwarded with gateway ids. */
 static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
 {
@@ -351,6 +329,11 @@ static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
                 continue;
             }
             add_out(gs, up_id, s->num, v.id, v.params);
+            if (c->method == SM_logging_setLevel) { /* sent again to a restarted process */
+                json_decref(gs->level);
+                gs->level = json_deep_copy(v.params);
+                actor_persist_meta(a);
+            }
         }
     }
     stream_settle(a, s, true);
@@ -399,7 +382,7 @@ void gw_post(actor_t *a, wmsg_t *m)
         if (k == JR_NOTIFICATION)
             client_notification(a, gs, msg);
         else if (k == JR_RESPONSE)
-            client_response(a, gs, msg);
+            gw_client_response(a, gs, msg);
     }
     if (requests == 0) {
         actor_reply(a->w, m->u.client.conn, 202, NULL, NULL);
@@ -452,6 +435,13 @@ static void gs_became_ready(gw_sess_t *gs, bool restarted)
                                  "notifications/initialized");
         gs_write(gs, note);
         json_decref(note);
+        if (gs->level) { /* the client's log level, which the new process does not know */
+            uint64_t id;
+            json_t *r = request_to_up(gs, "logging/setLevel", gs->level, &id);
+            add_out(gs, id, 0, NULL, NULL); /* its answer is dropped, as initialize's */
+            gs_write(gs, r);
+            json_decref(r);
+        }
     }
     gs->ready = true;
     if (gs->init_timer)
@@ -539,12 +529,14 @@ static void up_request(actor_t *a, gw_sess_t *gs, json_t *msg)
     gw_in_t *i = xcalloc(1, sizeof *i);
     i->our_id = a->next_req_num++;
     i->up_id = json_incref(json_object_get(msg, "id"));
+    i->sent_us = now_mono_us();
     i->next = gs->in;
     gs->in = i;
     actor_persist_meta(a); /* next_req_num: ids never reused in a session */
     json_t *copy = json_deep_copy(msg);
     json_object_set_new(copy, "id", json_integer((json_int_t)i->our_id));
     actor_stream_send(a, route, copy);
+    gw_call_timer_arm(gs); /* the client's answer is awaited as a call is */
 }
 
 static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)

@@ -22,6 +22,7 @@ typedef struct gw_in { /* an upstream request sent to the client */
     struct gw_in *next;
     uint64_t our_id; /* the id the client got */
     json_t *up_id;   /* the upstream's */
+    int64_t sent_us; /* --upstream-call-timeout counts from it */
 } gw_in_t;
 
 typedef struct gw_sess {
@@ -42,6 +43,8 @@ typedef struct gw_sess {
     bool share_back;          /* slot's share unit went back at the stop (the global one goes at
                                  the exit) */
     json_t *init;             /* the client's initialize params (stored "gi") */
+    json_t *level;            /* its last logging/setLevel params (stored "gl"), sent again to
+                                 a restarted process; NULL: none */
     bool ready;               /* the process answered initialize: messages go straight to it */
     bool noted;               /* notifications/initialized is sent or queued to this process,
                                  or the gateway sends it at ready (a restart): once each */
@@ -106,6 +109,9 @@ void gw_post(actor_t *a, wmsg_t *m);
 /* ops.c: an upstream notifications/cancelled mapped to the client's id (see ops.c); true:
  * dropped (a request the client was not sent) */
 bool up_cancel(gw_sess_t *gs, json_t *msg);
+/* ops.c: a client's answer to an upstream request: back with the upstream's id, after the
+ * turn's commit */
+void gw_client_response(actor_t *a, gw_sess_t *gs, json_t *msg);
 /* ops.c: puts gs on (add) or takes it off the detached list */
 void detach(gw_sess_t *gs, bool add);
 

@@ -20,6 +20,7 @@ def send(m):
     sys.stdout.flush()
 
 pending = {}
+level = None  # the last logging/setLevel
 hung, cancels, got = set(), [], []
 if "--chatty" in sys.argv:  # a notification every 0.2 s, on its own, from the start
     import threading, time
@@ -58,6 +59,10 @@ for line in sys.stdin:
         else:
             send({"jsonrpc": "2.0", "id": orig, "result": {"content": [
                 {"type": "text", "text": "client said " + json.dumps(m.get("result"))}]}})
+        continue
+    if meth == "logging/setLevel":
+        level = m["params"]["level"]
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
         continue
     if meth == "initialize":
         if "--slow-init" in sys.argv:
@@ -129,6 +134,9 @@ for line in sys.stdin:
                   "params": {"message": "name?", "requestedSchema": {"type": "object"}}})
         elif name == "hang":  # never answered
             hung.add(mid)
+        elif name == "level":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
+                {"type": "text", "text": str(level)}]}})
         elif name == "inits":
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": [
                 {"type": "text", "text": str(inits)}]}})
@@ -445,6 +453,35 @@ class GatewayTest(unittest.TestCase):
         self.assertEqual(msg["result"]["content"][0]["text"], "1",
                          "the new process should get notifications/initialized exactly once")
         s.delete()
+
+    def test_a_restarted_process_gets_the_clients_log_level_again(self):
+        s = self.session()
+        r, msg = s.call("logging/setLevel", {"level": "error"})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(s.tool("level")[1]["result"]["content"][0]["text"], "error")
+        s.tool("crash")
+        r, msg = s.tool("level")  # a new process, initialized again, and told the level
+        self.assertEqual(msg["result"]["content"][0]["text"], "error", r.text)
+
+    def test_an_upstream_request_the_client_never_answers_times_out_there(self):
+        srv = Server("--upstream", f"py={sys.executable} {self.script}",
+                     "--upstream-call-timeout", "1")
+        try:
+            s = Session(srv, path="/mcp/py", capabilities={"roots": {}})
+            g = s.open_get()
+            r, msg = s.tool("later_ask")  # its roots/list goes on the GET stream; no answer
+            self.assertEqual(r.status, 200, r.text)
+            e = g.next_message()
+            self.assertIsNotNone(e, "nothing on the GET stream")
+            self.assertEqual(e["message"]["method"], "roots/list")
+            time.sleep(1.8)
+            r, msg = s.tool("got")  # the upstream got an error for it, in time
+            [answer] = json.loads(msg["result"]["content"][0]["text"])
+            self.assertEqual(answer["id"], 9000)
+            self.assertIn("--upstream-call-timeout", answer["error"]["message"])
+            g.close()
+        finally:
+            srv.cleanup()
 
     def test_upstream_notification_without_an_open_request_goes_on_the_get_stream(self):
         s = self.session()
