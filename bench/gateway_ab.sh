@@ -10,6 +10,9 @@
 #              and stops an upstream process
 #   call-modern the same call in 2026-07-28 against mcpactord alone (its pool of POOL warm
 #              processes, default 2, one request each at a time; supergateway has no such era)
+#   resume     (UPSTREAM=echo) a call whose 256 log messages go on its POST stream, read to the
+#              end, then resumed from its first event id with Last-Event-ID: time to the 256th
+#              (supergateway keeps no events: its resumes fail)
 #   memory     the RSS of the gateway alone and with all its processes, idle and with SESSIONS
 #              live sessions (mcpactord also stores each session; supergateway keeps it in memory)
 # usage: bench/gateway_ab.sh [OUT]      (default OUT: gateway-results.jsonl)
@@ -137,6 +140,13 @@ print(json.dumps({"scenario": "call", "compare": True, "label": "mcpactord", "la
 EOF
 echo "== call-modern: the same echo in 2026-07-28 through mcpactord's pool (--upstream-pool ${POOL:-2}; supergateway serves no such request)" >&2
 mb call-modern "${callargs[@]}" --connections "$nconn" --duration "$dur" --warmup "$warm" --label mcpactord-pool "$u1" | tee -a "$out"
+if [ "${UPSTREAM:-everything}" = echo ]; then
+  echo "== resume: a call's POST stream of 256 log messages, read to the end, then resumed from its first event id (time to the 256th)" >&2
+  for target in "mcpactord $u1" "supergateway $u2"; do
+    set -- $target
+    mb resume --resume-via post --events 256 --notify-tool notify --duration "$dur" --label "$1" "$2" | tee -a "$out"
+  done
+fi
 echo "== handshake: initialize + initialized + DELETE, 8 in parallel, ${dur} s (each starts a process)" >&2
 mb handshake --connections 8 --duration "$dur" --label mcpactord --label2 supergateway "$u1" --compare "$u2" | tee -a "$out"
 python3 - "$nsess" "$idle1" "$own_idle1" "$live1" "$own_live1" "$n1" "$idle2" "$own_idle2" "$live2" "$own_live2" "$n2" <<'EOF' | tee -a "$out"
