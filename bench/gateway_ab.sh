@@ -144,7 +144,8 @@ if [ "${UPSTREAM:-everything}" = echo ]; then
   echo "== resume: a call's POST stream of 256 log messages, read to the end, then resumed from its first event id (time to the 256th)" >&2
   for target in "mcpactord $u1" "supergateway $u2"; do
     set -- $target
-    mb resume --resume-via post --events 256 --notify-tool notify --duration "$dur" --label "$1" "$2" | tee -a "$out"
+    # (exit 1 when no resume succeeds: supergateway's)
+    mb resume --resume-via post --events 256 --notify-tool notify --duration "$dur" --label "$1" "$2" | tee -a "$out" || true
   done
 fi
 echo "== handshake: initialize + initialized + DELETE, 8 in parallel, ${dur} s (each starts a process)" >&2

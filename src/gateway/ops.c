@@ -153,6 +153,8 @@ static void gw_end_listen(actor_t *a)
 {
     if (!a->upstream)
         g_inner->end_listen(a);
+    else if (a->kind == ACTOR_REQUEST)
+        gw_pool_end(a);
 }
 
 /* A call dropped unanswered by the actor layer: with --no-event-store, a POST stream whose

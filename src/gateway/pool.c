@@ -101,12 +101,6 @@ void pool_answer(pjob_t *job, json_t *response)
         json_decref(response);
         return;
     }
-    const json_t *err = json_object_get(response, "error");
-    if (err && !c->stream->sse)
-        stream_set_reply_status(c->stream,
-                                stateless_http_status(
-                                    (int)json_integer_value(json_object_get(err, "code"))),
-                                NULL);
     json_object_set(response, "id", c->id);
     actor_complete_call(a, c, response);
     if (t_pool_intake != a)
@@ -115,6 +109,12 @@ void pool_answer(pjob_t *job, json_t *response)
 
 void pool_answer_error(pjob_t *job, int code, const char *msg)
 {
+    /* the revision's status for an error the gateway makes (an upstream's own errors go with
+     * 200: its codes mean what it means, not what mcpactord's do); one set before (503 +
+     * Retry-After) stays */
+    call_t *c = job->a ? job->a->calls : NULL;
+    if (c && !c->stream->sse && !c->stream->http_status)
+        stream_set_reply_status(c->stream, stateless_http_status(code), NULL);
     pool_answer(job, jsonrpc_error(NULL, code, msg, NULL));
 }
 
@@ -123,8 +123,8 @@ void pool_answer_error(pjob_t *job, int code, const char *msg)
 int pool_write(pproc_t *p, json_t *msg)
 {
     char err[200];
-    int rc = p->u && !p->stopping ? upstream_send(p->u, msg, err, sizeof err) : -1;
-    if (rc != 0 && p->u)
+    int rc = p && p->u && !p->stopping ? upstream_send(p->u, msg, err, sizeof err) : -1;
+    if (rc != 0 && p && p->u)
         log_warn("%s", p->stopping ? "a stopping pool process was sent nothing" : err);
     json_decref(msg);
     return rc;
@@ -274,37 +274,50 @@ static void pump(pool_t *pl)
 {
     for (;;) {
         pjob_t *head = pl->wait_head;
-        if (head && head->discover && pl->info) {
+        if (pl->closing || !head)
+            return;
+        if (head->discover && pl->info) {
             dequeue(pl);
             pool_answer(head, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
                                         pool_decorate(pl, head, discover_result(pl))));
             pool_job_free(head);
             continue;
         }
-        pproc_t *free_p = NULL;
-        int starting = 0;
+        pproc_t *free_p = NULL, *held = NULL; /* held: the oldest exchange's, between rounds */
+        int starting = 0, active = 0;
         for (pproc_t *p = pl->procs; p; p = p->next) {
             if (p->stopping)
                 continue;
+            active++;
             if (!p->ready)
                 starting++;
             else if (!p->job && !free_p)
                 free_p = p;
+            else if (p->job && !p->job->a && p->job->xid[0] &&
+                     (!held || p->job->touched_us < held->job->touched_us))
+                held = p;
         }
-        if (!head)
-            return;
         if (free_p && !head->discover) {
             lease(free_p, dequeue(pl));
             continue;
         }
-        if (starting >= pl->nwaiting || pl->nprocs >= g_cfg.upstream_pool)
-            return;
+        if (starting >= pl->nwaiting)
+            return; /* those starting will take them */
+        if (active >= g_cfg.upstream_pool) {
+            if (!held || starting > 0)
+                return; /* those running take them as they come free */
+            /* every process is busy, one with an exchange that waits for its client: a waiting
+             * request gets its place (that exchange's retry runs its request again) */
+            pool_job_abort(held->job, "its process was needed by another request "
+                                      "(--upstream-pool): a retry runs the request again");
+            continue;
+        }
         char err[300];
         bool full;
         if (proc_start(pl, &full, err, sizeof err))
             continue;
-        if (pl->nprocs > 0)
-            return; /* those running take them as they come free */
+        if (active > 0)
+            return;
         char msg[400];
         snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", pl->name, err);
         log_warn("upstream %s pool: %s", pl->name, msg);
@@ -334,6 +347,11 @@ void pool_enqueue(pool_t *pl, pjob_t *job)
 void pool_job_done(pjob_t *job)
 {
     pool_t *pl = job->pool;
+    const char *key;
+    json_t *v;
+    json_object_foreach(job->pending, key, v) /* it answered without them: they end here */
+        pool_write(job->p, jsonrpc_error(json_object_get(v, "id"), JSONRPC_INTERNAL_ERROR,
+                                         "the request they were for is complete", NULL));
     if (job->p)
         job->p->job = NULL;
     pool_job_free(job);
@@ -350,10 +368,16 @@ void pool_job_abort(pjob_t *job, const char *why)
         json_object_foreach(job->pending, key, v)
             pool_write(job->p,
                        jsonrpc_error(json_object_get(v, "id"), JSONRPC_INTERNAL_ERROR, why, NULL));
+        json_object_clear(job->pending);
         pool_write(job->p, json_pack("{s:s, s:s, s:{s:I, s:s}}", "jsonrpc", "2.0", "method",
                                      "notifications/cancelled", "params", "requestId",
                                      (json_int_t)job->up_id, "reason", why));
     }
+    /* the process may go on with the cancelled request a while: what it sends next would be
+     * charged to the next request it took (another client's). It is stopped; a new one takes
+     * the next request. */
+    if (job->p)
+        proc_stop(job->p);
     if (!job->p) { /* still waiting: off the queue */
         pool_t *pl = job->pool;
         pjob_t **jp = &pl->wait_head, *prev = NULL;
@@ -369,6 +393,23 @@ void pool_job_abort(pjob_t *job, const char *why)
         }
     }
     pool_job_done(job);
+}
+
+/* p will not serve: stopped; with no process of the pool that does, what waits hears why now,
+ * rather than from a process started for it after this one's exit (a loop of starts). */
+static void init_failed(pproc_t *p, const char *why)
+{
+    pool_t *pl = p->pool;
+    snprintf(p->why, sizeof p->why, "%s", why);
+    proc_stop(p);
+    bool served = false;
+    for (pproc_t *q = pl->procs; q; q = q->next)
+        served |= q->ready && !q->stopping;
+    if (!served) {
+        char m[300];
+        snprintf(m, sizeof m, "the upstream %s %s", pl->name, p->why);
+        fail_waiting(pl, m, false);
+    }
 }
 
 /* ---- from the upstream ---- */
@@ -433,16 +474,7 @@ static void up_response(pproc_t *p, json_t *msg)
         json_t *result = json_object_get(msg, "result");
         if (!json_is_object(result)) {
             log_warn("%s: the upstream answered initialize with an error: stopped", p->tag);
-            snprintf(p->why, sizeof p->why, "answered initialize with an error");
-            proc_stop(p);
-            bool served = false;
-            for (pproc_t *q = pl->procs; q; q = q->next)
-                served |= q->ready;
-            if (!served) { /* what waits hears it now, not from a process started for it */
-                char m[300];
-                snprintf(m, sizeof m, "the upstream %s %s", pl->name, p->why);
-                fail_waiting(pl, m, false);
-            }
+            init_failed(p, "answered initialize with an error");
             return;
         }
         p->ready = true;
@@ -581,9 +613,12 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
 
 static int64_t job_due(const pjob_t *j)
 {
-    return g_cfg.upstream_call_timeout_s > 0
-               ? j->touched_us + g_cfg.upstream_call_timeout_s * 1000000
-               : INT64_MAX;
+    int64_t lim = g_cfg.upstream_call_timeout_s > 0 ? g_cfg.upstream_call_timeout_s * 1000000
+                                                    : INT64_MAX;
+    /* between rounds: no longer than its requestState is good */
+    if (!j->a && j->xid[0] && g_cfg.request_state_ttl_s * 1000000 < lim)
+        lim = g_cfg.request_state_ttl_s * 1000000;
+    return lim == INT64_MAX ? INT64_MAX : j->touched_us + lim;
 }
 
 static int64_t proc_due(const pproc_t *p)
@@ -608,10 +643,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             log_warn("%s: no answer to initialize within %lld s (--upstream-init-timeout): "
                      "stopped",
                      p->tag, (long long)g_cfg.upstream_init_timeout_s);
-            snprintf(p->why, sizeof p->why,
+            char why[120];
+            snprintf(why, sizeof why,
                      "did not answer initialize within %lld s (--upstream-init-timeout)",
                      (long long)g_cfg.upstream_init_timeout_s);
-            proc_stop(p);
+            init_failed(p, why);
         } else {
             pool_job_abort(p->job, p->job->a ? "the upstream did not answer within "
                                                "--upstream-call-timeout"

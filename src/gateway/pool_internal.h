@@ -69,6 +69,7 @@ struct pool {
     json_t *info;        /* the initialize result of the first process that answered */
     principal_t *who;    /* the pool's principal: its processes' places */
     struct event *timer; /* --upstream-call-timeout, armed while jobs live */
+    bool closing;        /* mcpactord stops: nothing more is started or leased */
     char name[CFG_UPSTREAM_NAME_MAX + 1];
 };
 
@@ -117,6 +118,9 @@ extern _Thread_local actor_t *t_pool_intake;
 void gw_pool_modern(worker_t *w, wmsg_t *m);
 void gw_pool_call_dropped(actor_t *a, const call_t *c);
 void gw_pool_actor_gone(actor_t *a);
+/* mcpactord stops (the listens' end, before the streams close): a's request gets an error and
+ * is cancelled at the upstream; its pool starts and leases nothing more. */
+void gw_pool_end(actor_t *a);
 /* Main thread, after upstream_kill_all: frees every pool. */
 void gateway_pool_free(void);
 

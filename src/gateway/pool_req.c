@@ -201,6 +201,17 @@ bool mrtr_retry(pool_t *pl, pjob_t *fresh, const json_t *params)
     job->log_min = fresh->log_min;
     job->touched_us = now_mono_us();
     pool_job_free(fresh);
+    void *tmp;
+    json_object_foreach_safe(job->pending, tmp, key, v) {
+        const char *cap = cap_of(json_string_value(json_object_get(v, "method")));
+        if (cap && json_object_get(job->caps, cap))
+            continue; /* this round's client declares it: it may be asked */
+        char why[120];
+        snprintf(why, sizeof why, "the client did not declare the %s capability", cap);
+        pool_write(job->p,
+                   jsonrpc_error(json_object_get(v, "id"), JSONRPC_METHOD_NOT_FOUND, why, NULL));
+        json_object_del(job->pending, key);
+    }
     if (job->final) {
         json_t *r = job->final;
         job->final = NULL;
@@ -208,7 +219,6 @@ bool mrtr_retry(pool_t *pl, pjob_t *fresh, const json_t *params)
         pool_job_done(job);
         return true;
     }
-    void *tmp;
     json_object_foreach_safe(job->pending, tmp, key, v) {
         json_t *ans = json_object_get(answers, key);
         if (!ans)
@@ -286,8 +296,13 @@ void gw_pool_modern(worker_t *w, wmsg_t *m)
     job->req = json_pack("{s:s, s:o}", "method", job->method, "params", params);
     job->touched_us = now_mono_us();
     char msg[300];
-    if (strncmp(job->method, "tasks/", 6) == 0 ||
-        strcmp(job->method, "subscriptions/listen") == 0) {
+    if (pl->closing) {
+        if (!s->sse)
+            stream_set_reply_status(s, 503, "1");
+        pool_answer_error(job, MCP_ERR_OVERLOADED, "mcpactord is shutting down; retry");
+        pool_job_free(job);
+    } else if (strncmp(job->method, "tasks/", 6) == 0 ||
+               strcmp(job->method, "subscriptions/listen") == 0) {
         snprintf(msg, sizeof msg, "Method not found: %s is not served on a gateway path (/mcp/%s)",
                  job->method, pl->name);
         pool_answer_error(job, JSONRPC_METHOD_NOT_FOUND, msg);
@@ -330,4 +345,16 @@ void gw_pool_actor_gone(actor_t *a)
     a->ps = NULL;
     if (job)
         job->a = NULL;
+}
+
+void gw_pool_end(actor_t *a)
+{
+    pjob_t *job = (pjob_t *)(void *)a->ps;
+    if (!job)
+        return;
+    job->pool->closing = true;
+    actor_t *prev = t_pool_intake; /* the worker walks its actors: a stays until the end */
+    t_pool_intake = a;
+    pool_job_abort(job, "mcpactord is shutting down: the request was cancelled at the upstream");
+    t_pool_intake = prev;
 }

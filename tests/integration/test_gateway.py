@@ -132,6 +132,17 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": 7500, "method": "roots/list"})
             send({"jsonrpc": "2.0", "id": 7501, "method": "elicitation/create",
                   "params": {"message": "name?", "requestedSchema": {"type": "object"}}})
+        elif name == "err":  # an error with the code it is given
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": args["code"], "message": "as asked"}})
+        elif name == "late_ask":  # deaf to cancellation: after 1.5 s a log and a question
+            import time
+            time.sleep(1.5)
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": "secret of " + args.get("who", "")}})
+            send({"jsonrpc": "2.0", "id": 7600, "method": "elicitation/create",
+                  "params": {"message": "secret of " + args.get("who", ""),
+                             "requestedSchema": {"type": "object"}}})
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
         elif name == "hang":  # never answered
             hung.add(mid)
         elif name == "level":
