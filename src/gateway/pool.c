@@ -64,31 +64,6 @@ pool_t *pool_get(worker_t *w, int index)
 
 /* ---- answers ---- */
 
-json_t *pool_decorate(pool_t *pl, const pjob_t *job, json_t *result)
-{
-    if (!json_is_object(result))
-        return result;
-    if (!json_object_get(result, "resultType"))
-        json_object_set_new(result, "resultType", json_string("complete"));
-    json_t *meta = json_object_get(result, "_meta");
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(result, "_meta", meta);
-    }
-    json_t *si = json_object_get(pl->info, "serverInfo");
-    if (!json_object_get(meta, META_SERVER_INFO) && json_is_object(si))
-        json_object_set(meta, META_SERVER_INFO, si);
-    stats_method_t m = jsonrpc_method_slot(json_object_get(job->req, "method"));
-    if (method_rule(m)->flags & METHOD_CACHE_HINTS) {
-        if (!json_object_get(result, "ttlMs"))
-            json_object_set_new(result, "ttlMs", json_integer(g_cfg.cache_ttl_ms));
-        if (!json_object_get(result, "cacheScope"))
-            json_object_set_new(result, "cacheScope",
-                                json_string(g_cfg.cache_private ? "private" : "public"));
-    }
-    return result;
-}
-
 void pool_answer(pjob_t *job, json_t *response)
 {
     actor_t *a = job->a;
@@ -231,31 +206,6 @@ void pool_job_free(pjob_t *job)
     free(job);
 }
 
-/* The discovery answer: the upstream's capabilities without what needs a session or a
- * subscription here, in the revision's shape. */
-static json_t *discover_result(pool_t *pl)
-{
-    json_t *caps = json_deep_copy(json_object_get(pl->info, "capabilities"));
-    if (!json_is_object(caps)) {
-        json_decref(caps);
-        caps = json_object();
-    }
-    const char *lists[] = {"tools", "prompts", "resources"};
-    for (size_t i = 0; i < 3; i++) {
-        json_t *c = json_object_get(caps, lists[i]);
-        json_object_del(c, "listChanged"); /* subscriptions/listen is not served here */
-        json_object_del(c, "subscribe");
-    }
-    json_object_del(caps, "tasks"); /* the session era's tasks */
-    json_t *r = json_object();
-    json_object_set_new(r, "supportedVersions", stateless_supported_versions());
-    json_object_set_new(r, "capabilities", caps);
-    json_t *ins = json_object_get(pl->info, "instructions");
-    if (json_is_string(ins))
-        json_object_set(r, "instructions", ins);
-    return r;
-}
-
 /* No process can serve: every waiting request gets msg (full: 503 + Retry-After, the cap). */
 static void fail_waiting(pool_t *pl, const char *msg, bool full)
 {
@@ -279,7 +229,7 @@ static void pump(pool_t *pl)
         if (head->discover && pl->info) {
             dequeue(pl);
             pool_answer(head, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
-                                        pool_decorate(pl, head, discover_result(pl))));
+                                        pool_decorate(pl, head, pool_discover_result(pl))));
             pool_job_free(head);
             continue;
         }
@@ -330,7 +280,7 @@ void pool_enqueue(pool_t *pl, pjob_t *job)
 {
     if (job->discover && pl->info) {
         pool_answer(job, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
-                                   pool_decorate(pl, job, discover_result(pl))));
+                                   pool_decorate(pl, job, pool_discover_result(pl))));
         pool_job_free(job);
         return;
     }
@@ -414,17 +364,6 @@ static void init_failed(pproc_t *p, const char *why)
 
 /* ---- from the upstream ---- */
 
-static const char *const LEVELS[] = {"debug", "info",     "notice", "warning",
-                                     "error", "critical", "alert",  "emergency"};
-
-static int level_index(const char *l)
-{
-    for (int i = 0; l && i < 8; i++)
-        if (strcmp(l, LEVELS[i]) == 0)
-            return i;
-    return -1;
-}
-
 /* A notification: the job's progress and its log messages at or above the level its request
  * asked for go on its response stream; the rest (list changes: no subscription here) are
  * dropped. An upstream's cancellation of one of its input requests takes it back. */
@@ -450,7 +389,8 @@ static void up_notification(pproc_t *p, json_t *msg)
         if (go)
             job->touched_us = now_mono_us();
     } else if (strcmp(method, "notifications/message") == 0) {
-        go = level_index(json_string_value(json_object_get(params, "level"))) >= job->log_min;
+        int lv = pool_level_index(json_object_get(params, "level"));
+        go = lv < 99 && lv >= job->log_min; /* (99: no level asked, or not a level) */
     }
     call_t *c = job->a ? job->a->calls : NULL;
     if (!go || !c)

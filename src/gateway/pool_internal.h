@@ -88,8 +88,13 @@ int pool_write(pproc_t *p, json_t *msg);
 void pool_answer(pjob_t *job, json_t *response);
 /* The same with an error (the HTTP status of a JSON answer is the revision's). */
 void pool_answer_error(pjob_t *job, int code, const char *msg);
-/* A result (taken) decorated as the revision asks: resultType, the server's identity. */
+/* pool_req.c: a result (taken) decorated as the revision asks: resultType, the server's
+ * identity, the caching hints of a list. */
 json_t *pool_decorate(pool_t *pl, const pjob_t *job, json_t *result);
+/* pool_req.c: the server/discover result, from pl->info (a process's initialize answer). */
+json_t *pool_discover_result(pool_t *pl);
+/* pool_req.c: a log level's rank (debug 0 .. emergency 7); 99 for none or another value. */
+int pool_level_index(const json_t *level);
 /* Frees job and gives its process back to the pool (which then takes the next one). */
 void pool_job_done(pjob_t *job);
 /* The job's end on purpose (timeout, a client gone): its input requests get an error, the

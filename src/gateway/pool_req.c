@@ -18,6 +18,7 @@
 
 #include "actor/worker.h"
 #include "core/log.h"
+#include "core/methodtable.h"
 #include "core/stats.h"
 #include "core/util.h"
 #include "wire/jsonrpc.h"
@@ -233,6 +234,58 @@ bool mrtr_retry(pool_t *pl, pjob_t *fresh, const json_t *params)
     return true;
 }
 
+/* ---- what mcpactord adds to the upstream's answers ---- */
+
+json_t *pool_decorate(pool_t *pl, const pjob_t *job, json_t *result)
+{
+    if (!json_is_object(result))
+        return result;
+    if (!json_object_get(result, "resultType"))
+        json_object_set_new(result, "resultType", json_string("complete"));
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    json_t *si = json_object_get(pl->info, "serverInfo");
+    if (!json_object_get(meta, META_SERVER_INFO) && json_is_object(si))
+        json_object_set(meta, META_SERVER_INFO, si);
+    stats_method_t m = jsonrpc_method_slot(json_object_get(job->req, "method"));
+    if (method_rule(m)->flags & METHOD_CACHE_HINTS) {
+        if (!json_object_get(result, "ttlMs"))
+            json_object_set_new(result, "ttlMs", json_integer(g_cfg.cache_ttl_ms));
+        if (!json_object_get(result, "cacheScope"))
+            json_object_set_new(result, "cacheScope",
+                                json_string(g_cfg.cache_private ? "private" : "public"));
+    }
+    return result;
+}
+
+/* The discovery answer: the upstream's capabilities without what needs a session or a
+ * subscription here, in the revision's shape. */
+json_t *pool_discover_result(pool_t *pl)
+{
+    json_t *caps = json_deep_copy(json_object_get(pl->info, "capabilities"));
+    if (!json_is_object(caps)) {
+        json_decref(caps);
+        caps = json_object();
+    }
+    const char *lists[] = {"tools", "prompts", "resources"};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *c = json_object_get(caps, lists[i]);
+        json_object_del(c, "listChanged"); /* subscriptions/listen is not served here */
+        json_object_del(c, "subscribe");
+    }
+    json_object_del(caps, "tasks"); /* the session era's tasks */
+    json_t *r = json_object();
+    json_object_set_new(r, "supportedVersions", stateless_supported_versions());
+    json_object_set_new(r, "capabilities", caps);
+    json_t *ins = json_object_get(pl->info, "instructions");
+    if (json_is_string(ins))
+        json_object_set(r, "instructions", ins);
+    return r;
+}
+
 /* ---- the request ---- */
 
 /* The params the upstream gets: without the revision's _meta members and the MRTR ones. */
@@ -253,7 +306,7 @@ static json_t *strip(const json_t *params)
     return p;
 }
 
-static int level_of(const json_t *l)
+int pool_level_index(const json_t *l)
 {
     static const char *const LV[] = {"debug", "info",     "notice", "warning",
                                      "error", "critical", "alert",  "emergency"};
@@ -285,7 +338,7 @@ void gw_pool_modern(worker_t *w, wmsg_t *m)
     str_copy(job->method, sizeof job->method, jsonrpc_cstr(v.method));
     json_t *meta = json_object_get(v.params, "_meta");
     job->caps = json_incref(json_object_get(meta, META_CLIENT_CAPS));
-    job->log_min = level_of(json_object_get(meta, META_LOG_LEVEL));
+    job->log_min = pool_level_index(json_object_get(meta, META_LOG_LEVEL));
     job->client_progress = json_incref(json_object_get(meta, "progressToken"));
     job->progress = json_incref(job->client_progress);
     json_t *params = strip(v.params);
