@@ -153,8 +153,10 @@ measure() {
 }
 
 IFS=, read -r -a scen_list <<<"$scens"
-echo "mcpactord $server, --http-threads N --workers $([ "$wmode" = 0 ] && echo 0 || echo N);" \
-  "clients: ${client_cores:-the cores after the server's}; ${dur} s a run; rate/s (server CPU, 100 % = one core)"
+wlabel=N; [ "$wmode" = 0 ] && wlabel=0
+clabel=${client_cores:-"the cores after the server's"}
+echo "mcpactord $server, --http-threads N --workers $wlabel; clients on $clabel; ${dur} s a run;" \
+  "rate/s (server CPU, 100 % = one core)"
 printf '%-6s' cores
 for s in "${scen_list[@]}"; do printf ' | %-20s' "$s/s (CPU)"; done
 printf '\n'
