@@ -108,7 +108,7 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(upstreams_crashed_total, counter,                                                             \
       "Upstream processes that exited non-zero or were killed by a signal the gateway did not send.")
 
-/* One thread's block: every field an atomic_llong (stats.c walks it as an array of them). */
+/* One thread's block, every field an atomic_llong (stats.c reaches a field by its offset). */
 typedef struct stats {
 #define X(name, type, help) atomic_llong name;
     STATS_SCALARS(X)
