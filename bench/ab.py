@@ -5,6 +5,12 @@ Prints per scenario each run's figure, the medians and the ratio B/A.
 
 Usage: bench/ab.py BIN_A BIN_B [--reps 3] [--seconds 8] [--mcpbench build/bench/mcpbench]
                    [--scenarios call,call-sse,handshake,resume] [--json OUT.jsonl]
+                   [--server-cores 0] [--client-cores 1] [--server-flags '--http-threads 2 ...']
+                   [--sessions N]
+
+--server-cores and --client-cores are taskset lists ("0-1": both cores of a 2-core machine, the
+client then shares them); --server-flags go to both binaries; --sessions spreads the call
+scenarios over N sessions (with --workers above 1 one session keeps one worker busy).
 """
 import argparse
 import json
@@ -19,6 +25,7 @@ SCENARIOS = {
     # name: (server flags, mcpbench arguments, the figure compared, higher is better)
     "call": ([], ["call", "--connections", "32"], "throughput", True),
     "call-sse": (["--response-mode", "sse"], ["call", "--connections", "32"], "throughput", True),
+    "call-modern": (["--modern"], ["call-modern", "--connections", "32"], "throughput", True),
     "handshake": ([], ["handshake", "--connections", "8"], "throughput", True),
     "resume": ([], ["resume", "--events", "200"], "p99_ms", False),
     # issue 14: 256 events on the standalone stream; a POST stream of 254 notifications (with its
@@ -28,9 +35,13 @@ SCENARIOS = {
 }
 
 
+OPT = argparse.Namespace(server_cores="0", client_cores="1", server_flags="", sessions=0)
+
+
 def start(binary, flags):
     data = tempfile.mkdtemp(prefix="mcpd-ab-")
-    proc = subprocess.Popen(["taskset", "-c", "0", binary, "--listen", "127.0.0.1:0",
+    flags = flags + OPT.server_flags.split()
+    proc = subprocess.Popen(["taskset", "-c", OPT.server_cores, binary, "--listen", "127.0.0.1:0",
                              "--admin-listen", "off", "--data-dir", data, "--log-level", "warn"]
                             + flags, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     line = proc.stdout.readline().decode()
@@ -44,8 +55,10 @@ def start(binary, flags):
 def run_one(binary, scenario, seconds, mcpbench):
     flags, args, _, _ = SCENARIOS[scenario]
     proc, data, url = start(binary, flags)
+    if OPT.sessions and args[0] == "call":
+        args = args + ["--sessions", str(OPT.sessions)]
     try:
-        out = subprocess.run(["taskset", "-c", "1", mcpbench] + args +
+        out = subprocess.run(["taskset", "-c", OPT.client_cores, mcpbench] + args +
                              ["--duration", str(seconds), "--warmup", "1", "--json", "--quiet", url],
                              capture_output=True, text=True, timeout=seconds + 60)
         lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
@@ -73,7 +86,13 @@ def main():
     ap.add_argument("--mcpbench", default="build/bench/mcpbench")
     ap.add_argument("--scenarios", default="call,call-sse,handshake,resume")
     ap.add_argument("--json")
+    ap.add_argument("--server-cores", default="0")
+    ap.add_argument("--client-cores", default="1")
+    ap.add_argument("--server-flags", default="")
+    ap.add_argument("--sessions", type=int, default=0)
     o = ap.parse_args()
+    for k in ("server_cores", "client_cores", "server_flags", "sessions"):
+        setattr(OPT, k, getattr(o, k))
     out = open(o.json, "a") if o.json else None
     for sc in o.scenarios.split(","):
         key, higher = SCENARIOS[sc][2], SCENARIOS[sc][3]

@@ -216,7 +216,7 @@ static void process_setup(sigset_t *stopset)
      * trims after a burst (blockcache_give_back) rely on blocks of 128 KiB staying in the
      * arenas. */
     mallopt(M_MMAP_THRESHOLD, 512 * 1024);
-    g_stats.started_ms = now_mono_ms();
+    g_stats_started_ms = now_mono_ms();
     evthread_use_pthreads();
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(stopset);
@@ -302,10 +302,10 @@ static void recover_state(node_t *n)
 {
     uint64_t stored[STORED__KINDS] = {0};
     actors_account_stored(n->store, NULL, 0, 1, stored);
-    atomic_store(&g_stats.sessions_stored, (long long)stored[STORED_SESSION]);
-    atomic_store(&g_stats.input_records_stored, (long long)stored[STORED_RECORD]);
-    atomic_store(&g_stats.handles_stored, (long long)stored[STORED_HANDLE]);
-    atomic_store(&g_stats.tasks_stored, (long long)stored[STORED_TASK]);
+    STAT_SET(sessions_stored, (long long)stored[STORED_SESSION]);
+    STAT_SET(input_records_stored, (long long)stored[STORED_RECORD]);
+    STAT_SET(handles_stored, (long long)stored[STORED_HANDLE]);
+    STAT_SET(tasks_stored, (long long)stored[STORED_TASK]);
     log_info("store: %lld sessions in %s", (long long)STAT_GET(sessions_stored), g_cfg.data_dir);
     long interrupted = actors_recover_all(n->store);
     if (interrupted)

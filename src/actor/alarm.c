@@ -22,13 +22,13 @@ static struct {
     struct event *rearm;
     pthread_t thread;
     pthread_mutex_t mu;
-    int64_t floor_ms;   /* keys below were dispatched (scheduler thread) */
-    int64_t hint_ms;    /* lowest hinted due since the last re-arm (under mu) */
-    int64_t armed_ms;   /* 0 = no timer (scheduler thread) */
+    int64_t floor_ms;    /* keys below were dispatched (scheduler thread) */
+    int64_t hint_ms;     /* lowest hinted due since the last re-arm (under mu) */
+    int64_t armed_ms;    /* 0 = no timer (scheduler thread) */
     atomic_bool running; /* read by workers (hints), written by the main thread */
     int64_t (*node_fn)(int64_t now_ms);
-    int64_t node_due;    /* the node alarm's due time, 0: none (scheduler thread) */
-    int64_t node_hint;   /* lowest node hint since the last re-arm (under mu) */
+    int64_t node_due;  /* the node alarm's due time, 0: none (scheduler thread) */
+    int64_t node_hint; /* lowest node hint since the last re-arm (under mu) */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Arms the timer for the first key at or after the floor, or disarms it. */
@@ -83,7 +83,8 @@ static void on_rearm(evutil_socket_t fd, short what, void *arg)
         S.node_due = node;
     else
         node = 0;
-    if ((hint && (!S.armed_ms || hint < S.armed_ms)) || (node && (!S.armed_ms || node < S.armed_ms)))
+    if ((hint && (!S.armed_ms || hint < S.armed_ms)) ||
+        (node && (!S.armed_ms || node < S.armed_ms)))
         arm_next();
 }
 
@@ -136,7 +137,7 @@ int alarms_start(store_t *store)
     S.rearm = event_new(S.base, -1, 0, on_rearm, NULL);
     /* the count of stored alarms is the number of sessions holding one */
     long long count = (long long)sessionrec_count_alarms(store);
-    atomic_store(&g_stats.alarms_pending, count);
+    STAT_SET(alarms_pending, count);
     S.floor_ms = 0;
     arm_next();
     if (S.armed_ms)

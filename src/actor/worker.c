@@ -216,18 +216,18 @@ static void commit_succeeded(worker_t *w)
         w->out[i].safe = w->out[i].last;
     w->epoch++;
     w->ntouched = 0;
-    static atomic_llong *const target[DS__COUNT] = {
-        [DS_EVENTS_STORED] = &g_stats.events_stored_total,
-        [DS_EVENTS_EVICTED] = &g_stats.events_evicted_total,
-        [DS_SESSIONS_STORED] = &g_stats.sessions_stored,
-        [DS_SESSIONS_DELETED] = &g_stats.sessions_deleted_total,
-        [DS_ALARMS_PENDING] = &g_stats.alarms_pending,
-        [DS_STREAMS_EXPIRED] = &g_stats.streams_expired_total,
-        [DS_LOG_TRIMS] = &g_stats.log_trims_total,
+    static const size_t target[DS__COUNT] = {
+        [DS_EVENTS_STORED] = offsetof(stats_t, events_stored_total),
+        [DS_EVENTS_EVICTED] = offsetof(stats_t, events_evicted_total),
+        [DS_SESSIONS_STORED] = offsetof(stats_t, sessions_stored),
+        [DS_SESSIONS_DELETED] = offsetof(stats_t, sessions_deleted_total),
+        [DS_ALARMS_PENDING] = offsetof(stats_t, alarms_pending),
+        [DS_STREAMS_EXPIRED] = offsetof(stats_t, streams_expired_total),
+        [DS_LOG_TRIMS] = offsetof(stats_t, log_trims_total),
     };
     for (int i = 0; i < DS__COUNT; i++) {
         if (w->dstats[i])
-            atomic_fetch_add_explicit(target[i], w->dstats[i], memory_order_relaxed);
+            STAT_ADD_AT(target[i], w->dstats[i]);
         w->dstats[i] = 0;
     }
     for (size_t i = 0; i < w->ndeferred; i++)

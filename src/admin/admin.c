@@ -53,28 +53,32 @@ static void send_text(struct evhttp_request *req, int status, const char *ctype,
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
     evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
-    send_reply(req, status, status == 200 ? "OK" : status == 202 ? "Accepted"
-                            : status == 401 ? "Unauthorized" : status == 404 ? "Not Found"
-                            : status == 503 ? "Service Unavailable" : "Error");
+    send_reply(req, status,
+               status == 200   ? "OK"
+               : status == 202 ? "Accepted"
+               : status == 401 ? "Unauthorized"
+               : status == 404 ? "Not Found"
+               : status == 503 ? "Service Unavailable"
+                               : "Error");
 }
 
 static json_t *stats_json(void)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "uptime_s", json_integer((now_mono_ms() - g_stats.started_ms) / 1000));
+    json_object_set_new(o, "uptime_s", json_integer((now_mono_ms() - g_stats_started_ms) / 1000));
 #define X(name, type, help) json_object_set_new(o, #name, json_integer(STAT_GET(name)));
     STATS_SCALARS(X)
 #undef X
     json_t *req = json_object();
     for (int i = 0; i < SM__COUNT; i++) {
-        long long v = atomic_load_explicit(&g_stats.requests_total[i], memory_order_relaxed);
+        long long v = STAT_GET(requests_total[i]);
         if (v)
             json_object_set_new(req, stats_method_name((stats_method_t)i), json_integer(v));
     }
     json_object_set_new(o, "requests_total", req);
     json_t *st = json_object();
     for (int s = 100; s < 600; s++) {
-        long long v = atomic_load_explicit(&g_stats.http_responses[s], memory_order_relaxed);
+        long long v = STAT_GET(http_responses[s]);
         if (v) {
             char k[8];
             snprintf(k, sizeof k, "%d", s);
@@ -82,21 +86,27 @@ static json_t *stats_json(void)
         }
     }
     json_object_set_new(o, "http_responses_total", st);
-    json_object_set_new(o, "streams_open", json_pack("{s:I,s:I}", "post",
-                                                     (json_int_t)STAT_GET(streams_open_post), "get",
-                                                     (json_int_t)STAT_GET(streams_open_get)));
+    json_object_set_new(o, "streams_open",
+                        json_pack("{s:I,s:I}", "post", (json_int_t)STAT_GET(streams_open_post),
+                                  "get", (json_int_t)STAT_GET(streams_open_get)));
     json_object_set_new(o, "store_writable", json_boolean(store_writable(A.store)));
     json_object_set_new(o, "rss_bytes", json_integer(stats_rss_bytes()));
     json_t *rdb = json_object();
-    json_object_set_new(rdb, "estimate_live_data_size_bytes",
-                        json_integer((json_int_t)store_property_sum(A.store, "rocksdb.estimate-live-data-size")));
-    json_object_set_new(rdb, "memtable_bytes",
-                        json_integer((json_int_t)store_property_sum(A.store, "rocksdb.cur-size-all-mem-tables")));
+    json_object_set_new(
+        rdb, "estimate_live_data_size_bytes",
+        json_integer((json_int_t)store_property_sum(A.store, "rocksdb.estimate-live-data-size")));
+    json_object_set_new(
+        rdb, "memtable_bytes",
+        json_integer((json_int_t)store_property_sum(A.store, "rocksdb.cur-size-all-mem-tables")));
     json_object_set_new(rdb, "estimate_num_keys",
-                        json_integer((json_int_t)store_property_sum(A.store, "rocksdb.estimate-num-keys")));
-    json_object_set_new(rdb, "block_cache_budget_bytes", json_integer((json_int_t)store_cache_budget(A.store)));
-    json_object_set_new(rdb, "block_cache_bytes", json_integer((json_int_t)store_cache_usage(A.store)));
-    json_object_set_new(rdb, "memtable_budget_bytes", json_integer((json_int_t)store_memtable_budget(A.store)));
+                        json_integer(
+                            (json_int_t)store_property_sum(A.store, "rocksdb.estimate-num-keys")));
+    json_object_set_new(rdb, "block_cache_budget_bytes",
+                        json_integer((json_int_t)store_cache_budget(A.store)));
+    json_object_set_new(rdb, "block_cache_bytes",
+                        json_integer((json_int_t)store_cache_usage(A.store)));
+    json_object_set_new(rdb, "memtable_budget_bytes",
+                        json_integer((json_int_t)store_memtable_budget(A.store)));
     json_object_set_new(o, "rocksdb", rdb);
     return o;
 }
@@ -105,7 +115,8 @@ static json_t *stats_json(void)
 
 static void metric_head(struct evbuffer *b, const char *name, const char *type, const char *help)
 {
-    evbuffer_add_printf(b, "# HELP mcpactord_%s %s\n# TYPE mcpactord_%s %s\n", name, help, name, type);
+    evbuffer_add_printf(b, "# HELP mcpactord_%s %s\n# TYPE mcpactord_%s %s\n", name, help, name,
+                        type);
 }
 
 static void metric_value(struct evbuffer *b, const char *name, const char *type, const char *help,
@@ -125,47 +136,52 @@ static void metrics_latency(struct evbuffer *b)
         const char *name = stats_method_name((stats_method_t)m);
         long long cum = 0;
         for (int i = 0; i <= STATS_LATENCY_BUCKETS; i++) {
-            cum += atomic_load_explicit(&g_stats.latency_buckets[m][i], memory_order_relaxed);
+            cum += STAT_GET(latency_buckets[m][i]);
             if (i < STATS_LATENCY_BUCKETS)
-                evbuffer_add_printf(b, "mcpactord_request_duration_seconds_bucket{method=\"%s\",le=\"%g\"} %lld\n",
-                                    name, stats_latency_bounds[i], cum);
+                evbuffer_add_printf(
+                    b, "mcpactord_request_duration_seconds_bucket{method=\"%s\",le=\"%g\"} %lld\n",
+                    name, stats_latency_bounds[i], cum);
             else
-                evbuffer_add_printf(b, "mcpactord_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %lld\n",
-                                    name, cum);
+                evbuffer_add_printf(
+                    b,
+                    "mcpactord_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %lld\n",
+                    name, cum);
         }
-        long long sum = atomic_load_explicit(&g_stats.latency_sum_us[m], memory_order_relaxed);
+        long long sum = STAT_GET(latency_sum_us[m]);
         evbuffer_add_printf(b, "mcpactord_request_duration_seconds_sum{method=\"%s\"} %.6f\n", name,
                             (double)sum / 1e6);
-        evbuffer_add_printf(b, "mcpactord_request_duration_seconds_count{method=\"%s\"} %lld\n", name,
-                            atomic_load_explicit(&g_stats.latency_count[m], memory_order_relaxed));
+        evbuffer_add_printf(b, "mcpactord_request_duration_seconds_count{method=\"%s\"} %lld\n",
+                            name, STAT_GET(latency_count[m]));
     }
 }
 
 static void metrics_text(struct evbuffer *b)
 {
     metric_value(b, "uptime_seconds", "gauge", "Seconds since the server started.",
-                 (now_mono_ms() - g_stats.started_ms) / 1000);
+                 (now_mono_ms() - g_stats_started_ms) / 1000);
     metric_head(b, "requests_total", "counter", "JSON-RPC messages received, by method.");
     for (int m = 0; m < SM__COUNT; m++)
         evbuffer_add_printf(b, "mcpactord_requests_total{method=\"%s\"} %lld\n",
-                            stats_method_name((stats_method_t)m),
-                            atomic_load_explicit(&g_stats.requests_total[m], memory_order_relaxed));
+                            stats_method_name((stats_method_t)m), STAT_GET(requests_total[m]));
     metrics_latency(b);
     metric_head(b, "http_responses_total", "counter", "HTTP responses sent, by status code.");
     for (int code = 100; code < 600; code++) {
-        long long v = atomic_load_explicit(&g_stats.http_responses[code], memory_order_relaxed);
+        long long v = STAT_GET(http_responses[code]);
         if (v)
             evbuffer_add_printf(b, "mcpactord_http_responses_total{code=\"%d\"} %lld\n", code, v);
     }
     metric_head(b, "streams_open", "gauge", "Open SSE connections, by stream kind.");
-    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"post\"} %lld\n", STAT_GET(streams_open_post));
-    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"get\"} %lld\n", STAT_GET(streams_open_get));
+    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"post\"} %lld\n",
+                        STAT_GET(streams_open_post));
+    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"get\"} %lld\n",
+                        STAT_GET(streams_open_get));
 #define X(name, type, help) metric_value(b, #name, #type, help, STAT_GET(name));
     STATS_SCALARS(X)
 #undef X
-    metric_value(b, "store_writable", "gauge",
-                 "1 while the store accepts writes, 0 while it refuses them (disk full, I/O error).",
-                 store_writable(A.store) ? 1 : 0);
+    metric_value(
+        b, "store_writable", "gauge",
+        "1 while the store accepts writes, 0 while it refuses them (disk full, I/O error).",
+        store_writable(A.store) ? 1 : 0);
     metric_value(b, "resident_memory_bytes", "gauge", "Resident set size of the process.",
                  stats_rss_bytes());
     metric_value(b, "rocksdb_live_data_bytes", "gauge", "RocksDB estimated live data size.",
@@ -204,27 +220,34 @@ static struct {
     admin_shard_step step;
     const char *name;
     admin_shard_req_t rq;
-    char run[17];       /* this process's id (random): a step is (run, seq), so an answer of
+    char run[17];      /* this process's id (random): a step is (run, seq), so an answer of
                            another process (a restart between the POST and the poll) never
                            passes for it */
-    bool stopping;      /* admin_stop: no new step */
-    unsigned long seq;  /* steps started */
-    int status;         /* of the last finished one (HTTP status), 0 before any */
-    json_t *body;       /* its answer */
+    bool stopping;     /* admin_stop: no new step */
+    unsigned long seq; /* steps started */
+    int status;        /* of the last finished one (HTTP status), 0 before any */
+    json_t *body;      /* its answer */
 } MV = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The HTTP status of a step's -errno (see actor/shardmove.h). */
 static int step_status(int rc)
 {
     switch (rc) {
-    case 0: return 200;
-    case -EINVAL: return 400;
-    case -ENOENT: return 404;
-    case -EALREADY: return 409;
-    case -EBADMSG: return 502; /* the export it was given is incomplete or damaged */
+    case 0:
+        return 200;
+    case -EINVAL:
+        return 400;
+    case -ENOENT:
+        return 404;
+    case -EALREADY:
+        return 409;
+    case -EBADMSG:
+        return 502; /* the export it was given is incomplete or damaged */
     case -EBUSY:
-    case -EAGAIN: return 503;  /* retry: actors still busy, the other node unreachable */
-    default: return 500;
+    case -EAGAIN:
+        return 503; /* retry: actors still busy, the other node unreachable */
+    default:
+        return 500;
     }
 }
 
@@ -298,12 +321,14 @@ static void shard_step(struct evhttp_request *req, const char *op)
     snprintf(usage, sizeof usage, "expected POST /shards/%s%s", op, i < 5 ? STEPS[i].usage : "");
     if (i == 5 || !steps[i]) {
         evhttp_clear_headers(&qs.q);
-        send_text(req, 404, "text/plain", "not found: POST /shards/release, adopt, reclaim, "
+        send_text(req, 404, "text/plain",
+                  "not found: POST /shards/release, adopt, reclaim, "
                   "decline or finish\n");
         return;
     }
     if (query_get(&qs, "dir")) {
-        bad_request(req, &qs, "dir= is not taken: exports are written to and read from this "
+        bad_request(req, &qs,
+                    "dir= is not taken: exports are written to and read from this "
                     "node's --move-dir, and the adopting node fetches them over this listener");
         return;
     }
@@ -325,8 +350,11 @@ static void shard_step(struct evhttp_request *req, const char *op)
     pthread_mutex_lock(&MV.mu);
     if (MV.running || MV.stopping) {
         pthread_mutex_unlock(&MV.mu);
-        send_json(req, 409, json_pack("{s:s,s:b}", "error", MV.stopping ? "the node is stopping"
-                                      : "a move step is running: see GET /shards/move", "busy", 1));
+        send_json(req, 409,
+                  json_pack("{s:s,s:b}", "error",
+                            MV.stopping ? "the node is stopping"
+                                        : "a move step is running: see GET /shards/move",
+                            "busy", 1));
         return;
     }
     MV.running = true;
@@ -345,8 +373,9 @@ static void shard_step(struct evhttp_request *req, const char *op)
         send_json(req, 500, json_pack("{s:s}", "error", "cannot start the move's thread"));
         return;
     }
-    send_json(req, 202, json_pack("{s:s,s:s,s:I,s:s}", "state", "running", "op", STEPS[i].name,
-                                  "seq", (json_int_t)seq, "run", MV.run));
+    send_json(req, 202,
+              json_pack("{s:s,s:s,s:I,s:s}", "state", "running", "op", STEPS[i].name, "seq",
+                        (json_int_t)seq, "run", MV.run));
 }
 
 /* GET /shards/move: {"state":"running","seq"} or the last step's answer with "status" */
@@ -388,8 +417,9 @@ static void shard_query(struct evhttp_request *req, bool export)
     query_t qs;
     query_read(req, &qs);
     if (qs.shard < 0 || !OPS.record) {
-        bad_request(req, &qs, export ? "expected ?shard=<3 hex>[&file=<family>.sst]"
-                                     : "expected ?shard=<3 hex>");
+        bad_request(req, &qs,
+                    export ? "expected ?shard=<3 hex>[&file=<family>.sst]"
+                           : "expected ?shard=<3 hex>");
         return;
     }
     if (!export) {
@@ -406,8 +436,10 @@ static void shard_query(struct evhttp_request *req, bool export)
         if (fd >= 0)
             close(fd);
         evhttp_clear_headers(&qs.q);
-        send_json(req, 404, json_pack("{s:s}", "error", "no such export here: the shard is not "
-                                      "released by this node, or its move is finished"));
+        send_json(req, 404,
+                  json_pack("{s:s}", "error",
+                            "no such export here: the shard is not "
+                            "released by this node, or its move is finished"));
         return;
     }
     evhttp_clear_headers(&qs.q);
@@ -454,10 +486,12 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     if (g_admin_auth.n &&
-        !auth_check(&g_admin_auth, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"))) {
+        !auth_check(&g_admin_auth,
+                    evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"))) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Bearer realm=\"mcpactord-admin\"");
-        send_text(req, 401, "text/plain", "unauthorized: send Authorization: Bearer <admin token>\n");
+        send_text(req, 401, "text/plain",
+                  "unauthorized: send Authorization: Bearer <admin token>\n");
         return;
     }
     if (path && cmd == EVHTTP_REQ_POST && strncmp(path, "/shards/", 8) == 0) {

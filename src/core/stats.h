@@ -1,9 +1,20 @@
-/* Process-wide counters for /stats. Any thread writes (relaxed atomics); the admin thread reads.
- * A counter here is a fact about the whole process; per-session facts live in the actor. */
+/* Process-wide counters for /stats, kept per thread. A counter here is a fact about the whole
+ * process; per-session facts live in the actor.
+ *
+ * Each thread that counts gets its own block of every counter (cache-line aligned, registered
+ * once in a list the first time the thread counts) and writes only that block, with a relaxed
+ * load and store (no read-modify-write, no cache line shared with another writer). A reader
+ * (STAT_GET: /stats, /metrics, a limit check, a test) sums the field over all blocks, so a gauge
+ * raised on one thread and lowered on another reads right (one block may hold a negative part).
+ * mailbox_depth_max is the exception: each block holds its thread's maximum and the reader takes
+ * the largest. Blocks are never freed: when a thread exits its block goes on a free list with its
+ * counts in it, and the next thread to start counting takes it over and adds to it, so nothing a
+ * thread counted is lost and there are never more blocks than threads alive at once. */
 #ifndef MCPD_CORE_STATS_H
 #define MCPD_CORE_STATS_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/methodtable.h"
@@ -97,8 +108,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(upstreams_crashed_total, counter,                                                             \
       "Upstream processes that exited non-zero or were killed by a signal the gateway did not send.")
 
+/* One thread's block, every field an atomic_llong (stats.c reaches a field by its offset). */
 typedef struct stats {
-    int64_t started_ms;
 #define X(name, type, help) atomic_llong name;
     STATS_SCALARS(X)
 #undef X
@@ -112,13 +123,38 @@ typedef struct stats {
     atomic_llong latency_count[SM__COUNT];
 } stats_t;
 
-extern stats_t g_stats;
+/* When the process started (now_mono_ms), for uptime; set once by main before any thread. */
+extern int64_t g_stats_started_ms;
 
-#define STAT_INC(f) atomic_fetch_add_explicit(&g_stats.f, 1, memory_order_relaxed)
-#define STAT_ADD(f, n) atomic_fetch_add_explicit(&g_stats.f, (n), memory_order_relaxed)
-#define STAT_DEC(f) atomic_fetch_sub_explicit(&g_stats.f, 1, memory_order_relaxed)
-#define STAT_GET(f) atomic_load_explicit(&g_stats.f, memory_order_relaxed)
+/* This thread's block, NULL until it first counts (stats_attach registers one). */
+extern _Thread_local stats_t *stats_tls;
+stats_t *stats_attach(void);
 
+static inline stats_t *stats_mine(void)
+{
+    stats_t *s = stats_tls;
+    return s ? s : stats_attach();
+}
+
+/* Only this thread writes its block: a load and a store, atomic so that readers may load it. */
+static inline void stats_bump(atomic_llong *c, long long n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+#define STAT_INC(f) stats_bump(&stats_mine()->f, 1)
+#define STAT_ADD(f, n) stats_bump(&stats_mine()->f, (n))
+#define STAT_DEC(f) stats_bump(&stats_mine()->f, -1)
+/* The field summed over every thread's block (the largest, for mailbox_depth_max). */
+#define STAT_GET(f) stats_read(offsetof(stats_t, f))
+/* Sets a gauge's total to v (this thread's part becomes v less the others' parts). */
+#define STAT_SET(f, v) stats_set(offsetof(stats_t, f), (v))
+/* STAT_ADD by the field's offset in stats_t (for tables of counters). */
+#define STAT_ADD_AT(off, n) stats_bump((atomic_llong *)(void *)((char *)stats_mine() + (off)), (n))
+
+long long stats_read(size_t off);
+void stats_set(size_t off, long long v);
 void stats_count_status(int status);
 void stats_note_mailbox_depth(long long depth);
 /* A request of method m was answered after us microseconds. */

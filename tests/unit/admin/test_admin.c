@@ -45,7 +45,7 @@ static int setup(void **state)
     /* counters with values to find, set before the admin thread starts */
     STAT_ADD(sessions_created_total, 3);
     CALL = stats_method_of("tools/call");
-    atomic_fetch_add(&g_stats.requests_total[CALL], 2);
+    STAT_ADD(requests_total[CALL], 2);
     stats_count_status(404);
     stats_count_status(404);
     return admin_start("127.0.0.1", 0, STORE, &PORT);

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# How mcpactord's throughput grows with the cores it is given.
+#
+#   bench/scale.sh [options] N...
+#
+# For each N: mcpactord pinned (taskset) to cores 0..N-1 with --http-threads N and --workers N
+# (--workers-zero: 0), then one mcpbench process per client core (the cores after the server's,
+# or --client-cores LIST), all on 127.0.0.1, for each scenario: call (JSON), call-modern
+# (2026-07-28), call with --response-mode sse (every event stored) and handshake. Each scenario
+# gets a fresh server and data directory. Prints one table: the clients' summed rate, and the
+# server's CPU use over the measured run (100 % = one core).
+#
+# Options:
+#   --build DIR          the build to run (DIR/src/mcpactord, DIR/bench/mcpbench; default build-rel)
+#   --duration S         seconds measured per run (5); --warmup S: before it (1)
+#   --client-cores LIST  cores for the mcpbench processes, one process each (default: the cores
+#                        after the server's, up to 8 of them)
+#   --workers-zero       --workers 0 (the actors on the HTTP threads) instead of --workers N
+#   --scenarios LIST     a subset of call,call-modern,sse,handshake
+#   --server-flag F      passed to mcpactord (repeatable; e.g. --server-flag --sync)
+#   --json FILE          also append every row to FILE (one JSON object a line)
+#
+# On 2 cores: `bench/scale.sh --client-cores 1 1` (server on core 0, one client on core 1).
+# On 16: `bench/scale.sh --client-cores 8-15 1 2 4 8`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=build-rel dur=5 warm=1 client_cores="" wmode=n json=""
+scens="call,call-modern,sse,handshake"
+sflags=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --duration) dur=$2; shift 2 ;;
+    --warmup) warm=$2; shift 2 ;;
+    --client-cores) client_cores=$2; shift 2 ;;
+    --workers-zero) wmode=0; shift ;;
+    --scenarios) scens=$2; shift 2 ;;
+    --server-flag) sflags+=("$2"); shift 2 ;;
+    --json) json=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set /p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "scale.sh: unknown option $1" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || { echo "usage: bench/scale.sh [options] N... (--help)" >&2; exit 2; }
+server=$build/src/mcpactord bench=$build/bench/mcpbench
+for f in "$server" "$bench"; do
+  [ -x "$f" ] || { echo "scale.sh: no $f (meson setup $build --buildtype=release; ninja -C $build)" >&2; exit 2; }
+done
+ncpu=$(nproc)
+# expand "8-15" or "1,3,5" into a list of cores
+expand() { local out=() part; for part in ${1//,/ }; do
+    if [[ $part == *-* ]]; then out+=($(seq "${part%-*}" "${part#*-}")); else out+=("$part"); fi
+  done; echo "${out[@]}"; }
+
+tmp=$(mktemp -d /tmp/mcpd-scale.XXXXXX)
+spid=""
+stop_server() {
+  [ -n "$spid" ] || return 0
+  kill "$spid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$spid" 2>/dev/null || true
+  wait "$spid" 2>/dev/null || true
+  spid=""
+}
+trap 'stop_server; rm -rf "$tmp"' EXIT
+
+# start_server N FLAGS...: sets spid and port
+start_server() {
+  local n=$1; shift
+  local w=$n; [ "$wmode" = 0 ] && w=0
+  rm -rf "$tmp/data"
+  taskset -c "0-$((n - 1))" "$server" --listen 127.0.0.1:0 --admin-listen off --data-dir "$tmp/data" \
+    --http-threads "$n" --workers "$w" --log-level warn ${sflags[@]+"${sflags[@]}"} "$@" \
+    >"$tmp/server.out" 2>"$tmp/server.err" &
+  spid=$!
+  port=""
+  for _ in $(seq 200); do
+    port=$(sed -n 's/.*READY port=\([0-9]*\).*/\1/p' "$tmp/server.out")
+    [ -n "$port" ] && return 0
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "scale.sh: mcpactord did not start:" >&2; cat "$tmp/server.err" >&2; exit 1
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# run_clients SCEN CORES...: one mcpbench per core; prints "RATE ERRORS" (summed)
+run_clients() {
+  local scen=$1; shift
+  local args=(--duration "$dur" --json --quiet --max-errors 100)
+  case $scen in
+    call) args+=(--connections 32 --sessions 8 --warmup "$warm") ;;
+    call-modern) args+=(--connections 32 --warmup "$warm") ;;
+    handshake) args+=(--connections 8) ;;
+  esac
+  local pids=() i=0 c
+  for c in "$@"; do
+    taskset -c "$c" "$bench" "$scen" "${args[@]}" "http://127.0.0.1:$port/mcp" \
+      >"$tmp/client$i.json" 2>"$tmp/client$i.err" &
+    pids+=($!); i=$((i + 1))
+  done
+  wait "${pids[@]}" || true
+  python3 - "$tmp" <<'EOF'
+import glob, json, sys
+rate = err = 0
+for f in glob.glob(sys.argv[1] + "/client*.json"):
+    for line in open(f):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if d.get("compare"):
+            continue
+        rate += d.get("throughput", 0)
+        err += d.get("errors", {}).get("total", 0)
+print(f"{rate:.0f} {err}")
+EOF
+  rm -f "$tmp"/client*.json
+}
+
+# measure N SCEN: prints "RATE CPU% ERRORS"
+measure() {
+  local n=$1 scen=$2 mscen=$2 flags=()
+  trap stop_server EXIT # this runs in a subshell: its server goes with it
+  case $scen in
+    sse) mscen=call; flags=(--response-mode sse) ;;
+    call-modern) flags=(--modern) ;;
+  esac
+  start_server "$n" ${flags[@]+"${flags[@]}"}
+  local cores
+  if [ -n "$client_cores" ]; then cores=$(expand "$client_cores")
+  else cores=$(seq "$n" "$((ncpu - 1))" | head -8 | tr '\n' ' '); fi
+  [ -n "$cores" ] || { echo "scale.sh: no core left for the clients (N=$n of $ncpu)" >&2; exit 2; }
+  # the server's CPU from the end of the warm-up to the end of the run (handshake: no warm-up)
+  local skip=$warm; [ "$scen" = handshake ] && skip=0
+  local out=$tmp/rate
+  run_clients "$mscen" $cores >"$out" &
+  local rc_pid=$!
+  sleep "$skip"
+  local c0 t0 c1 t1
+  c0=$(cpu_ticks "$spid"); t0=$(date +%s.%N)
+  wait "$rc_pid"
+  c1=$(cpu_ticks "$spid"); t1=$(date +%s.%N)
+  stop_server
+  local rate err
+  read -r rate err <"$out"
+  local cpu
+  cpu=$(python3 -c "print(round(($c1 - $c0) / $(getconf CLK_TCK) / ($t1 - $t0) * 100))")
+  echo "$rate $cpu $err"
+}
+
+IFS=, read -r -a scen_list <<<"$scens"
+wlabel=N; [ "$wmode" = 0 ] && wlabel=0
+clabel=${client_cores:-"the cores after the server's"}
+echo "mcpactord $server, --http-threads N --workers $wlabel; clients on $clabel; ${dur} s a run;" \
+  "rate/s (server CPU, 100 % = one core)"
+printf '%-6s' cores
+for s in "${scen_list[@]}"; do printf ' | %-20s' "$s/s (CPU)"; done
+printf '\n'
+for n in "$@"; do
+  [ "$n" -lt "$ncpu" ] || [ -n "$client_cores" ] || { echo "scale.sh: N=$n leaves no client core" >&2; exit 2; }
+  printf '%-6s' "$n"
+  for s in "${scen_list[@]}"; do
+    read -r rate cpu err < <(measure "$n" "$s")
+    cell=$(printf "%'d (%d %%)" "$rate" "$cpu")
+    [ "$err" = 0 ] || cell="$cell ${err}err"
+    printf ' | %-20s' "$cell"
+    w=$n; [ "$wmode" = 0 ] && w=0
+    [ -z "$json" ] || printf '{"cores":%s,"workers":%s,"scenario":"%s","rate":%s,"server_cpu_pct":%s,"errors":%s}\n' \
+      "$n" "$w" "$s" "$rate" "$cpu" "$err" >>"$json"
+  done
+  printf '\n'
+done

@@ -1,0 +1,196 @@
+/* Unit tests: per-thread counters summed by readers (src/core/stats.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include <cmocka.h>
+
+#include "core/stats.h"
+
+#define NTHREADS 4
+#define NINC 100000
+
+static atomic_bool writers_done;
+static pthread_barrier_t all_alive;
+
+/* Each thread waits for the others before it exits: all are alive at once, so each counts in a
+ * block of its own (an exited thread's block is taken over by the next). */
+static void *count_calls(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < NINC; i++) {
+        STAT_INC(tool_calls_total);
+        STAT_ADD(requests_total[SM_ping], 2);
+        stats_count_status(200);
+    }
+    stats_observe_latency(SM_ping, 1000);
+    pthread_barrier_wait(&all_alive);
+    return NULL;
+}
+
+static void run_threads(void *(*fn)(void *), void *arg, int n)
+{
+    pthread_t t[NTHREADS];
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, fn, arg), 0);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+}
+
+static void *run_counters(void *arg)
+{
+    run_threads(count_calls, arg, NTHREADS);
+    atomic_store(&writers_done, true);
+    return NULL;
+}
+
+static void counts_from_several_threads_sum_exactly(void **state)
+{
+    (void)state;
+    long long calls = STAT_GET(tool_calls_total), ping = STAT_GET(requests_total[SM_ping]);
+    long long ok = STAT_GET(http_responses[200]), lat = STAT_GET(latency_count[SM_ping]);
+    long long lat_sum = STAT_GET(latency_sum_us[SM_ping]);
+    atomic_store(&writers_done, false);
+    pthread_barrier_init(&all_alive, NULL, NTHREADS);
+    pthread_t runner;
+    assert_int_equal(pthread_create(&runner, NULL, run_counters, NULL), 0);
+    /* a reader while they count: a counter never goes back */
+    long long seen = calls;
+    while (!atomic_load(&writers_done)) {
+        long long now = STAT_GET(tool_calls_total);
+        assert_true(now >= seen);
+        seen = now;
+    }
+    assert_int_equal(pthread_join(runner, NULL), 0);
+    pthread_barrier_destroy(&all_alive);
+    assert_int_equal(STAT_GET(tool_calls_total), calls + NTHREADS * NINC);
+    assert_int_equal(STAT_GET(requests_total[SM_ping]), ping + 2LL * NTHREADS * NINC);
+    assert_int_equal(STAT_GET(http_responses[200]), ok + NTHREADS * NINC);
+    assert_int_equal(STAT_GET(latency_count[SM_ping]), lat + NTHREADS);
+    assert_int_equal(STAT_GET(latency_sum_us[SM_ping]), lat_sum + 1000LL * NTHREADS);
+}
+
+static void *gauge_up(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 5; i++)
+        STAT_INC(connections_open);
+    return NULL;
+}
+
+static void *gauge_down(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 5; i++)
+        STAT_DEC(connections_open);
+    return NULL;
+}
+
+static void *gauge_up_then_wait(void *arg)
+{
+    pthread_barrier_t *b = arg;
+    STAT_ADD(connections_open, 3);
+    pthread_barrier_wait(b); /* counted */
+    pthread_barrier_wait(b); /* the other thread lowered it */
+    return NULL;
+}
+
+static void *gauge_down_then_wait(void *arg)
+{
+    pthread_barrier_t *b = arg;
+    pthread_barrier_wait(b);
+    STAT_ADD(connections_open, -3);
+    pthread_barrier_wait(b);
+    return NULL;
+}
+
+static void a_gauge_up_on_one_thread_and_down_on_another_reads_zero(void **state)
+{
+    (void)state;
+    assert_int_equal(STAT_GET(connections_open), 0);
+    run_threads(gauge_up, NULL, 1);
+    assert_int_equal(STAT_GET(connections_open), 5);
+    run_threads(gauge_down, NULL, 1);
+    assert_int_equal(STAT_GET(connections_open), 0);
+    /* both threads alive: one block holds 3, the other -3 */
+    pthread_barrier_t b;
+    pthread_barrier_init(&b, NULL, 2);
+    pthread_t up, down;
+    assert_int_equal(pthread_create(&up, NULL, gauge_up_then_wait, &b), 0);
+    assert_int_equal(pthread_create(&down, NULL, gauge_down_then_wait, &b), 0);
+    assert_int_equal(pthread_join(up, NULL), 0);
+    assert_int_equal(pthread_join(down, NULL), 0);
+    pthread_barrier_destroy(&b);
+    assert_int_equal(STAT_GET(connections_open), 0);
+    STAT_INC(connections_open);
+    STAT_DEC(connections_open);
+    assert_int_equal(STAT_GET(connections_open), 0);
+}
+
+static void *count_seven(void *arg)
+{
+    (void)arg;
+    STAT_ADD(wakes_total, 7);
+    return NULL;
+}
+
+static void *count_three(void *arg)
+{
+    (void)arg;
+    STAT_ADD(wakes_total, 3);
+    return NULL;
+}
+
+static void a_thread_that_exits_keeps_its_counts(void **state)
+{
+    (void)state;
+    long long before = STAT_GET(wakes_total);
+    run_threads(count_seven, NULL, 1);
+    assert_int_equal(STAT_GET(wakes_total), before + 7);
+    /* the next thread takes the exited one's block over and adds to it */
+    run_threads(count_three, NULL, 2);
+    assert_int_equal(STAT_GET(wakes_total), before + 13);
+}
+
+static void *note_depth(void *arg)
+{
+    stats_note_mailbox_depth(*(long long *)arg);
+    return NULL;
+}
+
+static void the_deepest_mailbox_is_the_largest_of_the_threads(void **state)
+{
+    (void)state;
+    long long d9 = 9, d5 = 5;
+    stats_note_mailbox_depth(3);
+    run_threads(note_depth, &d9, 1);
+    run_threads(note_depth, &d5, 1);
+    assert_int_equal(STAT_GET(mailbox_depth_max), 9);
+    stats_note_mailbox_depth(4);
+    assert_int_equal(STAT_GET(mailbox_depth_max), 9);
+}
+
+static void a_set_gauge_reads_its_value(void **state)
+{
+    (void)state;
+    run_threads(gauge_up, NULL, 1); /* another thread's part: 5 */
+    STAT_SET(connections_open, 42);
+    assert_int_equal(STAT_GET(connections_open), 42);
+    run_threads(gauge_down, NULL, 1);
+    assert_int_equal(STAT_GET(connections_open), 37);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(counts_from_several_threads_sum_exactly),
+        cmocka_unit_test(a_gauge_up_on_one_thread_and_down_on_another_reads_zero),
+        cmocka_unit_test(a_thread_that_exits_keeps_its_counts),
+        cmocka_unit_test(the_deepest_mailbox_is_the_largest_of_the_threads),
+        cmocka_unit_test(a_set_gauge_reads_its_value),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
