@@ -62,23 +62,29 @@ static void send_text(struct evhttp_request *req, int status, const char *ctype,
                                : "Error");
 }
 
+/* A field of the snapshot taken for one /stats or /metrics answer (stats_snapshot: one walk
+ * over the threads' blocks, so the fields of one answer are read together). */
+#define SNAP(f) atomic_load_explicit(&snap->f, memory_order_relaxed)
+
 static json_t *stats_json(void)
 {
+    stats_t *snap = xmalloc(sizeof *snap);
+    stats_snapshot(snap);
     json_t *o = json_object();
     json_object_set_new(o, "uptime_s", json_integer((now_mono_ms() - g_stats_started_ms) / 1000));
-#define X(name, type, help) json_object_set_new(o, #name, json_integer(STAT_GET(name)));
+#define X(name, type, help) json_object_set_new(o, #name, json_integer(SNAP(name)));
     STATS_SCALARS(X)
 #undef X
     json_t *req = json_object();
     for (int i = 0; i < SM__COUNT; i++) {
-        long long v = STAT_GET(requests_total[i]);
+        long long v = SNAP(requests_total[i]);
         if (v)
             json_object_set_new(req, stats_method_name((stats_method_t)i), json_integer(v));
     }
     json_object_set_new(o, "requests_total", req);
     json_t *st = json_object();
     for (int s = 100; s < 600; s++) {
-        long long v = STAT_GET(http_responses[s]);
+        long long v = SNAP(http_responses[s]);
         if (v) {
             char k[8];
             snprintf(k, sizeof k, "%d", s);
@@ -87,8 +93,8 @@ static json_t *stats_json(void)
     }
     json_object_set_new(o, "http_responses_total", st);
     json_object_set_new(o, "streams_open",
-                        json_pack("{s:I,s:I}", "post", (json_int_t)STAT_GET(streams_open_post),
-                                  "get", (json_int_t)STAT_GET(streams_open_get)));
+                        json_pack("{s:I,s:I}", "post", (json_int_t)SNAP(streams_open_post), "get",
+                                  (json_int_t)SNAP(streams_open_get)));
     json_object_set_new(o, "store_writable", json_boolean(store_writable(A.store)));
     json_object_set_new(o, "rss_bytes", json_integer(stats_rss_bytes()));
     json_t *rdb = json_object();
@@ -108,6 +114,7 @@ static json_t *stats_json(void)
     json_object_set_new(rdb, "memtable_budget_bytes",
                         json_integer((json_int_t)store_memtable_budget(A.store)));
     json_object_set_new(o, "rocksdb", rdb);
+    free(snap);
     return o;
 }
 
@@ -126,7 +133,7 @@ static void metric_value(struct evbuffer *b, const char *name, const char *type,
     evbuffer_add_printf(b, "mcpactord_%s %lld\n", name, v);
 }
 
-static void metrics_latency(struct evbuffer *b)
+static void metrics_latency(struct evbuffer *b, const stats_t *snap)
 {
     metric_head(b, "request_duration_seconds", "histogram",
                 "Time from receipt of a JSON-RPC request to its answer, by method.");
@@ -136,7 +143,7 @@ static void metrics_latency(struct evbuffer *b)
         const char *name = stats_method_name((stats_method_t)m);
         long long cum = 0;
         for (int i = 0; i <= STATS_LATENCY_BUCKETS; i++) {
-            cum += STAT_GET(latency_buckets[m][i]);
+            cum += SNAP(latency_buckets[m][i]);
             if (i < STATS_LATENCY_BUCKETS)
                 evbuffer_add_printf(
                     b, "mcpactord_request_duration_seconds_bucket{method=\"%s\",le=\"%g\"} %lld\n",
@@ -147,37 +154,38 @@ static void metrics_latency(struct evbuffer *b)
                     "mcpactord_request_duration_seconds_bucket{method=\"%s\",le=\"+Inf\"} %lld\n",
                     name, cum);
         }
-        long long sum = STAT_GET(latency_sum_us[m]);
+        long long sum = SNAP(latency_sum_us[m]);
         evbuffer_add_printf(b, "mcpactord_request_duration_seconds_sum{method=\"%s\"} %.6f\n", name,
                             (double)sum / 1e6);
         evbuffer_add_printf(b, "mcpactord_request_duration_seconds_count{method=\"%s\"} %lld\n",
-                            name, STAT_GET(latency_count[m]));
+                            name, SNAP(latency_count[m]));
     }
 }
 
 static void metrics_text(struct evbuffer *b)
 {
+    stats_t *snap = xmalloc(sizeof *snap);
+    stats_snapshot(snap);
     metric_value(b, "uptime_seconds", "gauge", "Seconds since the server started.",
                  (now_mono_ms() - g_stats_started_ms) / 1000);
     metric_head(b, "requests_total", "counter", "JSON-RPC messages received, by method.");
     for (int m = 0; m < SM__COUNT; m++)
         evbuffer_add_printf(b, "mcpactord_requests_total{method=\"%s\"} %lld\n",
-                            stats_method_name((stats_method_t)m), STAT_GET(requests_total[m]));
-    metrics_latency(b);
+                            stats_method_name((stats_method_t)m), SNAP(requests_total[m]));
+    metrics_latency(b, snap);
     metric_head(b, "http_responses_total", "counter", "HTTP responses sent, by status code.");
     for (int code = 100; code < 600; code++) {
-        long long v = STAT_GET(http_responses[code]);
+        long long v = SNAP(http_responses[code]);
         if (v)
             evbuffer_add_printf(b, "mcpactord_http_responses_total{code=\"%d\"} %lld\n", code, v);
     }
     metric_head(b, "streams_open", "gauge", "Open SSE connections, by stream kind.");
-    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"post\"} %lld\n",
-                        STAT_GET(streams_open_post));
-    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"get\"} %lld\n",
-                        STAT_GET(streams_open_get));
-#define X(name, type, help) metric_value(b, #name, #type, help, STAT_GET(name));
+    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"post\"} %lld\n", SNAP(streams_open_post));
+    evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"get\"} %lld\n", SNAP(streams_open_get));
+#define X(name, type, help) metric_value(b, #name, #type, help, SNAP(name));
     STATS_SCALARS(X)
 #undef X
+    free(snap);
     metric_value(
         b, "store_writable", "gauge",
         "1 while the store accepts writes, 0 while it refuses them (disk full, I/O error).",

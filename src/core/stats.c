@@ -31,12 +31,16 @@ static struct {
 
 int64_t g_stats_started_ms;
 _Thread_local stats_t *stats_tls;
+stats_t g_stats_gauges;
 
 const double stats_latency_bounds[STATS_LATENCY_BUCKETS] = {
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
     0.025,   0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   10.0,
 };
 
+/* (A thread-key destructor that ran after this one and counted would attach a block again;
+ * glibc reruns destructors a few rounds, and past them the block stays off the free list, its
+ * counts kept. None counts today.) */
 static void give_back(void *arg)
 {
     block_t *b = arg;
@@ -72,31 +76,41 @@ stats_t *stats_attach(void)
     return stats_tls;
 }
 
-static atomic_llong *field(block_t *b, size_t off)
-{
-    return (atomic_llong *)(void *)((char *)&b->s + off);
-}
-
 long long stats_read(size_t off)
 {
-    bool max = off == offsetof(stats_t, mailbox_depth_max);
+    if (stats_is_gauge(off))
+        return atomic_load_explicit(stats_field(&g_stats_gauges, off), memory_order_relaxed);
     long long v = 0;
-    for (block_t *b = atomic_load_explicit(&S.head, memory_order_acquire); b; b = b->next) {
-        long long x = atomic_load_explicit(field(b, off), memory_order_relaxed);
-        v = max ? (x > v ? x : v) : v + x;
-    }
+    for (block_t *b = atomic_load_explicit(&S.head, memory_order_acquire); b; b = b->next)
+        v += atomic_load_explicit(stats_field(&b->s, off), memory_order_relaxed);
     return v;
 }
 
 void stats_set(size_t off, long long v)
 {
-    stats_t *mine = stats_mine();
-    long long others = 0;
+    REQUIRE(stats_is_gauge(off));
+    atomic_store_explicit(stats_field(&g_stats_gauges, off), v, memory_order_relaxed);
+}
+
+void stats_snapshot(stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t n = sizeof *out / sizeof(atomic_llong);
     for (block_t *b = atomic_load_explicit(&S.head, memory_order_acquire); b; b = b->next)
-        if (&b->s != mine)
-            others += atomic_load_explicit(field(b, off), memory_order_relaxed);
-    atomic_store_explicit((atomic_llong *)(void *)((char *)mine + off), v - others,
-                          memory_order_relaxed);
+        for (size_t i = 0; i < n; i++) {
+            size_t off = i * sizeof(atomic_llong);
+            long long x = atomic_load_explicit(stats_field(&b->s, off), memory_order_relaxed);
+            if (x)
+                stats_bump(stats_field(out, off), x);
+        }
+    for (size_t i = 0; i < n; i++) {
+        size_t off = i * sizeof(atomic_llong);
+        if (stats_is_gauge(off))
+            atomic_store_explicit(stats_field(out, off),
+                                  atomic_load_explicit(stats_field(&g_stats_gauges, off),
+                                                       memory_order_relaxed),
+                                  memory_order_relaxed);
+    }
 }
 
 void stats_observe_latency(stats_method_t m, long long us)
@@ -119,9 +133,12 @@ void stats_count_status(int status)
 
 void stats_note_mailbox_depth(long long depth)
 {
-    atomic_llong *c = &stats_mine()->mailbox_depth_max;
-    if (depth > atomic_load_explicit(c, memory_order_relaxed))
-        atomic_store_explicit(c, depth, memory_order_relaxed);
+    atomic_llong *c = &g_stats_gauges.mailbox_depth_max; /* a gauge: shared, a max */
+    long long cur = atomic_load_explicit(c, memory_order_relaxed);
+    while (depth > cur &&
+           !atomic_compare_exchange_weak_explicit(c, &cur, depth, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+    }
 }
 
 long long stats_rss_bytes(void)

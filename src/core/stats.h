@@ -1,19 +1,21 @@
-/* Process-wide counters for /stats, kept per thread. A counter here is a fact about the whole
- * process; per-session facts live in the actor.
+/* Process-wide counters for /stats. A counter here is a fact about the whole process;
+ * per-session facts live in the actor.
  *
- * Each thread that counts gets its own block of every counter (cache-line aligned, registered
- * once in a list the first time the thread counts) and writes only that block, with a relaxed
- * load and store (no read-modify-write, no cache line shared with another writer). A reader
- * (STAT_GET: /stats, /metrics, a limit check, a test) sums the field over all blocks, so a gauge
- * raised on one thread and lowered on another reads right (one block may hold a negative part).
- * mailbox_depth_max is the exception: each block holds its thread's maximum and the reader takes
- * the largest. Blocks are never freed: when a thread exits its block goes on a free list with its
- * counts in it, and the next thread to start counting takes it over and adds to it, so nothing a
- * thread counted is lost and there are never more blocks than threads alive at once. */
+ * Counters (the "counter" rows, and the per-method, per-status and latency tables) are kept per
+ * thread: each thread that counts gets its own block (cache-line aligned, registered once in a
+ * list the first time the thread counts) and writes only that block, with a relaxed load and
+ * store (no read-modify-write, no cache line shared with another writer). A reader sums the
+ * field over all blocks; a counter never goes back between two reads. Blocks are never freed:
+ * when a thread exits its block goes on a free list with its counts in it, and the next thread
+ * to start counting takes it over and adds to it, so nothing a thread counted is lost and there
+ * are never more blocks than threads alive at once (one block: sizeof(stats_t), about 8.6 KB).
+ * Gauges (the "gauge" rows and streams_open_*) are one shared atomic each (g_stats_gauges,
+ * below): mailbox_depth_max is their maximum. */
 #ifndef MCPD_CORE_STATS_H
 #define MCPD_CORE_STATS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -126,8 +128,14 @@ typedef struct stats {
 /* When the process started (now_mono_ms), for uptime; set once by main before any thread. */
 extern int64_t g_stats_started_ms;
 
-/* This thread's block, NULL until it first counts (stats_attach registers one). */
+/* Counters (monotonic, bumped per request) are per thread: this thread's block, NULL until it
+ * first counts (stats_attach registers one); readers sum the blocks. Gauges (they go up on one
+ * thread and down on another: a connection, a session, a job) are one shared atomic each, in
+ * g_stats_gauges: a sum of per-thread parts read at different moments can show a value the
+ * gauge never had, and the limit checks read them on hot paths. They change per connection,
+ * session or job, not per request. */
 extern _Thread_local stats_t *stats_tls;
+extern stats_t g_stats_gauges;
 stats_t *stats_attach(void);
 
 static inline stats_t *stats_mine(void)
@@ -143,18 +151,51 @@ static inline void stats_bump(atomic_llong *c, long long n)
                           memory_order_relaxed);
 }
 
-#define STAT_INC(f) stats_bump(&stats_mine()->f, 1)
-#define STAT_ADD(f, n) stats_bump(&stats_mine()->f, (n))
-#define STAT_DEC(f) stats_bump(&stats_mine()->f, -1)
-/* The field summed over every thread's block (the largest, for mailbox_depth_max). */
+#define STATS_KIND_gauge 1
+#define STATS_KIND_counter 0
+static const unsigned char STATS_IS_GAUGE[] = {
+#define X(name, type, help) STATS_KIND_##type,
+    STATS_SCALARS(X)
+#undef X
+};
+
+/* Whether the field at offset off of stats_t is a gauge (a constant where off is). */
+static inline bool stats_is_gauge(size_t off)
+{
+    size_t i = off / sizeof(atomic_llong);
+    return (i < sizeof STATS_IS_GAUGE && STATS_IS_GAUGE[i]) ||
+           off == offsetof(stats_t, streams_open_post) ||
+           off == offsetof(stats_t, streams_open_get);
+}
+
+static inline atomic_llong *stats_field(stats_t *s, size_t off)
+{
+    return (atomic_llong *)(void *)((char *)s + off);
+}
+
+static inline void stats_add_at(size_t off, long long n)
+{
+    if (stats_is_gauge(off))
+        atomic_fetch_add_explicit(stats_field(&g_stats_gauges, off), n, memory_order_relaxed);
+    else
+        stats_bump(stats_field(stats_mine(), off), n);
+}
+
+#define STAT_INC(f) stats_add_at(offsetof(stats_t, f), 1)
+#define STAT_ADD(f, n) stats_add_at(offsetof(stats_t, f), (n))
+#define STAT_DEC(f) stats_add_at(offsetof(stats_t, f), -1)
+/* A gauge's value, or a counter summed over every thread's block. */
 #define STAT_GET(f) stats_read(offsetof(stats_t, f))
-/* Sets a gauge's total to v (this thread's part becomes v less the others' parts). */
+/* Sets a gauge (only a gauge: REQUIRE'd). */
 #define STAT_SET(f, v) stats_set(offsetof(stats_t, f), (v))
-/* STAT_ADD by the field's offset in stats_t (for tables of counters). */
-#define STAT_ADD_AT(off, n) stats_bump((atomic_llong *)(void *)((char *)stats_mine() + (off)), (n))
+/* STAT_ADD by the field's offset in stats_t (for tables of counters and gauges). */
+#define STAT_ADD_AT(off, n) stats_add_at((off), (n))
 
 long long stats_read(size_t off);
 void stats_set(size_t off, long long v);
+/* Every field at once, in one walk over the blocks (what /stats and /metrics read): out's
+ * counters summed, its gauges copied. */
+void stats_snapshot(stats_t *out);
 void stats_count_status(int status);
 void stats_note_mailbox_depth(long long depth);
 /* A request of method m was answered after us microseconds. */

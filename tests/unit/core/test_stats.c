@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <pthread.h>
 
 #include <cmocka.h>
@@ -183,6 +184,72 @@ static void a_set_gauge_reads_its_value(void **state)
     assert_int_equal(STAT_GET(connections_open), 37);
 }
 
+/* A gauge raised on one thread and lowered on another, in turns (the true value is 0 or 1 at
+ * every moment): a reader meanwhile never sees another value. Summed per-thread parts, read at
+ * different moments, showed thousands. */
+#define TURNS 200000
+static atomic_int turn; /* 0: the raiser's, 1: the lowerer's */
+static atomic_bool turns_done;
+
+static void *raise_in_turns(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < TURNS; i++) {
+        while (atomic_load(&turn) != 0)
+            ;
+        STAT_INC(tool_jobs_waiting);
+        atomic_store(&turn, 1);
+    }
+    return NULL;
+}
+
+static void *lower_in_turns(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < TURNS; i++) {
+        while (atomic_load(&turn) != 1)
+            ;
+        STAT_DEC(tool_jobs_waiting);
+        atomic_store(&turn, 0);
+    }
+    atomic_store(&turns_done, true);
+    return NULL;
+}
+
+static void a_gauge_passed_between_threads_never_reads_a_value_it_did_not_have(void **state)
+{
+    (void)state;
+    long long base = STAT_GET(tool_jobs_waiting), lo = 0, hi = 0;
+    pthread_t up, down;
+    atomic_store(&turn, 0);
+    atomic_store(&turns_done, false);
+    assert_int_equal(pthread_create(&up, NULL, raise_in_turns, NULL), 0);
+    assert_int_equal(pthread_create(&down, NULL, lower_in_turns, NULL), 0);
+    while (!atomic_load(&turns_done)) {
+        long long v = STAT_GET(tool_jobs_waiting) - base;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    pthread_join(up, NULL);
+    pthread_join(down, NULL);
+    assert_true(lo >= 0);
+    assert_true(hi <= 1);
+    assert_int_equal(STAT_GET(tool_jobs_waiting), base);
+}
+
+static void a_snapshot_holds_every_counter_and_gauge(void **state)
+{
+    (void)state;
+    run_threads(count_seven, NULL, 1);
+    STAT_SET(sessions_stored, 11);
+    stats_t *snap = malloc(sizeof *snap);
+    stats_snapshot(snap);
+    assert_int_equal(atomic_load(&snap->wakes_total), STAT_GET(wakes_total));
+    assert_int_equal(atomic_load(&snap->sessions_stored), 11);
+    assert_int_equal(atomic_load(&snap->mailbox_depth_max), STAT_GET(mailbox_depth_max));
+    free(snap);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +258,8 @@ int main(void)
         cmocka_unit_test(a_thread_that_exits_keeps_its_counts),
         cmocka_unit_test(the_deepest_mailbox_is_the_largest_of_the_threads),
         cmocka_unit_test(a_set_gauge_reads_its_value),
+        cmocka_unit_test(a_gauge_passed_between_threads_never_reads_a_value_it_did_not_have),
+        cmocka_unit_test(a_snapshot_holds_every_counter_and_gauge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
