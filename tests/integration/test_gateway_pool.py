@@ -165,6 +165,23 @@ class PoolTest(unittest.TestCase):
         self.assertEqual(answer["error"]["code"], -32601)
         self.assertIn("elicitation", answer["error"]["message"])
 
+    def test_a_retry_that_no_longer_declares_a_capability_ends_that_question_upstream(self):
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        both = {"roots": {}, "elicitation": {}}
+        r, msg = c.tool("ask2", caps=both)
+        asks = msg["result"]["inputRequests"]  # (the call answers at the first question: the
+        # elicitation, sent with it, waits in the exchange for the next round)
+        self.assertIn("roots/list", [a["method"] for a in asks.values()], r.text)
+        roots_key = next(k for k, a in asks.items() if a["method"] == "roots/list")
+        r, done = c.request("tools/call", {"name": "ask2", "arguments": {}, "requestState":
+                                           msg["result"]["requestState"], "inputResponses": {
+                                               roots_key: {"roots": []}}}, caps={"roots": {}})
+        self.assertEqual(text(done), 'client said {"roots": []}', r.text)
+        [answer] = json.loads(text(c.tool("got")[1]))
+        self.assertEqual(answer["error"]["code"], -32601)
+        self.assertIn("elicitation", answer["error"]["message"])
+
     def test_requests_wait_for_a_busy_pool_and_n_processes_serve_n_at_once(self):
         for n in (1, 2):
             srv = self.start("--upstream-pool", str(n))
