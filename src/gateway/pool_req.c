@@ -76,23 +76,11 @@ void mrtr_answer_input_required(pjob_t *job)
                                pool_decorate(job->pool, job, result)));
 }
 
-/* The capability a client declares for an input request's method; NULL: not one. */
-static const char *cap_of(const char *method)
-{
-    if (strcmp(method, "elicitation/create") == 0)
-        return "elicitation";
-    if (strcmp(method, "sampling/createMessage") == 0)
-        return "sampling";
-    if (strcmp(method, "roots/list") == 0)
-        return "roots";
-    return NULL;
-}
-
 void mrtr_upstream_request(pproc_t *p, json_t *msg)
 {
     pjob_t *job = p->job;
     const char *method = json_string_value(json_object_get(msg, "method"));
-    const char *cap = cap_of(method);
+    const char *cap = stateless_input_capability(method);
     char why[300];
     int code = JSONRPC_INTERNAL_ERROR;
     why[0] = '\0';
@@ -204,7 +192,8 @@ bool mrtr_retry(pool_t *pl, pjob_t *fresh, const json_t *params)
     pool_job_free(fresh);
     void *tmp;
     json_object_foreach_safe(job->pending, tmp, key, v) {
-        const char *cap = cap_of(json_string_value(json_object_get(v, "method")));
+        const char *cap = stateless_input_capability(
+            json_string_value(json_object_get(v, "method")));
         if (cap && json_object_get(job->caps, cap))
             continue; /* this round's client declares it: it may be asked */
         char why[120];
@@ -238,26 +227,10 @@ bool mrtr_retry(pool_t *pl, pjob_t *fresh, const json_t *params)
 
 json_t *pool_decorate(pool_t *pl, const pjob_t *job, json_t *result)
 {
-    if (!json_is_object(result))
-        return result;
-    if (!json_object_get(result, "resultType"))
-        json_object_set_new(result, "resultType", json_string("complete"));
-    json_t *meta = json_object_get(result, "_meta");
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(result, "_meta", meta);
-    }
-    json_t *si = json_object_get(pl->info, "serverInfo");
-    if (!json_object_get(meta, META_SERVER_INFO) && json_is_object(si))
-        json_object_set(meta, META_SERVER_INFO, si);
-    stats_method_t m = jsonrpc_method_slot(json_object_get(job->req, "method"));
-    if (method_rule(m)->flags & METHOD_CACHE_HINTS) {
-        if (!json_object_get(result, "ttlMs"))
-            json_object_set_new(result, "ttlMs", json_integer(g_cfg.cache_ttl_ms));
-        if (!json_object_get(result, "cacheScope"))
-            json_object_set_new(result, "cacheScope",
-                                json_string(g_cfg.cache_private ? "private" : "public"));
-    }
+    if (json_is_object(result))
+        stateless_decorate(result, json_object_get(pl->info, "serverInfo"),
+                           jsonrpc_method_slot(json_object_get(job->req, "method")),
+                           g_cfg.cache_ttl_ms, g_cfg.cache_private);
     return result;
 }
 

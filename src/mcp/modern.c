@@ -28,15 +28,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void set_cache_hints(json_t *result)
-{
-    if (!json_object_get(result, "ttlMs"))
-        json_object_set_new(result, "ttlMs", json_integer(g_cfg.cache_ttl_ms));
-    if (!json_object_get(result, "cacheScope"))
-        json_object_set_new(result, "cacheScope",
-                            json_string(g_cfg.cache_private ? "private" : "public"));
-}
-
 static bool needs_cache_hints(stats_method_t m)
 {
     return method_rule(m)->flags & METHOD_CACHE_HINTS;
@@ -60,17 +51,9 @@ const char *modern_decorate(actor_t *a, call_t *c, json_t *result, size_t *extra
         if (plain)
             return mcp_decoration(extra_len);
     }
-    if (!json_object_get(result, "resultType"))
-        json_object_set_new(result, "resultType", json_string("complete"));
-    json_t *meta = json_object_get(result, "_meta");
-    if (!json_is_object(meta)) {
-        meta = json_object();
-        json_object_set_new(result, "_meta", meta);
-    }
-    if (!json_object_get(meta, META_SERVER_INFO))
-        json_object_set_new(meta, META_SERVER_INFO, mcp_server_info());
-    if (needs_cache_hints(c->method))
-        set_cache_hints(result);
+    json_t *si = mcp_server_info();
+    stateless_decorate(result, si, c->method, g_cfg.cache_ttl_ms, g_cfg.cache_private);
+    json_decref(si);
     return NULL;
 }
 

@@ -13,18 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The client capability a server->client request needs (NULL: none). */
-static const char *capability_for(const char *method)
-{
-    if (strcmp(method, "elicitation/create") == 0)
-        return "elicitation";
-    if (strcmp(method, "sampling/createMessage") == 0)
-        return "sampling";
-    if (strcmp(method, "roots/list") == 0)
-        return "roots";
-    return NULL;
-}
-
 /* 2026-07-28 (MRTR): a request of the handler is answered from the client's inputResponses
  * when they hold its key; otherwise it joins the call's inputRequests and the handler is told
  * to return (the call then answers input_required: modern.c). */
@@ -77,7 +65,7 @@ void mcp_tool_request(actor_t *a, job_t *j, wmsg_t *m)
         job_reply(j, m->u.tool.wait_seq, NULL, why);
         return;
     }
-    const char *cap = capability_for(method);
+    const char *cap = stateless_input_capability(method);
     if (cap && !json_object_get(a->client_caps, cap)) {
         char why[160];
         snprintf(why, sizeof why, "the client did not declare the %s capability", cap);

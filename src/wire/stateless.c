@@ -224,6 +224,38 @@ int stateless_http_status(int code)
     }
 }
 
+const char *stateless_input_capability(const char *method)
+{
+    if (strcmp(method, "elicitation/create") == 0)
+        return "elicitation";
+    if (strcmp(method, "sampling/createMessage") == 0)
+        return "sampling";
+    if (strcmp(method, "roots/list") == 0)
+        return "roots";
+    return NULL;
+}
+
+void stateless_decorate(json_t *result, const json_t *server_info, stats_method_t m,
+                        long long ttl_ms, bool private_scope)
+{
+    if (!json_object_get(result, "resultType"))
+        json_object_set_new(result, "resultType", json_string("complete"));
+    json_t *meta = json_object_get(result, "_meta");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(result, "_meta", meta);
+    }
+    if (server_info && !json_object_get(meta, META_SERVER_INFO))
+        json_object_set(meta, META_SERVER_INFO, (json_t *)server_info);
+    if (!(method_rule(m)->flags & METHOD_CACHE_HINTS))
+        return;
+    if (!json_object_get(result, "ttlMs"))
+        json_object_set_new(result, "ttlMs", json_integer(ttl_ms));
+    if (!json_object_get(result, "cacheScope"))
+        json_object_set_new(result, "cacheScope",
+                            json_string(private_scope ? "private" : "public"));
+}
+
 const char *stateless_answer_problem(const char *method, const json_t *ans)
 {
     if (!json_is_object(ans))

@@ -74,6 +74,18 @@ stateless_method_t stateless_method_kind(const char *method);
  * 200 for the rest (a tool's or a handler's error is an answer, not a transport failure). */
 int stateless_http_status(int code);
 
+/* The client capability an input request's method needs ("elicitation" for
+ * elicitation/create, "sampling" for sampling/createMessage, "roots" for roots/list); NULL: the
+ * method is not an input request. */
+const char *stateless_input_capability(const char *method);
+
+/* What a 2026-07-28 result carries, added to result (an object) where it is not there yet:
+ * resultType "complete", _meta with server_info (borrowed) under META_SERVER_INFO (none when
+ * NULL), and for a method the method table marks METHOD_CACHE_HINTS ttlMs and cacheScope
+ * (ttl_ms; private_scope: "private", else "public"). */
+void stateless_decorate(json_t *result, const json_t *server_info, stats_method_t m,
+                        long long ttl_ms, bool private_scope);
+
 /* What is wrong with a client's answer to an input request of `method`, or NULL: an
  * elicitation answer is an ElicitResult (an action), a sampling answer a CreateMessageResult
  * (role and content), a roots answer a ListRootsResult (a roots array). */

@@ -54,6 +54,16 @@ class Client:
         msgs = r.messages()
         return r, (msgs[-1] if msgs else None)
 
+    def post_and_close(self, body, after):
+        """POSTs body on a connection of its own and closes it `after` seconds later, unread
+        (a client that goes away: its request is cancelled)."""
+        data = json.dumps(body).encode()
+        head = "".join(f"{k}: {v}\r\n" for k, v in self.headers(body).items())
+        with socket.create_connection(("127.0.0.1", self.server.port)) as s:
+            s.sendall(f"POST {self.path} HTTP/1.1\r\nHost: 127.0.0.1:{self.server.port}\r\n"
+                      f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+            time.sleep(after)
+
     def tool(self, name, arguments=None, **kw):
         return self.request("tools/call", {"name": name, "arguments": arguments or {}}, **kw)
 
@@ -241,13 +251,7 @@ class PoolTest(unittest.TestCase):
         srv = self.start("--upstream-pool", "1")
         c = Client(srv)
         pid = int(text(c.tool("sleep", {"s": 0})[1]))
-        body = json.dumps(c.body("tools/call", {"name": "hang", "arguments": {}})).encode()
-        h = c.headers(json.loads(body))
-        with socket.create_connection(("127.0.0.1", srv.port)) as s:
-            head = "".join(f"{k}: {v}\r\n" for k, v in h.items())
-            s.sendall(f"POST /mcp/py HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
-                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-            time.sleep(0.5)
+        c.post_and_close(c.body("tools/call", {"name": "hang", "arguments": {}}), 0.5)
         self.assertTrue(wait_gone(pid))
         r, msg = c.tool("echo", {"text": "next"})  # a new process serves the next
         self.assertEqual(r.status, 200, r.text)
@@ -256,14 +260,8 @@ class PoolTest(unittest.TestCase):
     def test_a_cancelled_requests_late_messages_reach_no_other_client(self):
         srv = self.start("--upstream-pool", "1")
         a = Client(srv)
-        body = json.dumps(a.body("tools/call", {"name": "late_ask", "arguments": {"who": "A"}},
-                                 caps={"elicitation": {}}, level="info")).encode()
-        h = a.headers(json.loads(body))
-        with socket.create_connection(("127.0.0.1", srv.port)) as s:
-            head = "".join(f"{k}: {v}\r\n" for k, v in h.items())
-            s.sendall(f"POST /mcp/py HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
-                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-            time.sleep(0.3)
+        a.post_and_close(a.body("tools/call", {"name": "late_ask", "arguments": {"who": "A"}},
+                                caps={"elicitation": {}}, level="info"), 0.3)
         b = Client(srv)
         r, msg = b.tool("echo", {"text": "B"}, caps={"elicitation": {}}, level="info")
         self.assertEqual(msg["result"]["content"][0]["text"].split(" pid")[0], "B", r.text)
