@@ -19,6 +19,7 @@
 #include "core/jshare.h"
 #include "core/log.h"
 #include "core/principal.h"
+#include "core/shard.h"
 #include "core/ptrmap.h"
 #include "core/stats.h"
 #include "actor/job.h"
@@ -56,6 +57,27 @@ worker_t *worker_for_session(const char *sid)
     /* the routing prefix only: a 2026-07-28 request that carries a requestState gets an id
      * near its record's (session_id_new_near), so both meet on one worker */
     return &W[hash_bytes(sid, SESSION_ROUTE_LEN) % (uint64_t)NW];
+}
+
+void worker_place_on_thread(char *sid, uint32_t http_thread)
+{
+    if (NW <= 1 || !W[0].colocated || http_thread >= (uint32_t)NW)
+        return;
+    /* the 20 bits after the shard, stepped from their random start: each step lands on a
+     * worker by the hash, so about NW steps find this one (and 4096 cannot all miss) */
+    enum { FROM = SHARD_HEX, N = SESSION_ROUTE_LEN - SHARD_HEX };
+    static const char hex[] = "0123456789abcdef";
+    unsigned v = 0;
+    for (int i = 0; i < N; i++)
+        v = v << 4 |
+            (unsigned)(sid[FROM + i] <= '9' ? sid[FROM + i] - '0' : sid[FROM + i] - 'a' + 10);
+    for (int tries = 0; tries < 4096; tries++) {
+        if (worker_for_session(sid) == &W[http_thread])
+            return;
+        v = (v + 1) & ((1u << (4 * N)) - 1);
+        for (int i = 0; i < N; i++)
+            sid[FROM + i] = hex[(v >> (4 * (N - 1 - i))) & 15];
+    }
 }
 
 worker_t *worker_current(void)
@@ -447,10 +469,11 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
         worker_t *w = &W[i];
         w->idx = i;
         w->colocated = host_bases != NULL;
-        w->base = w->colocated ? host_bases[i] : event_base_new();
+        w->base = w->colocated ? host_bases[i] : loop_base_new();
         if (!w->base || mq_init(&w->inbox) != 0)
             return -1;
         w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST, on_inbox, w);
+        mq_set_event(&w->inbox, w->inbox_ev);
         event_add(w->inbox_ev, NULL);
         w->batch = store_batch_new(store);
         w->n_http = n_http_threads;

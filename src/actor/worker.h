@@ -97,6 +97,13 @@ void workers_on_stopped(void (*fn)(void));
 
 /* Any thread. */
 worker_t *worker_for_session(const char *sid);
+/* HTTP thread http_thread, for an id it has just minted (a new session, a stateless request's
+ * actor): when workers run on the HTTP threads (--workers 0), rewrites the routing characters
+ * after sid's shard so that sid's worker is this thread's own. The request and every later one
+ * on the same connection then stay on one thread: no hand-over between threads, no wake-up.
+ * Otherwise (separate workers, one worker) sid is left as it is. The shard and the other 24 hex
+ * characters are kept. */
+void worker_place_on_thread(char *sid, uint32_t http_thread);
 void worker_push(worker_t *w, wmsg_t *m);
 /* Runs m at once when `now` is true (the caller is w's own thread: inline jobs), else pushes. */
 void worker_deliver(worker_t *w, wmsg_t *m, bool now);

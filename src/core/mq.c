@@ -3,6 +3,7 @@
 #include "core/mq.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -12,6 +13,9 @@ int mq_init(mq_t *q)
     q->head = NULL;
     q->tailp = &q->head;
     atomic_init(&q->depth, 0);
+    q->ev = NULL;
+    atomic_init(&q->owner, 0);
+    atomic_init(&q->local, false);
     q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->efd < 0)
         return -errno;
@@ -27,8 +31,44 @@ void mq_destroy(mq_t *q)
     pthread_mutex_destroy(&q->lock);
 }
 
+/* A small number naming the calling thread (never 0). */
+static unsigned mq_self(void)
+{
+    static atomic_uint next = 1;
+    static _Thread_local unsigned self;
+    if (!self)
+        self = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
+    return self;
+}
+
+struct event_base *loop_base_new(void)
+{
+    struct event_config *cfg = event_config_new();
+    if (!cfg)
+        return NULL;
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    struct event_base *b = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    return b;
+}
+
+void mq_set_event(mq_t *q, struct event *ev)
+{
+    q->ev = ev;
+}
+
+static _Thread_local mq_t *t_draining; /* the queue mq_drain is draining on this thread */
+
 static void mq_wake(mq_t *q)
 {
+    if (q->ev && q != t_draining &&
+        atomic_load_explicit(&q->owner, memory_order_relaxed) == mq_self()) {
+        /* the consumer's own thread: it runs later in this turn of its loop (a consumer that
+         * pushes to its own queue waits for the next turn, so it cannot starve the loop) */
+        atomic_store_explicit(&q->local, true, memory_order_relaxed);
+        event_active(q->ev, EV_READ, 0);
+        return;
+    }
     uint64_t one = 1;
     ssize_t n = write(q->efd, &one, sizeof one);
     (void)n; /* EAGAIN means the counter is already non-zero: the consumer is woken anyway */
@@ -54,9 +94,14 @@ void mq_push(mq_t *q, mq_node_t *node)
 
 mq_node_t *mq_take_all(mq_t *q)
 {
-    uint64_t v;
-    ssize_t n = read(q->efd, &v, sizeof v);
-    (void)n;
+    atomic_store_explicit(&q->owner, mq_self(), memory_order_relaxed);
+    /* after a wake through ev the counter is (almost always) zero: no read. Were it written
+     * too, efd stays readable and the next turn's take clears it. */
+    if (!atomic_exchange_explicit(&q->local, false, memory_order_relaxed)) {
+        uint64_t v;
+        ssize_t n = read(q->efd, &v, sizeof v);
+        (void)n;
+    }
     pthread_mutex_lock(&q->lock);
     mq_node_t *all = q->head;
     q->head = NULL;
@@ -72,9 +117,12 @@ mq_node_t *mq_take_all(mq_t *q)
 void mq_drain(mq_t *q, void (*fn)(mq_node_t *node, void *arg), void *arg)
 {
     mq_node_t *n = mq_take_all(q);
+    mq_t *outer = t_draining;
+    t_draining = q;
     while (n) {
         mq_node_t *next = n->next;
         fn(n, arg);
         n = next;
     }
+    t_draining = outer;
 }

@@ -4,7 +4,10 @@
  * A message carries its own link (no allocation to enqueue). The mutex is held only to splice
  * one node onto the tail or to take the whole list. The producer writes the eventfd only when
  * the queue goes empty -> non-empty; the consumer takes everything at once and drains it, so a
- * busy consumer is woken once per batch, not once per message.
+ * busy consumer is woken once per batch, not once per message. A queue given its consumer's
+ * event (mq_set_event) is woken without the eventfd when the producer is the consumer's own
+ * thread: the event is made active, so the consumer runs in the same turn of its loop, with no
+ * system call (a co-located worker and its HTTP thread hand each request and reply over so).
  *
  * Ownership: a pushed node belongs to the consumer from then on.
  */
@@ -13,11 +16,22 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct mq_node {
     struct mq_node *next;
 } mq_node_t;
+
+struct event;
+struct event_base;
+
+/* A new event_base for a thread's loop (HTTP threads, workers): epoll with libevent's change list,
+ * so the epoll_ctl calls of one turn of the loop are merged and made once, just before it waits
+ * (a request's "stop reading" and its reply's "start writing" become one call). NULL on failure.
+ * libevent's caveat for the change list: no descriptor of the loop may be shared with a dup()
+ * of it; the server dups none (a spawned upstream gets its dup2s in the child only). */
+struct event_base *loop_base_new(void);
 
 typedef struct mq {
     pthread_mutex_t lock;
@@ -25,10 +39,15 @@ typedef struct mq {
     mq_node_t **tailp;
     atomic_size_t depth; /* nodes pushed and not yet taken */
     int efd;             /* eventfd; the consumer polls it */
+    struct event *ev;    /* the consumer's event on efd (mq_set_event), or NULL */
+    atomic_uint owner;   /* the consumer's thread (mq_self), recorded at each take; 0: none yet */
+    atomic_bool local;   /* woken through ev, not efd: the next take has no counter to clear */
 } mq_t;
 
 int mq_init(mq_t *q);
 void mq_destroy(mq_t *q);
+/* Setup, before any push: ev is the consumer's EV_READ event on q->efd. */
+void mq_set_event(mq_t *q, struct event *ev);
 /* Appends node; wakes the consumer if the queue was empty. */
 void mq_push(mq_t *q, mq_node_t *node);
 /* Appends a chain first..last of n nodes in one splice. */

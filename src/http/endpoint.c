@@ -399,6 +399,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
             wmsg_free(m);
             return;
         }
+        worker_place_on_thread(m->sid, t->idx); /* its actor lives on this thread */
         m->u.post.create = true;
     } else {
         if (!check_session_route(req, id, &r) ||

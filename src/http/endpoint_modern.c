@@ -176,6 +176,8 @@ void ep_handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t
          * actor's id takes the task id's routing prefix; polling is hot, so no getrandom */
         if (r->kind == ROUTE_TASK)
             memcpy(m->sid, r->key, SESSION_ROUTE_LEN);
+        else
+            worker_place_on_thread(m->sid, t->idx); /* served on this thread */
     }
     if (idrc != 0) {
         json_decref(params);

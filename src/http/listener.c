@@ -129,7 +129,7 @@ int http_init(int n, const char *host, int port, int *bound_port)
             return -1;
         if (port == 0)
             port = bound_port_of(t->fd); /* the other threads join the same port */
-        t->base = event_base_new();
+        t->base = loop_base_new();
         t->http = evhttp_new(t->base);
         if (!t->base || !t->http || mq_init(&t->inbox) != 0)
             return -1;
@@ -154,6 +154,7 @@ int http_init(int n, const char *host, int port, int *bound_port)
         if (!t->bound)
             return -1;
         t->inbox_ev = event_new(t->base, t->inbox.efd, EV_READ | EV_PERSIST, http_on_inbox, t);
+        mq_set_event(&t->inbox, t->inbox_ev);
         event_add(t->inbox_ev, NULL);
     }
     *bound_port = port;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <event2/event.h>
 #include <event2/thread.h>
 #include <ftw.h>
 #include <pthread.h>
@@ -25,6 +26,8 @@
 
 #include "actor/actor.h"
 #include "core/config.h"
+#include "core/shard.h"
+#include "core/util.h"
 #include "wire/jsonrpc.h"
 
 static const char SID[] = "00112233445566778899aabbccddeeff";
@@ -322,11 +325,66 @@ static void the_protocol_owns_the_meaning(void **state)
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* --workers 0: an id minted on HTTP thread i is placed on worker i (worker_place_on_thread),
+ * keeping its shard and its last 24 characters; with separate workers it is left alone. */
+static void an_id_minted_on_an_http_thread_lands_on_its_worker(void **state)
+{
+    strcpy(dir, "/tmp/mcpd-fakeproto-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    config_defaults(&g_cfg);
+    char err[256];
+    store = store_open(dir, false, 0, err, sizeof err);
+    assert_non_null(store);
+    enum { N = 3, IDS = 200 };
+    struct event_base *bases[N];
+    for (int i = 0; i < N; i++)
+        assert_non_null(bases[i] = event_base_new());
+    assert_int_equal(workers_start(N, store, &FAKE, sink, N, bases), 0);
+    worker_t *of[N] = {0};
+    int moved = 0;
+    for (int k = 0; k < IDS; k++) {
+        uint32_t th = (uint32_t)(k % N);
+        char sid[SESSION_ID_LEN + 1], before[SESSION_ID_LEN + 1];
+        assert_int_equal(session_id_new(sid), 0);
+        memcpy(before, sid, sizeof sid);
+        worker_place_on_thread(sid, th);
+        assert_true(session_id_valid(sid));
+        assert_int_equal(shard_of(sid), shard_of(before));
+        assert_memory_equal(sid + SESSION_ROUTE_LEN, before + SESSION_ROUTE_LEN,
+                            SESSION_ID_LEN - SESSION_ROUTE_LEN);
+        moved += strcmp(sid, before) != 0;
+        worker_t *w = worker_for_session(sid);
+        if (!of[th])
+            of[th] = w;
+        assert_ptr_equal(w, of[th]); /* every id of thread th: one worker */
+    }
+    assert_true(of[0] != of[1] && of[1] != of[2] && of[0] != of[2]); /* each thread its own */
+    assert_true(moved > IDS / 2); /* about 2 in 3 start elsewhere */
+    workers_stop();
+    for (int i = 0; i < N; i++)
+        event_base_free(bases[i]);
+
+    /* separate worker threads: an id stays as minted */
+    assert_int_equal(workers_start(N, store, &FAKE, sink, N, NULL), 0);
+    char sid[SESSION_ID_LEN + 1], before[SESSION_ID_LEN + 1];
+    for (int k = 0; k < IDS; k++) {
+        assert_int_equal(session_id_new(sid), 0);
+        memcpy(before, sid, sizeof sid);
+        worker_place_on_thread(sid, (uint32_t)(k % N));
+        assert_string_equal(sid, before);
+    }
+    workers_stop();
+    store_close(store);
+    store = NULL;
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     evthread_use_pthreads(); /* as main.c: other threads wake a worker's loop */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_protocol_owns_the_meaning),
+        cmocka_unit_test(an_id_minted_on_an_http_thread_lands_on_its_worker),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
