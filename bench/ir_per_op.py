@@ -31,7 +31,7 @@ def total_ir(binary, scenario, n, mcpbench, more_flags=(), more_args=()):
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                              binary, "--listen", "127.0.0.1:0", "--admin-listen", "off",
                              "--data-dir", os.path.join(data, "db"), "--log-level", "warn",
-                             "--workers", "0", "--tool-threads", "1"] + flags,
+                             "--workers", "0", "--http-threads", "1", "--tool-threads", "1"] + flags,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         line = proc.stdout.readline().decode()

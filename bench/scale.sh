@@ -3,8 +3,8 @@
 #
 #   bench/scale.sh [options] N...
 #
-# For each N: mcpactord pinned (taskset) to cores 0..N-1 with --http-threads N and --workers N
-# (--workers-zero: 0), then one mcpbench process per client core (the cores after the server's,
+# For each N: mcpactord pinned (taskset) to cores 0..N-1 with --http-threads N and its actors on
+# those threads (--workers 0, the default; --separate-workers: --workers N), then one mcpbench process per client core (the cores after the server's,
 # or --client-cores LIST), all on 127.0.0.1, for each scenario: call (JSON), call-modern
 # (2026-07-28), call with --response-mode sse (every event stored) and handshake. Each scenario
 # gets a fresh server and data directory. Prints one table: the clients' summed rate, and the
@@ -15,7 +15,7 @@
 #   --duration S         seconds measured per run (5); --warmup S: before it (1)
 #   --client-cores LIST  cores for the mcpbench processes, one process each (default: the cores
 #                        after the server's, up to 8 of them)
-#   --workers-zero       --workers 0 (the actors on the HTTP threads) instead of --workers N
+#   --separate-workers   --workers N (worker threads of their own) instead of --workers 0
 #   --scenarios LIST     a subset of call,call-modern,sse,handshake
 #   --server-flag F      passed to mcpactord (repeatable; e.g. --server-flag --sync)
 #   --json FILE          also append every row to FILE (one JSON object a line)
@@ -25,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build-rel dur=5 warm=1 client_cores="" wmode=n json=""
+build=build-rel dur=5 warm=1 client_cores="" wmode=0 json=""
 scens="call,call-modern,sse,handshake"
 sflags=()
 while [ $# -gt 0 ]; do
@@ -34,7 +34,8 @@ while [ $# -gt 0 ]; do
     --duration) dur=$2; shift 2 ;;
     --warmup) warm=$2; shift 2 ;;
     --client-cores) client_cores=$2; shift 2 ;;
-    --workers-zero) wmode=0; shift ;;
+    --separate-workers) wmode=n; shift ;;
+    --workers-zero) wmode=0; shift ;; # the default now; kept for old command lines
     --scenarios) scens=$2; shift 2 ;;
     --server-flag) sflags+=("$2"); shift 2 ;;
     --json) json=$2; shift 2 ;;

@@ -77,10 +77,11 @@ static const flag_t FLAGS[] = {
     {"move-dir", "DIR", K_STR, OFF(move_dir), 0, 0,
      "where this node writes the exports of the shards it releases and the files of those it "
      "adopts (default <data-dir>/moves; the cluster file's move_dir for the node)"},
-    {"http-threads", "N", K_INT, OFF(http_threads), 1, 64, "HTTP threads (default 1)"},
+    {"http-threads", "N", K_INT, OFF(http_threads), 1, 64,
+     "HTTP threads (default: one per CPU the process may use, at most 64)"},
     {"workers", "N", K_INT, OFF(workers), 0, 64,
-     "actor worker threads; 0 runs the actors on the HTTP threads (default 1, or 0 when the "
-     "process may use only one CPU)"},
+     "actor worker threads of their own; 0 runs each HTTP thread's actors on that thread "
+     "(default 0)"},
     {"tool-threads", "N", K_INT, OFF(tool_threads), 1, 1024, "tool handler threads (default 4)"},
     {"session-jobs", "N", K_INT, OFF(session_jobs), 1, 1024,
      "tool handlers one session may run at once; its other calls wait their turn, so one "
@@ -230,8 +231,8 @@ void config_defaults(config_t *c)
     strcpy(c->admin_host, "127.0.0.1");
     c->admin_port = 8081;
     strcpy(c->data_dir, "./mcpactord-data");
-    c->http_threads = 1;
-    c->workers = -1; /* decided after parsing: see config_parse */
+    c->http_threads = -1; /* decided after parsing: see config_parse */
+    c->workers = 0;
     c->tool_threads = 4;
     c->min_free_space = 64 * 1024 * 1024;
     c->session_jobs = -1; /* decided after parsing: half of --tool-threads */
@@ -580,11 +581,12 @@ int config_parse(config_t *c, int argc, char **argv)
         c->toolsets[c->n_toolsets++] = xstrdup("demo");
     if (c->session_jobs < 0)
         c->session_jobs = c->tool_threads / 2 > 1 ? c->tool_threads / 2 : 1;
-    if (c->workers < 0) {
-        /* on one CPU separate worker threads only add a thread switch to every request */
+    if (c->http_threads < 0) {
+        /* a loop per CPU, each with its actors (--workers 0): a request is read, served and
+         * answered on one thread; docs/PERFORMANCE.md "Scaling across cores" */
         cpu_set_t set;
-        int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
-        c->workers = cpus <= 1 ? 0 : 1;
+        int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+        c->http_threads = cpus < 1 ? 1 : cpus > 64 ? 64 : cpus;
     }
     return 0;
 }

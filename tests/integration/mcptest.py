@@ -6,7 +6,7 @@ tools/deps.sh) only through require_program(NAME), with NAME a literal: test_dep
 tools/deps.sh test installs the Debian package of every such program.
 
 Environment: MCPACTORD (path to the binary, set by meson), MCPD_TEST_KEEP=1 keeps data dirs,
-MCPD_TEST_FLAGS (extra flags for every server, e.g. "--workers 0").
+MCPD_TEST_FLAGS (extra flags for every server, e.g. "--workers 2").
 """
 import http.client
 import json

@@ -82,11 +82,11 @@ static void no_flags_give_the_documented_defaults(void **state)
     assert_string_equal(g_c.admin_host, "127.0.0.1");
     assert_int_equal(g_c.admin_port, 8081);
     assert_string_equal(g_c.data_dir, "./mcpactord-data");
-    assert_int_equal(g_c.http_threads, 1);
-    /* the default follows the CPUs the process may use (see the test below) */
+    /* one HTTP thread per CPU the process may use (see the test below), actors on them */
     cpu_set_t set;
-    bool one_cpu = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
-    assert_int_equal(g_c.workers, one_cpu ? 0 : 1);
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    assert_int_equal(g_c.http_threads, CPU_COUNT(&set) > 64 ? 64 : CPU_COUNT(&set));
+    assert_int_equal(g_c.workers, 0);
     assert_int_equal(g_c.tool_threads, 4);
     assert_int_equal(g_c.n_toolsets, 1);
     assert_string_equal(g_c.toolsets[0], "demo");
@@ -361,7 +361,7 @@ static void parsing_twice_gives_the_same_result(void **state)
     }
 }
 
-static void workers_default_to_separate_threads_unless_the_process_has_one_cpu(void **state)
+static void http_threads_default_to_the_cpus_the_process_may_use(void **state)
 {
     cpu_set_t saved, one;
     assert_int_equal(sched_getaffinity(0, sizeof saved, &saved), 0);
@@ -374,17 +374,17 @@ static void workers_default_to_separate_threads_unless_the_process_has_one_cpu(v
     }
     assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
     assert_int_equal(parse_args((const char *const[]){NULL}), 0);
-    assert_int_equal(g_c.workers, 0); /* one CPU: actors on the HTTP threads */
+    assert_int_equal(g_c.http_threads, 1); /* taskset -c 0: one loop */
+    assert_int_equal(g_c.workers, 0);
     config_free(&g_c);
-    assert_int_equal(PARSE("--workers", "3"), 0);
-    assert_int_equal(g_c.workers, 3); /* an explicit choice always wins */
+    assert_int_equal(PARSE("--http-threads", "3", "--workers", "2"), 0);
+    assert_int_equal(g_c.http_threads, 3); /* an explicit choice always wins */
+    assert_int_equal(g_c.workers, 2);
     config_free(&g_c);
     assert_int_equal(sched_setaffinity(0, sizeof saved, &saved), 0);
-    if (CPU_COUNT(&saved) > 1) {
-        assert_int_equal(parse_args((const char *const[]){NULL}), 0);
-        assert_int_equal(g_c.workers, 1);
-        config_free(&g_c);
-    }
+    assert_int_equal(parse_args((const char *const[]){NULL}), 0);
+    assert_int_equal(g_c.http_threads, CPU_COUNT(&saved) > 64 ? 64 : CPU_COUNT(&saved));
+    config_free(&g_c);
 }
 
 /* --upstream NAME=COMMAND: the name checked (a path segment), the command kept whole. */
@@ -414,7 +414,7 @@ static void upstream_takes_name_and_command(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(workers_default_to_separate_threads_unless_the_process_has_one_cpu),
+        cmocka_unit_test(http_threads_default_to_the_cpus_the_process_may_use),
         cmocka_unit_test_teardown(no_flags_give_the_documented_defaults, teardown),
         cmocka_unit_test_teardown(listen_sets_host_and_port, teardown),
         cmocka_unit_test_teardown(upstream_takes_name_and_command, teardown),
