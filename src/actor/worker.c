@@ -469,7 +469,7 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
         worker_t *w = &W[i];
         w->idx = i;
         w->colocated = host_bases != NULL;
-        w->base = w->colocated ? host_bases[i] : loop_base_new();
+        w->base = w->colocated ? host_bases[i] : loop_base_new(g_cfg.n_upstreams == 0);
         if (!w->base || mq_init(&w->inbox) != 0)
             return -1;
         w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST, on_inbox, w);

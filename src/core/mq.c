@@ -41,12 +41,13 @@ static unsigned mq_self(void)
     return self;
 }
 
-struct event_base *loop_base_new(void)
+struct event_base *loop_base_new(bool change_list)
 {
     struct event_config *cfg = event_config_new();
     if (!cfg)
         return NULL;
-    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    if (change_list)
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
     struct event_base *b = event_base_new_with_config(cfg);
     event_config_free(cfg);
     return b;
@@ -64,7 +65,7 @@ static void mq_wake(mq_t *q)
     if (q->ev && q != t_draining &&
         atomic_load_explicit(&q->owner, memory_order_relaxed) == mq_self()) {
         /* the consumer's own thread: it runs later in this turn of its loop (a consumer that
-         * pushes to its own queue waits for the next turn, so it cannot starve the loop) */
+         * pushes to its own queue while draining it waits for the next turn: see mq.h) */
         atomic_store_explicit(&q->local, true, memory_order_relaxed);
         event_active(q->ev, EV_READ, 0);
         return;

@@ -8,6 +8,10 @@
  * event (mq_set_event) is woken without the eventfd when the producer is the consumer's own
  * thread: the event is made active, so the consumer runs in the same turn of its loop, with no
  * system call (a co-located worker and its HTTP thread hand each request and reply over so).
+ * Such a turn goes on until no event is active: a chain of pushes between two queues of one
+ * thread runs to its end before the loop polls again (the HTTP side sends a worker requests and
+ * closed connections only, so every chain ends); a consumer pushing to its own queue while it
+ * drains it wakes it through the eventfd, for the next turn.
  *
  * Ownership: a pushed node belongs to the consumer from then on.
  */
@@ -26,12 +30,14 @@ typedef struct mq_node {
 struct event;
 struct event_base;
 
-/* A new event_base for a thread's loop (HTTP threads, workers): epoll with libevent's change list,
- * so the epoll_ctl calls of one turn of the loop are merged and made once, just before it waits
- * (a request's "stop reading" and its reply's "start writing" become one call). NULL on failure.
- * libevent's caveat for the change list: no descriptor of the loop may be shared with a dup()
- * of it; the server dups none (a spawned upstream gets its dup2s in the child only). */
-struct event_base *loop_base_new(void);
+/* A new event_base for a thread's loop (HTTP threads, workers); NULL on failure. With change_list,
+ * epoll with libevent's change list: the epoll_ctl calls of one turn of the loop are merged and
+ * made once, just before it waits (a request's "stop reading" and its reply's "start writing"
+ * become one call). libevent's caveat: no descriptor of the loop may have a copy elsewhere when
+ * it is closed, or its deferred EPOLL_CTL_DEL fails and epoll keeps reporting it. fork() makes
+ * such copies until the child's exec, so main asks for the change list only when no upstream
+ * is configured (the gateway forks its processes). */
+struct event_base *loop_base_new(bool change_list);
 
 typedef struct mq {
     pthread_mutex_t lock;

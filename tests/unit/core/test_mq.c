@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <event2/event.h>
+#include <event2/thread.h>
 
 #include "core/mq.h"
 
@@ -217,8 +219,133 @@ static void four_producers_deliver_every_node_exactly_once_in_order(void **state
     mq_destroy(&q);
 }
 
+/* ---- a loop's own queues (mq_set_event): two queues on one loop, as an HTTP thread and its
+ * co-located worker ---- */
+
+typedef struct loop2 {
+    struct event_base *base;
+    mq_t a, b;
+    struct event *eva, *evb, *kick;
+    item_t first, reply, again;
+    int a_turns, b_got, a_got;
+    bool push_to_self; /* on_a pushes `again` onto a while draining it */
+} loop2_t;
+
+static void a_node(mq_node_t *n, void *arg)
+{
+    loop2_t *l = arg;
+    l->a_got++;
+    if (l->push_to_self && as_item(n) == &l->first)
+        mq_push(&l->a, &l->again.node);
+    else if (as_item(n) == &l->first)
+        mq_push(&l->b, &l->reply.node); /* the worker's frames back to its HTTP thread */
+}
+
+static void on_a(evutil_socket_t fd, short what, void *arg)
+{
+    loop2_t *l = arg;
+    l->a_turns++;
+    mq_drain(&l->a, a_node, l);
+}
+
+static void on_b(evutil_socket_t fd, short what, void *arg)
+{
+    loop2_t *l = arg;
+    for (mq_node_t *n = mq_take_all(&l->b); n; n = n->next)
+        l->b_got++;
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    loop2_t *l = arg;
+    mq_push(&l->a, &l->first.node); /* the HTTP thread hands a request to its worker */
+}
+
+static void loop2_open(loop2_t *l)
+{
+    memset(l, 0, sizeof *l);
+    assert_non_null(l->base = loop_base_new(true));
+    assert_int_equal(mq_init(&l->a), 0);
+    assert_int_equal(mq_init(&l->b), 0);
+    l->eva = event_new(l->base, l->a.efd, EV_READ | EV_PERSIST, on_a, l);
+    l->evb = event_new(l->base, l->b.efd, EV_READ | EV_PERSIST, on_b, l);
+    l->kick = event_new(l->base, -1, 0, on_kick, l);
+    mq_set_event(&l->a, l->eva);
+    mq_set_event(&l->b, l->evb);
+    event_add(l->eva, NULL);
+    event_add(l->evb, NULL);
+    /* the consumer's thread is the one that takes: this one, as a loop's first drain would */
+    assert_null(mq_take_all(&l->a));
+    assert_null(mq_take_all(&l->b));
+}
+
+static void loop2_close(loop2_t *l)
+{
+    event_free(l->eva);
+    event_free(l->evb);
+    event_free(l->kick);
+    mq_destroy(&l->a);
+    mq_destroy(&l->b);
+    event_base_free(l->base);
+}
+
+static void
+a_push_on_the_consumers_thread_is_served_in_the_same_turn_without_the_eventfd(void **state)
+{
+    loop2_t l;
+    loop2_open(&l);
+    event_active(l.kick, EV_TIMEOUT, 0);
+    /* one turn: the kick pushes onto a, a's consumer runs and pushes onto b, b's runs */
+    assert_int_equal(event_base_loop(l.base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+    assert_int_equal(l.a_turns, 1);
+    assert_int_equal(l.a_got, 1);
+    assert_int_equal(l.b_got, 1);
+    assert_false(efd_readable(&l.a, 0)); /* no eventfd was written */
+    assert_false(efd_readable(&l.b, 0));
+    loop2_close(&l);
+}
+
+static void *push_first(void *arg)
+{
+    loop2_t *l = arg;
+    mq_push(&l->a, &l->first.node);
+    return NULL;
+}
+
+static void a_push_from_another_thread_wakes_the_loop_through_the_eventfd(void **state)
+{
+    loop2_t l;
+    loop2_open(&l);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, push_first, &l), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_true(efd_readable(&l.a, 0));
+    assert_int_equal(event_base_loop(l.base, EVLOOP_ONCE), 0); /* woken by the eventfd */
+    assert_int_equal(l.a_got, 1);
+    assert_int_equal(l.b_got, 1); /* the reply, from the loop's own thread: the same turn */
+    assert_false(efd_readable(&l.a, 0));
+    loop2_close(&l);
+}
+
+static void a_consumer_pushing_to_its_own_queue_is_served_in_the_next_turn(void **state)
+{
+    loop2_t l;
+    loop2_open(&l);
+    l.push_to_self = true;
+    event_active(l.kick, EV_TIMEOUT, 0);
+    assert_int_equal(event_base_loop(l.base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+    assert_int_equal(l.a_got, 1); /* `again` waits: the loop polls first */
+    assert_true(efd_readable(&l.a, 0));
+    assert_int_equal(event_base_loop(l.base, EVLOOP_ONCE), 0);
+    assert_int_equal(l.a_got, 2);
+    assert_int_equal(l.a_turns, 2);
+    assert_false(efd_readable(&l.a, 0));
+    loop2_close(&l);
+}
+
 int main(void)
 {
+    evthread_use_pthreads(); /* as main.c: another thread activates a loop's events */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_empty_queue_yields_nothing_and_is_not_readable),
         cmocka_unit_test(pushed_nodes_are_taken_oldest_first),
@@ -227,6 +354,10 @@ int main(void)
         cmocka_unit_test(a_chain_is_appended_in_one_splice_after_earlier_nodes),
         cmocka_unit_test(a_drain_calls_back_on_every_node_oldest_first_and_empties_the_queue),
         cmocka_unit_test(four_producers_deliver_every_node_exactly_once_in_order),
+        cmocka_unit_test(
+            a_push_on_the_consumers_thread_is_served_in_the_same_turn_without_the_eventfd),
+        cmocka_unit_test(a_push_from_another_thread_wakes_the_loop_through_the_eventfd),
+        cmocka_unit_test(a_consumer_pushing_to_its_own_queue_is_served_in_the_next_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
