@@ -78,7 +78,8 @@ static const flag_t FLAGS[] = {
      "where this node writes the exports of the shards it releases and the files of those it "
      "adopts (default <data-dir>/moves; the cluster file's move_dir for the node)"},
     {"http-threads", "N", K_INT, OFF(http_threads), 1, 64,
-     "HTTP threads (default: one per CPU the process may use, at most 64)"},
+     "HTTP threads (default: one per CPU the process may use, by its affinity and its cgroup's "
+     "CPU quota, at most 64)"},
     {"workers", "N", K_INT, OFF(workers), 0, 64,
      "actor worker threads of their own; 0 runs each HTTP thread's actors on that thread "
      "(default 0)"},
@@ -584,9 +585,8 @@ int config_parse(config_t *c, int argc, char **argv)
     if (c->http_threads < 0) {
         /* a loop per CPU, each with its actors (--workers 0): a request is read, served and
          * answered on one thread; docs/PERFORMANCE.md "Scaling across cores" */
-        cpu_set_t set;
-        int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-        c->http_threads = cpus < 1 ? 1 : cpus > 64 ? 64 : cpus;
+        int cpus = cpus_usable();
+        c->http_threads = cpus > 64 ? 64 : cpus;
     }
     return 0;
 }

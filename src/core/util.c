@@ -4,6 +4,7 @@
 #include "core/shard.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,16 +175,23 @@ void *xmalloc(size_t n)
 
 void *xcalloc(size_t n, size_t size)
 {
-    /* malloc and a clear, not calloc: glibc's calloc never takes a block from the thread's
-     * cache (tcache), though free puts blocks there, so the small objects a request makes and
-     * frees (its message, its stream, its replies) came from the arena's bins each time and left
-     * holes among the actors that stay: 37.1 -> 32.7 MB after 50,000 sessions hibernated, actors
-     * on the HTTP thread. explicit_bzero, so the compiler does not fold the pair back into calloc. */
+    /* malloc and a clear, not calloc, for small blocks: glibc's calloc never takes a block
+     * from the thread's cache (tcache), though free puts blocks there, so the small objects a
+     * request makes and frees (its message, its stream, its replies) came from the arena's bins
+     * each time (50,000 hibernated sessions, actors on the HTTP threads: 37.1 -> 34.6-36.0 MB).
+     * explicit_bzero, so the compiler does not fold the pair back into calloc. Large blocks stay
+     * calloc's: a fresh mapping is zero already and only its touched pages become resident. */
     size_t total;
     REQUIRE(!__builtin_mul_overflow(n ? n : 1, size ? size : 1, &total));
-    void *p = malloc(total);
+    void *p;
+    if (total >= 4096) {
+        p = calloc(1, total);
+    } else {
+        p = malloc(total);
+        if (p)
+            explicit_bzero(p, total);
+    }
     REQUIRE(p != NULL);
-    explicit_bzero(p, total);
     return p;
 }
 
@@ -206,6 +214,78 @@ char *xstrndup(const char *s, size_t n)
     char *p = strndup(s, n);
     REQUIRE(p != NULL);
     return p;
+}
+
+int cpu_quota_cpus(const char *quota_period)
+{
+    long long quota, period;
+    if (!quota_period || sscanf(quota_period, "%lld %lld", &quota, &period) != 2 || quota <= 0 ||
+        period <= 0)
+        return 0; /* "max 100000", "-1 100000", or not a quota */
+    long long cpus = (quota + period - 1) / period;
+    return cpus > 4096 ? 4096 : (int)cpus;
+}
+
+/* The first line of path, at most len - 1 bytes; false when it cannot be read. */
+static bool read_line(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    bool ok = fgets(out, (int)len, f) != NULL;
+    fclose(f);
+    return ok;
+}
+
+/* This process's cgroup CPU quota in CPUs (cgroup v2 cpu.max, else v1's cpu controller), read
+ * from its own cgroup and, inside a cgroup namespace, from the root it sees; 0: none. */
+static int cgroup_cpus(void)
+{
+    char line[512], v2[512] = "", v1[512] = "";
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *path = strchr(line, ':') ? strchr(strchr(line, ':') + 1, ':') : NULL;
+        if (!path)
+            continue;
+        if (strncmp(line, "0::", 3) == 0)
+            str_copy(v2, sizeof v2, path + 1);
+        else if (strstr(line, ":cpu,") || strstr(line, ",cpu:") || strstr(line, ":cpu:"))
+            str_copy(v1, sizeof v1, path + 1);
+    }
+    if (f)
+        fclose(f);
+    char p[1200], a[64], b[64], both[130];
+    const char *v2dirs[] = {v2, ""};
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof p, "/sys/fs/cgroup%s/cpu.max", strcmp(v2dirs[i], "/") ? v2dirs[i] : "");
+        if (read_line(p, a, sizeof a))
+            return cpu_quota_cpus(a);
+    }
+    const char *v1dirs[] = {v1, ""};
+    for (int i = 0; i < 2; i++) {
+        const char *d = strcmp(v1dirs[i], "/") ? v1dirs[i] : "";
+        snprintf(p, sizeof p, "/sys/fs/cgroup/cpu%s/cpu.cfs_quota_us", d);
+        if (!read_line(p, a, sizeof a))
+            continue;
+        snprintf(p, sizeof p, "/sys/fs/cgroup/cpu%s/cpu.cfs_period_us", d);
+        if (!read_line(p, b, sizeof b))
+            continue;
+        a[strcspn(a, "\n")] = '\0';
+        snprintf(both, sizeof both, "%s %s", a, b);
+        return cpu_quota_cpus(both);
+    }
+    return 0;
+}
+
+int cpus_usable(void)
+{
+    cpu_set_t set;
+    int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    int quota = cgroup_cpus();
+    if (quota > 0 && quota < cpus)
+        cpus = quota;
+    return cpus < 1 ? 1 : cpus;
 }
 
 int parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)

@@ -7,10 +7,10 @@
 #include <stdint.h>
 
 /* Always-on invariant check: a broken invariant aborts with its location. */
-#define REQUIRE(cond)                                                                      \
-    do {                                                                                   \
-        if (!(cond))                                                                       \
-            require_failed(#cond, __FILE__, __LINE__);                                     \
+#define REQUIRE(cond)                                  \
+    do {                                               \
+        if (!(cond))                                   \
+            require_failed(#cond, __FILE__, __LINE__); \
     } while (0)
 _Noreturn void require_failed(const char *cond, const char *file, int line);
 
@@ -49,6 +49,15 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+
+/* CPUs a cgroup CPU quota allows, rounded up: quota and period in microseconds, as cgroup v2's
+ * cpu.max holds them ("150000 100000" -> 2) and v1's cpu.cfs_quota_us and cpu.cfs_period_us
+ * (joined "QUOTA PERIOD"); 0 when there is no quota ("max ...", a quota of -1) or the text is
+ * not one. */
+int cpu_quota_cpus(const char *quota_period);
+/* The CPUs this process may use: its affinity mask, lowered to its own cgroup's CPU quota
+ * (a container limited to 2 CPUs on a 64-core host: 2); at least 1. */
+int cpus_usable(void);
 
 /* Parses a non-negative decimal integer that fits in [min, max]. 0 or -1. */
 int parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);

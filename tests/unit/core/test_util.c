@@ -1,4 +1,5 @@
 /* Unit tests: ids, integer and address parsing, hashing (src/core/util.c). */
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -226,6 +227,43 @@ static void hex_put_writes_the_fewest_digits_or_the_width_asked(void **state)
     }
 }
 
+/* A container's CPU quota lowers the default thread count: quota / period, rounded up. */
+static void a_cgroup_cpu_quota_counts_whole_cpus_rounded_up(void **state)
+{
+    assert_int_equal(cpu_quota_cpus("200000 100000"), 2);
+    assert_int_equal(cpu_quota_cpus("150000 100000\n"), 2);
+    assert_int_equal(cpu_quota_cpus("50000 100000"), 1);
+    assert_int_equal(cpu_quota_cpus("max 100000"), 0); /* v2: no quota */
+    assert_int_equal(cpu_quota_cpus("-1 100000"), 0);  /* v1: no quota */
+    assert_int_equal(cpu_quota_cpus("100000 0"), 0);
+    assert_int_equal(cpu_quota_cpus(""), 0);
+    assert_int_equal(cpu_quota_cpus(NULL), 0);
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    int n = cpus_usable();
+    assert_true(n >= 1 && n <= CPU_COUNT(&set));
+}
+
+/* Small blocks come cleared from malloc, large ones from calloc: all zero, any size. */
+static void xcalloc_gives_zeroed_blocks_small_and_large(void **state)
+{
+    size_t sizes[] = {0, 1, 168, 4095, 4096, 1 << 20};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        /* dirty the heap first so a reused block would show */
+        unsigned char *d = xmalloc(sizes[k] + 1);
+        memset(d, 0xab, sizes[k] + 1);
+        free(d);
+        unsigned char *p = xcalloc(1, sizes[k]);
+        for (size_t i = 0; i < sizes[k]; i++)
+            assert_int_equal(p[i], 0);
+        free(p);
+    }
+    unsigned char *q = xcalloc(3, 40);
+    for (int i = 0; i < 120; i++)
+        assert_int_equal(q[i], 0);
+    free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +284,8 @@ int main(void)
         cmocka_unit_test(a_host_too_long_for_the_buffer_is_rejected),
         cmocka_unit_test(string_duplicates_are_independent_copies),
         cmocka_unit_test(hex_put_writes_the_fewest_digits_or_the_width_asked),
+        cmocka_unit_test(a_cgroup_cpu_quota_counts_whole_cpus_rounded_up),
+        cmocka_unit_test(xcalloc_gives_zeroed_blocks_small_and_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
