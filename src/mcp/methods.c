@@ -18,6 +18,7 @@
 #include "wire/stateless.h"
 #include "mcp/schema.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #ifndef MCPD_VERSION
@@ -94,9 +95,17 @@ static void answer_refused(actor_t *a, call_t *c)
     actor_complete_call(a, c, refuse_error(c->id));
 }
 
-/* Built once at start and shared, read-only, by every answer (jansson's reference counts are
- * atomic): json_pack parsed its format on every answer. */
+/* Built once at start; each thread that answers takes its own copy, once (json_pack parsed its
+ * format on every answer). Not one value shared by every worker: jansson's json_incref reads
+ * the count before its atomic add, a race ThreadSanitizer reports once workers are many, and no
+ * json_t crosses threads here (docs/ARCHITECTURE.md). */
 static json_t *SERVER_INFO;
+static pthread_key_t g_info_key; /* the calling thread's copy, freed when the thread ends */
+
+static void info_free(void *info)
+{
+    json_decref(info);
+}
 /* What modern_decorate adds to most results, as JSON members' text (built with SERVER_INFO). */
 static char *DECORATION;
 static size_t DECORATION_LEN;
@@ -109,7 +118,12 @@ const char *mcp_decoration(size_t *len)
 
 json_t *mcp_server_info(void)
 {
-    return json_incref(SERVER_INFO);
+    json_t *mine = pthread_getspecific(g_info_key);
+    if (!mine) {
+        mine = json_deep_copy(SERVER_INFO);
+        REQUIRE(mine != NULL && pthread_setspecific(g_info_key, mine) == 0);
+    }
+    return json_incref(mine);
 }
 
 /* ---- requests ---- */
@@ -588,6 +602,7 @@ void mcp_init(const mcpd_registry_t *reg)
 {
     REG = reg;
     if (!SERVER_INFO) {
+        REQUIRE(pthread_key_create(&g_info_key, info_free) == 0);
         SERVER_INFO = json_pack("{s:s,s:s,s:s}", "name", "mcpactord", "title", "mcpactord",
                                 "version", MCPD_VERSION);
         buf_t b = {0};
