@@ -587,10 +587,12 @@ describe('key rotation at the issuer, without restarting mcpactord', () => {
     const r3 = await d.modern(4, 'tools/call', { name: 'echo', arguments: { text: 'k3' } }, after2);
     assert.equal(r3.status, 200, `the first request with the key of the second rotation: ${r3.status} ${r3.text}`);
     // the old keys are gone from the set now: a new token of one is refused (one seen before may
-    // stay accepted from the server's cache of verified tokens until its exp)
+    // stay accepted from the server's cache of verified tokens until its exp; that cache is per
+    // HTTP loop, so on a loop that has not seen it the token is verified again, and its key is
+    // one the set fetched moments ago lacks: 503 + Retry-After within the cooldown, as for id 5)
     await refusedIn(d, d.signed({}), 'a token of a dropped key', { id: 5, keyFetch: true });
     const cached = await d.modern(6, 'tools/call', { name: 'echo', arguments: { text: 'cached' } }, before);
-    assert.ok([200, 401].includes(cached.status), cached.text);
+    assert.ok([200, 401, 503].includes(cached.status), cached.text);
   });
 
   test('a rotation seen within the refetch cooldown: accepted once the cooldown allows a fetch', { timeout: 120000 }, async () => {
