@@ -203,11 +203,18 @@ principal_sched_t *principal_sched(principal_t *p)
 
 int principal_take(principal_t *p, pres_t r)
 {
+    return principal_take_upto(p, r, 0);
+}
+
+int principal_take_upto(principal_t *p, pres_t r, long long most)
+{
     pthread_mutex_lock(&g_mu);
     int rc = 0;
     int64_t limit = limit_locked(r);
     if (g_caps[r] > 0 && g_total[r] >= g_caps[r])
         rc = -ENOSPC;
+    else if (most > 0 && p->held[r] >= most)
+        rc = -EDQUOT;
     else if (limit > 0 && p->held[r] >= limit && p->name[0] != 'p')
         rc = -EDQUOT; /* "p:": a trusted proxy's connections carry many clients */
     else {

@@ -86,6 +86,9 @@ principal_sched_t *principal_sched(principal_t *p);
 /* Takes one unit of r for p: 0, -ENOSPC when the global cap is reached, -EDQUOT when p holds
  * its share already. Nothing is taken on failure. */
 int principal_take(principal_t *p, pres_t r);
+/* principal_take, and also -EDQUOT when p holds `most` units of r already (most > 0): a check
+ * and a take under one lock, so the bound is exact however many threads take at once. */
+int principal_take_upto(principal_t *p, pres_t r, long long most);
 /* Gives one unit of r back. */
 void principal_give(principal_t *p, pres_t r);
 /* One unit of r stops counting in p's share but still counts against the global cap (a

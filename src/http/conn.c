@@ -346,7 +346,8 @@ static principal_t *conn_principal(struct evhttp_connection *evcon, bool *truste
 }
 
 /* Starts tracking a connection: counted, and admitted when a place is free. scan (taken) is its
- * input's scanner, or NULL; p (taken) its principal. */
+ * input's scanner, or NULL; p (taken) its principal, which holds the connection's PR_OPEN unit
+ * already. */
 static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hscan_t *scan,
                           principal_t *p, bool trusted)
 {
@@ -356,7 +357,6 @@ static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hsc
     l->scan = scan;
     l->trusted = trusted;
     l->principal = p;
-    principal_take(p, PR_OPEN); /* no cap: it counts what the address has open */
     l->admitted = admit(l);
     ptrmap_put(&t->links, evcon, l);
     STAT_INC(connections_open);
@@ -375,9 +375,12 @@ static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hsc
     bool trusted;
     principal_t *p = conn_principal(evcon, &trusted);
     int64_t share = principal_limit(PR_CONNECTIONS);
-    bool over_share = !trusted && share > 0 && g_cfg.principal_share < 100 &&
-                      principal_held(p, PR_OPEN) >= 2 * share;
+    bool bounded = !trusted && share > 0 && g_cfg.principal_share < 100;
+    /* counted and checked under one lock: the HTTP threads accept at the same time */
+    bool over_share = principal_take_upto(p, PR_OPEN, bounded ? 2 * share : 0) != 0;
     if (over_share || STAT_GET(connections_open) >= 2 * g_cfg.max_connections) {
+        if (!over_share)
+            principal_give(p, PR_OPEN);
         STAT_INC(limit_refusals_total);
         if (over_share)
             STAT_INC(share_refusals_total);
@@ -451,6 +454,7 @@ hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req)
     if (!l) { /* not seen at accept (its bufferevent was not ours) */
         bool trusted;
         principal_t *p = conn_principal(evcon, &trusted);
+        principal_take(p, PR_OPEN); /* no bound: it counts what the address has open */
         l = link_make(t, evcon, NULL, p, trusted);
     }
     if (!l->admitted)
