@@ -36,22 +36,9 @@ bool actor_log_enabled(const actor_t *a, const char *level)
 void actor_reply_text(worker_t *w, conn_ref_t conn, int status, char *body, size_t len,
                       const char *sid_header, const char *retry_after)
 {
-    if (!conn.gen) {
-        free(body);
-        return;
-    }
-    hmsg_t *h = hmsg_new(HM_REPLY, conn);
-    h->status = status;
-    if (status == 503)
-        h->retry_after = retry_after ? retry_after : "1"; /* a shard moving: ask again soon */
-    if (body) {
-        h->content_type = "application/json";
-        h->body = body;
-        h->len = len;
-    }
-    if (sid_header)
-        memcpy(h->session_id, sid_header, SESSION_ID_LEN + 1);
-    worker_send_http(w, h);
+    hmsg_t *h = hmsg_reply(conn, status, body, len, sid_header, retry_after);
+    if (h)
+        worker_send_http(w, h);
 }
 
 void actor_reply(worker_t *w, conn_ref_t conn, int status, json_t *body, const char *sid_header)

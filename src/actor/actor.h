@@ -49,6 +49,7 @@ typedef struct stream {
     buf_t resp;            /* JSON mode: the responses collected so far, as JSON text joined by
                               * commas (n_resp of them) */
     int n_resp;
+    uint32_t get_mark;    /* a POST stream: the actor's get_frames when it began (stream.c) */
     json_t *req_ids;      /* request ids this stream serves (persisted) */
     struct event *window; /* auto mode: switch a silent call to SSE */
     bool session_header;  /* add Mcp-Session-Id to the response (initialize) */
@@ -128,8 +129,9 @@ typedef struct actor {
     stream_t *get; /* the standalone stream, loaded on first use */
     call_t *calls;
     pending_t *pending;
-    job_t *detached;  /* jobs still running whose call was cancelled (until done) */
-    int jobs_running; /* jobs on the pool holding a --session-jobs place */
+    job_t *detached;     /* jobs still running whose call was cancelled (until done) */
+    int jobs_running;    /* jobs on the pool holding a --session-jobs place */
+    uint32_t get_frames; /* frames queued for its standalone stream's connections (wraps) */
     job_t *jobs_queued, *jobs_queued_tail; /* waiting for a place, oldest first */
 } actor_t;
 

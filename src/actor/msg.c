@@ -56,6 +56,27 @@ hmsg_t *hmsg_new(hmsg_type_t type, conn_ref_t conn)
     return m;
 }
 
+hmsg_t *hmsg_reply(conn_ref_t conn, int status, char *body, size_t len, const char *sid_header,
+                   const char *retry_after)
+{
+    if (!conn.gen) {
+        free(body);
+        return NULL;
+    }
+    hmsg_t *h = hmsg_new(HM_REPLY, conn);
+    h->status = status;
+    if (status == 503)
+        h->retry_after = retry_after ? retry_after : "1"; /* a shard moving: ask again soon */
+    if (body) {
+        h->content_type = "application/json";
+        h->body = body;
+        h->len = len;
+    }
+    if (sid_header)
+        memcpy(h->session_id, sid_header, SESSION_ID_LEN + 1);
+    return h;
+}
+
 void hmsg_free(hmsg_t *m)
 {
     if (!m)

@@ -166,9 +166,20 @@ typedef struct hmsg {
     size_t len;
     char *req_id; /* SSE_START of a POST stream serving one request: its id
                                       (JSON text, owned), for an error that replaces the frame */
+    /* gen != 0: the frame goes out only after what was queued before it on this other
+     * connection (a session's standalone stream) has been written to its socket. It is queued
+     * to that connection's HTTP thread, which holds it until then and passes it on to conn's
+     * (http/fence.c). A JSON reply whose calls sent progress on the standalone stream. */
+    conn_ref_t after;
+    uint64_t until; /* HTTP thread, while held: `after`'s written-byte count to wait for */
 } hmsg_t;
 
 hmsg_t *hmsg_new(hmsg_type_t type, conn_ref_t conn);
+/* A complete response (HM_REPLY) with a JSON body (malloc'd, taken; may be NULL) and the
+ * Mcp-Session-Id and Retry-After headers (NULL: none; a 503 always gets one, "1" by default);
+ * NULL when conn is gone (the body is freed). */
+hmsg_t *hmsg_reply(conn_ref_t conn, int status, char *body, size_t len, const char *sid_header,
+                   const char *retry_after);
 void hmsg_free(hmsg_t *m);
 
 #endif

@@ -88,6 +88,7 @@ static hmsg_t *refused_reply(hmsg_t *m)
     json_t *err = refuse_error(id);
     json_decref(id);
     hmsg_t *r = hmsg_new(HM_REPLY, m->conn);
+    r->after = m->after; /* it stays in the queue it was taken from (fail_turn) */
     r->status = 503;
     r->content_type = "application/json";
     r->retry_after = REFUSE_RETRY_AFTER;

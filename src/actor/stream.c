@@ -325,6 +325,8 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         hmsg_t *h = hmsg_new(HM_SSE_DATA, s->conn);
         h->stream = s->num;
         h->body = buf_steal(&b, &h->len);
+        if (s->num == STREAM_GET)
+            a->get_frames++;
         worker_send_http(a->w, h);
     }
 }
@@ -353,6 +355,8 @@ void actor_send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive)
         h->body = buf_steal(body, &h->len);
     if (s->num != STREAM_GET && json_array_size(s->req_ids) == 1)
         h->req_id = json_dump_compact(json_array_get(s->req_ids, 0), NULL);
+    if (s->num == STREAM_GET)
+        a->get_frames++;
     worker_send_http(a->w, h);
 }
 
@@ -422,6 +426,7 @@ stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn)
     stream_t *s = stream_new(a, a->next_stream++);
     s->conn = conn;
     s->req_ids = json_array();
+    s->get_mark = a->get_frames;
     return s;
 }
 
@@ -483,8 +488,16 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
         }
         size_t len;
         char *text = buf_steal(&s->resp, &len);
-        actor_reply_text(a->w, s->conn, s->http_status ? s->http_status : 200, text, len,
-                         s->session_header ? a->sid : NULL, s->retry_after);
+        hmsg_t *h = hmsg_reply(s->conn, s->http_status ? s->http_status : 200, text, len,
+                               s->session_header ? a->sid : NULL, s->retry_after);
+        /* What its calls sent meanwhile went on the standalone stream (a JSON answer cannot
+         * carry it), another connection, maybe of another HTTP thread: the answer goes out
+         * after those frames are written, so a client never sees a call's progress after its
+         * result (hmsg_t.after). */
+        if (h && a->get && a->get->conn.gen && a->get_frames != s->get_mark)
+            h->after = a->get->conn;
+        if (h)
+            worker_send_http(a->w, h);
     }
     actor_free_stream(a, s, true);
     return true;

@@ -334,7 +334,7 @@ static void fail_turn(worker_t *w)
 
 void worker_send_http(worker_t *w, hmsg_t *m)
 {
-    outq_t *q = &w->out[m->conn.thread];
+    outq_t *q = &w->out[m->after.gen ? m->after.thread : m->conn.thread];
     m->link.next = NULL;
     if (q->last)
         q->last->next = &m->link;

@@ -81,6 +81,7 @@ hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *l
 
 void http_hconn_free(hconn_t *c)
 {
+    http_fence_end(c);
     http_thread_t *t = c->t;
     t->slots[c->slot] = NULL;
     t->gens[c->slot]++; /* invalidate refs still in flight */
@@ -476,7 +477,7 @@ void http_reply_link_refused(http_thread_t *t, struct evhttp_request *req, const
 #define SSE_INPUT_MAX (64 * 1024)
 
 /* The connection's bufferevent, or NULL when the request is detached from it (closed). */
-static struct bufferevent *conn_bev(hconn_t *c)
+struct bufferevent *http_conn_bev(hconn_t *c)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
     return evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
@@ -486,7 +487,7 @@ void http_end_stream(hconn_t *c)
 {
     if (c->link)
         c->link->sse = NULL;
-    struct bufferevent *bev = conn_bev(c);
+    struct bufferevent *bev = http_conn_bev(c);
     if (bev) {
         /* an ordinary keep-alive connection again: --read-timeout (evhttp_set_timeout sets it
          * both ways) and unbounded reads, as evhttp left them before the stream */
@@ -500,13 +501,13 @@ void http_end_stream(hconn_t *c)
 
 static size_t pending_output(hconn_t *c)
 {
-    struct bufferevent *bev = conn_bev(c);
+    struct bufferevent *bev = http_conn_bev(c);
     return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
 static size_t pending_input(hconn_t *c)
 {
-    struct bufferevent *bev = conn_bev(c);
+    struct bufferevent *bev = http_conn_bev(c);
     return bev ? evbuffer_get_length(bufferevent_get_input(bev)) : 0;
 }
 
@@ -531,7 +532,7 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
     /* straight into the connection's output, framed as evhttp_send_reply_chunk would (a hex
      * size line, the bytes, CRLF) but without its evbuffer_add_printf and a buffer per frame;
      * evhttp's write callback is already set from the reply's start */
-    struct bufferevent *bev = conn_bev(c);
+    struct bufferevent *bev = http_conn_bev(c);
     if (!bev || !len)
         return true; /* the connection is going: evhttp would drop it too */
     if (c->idle) {
@@ -657,8 +658,13 @@ static void handle_hmsg(http_thread_t *t, hmsg_t *m)
 
 static void on_hmsg(mq_node_t *n, void *arg)
 {
-    handle_hmsg(arg, (hmsg_t *)n);
-    hmsg_free((hmsg_t *)n);
+    hmsg_t *m = (hmsg_t *)n;
+    if (m->after.gen) { /* held here until another connection's output is written */
+        http_fence_hold(arg, m);
+        return;
+    }
+    handle_hmsg(arg, m);
+    hmsg_free(m);
 }
 
 void http_on_inbox(evutil_socket_t fd, short what, void *arg)

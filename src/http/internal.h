@@ -44,6 +44,7 @@ struct evbuffer_cb_entry;
 struct evhttp;
 struct evhttp_request;
 struct evhttp_connection;
+struct bufferevent;
 struct evhttp_bound_socket;
 struct bufferevent;
 struct event;
@@ -53,6 +54,7 @@ typedef enum { H_PENDING = 0, H_SSE } hstate_t;
 
 typedef struct http_thread http_thread_t;
 typedef struct hconn hconn_t;
+typedef struct hfence hfence_t;
 
 /* A connection's input scanned as evhttp will frame it (wire/httpscan.h), by a callback on its
  * bufferevent's input buffer that runs before evhttp reads the bytes (conn.c). Owned by the
@@ -101,8 +103,9 @@ struct hconn {
     struct event *keepalive;
     struct event *idle; /* a standalone GET stream without keepalive: ended when it has sent
                            nothing for --get-idle-timeout (the client resumes) */
-    json_t *id; /* the request's id, for an answer of our own at shutdown (a copy: the body is
+    json_t *id;      /* the request's id, for an answer of our own at shutdown (a copy: the body is
                    the actor's), or NULL */
+    hfence_t *fence; /* frames held until this SSE stream's earlier output is written (fence.c) */
 };
 
 struct http_thread {
@@ -138,6 +141,8 @@ extern hostcheck_t g_hostcheck;
 extern _Thread_local http_thread_t *g_http_self;
 
 /* conn.c */
+/* The connection's bufferevent, or NULL when the request is detached from it. */
+struct bufferevent *http_conn_bev(hconn_t *c);
 void http_send_reply(struct evhttp_request *req, int status, const char *ctype, const char *body,
                      size_t len, const char *sid, const char *retry_after);
 /* A JSON-RPC error reply; id may be NULL (null in the body). */
@@ -224,5 +229,12 @@ void http_challenge(struct evhttp_request *req, const json_t *id, challenge_t ki
 /* endpoint.c: the /mcp callback and the one for every other path */
 void http_on_mcp(struct evhttp_request *req, void *arg);
 void http_on_other(struct evhttp_request *req, void *arg);
+
+/* fence.c */
+/* Holds m (its `after` names a connection of t) until that connection's output queued so far is
+ * written, then passes it to its own connection's thread; takes m. */
+void http_fence_hold(http_thread_t *t, hmsg_t *m);
+/* c's stream ends (called by http_hconn_free): every frame it holds is passed on now. */
+void http_fence_end(hconn_t *c);
 
 #endif

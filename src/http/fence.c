@@ -1,0 +1,103 @@
+/* Threads: HTTP threads. */
+/* Frames held until another connection's earlier output is written (hmsg_t.after).
+ *
+ * In JSON response mode a POST is answered with plain JSON, so what its calls send meanwhile
+ * (progress, log messages) goes on the session's standalone GET stream: another connection,
+ * which may belong to another HTTP thread. Both threads write in parallel, so the answer could
+ * reach the client before the call's last progress, and a client drops progress for a request
+ * it has its answer to. The worker therefore queues such an answer to the GET stream's thread,
+ * after the stream's frames (worker_send_http). That thread holds it here until the stream's
+ * output, up to where it stood when the answer came, has been written to the socket, then
+ * passes it to the thread of the answer's own connection (http_deliver; the same thread
+ * included). So the progress is in the kernel before the answer is even queued.
+ *
+ * A stream whose reader stops reading holds the answers behind it until its bytes go, or until
+ * the stream ends (cut for a slow reader: --sse-buffer, or the 60 s write timeout; the client
+ * closing it; the server stopping): an ended stream passes every answer it held on at once.
+ */
+#include "http/internal.h"
+
+#include "actor/msg.h"
+#include "core/util.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <stdlib.h>
+
+struct hfence {
+    struct evbuffer *out;         /* the connection's output */
+    struct evbuffer_cb_entry *cb; /* on_output, on out from the first held answer on */
+    uint64_t written;             /* bytes taken from out since cb was added */
+    hmsg_t *first, *last;         /* held, in arrival order (each until is >= the one before) */
+};
+
+static void pass_on(hmsg_t *m)
+{
+    m->after.gen = 0;
+    m->link.next = NULL;
+    http_deliver(m->conn.thread, &m->link, &m->link, 1);
+}
+
+static void release(hfence_t *f, bool all)
+{
+    while (f->first && (all || f->first->until <= f->written)) {
+        hmsg_t *m = f->first;
+        f->first = (hmsg_t *)m->link.next;
+        pass_on(m);
+    }
+    if (!f->first)
+        f->last = NULL;
+}
+
+/* Runs whenever out changes: bytes appended (n_deleted 0) or written to the socket. */
+static void on_output(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
+{
+    (void)out;
+    hfence_t *f = arg;
+    if (!info->n_deleted)
+        return;
+    f->written += info->n_deleted;
+    release(f, false);
+}
+
+void http_fence_hold(http_thread_t *t, hmsg_t *m)
+{
+    hconn_t *c = http_hconn_get(t, m->after);
+    struct bufferevent *bev = c && c->state == H_SSE ? http_conn_bev(c) : NULL;
+    struct evbuffer *out = bev ? bufferevent_get_output(bev) : NULL;
+    size_t pending = out ? evbuffer_get_length(out) : 0;
+    if (!pending) { /* written already, or the stream is gone: nothing to wait for */
+        pass_on(m);
+        return;
+    }
+    hfence_t *f = c->fence;
+    if (!f) {
+        f = xcalloc(1, sizeof *f);
+        f->out = out;
+        f->cb = evbuffer_add_cb(out, on_output, f);
+        if (!f->cb) {
+            free(f);
+            pass_on(m);
+            return;
+        }
+        c->fence = f;
+    }
+    m->until = f->written + pending;
+    m->link.next = NULL;
+    if (f->last)
+        f->last->link.next = &m->link;
+    else
+        f->first = m;
+    f->last = m;
+}
+
+void http_fence_end(hconn_t *c)
+{
+    hfence_t *f = c->fence;
+    if (!f)
+        return;
+    c->fence = NULL;
+    evbuffer_remove_cb_entry(f->out, f->cb);
+    release(f, true);
+    free(f);
+}
