@@ -298,6 +298,15 @@ static void free_hmsg(mq_node_t *n, void *arg)
 
 void http_free(void)
 {
+    /* every connection first: a stream's close callback passes the frames it held on to
+     * another thread's inbox (fence.c), so no inbox goes before every connection has */
+    for (int i = 0; i < g_http_n; i++) {
+        http_thread_t *t = &g_http[i];
+        if (t->http)
+            evhttp_free(t->http);
+        else if (t->fd >= 0)
+            close(t->fd);
+    }
     for (int i = 0; i < g_http_n; i++) {
         http_thread_t *t = &g_http[i];
         if (t->inbox_ev) {
@@ -305,10 +314,6 @@ void http_free(void)
             event_free(t->inbox_ev);
             mq_destroy(&t->inbox);
         }
-        if (t->http)
-            evhttp_free(t->http);
-        else if (t->fd >= 0)
-            close(t->fd);
         ptrmap_free(&t->links); /* evhttp_free ran every connection's close callback */
         http_fresh_free(t);     /* accepted as the loop ended: freed by evhttp_free */
         if (t->fresh_ev)
