@@ -15,8 +15,8 @@
 
 static void configure(int64_t sessions, int share)
 {
-    const int64_t caps[PR__COUNT] = {[PR_SESSIONS] = sessions, [PR_HANDLES] = 0,
-                                     [PR_TASKS] = 0, [PR_CONNECTIONS] = 0};
+    const int64_t caps[PR__COUNT] = {
+        [PR_SESSIONS] = sessions, [PR_HANDLES] = 0, [PR_TASKS] = 0, [PR_CONNECTIONS] = 0};
     principals_configure(caps, share);
 }
 
@@ -117,6 +117,52 @@ static void the_cap_is_exact_under_concurrent_takes(void **state)
     assert_int_equal(principal_total(PR_SESSIONS), 0);
 }
 
+typedef struct {
+    principal_t *p;
+    pthread_barrier_t *go;
+} upto_arg_t;
+
+static void *upto_taker(void *arg)
+{
+    upto_arg_t *u = arg;
+    long got = 0;
+    pthread_barrier_wait(u->go);
+    for (int i = 0; i < TRIES; i++)
+        got += principal_take_upto(u->p, PR_OPEN, 16) == 0;
+    return (void *)got;
+}
+
+/* The bound an address's open connections get (twice its share, http/conn.c): the check and the
+ * take are one step, so threads taking at once never pass it together. */
+static void a_bound_taken_from_many_threads_at_once_is_exact(void **state)
+{
+    configure(1000, 100);
+    principal_t *p = principal_get("a:10.9.9.9");
+    assert_int_equal(principal_take_upto(p, PR_OPEN, 0), 0); /* 0: no bound of its own */
+    principal_give(p, PR_OPEN);
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, THREADS);
+    pthread_t t[THREADS];
+    upto_arg_t arg = {p, &go};
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, upto_taker, &arg);
+    long total = 0;
+    for (int i = 0; i < THREADS; i++) {
+        void *got;
+        pthread_join(t[i], &got);
+        total += (long)got;
+    }
+    pthread_barrier_destroy(&go);
+    assert_int_equal(total, 16);
+    assert_int_equal(principal_held(p, PR_OPEN), 16);
+    assert_int_equal(principal_take_upto(p, PR_OPEN, 16), -EDQUOT);
+    assert_int_equal(principal_take_upto(p, PR_OPEN, 17), 0); /* a higher bound: one more */
+    for (int i = 0; i < 17; i++)
+        principal_give(p, PR_OPEN);
+    assert_int_equal(principal_held(p, PR_OPEN), 0);
+    principal_unref(p);
+}
+
 static void addresses_count_ipv4_as_is_and_ipv6_by_its_64(void **state)
 {
     char out[64];
@@ -154,6 +200,7 @@ int main(void)
         cmocka_unit_test(a_principal_takes_its_share_and_the_cap_holds),
         cmocka_unit_test(no_cap_means_no_limit_and_a_share_is_at_least_one),
         cmocka_unit_test(the_cap_is_exact_under_concurrent_takes),
+        cmocka_unit_test(a_bound_taken_from_many_threads_at_once_is_exact),
         cmocka_unit_test(addresses_count_ipv4_as_is_and_ipv6_by_its_64),
         cmocka_unit_test(the_forwarded_client_is_the_last_entry_the_proxy_appended),
     };
