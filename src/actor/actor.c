@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/shard.h"
+#include "core/slab.h"
 #include "core/jsonparse.h"
 #include "store/eventlog.h"
 #include "store/sessionrec.h"
@@ -169,7 +170,7 @@ actor_t *actor_create(worker_t *w, const char *sid)
 
 actor_t *actor_create_kind(worker_t *w, const char *sid, char kind)
 {
-    actor_t *a = xcalloc(1, sizeof *a);
+    actor_t *a = slab_alloc(worker_actor_slab(w));
     a->kind = kind;
     memcpy(a->sid, sid, SESSION_ID_LEN + 1);
     a->tag = session_tag(sid);
@@ -428,7 +429,7 @@ static void actor_free(actor_t *a)
     if (a->ps)
         worker_ops(a->w)->state_free(a);
     principal_unref(a->owner);
-    free(a);
+    slab_free(worker_actor_slab(a->w), a);
 }
 
 /* Detaches every job from the actor and cancels it: the worker frees each at WM_TOOL_DONE. */

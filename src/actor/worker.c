@@ -468,6 +468,7 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
     for (int i = 0; i < n; i++) {
         worker_t *w = &W[i];
         w->idx = i;
+        slab_init(&w->actors, sizeof(actor_t));
         w->colocated = host_bases != NULL;
         w->base = w->colocated ? host_bases[i] : loop_base_new(g_cfg.n_upstreams == 0);
         if (!w->base || mq_init(&w->inbox) != 0)
@@ -607,6 +608,7 @@ void workers_stop(void)
         free(W[i].out);
         free(W[i].buckets);
         jshare_clear(&W[i].shared);
+        slab_destroy(&W[i].actors);
         free(W[i].touched);
         free(W[i].deferred);
         free(W[i].afters);

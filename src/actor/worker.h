@@ -172,6 +172,8 @@ void worker_turn_end(worker_t *w);
  * of client sends the same clientInfo and capabilities in every session (core/jshare.h). The
  * value must not be changed. Worker thread only. */
 json_t *worker_share_json(worker_t *w, json_t *v);
+/* Where its actors' memory comes from (core/slab.h). Worker thread only. */
+struct slab *worker_actor_slab(worker_t *w);
 struct actor *worker_find_actor(worker_t *w, const char *sid);
 void worker_add_actor(worker_t *w, struct actor *a);
 void worker_remove_actor(worker_t *w, struct actor *a);

@@ -11,6 +11,7 @@
 #include "core/mq.h"
 #include "core/principal.h"
 #include "core/ptrmap.h"
+#include "core/slab.h"
 #include "core/stats.h"
 #include "store/store.h"
 
@@ -80,6 +81,7 @@ struct worker {
     size_t ngives, cap_gives;
     ptrmap_t recover; /* hash(sid) of sessions reset by a failed turn */
     jshare_t shared;  /* clientInfo and capabilities its sessions share */
+    slab_t actors;    /* its actors' memory (core/slab.h) */
 };
 
 /* worker_table.c: an empty actor table for a new worker. */

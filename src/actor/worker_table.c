@@ -201,3 +201,8 @@ json_t *worker_share_json(worker_t *w, json_t *v)
 {
     return jshare_get(&w->shared, v);
 }
+
+slab_t *worker_actor_slab(worker_t *w)
+{
+    return &w->actors;
+}

@@ -7,6 +7,7 @@
 #include "core/principal.h"
 
 #include "core/jshare.h"
+#include "core/slab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ struct worker {
     struct actor *actors[16];
     int nactors;
     jshare_t shared;
+    slab_t slab;
     const actor_ops_t *ops;
 };
 
@@ -39,6 +41,7 @@ worker_t *fake_worker_new(store_t *store, struct event_base *base)
     FW.store = store;
     FW.batch = store_batch_new(store);
     FW.base = base;
+    slab_init(&FW.slab, sizeof(actor_t));
     t_current = &FW;
     return &FW;
 }
@@ -53,6 +56,7 @@ void fake_worker_free(worker_t *w)
     fake_worker_clear_sent(w);
     store_batch_free(w->batch);
     jshare_clear(&w->shared);
+    slab_destroy(&w->slab);
     t_current = NULL;
 }
 
@@ -195,6 +199,11 @@ struct actor *worker_find_actor(worker_t *w, const char *sid)
 json_t *worker_share_json(worker_t *w, json_t *v)
 {
     return jshare_get(&w->shared, v);
+}
+
+slab_t *worker_actor_slab(worker_t *w)
+{
+    return &w->slab;
 }
 void worker_add_actor(worker_t *w, struct actor *a)
 {
