@@ -45,11 +45,12 @@ typedef struct stream {
     bool dirty;            /* metadata to write at turn end */
     bool unmapped;         /* SSE with calls whose in-flight keys are not written yet */
     bool batch;            /* JSON mode answers with an array */
+    bool diverted;         /* a POST stream in JSON mode: a message of its calls went on the
+                              standalone stream instead (actor_send_diverted) */
     int outstanding;       /* requests not yet answered */
     buf_t resp;            /* JSON mode: the responses collected so far, as JSON text joined by
                               * commas (n_resp of them) */
     int n_resp;
-    uint32_t get_mark;    /* a POST stream: the actor's get_frames when it began (stream.c) */
     json_t *req_ids;      /* request ids this stream serves (persisted) */
     struct event *window; /* auto mode: switch a silent call to SSE */
     bool session_header;  /* add Mcp-Session-Id to the response (initialize) */
@@ -129,9 +130,8 @@ typedef struct actor {
     stream_t *get; /* the standalone stream, loaded on first use */
     call_t *calls;
     pending_t *pending;
-    job_t *detached;     /* jobs still running whose call was cancelled (until done) */
-    int jobs_running;    /* jobs on the pool holding a --session-jobs place */
-    uint32_t get_frames; /* frames queued for its standalone stream's connections (wraps) */
+    job_t *detached;  /* jobs still running whose call was cancelled (until done) */
+    int jobs_running; /* jobs on the pool holding a --session-jobs place */
     job_t *jobs_queued, *jobs_queued_tail; /* waiting for a place, oldest first */
 } actor_t;
 
@@ -220,6 +220,9 @@ void actor_drop_call(actor_t *a, call_t *c);
 void actor_stream_send(actor_t *a, stream_t *s, json_t *msg);
 /* Session-level message (no related request): standalone stream, or stored for it. */
 void actor_send_session(actor_t *a, json_t *msg);
+/* A message of a call on POST stream s that s cannot carry (JSON-only mode): session-level, and
+ * s's answer goes out after it (stream_t.diverted). */
+void actor_send_diverted(actor_t *a, stream_t *s, json_t *msg);
 /* Ends the POST exchange when nothing is outstanding. true when s was freed. */
 bool actor_stream_settle(actor_t *a, stream_t *s);
 /* Auto mode: arms the timer that switches a silent POST stream to SSE. */

@@ -325,8 +325,6 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         hmsg_t *h = hmsg_new(HM_SSE_DATA, s->conn);
         h->stream = s->num;
         h->body = buf_steal(&b, &h->len);
-        if (s->num == STREAM_GET)
-            a->get_frames++;
         worker_send_http(a->w, h);
     }
 }
@@ -355,8 +353,6 @@ void actor_send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive)
         h->body = buf_steal(body, &h->len);
     if (s->num != STREAM_GET && json_array_size(s->req_ids) == 1)
         h->req_id = json_dump_compact(json_array_get(s->req_ids, 0), NULL);
-    if (s->num == STREAM_GET)
-        a->get_frames++;
     worker_send_http(a->w, h);
 }
 
@@ -426,7 +422,6 @@ stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn)
     stream_t *s = stream_new(a, a->next_stream++);
     s->conn = conn;
     s->req_ids = json_array();
-    s->get_mark = a->get_frames;
     return s;
 }
 
@@ -438,7 +433,7 @@ void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
             /* a JSON-only POST cannot carry it: it becomes session-level. A 2026-07-28 request
              * has no session: what its call sends (progress it asked for with a progressToken,
              * log messages at its logLevel) has no other way to it, so its response turns SSE */
-            actor_send_session(a, msg);
+            actor_send_diverted(a, s, msg);
             return;
         }
         actor_stream_start_sse(a, s);
@@ -448,6 +443,12 @@ void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
     json_decref(msg);
     emit_event(a, s, text, len, NULL, true);
     free(text);
+}
+
+void actor_send_diverted(actor_t *a, stream_t *s, json_t *msg)
+{
+    s->diverted = true;
+    actor_send_session(a, msg);
 }
 
 void actor_send_session(actor_t *a, json_t *msg)
@@ -490,11 +491,12 @@ bool actor_stream_settle(actor_t *a, stream_t *s)
         char *text = buf_steal(&s->resp, &len);
         hmsg_t *h = hmsg_reply(s->conn, s->http_status ? s->http_status : 200, text, len,
                                s->session_header ? a->sid : NULL, s->retry_after);
-        /* What its calls sent meanwhile went on the standalone stream (a JSON answer cannot
-         * carry it), another connection, maybe of another HTTP thread: the answer goes out
-         * after those frames are written, so a client never sees a call's progress after its
-         * result (hmsg_t.after). */
-        if (h && a->get && a->get->conn.gen && a->get_frames != s->get_mark)
+        /* What its calls sent went on the standalone stream (a JSON answer cannot carry it),
+         * another connection, maybe of another HTTP thread: the answer is written to its
+         * socket only after those frames are written to theirs, so a client does not get a
+         * call's result before its progress (hmsg_t.after; best effort: the two connections
+         * are not ordered past the sockets) */
+        if (h && s->diverted && a->get && a->get->conn.gen)
             h->after = a->get->conn;
         if (h)
             worker_send_http(a->w, h);

@@ -81,7 +81,6 @@ hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *l
 
 void http_hconn_free(hconn_t *c)
 {
-    http_fence_end(c);
     http_thread_t *t = c->t;
     t->slots[c->slot] = NULL;
     t->gens[c->slot]++; /* invalidate refs still in flight */
@@ -253,6 +252,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     STAT_DEC(connections_open);
     principal_unref(l->principal);
     scan_detach(l->scan); /* its bufferevent is freed after this callback */
+    http_fence_end(l);
     free(l);
 }
 

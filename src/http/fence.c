@@ -6,14 +6,18 @@
  * which may belong to another HTTP thread. Both threads write in parallel, so the answer could
  * reach the client before the call's last progress, and a client drops progress for a request
  * it has its answer to. The worker therefore queues such an answer to the GET stream's thread,
- * after the stream's frames (worker_send_http). That thread holds it here until the stream's
- * output, up to where it stood when the answer came, has been written to the socket, then
- * passes it to the thread of the answer's own connection (http_deliver; the same thread
- * included). So the progress is in the kernel before the answer is even queued.
+ * after the stream's frames (worker_send_http). That thread holds it here until the
+ * connection's output, up to where it stood when the answer came, has been written to the
+ * socket, then passes it to the thread of the answer's own connection (http_deliver; the same
+ * thread included). So the progress is in the kernel's send queue before the answer is even
+ * queued (best effort past that: two TCP connections are not ordered with each other).
  *
- * A stream whose reader stops reading holds the answers behind it until its bytes go, or until
- * the stream ends (cut for a slow reader: --sse-buffer, or the 60 s write timeout; the client
- * closing it; the server stopping): an ended stream passes every answer it held on at once.
+ * The hold is the connection's (its hlink), not the stream's: a stream that ends (replaced by a
+ * new GET, idle, the server stopping) still has its last bytes to write. A reader that stops
+ * reading holds the answers behind it until its bytes go or its connection closes (cut for a
+ * slow reader: --sse-buffer or the 60 s write timeout; closed by the client; the server
+ * stopping), which passes every answer it held on at once. Only answers whose own calls sent
+ * something on the stream wait (stream_t.diverted).
  */
 #include "http/internal.h"
 
@@ -22,6 +26,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/http.h>
 #include <stdlib.h>
 
 struct hfence {
@@ -63,14 +68,15 @@ static void on_output(struct evbuffer *out, const struct evbuffer_cb_info *info,
 void http_fence_hold(http_thread_t *t, hmsg_t *m)
 {
     hconn_t *c = http_hconn_get(t, m->after);
-    struct bufferevent *bev = c && c->state == H_SSE ? http_conn_bev(c) : NULL;
+    hlink_t *l = c ? c->link : NULL;
+    struct bufferevent *bev = l ? evhttp_connection_get_bufferevent(l->evcon) : NULL;
     struct evbuffer *out = bev ? bufferevent_get_output(bev) : NULL;
     size_t pending = out ? evbuffer_get_length(out) : 0;
     if (!pending) { /* written already, or the stream is gone: nothing to wait for */
         pass_on(m);
         return;
     }
-    hfence_t *f = c->fence;
+    hfence_t *f = l->fence;
     if (!f) {
         f = xcalloc(1, sizeof *f);
         f->out = out;
@@ -80,7 +86,7 @@ void http_fence_hold(http_thread_t *t, hmsg_t *m)
             pass_on(m);
             return;
         }
-        c->fence = f;
+        l->fence = f;
     }
     m->until = f->written + pending;
     m->link.next = NULL;
@@ -91,12 +97,12 @@ void http_fence_hold(http_thread_t *t, hmsg_t *m)
     f->last = m;
 }
 
-void http_fence_end(hconn_t *c)
+void http_fence_end(hlink_t *l)
 {
-    hfence_t *f = c->fence;
+    hfence_t *f = l->fence;
     if (!f)
         return;
-    c->fence = NULL;
+    l->fence = NULL;
     evbuffer_remove_cb_entry(f->out, f->cb);
     release(f, true);
     free(f);

@@ -46,7 +46,6 @@ struct evhttp_request;
 struct evhttp_connection;
 struct bufferevent;
 struct evhttp_bound_socket;
-struct bufferevent;
 struct event;
 struct event_base;
 
@@ -81,6 +80,7 @@ typedef struct hlink {
     principal_t *principal; /* reference: "a:<peer address>" (core/principal.h), or
                                "p:<address>" for a --trusted-proxy */
     bool trusted;           /* its peer is a --trusted-proxy: X-Forwarded-For names the client */
+    hfence_t *fence;        /* frames held until its output written so far is written (fence.c) */
 } hlink_t;
 
 /* A connection accepted in this loop iteration and not tracked yet (http_on_fresh). */
@@ -103,9 +103,8 @@ struct hconn {
     struct event *keepalive;
     struct event *idle; /* a standalone GET stream without keepalive: ended when it has sent
                            nothing for --get-idle-timeout (the client resumes) */
-    json_t *id;      /* the request's id, for an answer of our own at shutdown (a copy: the body is
+    json_t *id; /* the request's id, for an answer of our own at shutdown (a copy: the body is
                    the actor's), or NULL */
-    hfence_t *fence; /* frames held until this SSE stream's earlier output is written (fence.c) */
 };
 
 struct http_thread {
@@ -234,7 +233,8 @@ void http_on_other(struct evhttp_request *req, void *arg);
 /* Holds m (its `after` names a connection of t) until that connection's output queued so far is
  * written, then passes it to its own connection's thread; takes m. */
 void http_fence_hold(http_thread_t *t, hmsg_t *m);
-/* c's stream ends (called by http_hconn_free): every frame it holds is passed on now. */
-void http_fence_end(hconn_t *c);
+/* l's connection closes (on_conn_close, before its bufferevent is freed): every frame it holds
+ * is passed on now. */
+void http_fence_end(hlink_t *l);
 
 #endif

@@ -200,7 +200,18 @@ static pthread_mutex_t quiesce_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t quiesce_cv = PTHREAD_COND_INITIALIZER;
 static int quiesced;
 
-static void on_quiesce(evutil_socket_t fd, short what, void *arg)
+static void quiesce_step_done(void)
+{
+    pthread_mutex_lock(&quiesce_mu);
+    quiesced++;
+    pthread_cond_broadcast(&quiesce_cv);
+    pthread_mutex_unlock(&quiesce_mu);
+}
+
+/* The quiesce's first step, on every HTTP thread before any takes the second: the streams end,
+ * and the JSON answers their connections held (fence.c) go to their own threads, whose second
+ * step sends them instead of a "shutting down" for a call that ran. */
+static void on_quiesce_streams(evutil_socket_t fd, short what, void *arg)
 {
     http_thread_t *t = arg;
     /* frames the workers queued before the stop (the listen streams' closing results) go out
@@ -211,6 +222,19 @@ static void on_quiesce(evutil_socket_t fd, short what, void *arg)
         evhttp_del_accept_socket(t->http, t->bound);
         t->bound = NULL;
     }
+    for (uint32_t i = 0; i < t->nslots; i++)
+        if (t->slots[i] && t->slots[i]->state == H_SSE)
+            http_end_stream(t->slots[i]);
+    for (size_t i = 0; i < t->links.cap; i++)
+        if (t->links.keys[i])
+            http_fence_end(t->links.vals[i]);
+    quiesce_step_done();
+}
+
+static void on_quiesce(evutil_socket_t fd, short what, void *arg)
+{
+    http_thread_t *t = arg;
+    http_on_inbox(-1, 0, t); /* the answers the first step passed on, and any late frames */
     for (uint32_t i = 0; i < t->nslots; i++) {
         hconn_t *c = t->slots[i];
         if (!c)
@@ -223,18 +247,15 @@ static void on_quiesce(evutil_socket_t fd, short what, void *arg)
             http_hconn_free(c);
         }
     }
-    pthread_mutex_lock(&quiesce_mu);
-    quiesced++;
-    pthread_cond_broadcast(&quiesce_cv);
-    pthread_mutex_unlock(&quiesce_mu);
+    quiesce_step_done();
 }
 
-void http_quiesce(void)
+static void quiesce_step(event_callback_fn step)
 {
     int n = 0;
     for (int i = 0; i < g_http_n; i++) {
         if (g_http[i].started) {
-            event_base_once(g_http[i].base, -1, EV_TIMEOUT, on_quiesce, &g_http[i], NULL);
+            event_base_once(g_http[i].base, -1, EV_TIMEOUT, step, &g_http[i], NULL);
             n++;
         }
     }
@@ -243,6 +264,12 @@ void http_quiesce(void)
         pthread_cond_wait(&quiesce_cv, &quiesce_mu);
     quiesced = 0;
     pthread_mutex_unlock(&quiesce_mu);
+}
+
+void http_quiesce(void)
+{
+    quiesce_step(on_quiesce_streams);
+    quiesce_step(on_quiesce);
 }
 
 /* HTTP_DRAIN_MS: how long the loop runs on at its stop for bytes still in connections' output

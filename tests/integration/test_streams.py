@@ -459,5 +459,112 @@ class DefaultCap(ServerTest):
         self.assertEqual(len(finals), 1, "the result is kept past the cap")
 
 
+JSON_ORDER_FLAGS = ("--response-mode", "json", "--http-threads", "2", "--sse-buffer", "67108864")
+BACKLOG = 20000  # log messages: ~3 MB, more than a reader with a 2 KiB window takes in
+
+
+class UnreadGet:
+    """A standalone GET stream whose client reads nothing until told (a 2 KiB receive window)."""
+
+    def __init__(self, session):
+        import socket
+        port = session.server.port
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        self.sock.connect(("127.0.0.1", port))
+        self.sock.sendall((f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                           "Accept: text/event-stream\r\n"
+                           f"Mcp-Session-Id: {session.sid}\r\n"
+                           f"MCP-Protocol-Version: {session.version}\r\n\r\n").encode())
+        self.data = b""
+        while b"\r\n\r\n" not in self.data:  # the head: the stream is attached
+            self.data += self.sock.recv(4096)
+
+    def read_until(self, needle, timeout=30):
+        self.sock.settimeout(timeout)
+        while needle not in self.data:
+            d = self.sock.recv(1 << 16)
+            if not d:
+                break
+            self.data += d
+        return needle in self.data
+
+
+def call_in_background(session, name, arguments):
+    """Starts a tools/call on its own connection; the returned dict gets 'msg' and 'at'."""
+    out = {}
+
+    def run_call():
+        _, out["msg"] = session.tool(name, arguments)
+        out["at"] = time.monotonic()
+
+    t = threading.Thread(target=run_call)
+    t.start()
+    return t, out
+
+
+class JsonAnswerAfterItsMessages(ServerTest):
+    """--response-mode json: what a call sends goes on the GET stream, another connection, maybe
+    of another HTTP loop; its JSON answer is written only after those frames are (http/fence.c)."""
+
+    SERVER_FLAGS = JSON_ORDER_FLAGS
+
+    def test_an_answer_waits_until_its_calls_messages_on_the_get_stream_are_written(self):
+        s = Session(self.server)
+        g = UnreadGet(s)
+        t, out = call_in_background(s, "notify", {"count": BACKLOG})
+        t.join(2.0)
+        self.assertNotIn("msg", out, "the answer came while its messages sat unwritten")
+        reading = time.monotonic()
+        # once the stream's bytes move into the socket (the kernel's buffers hold some of
+        # them), the answer goes
+        self.assertTrue(g.read_until(b'"n":%d,' % BACKLOG), "every message reaches the GET stream")
+        t.join(10)
+        self.assertEqual(text_of(out["msg"]), f"sent {BACKLOG}")
+        self.assertGreater(out["at"], reading)
+        g.sock.close()
+
+    def test_an_answer_whose_calls_sent_nothing_there_does_not_wait_for_the_get_stream(self):
+        s = Session(self.server)
+        g = UnreadGet(s)
+        # session-level messages fill the unread stream; neither call sent anything of its own
+        t, out = call_in_background(s, "notify", {"count": BACKLOG, "target": "session"})
+        t.join(10)
+        self.assertEqual(text_of(out["msg"]), f"sent {BACKLOG}")
+        started = time.monotonic()
+        _, m = s.tool("echo", {"text": "not held"})
+        self.assertEqual(text_of(m), "not held")
+        self.assertLess(time.monotonic() - started, 2.0)
+        g.sock.close()
+
+    def test_a_closed_get_stream_lets_what_it_held_go(self):
+        s = Session(self.server)
+        g = UnreadGet(s)
+        t, out = call_in_background(s, "notify", {"count": BACKLOG})
+        t.join(2.0)
+        self.assertNotIn("msg", out)
+        g.sock.close()
+        t.join(10)
+        self.assertEqual(text_of(out["msg"]), f"sent {BACKLOG}")
+        self.assertServerHealthy()
+
+
+class JsonAnswerHeldAtShutdown(unittest.TestCase):
+    def test_a_held_answer_goes_out_at_shutdown_not_a_retry(self):
+        server = Server(*JSON_ORDER_FLAGS)
+        try:
+            s = Session(server)
+            g = UnreadGet(s)
+            t, out = call_in_background(s, "notify", {"count": BACKLOG})
+            t.join(2.0)
+            self.assertNotIn("msg", out)
+            server.stop()
+            t.join(10)
+            self.assertIsNotNone(out.get("msg"), "the call ran: its answer, not 503")
+            self.assertEqual(text_of(out["msg"]), f"sent {BACKLOG}")
+            g.sock.close()
+        finally:
+            server.cleanup()
+
 if __name__ == "__main__":
     run()
