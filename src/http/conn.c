@@ -511,22 +511,30 @@ static size_t pending_input(hconn_t *c)
     return bev ? evbuffer_get_length(bufferevent_get_input(bev)) : 0;
 }
 
+/* Ends a stream the server cuts (a reader too slow, or sending too much): the answers its
+ * connection held for its bytes go now (fence.c), since those bytes may never be read. */
+static void cut_stream(hconn_t *c)
+{
+    if (c->link)
+        http_fence_end(c->link);
+    http_notify_ended(c);
+    http_end_stream(c);
+}
+
 /* Writes SSE bytes; false when the stream was cut for a slow reader (c is freed). */
 static bool sse_write(hconn_t *c, const char *data, size_t len)
 {
     if (pending_input(c) >= SSE_INPUT_MAX) {
         log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream", c->sid,
                  pending_input(c));
-        http_notify_ended(c);
-        http_end_stream(c);
+        cut_stream(c);
         return false;
     }
     if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
         log_warn(
             "session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
             c->sid, pending_output(c));
-        http_notify_ended(c);
-        http_end_stream(c);
+        cut_stream(c);
         return false;
     }
     /* straight into the connection's output, framed as evhttp_send_reply_chunk would (a hex

@@ -14,10 +14,12 @@
  *
  * The hold is the connection's (its hlink), not the stream's: a stream that ends (replaced by a
  * new GET, idle, the server stopping) still has its last bytes to write. A reader that stops
- * reading holds the answers behind it until its bytes go or its connection closes (cut for a
- * slow reader: --sse-buffer or the 60 s write timeout; closed by the client; the server
- * stopping), which passes every answer it held on at once. Only answers whose own calls sent
- * something on the stream wait (stream_t.diverted).
+ * reading holds the answers behind it until its bytes go, its stream is cut (--sse-buffer, or
+ * too much input on it: cut_stream passes them on at once), or its connection closes (the 60 s
+ * write timeout; closed by the client; the server stopping). Only answers whose own calls sent
+ * something on the stream wait (stream_t.diverted), and only for bytes the kernel's socket
+ * buffers could not take: a client that reads its GET stream only after its POST returns waits
+ * only when its calls sent more than those buffers hold.
  */
 #include "http/internal.h"
 
@@ -72,7 +74,9 @@ void http_fence_hold(http_thread_t *t, hmsg_t *m)
     struct bufferevent *bev = l ? evhttp_connection_get_bufferevent(l->evcon) : NULL;
     struct evbuffer *out = bev ? bufferevent_get_output(bev) : NULL;
     size_t pending = out ? evbuffer_get_length(out) : 0;
-    if (!pending) { /* written already, or the stream is gone: nothing to wait for */
+    /* written already, or the stream is gone: nothing to wait for; stopping: the quiesce's
+     * answers to what is still open come next, and this one goes before them */
+    if (!pending || t->stopping) {
         pass_on(m);
         return;
     }

@@ -549,6 +549,26 @@ class JsonAnswerAfterItsMessages(ServerTest):
         self.assertServerHealthy()
 
 
+class JsonAnswerHeldByACutStream(ServerTest):
+    SERVER_FLAGS = ("--response-mode", "json", "--http-threads", "2", "--sse-buffer", "4194304")
+
+    def test_a_stream_cut_for_a_slow_reader_lets_what_it_held_go_at_once(self):
+        s = Session(self.server)
+        g = UnreadGet(s)
+        ta, a = call_in_background(s, "notify", {"count": BACKLOG})  # held: ~3 MB unread
+        ta.join(2.0)
+        self.assertNotIn("msg", a)
+        # session-level messages push the unread bytes past --sse-buffer: the stream is cut, and
+        # the answer it held goes then, not when the connection times out (30 s)
+        tb, b = call_in_background(s, "notify", {"count": 2 * BACKLOG, "target": "session"})
+        tb.join(15)
+        ta.join(5)
+        self.assertEqual(text_of(b["msg"]), f"sent {2 * BACKLOG}")
+        self.assertIn("msg", a, "the held answer went when its stream was cut")
+        self.assertEqual(text_of(a["msg"]), f"sent {BACKLOG}")
+        self.assertIn("SSE reader too slow", self.server.log_tail(200000))
+        g.sock.close()
+
 class JsonAnswerHeldAtShutdown(unittest.TestCase):
     def test_a_held_answer_goes_out_at_shutdown_not_a_retry(self):
         server = Server(*JSON_ORDER_FLAGS)
