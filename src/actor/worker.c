@@ -398,6 +398,7 @@ static void on_trim_timer(evutil_socket_t fd, short what, void *arg)
     STAT_INC(timer_wakeups_total);
     w->burst_messages = 0;
     w->burst_bytes = 0;
+    slab_trim(&w->actors);  /* the actor pages' free spans */
     blockcache_give_back(); /* this thread's kept jansson and libevent blocks too */
 }
 

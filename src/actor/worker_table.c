@@ -105,11 +105,13 @@ void worker_on_idle_timer(evutil_socket_t fd, short what, void *arg)
     }
     idle_rearm(w);
     worker_turn_end(w);
-    /* Freed actors stay in malloc's arenas. After many hibernations, once nothing else is
-     * waiting to hibernate, hand the free pages back so hibernated sessions cost no resident
-     * memory (malloc_trim walks every arena: not something to do per actor). */
+    /* What freed actors held stays in malloc's arenas and on the actor pages (core/slab.h).
+     * After many hibernations, once nothing else is waiting to hibernate, hand the free pages
+     * back so hibernated sessions cost no resident memory (malloc_trim walks every arena: not
+     * something to do per actor). */
     if (w->hibernated_since_trim >= TRIM_AFTER_HIBERNATIONS &&
         (!w->lru_head || w->hibernated_since_trim >= 32 * TRIM_AFTER_HIBERNATIONS)) {
+        slab_trim(&w->actors);
         blockcache_give_back();
         w->hibernated_since_trim = 0;
     }

@@ -21,17 +21,18 @@
 #endif
 
 #define PAGE ((size_t)64 << 10) /* aligned to its size: a block finds its page by masking */
+#define SPAN ((size_t)4 << 10)  /* the kernel's page: what slab_trim gives back */
+#define WORDS 4                 /* the bitmap: up to 256 blocks a page */
 
-typedef struct free_block {
-    struct free_block *next;
-} free_block_t;
-
+/* Which blocks are handed out is a bitmap in the page's header, not a list threaded through
+ * the free blocks: a span of free blocks can then go back to the kernel (slab_trim) and come
+ * back as zero pages without breaking anything. */
 typedef struct slab_page {
     struct slab_page *next, *prev; /* in the slab's partial list */
-    free_block_t *free;            /* blocks given back */
-    size_t fresh;                  /* offset of the first block never handed out */
+    uint64_t live[WORDS];          /* bit i: block i is handed out */
     unsigned used;                 /* blocks handed out */
-    char pad[12];
+    bool trimmed;                  /* slab_trim looked at it, and no block was freed since */
+    char pad[11];
 } slab_page_t;
 
 _Static_assert(sizeof(slab_page_t) % 16 == 0, "blocks after the header stay 16-aligned");
@@ -39,6 +40,11 @@ _Static_assert(sizeof(slab_page_t) % 16 == 0, "blocks after the header stay 16-a
 static slab_page_t *page_of(const void *p)
 {
     return (slab_page_t *)((uintptr_t)p & ~(uintptr_t)(PAGE - 1));
+}
+
+static char *block_at(slab_page_t *pg, const slab_t *s, unsigned i)
+{
+    return (char *)pg + sizeof *pg + (size_t)i * s->size;
 }
 
 static slab_page_t *page_map(void)
@@ -51,9 +57,7 @@ static slab_page_t *page_map(void)
     if (head)
         munmap(m, head);
     munmap((char *)start + PAGE, PAGE - head);
-    slab_page_t *pg = (slab_page_t *)start; /* fresh anonymous memory: a zero header */
-    pg->fresh = sizeof *pg;
-    return pg;
+    return (slab_page_t *)start; /* fresh anonymous memory: an empty header */
 }
 
 static void unlink_page(slab_t *s, slab_page_t *pg)
@@ -80,8 +84,22 @@ void slab_init(slab_t *s, size_t size)
 {
     memset(s, 0, sizeof *s);
     s->size = (size + 15) & ~(size_t)15;
-    REQUIRE(s->size <= PAGE / 4);
-    s->per_page = (unsigned)((PAGE - sizeof(slab_page_t)) / s->size);
+    REQUIRE(s->size >= 64 && s->size <= PAGE / 4);
+    size_t n = (PAGE - sizeof(slab_page_t)) / s->size;
+    s->per_page = (unsigned)(n < WORDS * 64 ? n : WORDS * 64);
+}
+
+/* The lowest free block: blocks in use gather at the page's start, so its end's spans empty. */
+static unsigned first_free(const slab_t *s, const slab_page_t *pg)
+{
+    for (unsigned w = 0; w < WORDS; w++)
+        if (~pg->live[w]) {
+            unsigned i = w * 64 + (unsigned)__builtin_ctzll(~pg->live[w]);
+            if (i < s->per_page)
+                return i;
+        }
+    REQUIRE(!"a partial page has a free block");
+    return 0;
 }
 
 void *slab_alloc(slab_t *s)
@@ -100,15 +118,10 @@ void *slab_alloc(slab_t *s)
         }
         push_page(s, pg);
     }
-    void *p;
-    if (pg->free) {
-        p = pg->free;
-        pg->free = pg->free->next;
-    } else {
-        p = (char *)pg + pg->fresh;
-        pg->fresh += s->size;
-    }
-    memset(p, 0, s->size); /* a spare page's blocks were used before */
+    unsigned i = first_free(s, pg);
+    pg->live[i / 64] |= (uint64_t)1 << (i % 64);
+    void *p = block_at(pg, s, i);
+    memset(p, 0, s->size); /* a block used before, or on a span given back (zero already) */
     if (++pg->used == s->per_page)
         unlink_page(s, pg);
     return p;
@@ -125,22 +138,54 @@ void slab_free(slab_t *s, void *p)
         return;
     }
     slab_page_t *pg = page_of(p);
-    free_block_t *b = p;
-    b->next = pg->free;
-    pg->free = b;
+    size_t off = (size_t)((char *)p - block_at(pg, s, 0));
+    unsigned i = (unsigned)(off / s->size);
+    uint64_t bit = (uint64_t)1 << (i % 64);
+    REQUIRE(off % s->size == 0 && i < s->per_page && (pg->live[i / 64] & bit)); /* a double free */
+    pg->live[i / 64] &= ~bit;
+    pg->trimmed = false; /* a span of it may be free now */
     if (pg->used-- == s->per_page)
         push_page(s, pg); /* it was full: it has a free block again */
     if (pg->used)
         return;
     unlink_page(s, pg);
     if (!s->spare) { /* kept, resident: no map and unmap per session made and ended */
-        pg->free = NULL;
-        pg->fresh = sizeof *pg;
         s->spare = pg;
         return;
     }
     munmap(pg, PAGE);
     s->pages--;
+}
+
+/* Whether any block in use overlaps [from, to) of its page. */
+static bool span_live(const slab_t *s, const slab_page_t *pg, size_t from, size_t to)
+{
+    size_t base = sizeof *pg;
+    size_t first = from > base ? (from - base) / s->size : 0;
+    for (size_t i = first; i < s->per_page && base + i * s->size < to; i++)
+        if (pg->live[i / 64] & ((uint64_t)1 << (i % 64)))
+            return true;
+    return false;
+}
+
+size_t slab_trim(slab_t *s)
+{
+    size_t spans = 0;
+    if (SLAB_SANITIZED)
+        return 0;
+    for (slab_page_t *pg = s->partial; pg; pg = pg->next) {
+        if (pg->trimmed)
+            continue;
+        pg->trimmed = true;
+        /* the first span holds the header */
+        for (size_t from = SPAN; from < PAGE; from += SPAN) {
+            if (span_live(s, pg, from, from + SPAN))
+                continue;
+            madvise((char *)pg + from, SPAN, MADV_DONTNEED);
+            spans++;
+        }
+    }
+    return spans;
 }
 
 bool slab_on_pages(void)
