@@ -123,6 +123,12 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
      * writer that already failed; this is RocksDB's default, relied on here */
     rocksdb_options_set_paranoid_checks(s->opts, 1);
     rocksdb_options_set_info_log_level(s->opts, ROCKSDB_INFO_LOG_FATAL);
+    /* MCPD_STORE_PIPELINED_WRITE=1 in the environment: RocksDB's pipelined write (a write group's
+     * WAL write overlaps the previous group's memtable insert; a write still returns only when
+     * both are done), for A/B runs on many cores (docs/PERFORMANCE.md) */
+    const char *pipelined = getenv("MCPD_STORE_PIPELINED_WRITE");
+    if (pipelined && strcmp(pipelined, "1") == 0)
+        rocksdb_options_set_enable_pipelined_write(s->opts, 1);
 
     s->cf_opts = rocksdb_options_create_copy(s->opts);
     rocksdb_options_set_write_buffer_size(s->cf_opts, CF_WRITE_BUFFER_BYTES);
