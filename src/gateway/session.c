@@ -416,15 +416,18 @@ static call_t *related_call(actor_t *a, gw_sess_t *gs, const json_t *msg)
 /* The stream an upstream message goes on, as a tool's (actor_send_tool_request): the related
  * call's POST stream (not in JSON-only mode), else the standalone GET stream. A notification
  * may wait there for a GET (stored); a request needs a GET attached now: NULL, none can carry
- * it. A notification of a call that JSON-only mode sends there marks the call's stream, whose
- * answer then waits for it to be written (stream_t.diverted). */
+ * it. A call's progress or log message that JSON-only mode sends there marks the call's stream,
+ * whose answer then waits for it to be written (stream_t.diverted). */
 static stream_t *route_for(actor_t *a, gw_sess_t *gs, const json_t *msg, bool request)
 {
     call_t *c = related_call(a, gs, msg);
     if (c && g_cfg.response_mode != RESPONSE_JSON)
         return c->stream;
-    if (c && !request)
-        c->stream->diverted = true;
+    const json_t *method = json_object_get(msg, "method");
+    if (c && !request &&
+        (jsonrpc_str_is(method, "notifications/progress") ||
+         jsonrpc_str_is(method, "notifications/message")))
+        c->stream->diverted = true; /* a call's own: not a list change or the like */
     stream_t *g = actor_get_stream(a, !request);
     return request && !(g && g->conn.gen) ? NULL : g;
 }
