@@ -477,7 +477,7 @@ void http_reply_link_refused(http_thread_t *t, struct evhttp_request *req, const
 #define SSE_INPUT_MAX (64 * 1024)
 
 /* The connection's bufferevent, or NULL when the request is detached from it (closed). */
-struct bufferevent *http_conn_bev(hconn_t *c)
+static struct bufferevent *conn_bev(hconn_t *c)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
     return evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
@@ -487,7 +487,7 @@ void http_end_stream(hconn_t *c)
 {
     if (c->link)
         c->link->sse = NULL;
-    struct bufferevent *bev = http_conn_bev(c);
+    struct bufferevent *bev = conn_bev(c);
     if (bev) {
         /* an ordinary keep-alive connection again: --read-timeout (evhttp_set_timeout sets it
          * both ways) and unbounded reads, as evhttp left them before the stream */
@@ -501,13 +501,13 @@ void http_end_stream(hconn_t *c)
 
 static size_t pending_output(hconn_t *c)
 {
-    struct bufferevent *bev = http_conn_bev(c);
+    struct bufferevent *bev = conn_bev(c);
     return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
 static size_t pending_input(hconn_t *c)
 {
-    struct bufferevent *bev = http_conn_bev(c);
+    struct bufferevent *bev = conn_bev(c);
     return bev ? evbuffer_get_length(bufferevent_get_input(bev)) : 0;
 }
 
@@ -540,7 +540,7 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
     /* straight into the connection's output, framed as evhttp_send_reply_chunk would (a hex
      * size line, the bytes, CRLF) but without its evbuffer_add_printf and a buffer per frame;
      * evhttp's write callback is already set from the reply's start */
-    struct bufferevent *bev = http_conn_bev(c);
+    struct bufferevent *bev = conn_bev(c);
     if (!bev || !len)
         return true; /* the connection is going: evhttp would drop it too */
     if (c->idle) {

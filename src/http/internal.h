@@ -44,7 +44,6 @@ struct evbuffer_cb_entry;
 struct evhttp;
 struct evhttp_request;
 struct evhttp_connection;
-struct bufferevent;
 struct evhttp_bound_socket;
 struct event;
 struct event_base;
@@ -140,8 +139,6 @@ extern hostcheck_t g_hostcheck;
 extern _Thread_local http_thread_t *g_http_self;
 
 /* conn.c */
-/* The connection's bufferevent, or NULL when the request is detached from it. */
-struct bufferevent *http_conn_bev(hconn_t *c);
 void http_send_reply(struct evhttp_request *req, int status, const char *ctype, const char *body,
                      size_t len, const char *sid, const char *retry_after);
 /* A JSON-RPC error reply; id may be NULL (null in the body). */
