@@ -45,13 +45,13 @@ void mb_engine_init(mb_engine_t *e, mb_target_t *t, const mb_engine_cfg_t *cfg)
     for (int i = 0; i < e->cfg.slots; i++) {
         e->slots[i].e = e;
         e->slots[i].idx = i;
-        e->slots[i].conn = mb_conn_new(t);
+        e->slots[i].conn = e->cfg.conns ? e->cfg.conns[i] : mb_conn_new(t);
     }
 }
 
 void mb_engine_free(mb_engine_t *e)
 {
-    for (int i = 0; i < e->cfg.slots; i++)
+    for (int i = 0; i < e->cfg.slots && !e->cfg.conns; i++)
         mb_conn_free(e->slots[i].conn);
     free(e->slots);
     e->slots = NULL;

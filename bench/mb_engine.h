@@ -37,10 +37,10 @@ typedef struct mb_slot {
 struct mb_op {
     mb_engine_t *e;
     mb_slot_t *slot;
-    int64_t t_start;  /* when it was due (open loop) or started (closed loop) */
+    int64_t t_start; /* when it was due (open loop) or started (closed loop) */
     int64_t deadline;
-    int cls;          /* class for per-class figures (mixed) */
-    int status;       /* the HTTP status to count with MB_E_STATUS */
+    int cls;    /* class for per-class figures (mixed) */
+    int status; /* the HTTP status to count with MB_E_STATUS */
     void (*start)(mb_op_t *op);
     /* Frees the operation and whatever it opened (not the slot's connection). */
     void (*destroy)(mb_op_t *op);
@@ -57,6 +57,9 @@ typedef struct mb_stats {
 typedef struct mb_engine_cfg {
     const char *label; /* progress line */
     int slots;
+    /* The slots' connections, kept by the caller (NULL: the engine opens and closes its own).
+     * A run on the connections of an earlier run meets the server where that one left it. */
+    mb_conn_t **conns;
     int64_t duration_us; /* 0: no time bound */
     int64_t max_ops;     /* 0: no count bound */
     double rate;         /* operations per second; 0: closed loop */

@@ -86,8 +86,9 @@ char *mb_body_call_modern(int64_t id, const char *tool, const char *args_json, c
     if (!args)
         args = json_object();
     json_t *o = json_pack("{s:s, s:I, s:s, s:{s:s, s:o, s:{s:s, s:{s:s, s:s}, s:{}}}}", "jsonrpc",
-                          "2.0", "id", (json_int_t)id, "method", "tools/call", "params", "name", tool,
-                          "arguments", args, "_meta", "io.modelcontextprotocol/protocolVersion", pv,
+                          "2.0", "id", (json_int_t)id, "method", "tools/call", "params", "name",
+                          tool, "arguments", args, "_meta",
+                          "io.modelcontextprotocol/protocolVersion", pv,
                           "io.modelcontextprotocol/clientInfo", "name", "mcpbench", "version",
                           MB_VERSION, "io.modelcontextprotocol/clientCapabilities");
     return dump_take(o, len);
@@ -95,7 +96,8 @@ char *mb_body_call_modern(int64_t id, const char *tool, const char *args_json, c
 
 char *mb_body_ping(int64_t id, size_t *len)
 {
-    json_t *o = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", "ping");
+    json_t *o = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)id, "method",
+                          "ping");
     return dump_take(o, len);
 }
 
@@ -105,7 +107,8 @@ static bool skip_value(const char **pp, const char *end)
     const char *p = *pp;
     int depth = 0;
     do {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',' || *p == ':'))
+        while (p < end &&
+               (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',' || *p == ':'))
             p++;
         if (p >= end)
             return false;
@@ -444,29 +447,44 @@ mb_op_t *mb_hs_op_new(mb_sess_t *sess, bool do_delete, const char *pv)
 typedef struct setup_ctx {
     mb_sess_t *sess;
     long n, next;
+    long *slot_next; /* sticky: the next of each slot's own sessions (slot, slot + slots, ...) */
     const char *pv;
 } setup_ctx_t;
 
 static mb_op_t *setup_next(mb_engine_t *e, mb_slot_t *s)
 {
     setup_ctx_t *x = e->cfg.ud;
-    if (x->next >= x->n) {
-        mb_engine_finish(e);
+    long i = x->slot_next ? x->slot_next[s->idx] : x->next;
+    if (i >= x->n) {
+        if (!x->slot_next || x->next >= x->n)
+            mb_engine_finish(e);
         return NULL;
     }
-    mb_sess_t *sess = &x->sess[x->next++];
+    if (x->slot_next)
+        x->slot_next[s->idx] += e->cfg.slots;
+    x->next++;
+    mb_sess_t *sess = &x->sess[i];
     mb_sess_init(sess, x->pv);
-    sess->idx = (int)(x->next - 1);
+    sess->idx = (int)i;
     return mb_hs_op_new(sess, false, x->pv);
 }
 
-long mb_setup_sessions(mb_target_t *t, mb_sess_t *sess, long n, int slots, int64_t timeout_us,
-                       const char *pv, const char *label, bool progress, mb_stats_t *stats_out)
+long mb_setup_sessions(mb_target_t *t, mb_sess_t *sess, long n, int slots, mb_conn_t **conns,
+                       int64_t timeout_us, const char *pv, const char *label, bool progress,
+                       mb_stats_t *stats_out)
 {
     setup_ctx_t x = {.sess = sess, .n = n, .next = 0, .pv = pv};
+    if (!conns && slots > n)
+        slots = (int)(n > 0 ? n : 1);
+    if (conns) {
+        x.slot_next = mb_xcalloc((size_t)slots, sizeof *x.slot_next);
+        for (int i = 0; i < slots; i++)
+            x.slot_next[i] = i;
+    }
     mb_engine_cfg_t cfg = {
         .label = label,
-        .slots = slots < n ? slots : (int)(n > 0 ? n : 1),
+        .slots = slots,
+        .conns = conns,
         .max_ops = n,
         .timeout_us = timeout_us,
         .progress = progress,
@@ -480,6 +498,7 @@ long mb_setup_sessions(mb_target_t *t, mb_sess_t *sess, long n, int slots, int64
     if (stats_out)
         *stats_out = e.total;
     mb_engine_free(&e);
+    free(x.slot_next);
     return failed;
 }
 
@@ -503,8 +522,8 @@ static void get_done(mb_req_t *q, mb_err_t err, const mb_resp_t *resp)
     g->done = true;
 }
 
-json_t *mb_get_json(struct event_base *base, const char *url, bool allow_remote,
-                    int64_t timeout_us, char *err, size_t errlen)
+json_t *mb_get_json(struct event_base *base, const char *url, bool allow_remote, int64_t timeout_us,
+                    char *err, size_t errlen)
 {
     mb_target_t t;
     if (mb_target_parse(&t, base, url, allow_remote, err, errlen) != 0)

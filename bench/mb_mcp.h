@@ -47,7 +47,13 @@ char *mb_body_call_modern(int64_t id, const char *tool, const char *args_json, c
 char *mb_body_ping(int64_t id, size_t *len);
 extern const char mb_body_initialized[];
 
-typedef enum { MB_MSG_BAD, MB_MSG_RESPONSE, MB_MSG_ERROR, MB_MSG_NOTIFICATION, MB_MSG_REQUEST } mb_msg_t;
+typedef enum {
+    MB_MSG_BAD,
+    MB_MSG_RESPONSE,
+    MB_MSG_ERROR,
+    MB_MSG_NOTIFICATION,
+    MB_MSG_REQUEST
+} mb_msg_t;
 /* Classifies one JSON-RPC message; *id gets a response's integer id (-1 otherwise). With keep,
  * the parsed message is handed over (the caller decrefs), else freed. */
 mb_msg_t mb_msg_classify(const char *data, size_t len, int64_t *id, json_t **keep);
@@ -55,10 +61,10 @@ mb_msg_t mb_msg_classify(const char *data, size_t len, int64_t *id, json_t **kee
 typedef struct mb_rpc mb_rpc_t;
 struct mb_rpc {
     mb_req_t req;
-    int64_t id;          /* the request's JSON-RPC id (0: a notification) */
-    const char *check;   /* a string the response must contain (optional) */
+    int64_t id;        /* the request's JSON-RPC id (0: a notification) */
+    const char *check; /* a string the response must contain (optional) */
     size_t check_len;
-    bool want_response;  /* keep the parsed response in `response` */
+    bool want_response;    /* keep the parsed response in `response` */
     bool stop_on_response; /* end the request when the response arrived (do not wait for EOF) */
     /* results */
     int status;
@@ -86,14 +92,16 @@ mb_op_t *mb_hs_op_new(mb_sess_t *sess, bool do_delete, const char *pv);
 extern int mb_hs_requests;
 
 /* A session-setup phase: initializes (no DELETE) each of n sessions with `slots` connections.
+ * With conns (`slots` of them, kept by the caller), session i is initialized on conns[i % slots].
  * Returns the number that failed. */
-long mb_setup_sessions(mb_target_t *t, mb_sess_t *sess, long n, int slots, int64_t timeout_us,
-                       const char *pv, const char *label, bool progress, mb_stats_t *stats_out);
+long mb_setup_sessions(mb_target_t *t, mb_sess_t *sess, long n, int slots, mb_conn_t **conns,
+                       int64_t timeout_us, const char *pv, const char *label, bool progress,
+                       mb_stats_t *stats_out);
 
 /* GETs url and parses its JSON body (blocking in the loop, bounded by timeout). NULL on failure
  * with a message in err. */
-json_t *mb_get_json(struct event_base *base, const char *url, bool allow_remote,
-                    int64_t timeout_us, char *err, size_t errlen);
+json_t *mb_get_json(struct event_base *base, const char *url, bool allow_remote, int64_t timeout_us,
+                    char *err, size_t errlen);
 /* The server's RSS in bytes: from /proc/PID/status when pid > 0, else from the stats URL's JSON
  * (`rss_bytes`, mcpactord's /stats; or `rss`, Node's process.memoryUsage()). -1 when unknown.
  * With stats_out, the parsed JSON is handed over (caller decrefs). */

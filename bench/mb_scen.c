@@ -83,10 +83,11 @@ static void describe_errors(const mb_stats_t *s, char *out, size_t cap)
     }
 }
 
-int mb_scen_setup(const mb_cfg_t *c, mb_target_t *t, mb_sess_t *sess, long n, mb_result_t *r)
+int mb_scen_setup_on(const mb_cfg_t *c, mb_target_t *t, mb_sess_t *sess, long n, mb_conn_t **conns,
+                     mb_result_t *r)
 {
     mb_stats_t st;
-    long failed = mb_setup_sessions(t, sess, n, c->connections, mb_cfg_timeout_us(c), c->pv,
+    long failed = mb_setup_sessions(t, sess, n, c->connections, conns, mb_cfg_timeout_us(c), c->pv,
                                     "setup", mb_cfg_progress(c), &st);
     if (failed > 0) {
         char why[256];
@@ -95,6 +96,11 @@ int mb_scen_setup(const mb_cfg_t *c, mb_target_t *t, mb_sess_t *sess, long n, mb
         return -1;
     }
     return 0;
+}
+
+int mb_scen_setup(const mb_cfg_t *c, mb_target_t *t, mb_sess_t *sess, long n, mb_result_t *r)
+{
+    return mb_scen_setup_on(c, t, sess, n, NULL, r);
 }
 
 int mb_scen_target(mb_target_t *t, const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
@@ -112,6 +118,8 @@ int mb_scen_target(mb_target_t *t, const mb_cfg_t *c, const mb_peer_t *p, mb_res
 struct mb_call_ctx {
     mb_sess_t *sess;
     long nsess, rr;
+    int nslots; /* sticky: slot k calls sessions k, k + nslots, ... */
+    long *slot_rr;
     char *prefix, *suffix;
     size_t plen, slen;
     char *check;
@@ -169,6 +177,7 @@ void mb_call_ctx_free(mb_call_ctx_t *x)
     free(x->prefix);
     free(x->suffix);
     free(x->check);
+    free(x->slot_rr);
     free(x);
 }
 
@@ -203,7 +212,12 @@ static void call_start(mb_op_t *op)
 {
     call_op_t *o = (call_op_t *)op;
     mb_call_ctx_t *x = o->x;
-    mb_sess_t *s = &x->sess[x->rr++ % x->nsess];
+    long i = x->rr++ % x->nsess;
+    if (x->slot_rr) {
+        long k = op->slot->idx, per = (x->nsess - k + x->nslots - 1) / x->nslots;
+        i = k + x->slot_rr[k]++ % per * x->nslots;
+    }
+    mb_sess_t *s = &x->sess[i];
     int64_t id = s->next_id++;
     size_t k = x->plen;
     k += mb_fmt_i64(o->body + k, id);
@@ -249,19 +263,31 @@ int mb_scen_call(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     /* modern: one sessionless header set and one id counter shared by every request */
     long nsess = c->modern ? 1 : c->sessions;
     mb_sess_t *sess = mb_xcalloc((size_t)nsess, sizeof *sess);
+    mb_conn_t **conns = NULL; /* sticky: setup, warm-up and the run share them */
     int rc = -1;
     if (c->modern) {
         mb_sess_init(sess, c->pv);
         mb_sess_set_modern(sess, c->pv, "tools/call", c->call_tool);
         r->sessions = 0;
         mb_result_str(r, "protocol_version", c->pv);
-    } else if (mb_scen_setup(c, &t, sess, nsess, r) != 0) {
-        goto out;
+    } else {
+        if (c->sticky) {
+            conns = mb_xcalloc((size_t)c->connections, sizeof *conns);
+            for (int i = 0; i < c->connections; i++)
+                conns[i] = mb_conn_new(&t);
+        }
+        if (mb_scen_setup_on(c, &t, sess, nsess, conns, r) != 0)
+            goto out;
     }
     mb_call_ctx_t *x = mb_call_ctx_new(c, sess, nsess);
+    if (conns) {
+        x->nslots = c->connections;
+        x->slot_rr = mb_xcalloc((size_t)c->connections, sizeof *x->slot_rr);
+    }
     mb_engine_cfg_t ec = {
         .label = "call",
         .slots = c->connections,
+        .conns = conns,
         .duration_us = mb_cfg_duration_us(c),
         .max_ops = c->requests,
         .rate = c->rate,
@@ -297,6 +323,9 @@ int mb_scen_call(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     mb_call_ctx_free(x);
     rc = 0;
 out:
+    for (int i = 0; conns && i < c->connections; i++)
+        mb_conn_free(conns[i]);
+    free(conns);
     free(sess);
     return rc;
 }
@@ -445,7 +474,7 @@ int mb_scen_sessions(const mb_cfg_t *c, const mb_peer_t *p, mb_result_t *r)
     mb_stats_t st;
     int64_t cpu0 = mb_cpu_us();
     int64_t t0 = mb_now_us();
-    long failed = mb_setup_sessions(&t, sess, n, c->connections, mb_cfg_timeout_us(c), c->pv,
+    long failed = mb_setup_sessions(&t, sess, n, c->connections, NULL, mb_cfg_timeout_us(c), c->pv,
                                     "sessions", mb_cfg_progress(c), &st);
     int64_t t1 = mb_now_us();
     int64_t cpu = mb_cpu_us() - cpu0;

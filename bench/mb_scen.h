@@ -49,6 +49,7 @@ typedef struct mb_cfg {
     const char *save_sessions; /* wake: write the created ids here and stop */
     const char *load_sessions; /* wake: ids from here (a restarted server), no setup */
     unsigned seed;             /* --load-sessions: the random draw */
+    bool sticky;               /* call: session i set up and called on connection i % C only */
     double max_error_pct;
     bool json, quiet, allow_remote;
     mb_peer_t peer[2];
@@ -114,6 +115,9 @@ char *mb_args_with_count(const char *args_json, int64_t k, bool for_request);
 
 /* Session setup for a scenario: on failure fills r's failure message and returns -1. */
 int mb_scen_setup(const mb_cfg_t *c, mb_target_t *t, mb_sess_t *sess, long n, mb_result_t *r);
+/* The same on the caller's connections: session i on conns[i % c->connections]. */
+int mb_scen_setup_on(const mb_cfg_t *c, mb_target_t *t, mb_sess_t *sess, long n, mb_conn_t **conns,
+                     mb_result_t *r);
 
 /* The tools/call echo operation (shared by call and mixed). */
 typedef struct mb_call_ctx mb_call_ctx_t;

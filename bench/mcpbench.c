@@ -45,6 +45,9 @@ static const char usage_text[] =
     "  --load-sessions FILE   wake: no setup; wake --sessions ids drawn at random (--seed) from\n"
     "                         FILE, each once, then ping them again warm\n"
     "  --seed N               --load-sessions: the random draw (default 1)\n"
+    "  --sticky               call: each connection keeps to its own sessions (session i is set\n"
+    "                         up and called on connection i % C, as one client per session\n"
+    "                         would); needs S >= C. Default: any session on any connection\n"
     "scenario settings:\n"
     "  --text TEXT            echo text (default hello-bench)\n"
     "  --call-tool NAME       call: the tool (default echo); --call-arg NAME: the argument that\n"
@@ -118,6 +121,7 @@ enum {
     O_LOADSESS,
     O_SEED,
     O_HEADER,
+    O_STICKY,
 };
 
 static const struct option long_opts[] = {
@@ -157,6 +161,7 @@ static const struct option long_opts[] = {
     {"save-sessions", required_argument, NULL, O_SAVESESS},
     {"load-sessions", required_argument, NULL, O_LOADSESS},
     {"seed", required_argument, NULL, O_SEED},
+    {"sticky", no_argument, NULL, O_STICKY},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -411,6 +416,9 @@ int main(int argc, char **argv)
         case O_REMOTE:
             c.allow_remote = true;
             break;
+        case O_STICKY:
+            c.sticky = true;
+            break;
         case O_HELP:
             fputs(usage_text, stdout);
             fputs(usage_more, stdout);
@@ -447,6 +455,8 @@ int main(int argc, char **argv)
         c.rate = is_mixed ? 200 : 0;
     if (c.sessions < 1)
         c.sessions = 1;
+    if (c.sticky && (strcmp(c.scenario, "call") != 0 || c.sessions < c.connections))
+        return usage_error("--sticky: only with call, and --sessions at least --connections", "");
 
     c.npeers = compare ? 2 : 1;
     const char *urls[2] = {argv[optind], compare};

@@ -253,6 +253,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     principal_unref(l->principal);
     scan_detach(l->scan); /* its bufferevent is freed after this callback */
     http_fence_end(l);
+    http_flush_forget(l);
     free(l);
 }
 

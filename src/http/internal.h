@@ -80,6 +80,7 @@ typedef struct hlink {
                                "p:<address>" for a --trusted-proxy */
     bool trusted;           /* its peer is a --trusted-proxy: X-Forwarded-For names the client */
     hfence_t *fence;        /* frames held until its output written so far is written (fence.c) */
+    struct hlink *flush_next, **flush_pprev; /* noted for on_flush (flush.c); pprev NULL: not */
 } hlink_t;
 
 /* A connection accepted in this loop iteration and not tracked yet (http_on_fresh). */
@@ -124,6 +125,8 @@ struct http_thread {
     hfresh_t *fresh; /* accepted this loop iteration, not yet tracked (on_fresh) */
     uint32_t nfresh, capfresh;
     struct event *fresh_ev;
+    hlink_t *flush_head; /* connections given an answer this loop iteration (flush.c) */
+    struct event *flush_ev;
     struct event *trim_ev; /* malloc_trim after a big body was parsed (http_note_big_parse) */
     bool stopping;
     int64_t drain_until_us; /* http_stop: unsent output is written until then (0: not yet) */
@@ -225,6 +228,12 @@ void http_challenge(struct evhttp_request *req, const json_t *id, challenge_t ki
 /* endpoint.c: the /mcp callback and the one for every other path */
 void http_on_mcp(struct evhttp_request *req, void *arg);
 void http_on_other(struct evhttp_request *req, void *arg);
+
+/* flush.c: an answer's bytes written to the socket later in the loop iteration that made it
+ * (no epoll round trip); http_flush_forget when the connection closes. */
+void http_flush_soon(struct evhttp_connection *evcon);
+void http_flush_forget(hlink_t *l);
+void http_on_flush(evutil_socket_t fd, short what, void *arg);
 
 /* fence.c */
 /* Holds m (its `after` names a connection of t) until that connection's output queued so far is

@@ -424,6 +424,79 @@ class SseFraming(ServerTest):
         self.assertEqual(self.events_of(body.decode())[-1]["id"], 1)
 
 
+class AnswersOnOneConnection(ServerTest):
+    """An answer is written to the socket in the loop iteration that made it (http/flush.c), and
+    evhttp's bookkeeping runs as after its own write: the next request on the connection is
+    read, Connection: close closes, and what the socket cannot take yet goes later."""
+    SERVER_FLAGS = ("--http-threads", "2")
+
+    def post_raw(self, sock, session, body, extra=""):
+        data = json.dumps(body).encode()
+        return (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.server.port}\r\n"
+                f"Content-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n"
+                f"Mcp-Session-Id: {session.sid}\r\nMCP-Protocol-Version: {session.version}\r\n"
+                f"{extra}Content-Length: {len(data)}\r\n\r\n").encode() + data
+
+    def read_answers(self, sock, n, timeout=20):
+        """n HTTP/1.1 answers with Content-Length, in order: [(head, body)]."""
+        sock.settimeout(timeout)
+        buf, out = b"", []
+        while len(out) < n:
+            head, sep, rest = buf.partition(b"\r\n\r\n")
+            if sep:
+                length = int([h.split(b":", 1)[1] for h in head.split(b"\r\n")
+                              if h.lower().startswith(b"content-length:")][0])
+                if len(rest) >= length:
+                    out.append((head, rest[:length]))
+                    buf = rest[length:]
+                    continue
+            d = sock.recv(1 << 16)
+            self.assertTrue(d, f"closed after {len(out)} of {n} answers")
+            buf += d
+        return out, buf
+
+    def test_pipelined_requests_are_answered_in_order(self):
+        s = Session(self.server)
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as sock:
+            sock.sendall(b"".join(self.post_raw(sock, s, {"jsonrpc": "2.0", "id": 100 + i,
+                                                         "method": "ping"}) for i in range(5)))
+            answers, rest = self.read_answers(sock, 5)
+        self.assertEqual([json.loads(b)["id"] for _, b in answers], [100, 101, 102, 103, 104])
+        self.assertEqual(rest, b"")
+        self.assertServerHealthy()
+
+    def test_an_answer_bigger_than_the_socket_takes_is_finished_later(self):
+        s = Session(self.server)
+        text = "x" * (3 << 20)
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": text}}}
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", self.server.port))
+        with sock:
+            # the big answer, then a ping behind it on the same connection
+            sock.sendall(self.post_raw(sock, s, call) +
+                         self.post_raw(sock, s, {"jsonrpc": "2.0", "id": 8, "method": "ping"}))
+            time.sleep(1)  # the server has written what the socket took and waits
+            answers, _ = self.read_answers(sock, 2, timeout=30)
+        first = json.loads(answers[0][1])
+        self.assertEqual(first["id"], 7)
+        self.assertIn(text, first["result"]["content"][0]["text"])
+        self.assertEqual(json.loads(answers[1][1])["id"], 8)
+        self.assertServerHealthy()
+
+    def test_connection_close_closes_after_the_answer(self):
+        s = Session(self.server)
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as sock:
+            sock.sendall(self.post_raw(sock, s, {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+                                       "Connection: close\r\n"))
+            answers, rest = self.read_answers(sock, 1)
+            self.assertEqual(json.loads(answers[0][1])["id"], 3)
+            sock.settimeout(10)
+            self.assertEqual(rest + sock.recv(4096), b"", "the connection closes")
+        self.assertServerHealthy()
+
+
 class Sessions(ServerTest):
     def test_session_ids_are_128_bit_hex_and_unique(self):
         ids = {Session(self.server).sid for _ in range(20)}
