@@ -6,6 +6,12 @@ scenario, and reports (Ir(N2) - Ir(N1)) / (N2 - N1): start-up and shutdown cance
 
 Usage: bench/ir_per_op.py BINARY [BINARY...] [--scenario call|call-sse|handshake|call-modern]
                           [--n1 1000] [--n2 4000] [--mcpbench build/bench/mcpbench]
+                          [--server-flags '--http-threads 2'] [--mcpbench-args '--sticky ...']
+
+The server runs with --workers 0 --http-threads 1 --tool-threads 1 unless --server-flags says
+otherwise (later flags win). Callgrind runs one thread at a time, so with more loops the figure
+counts the instructions of the hops between them (queues, wake-ups, the allocator's paths for
+blocks freed on another thread) but not what they cost in cache misses or waiting.
 """
 import argparse
 import os
@@ -57,10 +63,13 @@ def main():
     ap.add_argument("--n1", type=int, default=1000)
     ap.add_argument("--n2", type=int, default=4000)
     ap.add_argument("--mcpbench", default="build/bench/mcpbench")
+    ap.add_argument("--server-flags", default="")
+    ap.add_argument("--mcpbench-args", default="")
     o = ap.parse_args()
+    extra = (o.server_flags.split(), o.mcpbench_args.split())
     for b in o.binaries:
-        a = total_ir(b, o.scenario, o.n1, o.mcpbench)
-        c = total_ir(b, o.scenario, o.n2, o.mcpbench)
+        a = total_ir(b, o.scenario, o.n1, o.mcpbench, *extra)
+        c = total_ir(b, o.scenario, o.n2, o.mcpbench, *extra)
         print(f"{o.scenario:10s} {b}: {(c - a) / (o.n2 - o.n1):,.0f} instructions per operation",
               flush=True)
 

@@ -2,12 +2,15 @@
 /* Message allocation. Any thread. */
 #include "actor/msg.h"
 
+#include "core/blockcache.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 wmsg_t *wmsg_new(wmsg_type_t type)
 {
-    wmsg_t *m = xcalloc(1, sizeof *m);
+    /* from the thread's block cache: a message is made on one thread and freed on another */
+    wmsg_t *m = blockcache_zalloc(sizeof *m);
     m->type = type;
     if (type == WM_POST)
         m->u.post.kinds = m->u.post.kinds_inline;
@@ -45,12 +48,12 @@ void wmsg_free(wmsg_t *m)
     default:
         break;
     }
-    free(m);
+    blockcache_free(m);
 }
 
 hmsg_t *hmsg_new(hmsg_type_t type, conn_ref_t conn)
 {
-    hmsg_t *m = xcalloc(1, sizeof *m);
+    hmsg_t *m = blockcache_zalloc(sizeof *m);
     m->type = type;
     m->conn = conn;
     return m;
@@ -81,7 +84,7 @@ void hmsg_free(hmsg_t *m)
 {
     if (!m)
         return;
-    free(m->body);
+    blockcache_free(m->body); /* json_dumps' text: jansson's allocator is the cache */
     free(m->req_id);
-    free(m);
+    blockcache_free(m);
 }

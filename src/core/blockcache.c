@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +24,16 @@
 #endif
 
 #define GRAIN 16
-#define CLASSES 16   /* chunks of 32..256 bytes: requests of up to 248 */
-#define PER_CLASS 64 /* kept per class and thread: at most ~136 KiB per thread */
+#define CLASSES 20 /* chunks of 32..320 bytes: requests of up to 312 (a wmsg_t is 288) */
+/* Kept per class and thread: 16 KiB of blocks (512 of the smallest, 51 of the largest), at most
+ * 304 KiB a thread. A loop turn that reads 30 requests holds some 600 small blocks (each header's
+ * name and value, the parsed body) until their answers go, and a request answered on another
+ * thread holds them across turns: what does not fit here goes through glibc's slow paths. */
+#define CLASS_BYTES (16 * 1024)
 
-typedef struct block { struct block *next; } block_t;
+typedef struct block {
+    struct block *next;
+} block_t;
 
 typedef struct {
     block_t *head[CLASSES + 1]; /* [0] and [1] unused */
@@ -93,7 +100,8 @@ static void block_free(void *p)
         return;
     size_t cls = (malloc_usable_size(p) + 8) / GRAIN;
     cache_t *c = &t_cache;
-    if (cls >= 2 && cls <= CLASSES && c->count[cls] < PER_CLASS && t_state != T_ENDING) {
+    if (cls >= 2 && cls <= CLASSES && c->count[cls] < CLASS_BYTES / (cls * GRAIN) &&
+        t_state != T_ENDING) {
         if (t_state == T_NEW) {
             t_state = T_REGISTERED;
             pthread_setspecific(g_key, c);
@@ -105,6 +113,29 @@ static void block_free(void *p)
         return;
     }
     free(p);
+}
+
+void *blockcache_alloc(size_t n)
+{
+    void *p = g_on ? block_alloc(n) : malloc(n);
+    if (!p) {
+        fprintf(stderr, "fatal: out of memory (%zu bytes)\n", n);
+        abort();
+    }
+    return p;
+}
+
+void *blockcache_zalloc(size_t n)
+{
+    return memset(blockcache_alloc(n), 0, n);
+}
+
+void blockcache_free(void *p)
+{
+    if (g_on)
+        block_free(p);
+    else
+        free(p);
 }
 
 static void *block_realloc(void *p, size_t n)

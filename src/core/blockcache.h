@@ -5,7 +5,7 @@
  * reply's headers), and frees them all within the request. glibc's own per-thread cache keeps
  * 7 blocks of a size, so most of such a burst took glibc's slower paths (_int_malloc, _int_free,
  * malloc_consolidate). Here each thread keeps up to 64 freed blocks of each glibc chunk size up
- * to 256 bytes (at most ~136 KiB a thread), and hands them out again on that thread.
+ * to 320 bytes (at most ~210 KiB a thread), and hands them out again on that thread.
  *
  * Every block is an ordinary malloc block of the size malloc would give: free() of a block
  * jansson or libevent allocated stays correct (json_dumps' text), a block may be freed on
@@ -19,10 +19,21 @@
 #define MCPD_CORE_BLOCKCACHE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Installs the cache as jansson's and libevent's allocator. Call first in main: before any
  * jansson value exists and before any other libevent call. */
 void blockcache_init(void);
+/* A block of n bytes from the calling thread's cache (malloc when the cache is off); aborts when
+ * memory is out, as xmalloc. Free it with blockcache_free (or free(): it is malloc's own).
+ * For what crosses threads many times a second (the messages between HTTP threads and
+ * workers): the thread that frees one keeps it, for its own next allocation of that size,
+ * where glibc would hand it back to the arena of the thread that made it, under that arena's
+ * lock. */
+void *blockcache_alloc(size_t n);
+/* The same, zeroed. */
+void *blockcache_zalloc(size_t n);
+void blockcache_free(void *p);
 /* True once blockcache_init installed the cache (false under the sanitizers or when off). */
 bool blockcache_active(void);
 /* How many blocks the calling thread keeps now (tests). */

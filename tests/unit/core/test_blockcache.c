@@ -133,11 +133,33 @@ static void values_made_on_one_thread_are_freed_on_another(void **state)
         json_decref(vals[i]);
     }
     if (blockcache_active()) {
-        /* each {"k": i} is four blocks of three sizes (the object and its pair, the table, the
-         * integer): 100 of each size freed, 64 kept per size */
-        assert_int_equal(blockcache_kept(), 3 * 64);
+        /* each {"k": i} is four blocks of three sizes up to 144 bytes (the object and its
+         * pair, the table, the integer): all 400 are kept (16 KiB of a size: at least 113) */
+        assert_int_equal(blockcache_kept(), 400);
     }
     blockcache_trim();
+}
+
+/* A size keeps 16 KiB of blocks: many small ones, few big ones; the rest goes to malloc. */
+static void a_size_keeps_16_kib_of_blocks(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t request, kept;
+    } sizes[] = {{24, 512}, {40, 341}, {248, 64}, {288, 53}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        void *b[1000];
+        for (int i = 0; i < 1000; i++)
+            b[i] = blockcache_alloc(sizes[k].request);
+        for (int i = 0; i < 1000; i++)
+            blockcache_free(b[i]);
+        if (blockcache_active())
+            assert_int_equal(blockcache_kept(), sizes[k].kept);
+        blockcache_trim();
+    }
+    void *big = blockcache_alloc(4096); /* past the kept sizes: malloc's, and back to it */
+    blockcache_free(big);
+    assert_int_equal(blockcache_kept(), 0);
 }
 
 static long long rss_bytes(void)
@@ -172,7 +194,7 @@ static void a_big_burst_on_a_thread_goes_back_to_the_system(void **state)
 {
     (void)state;
     if (!blockcache_active())
-        skip(); /* under a sanitizer, malloc is the sanitizer's own */
+        skip();                            /* under a sanitizer, malloc is the sanitizer's own */
     mallopt(M_MMAP_THRESHOLD, 512 * 1024); /* as main() sets it */
     long long rss[3];
     pthread_t t;
@@ -190,6 +212,7 @@ int main(void)
         cmocka_unit_test(libevents_blocks_are_kept_too),
         cmocka_unit_test(dumped_text_can_be_freed_with_free),
         cmocka_unit_test(values_made_on_one_thread_are_freed_on_another),
+        cmocka_unit_test(a_size_keeps_16_kib_of_blocks),
         cmocka_unit_test(a_big_burst_on_a_thread_goes_back_to_the_system),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
