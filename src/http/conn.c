@@ -496,8 +496,11 @@ void http_end_stream(hconn_t *c)
         bufferevent_set_timeouts(bev, &rt, &rt);
         bufferevent_setwatermark(bev, EV_READ, 0, 0);
     }
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
     evhttp_send_reply_end(c->req);
     http_hconn_free(c);
+    if (evcon) /* a lookup by address only: evhttp may have freed it (HTTP/1.0) */
+        http_flush_soon(evcon);
 }
 
 static size_t pending_output(hconn_t *c)

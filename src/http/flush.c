@@ -7,7 +7,8 @@
  * two epoll_ctl calls and a trip through epoll for every answer, on a socket that was writable
  * all along.
  *
- * So a connection given an answer (http_send_reply) is noted, and later in the same loop
+ * So a connection given an answer (http_send_reply), or whose SSE response ended
+ * (http_end_stream), is noted, and later in the same loop
  * iteration, before epoll_wait, on_flush writes its output straight to the socket. When all of
  * it went, it runs the bufferevent's write callbacks as the bufferevent would have after
  * writing (bufferevent_trigger): evhttp finishes the request and reads the next one. The write
