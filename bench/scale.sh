@@ -5,8 +5,10 @@
 #
 # For each N: mcpactord pinned (taskset) to cores 0..N-1 with --http-threads N and its actors on
 # those threads (--workers 0, the default; --separate-workers: --workers N), then one mcpbench process per client core (the cores after the server's,
-# or --client-cores LIST), all on 127.0.0.1, for each scenario: call (JSON), call-modern
-# (2026-07-28), call with --response-mode sse (every event stored) and handshake. Each scenario
+# or --client-cores LIST), all on 127.0.0.1, for each scenario: call (JSON; 8 sessions a client,
+# each called on all its connections), sticky (the same with one session a connection:
+# mcpbench --sticky), call-modern (2026-07-28), call with --response-mode sse (every event
+# stored) and handshake. Each scenario
 # gets a fresh server and data directory. Prints one table: the clients' summed rate, and the
 # server's CPU use over the measured run (100 % = one core).
 #
@@ -16,7 +18,7 @@
 #   --client-cores LIST  cores for the mcpbench processes, one process each (default: the cores
 #                        after the server's, up to 8 of them)
 #   --separate-workers   --workers N (worker threads of their own) instead of --workers 0
-#   --scenarios LIST     a subset of call,call-modern,sse,handshake
+#   --scenarios LIST     a subset of call,sticky,call-modern,sse,handshake
 #   --server-flag F      passed to mcpactord (repeatable; e.g. --server-flag --sync)
 #   --json FILE          also append every row to FILE (one JSON object a line)
 #
@@ -26,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build=build-rel dur=5 warm=1 client_cores="" wmode=0 json=""
-scens="call,call-modern,sse,handshake"
+scens="call,sticky,call-modern,sse,handshake"
 sflags=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -90,16 +92,17 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # run_clients SCEN CORES...: one mcpbench per core; prints "RATE ERRORS" (summed)
 run_clients() {
-  local scen=$1; shift
+  local scen=$1 mscen=$1; shift
   local args=(--duration "$dur" --json --quiet --max-errors 100)
   case $scen in
     call) args+=(--connections 32 --sessions 8 --warmup "$warm") ;;
+    call-sticky) mscen=call; args+=(--connections 32 --sessions 32 --sticky --warmup "$warm") ;;
     call-modern) args+=(--connections 32 --warmup "$warm") ;;
     handshake) args+=(--connections 8) ;;
   esac
   local pids=() i=0 c
   for c in "$@"; do
-    taskset -c "$c" "$bench" "$scen" "${args[@]}" "http://127.0.0.1:$port/mcp" \
+    taskset -c "$c" "$bench" "$mscen" "${args[@]}" "http://127.0.0.1:$port/mcp" \
       >"$tmp/client$i.json" 2>"$tmp/client$i.err" &
     pids+=($!); i=$((i + 1))
   done
@@ -128,6 +131,7 @@ measure() {
   trap stop_server EXIT # this runs in a subshell: its server goes with it
   case $scen in
     sse) mscen=call; flags=(--response-mode sse) ;;
+    sticky) mscen=call-sticky ;;
     call-modern) flags=(--modern) ;;
   esac
   start_server "$n" ${flags[@]+"${flags[@]}"}
