@@ -26,6 +26,7 @@
 
 #include "actor/msg.h"
 #include "actor/worker.h"
+#include "core/blockcache.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/principal.h"
@@ -37,16 +38,26 @@
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    job_t *express, *express_tail;   /* cancelled while waiting: they end at once */
+    job_t *express, *express_tail;       /* cancelled while waiting: they end at once */
     principal_t *waiting, *waiting_tail; /* principals with waiting jobs, round robin */
-    int busy;                        /* threads running a job */
-    int reserve;                     /* threads kept for principals with nothing running */
-    int share;                       /* threads one principal may hold */
+    int busy;                            /* threads running a job */
+    int reserve;                         /* threads kept for principals with nothing running */
+    int share;                           /* threads one principal may hold */
     bool stopping;
     pthread_t *threads;
     int n;
-} P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, NULL, NULL, 0, 1, 1,
-       false, NULL, 0};
+} P = {PTHREAD_MUTEX_INITIALIZER,
+       PTHREAD_COND_INITIALIZER,
+       NULL,
+       NULL,
+       NULL,
+       NULL,
+       0,
+       1,
+       1,
+       false,
+       NULL,
+       0};
 
 /* ---- the waiting queues (P.mu held) ---- */
 
@@ -145,6 +156,13 @@ static void *pool_main(void *arg)
         if (!j) {
             if (P.stopping && !P.waiting)
                 break;
+            if (blockcache_kept()) {
+                /* idle: its kept blocks go back (up to ~303 KiB a thread, of up to 1024) */
+                pthread_mutex_unlock(&P.mu);
+                blockcache_trim();
+                pthread_mutex_lock(&P.mu);
+                continue;
+            }
             pthread_cond_wait(&P.cv, &P.mu);
             continue;
         }
@@ -158,7 +176,8 @@ static void *pool_main(void *arg)
         if (j->pool_skip) {
             /* cancelled while it waited for a thread: its handler has nothing to do */
             if (atomic_load(&j->moving))
-                mcpd_ctx_set_error(j, MCPD_ERR_MOVED, "this session's shard is moving to "
+                mcpd_ctx_set_error(j, MCPD_ERR_MOVED,
+                                   "this session's shard is moving to "
                                    "another node: the call did not run; retry");
             else
                 mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the call was cancelled");
@@ -198,7 +217,8 @@ int pool_start(int nthreads)
         pthread_mutex_unlock(&P.mu);
     }
     log_debug("tool pool: %d threads, %d per principal, %d kept for principals with nothing "
-              "running", P.n, P.share, P.reserve);
+              "running",
+              P.n, P.share, P.reserve);
     return 0;
 }
 

@@ -26,7 +26,7 @@
 #define GRAIN 16
 #define CLASSES 20 /* chunks of 32..320 bytes: requests of up to 312 (a wmsg_t is 288) */
 /* Kept per class and thread: 16 KiB of blocks (512 of the smallest, 51 of the largest), at most
- * 304 KiB a thread. A loop turn that reads 30 requests holds some 600 small blocks (each header's
+ * 303 KiB a thread. A loop turn that reads 30 requests holds some 600 small blocks (each header's
  * name and value, the parsed body) until their answers go, and a request answered on another
  * thread holds them across turns: what does not fit here goes through glibc's slow paths. */
 #define CLASS_BYTES (16 * 1024)

@@ -4,8 +4,9 @@
  * libevent ones (the evhttp_request, each header's evkeyval and two strdups, evbuffers, the
  * reply's headers), and frees them all within the request. glibc's own per-thread cache keeps
  * 7 blocks of a size, so most of such a burst took glibc's slower paths (_int_malloc, _int_free,
- * malloc_consolidate). Here each thread keeps up to 64 freed blocks of each glibc chunk size up
- * to 320 bytes (at most ~210 KiB a thread), and hands them out again on that thread.
+ * malloc_consolidate). Here each thread keeps up to 16 KiB of freed blocks of each glibc chunk
+ * size up to 320 bytes (512 of the smallest, 51 of the largest; at most ~303 KiB a thread), and
+ * hands them out again on that thread.
  *
  * Every block is an ordinary malloc block of the size malloc would give: free() of a block
  * jansson or libevent allocated stays correct (json_dumps' text), a block may be freed on
@@ -29,7 +30,9 @@ void blockcache_init(void);
  * For what crosses threads many times a second (the messages between HTTP threads and
  * workers): the thread that frees one keeps it, for its own next allocation of that size,
  * where glibc would hand it back to the arena of the thread that made it, under that arena's
- * lock. */
+ * lock. That holds while the flows balance (each loop of the default mode both makes and frees
+ * messages) and for bursts up to a size's bound; a one-way flow (worker threads of their own:
+ * --workers N) fills the freeing thread's bound, and the rest goes to glibc as before. */
 void *blockcache_alloc(size_t n);
 /* The same, zeroed. */
 void *blockcache_zalloc(size_t n);

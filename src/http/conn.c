@@ -497,10 +497,10 @@ void http_end_stream(hconn_t *c)
         bufferevent_setwatermark(bev, EV_READ, 0, 0);
     }
     struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    if (evcon) /* noted first: evhttp may free it at once (HTTP/1.0), and its close unnotes it */
+        http_flush_soon(evcon);
     evhttp_send_reply_end(c->req);
     http_hconn_free(c);
-    if (evcon) /* a lookup by address only: evhttp may have freed it (HTTP/1.0) */
-        http_flush_soon(evcon);
 }
 
 static size_t pending_output(hconn_t *c)
@@ -599,6 +599,12 @@ static void start_sse(hconn_t *c, hmsg_t *m)
         evhttp_add_header(out, "Mcp-Session-Id", m->session_id);
     http_cors_headers(c->req);
     stats_count_status(200);
+    if (c->req->major == 1 && c->req->minor == 0) { /* http_struct.h's fields (2.1 has no getter) */
+        /* HTTP/1.0 has no chunks: the stream's body ends with the connection. evhttp would
+         * answer a keep-alive request with "Connection: keep-alive" and "Content-Length: 0"
+         * before the events, so the request is made one that closes */
+        evhttp_remove_header(evhttp_request_get_input_headers(c->req), "Connection");
+    }
     evhttp_send_reply_start(c->req, 200, "OK");
     c->chunked = evhttp_find_header(out, "Transfer-Encoding") != NULL; /* evhttp chose it */
     c->state = H_SSE;

@@ -120,11 +120,11 @@ void http_send_reply(struct evhttp_request *req, int status, const char *ctype, 
     if (body && len && evhttp_request_get_command(req) != EVHTTP_REQ_HEAD)
         evbuffer_add(b, body, len);
     stats_count_status(status);
-    /* taken first: evhttp_send_reply frees a request whose connection is gone */
+    /* noted first: evhttp_send_reply frees a request whose connection is gone */
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    evhttp_send_reply(req, status, reason_of(status), NULL);
     if (evcon)
         http_flush_soon(evcon);
+    evhttp_send_reply(req, status, reason_of(status), NULL);
 }
 
 /* id: the request's id to echo (borrowed), NULL for null. */

@@ -423,6 +423,32 @@ class SseFraming(ServerTest):
         self.assertTrue(body.startswith(b"retry: "), body[:40])
         self.assertEqual(self.events_of(body.decode())[-1]["id"], 1)
 
+    def test_http_1_0_keep_alive_still_ends_the_stream_with_the_connection(self):
+        # evhttp would send "Content-Length: 0" before the events and keep the connection open
+        raw = self.exchange("1.0", "Connection: keep-alive\r\n")
+        head, _, body = raw.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.0 200 "), head)
+        self.assertNotIn(b"content-length", head.lower())
+        self.assertNotIn(b"keep-alive", head.lower())
+        self.assertEqual(self.events_of(body.decode())[-1]["id"], 1)
+
+    def test_the_connection_serves_the_next_request_after_a_stream_ends(self):
+        # the stream's end is written in its turn (flush.c) and evhttp reads the next request
+        s = Session(self.server)
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as sock:
+            for rid in (21, 22, 23):
+                body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "ping"}).encode()
+                sock.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.server.port}\r\n"
+                              f"Content-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n"
+                              f"Mcp-Session-Id: {s.sid}\r\nMCP-Protocol-Version: {s.version}\r\n"
+                              f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+                buf = b""
+                while not buf.endswith(b"\r\n0\r\n\r\n"):
+                    d = sock.recv(65536)
+                    self.assertTrue(d, f"closed before the end of request {rid}'s stream")
+                    buf += d
+                self.assertIn(f'"id":{rid}'.encode(), buf.replace(b" ", b""))
+
 
 class AnswersOnOneConnection(ServerTest):
     """An answer is written to the socket in the loop iteration that made it (http/flush.c), and
@@ -483,6 +509,25 @@ class AnswersOnOneConnection(ServerTest):
         self.assertEqual(first["id"], 7)
         self.assertIn(text, first["result"]["content"][0]["text"])
         self.assertEqual(json.loads(answers[1][1])["id"], 8)
+        self.assertServerHealthy()
+
+    def test_http_1_0_without_keep_alive_closes_after_the_answer(self):
+        s = Session(self.server)
+        body = json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}).encode()
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as sock:
+            sock.sendall((f"POST /mcp HTTP/1.0\r\nHost: 127.0.0.1:{self.server.port}\r\n"
+                          f"Content-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n"
+                          f"Mcp-Session-Id: {s.sid}\r\nMCP-Protocol-Version: {s.version}\r\n"
+                          f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+            buf = b""
+            while True:  # the answer, then the close
+                d = sock.recv(65536)
+                if not d:
+                    break
+                buf += d
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.0 200"), head)
+        self.assertEqual(json.loads(rest)["id"], 4)
         self.assertServerHealthy()
 
     def test_connection_close_closes_after_the_answer(self):
