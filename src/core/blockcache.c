@@ -2,11 +2,12 @@
 /* A per-thread cache of small malloc blocks for jansson and libevent. See blockcache.h. */
 #include "core/blockcache.h"
 
+#include "core/util.h"
+
 #include <event2/event.h>
 #include <jansson.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,16 +119,15 @@ static void block_free(void *p)
 void *blockcache_alloc(size_t n)
 {
     void *p = g_on ? block_alloc(n) : malloc(n);
-    if (!p) {
-        fprintf(stderr, "fatal: out of memory (%zu bytes)\n", n);
-        abort();
-    }
+    REQUIRE(p != NULL);
     return p;
 }
 
 void *blockcache_zalloc(size_t n)
 {
-    return memset(blockcache_alloc(n), 0, n);
+    void *p = blockcache_alloc(n);
+    explicit_bzero(p, n); /* not memset: malloc and a clear are not folded into calloc (xcalloc) */
+    return p;
 }
 
 void blockcache_free(void *p)

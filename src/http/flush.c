@@ -8,15 +8,15 @@
  * all along.
  *
  * So a connection given an answer (http_send_reply), or whose SSE response ended
- * (http_end_stream), is noted, and later in the same loop
- * iteration, before epoll_wait, on_flush writes its output straight to the socket. When all of
- * it went, it runs the bufferevent's write callbacks as the bufferevent would have after
- * writing (bufferevent_trigger): evhttp finishes the request and reads the next one. The write
- * event enabled and disabled within one iteration never reaches the kernel (the loops merge a
- * turn's epoll_ctl calls), so an answer whose request came in this iteration costs no
- * epoll_ctl at all. Anything else (a socket that takes only part, EAGAIN, an error) is left to
- * the bufferevent, whose write event is already enabled: it writes the rest, or reports the
- * error, exactly as before.
+ * (http_end_stream), is noted, and later in the same loop iteration, before epoll_wait,
+ * http_on_flush writes its output straight to the socket. When all of it went, it runs the
+ * bufferevent's write callbacks as the bufferevent would have after writing
+ * (bufferevent_trigger): evhttp finishes the request and reads the next one. The write event
+ * enabled and disabled within one iteration never reaches the kernel (the loops merge a turn's
+ * epoll_ctl calls): an answer whose request came in this iteration costs one epoll_ctl, a
+ * no-op EPOLL_CTL_MOD the change list leaves for evhttp turning reading off and on. Anything
+ * else (a socket that takes only part, EAGAIN, an error) is left to the bufferevent, whose
+ * write event is already enabled: it writes the rest, or reports the error, exactly as before.
  *
  * The write happens in a callback of its own, never inside http_send_reply: evhttp may free the
  * request and the connection when the answer is done, and callers of http_send_reply may still
