@@ -29,11 +29,24 @@ static struct {
     int64_t (*node_fn)(int64_t now_ms);
     int64_t node_due;  /* the node alarm's due time, 0: none (scheduler thread) */
     int64_t node_hint; /* lowest node hint since the last re-arm (under mu) */
+    /* armed_ms while the timer is armed and the store is not being read for it, else 0: a hint
+     * due at or after it needs no wake-up (alarms_hint) */
+    _Atomic int64_t armed_pub;
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Scheduler thread, before it reads the store for due or next keys: from here on every hint
+ * takes the slow path, and every key whose hinter skipped it is visible to the reads that
+ * follow (the fences pair with alarms_hint's; see there). */
+static void unpublish(void)
+{
+    atomic_store_explicit(&S.armed_pub, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+}
 
 /* Arms the timer for the first key at or after the floor, or disarms it. */
 static void arm_next(void)
 {
+    unpublish();
     int64_t due = sessionrec_first_alarm(S.store, S.floor_ms);
     if (S.node_due && (!due || S.node_due < due))
         due = S.node_due;
@@ -46,6 +59,10 @@ static void arm_next(void)
         wait = 0;
     struct timeval tv = {wait / 1000, (wait % 1000) * 1000};
     evtimer_add(S.timer, &tv);
+    /* only at or above the floor: the scan at the fire starts there (the node alarm may lie
+     * below it) */
+    if (due >= S.floor_ms)
+        atomic_store_explicit(&S.armed_pub, due, memory_order_relaxed);
 }
 
 static void dispatch_one(void *arg, int64_t due, const char *sid)
@@ -60,6 +77,7 @@ static void dispatch_one(void *arg, int64_t due, const char *sid)
 static void on_due(evutil_socket_t fd, short what, void *arg)
 {
     STAT_INC(timer_wakeups_total);
+    unpublish(); /* before the scan: a key skipped by its hinter is due by now or found next */
     int64_t now = now_wall_ms();
     long n = sessionrec_scan_alarms(S.store, S.floor_ms, now, dispatch_one, NULL);
     if (n)
@@ -72,6 +90,7 @@ static void on_due(evutil_socket_t fd, short what, void *arg)
 
 static void on_rearm(evutil_socket_t fd, short what, void *arg)
 {
+    STAT_INC(alarm_rearms_total);
     pthread_mutex_lock(&S.mu);
     int64_t hint = S.hint_ms, node = S.node_hint;
     S.hint_ms = 0;
@@ -90,6 +109,16 @@ static void on_rearm(evutil_socket_t fd, short what, void *arg)
 
 void alarms_hint(int64_t due_ms)
 {
+    /* The timer is armed at or before due_ms: when it fires, the scan dispatches every key due
+     * by then and the re-arm finds the earliest after, this one included, so a wake-up would
+     * change nothing. This is the common case (a new session's alarm lies after the earliest
+     * one), and it keeps the hinters off the mutex and the scheduler asleep. The key was
+     * committed before the fence; if the load sees a published time, the fence came before
+     * the scheduler's next unpublish() fence, so the reads after that one see the key. */
+    atomic_thread_fence(memory_order_seq_cst);
+    int64_t armed = atomic_load_explicit(&S.armed_pub, memory_order_relaxed);
+    if (armed && due_ms >= armed)
+        return;
     /* Before the scheduler runs (recovery, during alarms_start's scan) the hint is kept, and
      * alarms_start looks at it once it runs: an alarm committed then is not missed. */
     pthread_mutex_lock(&S.mu);

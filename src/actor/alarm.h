@@ -29,7 +29,8 @@ int alarms_start(store_t *store);
 void alarms_stop(void);
 /* Main thread, after the workers stopped (a late hint may still touch the events until then). */
 void alarms_free(void);
-/* Any thread, after the key is committed: an alarm was set at due_ms. */
+/* Any thread, after the key is committed: an alarm was set at due_ms. Lock-free and without a
+ * wake-up when due_ms is at or after the armed time (the common case). */
 void alarms_hint(int64_t due_ms);
 /* Main thread, before alarms_start: the node alarm's function (on the alarm thread; returns its
  * next due time, wall ms, or 0). */

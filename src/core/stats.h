@@ -46,6 +46,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(wakes_total, counter, "Sessions woken from the store.")                                       \
     X(alarms_pending, gauge, "Sessions holding a durable alarm.")                                   \
     X(sweeps_total, counter, "Sweep alarms run.")                                                   \
+    X(alarm_rearms_total, counter,                                                                  \
+      "Wake-ups of the alarm scheduler for an alarm due before the one it had armed.")              \
     X(streams_expired_total, counter, "Streams deleted by the sweep.")                              \
     X(timer_wakeups_total, counter,                                                                 \
       "Timer callbacks run (hibernation, alarms, keepalive, JSON window, trim).")                   \
