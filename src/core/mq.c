@@ -75,16 +75,30 @@ void mq_set_event(mq_t *q, struct event *ev)
 
 static _Thread_local mq_t *t_draining; /* the queue mq_drain is draining on this thread */
 
-static void mq_wake(mq_t *q)
+/* Whether the caller may wake q through its event: it is q's consumer, and not draining q now
+ * (a consumer that pushes to its own queue while draining it waits for the next turn: see
+ * mq.h). */
+static bool wake_locally(mq_t *q)
 {
-    if (q->ev && q != t_draining &&
-        atomic_load_explicit(&q->owner, memory_order_relaxed) == mq_self()) {
-        /* the consumer's own thread: it runs later in this turn of its loop (a consumer that
-         * pushes to its own queue while draining it waits for the next turn: see mq.h) */
+    return q->ev && q != t_draining &&
+           atomic_load_explicit(&q->owner, memory_order_relaxed) == mq_self();
+}
+
+/* was_empty: the push made q non-empty. Another thread wakes the consumer only then (the
+ * counter it wrote for the first node is still unread). The consumer's own thread wakes it
+ * either way: what is queued ahead may be another thread's, whose eventfd the loop sees only
+ * at its next epoll_wait, and the caller's node would wait that long with it; activating an
+ * event that is active already costs nothing. */
+static void mq_wake(mq_t *q, bool was_empty)
+{
+    if (wake_locally(q)) {
+        /* runs later in this turn of its loop */
         atomic_store_explicit(&q->local, true, memory_order_relaxed);
         event_active(q->ev, EV_READ, 0);
         return;
     }
+    if (!was_empty)
+        return;
     uint64_t one = 1;
     ssize_t n = write(q->efd, &one, sizeof one);
     (void)n; /* EAGAIN means the counter is already non-zero: the consumer is woken anyway */
@@ -99,8 +113,7 @@ void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n)
     q->tailp = &last->next;
     pthread_mutex_unlock(&q->lock);
     atomic_fetch_add_explicit(&q->depth, n, memory_order_relaxed);
-    if (was_empty)
-        mq_wake(q);
+    mq_wake(q, was_empty);
 }
 
 void mq_push(mq_t *q, mq_node_t *node)
@@ -128,6 +141,11 @@ mq_node_t *mq_take_all(mq_t *q)
         cnt++;
     atomic_fetch_sub_explicit(&q->depth, cnt, memory_order_relaxed);
     return all;
+}
+
+bool mq_is_mine(mq_t *q)
+{
+    return atomic_load_explicit(&q->owner, memory_order_relaxed) == mq_self();
 }
 
 void mq_drain(mq_t *q, void (*fn)(mq_node_t *node, void *arg), void *arg)

@@ -60,6 +60,9 @@ void mq_push(mq_t *q, mq_node_t *node);
 void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n);
 /* Consumer: clears the wake-up and takes every queued node (NULL when empty), oldest first. */
 mq_node_t *mq_take_all(mq_t *q);
+/* Any thread: whether the caller is the thread that last took from q (its consumer; false
+ * before the first take). */
+bool mq_is_mine(mq_t *q);
 /* Consumer: takes every queued node (mq_take_all) and calls fn(node, arg) on each, oldest first;
  * fn may free the node (its link is read before the call). The one drain loop of the worker and
  * HTTP inboxes. */

@@ -21,6 +21,17 @@
  * The write happens in a callback of its own, never inside http_send_reply: evhttp may free the
  * request and the connection when the answer is done, and callers of http_send_reply may still
  * hold them. A connection that closes before its turn is taken off the list (http_flush_forget).
+ *
+ * The other epoll_ctl pair is evhttp's: it turns reading off when it hands a request over
+ * (evhttp_handle_request) and on again once the answer is written. Within one iteration the
+ * change list cancels the two; a request served on another thread (its session's loop, or a
+ * worker thread of its own) is answered in a later iteration, so its connection left epoll
+ * (EPOLL_CTL_DEL) and came back (EPOLL_CTL_ADD). http_hold_reading keeps reading on for such
+ * a request, with callbacks of its own (evhttp's read callback would abort on input in the
+ * middle of a request): nothing changes in epoll unless the client sends something meanwhile,
+ * and then reading goes off as evhttp had it, the bytes kept for evhttp (at most one read,
+ * 16 KiB). Every answer resets the callbacks: evhttp_send_reply and evhttp_send_reply_start
+ * set evhttp's own and turn reading on (evhttp_write_buffer), so nothing has to be undone.
  */
 #include "http/internal.h"
 
@@ -78,6 +89,39 @@ static void flush_one(hlink_t *l)
     /* all written: evhttp's write callback (the answer done; the next request read) runs as
      * after the bufferevent's own write. It may free l and the connection. */
     bufferevent_trigger(bev, EV_WRITE, 0);
+}
+
+/* ---- reading held on while another thread serves the request ---- */
+
+/* The held connection's callbacks: whatever arrives (the client's next request, its close, the
+ * read timeout) turns reading off, as evhttp had it; evhttp sees it again when it reads next.
+ * The bufferevent has turned reading off already when it reports an event. */
+static void hold_read(struct bufferevent *bev, void *evcon)
+{
+    (void)evcon;
+    bufferevent_disable(bev, EV_READ);
+}
+
+static void hold_event(struct bufferevent *bev, short what, void *evcon)
+{
+    (void)what;
+    (void)evcon;
+    bufferevent_disable(bev, EV_READ);
+}
+
+void http_hold_reading(struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    if (!bev || (bufferevent_get_enabled(bev) & (EV_READ | EV_WRITE)))
+        return; /* not as evhttp leaves a request it hands over (an answer already started) */
+    void *arg = NULL;
+    bufferevent_getcb(bev, NULL, NULL, NULL, &arg);
+    if (arg != evcon)
+        return;
+    /* the same argument: http_on_fresh finds the connection by it */
+    bufferevent_setcb(bev, hold_read, NULL, hold_event, evcon);
+    bufferevent_enable(bev, EV_READ);
 }
 
 void http_on_flush(evutil_socket_t fd, short what, void *arg)

@@ -234,6 +234,9 @@ void http_on_other(struct evhttp_request *req, void *arg);
 void http_flush_soon(struct evhttp_connection *evcon);
 void http_flush_forget(hlink_t *l);
 void http_on_flush(evutil_socket_t fd, short what, void *arg);
+/* A request just handed to another thread: its connection stays in epoll until the answer
+ * (flush.c). */
+void http_hold_reading(struct evhttp_request *req);
 
 /* fence.c */
 /* Holds m (its `after` names a connection of t) until that connection's output queued so far is

@@ -542,6 +542,56 @@ class AnswersOnOneConnection(ServerTest):
         self.assertServerHealthy()
 
 
+
+class ReadingHeldWhileServed(ServerTest):
+    """A request served on another thread (here a worker thread of its own: every one) keeps its
+    connection in epoll until the answer (http_hold_reading), with callbacks of its own, since
+    evhttp's would abort on input in the middle of a request and drop the connection at the read
+    timeout. What arrives meanwhile waits for the answer, as when reading was off."""
+    SERVER_FLAGS = ("--workers", "1", "--read-timeout", "1", "--response-mode", "json")
+    post_raw = AnswersOnOneConnection.post_raw
+    read_answers = AnswersOnOneConnection.read_answers
+
+    def slow(self, s, rid, seconds):
+        return self.post_raw(None, s, {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                       "params": {"name": "slow",
+                                                  "arguments": {"seconds": seconds, "steps": 1}}})
+
+    def test_a_call_longer_than_the_read_timeout_is_answered(self):
+        s = Session(self.server)
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as sock:
+            sock.sendall(self.slow(s, 1, 2.5))
+            answers, rest = self.read_answers(sock, 1)
+            self.assertIn(b"200 OK", answers[0][0])
+            self.assertEqual(json.loads(answers[0][1])["id"], 1)
+            # the connection is still a keep-alive one that reads
+            sock.sendall(self.post_raw(sock, s, {"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+            answers, _ = self.read_answers(sock, 1)
+        self.assertEqual(json.loads(answers[0][1])["id"], 2)
+        self.assertServerHealthy()
+
+    def test_a_request_sent_during_a_held_one_is_answered_after_it(self):
+        s = Session(self.server)
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as sock:
+            sock.sendall(self.slow(s, 1, 0.8))
+            time.sleep(0.3)  # the first is being served; the second arrives while it is held
+            sock.sendall(self.post_raw(sock, s, {"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+            answers, rest = self.read_answers(sock, 2)
+        self.assertEqual([json.loads(b)["id"] for _, b in answers], [1, 2])
+        self.assertEqual(rest, b"")
+        self.assertServerHealthy()
+
+    def test_a_client_that_closes_during_a_held_request_harms_no_one(self):
+        s = Session(self.server)
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        sock.sendall(self.slow(s, 1, 0.8))
+        time.sleep(0.2)
+        sock.close()
+        self.assertEqual(s.call("ping")[0].status, 200)
+        time.sleep(1)  # the answer meets the closed connection
+        self.assertEqual(s.call("ping")[0].status, 200)
+        self.assertServerHealthy()
+
 class Sessions(ServerTest):
     def test_session_ids_are_128_bit_hex_and_unique(self):
         ids = {Session(self.server).sid for _ in range(20)}

@@ -226,9 +226,10 @@ typedef struct loop2 {
     struct event_base *base;
     mq_t a, b;
     struct event *eva, *evb, *kick;
-    item_t first, reply, again;
+    item_t first, reply, again, other;
     int a_turns, b_got, a_got;
     bool push_to_self; /* on_a pushes `again` onto a while draining it */
+    bool other_first;  /* on_kick: another thread pushes `other` onto a just before */
 } loop2_t;
 
 static void a_node(mq_node_t *n, void *arg)
@@ -255,9 +256,21 @@ static void on_b(evutil_socket_t fd, short what, void *arg)
         l->b_got++;
 }
 
+static void *push_other(void *arg)
+{
+    loop2_t *l = arg;
+    mq_push(&l->a, &l->other.node);
+    return NULL;
+}
+
 static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
     loop2_t *l = arg;
+    if (l->other_first) { /* after this turn's poll: its eventfd is seen at the next one */
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, push_other, l), 0);
+        assert_int_equal(pthread_join(th, NULL), 0);
+    }
     mq_push(&l->a, &l->first.node); /* the HTTP thread hands a request to its worker */
 }
 
@@ -327,6 +340,27 @@ static void a_push_from_another_thread_wakes_the_loop_through_the_eventfd(void *
     loop2_close(&l);
 }
 
+static void
+a_push_on_the_consumers_thread_behind_another_threads_is_served_in_the_same_turn(void **state)
+{
+    loop2_t l;
+    loop2_open(&l);
+    l.other_first = true;
+    event_active(l.kick, EV_TIMEOUT, 0);
+    assert_int_equal(event_base_loop(l.base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+    /* both nodes, and the reply, in the turn of the local push: not a turn later with the
+     * other thread's eventfd */
+    assert_int_equal(l.a_got, 2);
+    assert_int_equal(l.b_got, 1);
+    assert_int_equal(l.a_turns, 1);
+    /* the other thread's counter is cleared by the next turn's take, which finds nothing */
+    assert_true(efd_readable(&l.a, 0));
+    assert_int_equal(event_base_loop(l.base, EVLOOP_ONCE | EVLOOP_NONBLOCK), 0);
+    assert_int_equal(l.a_got, 2);
+    assert_false(efd_readable(&l.a, 0));
+    loop2_close(&l);
+}
+
 static void a_consumer_pushing_to_its_own_queue_is_served_in_the_next_turn(void **state)
 {
     loop2_t l;
@@ -357,6 +391,8 @@ int main(void)
         cmocka_unit_test(
             a_push_on_the_consumers_thread_is_served_in_the_same_turn_without_the_eventfd),
         cmocka_unit_test(a_push_from_another_thread_wakes_the_loop_through_the_eventfd),
+        cmocka_unit_test(
+            a_push_on_the_consumers_thread_behind_another_threads_is_served_in_the_same_turn),
         cmocka_unit_test(a_consumer_pushing_to_its_own_queue_is_served_in_the_next_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
