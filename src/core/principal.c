@@ -1,11 +1,16 @@
-/* Threads: any thread (one mutex). */
+/* Threads: any thread (one mutex; references are atomic). */
 /* Principals and their shares of the global caps (principal.h). Any thread.
  *
  * One mutex guards the table and every count: a take is a check of two numbers and an
- * increment, so a cap holds exactly under any concurrency, and nothing here is on the path of
- * an ordinary call (sessions, handles and tasks are created once; connections once per
- * accept; a job takes a reference, no count). The table is chained, 1024 buckets; an entry
- * goes when nothing references it and it holds nothing. */
+ * increment, so a cap holds exactly under any concurrency, and no count is on the path of an
+ * ordinary call (sessions, handles and tasks are created once; connections once per accept).
+ * References are: every request's message holds one on its connection's principal, so every
+ * loop would meet at the mutex twice a request. A reference is an atomic count instead, taken
+ * and dropped without the lock while others remain; the last one is dropped under the lock,
+ * where the entry may go, so it cannot race with principal_get finding the entry in the table
+ * (a count of 1 is the caller's own: no one else can take one without the lock then). The
+ * table is chained, 1024 buckets; an entry goes when nothing references it and it holds
+ * nothing. */
 #include "core/principal.h"
 
 #include "core/stats.h"
@@ -14,6 +19,7 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +29,7 @@
 struct principal {
     struct principal *next; /* bucket chain */
     uint64_t hash;
-    long refs;
+    _Atomic long refs; /* see the top: changed without the lock but at the last one */
     long long held[PR__COUNT];
     principal_sched_t sched; /* the tool pool's (its mutex) */
     char name[PRINCIPAL_NAME_MAX];
@@ -61,9 +67,9 @@ int64_t principal_limit(pres_t r)
     return l;
 }
 
-static bool empty(const principal_t *p)
+static bool empty(principal_t *p)
 {
-    if (p->refs)
+    if (atomic_load_explicit(&p->refs, memory_order_acquire))
         return false;
     for (int r = 0; r < PR__COUNT; r++)
         if (p->held[r])
@@ -109,7 +115,7 @@ principal_t *principal_get(const char *name)
 {
     pthread_mutex_lock(&g_mu);
     principal_t *p = find_locked(name);
-    p->refs++;
+    atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
     pthread_mutex_unlock(&g_mu);
     return p;
 }
@@ -173,11 +179,8 @@ principal_t *principal_of_address(const char *addr)
 
 principal_t *principal_ref(principal_t *p)
 {
-    if (p) {
-        pthread_mutex_lock(&g_mu);
-        p->refs++;
-        pthread_mutex_unlock(&g_mu);
-    }
+    if (p) /* the caller holds one: the entry stays */
+        atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
     return p;
 }
 
@@ -185,8 +188,13 @@ void principal_unref(principal_t *p)
 {
     if (!p)
         return;
+    long n = atomic_load_explicit(&p->refs, memory_order_relaxed);
+    while (n > 1) /* not the last: the entry stays whatever else happens meanwhile */
+        if (atomic_compare_exchange_weak_explicit(&p->refs, &n, n - 1, memory_order_release,
+                                                  memory_order_relaxed))
+            return;
     pthread_mutex_lock(&g_mu);
-    p->refs--;
+    atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel);
     maybe_free(p);
     pthread_mutex_unlock(&g_mu);
 }

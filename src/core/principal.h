@@ -1,5 +1,5 @@
 /* Principals: who a request is for, when the server shares out what one client could fill.
- * Any thread (one mutex).
+ * Any thread (one mutex for the counts and the table; references are atomic).
  *
  * A principal is a name:
  *   "t:<token name>"  with --auth-tokens: the bearer token's name, for everything;
