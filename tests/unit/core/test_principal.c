@@ -117,6 +117,36 @@ static void the_cap_is_exact_under_concurrent_takes(void **state)
     assert_int_equal(principal_total(PR_SESSIONS), 0);
 }
 
+/* Each round: the entry is found (or made), a second reference taken and both dropped, so it
+ * goes and comes back many times while other threads hold it, find it and drop the last one. */
+static void *churner(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < TRIES * 5; i++) {
+        principal_t *p = principal_get("a:churn");
+        principal_t *q = principal_ref(p);
+        if (i % 7 == 0 && principal_take(p, PR_HANDLES) == 0)
+            principal_give(q, PR_HANDLES);
+        principal_unref(p);
+        assert_string_equal(principal_name(q), "a:churn"); /* q still holds it */
+        principal_unref(q);
+    }
+    return NULL;
+}
+
+static void references_from_many_threads_keep_one_entry_and_free_it_at_the_last(void **state)
+{
+    configure(0, 100);
+    long before = principals_live();
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, churner, NULL);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(principals_live(), before); /* none left behind, none freed twice (ASan) */
+    assert_int_equal(principal_total(PR_HANDLES), 0);
+}
+
 typedef struct {
     principal_t *p;
     pthread_barrier_t *go;
@@ -198,6 +228,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_name_is_one_entry_and_it_goes_when_unused),
         cmocka_unit_test(a_principal_takes_its_share_and_the_cap_holds),
+        cmocka_unit_test(references_from_many_threads_keep_one_entry_and_free_it_at_the_last),
         cmocka_unit_test(no_cap_means_no_limit_and_a_share_is_at_least_one),
         cmocka_unit_test(the_cap_is_exact_under_concurrent_takes),
         cmocka_unit_test(a_bound_taken_from_many_threads_at_once_is_exact),
