@@ -60,8 +60,8 @@ static double run(void *(*fn)(void *), int nthreads)
     pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
     for (int i = 0; i < nthreads; i++)
         pthread_create(&t[i], NULL, fn, NULL);
+    double t0 = now_s(); /* before the barrier lets them go: none may be done before it is read */
     pthread_barrier_wait(&start);
-    double t0 = now_s();
     for (int i = 0; i < nthreads; i++)
         pthread_join(t[i], NULL);
     double dt = now_s() - t0;

@@ -56,12 +56,17 @@ static unsigned mq_self(void)
 #define TSAN_BUILD 0
 #endif
 
+bool loop_change_list_on(bool change_list)
+{
+    return change_list && !TSAN_BUILD;
+}
+
 struct event_base *loop_base_new(bool change_list)
 {
     struct event_config *cfg = event_config_new();
     if (!cfg)
         return NULL;
-    if (change_list && !TSAN_BUILD)
+    if (loop_change_list_on(change_list))
         event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
     struct event_base *b = event_base_new_with_config(cfg);
     event_config_free(cfg);

@@ -2,12 +2,14 @@
  *
  * Producers: any thread. Consumer: the one thread that owns the queue.
  * A message carries its own link (no allocation to enqueue). The mutex is held only to splice
- * one node onto the tail or to take the whole list. The producer writes the eventfd only when
- * the queue goes empty -> non-empty; the consumer takes everything at once and drains it, so a
+ * one node onto the tail or to take the whole list. Another thread writes the eventfd only when
+ * its push makes the queue non-empty; the consumer takes everything at once and drains it, so a
  * busy consumer is woken once per batch, not once per message. A queue given its consumer's
  * event (mq_set_event) is woken without the eventfd when the producer is the consumer's own
- * thread: the event is made active, so the consumer runs in the same turn of its loop, with no
- * system call (a co-located worker and its HTTP thread hand each request and reply over so).
+ * thread: the event is made active, at every push (what is queued ahead may be another
+ * thread's, whose eventfd the loop sees only at its next poll), so the consumer runs in the same
+ * turn of its loop, with no system call (a co-located worker and its HTTP thread hand each
+ * request and reply over so).
  * Such a turn goes on until no event is active: a chain of pushes between two queues of one
  * thread runs to its end before the loop polls again (the HTTP side sends a worker requests and
  * closed connections only, so every chain ends); a consumer pushing to its own queue while it
@@ -38,6 +40,8 @@ struct event_base;
  * such copies until the child's exec, so main asks for the change list only when no upstream
  * is configured (the gateway forks its processes). */
 struct event_base *loop_base_new(bool change_list);
+/* Whether loop_base_new(change_list) gives a base that uses the change list (not under TSan). */
+bool loop_change_list_on(bool change_list);
 
 typedef struct mq {
     pthread_mutex_t lock;
@@ -54,7 +58,7 @@ int mq_init(mq_t *q);
 void mq_destroy(mq_t *q);
 /* Setup, before any push: ev is the consumer's EV_READ event on q->efd. */
 void mq_set_event(mq_t *q, struct event *ev);
-/* Appends node; wakes the consumer if the queue was empty. */
+/* Appends node; wakes the consumer if the queue was empty, or at once from its own thread. */
 void mq_push(mq_t *q, mq_node_t *node);
 /* Appends a chain first..last of n nodes in one splice. */
 void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n);

@@ -47,7 +47,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(alarms_pending, gauge, "Sessions holding a durable alarm.")                                   \
     X(sweeps_total, counter, "Sweep alarms run.")                                                   \
     X(alarm_rearms_total, counter,                                                                  \
-      "Wake-ups of the alarm scheduler for an alarm due before the one it had armed.")              \
+      "Wake-ups of the alarm scheduler by a hint (a new alarm due before the armed one, or set "    \
+      "while it read the store, or the node alarm's).")                                             \
     X(streams_expired_total, counter, "Streams deleted by the sweep.")                              \
     X(timer_wakeups_total, counter,                                                                 \
       "Timer callbacks run (hibernation, alarms, keepalive, JSON window, trim).")                   \

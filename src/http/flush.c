@@ -28,10 +28,13 @@
  * worker thread of its own) is answered in a later iteration, so its connection left epoll
  * (EPOLL_CTL_DEL) and came back (EPOLL_CTL_ADD). http_hold_reading keeps reading on for such
  * a request, with callbacks of its own (evhttp's read callback would abort on input in the
- * middle of a request): nothing changes in epoll unless the client sends something meanwhile,
+ * middle of a request): the turn's off and on become the one no-op EPOLL_CTL_MOD of a local
+ * request, and nothing changes in epoll later unless the client sends something meanwhile,
  * and then reading goes off as evhttp had it, the bytes kept for evhttp (at most one read,
  * 16 KiB). Every answer resets the callbacks: evhttp_send_reply and evhttp_send_reply_start
  * set evhttp's own and turn reading on (evhttp_write_buffer), so nothing has to be undone.
+ * Only with the change list (not with --upstream, not under TSan): without it every change is
+ * its own epoll_ctl, and turning reading back on would add one where it saves two.
  */
 #include "http/internal.h"
 
@@ -111,6 +114,8 @@ static void hold_event(struct bufferevent *bev, short what, void *evcon)
 
 void http_hold_reading(struct evhttp_request *req)
 {
+    if (!g_http_self || !g_http_self->change_list)
+        return; /* each change its own epoll_ctl: turning reading back on would add one */
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
     if (!bev || (bufferevent_get_enabled(bev) & (EV_READ | EV_WRITE)))

@@ -111,6 +111,7 @@ struct http_thread {
     uint32_t idx;
     pthread_t thread;
     struct event_base *base;
+    bool change_list; /* base merges a turn's epoll_ctl calls (loop_change_list_on) */
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
     evutil_socket_t fd;

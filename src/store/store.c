@@ -129,6 +129,12 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
     const char *pipelined = getenv("MCPD_STORE_PIPELINED_WRITE");
     if (pipelined && strcmp(pipelined, "1") == 0)
         rocksdb_options_set_enable_pipelined_write(s->opts, 1);
+    /* MCPD_STORE_WRITE_YIELD=0: a writer waiting for its group's leader blocks after a short
+     * spin instead of spinning with sched_yield for up to 100 us first (RocksDB's adaptive
+     * yield, on by default), for the same A/B: the yields show as CPU use on a busy machine */
+    const char *yield = getenv("MCPD_STORE_WRITE_YIELD");
+    if (yield && strcmp(yield, "0") == 0)
+        rocksdb_options_set_enable_write_thread_adaptive_yield(s->opts, 0);
 
     s->cf_opts = rocksdb_options_create_copy(s->opts);
     rocksdb_options_set_write_buffer_size(s->cf_opts, CF_WRITE_BUFFER_BYTES);
