@@ -36,11 +36,10 @@ static struct {
 
 /* Scheduler thread, before it reads the store for due or next keys: from here on every hint
  * takes the slow path, and every key whose hinter skipped it is visible to the reads that
- * follow (the fences pair with alarms_hint's; see there). */
+ * follow (the exchange pairs with alarms_hint's read-modify-write; see there). */
 static void unpublish(void)
 {
-    atomic_store_explicit(&S.armed_pub, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
+    atomic_exchange_explicit(&S.armed_pub, 0, memory_order_acq_rel);
 }
 
 /* Arms the timer for the first key at or after the floor, or disarms it. */
@@ -62,7 +61,7 @@ static void arm_next(void)
     /* only at or above the floor: the scan at the fire starts there (the node alarm may lie
      * below it) */
     if (due >= S.floor_ms)
-        atomic_store_explicit(&S.armed_pub, due, memory_order_relaxed);
+        atomic_store_explicit(&S.armed_pub, due, memory_order_release);
 }
 
 static void dispatch_one(void *arg, int64_t due, const char *sid)
@@ -113,10 +112,12 @@ void alarms_hint(int64_t due_ms)
      * by then and the re-arm finds the earliest after, this one included, so a wake-up would
      * change nothing. This is the common case (a new session's alarm lies after the earliest
      * one), and it keeps the hinters off the mutex and the scheduler asleep. The key was
-     * committed before the fence; if the load sees a published time, the fence came before
-     * the scheduler's next unpublish() fence, so the reads after that one see the key. */
-    atomic_thread_fence(memory_order_seq_cst);
-    int64_t armed = atomic_load_explicit(&S.armed_pub, memory_order_relaxed);
+     * committed before this read-modify-write (a release; it leaves the value as it is). If it
+     * reads a published time, it comes before the scheduler's next unpublish() in the atomic's
+     * order, with nothing but other hinters' read-modify-writes between, so that exchange (an
+     * acquire) synchronises with it and the reads after it see the key. (Not a fence and a
+     * load: ThreadSanitizer does not take fences.) */
+    int64_t armed = atomic_fetch_or_explicit(&S.armed_pub, 0, memory_order_acq_rel);
     if (armed && due_ms >= armed)
         return;
     /* Before the scheduler runs (recovery, during alarms_start's scan) the hint is kept, and

@@ -120,11 +120,6 @@ struct event_base *worker_base(worker_t *w)
     return w->base;
 }
 
-bool worker_is_here(worker_t *w)
-{
-    return mq_is_mine(&w->inbox);
-}
-
 void worker_push(worker_t *w, wmsg_t *m)
 {
     mq_push(&w->inbox, &m->link);

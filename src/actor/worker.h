@@ -105,9 +105,6 @@ worker_t *worker_for_session(const char *sid);
  * characters are kept. */
 void worker_place_on_thread(char *sid, uint32_t http_thread);
 void worker_push(worker_t *w, wmsg_t *m);
-/* Any thread: whether w's loop runs on the calling thread (a co-located worker on its HTTP
- * thread; false before w's first turn). */
-bool worker_is_here(worker_t *w);
 /* Runs m at once when `now` is true (the caller is w's own thread: inline jobs), else pushes. */
 void worker_deliver(worker_t *w, wmsg_t *m, bool now);
 /* HTTP threads: admission against the session's mailbox bound. true = admitted (m->counted). */

@@ -56,17 +56,12 @@ static unsigned mq_self(void)
 #define TSAN_BUILD 0
 #endif
 
-bool loop_change_list_on(bool change_list)
-{
-    return change_list && !TSAN_BUILD;
-}
-
 struct event_base *loop_base_new(bool change_list)
 {
     struct event_config *cfg = event_config_new();
     if (!cfg)
         return NULL;
-    if (loop_change_list_on(change_list))
+    if (change_list && !TSAN_BUILD)
         event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
     struct event_base *b = event_base_new_with_config(cfg);
     event_config_free(cfg);
@@ -146,11 +141,6 @@ mq_node_t *mq_take_all(mq_t *q)
         cnt++;
     atomic_fetch_sub_explicit(&q->depth, cnt, memory_order_relaxed);
     return all;
-}
-
-bool mq_is_mine(mq_t *q)
-{
-    return atomic_load_explicit(&q->owner, memory_order_relaxed) == mq_self();
 }
 
 void mq_drain(mq_t *q, void (*fn)(mq_node_t *node, void *arg), void *arg)

@@ -40,8 +40,6 @@ struct event_base;
  * such copies until the child's exec, so main asks for the change list only when no upstream
  * is configured (the gateway forks its processes). */
 struct event_base *loop_base_new(bool change_list);
-/* Whether loop_base_new(change_list) gives a base that uses the change list (not under TSan). */
-bool loop_change_list_on(bool change_list);
 
 typedef struct mq {
     pthread_mutex_t lock;
@@ -64,9 +62,6 @@ void mq_push(mq_t *q, mq_node_t *node);
 void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n);
 /* Consumer: clears the wake-up and takes every queued node (NULL when empty), oldest first. */
 mq_node_t *mq_take_all(mq_t *q);
-/* Any thread: whether the caller is the thread that last took from q (its consumer; false
- * before the first take). */
-bool mq_is_mine(mq_t *q);
 /* Consumer: takes every queued node (mq_take_all) and calls fn(node, arg) on each, oldest first;
  * fn may free the node (its link is read before the call). The one drain loop of the worker and
  * HTTP inboxes. */

@@ -254,6 +254,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     scan_detach(l->scan); /* its bufferevent is freed after this callback */
     http_fence_end(l);
     http_flush_forget(l);
+    http_shadow_free(l);
     free(l);
 }
 

@@ -234,8 +234,6 @@ void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const js
     m->u.client.conn = http_ref_of(c);
     m->u.client.recv_us = now_mono_us();
     worker_push(w, m);
-    if (!worker_is_here(w))
-        http_hold_reading(req); /* answered in a later iteration: the connection stays in epoll */
 }
 
 /* Validates a POST body's JSON-RPC shape. On failure replies 400 and returns false. */

@@ -22,24 +22,24 @@
  * request and the connection when the answer is done, and callers of http_send_reply may still
  * hold them. A connection that closes before its turn is taken off the list (http_flush_forget).
  *
- * The other epoll_ctl pair is evhttp's: it turns reading off when it hands a request over
+ * The other epoll_ctl calls are evhttp's: it turns reading off when it hands a request over
  * (evhttp_handle_request) and on again once the answer is written. Within one iteration the
- * change list cancels the two; a request served on another thread (its session's loop, or a
- * worker thread of its own) is answered in a later iteration, so its connection left epoll
- * (EPOLL_CTL_DEL) and came back (EPOLL_CTL_ADD). http_hold_reading keeps reading on for such
- * a request, with callbacks of its own (evhttp's read callback would abort on input in the
- * middle of a request): the turn's off and on become the one no-op EPOLL_CTL_MOD of a local
- * request, and nothing changes in epoll later unless the client sends something meanwhile,
- * and then reading goes off as evhttp had it, the bytes kept for evhttp (at most one read,
- * 16 KiB). Every answer resets the callbacks: evhttp_send_reply and evhttp_send_reply_start
- * set evhttp's own and turn reading on (evhttp_write_buffer), so nothing has to be undone.
- * Only with the change list (not with --upstream, not under TSan): without it every change is
- * its own epoll_ctl, and turning reading back on would add one where it saves two.
+ * change list makes the two one no-op EPOLL_CTL_MOD; a request served on another thread (its
+ * session's loop, or a worker thread of its own) is answered in a later iteration, so its
+ * connection left epoll (EPOLL_CTL_DEL) and came back (EPOLL_CTL_ADD). Neither happens while a
+ * second read event on the descriptor (the shadow, added after the connection's first answer)
+ * is in: libevent changes epoll only when the first event on a descriptor comes or the last one
+ * goes, so evhttp's read event comes and goes without a system call, with the change list or
+ * without. The shadow does nothing while evhttp reads; when input waits while evhttp does not
+ * read, epoll reports it at every poll, and the shadow goes at the second report (on_shadow),
+ * so the loop does not spin; an answer brings it back. It is freed in the connection's close
+ * callback, before evhttp closes the descriptor.
  */
 #include "http/internal.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_struct.h> /* ev_read: whether evhttp reads now (on_shadow) */
 #include <event2/event.h>
 #include <event2/http.h>
 
@@ -71,6 +71,57 @@ void http_flush_forget(hlink_t *l)
     l->flush_pprev = NULL;
 }
 
+/* ---- a second read event that keeps the socket in epoll ---- */
+
+/* Its own callback: input came. While evhttp reads, so does it (it runs after this, or did
+ * before): nothing to do. While evhttp does not (a request being served, a stream's input
+ * full), the input waits for evhttp, but epoll reports it at every poll: at the second report
+ * without an answer between, the shadow goes (one report may be the very input evhttp has just
+ * read, when evhttp's event ran first). */
+static void on_shadow(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    hlink_t *l = arg;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
+    if (bev && event_pending(&bev->ev_read, EV_READ, NULL)) {
+        l->shadow_strikes = 0;
+        return;
+    }
+    if (++l->shadow_strikes < 2)
+        return;
+    event_del(l->shadow); /* the next answer's refresh brings it back */
+    l->shadow_strikes = 0;
+}
+
+/* After an answer, with evhttp reading again: the shadow is (re)added, first on the
+ * descriptor's list, so that it runs before evhttp's read event when input comes. Both events
+ * read the descriptor, so neither the del nor the add changes epoll. */
+static void shadow_refresh(hlink_t *l, struct bufferevent *bev)
+{
+    if (!event_pending(&bev->ev_read, EV_READ, NULL))
+        return; /* evhttp is not reading (the connection ends, or its input is full) */
+    if (!l->shadow) {
+        l->shadow = event_new(l->t->base, bufferevent_getfd(bev), EV_READ | EV_PERSIST, on_shadow,
+                              l);
+        if (!l->shadow)
+            return; /* only the saving is lost */
+    } else {
+        event_del(l->shadow);
+    }
+    event_add(l->shadow, NULL);
+    l->shadow_strikes = 0;
+}
+
+void http_shadow_free(hlink_t *l)
+{
+    if (l->shadow)
+        event_free(l->shadow); /* before evhttp closes the descriptor (its close callback) */
+    l->shadow = NULL;
+}
+
+/* ---- the flush ---- */
+
 static void flush_one(hlink_t *l)
 {
     struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
@@ -90,43 +141,14 @@ static void flush_one(hlink_t *l)
     if (n <= 0 || evbuffer_get_length(out))
         return; /* the bufferevent's write event, enabled already, does the rest */
     /* all written: evhttp's write callback (the answer done; the next request read) runs as
-     * after the bufferevent's own write. It may free l and the connection. */
+     * after the bufferevent's own write. It may free l and the connection: l is looked up again
+     * by the connection (no connection is made meanwhile, so the address names no other). */
+    http_thread_t *t = l->t;
+    struct evhttp_connection *evcon = l->evcon;
     bufferevent_trigger(bev, EV_WRITE, 0);
-}
-
-/* ---- reading held on while another thread serves the request ---- */
-
-/* The held connection's callbacks: whatever arrives (the client's next request, its close, the
- * read timeout) turns reading off, as evhttp had it; evhttp sees it again when it reads next.
- * The bufferevent has turned reading off already when it reports an event. */
-static void hold_read(struct bufferevent *bev, void *evcon)
-{
-    (void)evcon;
-    bufferevent_disable(bev, EV_READ);
-}
-
-static void hold_event(struct bufferevent *bev, short what, void *evcon)
-{
-    (void)what;
-    (void)evcon;
-    bufferevent_disable(bev, EV_READ);
-}
-
-void http_hold_reading(struct evhttp_request *req)
-{
-    if (!g_http_self || !g_http_self->change_list)
-        return; /* each change its own epoll_ctl: turning reading back on would add one */
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-    if (!bev || (bufferevent_get_enabled(bev) & (EV_READ | EV_WRITE)))
-        return; /* not as evhttp leaves a request it hands over (an answer already started) */
-    void *arg = NULL;
-    bufferevent_getcb(bev, NULL, NULL, NULL, &arg);
-    if (arg != evcon)
-        return;
-    /* the same argument: http_on_fresh finds the connection by it */
-    bufferevent_setcb(bev, hold_read, NULL, hold_event, evcon);
-    bufferevent_enable(bev, EV_READ);
+    hlink_t *still = ptrmap_get(&t->links, evcon);
+    if (still)
+        shadow_refresh(still, evhttp_connection_get_bufferevent(evcon));
 }
 
 void http_on_flush(evutil_socket_t fd, short what, void *arg)

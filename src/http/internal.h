@@ -81,6 +81,8 @@ typedef struct hlink {
     bool trusted;           /* its peer is a --trusted-proxy: X-Forwarded-For names the client */
     hfence_t *fence;        /* frames held until its output written so far is written (fence.c) */
     struct hlink *flush_next, **flush_pprev; /* noted for on_flush (flush.c); pprev NULL: not */
+    struct event *shadow;   /* a second read event on the descriptor, NULL: none yet (flush.c) */
+    uint8_t shadow_strikes; /* its reports while evhttp did not read, since the last answer */
 } hlink_t;
 
 /* A connection accepted in this loop iteration and not tracked yet (http_on_fresh). */
@@ -111,7 +113,6 @@ struct http_thread {
     uint32_t idx;
     pthread_t thread;
     struct event_base *base;
-    bool change_list; /* base merges a turn's epoll_ctl calls (loop_change_list_on) */
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
     evutil_socket_t fd;
@@ -235,9 +236,8 @@ void http_on_other(struct evhttp_request *req, void *arg);
 void http_flush_soon(struct evhttp_connection *evcon);
 void http_flush_forget(hlink_t *l);
 void http_on_flush(evutil_socket_t fd, short what, void *arg);
-/* A request just handed to another thread: its connection stays in epoll until the answer
- * (flush.c). */
-void http_hold_reading(struct evhttp_request *req);
+/* The connection closes: its shadow read event goes first (flush.c). */
+void http_shadow_free(hlink_t *l);
 
 /* fence.c */
 /* Holds m (its `after` names a connection of t) until that connection's output queued so far is

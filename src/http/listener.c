@@ -130,7 +130,6 @@ int http_init(int n, const char *host, int port, int *bound_port)
         if (port == 0)
             port = bound_port_of(t->fd);                 /* the other threads join the same port */
         t->base = loop_base_new(g_cfg.n_upstreams == 0); /* mq.h: fork and the change list */
-        t->change_list = loop_change_list_on(g_cfg.n_upstreams == 0);
         t->http = evhttp_new(t->base);
         if (!t->base || !t->http || mq_init(&t->inbox) != 0)
             return -1;

@@ -545,9 +545,9 @@ class AnswersOnOneConnection(ServerTest):
 
 class ReadingHeldWhileServed(ServerTest):
     """A request served on another thread (here a worker thread of its own: every one) keeps its
-    connection in epoll until the answer (http_hold_reading), with callbacks of its own, since
-    evhttp's would abort on input in the middle of a request and drop the connection at the read
-    timeout. What arrives meanwhile waits for the answer, as when reading was off."""
+    connection in epoll until the answer: a second read event on the descriptor (http/flush.c's
+    shadow) stays in while evhttp's comes and goes. What arrives meanwhile waits for the answer,
+    as when the connection left epoll, and does not make the loop spin."""
     SERVER_FLAGS = ("--workers", "1", "--read-timeout", "1", "--response-mode", "json")
     post_raw = AnswersOnOneConnection.post_raw
     read_answers = AnswersOnOneConnection.read_answers
@@ -579,6 +579,44 @@ class ReadingHeldWhileServed(ServerTest):
             answers, rest = self.read_answers(sock, 2)
         self.assertEqual([json.loads(b)["id"] for _, b in answers], [1, 2])
         self.assertEqual(rest, b"")
+        self.assertServerHealthy()
+
+    def test_input_waiting_behind_a_held_request_does_not_spin_the_loop(self):
+        s = Session(self.server)
+        pid = self.server.proc.pid
+
+        def cpu():
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as sock:
+            # a first answer on the connection: the shadow comes in with it
+            sock.sendall(self.post_raw(sock, s, {"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+            self.read_answers(sock, 1)
+            sock.sendall(self.slow(s, 2, 2.5))
+            time.sleep(0.3)
+            sock.sendall(self.post_raw(sock, s, {"jsonrpc": "2.0", "id": 3, "method": "ping"}))
+            time.sleep(0.2)
+            before = cpu()
+            time.sleep(1.5)  # the ping waits in the socket while the call is served
+            used = cpu() - before
+            answers, _ = self.read_answers(sock, 2)
+        self.assertEqual([json.loads(b)["id"] for _, b in answers], [2, 3])
+        self.assertLess(used, 0.5, f"the server used {used:.2f} s of CPU in 1.5 s of waiting")
+        self.assertServerHealthy()
+
+    def test_a_closed_connections_descriptor_serves_the_next_one(self):
+        # the shadow goes with its connection: a later connection given the same descriptor
+        # number must be watched by epoll again (a read event left behind would keep it out)
+        s = Session(self.server)
+        for i in range(40):
+            with socket.create_connection(("127.0.0.1", self.server.port), timeout=5) as sock:
+                for k in range(2):
+                    sock.sendall(self.post_raw(sock, s, {"jsonrpc": "2.0", "id": k,
+                                                         "method": "ping"}))
+                    answers, _ = self.read_answers(sock, 1, timeout=5)
+                    self.assertEqual(json.loads(answers[0][1])["id"], k, f"connection {i}")
         self.assertServerHealthy()
 
     def test_a_client_that_closes_during_a_held_request_harms_no_one(self):
