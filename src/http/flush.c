@@ -39,7 +39,8 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_struct.h> /* ev_read: whether evhttp reads now (on_shadow) */
+/* ev_read: whether evhttp reads now (on_shadow); the struct of the libevent built against */
+#include <event2/bufferevent_struct.h>
 #include <event2/event.h>
 #include <event2/http.h>
 
