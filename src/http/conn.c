@@ -364,6 +364,7 @@ static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hsc
     ptrmap_put(&t->links, evcon, l);
     STAT_INC(connections_open);
     evhttp_connection_set_closecb(evcon, on_conn_close, l);
+    http_shadow_start(l);
     return l;
 }
 

@@ -27,8 +27,8 @@
  * change list makes the two one no-op EPOLL_CTL_MOD; a request served on another thread (its
  * session's loop, or a worker thread of its own) is answered in a later iteration, so its
  * connection left epoll (EPOLL_CTL_DEL) and came back (EPOLL_CTL_ADD). Neither happens while a
- * second read event on the descriptor (the shadow, added after the connection's first answer)
- * is in: libevent changes epoll only when the first event on a descriptor comes or the last one
+ * second read event on the descriptor (the shadow, added when the connection is tracked at
+ * accept, else after its first answer) is in: libevent changes epoll only when the first event on a descriptor comes or the last one
  * goes, so evhttp's read event comes and goes without a system call, with the change list or
  * without. The shadow does nothing while evhttp reads; when input waits while evhttp does not
  * read, epoll reports it at every poll, and the shadow goes at the second report (on_shadow),
@@ -112,6 +112,13 @@ static void shadow_refresh(hlink_t *l, struct bufferevent *bev)
     }
     event_add(l->shadow, NULL);
     l->shadow_strikes = 0;
+}
+
+void http_shadow_start(hlink_t *l)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
+    if (bev)
+        shadow_refresh(l, bev);
 }
 
 void http_shadow_free(hlink_t *l)

@@ -236,7 +236,10 @@ void http_on_other(struct evhttp_request *req, void *arg);
 void http_flush_soon(struct evhttp_connection *evcon);
 void http_flush_forget(hlink_t *l);
 void http_on_flush(evutil_socket_t fd, short what, void *arg);
-/* The connection closes: its shadow read event goes first (flush.c). */
+/* A connection is tracked: its shadow read event comes in when evhttp reads it already (at
+ * accept; else after its first answer). The connection closes: its shadow goes first
+ * (flush.c). */
+void http_shadow_start(hlink_t *l);
 void http_shadow_free(hlink_t *l);
 
 /* fence.c */
