@@ -474,7 +474,7 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
         w->base = w->colocated ? host_bases[i] : loop_base_new(g_cfg.n_upstreams == 0);
         if (!w->base || mq_init(&w->inbox) != 0)
             return -1;
-        w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST, on_inbox, w);
+        w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST | EV_ET, on_inbox, w);
         mq_set_event(&w->inbox, w->inbox_ev);
         event_add(w->inbox_ev, NULL);
         w->batch = store_batch_new(store);

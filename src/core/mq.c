@@ -2,6 +2,8 @@
 /* Intrusive MPSC queue with eventfd wake-up. Producers: any thread; consumer: the owner. */
 #include "core/mq.h"
 
+#include "core/util.h"
+
 #include <errno.h>
 #include <event2/event.h>
 #include <stdint.h>
@@ -15,7 +17,6 @@ int mq_init(mq_t *q)
     atomic_init(&q->depth, 0);
     q->ev = NULL;
     atomic_init(&q->owner, 0);
-    atomic_init(&q->local, false);
     q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->efd < 0)
         return -errno;
@@ -70,6 +71,8 @@ struct event_base *loop_base_new(bool change_list)
 
 void mq_set_event(mq_t *q, struct event *ev)
 {
+    /* level-triggered, the unread counter would wake the loop at every poll */
+    REQUIRE(ev && (event_get_events(ev) & EV_ET));
     q->ev = ev;
 }
 
@@ -93,7 +96,6 @@ static void mq_wake(mq_t *q, bool was_empty)
 {
     if (wake_locally(q)) {
         /* runs later in this turn of its loop */
-        atomic_store_explicit(&q->local, true, memory_order_relaxed);
         event_active(q->ev, EV_READ, 0);
         return;
     }
@@ -124,13 +126,7 @@ void mq_push(mq_t *q, mq_node_t *node)
 mq_node_t *mq_take_all(mq_t *q)
 {
     atomic_store_explicit(&q->owner, mq_self(), memory_order_relaxed);
-    /* after a wake through ev the counter is (almost always) zero: no read. Were it written
-     * too, efd stays readable and the next turn's take clears it. */
-    if (!atomic_exchange_explicit(&q->local, false, memory_order_relaxed)) {
-        uint64_t v;
-        ssize_t n = read(q->efd, &v, sizeof v);
-        (void)n;
-    }
+    /* the counter is never read: the consumer's event is edge-triggered (mq.h) */
     pthread_mutex_lock(&q->lock);
     mq_node_t *all = q->head;
     q->head = NULL;

@@ -15,6 +15,9 @@
  * closed connections only, so every chain ends); a consumer pushing to its own queue while it
  * drains it wakes it through the eventfd, for the next turn.
  *
+ * The eventfd is never read by the queue: its consumer's event is edge-triggered, so a wake-up
+ * costs the producer's write and nothing on the consumer's side.
+ *
  * Ownership: a pushed node belongs to the consumer from then on.
  */
 #ifndef MCPD_CORE_MQ_H
@@ -49,18 +52,20 @@ typedef struct mq {
     int efd;             /* eventfd; the consumer polls it */
     struct event *ev;    /* the consumer's event on efd (mq_set_event), or NULL */
     atomic_uint owner;   /* the consumer's thread (mq_self), recorded at each take; 0: none yet */
-    atomic_bool local;   /* woken through ev, not efd: the next take has no counter to clear */
 } mq_t;
 
 int mq_init(mq_t *q);
 void mq_destroy(mq_t *q);
-/* Setup, before any push: ev is the consumer's EV_READ event on q->efd. */
+/* Setup, before any push: ev is the consumer's event on q->efd, EV_READ | EV_PERSIST | EV_ET:
+ * the counter is never read, and every write after the loop's last poll wakes it once (epoll
+ * reports an edge-triggered eventfd at each write; at a write a second, the counter would take
+ * some 10^11 years to fill). A consumer without an event reads the counter itself. */
 void mq_set_event(mq_t *q, struct event *ev);
 /* Appends node; wakes the consumer if the queue was empty, or at once from its own thread. */
 void mq_push(mq_t *q, mq_node_t *node);
 /* Appends a chain first..last of n nodes in one splice. */
 void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n);
-/* Consumer: clears the wake-up and takes every queued node (NULL when empty), oldest first. */
+/* Consumer: takes every queued node (NULL when empty), oldest first. */
 mq_node_t *mq_take_all(mq_t *q);
 /* Consumer: takes every queued node (mq_take_all) and calls fn(node, arg) on each, oldest first;
  * fn may free the node (its link is read before the call). The one drain loop of the worker and

@@ -154,7 +154,8 @@ int http_init(int n, const char *host, int port, int *bound_port)
         t->bound = evhttp_accept_socket_with_handle(t->http, t->fd);
         if (!t->bound)
             return -1;
-        t->inbox_ev = event_new(t->base, t->inbox.efd, EV_READ | EV_PERSIST, http_on_inbox, t);
+        t->inbox_ev = event_new(t->base, t->inbox.efd, EV_READ | EV_PERSIST | EV_ET, http_on_inbox,
+                                t);
         mq_set_event(&t->inbox, t->inbox_ev);
         event_add(t->inbox_ev, NULL);
     }
