@@ -64,6 +64,10 @@ struct event_base *loop_base_new(bool change_list)
         return NULL;
     if (change_list && !TSAN_BUILD)
         event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    /* epoll, whatever EVENT_NOEPOLL says: the queues' events are edge-triggered (mq.h), and
+     * poll and select would report their unread eventfds at every turn */
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_IGNORE_ENV);
+    event_config_require_features(cfg, EV_FEATURE_ET);
     struct event_base *b = event_base_new_with_config(cfg);
     event_config_free(cfg);
     return b;
@@ -72,7 +76,8 @@ struct event_base *loop_base_new(bool change_list)
 void mq_set_event(mq_t *q, struct event *ev)
 {
     /* level-triggered, the unread counter would wake the loop at every poll */
-    REQUIRE(ev && (event_get_events(ev) & EV_ET));
+    REQUIRE(ev && (event_get_events(ev) & EV_ET) &&
+            (event_base_get_features(event_get_base(ev)) & EV_FEATURE_ET));
     q->ev = ev;
 }
 
@@ -103,7 +108,7 @@ static void mq_wake(mq_t *q, bool was_empty)
         return;
     uint64_t one = 1;
     ssize_t n = write(q->efd, &one, sizeof one);
-    (void)n; /* EAGAIN means the counter is already non-zero: the consumer is woken anyway */
+    (void)n; /* EAGAIN only at 2^64 - 2 writes, never reached (mq.h) */
 }
 
 void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n)

@@ -28,9 +28,9 @@
  * session's loop, or a worker thread of its own) is answered in a later iteration, so its
  * connection left epoll (EPOLL_CTL_DEL) and came back (EPOLL_CTL_ADD). Neither happens while a
  * second read event on the descriptor (the shadow, added when the connection is tracked at
- * accept, else after its first answer) is in: libevent changes epoll only when the first event on a descriptor comes or the last one
- * goes, so evhttp's read event comes and goes without a system call, with the change list or
- * without. The shadow does nothing while evhttp reads; when input waits while evhttp does not
+ * accept, else after its first answer) is in: libevent changes epoll only when the first event
+ * on a descriptor comes or the last one goes, so evhttp's read event comes and goes without a
+ * system call, with the change list or without. The shadow does nothing while evhttp reads; when input waits while evhttp does not
  * read, epoll reports it at every poll, and the shadow goes at the second report (on_shadow),
  * so the loop does not spin; an answer brings it back. It is freed in the connection's close
  * callback, before evhttp closes the descriptor.
