@@ -576,7 +576,13 @@ class JsonAnswerHeldAtShutdown(unittest.TestCase):
             s = Session(server)
             g = UnreadGet(s)
             t, out = call_in_background(s, "notify", {"count": BACKLOG})
-            t.join(2.0)
+            # the tool done (under a sanitizer on a loaded machine its 20,000 messages take
+            # seconds), its answer held behind them
+            deadline = time.monotonic() + 30
+            time.sleep(0.2)
+            while server.stats()["tool_threads_busy"] > 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            t.join(0.5)
             self.assertNotIn("msg", out)
             server.stop()
             t.join(10)
