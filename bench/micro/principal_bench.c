@@ -12,28 +12,21 @@
  */
 #include "core/principal.h"
 
+#include "threads.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 static pthread_mutex_t old_mu = PTHREAD_MUTEX_INITIALIZER;
 static long old_refs; /* the old entry's count, under old_mu */
 static principal_t *shared;
 static long n_ops;
-static pthread_barrier_t start;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void *refs_locked(void *arg)
 {
     (void)arg;
-    pthread_barrier_wait(&start);
+    pthread_barrier_wait(&micro_start);
     for (long i = 0; i < n_ops; i++) {
         pthread_mutex_lock(&old_mu);
         old_refs++;
@@ -48,25 +41,10 @@ static void *refs_locked(void *arg)
 static void *refs_atomic(void *arg)
 {
     (void)arg;
-    pthread_barrier_wait(&start);
+    pthread_barrier_wait(&micro_start);
     for (long i = 0; i < n_ops; i++)
         principal_unref(principal_ref(shared));
     return NULL;
-}
-
-static double run(void *(*fn)(void *), int nthreads)
-{
-    pthread_t t[64];
-    pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
-    for (int i = 0; i < nthreads; i++)
-        pthread_create(&t[i], NULL, fn, NULL);
-    double t0 = now_s(); /* before the barrier lets them go: none may be done before it is read */
-    pthread_barrier_wait(&start);
-    for (int i = 0; i < nthreads; i++)
-        pthread_join(t[i], NULL);
-    double dt = now_s() - t0;
-    pthread_barrier_destroy(&start);
-    return dt * 1e9 / (double)n_ops; /* ns per request, per thread */
 }
 
 int main(int argc, char **argv)
@@ -81,7 +59,7 @@ int main(int argc, char **argv)
     old_refs = 1;
     int ts[2] = {1, nthreads};
     for (int k = 0; k < (nthreads > 1 ? 2 : 1); k++) {
-        double a = run(refs_locked, ts[k]), b = run(refs_atomic, ts[k]);
+        double a = micro_run(refs_locked, ts[k], n_ops), b = micro_run(refs_atomic, ts[k], n_ops);
         printf("%d thread(s), %ld requests each: locked %.1f ns/request, atomic %.1f ns/request "
                "(%.2fx)\n",
                ts[k], n_ops, a, b, a / b);

@@ -12,26 +12,19 @@
  */
 #include "core/stats.h"
 
+#include "threads.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 static stats_t shared; /* the old g_stats */
 static long n_ops;
-static pthread_barrier_t start;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void *count_shared(void *arg)
 {
     (void)arg;
-    pthread_barrier_wait(&start);
+    pthread_barrier_wait(&micro_start);
     for (long i = 0; i < n_ops; i++) {
         long long us = 100 + (i & 255);
         atomic_fetch_add_explicit(&shared.requests_total[SM_ping], 1, memory_order_relaxed);
@@ -46,28 +39,13 @@ static void *count_shared(void *arg)
 static void *count_per_thread(void *arg)
 {
     (void)arg;
-    pthread_barrier_wait(&start);
+    pthread_barrier_wait(&micro_start);
     for (long i = 0; i < n_ops; i++) {
         STAT_INC(requests_total[SM_ping]);
         stats_count_status(200);
         stats_observe_latency(SM_ping, 100 + (i & 255));
     }
     return NULL;
-}
-
-static double run(void *(*fn)(void *), int nthreads)
-{
-    pthread_t t[64];
-    pthread_barrier_init(&start, NULL, (unsigned)nthreads + 1);
-    for (int i = 0; i < nthreads; i++)
-        pthread_create(&t[i], NULL, fn, NULL);
-    double t0 = now_s(); /* before the barrier lets them go: none may be done before it is read */
-    pthread_barrier_wait(&start);
-    for (int i = 0; i < nthreads; i++)
-        pthread_join(t[i], NULL);
-    double dt = now_s() - t0;
-    pthread_barrier_destroy(&start);
-    return dt * 1e9 / (double)n_ops; /* ns per request, per thread */
 }
 
 int main(int argc, char **argv)
@@ -80,7 +58,8 @@ int main(int argc, char **argv)
     }
     int ts[2] = {1, nthreads};
     for (int k = 0; k < (nthreads > 1 ? 2 : 1); k++) {
-        double a = run(count_shared, ts[k]), b = run(count_per_thread, ts[k]);
+        double a = micro_run(count_shared, ts[k], n_ops),
+               b = micro_run(count_per_thread, ts[k], n_ops);
         printf(
             "%d thread(s), %ld requests each: shared %.1f ns/request, per thread %.1f ns/request "
             "(%.2fx)\n",

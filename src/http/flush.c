@@ -13,10 +13,10 @@
  * bufferevent's write callbacks as the bufferevent would have after writing
  * (bufferevent_trigger): evhttp finishes the request and reads the next one. The write event
  * enabled and disabled within one iteration never reaches the kernel (the loops merge a turn's
- * epoll_ctl calls): an answer whose request came in this iteration costs one epoll_ctl, a
- * no-op EPOLL_CTL_MOD the change list leaves for evhttp turning reading off and on. Anything
- * else (a socket that takes only part, EAGAIN, an error) is left to the bufferevent, whose
- * write event is already enabled: it writes the rest, or reports the error, exactly as before.
+ * epoll_ctl calls), nor, with the shadow below, does evhttp turning reading off and on: an
+ * answer costs no epoll_ctl. Anything else (a socket that takes only part, EAGAIN, an error)
+ * is left to the bufferevent, whose write event is already enabled: it writes the rest, or
+ * reports the error, exactly as before.
  *
  * The write happens in a callback of its own, never inside http_send_reply: evhttp may free the
  * request and the connection when the answer is done, and callers of http_send_reply may still
@@ -30,10 +30,10 @@
  * second read event on the descriptor (the shadow, added when the connection is tracked at
  * accept, else after its first answer) is in: libevent changes epoll only when the first event
  * on a descriptor comes or the last one goes, so evhttp's read event comes and goes without a
- * system call, with the change list or without. The shadow does nothing while evhttp reads; when input waits while evhttp does not
- * read, epoll reports it at every poll, and the shadow goes at the second report (on_shadow),
- * so the loop does not spin; an answer brings it back. It is freed in the connection's close
- * callback, before evhttp closes the descriptor.
+ * system call, with the change list or without. The shadow does nothing while evhttp reads;
+ * when input waits while evhttp does not read, epoll reports it at every poll, and the shadow
+ * goes at the second report (on_shadow), so the loop does not spin; an answer brings it back.
+ * It is freed in the connection's close callback, before evhttp closes the descriptor.
  */
 #include "http/internal.h"
 
