@@ -108,14 +108,18 @@ static int oauth_setup(const mcpd_registry_t *reg, int port)
     char why[600];
     if (authz_configure(g_cfg.auth_issuer, g_cfg.auth_resource, g_cfg.auth_scopes,
                         g_cfg.auth_required_scope, g_cfg.auth_leeway, g_cfg.listen_host, port, why,
-                        sizeof why) != 0 ||
-        (g_cfg.auth_introspect[0] &&
+                        sizeof why) != 0) {
+        log_error("authorization: %s", why);
+        return -1;
+    }
+    g_authz.introspection_cache = g_cfg.auth_introspection_cache;
+    g_authz.fetch_timeout = g_cfg.auth_fetch_timeout; /* before issuer_start's first fetch */
+    if ((g_cfg.auth_introspect[0] &&
          issuer_introspect_setup(g_cfg.auth_introspect, why, sizeof why) != 0) ||
         (g_authz.on && issuer_start(g_authz.issuer, why, sizeof why) != 0)) {
         log_error("authorization: %s", why);
         return -1;
     }
-    g_authz.introspection_cache = g_cfg.auth_introspection_cache;
     if (g_authz.on) {
         log_info("authorization: access tokens of %s for %s (metadata at %s)", g_authz.issuer,
                  g_authz.resource, g_authz.prm_url);

@@ -15,15 +15,16 @@
 #define AUTHZ_SCOPE_MAX 255
 
 typedef struct authz {
-    bool on;                 /* --auth-issuer given */
+    bool on; /* --auth-issuer given */
     char issuer[1024];
-    char resource[1024];     /* --auth-resource, or http://<listen address>/mcp */
-    char prm_url[1200];      /* where the metadata is (resource_metadata of the challenges) */
-    char prm_path[1200];     /* its path on this server */
-    char required[256];      /* --auth-required-scope, or "" */
+    char resource[1024]; /* --auth-resource, or http://<listen address>/mcp */
+    char prm_url[1200];  /* where the metadata is (resource_metadata of the challenges) */
+    char prm_path[1200]; /* its path on this server */
+    char required[256];  /* --auth-required-scope, or "" */
     int64_t leeway;
     int64_t introspection_cache; /* seconds an introspection answer is kept (main sets it) */
-    char *metadata;          /* the metadata document (JSON text) */
+    int64_t fetch_timeout;       /* seconds one fetch at the issuer may take (main sets it) */
+    char *metadata;              /* the metadata document (JSON text) */
     size_t metadata_len;
 } authz_t;
 

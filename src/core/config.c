@@ -66,6 +66,9 @@ static const flag_t FLAGS[] = {
      "introspection_endpoint; FILE holds client_id:client_secret, mode 600"},
     {"auth-introspection-cache", "SECS", K_INT, OFF(auth_introspection_cache), 0, 86400,
      "how long an introspection answer is kept, never past the token's exp (default 60)"},
+    {"auth-fetch-timeout", "SECS", K_INT, OFF(auth_fetch_timeout), 1, 300,
+     "how long one fetch at the issuer (metadata, keys, an introspection) may take before it "
+     "counts as no answer (default 5)"},
     {"auth-dpop-jti-max", "N", K_INT, OFF(auth_dpop_jti_max), 1, 100000000,
      "DPoP proofs remembered at most, to refuse a replay (default 1000000); a new proof beyond "
      "it gets 503"},
@@ -263,6 +266,7 @@ void config_defaults(config_t *c)
     c->principal_share = 50;
     c->auth_leeway = 30;
     c->auth_introspection_cache = 60;
+    c->auth_fetch_timeout = 5;
     c->auth_dpop_jti_max = 1000000;
     c->max_handles = 100000;
     c->get_idle_timeout_s = 300;

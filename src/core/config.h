@@ -27,6 +27,7 @@ typedef struct config {
     int64_t auth_leeway;            /* --auth-leeway SECS: clock skew for exp, nbf, iat */
     char auth_introspect[1024];     /* --auth-introspect FILE: client_id:client_secret ("" = off) */
     int64_t auth_introspection_cache; /* --auth-introspection-cache SECS */
+    int64_t auth_fetch_timeout;       /* --auth-fetch-timeout SECS */
     int64_t auth_dpop_jti_max;        /* --auth-dpop-jti-max N: DPoP proofs recorded at most */
 #define CFG_MAX_TOOL_SCOPES 256
     char *auth_tool_scopes[CFG_MAX_TOOL_SCOPES]; /* --auth-tool-scope TOOL=S1[,S2], as given */

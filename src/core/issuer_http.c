@@ -133,7 +133,7 @@ void iss_http_call(const char *url, const char *form, size_t max, fetch_cb cb, i
         on_response(NULL, f);
         return;
     }
-    evhttp_connection_set_timeout(f->conn, FETCH_TIMEOUT_S);
+    evhttp_connection_set_timeout(f->conn, (int)g_authz.fetch_timeout);
     evhttp_connection_set_retries(f->conn, 0);
     evhttp_connection_set_max_body_size(f->conn, (ev_ssize_t)max);
     struct evhttp_request *req = evhttp_request_new(on_response, f);

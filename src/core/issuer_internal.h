@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FETCH_TIMEOUT_S 5
 #define METADATA_MAX_LEN (64 * 1024)
 #define INTROSPECT_MAX_LEN (64 * 1024)
 #define WAITS_MAX ISSUER_WAITS_MAX
