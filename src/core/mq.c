@@ -12,15 +12,13 @@
 
 int mq_init(mq_t *q)
 {
-    q->head = NULL;
-    q->tailp = &q->head;
+    atomic_init(&q->top, NULL);
     atomic_init(&q->depth, 0);
     q->ev = NULL;
     atomic_init(&q->owner, 0);
     q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->efd < 0)
         return -errno;
-    pthread_mutex_init(&q->lock, NULL);
     return 0;
 }
 
@@ -29,7 +27,6 @@ void mq_destroy(mq_t *q)
     if (q->efd >= 0)
         close(q->efd);
     q->efd = -1;
-    pthread_mutex_destroy(&q->lock);
 }
 
 /* A small number naming the calling thread (never 0). */
@@ -113,14 +110,24 @@ static void mq_wake(mq_t *q, bool was_empty)
 
 void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n)
 {
-    last->next = NULL;
-    pthread_mutex_lock(&q->lock);
-    int was_empty = q->head == NULL;
-    *q->tailp = first;
-    q->tailp = &last->next;
-    pthread_mutex_unlock(&q->lock);
+    /* the stack links newest to oldest: the chain (still the producer's) is turned around,
+     * last -> ... -> first, and first is linked to what the stack holds */
+    mq_node_t *back = NULL;
+    for (mq_node_t *p = first; p != last;) {
+        mq_node_t *next = p->next;
+        p->next = back;
+        back = p;
+        p = next;
+    }
+    last->next = back;
+    /* counted before it can be taken: depth is never below what the stack holds */
     atomic_fetch_add_explicit(&q->depth, n, memory_order_relaxed);
-    mq_wake(q, was_empty);
+    mq_node_t *old = atomic_load_explicit(&q->top, memory_order_relaxed);
+    do
+        first->next = old;
+    while (!atomic_compare_exchange_weak_explicit(&q->top, &old, last, memory_order_release,
+                                                  memory_order_relaxed));
+    mq_wake(q, old == NULL);
 }
 
 void mq_push(mq_t *q, mq_node_t *node)
@@ -130,17 +137,24 @@ void mq_push(mq_t *q, mq_node_t *node)
 
 mq_node_t *mq_take_all(mq_t *q)
 {
-    atomic_store_explicit(&q->owner, mq_self(), memory_order_relaxed);
+    unsigned self = mq_self();
+    /* stored only when it changes: a store would take the line from the producers each time */
+    if (atomic_load_explicit(&q->owner, memory_order_relaxed) != self)
+        atomic_store_explicit(&q->owner, self, memory_order_relaxed);
     /* the counter is never read: the consumer's event is edge-triggered (mq.h) */
-    pthread_mutex_lock(&q->lock);
-    mq_node_t *all = q->head;
-    q->head = NULL;
-    q->tailp = &q->head;
-    pthread_mutex_unlock(&q->lock);
+    if (!atomic_load_explicit(&q->top, memory_order_relaxed))
+        return NULL;
+    mq_node_t *p = atomic_exchange_explicit(&q->top, NULL, memory_order_acquire), *all = NULL;
     size_t cnt = 0;
-    for (mq_node_t *p = all; p; p = p->next)
+    while (p) { /* newest first: turned around, oldest first */
+        mq_node_t *next = p->next;
+        p->next = all;
+        all = p;
+        p = next;
         cnt++;
-    atomic_fetch_sub_explicit(&q->depth, cnt, memory_order_relaxed);
+    }
+    if (cnt)
+        atomic_fetch_sub_explicit(&q->depth, cnt, memory_order_relaxed);
     return all;
 }
 

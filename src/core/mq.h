@@ -1,8 +1,13 @@
 /* Intrusive multi-producer, single-consumer message queue with an eventfd wake-up.
  *
  * Producers: any thread. Consumer: the one thread that owns the queue.
- * A message carries its own link (no allocation to enqueue). The mutex is held only to splice
- * one node onto the tail or to take the whole list. Another thread writes the eventfd only when
+ * A message carries its own link (no allocation to enqueue). No lock: the queue is a stack that
+ * a producer pushes onto with one compare-and-swap of its top (a chain of nodes in one), and the
+ * consumer takes whole with one exchange and turns around, oldest first. A producer never waits
+ * for another or for the consumer (a mutex here made the loops of many cores queue, and sleep,
+ * on each other's mailboxes). Taking everything at once is also what makes the stack safe: no
+ * node is ever popped alone, so a reused node on top (ABA) is a top like any other. Another
+ * thread writes the eventfd only when
  * its push makes the queue non-empty; the consumer takes everything at once and drains it, so a
  * busy consumer is woken once per batch, not once per message. A queue given its consumer's
  * event (mq_set_event) is woken without the eventfd when the producer is the consumer's own
@@ -23,7 +28,6 @@
 #ifndef MCPD_CORE_MQ_H
 #define MCPD_CORE_MQ_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,10 +49,8 @@ struct event_base;
 struct event_base *loop_base_new(bool change_list);
 
 typedef struct mq {
-    pthread_mutex_t lock;
-    mq_node_t *head;
-    mq_node_t **tailp;
-    atomic_size_t depth; /* nodes pushed and not yet taken */
+    _Atomic(mq_node_t *) top; /* the newest node, linked to older ones; NULL when empty */
+    atomic_size_t depth;      /* nodes pushed and not yet taken (counted before the push) */
     int efd;             /* eventfd; the consumer polls it */
     struct event *ev;    /* the consumer's event on efd (mq_set_event), or NULL */
     atomic_uint owner;   /* the consumer's thread (mq_self), recorded at each take; 0: none yet */
