@@ -110,8 +110,8 @@ static int run_once(const char *name, long n, int chain, int producers)
         pthread_join(th[p], NULL);
     printf("mq %-22s %2d producer%s %9ld msgs  %7.1f ns/msg  %12.0f msgs/s  %8.1f msgs per "
            "wake-up  (%ld wake-ups, %ld out of order)\n",
-           name, producers, producers == 1 ? " " : "s", n, dt * 1e9 / (double)n,
-           (double)n / dt, (double)got / (double)wakeups, wakeups, order_errors);
+           name, producers, producers == 1 ? " " : "s", n, dt * 1e9 / (double)n, (double)n / dt,
+           (double)got / (double)wakeups, wakeups, order_errors);
     mq_destroy(&r.q);
     free(r.nodes);
     return order_errors ? 1 : 0;

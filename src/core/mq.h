@@ -51,9 +51,9 @@ struct event_base *loop_base_new(bool change_list);
 typedef struct mq {
     _Atomic(mq_node_t *) top; /* the newest node, linked to older ones; NULL when empty */
     atomic_size_t depth;      /* nodes pushed and not yet taken (counted before the push) */
-    int efd;             /* eventfd; the consumer polls it */
-    struct event *ev;    /* the consumer's event on efd (mq_set_event), or NULL */
-    atomic_uint owner;   /* the consumer's thread (mq_self), recorded at each take; 0: none yet */
+    int efd;                  /* eventfd; the consumer polls it */
+    struct event *ev;         /* the consumer's event on efd (mq_set_event), or NULL */
+    atomic_uint owner; /* the consumer's thread (mq_self), recorded at each take; 0: none yet */
 } mq_t;
 
 int mq_init(mq_t *q);
