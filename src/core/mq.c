@@ -138,7 +138,7 @@ void mq_push(mq_t *q, mq_node_t *node)
 mq_node_t *mq_take_all(mq_t *q)
 {
     unsigned self = mq_self();
-    /* stored only when it changes: a store would take the line from the producers each time */
+    /* stored only when it changes (one consumer thread: seldom, if ever, after the first take) */
     if (atomic_load_explicit(&q->owner, memory_order_relaxed) != self)
         atomic_store_explicit(&q->owner, self, memory_order_relaxed);
     /* the counter is never read: the consumer's event is edge-triggered (mq.h) */

@@ -2,14 +2,15 @@
  *
  * Producers: any thread. Consumer: the one thread that owns the queue.
  * A message carries its own link (no allocation to enqueue). No lock: the queue is a stack that
- * a producer pushes onto with one compare-and-swap of its top (a chain of nodes in one), and the
- * consumer takes whole with one exchange and turns around, oldest first. A producer never waits
- * for another or for the consumer (a mutex here made the loops of many cores queue, and sleep,
- * on each other's mailboxes). Taking everything at once is also what makes the stack safe: no
- * node is ever popped alone, so a reused node on top (ABA) is a top like any other. Another
- * thread writes the eventfd only when
- * its push makes the queue non-empty; the consumer takes everything at once and drains it, so a
- * busy consumer is woken once per batch, not once per message. A queue given its consumer's
+ * a producer pushes onto with a compare-and-swap of its top (retried when another push came
+ * first; a chain of nodes in one), and the consumer takes whole with one exchange and turns
+ * around, oldest first. The pushes are ordered by their swaps, as they were by a mutex before,
+ * but no producer blocks, on another or on the consumer (with a mutex, loops of many cores
+ * could queue, and sleep, on each other's mailboxes). Taking everything at once is also what
+ * makes the stack safe: no node is ever popped alone, so a reused node on top (ABA) is a top
+ * like any other. Another thread writes the eventfd only when its push makes the queue
+ * non-empty; the consumer takes everything at once and drains it, so a busy consumer is woken
+ * once per batch, not once per message. A queue given its consumer's
  * event (mq_set_event) is woken without the eventfd when the producer is the consumer's own
  * thread: the event is made active, at every push (what is queued ahead may be another
  * thread's, whose eventfd the loop sees only at its next poll), so the consumer runs in the same
@@ -53,7 +54,8 @@ typedef struct mq {
     atomic_size_t depth;      /* nodes pushed and not yet taken (counted before the push) */
     int efd;                  /* eventfd; the consumer polls it */
     struct event *ev;         /* the consumer's event on efd (mq_set_event), or NULL */
-    atomic_uint owner; /* the consumer's thread (mq_self), recorded at each take; 0: none yet */
+    atomic_uint
+        owner; /* the consumer's thread (mq_self), stored at a take that changes it; 0: none yet */
 } mq_t;
 
 int mq_init(mq_t *q);
@@ -63,9 +65,11 @@ void mq_destroy(mq_t *q);
  * reports an edge-triggered eventfd at each write; at a write a second, the counter would take
  * some 10^11 years to fill). A consumer without an event reads the counter itself. */
 void mq_set_event(mq_t *q, struct event *ev);
-/* Appends node; wakes the consumer if the queue was empty, or at once from its own thread. */
+/* Queues node after everything queued; wakes the consumer if the queue was empty, or at once
+ * from its own thread. */
 void mq_push(mq_t *q, mq_node_t *node);
-/* Appends a chain first..last of n nodes in one splice. */
+/* Queues a chain of n nodes in one swap: first linked through next to last (each of them is
+ * relinked; last is reached from first, n only counts them for depth). */
 void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n);
 /* Consumer: takes every queued node (NULL when empty), oldest first. */
 mq_node_t *mq_take_all(mq_t *q);
