@@ -1,7 +1,9 @@
 /* Threads: the auth thread (its event loop). */
 /* The auth thread's HTTP client: one evhttp connection per call (https through
- * bufferevent_openssl with the system's CA store, the peer and its name verified), a deadline,
- * a bound on the answer, and the connection freed on the loop's next turn. */
+ * bufferevent_openssl with the system's CA store, the peer and its name verified), a timeout
+ * (--auth-fetch-timeout: libevent's, on the connect and on each wait for the next bytes; the
+ * host name is resolved before, outside it), a bound on the answer, and the connection freed on
+ * the loop's next turn. */
 #include "core/issuer_internal.h"
 
 #include "core/authz.h"
@@ -133,7 +135,9 @@ void iss_http_call(const char *url, const char *form, size_t max, fetch_cb cb, i
         on_response(NULL, f);
         return;
     }
-    evhttp_connection_set_timeout(f->conn, (int)g_authz.fetch_timeout);
+    /* main sets it before the thread starts; 0 would be libevent's own 45-50 s */
+    evhttp_connection_set_timeout(f->conn,
+                                  g_authz.fetch_timeout > 0 ? (int)g_authz.fetch_timeout : 5);
     evhttp_connection_set_retries(f->conn, 0);
     evhttp_connection_set_max_body_size(f->conn, (ev_ssize_t)max);
     struct evhttp_request *req = evhttp_request_new(on_response, f);

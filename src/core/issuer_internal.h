@@ -63,7 +63,7 @@ struct fetch {
                              in flight (their callbacks never run) and the waits they carry */
 };
 
-/* A GET (form NULL), or a form POST, of url on the auth thread's loop, with the call's deadline
+/* A GET (form NULL), or a form POST, of url on the auth thread's loop, with the fetch timeout
  * and an answer of at most max bytes; cb gets the answer (status 0: none). */
 void iss_http_call(const char *url, const char *form, size_t max, fetch_cb cb, issuer_wait_t *w);
 
