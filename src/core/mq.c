@@ -108,18 +108,26 @@ static void mq_wake(mq_t *q, bool was_empty)
     (void)n; /* EAGAIN only at 2^64 - 2 writes, never reached (mq.h) */
 }
 
-void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n)
+/* Relinks the nodes from p up to (not including) stop the other way round; returns the last of
+ * them, now the first (NULL when p is stop), and counts them into *n. */
+static mq_node_t *turn_around(mq_node_t *p, const mq_node_t *stop, size_t *n)
 {
-    /* the stack links newest to oldest: the chain (still the producer's) is turned around,
-     * last -> ... -> first, and first is linked to what the stack holds */
     mq_node_t *back = NULL;
-    for (mq_node_t *p = first; p != last;) {
+    for (*n = 0; p != stop; ++*n) {
         mq_node_t *next = p->next;
         p->next = back;
         back = p;
         p = next;
     }
-    last->next = back;
+    return back;
+}
+
+void mq_push_chain(mq_t *q, mq_node_t *first, mq_node_t *last, size_t n)
+{
+    /* the stack links newest to oldest: the chain (still the producer's) is turned around,
+     * last -> ... -> first, and first is linked to what the stack holds */
+    size_t before_last;
+    last->next = turn_around(first, last, &before_last);
     /* counted before it can be taken: depth is never below what the stack holds */
     atomic_fetch_add_explicit(&q->depth, n, memory_order_relaxed);
     mq_node_t *old = atomic_load_explicit(&q->top, memory_order_relaxed);
@@ -144,17 +152,11 @@ mq_node_t *mq_take_all(mq_t *q)
     /* the counter is never read: the consumer's event is edge-triggered (mq.h) */
     if (!atomic_load_explicit(&q->top, memory_order_relaxed))
         return NULL;
-    mq_node_t *p = atomic_exchange_explicit(&q->top, NULL, memory_order_acquire), *all = NULL;
-    size_t cnt = 0;
-    while (p) { /* newest first: turned around, oldest first */
-        mq_node_t *next = p->next;
-        p->next = all;
-        all = p;
-        p = next;
-        cnt++;
-    }
-    if (cnt)
-        atomic_fetch_sub_explicit(&q->depth, cnt, memory_order_relaxed);
+    /* newest first: turned around, oldest first */
+    size_t cnt;
+    mq_node_t *all = turn_around(atomic_exchange_explicit(&q->top, NULL, memory_order_acquire),
+                                 NULL, &cnt);
+    atomic_fetch_sub_explicit(&q->depth, cnt, memory_order_relaxed);
     return all;
 }
 

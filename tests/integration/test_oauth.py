@@ -392,6 +392,16 @@ def holding_issuer(answer=None):
     return httpd, state["issuer"], release, seen, creds
 
 
+def end_issuer(srv, httpd, release, creds):
+    """The end of a test with a holding_issuer: its answers released, the server and the
+    issuer stopped, the credentials file removed."""
+    release.set()
+    srv.cleanup()
+    httpd.shutdown()
+    httpd.server_close()
+    os.unlink(creds)
+
+
 class IntrospectionShares(unittest.TestCase):
     """A plain-http issuer whose introspection endpoint holds its answers until released: one
     client address flooding opaque tokens fills its share of the parked places, not all."""
@@ -441,12 +451,7 @@ class IntrospectionShares(unittest.TestCase):
             self.assertEqual([getattr(results.get(i), "status", results.get(i)) for i in range(10)],
                              [401] * 10, "the flood's own tokens are answered once released")
         finally:
-            release.set()
-            srv.cleanup()
-            httpd.shutdown()
-            httpd.server_close()
-            os.unlink(creds)
-
+            end_issuer(srv, httpd, release, creds)
 
     def test_an_introspection_past_the_fetch_timeout_gets_503_with_retry_after(self):
         httpd, issuer, release, seen, creds = holding_issuer()
@@ -464,11 +469,7 @@ class IntrospectionShares(unittest.TestCase):
             self.assertIn("introspection at", srv.log_tail(), "the warning names what failed")
             self.assertIn("no answer", srv.log_tail())
         finally:
-            release.set()
-            srv.cleanup()
-            httpd.shutdown()
-            httpd.server_close()
-            os.unlink(creds)
+            end_issuer(srv, httpd, release, creds)
 
     def test_an_active_token_that_is_not_an_access_token_is_refused(self):
         for token_type, status in (("refresh_token", 401), ("Bearer", 400)):
@@ -482,10 +483,7 @@ class IntrospectionShares(unittest.TestCase):
                                 dict(JSON_HEADERS, Authorization="Bearer opaque-refresh"))
                 self.assertEqual(r.status, status, f"{token_type}: {r.text}")
             finally:
-                srv.cleanup()
-                httpd.shutdown()
-                httpd.server_close()
-                os.unlink(creds)
+                end_issuer(srv, httpd, release, creds)
 
     def test_a_stop_with_an_introspection_in_flight_is_clean(self):
         httpd, issuer, release, seen, creds = holding_issuer()
@@ -507,11 +505,7 @@ class IntrospectionShares(unittest.TestCase):
             self.assertEqual(rc, 0, srv.log_tail())
             self.assertLess(took, 5)
         finally:
-            release.set()
-            srv.cleanup()
-            httpd.shutdown()
-            httpd.server_close()
-            os.unlink(creds)
+            end_issuer(srv, httpd, release, creds)
 
 
 class Ipv6Issuer(unittest.TestCase):
