@@ -3,6 +3,9 @@
 #include "actor/msg.h"
 
 #include "core/blockcache.h"
+#include "core/config.h"
+#include "core/jsonparse.h"
+#include "core/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,7 @@ void wmsg_free(wmsg_t *m)
         if (m->type != WM_POST)
             break;
         json_decref(m->u.post.body);
+        blockcache_free(m->u.post.raw);
         json_decref(m->u.post.param_hdrs);
         if (m->u.post.kinds != m->u.post.kinds_inline)
             free(m->u.post.kinds);
@@ -87,4 +91,46 @@ void hmsg_free(hmsg_t *m)
     blockcache_free(m->body); /* json_dumps' text: jansson's allocator is the cache */
     free(m->req_id);
     blockcache_free(m);
+}
+
+void wmsg_classify(wmsg_t *m, jr_kind_t kind, const jr_view_t *v, size_t nodes)
+{
+    json_t *body = m->u.post.body;
+    m->u.post.nodes = nodes > UINT32_MAX ? UINT32_MAX : (uint32_t)nodes;
+    if (!json_is_array(body)) {
+        m->u.post.v = *v;
+        m->u.post.n = 1;
+        m->u.post.kinds[0] = (signed char)kind;
+        return;
+    }
+    size_t n = json_array_size(body);
+    m->u.post.n = n;
+    if (n > sizeof m->u.post.kinds_inline)
+        m->u.post.kinds = xmalloc(n);
+    for (size_t i = 0; i < n; i++) {
+        const char *why;
+        m->u.post.kinds[i] = (signed char)jsonrpc_classify(json_array_get(body, i), &why);
+    }
+}
+
+void wmsg_parse_raw(wmsg_t *m)
+{
+    if (m->type != WM_POST || !m->u.post.raw)
+        return;
+    json_parse_info_t info;
+    char err[8];
+    size_t pos;
+    m->u.post.body = json_parse_buf_bounded(m->u.post.raw, m->u.post.raw_len,
+                                            (size_t)g_cfg.max_json_nodes, &info, err, sizeof err,
+                                            &pos);
+    REQUIRE(m->u.post.body != NULL);
+    blockcache_free(m->u.post.raw);
+    m->u.post.raw = NULL;
+    jr_view_t v = {0};
+    jr_kind_t kind = JR_INVALID;
+    if (!json_is_array(m->u.post.body)) {
+        const char *why;
+        kind = jsonrpc_classify_view(m->u.post.body, &why, &v);
+    }
+    wmsg_classify(m, kind, &v, info.nodes);
 }

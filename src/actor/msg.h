@@ -93,6 +93,9 @@ typedef struct wmsg {
             json_t *param_hdrs; /* owned, modern only: {lowercased Mcp-Param-* name: decoded
                                    value}, NULL when the request had none */
             uint32_t nodes;     /* JSON values in body (the worker trims after big ones) */
+            char *raw;          /* owned: the body's text, when the worker parses it (a request
+                                   read on another loop: wmsg_parse_raw); body NULL until then */
+            uint32_t raw_len;
             bool create;        /* initialize: sid is the new session's fresh id */
             bool holds_session; /* initialize: it holds one unit of its principal's share of
                                    --max-sessions, which the new session takes over; freed
@@ -140,6 +143,13 @@ _Static_assert(sizeof(wmsg_t) > 232,
 
 wmsg_t *wmsg_new(wmsg_type_t type);
 void wmsg_free(wmsg_t *m);
+/* Sets a WM_POST's kinds, view and node count for its body: kind and v are a single message's
+ * (jsonrpc_classify_view); a batch's members are classified here. */
+void wmsg_classify(wmsg_t *m, jr_kind_t kind, const jr_view_t *v, size_t nodes);
+/* A WM_POST that carries its body's text (raw): parses and classifies it on the receiving
+ * thread, so the tree is made, read and freed by one thread. The HTTP thread parsed and
+ * checked the same text, so it cannot fail. No-op without raw. */
+void wmsg_parse_raw(wmsg_t *m);
 
 typedef enum {
     HM_REPLY = 1, /* a complete response: status, content type, body; ends the request */

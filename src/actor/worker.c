@@ -59,6 +59,11 @@ worker_t *worker_for_session(const char *sid)
     return &W[hash_bytes(sid, SESSION_ROUTE_LEN) % (uint64_t)NW];
 }
 
+bool worker_is_on_thread(const worker_t *w, uint32_t http_thread)
+{
+    return w->colocated && http_thread < (uint32_t)NW && w == &W[http_thread];
+}
+
 void worker_place_on_thread(char *sid, uint32_t http_thread)
 {
     if (NW <= 1 || !W[0].colocated || http_thread >= (uint32_t)NW)
@@ -417,8 +422,9 @@ static void on_message(mq_node_t *n, void *arg)
 {
     worker_t *w = arg;
     wmsg_t *m = (wmsg_t *)n;
-    /* a body of many values is a burst of its own (freed here, in the HTTP thread's arena): 16
-     * values weigh about one message */
+    /* a body of many values is a burst of its own (freed here, in the HTTP thread's arena, or
+     * parsed here when it came as text): 16 values weigh about one message */
+    wmsg_parse_raw(m);
     w->turn_messages += 1 + (m->type == WM_POST ? m->u.post.nodes / 16 : 0);
     handle(w, m);
 }

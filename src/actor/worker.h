@@ -97,6 +97,8 @@ void workers_on_stopped(void (*fn)(void));
 
 /* Any thread. */
 worker_t *worker_for_session(const char *sid);
+/* Whether w runs on HTTP thread http_thread's loop (--workers 0: worker i on thread i). */
+bool worker_is_on_thread(const worker_t *w, uint32_t http_thread);
 /* HTTP thread http_thread, for an id it has just minted (a new session, a stateless request's
  * actor): when workers run on the HTTP threads (--workers 0), rewrites the routing characters
  * after sid's shard so that sid's worker is this thread's own. The request and every later one

@@ -73,6 +73,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(tool_jobs_waiting, gauge,                                                                     \
       "Handlers waiting for a tool thread: their principal holds its share (--principal-share) "    \
       "or the pool is full.")                                                                       \
+    X(posts_crossed_total, counter,                                                                 \
+      "POSTs read on one HTTP thread for an actor that runs on another loop (they cross to it "     \
+      "and back; that loop parses the body again when it is at most 16 KiB).")                      \
     X(modern_requests_total, counter, "2026-07-28 (stateless) requests served by a worker.")        \
     X(modern_requests_live, gauge,                                                                  \
       "2026-07-28 requests in progress (each has a one-request actor).")                            \

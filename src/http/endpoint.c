@@ -9,6 +9,7 @@
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "http/oauth.h"
+#include "core/blockcache.h"
 #include "core/config.h"
 #include "core/shard.h"
 #include "core/jsonparse.h"
@@ -277,26 +278,33 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
     return true;
 }
 
-/* b->json moves to the message when the request is submitted (b->json is then NULL). */
-/* The kind of each message of the body travels with it: the actor does not classify again. */
-void ep_classify_into(wmsg_t *m, const pbody_t *b)
+/* A request for an actor on another loop carries its body's text, not the tree this thread
+ * parsed: that loop parses its own (wmsg_parse_raw). A tree handed over is some 30 blocks made
+ * here, read and freed there, each a cache miss on the other core and a block cache or malloc
+ * arena fed by the wrong thread; a second parse of a small body costs less (server CPU a call,
+ * half of them crossing, 2 loops: docs/PERFORMANCE.md). Past PASS_TEXT_MAX bytes a parse would
+ * cost more than the tree: it moves. */
+#define PASS_TEXT_MAX (16 * 1024)
+
+/* Gives m the body: its tree (b->json moves to m and is then NULL) with each message's kind,
+ * so the actor does not classify again; or, for an actor on another loop, its text (b->json
+ * stays, freed by this thread). */
+void ep_hand_body(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t *b)
 {
-    json_t *body = m->u.post.body;
-    m->u.post.nodes = b->info.nodes > UINT32_MAX ? UINT32_MAX : (uint32_t)b->info.nodes;
-    if (!json_is_array(body)) {
-        m->u.post.v = b->v;
-        m->u.post.n = 1;
-        m->u.post.kinds[0] = (signed char)b->kind;
-        return;
+    if (!worker_is_on_thread(worker_for_session(m->sid), t->idx)) {
+        STAT_INC(posts_crossed_total);
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t len = evbuffer_get_length(in);
+        if (len > 0 && len <= PASS_TEXT_MAX) {
+            m->u.post.raw = blockcache_alloc(len);
+            memcpy(m->u.post.raw, evbuffer_pullup(in, -1), len); /* (parse_body pulled it up) */
+            m->u.post.raw_len = (uint32_t)len;
+            return;
+        }
     }
-    size_t n = json_array_size(body);
-    m->u.post.n = n;
-    if (n > sizeof m->u.post.kinds_inline)
-        m->u.post.kinds = xmalloc(n);
-    for (size_t i = 0; i < n; i++) {
-        const char *why;
-        m->u.post.kinds[i] = (signed char)jsonrpc_classify(json_array_get(body, i), &why);
-    }
+    m->u.post.body = b->json; /* ownership moves to the actor with the message */
+    b->json = NULL;
+    wmsg_classify(m, b->kind, &b->v, b->info.nodes);
 }
 
 static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
@@ -409,9 +417,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
         }
         memcpy(m->sid, r.key, SESSION_ID_LEN + 1);
     }
-    m->u.post.body = b->json; /* ownership moves to the actor with the message */
-    b->json = NULL;
-    ep_classify_into(m, b);
+    ep_hand_body(t, req, m, b);
     ep_submit(t, req, m, id, who, link);
 }
 

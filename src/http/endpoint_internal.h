@@ -42,9 +42,10 @@ typedef struct pbody {
     json_parse_info_t info; /* how many values it held; too_many: past --max-json-nodes */
 } pbody_t;
 
-/* endpoint.c: the kind of each of the body's messages into m (the actor does not classify
- * again). */
-void ep_classify_into(wmsg_t *m, const pbody_t *b);
+/* endpoint.c: gives m (its sid set) the body: the tree, which moves (b->json is then NULL),
+ * with each message's kind, so the actor does not classify again; or, when m's actor runs on
+ * another loop, the body's text (up to 16 KiB), which that loop parses (b->json stays here). */
+void ep_hand_body(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t *b);
 /* endpoint.c: queues m for its session's worker, or answers 503 when the session's mailbox is
  * full. id: the request's id (borrowed from m->u.post.body), NULL for none. */
 void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,

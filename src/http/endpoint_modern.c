@@ -72,9 +72,7 @@ static void submit_modern(http_thread_t *t, struct evhttp_request *req, const rh
     m->u.client.principal = http_request_principal(req, who, link);
     m->u.post.modern = true;
     m->u.post.param_hdrs = params;
-    m->u.post.body = b->json; /* ownership moves to the actor with the message */
-    b->json = NULL;
-    ep_classify_into(m, b);
+    ep_hand_body(t, req, m, b);
     ep_submit(t, req, m, b->id, who, link);
 }
 

@@ -543,6 +543,51 @@ class AnswersOnOneConnection(ServerTest):
 
 
 
+class RequestsReadOnAnotherLoop(ServerTest):
+    """A session's requests that arrive on another HTTP thread cross to its loop; a small body
+    crosses as its text and is parsed there again (http/endpoint.c ep_hand_body), a big one as the
+    tree. Either way the session serves what was sent: each fresh connection lands on one of
+    the two threads by the kernel's hash, so about half of these cross."""
+    SERVER_FLAGS = ("--http-threads", "2")
+
+    def test_requests_batches_and_notifications_crossing_loops_are_served_as_sent(self):
+        s = Session(self.server, version="2025-03-26")  # the version with batches
+        before = self.server.stats()["posts_crossed_total"]
+        for i in range(24):
+            text = f"call {i}: caf\u00e9 \"quoted\" \\ \U0001F600"
+            _, m = s.tool("echo", {"text": text})
+            self.assertEqual(m["result"]["content"][0]["text"], text)
+            r = s.post([{"jsonrpc": "2.0", "id": f"p{i}", "method": "ping"},
+                        {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": "gone"}},
+                        {"jsonrpc": "2.0", "id": f"x{i}"},
+                        {"jsonrpc": "2.0", "id": f"e{i}", "method": "tools/call",
+                         "params": {"name": "echo", "arguments": {"text": str(i)}}}])
+            self.assertEqual(r.status, 200, r.text)
+            got = {m.get("id"): m for m in r.messages()}
+            self.assertEqual(got[f"p{i}"]["result"], {})
+            self.assertEqual(got[None]["error"]["code"], -32600)  # the invalid member
+            self.assertEqual(got[f"e{i}"]["result"]["content"][0]["text"], str(i))
+            self.assertEqual(len(got), 3)
+            self.assertEqual(s.notify("notifications/progress",
+                                      {"progressToken": "t", "progress": i}).status, 202)
+        crossed = self.server.stats()["posts_crossed_total"] - before
+        # 72 POSTs on fresh connections, each on either thread: all on the session's own has
+        # odds of 2^-72
+        self.assertGreater(crossed, 0)
+        self.assertLess(crossed, 72 + 1)
+        self.assertServerHealthy()
+
+    def test_a_body_past_the_text_limit_crosses_as_its_tree(self):
+        s = Session(self.server)
+        text = "y" * (20 * 1024)  # past PASS_TEXT_MAX (16 KiB)
+        before = self.server.stats()["posts_crossed_total"]
+        for i in range(12):
+            _, m = s.tool("echo", {"text": text + str(i)})
+            self.assertEqual(m["result"]["content"][0]["text"], text + str(i))
+        self.assertGreater(self.server.stats()["posts_crossed_total"] - before, 0)
+
+
 class ReadingHeldWhileServed(ServerTest):
     """A request served on another thread (here a worker thread of its own: every one) keeps its
     connection in epoll until the answer: a second read event on the descriptor (http/flush.c's
