@@ -34,7 +34,8 @@ void wmsg_free(wmsg_t *m)
         if (m->type != WM_POST)
             break;
         json_decref(m->u.post.body);
-        blockcache_free(m->u.post.raw);
+        if (m->u.post.as_text)
+            blockcache_free(m->u.post.raw);
         json_decref(m->u.post.param_hdrs);
         if (m->u.post.kinds != m->u.post.kinds_inline)
             free(m->u.post.kinds);
@@ -103,6 +104,7 @@ void wmsg_classify(wmsg_t *m, jr_kind_t kind, const jr_view_t *v, size_t nodes)
         m->u.post.kinds[0] = (signed char)kind;
         return;
     }
+    m->u.post.v = (jr_view_t){0}; /* (where the text was, for one that came as text) */
     size_t n = json_array_size(body);
     m->u.post.n = n;
     if (n > sizeof m->u.post.kinds_inline)
@@ -115,7 +117,7 @@ void wmsg_classify(wmsg_t *m, jr_kind_t kind, const jr_view_t *v, size_t nodes)
 
 void wmsg_parse_raw(wmsg_t *m)
 {
-    if (m->type != WM_POST || !m->u.post.raw)
+    if (m->type != WM_POST || !m->u.post.as_text)
         return;
     json_parse_info_t info;
     char err[8];
@@ -125,7 +127,7 @@ void wmsg_parse_raw(wmsg_t *m)
                                             &pos);
     REQUIRE(m->u.post.body != NULL);
     blockcache_free(m->u.post.raw);
-    m->u.post.raw = NULL;
+    m->u.post.as_text = false; /* (raw shares its place with v, set below) */
     jr_view_t v = {0};
     jr_kind_t kind = JR_INVALID;
     if (!json_is_array(m->u.post.body)) {

@@ -53,7 +53,7 @@ typedef enum {
 enum { BC_TOOLS_CHANGED = 1, BC_PROMPTS_CHANGED, BC_RESOURCES_CHANGED, BC_RESOURCE_UPDATED };
 
 /* A batch of up to this many messages needs no allocation for its kinds. The figure also keeps
- * wmsg_t at 256 bytes: at 216 it shared glibc's 224-byte size class with libevent's
+ * wmsg_t at 288 bytes: at 216 it shared glibc's 224-byte size class with libevent's
  * evhttp_request, allocated and freed in the same turns, and the per-thread cache for that class
  * overflowed (callgrind: +3,300 instructions per tools/call, all in malloc). */
 #define WMSG_KINDS_INLINE 48
@@ -83,25 +83,32 @@ typedef struct wmsg {
         wm_client_t client; /* the common first member of post, get and del */
         struct {            /* WM_POST */
             wm_client_t c;
-            json_t *body;       /* owned: the parsed message or batch */
-            jr_view_t v;        /* a single message's method, id and params, found by the HTTP
-                                  thread (borrowed from body); all NULL for a batch */
+            json_t *body; /* owned: the parsed message or batch */
+            union {
+                jr_view_t v; /* a single message's method, id and params, found while it was
+                                classified (borrowed from body); all NULL for a batch */
+                struct {
+                    char *raw; /* owned, while as_text: the body's text */
+                    uint32_t raw_len;
+                };
+            };
             size_t n;           /* messages in it (1 unless a batch) */
-            signed char *kinds; /* jr_kind_t of each, classified once by the HTTP thread:
-                                   points at kinds_inline, or owned when it does not fit */
+            signed char *kinds; /* jr_kind_t of each, classified once (by the HTTP thread, or
+                                   by wmsg_parse_raw): points at kinds_inline, or owned when it
+                                   does not fit */
             signed char kinds_inline[WMSG_KINDS_INLINE];
             json_t *param_hdrs; /* owned, modern only: {lowercased Mcp-Param-* name: decoded
                                    value}, NULL when the request had none */
             uint32_t nodes;     /* JSON values in body (the worker trims after big ones) */
-            char *raw;          /* owned: the body's text, when the worker parses it (a request
-                                   read on another loop: wmsg_parse_raw); body NULL until then */
-            uint32_t raw_len;
             bool create;        /* initialize: sid is the new session's fresh id */
             bool holds_session; /* initialize: it holds one unit of its principal's share of
                                    --max-sessions, which the new session takes over; freed
                                    with the message otherwise */
             bool modern;        /* a 2026-07-28 request (checked by the HTTP thread): no
                                   session; sid is a fresh id for its one-request actor */
+            bool as_text;       /* raw holds the body's text and body, v, kinds, n and nodes
+                                   are unset, until the receiving worker parses it
+                                   (wmsg_parse_raw: a request read on another loop) */
         } post;
         struct { /* WM_GET */
             wm_client_t c;

@@ -182,7 +182,7 @@ static void metrics_text(struct evbuffer *b)
     metric_head(b, "streams_open", "gauge", "Open SSE connections, by stream kind.");
     evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"post\"} %lld\n", SNAP(streams_open_post));
     evbuffer_add_printf(b, "mcpactord_streams_open{kind=\"get\"} %lld\n", SNAP(streams_open_get));
-#define X(name, type, help) metric_value(b, #name, #type, help, SNAP(name));
+#define X(name, type, help) metric_value(b, #name, STATS_PROM_##type, help, SNAP(name));
     STATS_SCALARS(X)
 #undef X
     free(snap);

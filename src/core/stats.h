@@ -9,8 +9,9 @@
  * when a thread exits its block goes on a free list with its counts in it, and the next thread
  * to start counting takes it over and adds to it, so nothing a thread counted is lost and there
  * are never more blocks than threads alive at once (one block: sizeof(stats_t), about 8.6 KB).
- * Gauges (the "gauge" rows and streams_open_*) are one shared atomic each (g_stats_gauges,
- * below): mailbox_depth_max is their maximum. */
+ * Gauges (the "gauge" rows and streams_open_get) are one shared atomic each (g_stats_gauges,
+ * below): mailbox_depth_max is their maximum. The gauges that move with every request (the
+ * "tgauge" rows and streams_open_post) are per thread like the counters (STATS_PROM_tgauge). */
 #ifndef MCPD_CORE_STATS_H
 #define MCPD_CORE_STATS_H
 
@@ -73,11 +74,14 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(tool_jobs_waiting, gauge,                                                                     \
       "Handlers waiting for a tool thread: their principal holds its share (--principal-share) "    \
       "or the pool is full.")                                                                       \
-    X(posts_crossed_total, counter,                                                                 \
-      "POSTs read on one HTTP thread for an actor that runs on another loop (they cross to it "     \
-      "and back; that loop parses the body again when it is at most 16 KiB).")                      \
+    X(requests_crossed_total, counter,                                                              \
+      "Requests (POST, GET, DELETE) read on one HTTP thread for an actor that runs on another "     \
+      "loop: handed to it, answered from it.")                                                      \
+    X(requests_crossed_as_text_total, counter,                                                      \
+      "Of those, POSTs whose body went as its text (at most 16 KiB) and was parsed again on the "   \
+      "actor's loop.")                                                                              \
     X(modern_requests_total, counter, "2026-07-28 (stateless) requests served by a worker.")        \
-    X(modern_requests_live, gauge,                                                                  \
+    X(modern_requests_live, tgauge,                                                                 \
       "2026-07-28 requests in progress (each has a one-request actor).")                            \
     X(handles_created_total, counter, "State handles created (mcpd_ctx_handle_new).")               \
     X(handles_stored, gauge, "State handles stored.")                                               \
@@ -139,7 +143,8 @@ extern int64_t g_stats_started_ms;
  * thread and down on another: a connection, a session, a job) are one shared atomic each, in
  * g_stats_gauges: a sum of per-thread parts read at different moments can show a value the
  * gauge never had, and the limit checks read them on hot paths. They change per connection,
- * session or job, not per request. */
+ * session or job, not per request; the two that change per request and go down on the thread
+ * that raised them are per thread (STATS_PROM_tgauge). */
 extern _Thread_local stats_t *stats_tls;
 extern stats_t g_stats_gauges;
 stats_t *stats_attach(void);
@@ -159,6 +164,14 @@ static inline void stats_bump(atomic_llong *c, long long n)
 
 #define STATS_KIND_gauge 1
 #define STATS_KIND_counter 0
+#define STATS_KIND_tgauge 0 /* a gauge kept like a counter: see STATS_PROM_tgauge */
+/* The Prometheus type of each kind. A "tgauge" goes up and down once per request, always on
+ * the thread that raised it (modern_requests_live: the request's worker adds and removes its
+ * actor), so it is kept per thread like a counter, summed on read, and no part is ever
+ * negative: a sum read while it changes is one the threads' own values had, none shared. */
+#define STATS_PROM_counter "counter"
+#define STATS_PROM_gauge "gauge"
+#define STATS_PROM_tgauge "gauge"
 static const unsigned char STATS_IS_GAUGE[] = {
 #define X(name, type, help) STATS_KIND_##type,
     STATS_SCALARS(X)
@@ -169,8 +182,9 @@ static const unsigned char STATS_IS_GAUGE[] = {
 static inline bool stats_is_gauge(size_t off)
 {
     size_t i = off / sizeof(atomic_llong);
+    /* streams_open_post: per thread, like a tgauge (an SSE POST stream opens and ends on its
+     * connection's HTTP thread, once per call) */
     return (i < sizeof STATS_IS_GAUGE && STATS_IS_GAUGE[i]) ||
-           off == offsetof(stats_t, streams_open_post) ||
            off == offsetof(stats_t, streams_open_get);
 }
 

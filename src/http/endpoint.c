@@ -213,7 +213,7 @@ static bool check_version_header(struct evhttp_request *req, const json_t *id, c
 }
 
 /* Queues m for its session's worker, or answers 503 when the session's mailbox is full. id:
- * the request's id (borrowed from m->u.post.body), NULL for none. */
+ * the request's id (borrowed from the body this thread parsed), NULL for none. */
 void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
                const char *who, hlink_t *link)
 {
@@ -234,6 +234,11 @@ void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const js
     c->id = id ? json_deep_copy(id) : NULL;
     m->u.client.conn = http_ref_of(c);
     m->u.client.recv_us = now_mono_us();
+    if (!worker_is_on_thread(w, t->idx)) {
+        STAT_INC(requests_crossed_total);
+        if (m->type == WM_POST && m->u.post.as_text)
+            STAT_INC(requests_crossed_as_text_total);
+    }
     worker_push(w, m);
 }
 
@@ -292,13 +297,13 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
 void ep_hand_body(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t *b)
 {
     if (!worker_is_on_thread(worker_for_session(m->sid), t->idx)) {
-        STAT_INC(posts_crossed_total);
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
         size_t len = evbuffer_get_length(in);
         if (len > 0 && len <= PASS_TEXT_MAX) {
             m->u.post.raw = blockcache_alloc(len);
             memcpy(m->u.post.raw, evbuffer_pullup(in, -1), len); /* (parse_body pulled it up) */
             m->u.post.raw_len = (uint32_t)len;
+            m->u.post.as_text = true;
             return;
         }
     }

@@ -47,7 +47,7 @@ typedef struct pbody {
  * another loop, the body's text (up to 16 KiB), which that loop parses (b->json stays here). */
 void ep_hand_body(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t *b);
 /* endpoint.c: queues m for its session's worker, or answers 503 when the session's mailbox is
- * full. id: the request's id (borrowed from m->u.post.body), NULL for none. */
+ * full. id: the request's id (borrowed from the body this thread parsed), NULL for none. */
 void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
                const char *who, hlink_t *link);
 /* endpoint_modern.c: a POST that claims 2026-07-28 (r: its route, filled here), checked, then

@@ -186,10 +186,10 @@ static void metrics_is_prometheus_text_with_every_counter(void **state)
     assert_string_equal(lb_header(&a, "Content-Type", v, sizeof v),
                         "text/plain; version=0.0.4; charset=utf-8");
     /* each counter of the table: HELP, TYPE and its value, under mcpactord_<name> */
-#define X(name, type, help)                                              \
-    snprintf(line, sizeof line, "# HELP mcpactord_%s %s", #name, help);  \
-    expect_line(&a, line);                                               \
-    snprintf(line, sizeof line, "# TYPE mcpactord_%s %s", #name, #type); \
+#define X(name, type, help)                                                          \
+    snprintf(line, sizeof line, "# HELP mcpactord_%s %s", #name, help);              \
+    expect_line(&a, line);                                                           \
+    snprintf(line, sizeof line, "# TYPE mcpactord_%s %s", #name, STATS_PROM_##type); \
     expect_line(&a, line);
     STATS_SCALARS(X)
 #undef X

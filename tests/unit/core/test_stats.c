@@ -250,6 +250,58 @@ static void a_snapshot_holds_every_counter_and_gauge(void **state)
     free(snap);
 }
 
+/* The gauges that move with every request (modern_requests_live, streams_open_post) are kept
+ * per thread, raised and lowered on one thread: each thread's own block holds its part, the
+ * shared gauges never see them, and a read sums the parts. */
+static pthread_barrier_t raised;
+static void *raise_and_hold(void *arg)
+{
+    long n = (long)(intptr_t)arg;
+    for (long i = 0; i < n; i++) {
+        STAT_INC(modern_requests_live);
+        STAT_INC(streams_open_post);
+    }
+    STAT_DEC(modern_requests_live); /* one ends */
+    STAT_DEC(streams_open_post);
+    assert_int_equal(atomic_load(&stats_mine()->modern_requests_live), n - 1);
+    assert_int_equal(atomic_load(&stats_mine()->streams_open_post), n - 1);
+    pthread_barrier_wait(&raised); /* all parts held at once */
+    pthread_barrier_wait(&raised); /* read */
+    for (long i = 0; i < n - 1; i++) {
+        STAT_DEC(modern_requests_live);
+        STAT_DEC(streams_open_post);
+    }
+    return NULL;
+}
+
+static void a_per_request_gauge_is_the_sum_of_the_threads_parts(void **state)
+{
+    (void)state;
+    assert_false(stats_is_gauge(offsetof(stats_t, modern_requests_live)));
+    assert_false(stats_is_gauge(offsetof(stats_t, streams_open_post)));
+    assert_true(stats_is_gauge(offsetof(stats_t, streams_open_get)));
+    long long base = STAT_GET(modern_requests_live);
+    pthread_barrier_init(&raised, NULL, NTHREADS + 1);
+    pthread_t t[NTHREADS];
+    for (long i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, raise_and_hold, (void *)(intptr_t)(i + 2)), 0);
+    pthread_barrier_wait(&raised);
+    /* parts 1, 2, 3, 4 */
+    assert_int_equal(STAT_GET(modern_requests_live) - base, 10);
+    assert_int_equal(atomic_load(&g_stats_gauges.modern_requests_live), 0);
+    assert_int_equal(atomic_load(&g_stats_gauges.streams_open_post), 0);
+    stats_t *snap = malloc(sizeof *snap);
+    stats_snapshot(snap);
+    assert_int_equal(atomic_load(&snap->modern_requests_live) - base, 10);
+    assert_int_equal(atomic_load(&snap->streams_open_post), STAT_GET(streams_open_post));
+    free(snap);
+    pthread_barrier_wait(&raised);
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    assert_int_equal(STAT_GET(modern_requests_live), base);
+    pthread_barrier_destroy(&raised);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +312,7 @@ int main(void)
         cmocka_unit_test(a_set_gauge_reads_its_value),
         cmocka_unit_test(a_gauge_passed_between_threads_never_reads_a_value_it_did_not_have),
         cmocka_unit_test(a_snapshot_holds_every_counter_and_gauge),
+        cmocka_unit_test(a_per_request_gauge_is_the_sum_of_the_threads_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
