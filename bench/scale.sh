@@ -9,8 +9,10 @@
 # each called on all its connections), sticky (the same with one session a connection:
 # mcpbench --sticky), call-modern (2026-07-28), call with --response-mode sse (every event
 # stored) and handshake. Each scenario
-# gets a fresh server and data directory. Prints one table: the clients' summed rate, and the
-# server's CPU use over the measured run (100 % = one core).
+# gets a fresh server and data directory. Prints one table: the clients' summed rate, the
+# server's CPU use over the measured run (100 % = one core), and "xN%" where N % of the
+# requests arrived on another HTTP thread than their actor's (requests_crossed_total in /stats:
+# each crosses to that loop and back).
 #
 # Options:
 #   --build DIR          the build to run (DIR/src/mcpactord, DIR/bench/mcpbench; default build-rel)
@@ -74,13 +76,14 @@ start_server() {
   local n=$1; shift
   local w=$n; [ "$wmode" = 0 ] && w=0
   rm -rf "$tmp/data"
-  taskset -c "0-$((n - 1))" "$server" --listen 127.0.0.1:0 --admin-listen off --data-dir "$tmp/data" \
+  taskset -c "0-$((n - 1))" "$server" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --data-dir "$tmp/data" \
     --http-threads "$n" --workers "$w" --log-level warn ${sflags[@]+"${sflags[@]}"} "$@" \
     >"$tmp/server.out" 2>"$tmp/server.err" &
   spid=$!
   port=""
   for _ in $(seq 200); do
     port=$(sed -n 's/.*READY port=\([0-9]*\).*/\1/p' "$tmp/server.out")
+    aport=$(sed -n 's/.*READY .*admin_port=\([0-9]*\).*/\1/p' "$tmp/server.out")
     [ -n "$port" ] && return 0
     kill -0 "$spid" 2>/dev/null || break
     sleep 0.05
@@ -125,7 +128,21 @@ EOF
   rm -f "$tmp"/client*.json
 }
 
-# measure N SCEN: prints "RATE CPU% ERRORS"
+# crossed: the share of the requests that arrived on another HTTP thread than their actor's
+# (requests_crossed_total over requests_total, from /stats), in percent; -1 when unread
+crossed() {
+  python3 - "$aport" <<'EOF'
+import json, sys, urllib.request
+try:
+    s = json.load(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/stats", timeout=5))
+    total = sum(s.get("requests_total", {}).values())
+    print(round(100 * s.get("requests_crossed_total", 0) / total) if total else 0)
+except Exception:
+    print(-1)
+EOF
+}
+
+# measure N SCEN: prints "RATE CPU% ERRORS CROSSED%"
 measure() {
   local n=$1 scen=$2 mscen=$2 flags=()
   trap stop_server EXIT # this runs in a subshell: its server goes with it
@@ -149,19 +166,21 @@ measure() {
   c0=$(cpu_ticks "$spid"); t0=$(date +%s.%N)
   wait "$rc_pid"
   c1=$(cpu_ticks "$spid"); t1=$(date +%s.%N)
+  local x
+  x=$(crossed)
   stop_server
   local rate err
   read -r rate err <"$out"
   local cpu
   cpu=$(python3 -c "print(round(($c1 - $c0) / $(getconf CLK_TCK) / ($t1 - $t0) * 100))")
-  echo "$rate $cpu $err"
+  echo "$rate $cpu $err $x"
 }
 
 IFS=, read -r -a scen_list <<<"$scens"
 wlabel=N; [ "$wmode" = 0 ] && wlabel=0
 clabel=${client_cores:-"the cores after the server's"}
 echo "mcpactord $server, --http-threads N --workers $wlabel; clients on $clabel; ${dur} s a run;" \
-  "rate/s (server CPU, 100 % = one core)"
+  "rate/s (server CPU, 100 % = one core; xN%: N % of its requests crossed to another loop)"
 printf '%-6s' cores
 for s in "${scen_list[@]}"; do printf ' | %-20s' "$s/s (CPU)"; done
 printf '\n'
@@ -169,13 +188,14 @@ for n in "$@"; do
   [ "$n" -lt "$ncpu" ] || [ -n "$client_cores" ] || { echo "scale.sh: N=$n leaves no client core" >&2; exit 2; }
   printf '%-6s' "$n"
   for s in "${scen_list[@]}"; do
-    read -r rate cpu err < <(measure "$n" "$s")
+    read -r rate cpu err x < <(measure "$n" "$s")
     cell=$(printf "%'d (%d %%)" "$rate" "$cpu")
+    [ "${x:-0}" -le 0 ] || cell="$cell x$x%"
     [ "$err" = 0 ] || cell="$cell ${err}err"
     printf ' | %-20s' "$cell"
     w=$n; [ "$wmode" = 0 ] && w=0
-    [ -z "$json" ] || printf '{"cores":%s,"workers":%s,"scenario":"%s","rate":%s,"server_cpu_pct":%s,"errors":%s}\n' \
-      "$n" "$w" "$s" "$rate" "$cpu" "$err" >>"$json"
+    [ -z "$json" ] || printf '{"cores":%s,"workers":%s,"scenario":"%s","rate":%s,"server_cpu_pct":%s,"errors":%s,"crossed_pct":%s}\n' \
+      "$n" "$w" "$s" "$rate" "$cpu" "$err" "${x:--1}" >>"$json"
   done
   printf '\n'
 done

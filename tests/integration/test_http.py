@@ -576,10 +576,11 @@ class RequestsReadOnAnotherLoop(ServerTest):
             self.assertEqual(s.notify("notifications/progress",
                                       {"progressToken": "t", "progress": i}).status, 202)
         c1, t1 = self.crossed()
-        # 72 POSTs on fresh connections, each on either thread: all on one thread has odds of
-        # 2^-72; every crossing one was small, so went as text
+        # 72 POSTs on fresh connections, each on either thread: none crossing has odds of 2^-72
+        # (with MCPD_TEST_FLAGS="--workers 2" every one crosses); every crossing one was small,
+        # so went as text
         self.assertGreater(c1 - c0, 0)
-        self.assertLess(c1 - c0, 72)
+        self.assertLessEqual(c1 - c0, 72)
         self.assertEqual(t1 - t0, c1 - c0)
         self.assertServerHealthy()
 
