@@ -742,6 +742,24 @@ class Sessions(ServerTest):
         self.assertEqual(r.json()["error"]["code"], -32602)
         self.assertIsNone(r.header("mcp-session-id"))
 
+    def test_capabilities_and_client_info_over_64_kib_together_get_400(self):
+        # the compact text of {} and of {"name":"...","version":"1"}: 2 + 25 + the name
+        def init(name_len):
+            return self.server.request("POST", {
+                "jsonrpc": "2.0", "id": 9, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "\u00e9" * 4 + "n" * (name_len - 8),
+                                          "version": "1"}}}, JSON_HEADERS)
+        # "é" is 2 bytes of UTF-8 in the compact text (not its 6-byte escape in the request)
+        at_limit = init(65536 - 27)
+        self.assertEqual(at_limit.status, 200, at_limit.text[:200])
+        past = init(65536 - 27 + 1)
+        self.assertEqual(past.status, 400)
+        self.assertEqual(past.json()["id"], 9)
+        self.assertEqual(past.json()["error"]["code"], -32602)
+        self.assertIn("more than 65536 bytes", past.json()["error"]["message"])
+        self.assertIsNone(past.header("mcp-session-id"))
+
     def test_capabilities_announce_what_is_served(self):
         s = Session(self.server)
         caps = s.init_result["capabilities"]
