@@ -71,7 +71,7 @@ stop_server() {
 }
 trap 'stop_server; rm -rf "$tmp"' EXIT
 
-# start_server N FLAGS...: sets spid and port
+# start_server N FLAGS...: sets spid, port and aport (the admin listener's)
 start_server() {
   local n=$1; shift
   local w=$n; [ "$wmode" = 0 ] && w=0
@@ -129,13 +129,13 @@ EOF
 }
 
 # crossed: the share of the requests that arrived on another HTTP thread than their actor's
-# (requests_crossed_total over requests_total, from /stats), in percent; -1 when unread
+# (requests_crossed_total over requests_handed_total, from /stats), in percent; -1 when unread
 crossed() {
   python3 - "$aport" <<'EOF'
 import json, sys, urllib.request
 try:
     s = json.load(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/stats", timeout=5))
-    total = sum(s.get("requests_total", {}).values())
+    total = s.get("requests_handed_total", 0)
     print(round(100 * s.get("requests_crossed_total", 0) / total) if total else 0)
 except Exception:
     print(-1)

@@ -74,8 +74,10 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(tool_jobs_waiting, gauge,                                                                     \
       "Handlers waiting for a tool thread: their principal holds its share (--principal-share) "    \
       "or the pool is full.")                                                                       \
+    X(requests_handed_total, counter,                                                               \
+      "Requests (POST, GET, DELETE) the HTTP threads handed to an actor's loop.")                   \
     X(requests_crossed_total, counter,                                                              \
-      "Requests (POST, GET, DELETE) read on one HTTP thread for an actor that runs on another "     \
+      "Of those, the ones read on one HTTP thread for an actor that runs on another "               \
       "loop: handed to it, answered from it.")                                                      \
     X(requests_crossed_as_text_total, counter,                                                      \
       "Of those, POSTs whose body went as its text (at most 16 KiB) and was parsed again on the "   \
@@ -165,10 +167,10 @@ static inline void stats_bump(atomic_llong *c, long long n)
 #define STATS_KIND_gauge 1
 #define STATS_KIND_counter 0
 #define STATS_KIND_tgauge 0 /* a gauge kept like a counter: see STATS_PROM_tgauge */
-/* The Prometheus type of each kind. A "tgauge" goes up and down once per request, always on
- * the thread that raised it (modern_requests_live: the request's worker adds and removes its
- * actor), so it is kept per thread like a counter, summed on read, and no part is ever
- * negative: a sum read while it changes is one the threads' own values had, none shared. */
+/* The Prometheus type of each kind. A "tgauge" goes up and down once per request, while the
+ * server runs always on the thread that raised it (modern_requests_live: the request's worker
+ * adds and removes its actor; at shutdown the main thread may lower it), so it is kept per
+ * thread like a counter and summed on read: no shared line per request. */
 #define STATS_PROM_counter "counter"
 #define STATS_PROM_gauge "gauge"
 #define STATS_PROM_tgauge "gauge"

@@ -234,6 +234,7 @@ void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const js
     c->id = id ? json_deep_copy(id) : NULL;
     m->u.client.conn = http_ref_of(c);
     m->u.client.recv_us = now_mono_us();
+    STAT_INC(requests_handed_total);
     if (!worker_is_on_thread(w, t->idx)) {
         STAT_INC(requests_crossed_total);
         if (m->type == WM_POST && m->u.post.as_text)

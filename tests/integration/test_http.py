@@ -743,14 +743,15 @@ class Sessions(ServerTest):
         self.assertIsNone(r.header("mcp-session-id"))
 
     def test_capabilities_and_client_info_over_64_kib_together_get_400(self):
-        # the compact text of {} and of {"name":"...","version":"1"}: 2 + 25 + the name
+        # the compact text of {} and of {"name":"...","version":"1"}: 2 + 25 + the name's
         def init(name_len):
+            # in the compact text "é" is its 2 bytes of UTF-8 (not the request's 6-byte escape),
+            # a quote and a backslash 2 bytes each, U+0001 its 6-byte escape: 18 bytes
             return self.server.request("POST", {
                 "jsonrpc": "2.0", "id": 9, "method": "initialize",
                 "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                           "clientInfo": {"name": "\u00e9" * 4 + "n" * (name_len - 8),
-                                          "version": "1"}}}, JSON_HEADERS)
-        # "é" is 2 bytes of UTF-8 in the compact text (not its 6-byte escape in the request)
+                           "clientInfo": {"name": "\u00e9" * 4 + "\"\\\u0001" +
+                                          "n" * (name_len - 18), "version": "1"}}}, JSON_HEADERS)
         at_limit = init(65536 - 27)
         self.assertEqual(at_limit.status, 200, at_limit.text[:200])
         past = init(65536 - 27 + 1)

@@ -254,6 +254,7 @@ static void a_snapshot_holds_every_counter_and_gauge(void **state)
  * per thread, raised and lowered on one thread: each thread's own block holds its part, the
  * shared gauges never see them, and a read sums the parts. */
 static pthread_barrier_t raised;
+static long long own_part[NTHREADS][2]; /* what each thread's block held (checked by main) */
 static void *raise_and_hold(void *arg)
 {
     long n = (long)(intptr_t)arg;
@@ -263,8 +264,8 @@ static void *raise_and_hold(void *arg)
     }
     STAT_DEC(modern_requests_live); /* one ends */
     STAT_DEC(streams_open_post);
-    assert_int_equal(atomic_load(&stats_mine()->modern_requests_live), n - 1);
-    assert_int_equal(atomic_load(&stats_mine()->streams_open_post), n - 1);
+    own_part[n - 2][0] = atomic_load(&stats_mine()->modern_requests_live);
+    own_part[n - 2][1] = atomic_load(&stats_mine()->streams_open_post);
     pthread_barrier_wait(&raised); /* all parts held at once */
     pthread_barrier_wait(&raised); /* read */
     for (long i = 0; i < n - 1; i++) {
@@ -286,20 +287,29 @@ static void a_per_request_gauge_is_the_sum_of_the_threads_parts(void **state)
     for (long i = 0; i < NTHREADS; i++)
         assert_int_equal(pthread_create(&t[i], NULL, raise_and_hold, (void *)(intptr_t)(i + 2)), 0);
     pthread_barrier_wait(&raised);
-    /* parts 1, 2, 3, 4 */
-    assert_int_equal(STAT_GET(modern_requests_live) - base, 10);
-    assert_int_equal(atomic_load(&g_stats_gauges.modern_requests_live), 0);
-    assert_int_equal(atomic_load(&g_stats_gauges.streams_open_post), 0);
+    /* parts 1, 2, ..., NTHREADS */
+    long long live = STAT_GET(modern_requests_live) - base;
+    long long shared_live = atomic_load(&g_stats_gauges.modern_requests_live);
+    long long shared_post = atomic_load(&g_stats_gauges.streams_open_post);
     stats_t *snap = malloc(sizeof *snap);
     stats_snapshot(snap);
-    assert_int_equal(atomic_load(&snap->modern_requests_live) - base, 10);
-    assert_int_equal(atomic_load(&snap->streams_open_post), STAT_GET(streams_open_post));
+    long long snap_live = atomic_load(&snap->modern_requests_live) - base;
+    long long snap_post = atomic_load(&snap->streams_open_post), post = STAT_GET(streams_open_post);
     free(snap);
-    pthread_barrier_wait(&raised);
+    pthread_barrier_wait(&raised); /* the threads go on (and end) whatever is checked below */
     for (int i = 0; i < NTHREADS; i++)
         assert_int_equal(pthread_join(t[i], NULL), 0);
-    assert_int_equal(STAT_GET(modern_requests_live), base);
     pthread_barrier_destroy(&raised);
+    for (int i = 0; i < NTHREADS; i++) {
+        assert_int_equal(own_part[i][0], i + 1);
+        assert_int_equal(own_part[i][1], i + 1);
+    }
+    assert_int_equal(live, NTHREADS * (NTHREADS + 1) / 2);
+    assert_int_equal(shared_live, 0);
+    assert_int_equal(shared_post, 0);
+    assert_int_equal(snap_live, NTHREADS * (NTHREADS + 1) / 2);
+    assert_int_equal(snap_post, post);
+    assert_int_equal(STAT_GET(modern_requests_live), base);
 }
 
 int main(void)
