@@ -120,11 +120,8 @@ void wmsg_parse_raw(wmsg_t *m)
     if (m->type != WM_POST || !m->u.post.as_text)
         return;
     json_parse_info_t info;
-    char err[8];
-    size_t pos;
     m->u.post.body = json_parse_buf_bounded(m->u.post.raw, m->u.post.raw_len,
-                                            (size_t)g_cfg.max_json_nodes, &info, err, sizeof err,
-                                            &pos);
+                                            (size_t)g_cfg.max_json_nodes, &info, NULL, 0, NULL);
     REQUIRE(m->u.post.body != NULL);
     blockcache_free(m->u.post.raw);
     m->u.post.as_text = false; /* (raw shares its place with v, set below) */

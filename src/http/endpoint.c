@@ -212,13 +212,46 @@ static bool check_version_header(struct evhttp_request *req, const json_t *id, c
     return true;
 }
 
-/* Queues m for its session's worker, or answers 503 when the session's mailbox is full. id:
- * the request's id (borrowed from the body this thread parsed), NULL for none. */
-void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
-               const char *who, hlink_t *link)
+/* A request for an actor on another loop carries its body's text, not the tree this thread
+ * parsed: that loop parses its own (wmsg_parse_raw). A tree handed over is some 30 blocks made
+ * here, read and freed there, each a cache miss on the other core and a block cache or malloc
+ * arena fed by the wrong thread; a second parse of a small body costs less (server CPU a call,
+ * half of them crossing, 2 loops: docs/PERFORMANCE.md). Past PASS_TEXT_MAX bytes a parse would
+ * cost more than the tree: it moves. */
+#define PASS_TEXT_MAX (16 * 1024)
+
+/* Gives m the body: its tree (b->json moves to m and is then NULL) with each message's kind,
+ * so the actor does not classify again; or, for an actor on another loop (local false), its
+ * text (b->json stays, freed by this thread). */
+static void hand_body(struct evhttp_request *req, wmsg_t *m, pbody_t *b, bool local)
+{
+    if (!local) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t len = evbuffer_get_length(in);
+        if (len > 0 && len <= PASS_TEXT_MAX) {
+            m->u.post.raw = blockcache_alloc(len);
+            memcpy(m->u.post.raw, evbuffer_pullup(in, -1), len); /* (parse_body pulled it up) */
+            m->u.post.raw_len = (uint32_t)len;
+            m->u.post.as_text = true;
+            return;
+        }
+    }
+    m->u.post.body = b->json; /* ownership moves to the actor with the message */
+    b->json = NULL;
+    wmsg_classify(m, b->kind, &b->v, b->info.nodes);
+}
+
+/* Gives a WM_POST its body (b; NULL for GET and DELETE), then queues m for its session's
+ * worker, or answers 503 when the session's mailbox is full (echoing b's request id). */
+void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t *b, const char *who,
+               hlink_t *link)
 {
     str_copy(m->u.client.auth_name, sizeof m->u.client.auth_name, who);
     worker_t *w = worker_for_session(m->sid);
+    bool local = worker_is_on_thread(w, t->idx);
+    const json_t *id = b ? b->id : NULL; /* in the tree this thread parsed, or m's (copied below) */
+    if (b)
+        hand_body(req, m, b, local);
     if (!worker_admit(w, m)) {
         char msg[160];
         snprintf(
@@ -235,7 +268,7 @@ void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const js
     m->u.client.conn = http_ref_of(c);
     m->u.client.recv_us = now_mono_us();
     STAT_INC(requests_handed_total);
-    if (!worker_is_on_thread(w, t->idx)) {
+    if (!local) {
         STAT_INC(requests_crossed_total);
         if (m->type == WM_POST && m->u.post.as_text)
             STAT_INC(requests_crossed_as_text_total);
@@ -282,35 +315,6 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
         *is_init = true;
     }
     return true;
-}
-
-/* A request for an actor on another loop carries its body's text, not the tree this thread
- * parsed: that loop parses its own (wmsg_parse_raw). A tree handed over is some 30 blocks made
- * here, read and freed there, each a cache miss on the other core and a block cache or malloc
- * arena fed by the wrong thread; a second parse of a small body costs less (server CPU a call,
- * half of them crossing, 2 loops: docs/PERFORMANCE.md). Past PASS_TEXT_MAX bytes a parse would
- * cost more than the tree: it moves. */
-#define PASS_TEXT_MAX (16 * 1024)
-
-/* Gives m the body: its tree (b->json moves to m and is then NULL) with each message's kind,
- * so the actor does not classify again; or, for an actor on another loop, its text (b->json
- * stays, freed by this thread). */
-void ep_hand_body(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t *b)
-{
-    if (!worker_is_on_thread(worker_for_session(m->sid), t->idx)) {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t len = evbuffer_get_length(in);
-        if (len > 0 && len <= PASS_TEXT_MAX) {
-            m->u.post.raw = blockcache_alloc(len);
-            memcpy(m->u.post.raw, evbuffer_pullup(in, -1), len); /* (parse_body pulled it up) */
-            m->u.post.raw_len = (uint32_t)len;
-            m->u.post.as_text = true;
-            return;
-        }
-    }
-    m->u.post.body = b->json; /* ownership moves to the actor with the message */
-    b->json = NULL;
-    wmsg_classify(m, b->kind, &b->v, b->info.nodes);
 }
 
 static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
@@ -423,8 +427,7 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
         }
         memcpy(m->sid, r.key, SESSION_ID_LEN + 1);
     }
-    ep_hand_body(t, req, m, b);
-    ep_submit(t, req, m, id, who, link);
+    ep_submit(t, req, m, b, who, link);
 }
 
 /* GET and DELETE need a session (2025 era); without one, 2026-07-28 answers 405

@@ -42,14 +42,13 @@ typedef struct pbody {
     json_parse_info_t info; /* how many values it held; too_many: past --max-json-nodes */
 } pbody_t;
 
-/* endpoint.c: gives m (its sid set) the body: the tree, which moves (b->json is then NULL),
- * with each message's kind, so the actor does not classify again; or, when m's actor runs on
- * another loop, the body's text (up to 16 KiB), which that loop parses (b->json stays here). */
-void ep_hand_body(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t *b);
-/* endpoint.c: queues m for its session's worker, or answers 503 when the session's mailbox is
- * full. id: the request's id (borrowed from the body this thread parsed), NULL for none. */
-void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, const json_t *id,
-               const char *who, hlink_t *link);
+/* endpoint.c: queues m (its sid set) for its session's worker, or answers 503 when the
+ * session's mailbox is full, echoing the request's id. A WM_POST gets its body from b (NULL for
+ * GET and DELETE) first: the tree, which moves (b->json is then NULL), with each message's kind,
+ * so the actor does not classify again; or, when m's actor runs on another loop, the body's
+ * text (up to 16 KiB), which that loop parses (b->json stays here). */
+void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t *b, const char *who,
+               hlink_t *link);
 /* endpoint_modern.c: a POST that claims 2026-07-28 (r: its route, filled here), checked, then
  * handed to a worker; every refusal answers and echoes the id. b->json moves to the message. */
 void ep_handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,

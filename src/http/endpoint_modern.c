@@ -72,8 +72,7 @@ static void submit_modern(http_thread_t *t, struct evhttp_request *req, const rh
     m->u.client.principal = http_request_principal(req, who, link);
     m->u.post.modern = true;
     m->u.post.param_hdrs = params;
-    ep_hand_body(t, req, m, b);
-    ep_submit(t, req, m, b->id, who, link);
+    ep_submit(t, req, m, b, who, link);
 }
 
 /* A request that claims 2026-07-28: the checks of its metadata and mirrored headers, then the

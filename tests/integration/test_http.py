@@ -545,7 +545,7 @@ class AnswersOnOneConnection(ServerTest):
 
 class RequestsReadOnAnotherLoop(ServerTest):
     """A session's requests that arrive on another HTTP thread cross to its loop; a small body
-    crosses as its text and is parsed there again (http/endpoint.c ep_hand_body), a big one as the
+    crosses as its text and is parsed there again (http/endpoint.c ep_submit), a big one as the
     tree. Either way the session serves what was sent: each fresh connection lands on one of
     the two threads by the kernel's hash, so about half of these cross."""
     SERVER_FLAGS = ("--http-threads", "2")
