@@ -9,9 +9,10 @@
 #
 # Prints, and writes under $OUT (or /tmp/device-scale): the machine; the ceiling (N separate
 # evhttp loops, one per core: linear by construction) for N = 1 2 4 8; bench/scale.sh's table
-# for the default (actors on the HTTP threads) at N = 1 2 4 8; then at 8 cores: worker threads of
-# their own, --sync, RocksDB's pipelined write and its writers without sched_yield. About 5
-# minutes. Env: NS (default "1 2 4 8"), DUR (5), CLIENTS (default 8-15), SHORT=1 (the default
+# for the default (actors on the HTTP threads) at N = 1 2 4 8; the store's write path alone
+# (micro-commit: 1, 2, 4 and 8 threads committing to one store and to a store each, about 15 s);
+# then at 8 cores: worker threads of their own, --sync, RocksDB's pipelined write and its writers
+# without sched_yield. About 6 minutes. Env: NS (default "1 2 4 8"), DUR (5), CLIENTS (default 8-15), SHORT=1 (the default
 # table only).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +64,11 @@ S="bench/scale.sh --build $B --client-cores $CL --duration $DUR --json $O/scale.
 echo "== default: actors on the HTTP threads" | tee "$O/default.txt"
 $S $NS 2>&1 | tee -a "$O/default.txt"
 [ -n "${SHORT:-}" ] && exit 0
+# the store alone, threads on the server's cores: does one store's write path scale?
+echo "== micro-commit (threads on cores 0-7; 8 operations a commit)" | tee "$O/commit.txt"
+for t in 2 4 8; do
+  taskset -c 0-7 "$B/bench/micro-commit" 20000 "$t" 8 2>&1 | tee -a "$O/commit.txt"
+done
 echo "== --workers N (threads of their own)" | tee "$O/workers.txt"
 $S --separate-workers --scenarios call,sticky,sse,handshake 1 8 2>&1 | tee -a "$O/workers.txt"
 echo "== --sync" | tee "$O/sync.txt"
