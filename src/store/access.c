@@ -72,8 +72,23 @@ void store_batch_clear(store_batch_t *b)
     rocksdb_writebatch_clear(b->wb);
 }
 
+/* RocksDB counts into a thread-local perf context by default (kEnableCount): every key
+ * comparison of a memtable insert or a read adds to it, through the dynamic TLS of a shared
+ * library (__tls_get_addr and the context's TLS init function each time). Nothing reads those
+ * counts, so each thread turns them off before its first write or read. */
+static _Thread_local bool t_perf_off;
+
+static inline void perf_off(void)
+{
+    if (!t_perf_off) {
+        rocksdb_set_perf_level(rocksdb_disable);
+        t_perf_off = true;
+    }
+}
+
 static int commit_with(store_t *s, store_batch_t *b, const rocksdb_writeoptions_t *wo)
 {
+    perf_off();
     if (rocksdb_writebatch_count(b->wb) == 0)
         return 0;
     int64_t free_now;
@@ -120,6 +135,7 @@ int store_commit_sync(store_t *s, store_batch_t *b)
 
 int store_get(store_t *s, store_cf_t cf, const void *k, size_t kl, char **val, size_t *vl)
 {
+    perf_off();
     char *err = NULL;
     size_t len = 0;
     char *v = rocksdb_get_cf(s->db, s->ropts, cfh(s, cf), k, kl, &len, &err);
@@ -153,6 +169,7 @@ int store_exists(store_t *s, store_cf_t cf, const void *k, size_t kl)
 store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t lol, const void *hi,
                              size_t hil)
 {
+    perf_off();
     store_iter_t *it = xcalloc(1, sizeof *it);
     it->ro = rocksdb_readoptions_create();
     if (lo) {
@@ -171,6 +188,7 @@ store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t l
 
 store_iter_t *store_iter_new_scan(store_t *s, store_cf_t cf)
 {
+    perf_off();
     store_iter_t *it = xcalloc(1, sizeof *it);
     it->ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_fill_cache(it->ro, 0);
