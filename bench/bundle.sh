@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Copies a release build's mcpactord, mcpbench, mcpbench-ceiling and micro-commit, with the shared libraries
-# they load that a bare machine may lack (RocksDB, libevent, jansson, OpenSSL...), into DEST, for
-# a machine where nothing can be installed (the device tool's 16-core machine: add DEST to
-# .git/info/exclude and carry it). bench/device-scale.sh runs from it.
+# Copies a release build's mcpactord, mcpbench, mcpbench-ceiling and micro-commit, with the shared
+# libraries they load that a bare machine may lack (RocksDB, libevent, jansson, OpenSSL...), into
+# DEST, for a machine where nothing can be installed (the device tool's 16-core machine: add DEST
+# to .git/info/exclude and carry it). bench/device-scale.sh runs from it.
 #
 #   bench/bundle.sh [BUILD [DEST]]      (default build-rel and .dev)
 set -euo pipefail
@@ -14,7 +14,8 @@ for f in "$build/src/mcpactord" "$build/bench/mcpbench" "$build/bench/mcpbench-c
 done
 rm -rf "$dest"; mkdir -p "$dest/lib" "$dest/src" "$dest/bench"
 cp "$build/src/mcpactord" "$dest/src/"
-cp "$build/bench/mcpbench" "$build/bench/mcpbench-ceiling" "$build/bench/micro-commit" "$dest/bench/"
+cp "$build/bench/mcpbench" "$build/bench/mcpbench-ceiling" "$build/bench/micro-commit" \
+   "$dest/bench/"
 # every library the dynamic linker resolves, but the C runtime's own (always there)
 for b in "$dest/src/mcpactord" "$dest"/bench/*; do
   ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'

@@ -10,10 +10,10 @@
 # Prints, and writes under $OUT (or /tmp/device-scale): the machine; the ceiling (N separate
 # evhttp loops, one per core: linear by construction) for N = 1 2 4 8; bench/scale.sh's table
 # for the default (actors on the HTTP threads) at N = 1 2 4 8; the store's write path alone
-# (micro-commit: 1, 2, 4 and 8 threads committing to one store and to a store each, about 15 s);
-# then at 8 cores: worker threads of their own, --sync, RocksDB's pipelined write and its writers
-# without sched_yield. About 6 minutes. Env: NS (default "1 2 4 8"), DUR (5), CLIENTS (default 8-15), SHORT=1 (the default
-# table only).
+# (micro-commit: 2, 4 and 8 threads committing into one store and into a store each, about a
+# minute); then at 8 cores: worker threads of their own, --sync, RocksDB's pipelined write and
+# its writers without sched_yield. About 6 minutes. Env: NS (default "1 2 4 8"), DUR (5),
+# CLIENTS (default 8-15), SHORT=1 (the default table only).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${BUNDLE:-.dev}
@@ -67,7 +67,7 @@ $S $NS 2>&1 | tee -a "$O/default.txt"
 # the store alone, threads on the server's cores: does one store's write path scale?
 echo "== micro-commit (threads on cores 0-7; 8 operations a commit)" | tee "$O/commit.txt"
 for t in 2 4 8; do
-  taskset -c 0-7 "$B/bench/micro-commit" 20000 "$t" 8 2>&1 | tee -a "$O/commit.txt"
+  taskset -c 0-7 "$B/bench/micro-commit" 100000 "$t" 8 2>&1 | tee -a "$O/commit.txt"
 done
 echo "== --workers N (threads of their own)" | tee "$O/workers.txt"
 $S --separate-workers --scenarios call,sticky,sse,handshake 1 8 2>&1 | tee -a "$O/workers.txt"

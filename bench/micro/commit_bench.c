@@ -5,21 +5,23 @@
  * every K of them, the way a loop commits once a turn (a loaded loop's turn holds several
  * requests: at 1 loop and 32 connections a turn commits about 6.5 handshakes):
  *
- * - session: a handshake's records: the new session's metadata (about 240 bytes, under a random
+ * - session: a handshake's records: the new session's metadata (about 280 bytes, under a random
  *   id) and its idle alarm are put, and the session made 64 operations earlier is deleted (its
  *   metadata and alarm, as DELETE does): four memtable entries an operation.
  * - event: a tools/call answered on an SSE stream: the event (about 200 bytes), the stream's
  *   record and its expiry index entry are put, for one of 16 sessions of the thread's own.
  *
- * "one store": all T threads commit to one store (RocksDB groups the concurrent writers: one
- * leader writes the group's WAL record, each inserts its own memtable entries); "a store each":
- * each thread its own store in its own directory (each with the full memtable budget, so fewer
- * flushes). Prints operations/s, the process's CPU per operation (getrusage: RocksDB's flush
- * threads included) and T threads against 1 in the same mode. MCPD_STORE_PIPELINED_WRITE=1 and
- * MCPD_STORE_WRITE_YIELD=0 in the environment apply, as in the server. Figures only: nothing
- * here asserts on time.
+ * For each shape: 1 thread into one store, T threads into one store (RocksDB groups concurrent
+ * writers: one leader writes the group's WAL record, each writer inserts its own entries into
+ * the memtables), T threads each into a store of its own (its own directory, WAL and memtables,
+ * each with the full memtable budget), and 1 thread again; the T-thread runs are compared with
+ * the mean of the two 1-thread runs. Prints operations/s and the process's CPU per operation
+ * (getrusage: RocksDB's flush threads included, as far as their flushes end within the run; N
+ * large enough that every run flushes keeps that even: the default does, at 16 MiB memtables).
+ * MCPD_STORE_PIPELINED_WRITE=1 and MCPD_STORE_WRITE_YIELD=0 in the environment apply, as in the
+ * server. Figures only: nothing here asserts on time.
  *
- * usage: micro-commit [N [T [K [sync]]]]   (default 20,000 operations a thread, T = 2, K = 1;
+ * usage: micro-commit [N [T [K [sync]]]]   (default 100,000 operations a thread, T = 2, K = 1;
  * "sync": each commit fsyncs its WAL, as --sync)
  */
 #define _XOPEN_SOURCE 700
@@ -134,7 +136,7 @@ static void run_events(runner_t *r, store_batch_t *b)
     for (long i = 0; i < n_ops; i++) {
         const char *sid = sids[i % NSESS];
         uint64_t stream = 1 + (uint64_t)(i / NSESS); /* a new POST stream per call */
-        unsigned char k[KEY_EXPIRY_LEN];
+        unsigned char k[KEY_EVENT_LEN > KEY_EXPIRY_LEN ? KEY_EVENT_LEN : KEY_EXPIRY_LEN];
         key_event(k, sid, stream, 1);
         store_batch_put(b, CF_EVENTS, k, KEY_EVENT_LEN, event, sizeof event - 1);
         key_stream(k, sid, stream);
@@ -172,6 +174,14 @@ typedef struct result {
     double ops_per_s, cpu_us_per_op;
 } result_t;
 
+static void close_all(store_t **stores, int n, const char *dir)
+{
+    for (int i = 0; i < n; i++)
+        if (stores[i])
+            store_close(stores[i]);
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* One run: T threads, one store or one each, in a fresh directory removed after. */
 static int run(int nthreads, bool each, shape_t shape, bool sync, result_t *out)
 {
@@ -188,6 +198,7 @@ static int run(int nthreads, bool each, shape_t shape, bool sync, result_t *out)
         stores[i] = store_open(path, sync, 0, err, sizeof err);
         if (!stores[i]) {
             fprintf(stderr, "micro-commit: %s\n", err);
+            close_all(stores, nstores, dir);
             return -1;
         }
     }
@@ -197,7 +208,10 @@ static int run(int nthreads, bool each, shape_t shape, bool sync, result_t *out)
         rs[i] = (runner_t){.store = stores[each ? i : 0],
                            .shape = shape,
                            .rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1)};
-        pthread_create(&rs[i].th, NULL, runner_main, &rs[i]);
+        if (pthread_create(&rs[i].th, NULL, runner_main, &rs[i]) != 0) {
+            perror("micro-commit: pthread_create");
+            exit(1); /* the started ones wait at the barrier for ever */
+        }
     }
     double c0 = cpu_s(), t0 = now_s();
     pthread_barrier_wait(&start);
@@ -208,9 +222,7 @@ static int run(int nthreads, bool each, shape_t shape, bool sync, result_t *out)
     }
     double dt = now_s() - t0, dc = cpu_s() - c0;
     pthread_barrier_destroy(&start);
-    for (int i = 0; i < nstores; i++)
-        store_close(stores[i]);
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    close_all(stores, nstores, dir);
     if (failed) {
         fprintf(stderr, "micro-commit: %d commits failed\n", failed);
         return -1;
@@ -221,14 +233,23 @@ static int run(int nthreads, bool each, shape_t shape, bool sync, result_t *out)
     return 0;
 }
 
+static void print_many(const char *shape, int t, const char *mode, const result_t *r,
+                       const result_t *one)
+{
+    printf("commit %-8s %2d threads, %-13s %9.0f ops/s %7.2f us CPU/op  (x%.2f the rate, x%.2f "
+           "the CPU)\n",
+           shape, t, mode, r->ops_per_s, r->cpu_us_per_op, r->ops_per_s / one->ops_per_s,
+           r->cpu_us_per_op / one->cpu_us_per_op);
+}
+
 int main(int argc, char **argv)
 {
-    n_ops = argc > 1 ? strtol(argv[1], NULL, 10) : 20000;
+    n_ops = argc > 1 ? strtol(argv[1], NULL, 10) : 100000;
     int t = argc > 2 ? atoi(argv[2]) : 2;
     per_commit = argc > 3 ? strtol(argv[3], NULL, 10) : 1;
     bool sync = argc > 4 && strcmp(argv[4], "sync") == 0;
-    if (n_ops < RING + 1 || t < 1 || t > MAX_THREADS || per_commit < 1 || per_commit > n_ops) {
-        fprintf(stderr, "usage: micro-commit [N >= %d [T (1..%d) [K (1..N) [sync]]]]\n", RING + 1,
+    if (n_ops < RING + 1 || t < 2 || t > MAX_THREADS || per_commit < 1 || per_commit > n_ops) {
+        fprintf(stderr, "usage: micro-commit [N >= %d [T (2..%d) [K (1..N) [sync]]]]\n", RING + 1,
                 MAX_THREADS);
         return 2;
     }
@@ -237,24 +258,25 @@ int main(int argc, char **argv)
     printf("micro-commit: %ld operations a thread, %ld a commit, WAL %s, pipelined write %s, "
            "adaptive yield %s\n",
            n_ops, per_commit, sync ? "fsync'd each commit" : "not fsync'd",
-           pipelined ? pipelined : "0", yield ? yield : "1");
+           pipelined && strcmp(pipelined, "1") == 0 ? "on" : "off",
+           yield && strcmp(yield, "0") == 0 ? "off" : "on");
     static const char *shapes[] = {"session", "event"};
     for (int sh = 0; sh < 2; sh++) {
-        for (int each = 0; each < 2; each++) {
-            result_t one, many;
-            if (run(1, each, (shape_t)sh, sync, &one) != 0 ||
-                (t > 1 && run(t, each, (shape_t)sh, sync, &many) != 0))
-                return 1;
-            const char *mode = each ? "a store each" : "one store";
-            printf("commit %-8s %-13s 1 thread: %9.0f ops/s %7.2f us CPU/op", shapes[sh], mode,
-                   one.ops_per_s, one.cpu_us_per_op);
-            if (t > 1)
-                printf(" | %d threads: %9.0f ops/s %7.2f us CPU/op (x%.2f the rate, x%.2f the CPU)",
-                       t, many.ops_per_s, many.cpu_us_per_op, many.ops_per_s / one.ops_per_s,
-                       many.cpu_us_per_op / one.cpu_us_per_op);
-            printf("\n");
-            fflush(stdout);
-        }
+        result_t before, shared, each, after;
+        if (run(1, false, (shape_t)sh, sync, &before) != 0 ||
+            run(t, false, (shape_t)sh, sync, &shared) != 0 ||
+            run(t, true, (shape_t)sh, sync, &each) != 0 ||
+            run(1, false, (shape_t)sh, sync, &after) != 0)
+            return 1;
+        result_t one = {(before.ops_per_s + after.ops_per_s) / 2,
+                        (before.cpu_us_per_op + after.cpu_us_per_op) / 2};
+        printf("commit %-8s  1 thread  (before, after)  %9.0f ops/s %7.2f us CPU/op  (%.0f, %.0f "
+               "ops/s; %.2f, %.2f us)\n",
+               shapes[sh], one.ops_per_s, one.cpu_us_per_op, before.ops_per_s, after.ops_per_s,
+               before.cpu_us_per_op, after.cpu_us_per_op);
+        print_many(shapes[sh], t, "one store", &shared, &one);
+        print_many(shapes[sh], t, "a store each", &each, &one);
+        fflush(stdout);
     }
     return 0;
 }

@@ -74,8 +74,10 @@ void store_batch_clear(store_batch_t *b)
 
 /* RocksDB counts into a thread-local perf context by default (kEnableCount): every key
  * comparison of a memtable insert or a read adds to it, through the dynamic TLS of a shared
- * library (__tls_get_addr and the context's TLS init function each time). Nothing reads those
- * counts, so each thread turns them off before its first write or read. */
+ * library (the context's TLS init function and __tls_get_addr each time; with counting off only
+ * the level is read). Nothing reads those counts, so a thread turns them off before its first
+ * commit, point read or iterator here. The cold paths that call RocksDB directly (health.c's
+ * keeper and probe, export.c's shard export and ingest) leave their threads counting. */
 static _Thread_local bool t_perf_off;
 
 static inline void perf_off(void)
