@@ -12,7 +12,7 @@
 # for the default (actors on the HTTP threads) at N = 1 2 4 8; the store's write path alone
 # (micro-commit: 2, 4 and 8 threads committing into one store and into a store each, about a
 # minute); then at 8 cores: worker threads of their own, --sync, RocksDB's pipelined write and
-# its writers without sched_yield. About 6 minutes. Env: NS (default "1 2 4 8"), DUR (5),
+# its writers without sched_yield. About 7 minutes. Env: NS (default "1 2 4 8"), DUR (5),
 # CLIENTS (default 8-15), SHORT=1 (the default table only).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_THREADS 64
 #define RING 64  /* sessions a thread keeps before it deletes the oldest */
@@ -210,7 +211,8 @@ static int run(int nthreads, bool each, shape_t shape, bool sync, result_t *out)
                            .rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1)};
         if (pthread_create(&rs[i].th, NULL, runner_main, &rs[i]) != 0) {
             perror("micro-commit: pthread_create");
-            exit(1); /* the started ones wait at the barrier for ever */
+            fflush(stdout);
+            _exit(1); /* the started ones wait at the barrier: no exit handlers under them */
         }
     }
     double c0 = cpu_s(), t0 = now_s();

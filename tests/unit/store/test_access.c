@@ -18,7 +18,7 @@
 
 #define NKEYS 200
 
-typedef enum { DO_COMMIT, DO_GET, DO_ITER, DO_SCAN } path_t;
+typedef enum { DO_COMMIT, DO_GET, DO_ITER, DO_SCAN, DO_GET_COUNTING } path_t;
 
 typedef struct work {
     store_t *s;
@@ -83,6 +83,15 @@ static void *one_path(void *arg)
     case DO_SCAN:
         w->done = walk(store_iter_new_scan(w->s, CF_NODE), false);
         break;
+    case DO_GET_COUNTING: /* the control: counting turned back on after the first read */
+        w->done += store_exists(w->s, CF_NODE, "key00000", 8) == 1;
+        rocksdb_set_perf_level(rocksdb_enable_count);
+        rocksdb_perfcontext_reset(pc);
+        for (int i = 0; i < NKEYS; i++) {
+            int n = snprintf(k, sizeof k, "key%05d", i);
+            w->done += store_exists(w->s, CF_NODE, k, (size_t)n) == 1;
+        }
+        break;
     }
     w->counted[0] = rocksdb_perfcontext_metric(pc, rocksdb_user_key_comparison_count);
     w->counted[1] = rocksdb_perfcontext_metric(pc, rocksdb_get_from_memtable_count);
@@ -104,6 +113,21 @@ static void check_path(void **state, path_t path)
     assert_true(w.done >= NKEYS); /* the work was done (a scan also meets the keeper's key) */
     for (int i = 0; i < 4; i++)
         assert_int_equal(w.counted[i], 0);
+}
+
+/* The control: the same reads with counting on do count (RocksDB is built with its perf
+ * context), so a case above cannot pass for want of counting. */
+static void point_reads_with_counting_on_count_comparisons_and_memtable_gets(void **state)
+{
+    fixture_t *f = *state;
+    put_keys(f->s);
+    work_t w = {.s = f->s, .path = DO_GET_COUNTING};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, one_path, &w), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(w.done, NKEYS + 1);
+    assert_true(w.counted[0] > 0);
+    assert_int_equal(w.counted[1], NKEYS);
 }
 
 static void a_threads_commits_count_nothing_in_the_perf_context(void **state)
@@ -145,6 +169,7 @@ int main(void)
         T(a_threads_point_reads_count_nothing_in_the_perf_context),
         T(a_threads_bounded_iterators_count_nothing_in_the_perf_context),
         T(a_threads_scans_count_nothing_in_the_perf_context),
+        T(point_reads_with_counting_on_count_comparisons_and_memtable_gets),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
