@@ -476,14 +476,26 @@ class UnreadGet:
                            "Accept: text/event-stream\r\n"
                            f"Mcp-Session-Id: {session.sid}\r\n"
                            f"MCP-Protocol-Version: {session.version}\r\n\r\n").encode())
+        self.sock.settimeout(10)
         self.data = b""
         while b"\r\n\r\n" not in self.data:  # the head: the stream is attached
             self.data += self.sock.recv(4096)
 
-    def read_until(self, needle, timeout=30):
-        self.sock.settimeout(timeout)
-        while needle not in self.data:
-            d = self.sock.recv(1 << 16)
+    def read_until(self, needle, timeout=60):
+        """Reads until needle, in at most timeout seconds in all.
+
+        The window opens first: 3 MB through a 2 KiB window goes one delayed ACK at a time,
+        which took 1.7 to 17 s on 2 idle or busy cores here (minutes on a loaded CI run, past
+        the call's own socket timeout); with it open the same bytes take 0.1 to 0.3 s."""
+        import socket
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        deadline = time.monotonic() + timeout
+        while needle not in self.data and time.monotonic() < deadline:
+            self.sock.settimeout(max(0.1, deadline - time.monotonic()))
+            try:
+                d = self.sock.recv(1 << 16)
+            except TimeoutError:
+                break
             if not d:
                 break
             self.data += d
