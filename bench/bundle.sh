@@ -2,7 +2,8 @@
 # Copies a release build's mcpactord, mcpbench, mcpbench-ceiling and micro-commit, with the shared
 # libraries they load that a bare machine may lack (RocksDB, libevent, jansson, OpenSSL...), into
 # DEST, for a machine where nothing can be installed (the device tool's 16-core machine: add DEST
-# to .git/info/exclude and carry it). bench/device-scale.sh runs from it.
+# to .git/info/exclude and carry it), and Debian's mimalloc when it is installed.
+# bench/device-scale.sh runs from it.
 #
 #   bench/bundle.sh [BUILD [DEST]]      (default build-rel and .dev)
 set -euo pipefail
@@ -25,6 +26,10 @@ done | sort -u | while read -r lib; do
     *) cp -L "$lib" "$dest/lib/" ;;
   esac
 done
+# mimalloc, for device-scale.sh's allocator rows (LD_PRELOAD into the server alone)
+mi=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2
+if [ -r "$mi" ]; then cp -L "$mi" "$dest/lib/"
+else echo "bundle.sh: no $mi (apt-get install libmimalloc2.0): device-scale.sh skips its mimalloc rows" >&2; fi
 strip "$dest/src/mcpactord" "$dest"/bench/* "$dest"/lib/* 2>/dev/null || true
 git rev-parse --short HEAD > "$dest/commit" 2>/dev/null || true
 du -sh "$dest"

@@ -12,7 +12,8 @@
 # for the default (actors on the HTTP threads) at N = 1 2 4 8; the store's write path alone
 # (micro-commit: 2, 4 and 8 threads committing into one store and into a store each, about a
 # minute); then at 8 cores: worker threads of their own, --sync, RocksDB's pipelined write and
-# its writers without sched_yield. About 7 minutes. Env: NS (default "1 2 4 8"), DUR (5),
+# its writers without sched_yield; last, call, SSE and handshakes at 1 and 8 cores with mimalloc
+# in the server (LD_PRELOAD; when bundle.sh found it). About 8 minutes. Env: NS (default "1 2 4 8"), DUR (5),
 # CLIENTS (default 8-15), SHORT=1 (the default table only).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -77,3 +78,11 @@ echo "== MCPD_STORE_PIPELINED_WRITE=1" | tee "$O/pipelined.txt"
 MCPD_STORE_PIPELINED_WRITE=1 $S --scenarios sse,handshake 8 2>&1 | tee -a "$O/pipelined.txt"
 echo "== MCPD_STORE_WRITE_YIELD=0" | tee "$O/yield.txt"
 MCPD_STORE_WRITE_YIELD=0 $S --scenarios sse,handshake 8 2>&1 | tee -a "$O/yield.txt"
+# the allocator, decided again on many cores (issue 25): the same rows with mimalloc
+mi=$PWD/$B/lib/libmimalloc.so.2
+if [ -r "$mi" ]; then
+  echo "== mimalloc in the server (LD_PRELOAD)" | tee "$O/mimalloc.txt"
+  $S --server-preload "$mi" --scenarios call,sse,handshake 1 8 2>&1 | tee -a "$O/mimalloc.txt"
+else
+  echo "== mimalloc: not in $B/lib (bundle.sh found none): skipped" | tee "$O/mimalloc.txt"
+fi

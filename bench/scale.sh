@@ -22,6 +22,8 @@
 #   --separate-workers   --workers N (worker threads of their own) instead of --workers 0
 #   --scenarios LIST     a subset of call,sticky,call-modern,sse,handshake
 #   --server-flag F      passed to mcpactord (repeatable; e.g. --server-flag --sync)
+#   --server-preload LIB the server alone runs with LD_PRELOAD=LIB (another allocator:
+#                        /usr/lib/x86_64-linux-gnu/libmimalloc.so.2); the clients do not
 #   --json FILE          also append every row to FILE (one JSON object a line)
 #
 # On 2 cores: `bench/scale.sh --client-cores 1 1` (server on core 0, one client on core 1).
@@ -31,7 +33,7 @@ cd "$(dirname "$0")/.."
 
 build=build-rel dur=5 warm=1 client_cores="" wmode=0 json=""
 scens="call,sticky,call-modern,sse,handshake"
-sflags=()
+sflags=() preload=""
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -42,12 +44,17 @@ while [ $# -gt 0 ]; do
     --workers-zero) wmode=0; shift ;; # the default now; kept for old command lines
     --scenarios) scens=$2; shift 2 ;;
     --server-flag) sflags+=("$2"); shift 2 ;;
+    --server-preload) preload=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set /p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "scale.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
 done
+[ -z "$preload" ] || [ -r "$preload" ] || { echo "scale.sh: no $preload to preload" >&2; exit 2; }
+setup="${sflags[*]+${sflags[*]}}${preload:+ preload=$(basename "$preload")}"
+for v in MCPD_STORE_PIPELINED_WRITE MCPD_STORE_WRITE_YIELD; do [ -z "${!v:-}" ] || setup="$setup $v=${!v}"; done
+setup=${setup# }
 [ $# -gt 0 ] || { echo "usage: bench/scale.sh [options] N... (--help)" >&2; exit 2; }
 server=$build/src/mcpactord bench=$build/bench/mcpbench
 for f in "$server" "$bench"; do
@@ -76,7 +83,7 @@ start_server() {
   local n=$1; shift
   local w=$n; [ "$wmode" = 0 ] && w=0
   rm -rf "$tmp/data"
-  taskset -c "0-$((n - 1))" "$server" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --data-dir "$tmp/data" \
+  env ${preload:+LD_PRELOAD="$preload"} taskset -c "0-$((n - 1))" "$server" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --data-dir "$tmp/data" \
     --http-threads "$n" --workers "$w" --log-level warn ${sflags[@]+"${sflags[@]}"} "$@" \
     >"$tmp/server.out" 2>"$tmp/server.err" &
   spid=$!
@@ -194,8 +201,9 @@ for n in "$@"; do
     [ "$err" = 0 ] || cell="$cell ${err}err"
     printf ' | %-20s' "$cell"
     w=$n; [ "$wmode" = 0 ] && w=0
-    [ -z "$json" ] || printf '{"cores":%s,"workers":%s,"scenario":"%s","rate":%s,"server_cpu_pct":%s,"errors":%s,"crossed_pct":%s}\n' \
-      "$n" "$w" "$s" "$rate" "$cpu" "$err" "${x:--1}" >>"$json"
+    # the row says what ran: the server's extra flags, its preload and the store switches
+    [ -z "$json" ] || printf '{"cores":%s,"workers":%s,"scenario":"%s","rate":%s,"server_cpu_pct":%s,"errors":%s,"crossed_pct":%s,"setup":"%s"}\n' \
+      "$n" "$w" "$s" "$rate" "$cpu" "$err" "${x:--1}" "$setup" >>"$json"
   done
   printf '\n'
 done
