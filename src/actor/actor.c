@@ -11,6 +11,7 @@
 #include "actor/refuse.h"
 #include "core/buf.h"
 #include "core/config.h"
+#include "core/jsondump.h"
 #include "core/log.h"
 #include "core/shard.h"
 #include "core/slab.h"
@@ -113,37 +114,40 @@ void actor_write_meta(actor_t *a)
     meta_undirty(a);
     if (actor_one_request(a))
         return; /* a modern request's actor is never stored */
-    json_t *m = json_object();
+    /* written as text, member by member (the same bytes a jansson object of these members
+     * dumped to, without building one: about 12k instructions less a handshake) */
+    buf_t b = {0};
+    buf_reserve(&b, 256);
+    jobj_t m;
+    jobj_begin(&m, &b);
     const actor_ops_t *ops = worker_ops(a->w);
-    json_object_set_new(m, "v", json_string(a->proto->version));
-    ops->meta_put(a, m, ACTOR_META_HEAD); /* what the client said, its log level */
-    json_object_set_new(m, "c", json_integer(a->created_ms));
-    json_object_set_new(m, "t", json_integer(a->touched_ms));
-    json_object_set_new(m, "i", json_boolean(a->initialized));
+    jobj_str(&m, "v", a->proto->version);
+    ops->meta_put(a, &m, ACTOR_META_HEAD); /* what the client said, its log level */
+    jobj_int(&m, "c", a->created_ms);
+    jobj_int(&m, "t", a->touched_ms);
+    jobj_bool(&m, "i", a->initialized);
     if (a->kind == ACTOR_SESSION && !a->used)
-        json_object_set_new(m, "u", json_false()); /* absent: used (and every older session) */
-    json_object_set_new(m, "a", json_string(a->auth_name));
-    json_object_set_new(m, "al", json_integer(a->alarm_due));
-    json_object_set_new(m, "ns", json_integer((json_int_t)a->next_stream));
-    json_object_set_new(m, "lb", json_integer((json_int_t)a->log_bytes));
-    json_object_set_new(m, "rq", json_integer((json_int_t)a->next_req_num));
-    ops->meta_put(a, m, ACTOR_META_MIDDLE); /* a session's subscriptions */
+        jobj_bool(&m, "u", false); /* absent: used (and every older session) */
+    jobj_str(&m, "a", a->auth_name);
+    jobj_int(&m, "al", a->alarm_due);
+    jobj_int(&m, "ns", (json_int_t)a->next_stream);
+    jobj_int(&m, "lb", (json_int_t)a->log_bytes);
+    jobj_int(&m, "rq", (json_int_t)a->next_req_num);
+    ops->meta_put(a, &m, ACTOR_META_MIDDLE); /* a session's subscriptions */
     if (a->owner)
-        json_object_set_new(m, "p", json_string(principal_name(a->owner)));
+        jobj_str(&m, "p", principal_name(a->owner));
     if (a->share_given_back)
-        json_object_set_new(m, "hs", json_false());
+        jobj_bool(&m, "hs", false);
     if (a->kind == ACTOR_RECORD)
-        json_object_set_new(m, "k", json_string("r"));
+        jobj_str(&m, "k", "r");
     else if (a->kind == ACTOR_HANDLE)
-        json_object_set_new(m, "k", json_string("h"));
+        jobj_str(&m, "k", "h");
     else if (a->kind == ACTOR_TASK)
-        json_object_set_new(m, "k", json_string("t"));
-    ops->meta_put(a, m, ACTOR_META_TAIL); /* a record's or a task's state */
-    size_t len;
-    char *text = jsonrpc_dump(m, &len);
-    json_decref(m);
-    sessionrec_put_meta(actor_batch(a), a->sid, text, len);
-    free(text);
+        jobj_str(&m, "k", "t");
+    ops->meta_put(a, &m, ACTOR_META_TAIL); /* a record's or a task's state */
+    jobj_end(&m);
+    sessionrec_put_meta(actor_batch(a), a->sid, b.p, b.len);
+    buf_free(&b);
     a->touched_stored_ms = a->touched_ms;
 }
 

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "actor/msg.h"
+#include "core/jsondump.h"
 #include "store/store.h"
 
 typedef struct worker worker_t;
@@ -39,8 +40,8 @@ typedef struct actor_ops {
     /* The protocol layer's state of an actor (actor_t.ps, opaque here): */
     /* frees it (a->ps not NULL; sets it to NULL), when the actor is freed */
     void (*state_free)(struct actor *a);
-    /* adds its part of a's stored metadata to meta at `at` (ACTOR_META_*) */
-    void (*meta_put)(const struct actor *a, json_t *meta, int at);
+    /* writes its part of a's stored metadata into meta at `at` (ACTOR_META_*) */
+    void (*meta_put)(const struct actor *a, jobj_t *meta, int at);
     /* reads its part back from the stored metadata (borrowed) when a is woken */
     void (*meta_load)(struct actor *a, const json_t *meta);
     /* true when a log message at `level` (a logging level name) goes to a's client */

@@ -5,6 +5,7 @@
 #include "core/util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_DEPTH 2048
@@ -24,13 +25,27 @@ static void dump_string(buf_t *out, const char *s, size_t n)
         char esc[7] = {'\\', 0};
         size_t el = 2;
         switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
+        case '"':
+            esc[1] = '"';
+            break;
+        case '\\':
+            esc[1] = '\\';
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
         default:
             esc[1] = 'u';
             esc[2] = '0';
@@ -168,4 +183,78 @@ char *json_dump_compact(const json_t *v, size_t *len)
         return s;
     }
     return buf_steal(&b, len);
+}
+
+/* ---- an object written member by member ---- */
+
+void jobj_begin(jobj_t *o, buf_t *out)
+{
+    o->out = out;
+    o->more = false;
+    buf_add(out, "{", 1);
+}
+
+static void jobj_key(jobj_t *o, const char *key)
+{
+    if (o->more)
+        buf_add(o->out, ",", 1);
+    o->more = true;
+    dump_string(o->out, key, strlen(key));
+    buf_add(o->out, ":", 1);
+}
+
+void jobj_str(jobj_t *o, const char *key, const char *s)
+{
+    if (!s)
+        return;
+    size_t n = strlen(s);
+    size_t i = 0;
+    while (i < n && (unsigned char)s[i] < 0x80)
+        i++;
+    if (i < n) { /* not ASCII: json_string's own check decides, and its text is the same */
+        json_t *t = json_string(s);
+        if (t) {
+            jobj_key(o, key);
+            dump_string(o->out, s, n);
+            json_decref(t);
+        }
+        return;
+    }
+    jobj_key(o, key);
+    dump_string(o->out, s, n);
+}
+
+void jobj_int(jobj_t *o, const char *key, json_int_t v)
+{
+    jobj_key(o, key);
+    dump_int(o->out, v);
+}
+
+void jobj_bool(jobj_t *o, const char *key, bool v)
+{
+    jobj_key(o, key);
+    if (v)
+        buf_add(o->out, "true", 4);
+    else
+        buf_add(o->out, "false", 5);
+}
+
+void jobj_json(jobj_t *o, const char *key, const json_t *v)
+{
+    if (!v)
+        return;
+    jobj_key(o, key);
+    size_t mark = o->out->len;
+    if (json_dump_into(o->out, v))
+        return;
+    o->out->len = mark; /* too deep for us: jansson's text */
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    REQUIRE(t != NULL);
+    buf_adds(o->out, t);
+    free(t);
+}
+
+void jobj_end(jobj_t *o)
+{
+    buf_add(o->out, "}", 1);
 }

@@ -18,4 +18,22 @@ bool json_dump_into(buf_t *out, const json_t *v);
 /* The text of v (caller frees) and its length. */
 char *json_dump_compact(const json_t *v, size_t *len);
 
+/* An object written member by member, without building it: the text is what the same members,
+ * set in the same order on a jansson object (json_object_set_new / json_object_set), dump to
+ * (the stored metadata of every session, actor.c). A string that json_string would refuse (NULL,
+ * or not UTF-8) leaves its member out, as json_object_set_new(o, k, json_string(s)) does. Keys
+ * must be distinct (a jansson object would keep the last value, in the first one's place). */
+typedef struct jobj {
+    buf_t *out;
+    bool more; /* a member was written: the next one needs a comma */
+} jobj_t;
+
+void jobj_begin(jobj_t *o, buf_t *out);
+void jobj_str(jobj_t *o, const char *key, const char *s);
+void jobj_int(jobj_t *o, const char *key, json_int_t v);
+void jobj_bool(jobj_t *o, const char *key, bool v);
+/* v's text; NULL leaves the member out (json_object_set refuses NULL). */
+void jobj_json(jobj_t *o, const char *key, const json_t *v);
+void jobj_end(jobj_t *o);
+
 #endif

@@ -74,7 +74,7 @@ static void gw_state_free(actor_t *a)
         gs_free(gs);
 }
 
-static void gw_meta_put(const actor_t *a, json_t *meta, int at)
+static void gw_meta_put(const actor_t *a, jobj_t *meta, int at)
 {
     gw_sess_t *gs = gs_of(a);
     if (!a->upstream) {
@@ -83,11 +83,9 @@ static void gw_meta_put(const actor_t *a, json_t *meta, int at)
     }
     if (at != ACTOR_META_HEAD || !gs)
         return;
-    json_object_set_new(meta, "gw", json_string(gw_name(gs)));
-    if (gs->init)
-        json_object_set(meta, "gi", gs->init);
-    if (gs->level)
-        json_object_set(meta, "gl", gs->level);
+    jobj_str(meta, "gw", gw_name(gs));
+    jobj_json(meta, "gi", gs->init);
+    jobj_json(meta, "gl", gs->level);
 }
 
 static void gw_meta_load(actor_t *a, const json_t *meta)

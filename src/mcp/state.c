@@ -71,25 +71,25 @@ bool mcp_log_enabled(const actor_t *a, const char *level)
 
 /* ---- the stored metadata ---- */
 
-void mcp_meta_put(const actor_t *a, json_t *m, int at)
+void mcp_meta_put(const actor_t *a, jobj_t *m, int at)
 {
     switch (at) {
     case ACTOR_META_HEAD:
-        json_object_set(m, "ci", a->client_info ? a->client_info : json_null());
-        json_object_set(m, "cc", a->client_caps ? a->client_caps : json_null());
-        json_object_set_new(m, "ll", json_integer(mcp_log_level(a)));
+        jobj_json(m, "ci", a->client_info ? a->client_info : json_null());
+        jobj_json(m, "cc", a->client_caps ? a->client_caps : json_null());
+        jobj_int(m, "ll", mcp_log_level(a));
         break;
     case ACTOR_META_MIDDLE: {
         json_t *sub = mcp_subscriptions(a);
         if (sub && json_object_size(sub))
-            json_object_set(m, "sub", sub);
+            jobj_json(m, "sub", sub);
         break;
     }
     case ACTOR_META_TAIL:
         if (a->kind == ACTOR_RECORD)
-            json_object_set(m, "rec", mcp_record_rec(a) ? mcp_record_rec(a) : json_null());
+            jobj_json(m, "rec", mcp_record_rec(a) ? mcp_record_rec(a) : json_null());
         else if (a->kind == ACTOR_TASK)
-            json_object_set(m, "task", mcp_task_status(a) ? mcp_task_status(a) : json_null());
+            jobj_json(m, "task", mcp_task_status(a) ? mcp_task_status(a) : json_null());
         break;
     default:
         break;

@@ -97,7 +97,7 @@ int log_level_index(const char *level);
 
 /* The actor_ops_t entries (mcp/session.c puts them in its table). */
 void mcp_state_free(actor_t *a);
-void mcp_meta_put(const actor_t *a, json_t *meta, int at);
+void mcp_meta_put(const actor_t *a, jobj_t *meta, int at);
 void mcp_meta_load(actor_t *a, const json_t *meta);
 bool mcp_log_enabled(const actor_t *a, const char *level);
 void mcp_on_broadcast(actor_t *a, wmsg_t *m);

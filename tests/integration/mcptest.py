@@ -37,6 +37,18 @@ def require_program(name):
     return path
 
 
+def wait_until(pred, timeout=5, step=0.05):
+    """Polls pred until it is true or timeout seconds pass; its last value. For what the server
+    does on its own time (counting a close, a job reaching a thread): a fixed sleep before an
+    exact check fails when a loaded machine is slower than the sleep."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return bool(pred())
+
+
 class Server:
     """One mcpactord process. Stop it with stop(); a restart keeps the data directory."""
 
@@ -369,28 +381,30 @@ class Session:
         h.update(extra or {})
         return h
 
-    def post(self, body, headers=None):
-        return self.server.request("POST", body, self.headers(headers), path=self.path)
+    def post(self, body, headers=None, timeout=10):
+        return self.server.request("POST", body, self.headers(headers), path=self.path,
+                                   timeout=timeout)
 
     def new_id(self):
         self.next_id += 1
         return self.next_id
 
-    def call(self, method, params=None, headers=None):
-        """Sends one request; returns (Response, the response message)."""
+    def call(self, method, params=None, headers=None, timeout=10):
+        """Sends one request; returns (Response, the response message). timeout: seconds the
+        client waits for each read of the answer."""
         rid = self.new_id()
         msg = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             msg["params"] = params
-        r = self.post(msg, headers)
+        r = self.post(msg, headers, timeout)
         finals = [m for m in r.messages() if m.get("id") == rid and ("result" in m or "error" in m)]
         return r, finals[0] if finals else None
 
-    def tool(self, name, arguments=None, meta=None):
+    def tool(self, name, arguments=None, meta=None, timeout=10):
         params = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        return self.call("tools/call", params)
+        return self.call("tools/call", params, timeout=timeout)
 
     def notify(self, method, params=None):
         msg = {"jsonrpc": "2.0", "method": method}

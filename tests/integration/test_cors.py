@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, BINARY, SSEStream, Server, Session
+from mcptest import ACCEPT_BOTH, BINARY, SSEStream, Server, Session, wait_until
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 PAGE = "http://127.0.0.1:9999"        # an allowed page's origin
@@ -272,9 +272,12 @@ class ServerBusy(CorsCase):
 
     def test_a_503_carries_cors_headers_and_exposes_retry_after(self):
         s = page_session(self.server)
-        blocker = threading.Thread(target=lambda: s.tool("stall", {"ms": 1000}))
+        base = self.server.stats()["tool_calls_total"]
+        blocker = threading.Thread(target=lambda: s.tool("stall", {"ms": 2000}))
         blocker.start()
-        time.sleep(0.3)  # the worker sleeps in the stall tool; the mailbox holds 1
+        # the worker sleeps in the stall tool (counted, then run there at once); the mailbox
+        # holds 1
+        self.assertTrue(wait_until(lambda: self.server.stats()["tool_calls_total"] > base, 5))
         try:
             r = s.post({"jsonrpc": "2.0", "id": 3, "method": "ping"})
         finally:
@@ -295,7 +298,8 @@ class Shutdown(CorsCase):
             sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
             sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
                          f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
-            time.sleep(0.3)  # the call is running
+            # the call is running
+            self.assertTrue(wait_until(lambda: srv.stats()["tool_threads_busy"] == 1, 5))
             rc, _ = srv.stop()
             self.assertEqual(rc, 0)
             data = b""

@@ -11,7 +11,7 @@ import time
 import unittest
 import zlib
 
-from mcptest import ACCEPT_BOTH, Response, Server, ServerTest, Session, parse_sse, run
+from mcptest import ACCEPT_BOTH, Response, Server, ServerTest, Session, parse_sse, run, wait_until
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 TOKEN_A = "alpha-token-0123456789abcdef"
@@ -464,8 +464,9 @@ class AnswersOnOneConnection(ServerTest):
                 f"{extra}Content-Length: {len(data)}\r\n\r\n").encode() + data
 
     def read_answers(self, sock, n, timeout=20):
-        """n HTTP/1.1 answers with Content-Length, in order: [(head, body)]."""
-        sock.settimeout(timeout)
+        """n HTTP/1.1 answers with Content-Length, in order: [(head, body)], within timeout
+        seconds in all."""
+        deadline = time.monotonic() + timeout
         buf, out = b"", []
         while len(out) < n:
             head, sep, rest = buf.partition(b"\r\n\r\n")
@@ -476,6 +477,9 @@ class AnswersOnOneConnection(ServerTest):
                     out.append((head, rest[:length]))
                     buf = rest[length:]
                     continue
+            left = deadline - time.monotonic()
+            self.assertGreater(left, 0, f"{len(out)} of {n} answers in {timeout} s")
+            sock.settimeout(left)
             d = sock.recv(1 << 16)
             self.assertTrue(d, f"closed after {len(out)} of {n} answers")
             buf += d
@@ -504,6 +508,9 @@ class AnswersOnOneConnection(ServerTest):
             sock.sendall(self.post_raw(sock, s, call) +
                          self.post_raw(sock, s, {"jsonrpc": "2.0", "id": 8, "method": "ping"}))
             time.sleep(1)  # the server has written what the socket took and waits
+            # then the window opens: 3 MB through 4 KiB goes one delayed ACK at a time, which
+            # a loaded machine can stretch past any timeout
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
             answers, _ = self.read_answers(sock, 2, timeout=30)
         first = json.loads(answers[0][1])
         self.assertEqual(first["id"], 7)
@@ -842,9 +849,12 @@ class ErrorsEchoTheRequestId(unittest.TestCase):
 
     def with_stalled_worker(self, rid):
         s = Session(self.mailbox)
-        blocker = threading.Thread(target=lambda: s.tool("stall", {"ms": 1000}))
+        base = self.mailbox.stats()["tool_calls_total"]
+        blocker = threading.Thread(target=lambda: s.tool("stall", {"ms": 2000}))
         blocker.start()
-        time.sleep(0.3)  # the session's worker sleeps in the stall tool; its mailbox holds 1
+        # the session's worker sleeps in the stall tool (counted, then run there at once); its
+        # mailbox holds 1
+        self.assertTrue(wait_until(lambda: self.mailbox.stats()["tool_calls_total"] > base, 5))
         try:
             return s.post(self.ping(rid))
         finally:
@@ -963,7 +973,8 @@ class ShutdownAnswers(unittest.TestCase):
                     sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
                     sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
                                  f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
-                    time.sleep(0.3)  # the call is running
+                    # the call is running
+                    self.assertTrue(wait_until(lambda: srv.stats()["tool_threads_busy"] == 1, 5))
                     rc, _ = srv.stop()
                     self.assertEqual(rc, 0)
                     data = b""

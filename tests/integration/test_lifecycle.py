@@ -10,7 +10,7 @@ import threading
 import time
 import unittest
 
-from mcptest import BINARY, Server, Session, require_program, run
+from mcptest import BINARY, Server, Session, require_program, run, wait_until
 
 PLUGIN = os.environ.get("MCPD_HELLO_PLUGIN", "build/src/plugins/libmcpd_hello.so")
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
@@ -288,9 +288,11 @@ class Mailbox(unittest.TestCase):
             s = Session(server)
             other = Session(server)
             results = []
-            blocker = threading.Thread(target=lambda: s.tool("stall", {"ms": 1500}))
+            base = server.stats()["tool_calls_total"]
+            blocker = threading.Thread(target=lambda: s.tool("stall", {"ms": 3000}))
             blocker.start()
-            time.sleep(0.3)  # the worker is now asleep inside the stall tool
+            # the worker is now inside the stall tool (counted, then run on the worker at once)
+            self.assertTrue(wait_until(lambda: server.stats()["tool_calls_total"] > base, 5))
 
             def ping(sess):
                 r, _ = sess.call("ping")

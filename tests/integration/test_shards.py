@@ -15,7 +15,7 @@ import threading
 import time
 import unittest
 
-from mcptest import BINARY, Server, Session, run
+from mcptest import BINARY, Server, Session, run, wait_until
 from test_modern import Modern
 
 N1 = range(0x000, 0x800)
@@ -443,11 +443,11 @@ class QueuedCallAcrossAMove(ShardMove):
         # the one tool thread is held by a session of another shard
         hold = threading.Thread(target=other.tool, args=("slow", {"seconds": 2, "steps": 1}))
         hold.start()
-        time.sleep(0.3)
+        self.assertTrue(wait_until(lambda: self.n1.stats()["tool_threads_busy"] == 1, 5))
         got = {}
         waiting = threading.Thread(target=lambda: got.update(r=a.tool("counter", {"by": 1})))
         waiting.start()
-        time.sleep(0.3)
+        self.assertTrue(wait_until(lambda: self.n1.stats()["tool_jobs_waiting"] == 1, 5))
         self.assertTrue(waiting.is_alive(), "the counter call waits for the thread")
         hexs = a.sid[:3]
         self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2").status,

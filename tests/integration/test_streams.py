@@ -6,7 +6,7 @@ import threading
 import time
 import unittest
 
-from mcptest import Server, ServerTest, Session, run
+from mcptest import Server, ServerTest, Session, run, wait_until
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 
@@ -503,11 +503,13 @@ class UnreadGet:
 
 
 def call_in_background(session, name, arguments):
-    """Starts a tools/call on its own connection; the returned dict gets 'msg' and 'at'."""
+    """Starts a tools/call on its own connection; the returned dict gets 'msg' and 'at'. The
+    client waits up to 120 s for the answer: a tool sending 20,000 messages takes seconds under
+    a sanitizer on a loaded machine, and the tests bound what they wait for themselves."""
     out = {}
 
     def run_call():
-        _, out["msg"] = session.tool(name, arguments)
+        _, out["msg"] = session.tool(name, arguments, timeout=120)
         out["at"] = time.monotonic()
 
     t = threading.Thread(target=run_call)
@@ -531,7 +533,7 @@ class JsonAnswerAfterItsMessages(ServerTest):
         # once the stream's bytes move into the socket (the kernel's buffers hold some of
         # them), the answer goes
         self.assertTrue(g.read_until(b'"n":%d,' % BACKLOG), "every message reaches the GET stream")
-        t.join(10)
+        t.join(60)
         self.assertEqual(text_of(out["msg"]), f"sent {BACKLOG}")
         self.assertGreater(out["at"], reading)
         g.sock.close()
@@ -541,7 +543,7 @@ class JsonAnswerAfterItsMessages(ServerTest):
         g = UnreadGet(s)
         # session-level messages fill the unread stream; neither call sent anything of its own
         t, out = call_in_background(s, "notify", {"count": BACKLOG, "target": "session"})
-        t.join(10)
+        t.join(60)
         self.assertEqual(text_of(out["msg"]), f"sent {BACKLOG}")
         started = time.monotonic()
         _, m = s.tool("echo", {"text": "not held"})
@@ -556,7 +558,7 @@ class JsonAnswerAfterItsMessages(ServerTest):
         t.join(2.0)
         self.assertNotIn("msg", out)
         g.sock.close()
-        t.join(10)
+        t.join(60)
         self.assertEqual(text_of(out["msg"]), f"sent {BACKLOG}")
         self.assertServerHealthy()
 
@@ -573,7 +575,7 @@ class JsonAnswerHeldByACutStream(ServerTest):
         # session-level messages push the unread bytes past --sse-buffer: the stream is cut, and
         # the answer it held goes then, not when the connection times out (30 s)
         tb, b = call_in_background(s, "notify", {"count": 2 * BACKLOG, "target": "session"})
-        tb.join(15)
+        tb.join(60)
         ta.join(5)
         self.assertEqual(text_of(b["msg"]), f"sent {2 * BACKLOG}")
         self.assertIn("msg", a, "the held answer went when its stream was cut")
@@ -587,13 +589,18 @@ class JsonAnswerHeldAtShutdown(unittest.TestCase):
         try:
             s = Session(server)
             g = UnreadGet(s)
+            base = server.stats()["tool_calls_total"]
             t, out = call_in_background(s, "notify", {"count": BACKLOG})
+
             # the tool done (under a sanitizer on a loaded machine its 20,000 messages take
-            # seconds), its answer held behind them
-            deadline = time.monotonic() + 30
-            time.sleep(0.2)
-            while server.stats()["tool_threads_busy"] > 0 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            # seconds), its answer held behind them: counted (so it reached the session), and no
+            # job running or waiting, twice 0.1 s apart (the count goes up just before the job
+            # is queued)
+            def done():
+                st = server.stats()
+                return (st["tool_calls_total"] > base and st["tool_threads_busy"] == 0
+                        and st["tool_jobs_waiting"] == 0)
+            self.assertTrue(wait_until(lambda: done() and (time.sleep(0.1) or done()), 60))
             t.join(0.5)
             self.assertNotIn("msg", out)
             server.stop()

@@ -148,10 +148,10 @@ static void fake_state_free(actor_t *a)
 
 /* Its member of the stored metadata: "counter" (in the middle: a session's record ends with
  * its owner, worker.h). */
-static void fake_meta_put(const actor_t *a, json_t *meta, int at)
+static void fake_meta_put(const actor_t *a, jobj_t *meta, int at)
 {
     if (at == ACTOR_META_MIDDLE && a->ps)
-        json_object_set_new(meta, "counter", json_integer(a->ps->count));
+        jobj_int(meta, "counter", a->ps->count);
 }
 
 static void fake_meta_load(actor_t *a, const json_t *meta)

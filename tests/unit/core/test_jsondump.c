@@ -37,8 +37,22 @@ static void scalars_match_jansson(void **state)
 
 static void reals_match_jansson(void **state)
 {
-    const double vals[] = {0.0, -0.0, 1.0, -1.0, 0.1, 1.5, 3.0, 1e20, 1e21, 1e-7, 1.25e-300,
-                           -2.5e+300, 123456789012345680000.0, 0.30000000000000004, 1e5, 7e-5};
+    const double vals[] = {0.0,
+                           -0.0,
+                           1.0,
+                           -1.0,
+                           0.1,
+                           1.5,
+                           3.0,
+                           1e20,
+                           1e21,
+                           1e-7,
+                           1.25e-300,
+                           -2.5e+300,
+                           123456789012345680000.0,
+                           0.30000000000000004,
+                           1e5,
+                           7e-5};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
         assert_same_as_jansson(json_real(vals[i]));
 }
@@ -83,6 +97,101 @@ static void deep_nesting_falls_back_but_still_matches(void **state)
     json_decref(v);
 }
 
+/* jobj_*: the same members set on a jansson object dump to the same text */
+static void assert_jobj_is(buf_t *b, json_t *want_obj)
+{
+    char *want = json_dumps(want_obj, JSON_COMPACT);
+    assert_non_null(want);
+    assert_int_equal(b->len, strlen(want));
+    assert_memory_equal(b->p, want, b->len);
+    free(want);
+    json_decref(want_obj);
+    buf_free(b);
+}
+
+static void an_object_written_member_by_member_is_what_jansson_dumps(void **state)
+{
+    json_t *caps = json_pack("{s:{s:b},s:[i,s,n]}", "roots", "listChanged", 1, "x", 1, "y");
+    buf_t b = {0};
+    jobj_t o;
+    jobj_begin(&o, &b);
+    jobj_str(&o, "v", "2025-06-18");
+    jobj_json(&o, "cc", caps);
+    jobj_json(&o, "ci", json_null());
+    jobj_int(&o, "c", 1733472000123LL);
+    jobj_int(&o, "neg", -42);
+    jobj_int(&o, "min", INT64_MIN);
+    jobj_bool(&o, "i", true);
+    jobj_bool(&o, "u", false);
+    jobj_str(&o, "a", "h\xc3\xa9 \"quoted\" \\ \n");
+    jobj_str(&o, "k\"ey", "r");
+    jobj_end(&o);
+
+    json_t *m = json_object();
+    json_object_set_new(m, "v", json_string("2025-06-18"));
+    json_object_set(m, "cc", caps);
+    json_object_set(m, "ci", json_null());
+    json_object_set_new(m, "c", json_integer(1733472000123LL));
+    json_object_set_new(m, "neg", json_integer(-42));
+    json_object_set_new(m, "min", json_integer(INT64_MIN));
+    json_object_set_new(m, "i", json_true());
+    json_object_set_new(m, "u", json_false());
+    json_object_set_new(m, "a", json_string("h\xc3\xa9 \"quoted\" \\ \n"));
+    json_object_set_new(m, "k\"ey", json_string("r"));
+    assert_jobj_is(&b, m);
+    json_decref(caps);
+}
+
+static void members_jansson_would_refuse_are_left_out_as_it_leaves_them(void **state)
+{
+    buf_t b = {0};
+    jobj_t o;
+    jobj_begin(&o, &b);
+    jobj_str(&o, "null", NULL);
+    jobj_str(&o, "bad", "not utf-8: \xff\xfe");
+    jobj_str(&o, "cut", "a cut sequence \xc3");
+    jobj_json(&o, "none", NULL);
+    jobj_str(&o, "ok", "\xe2\x82\xac");
+    jobj_end(&o);
+
+    json_t *m = json_object();
+    /* what json_object_set_new(m, k, json_string(s)) does with these: the member is absent */
+    assert_int_equal(json_object_set_new(m, "null", json_string(NULL)), -1);
+    assert_int_equal(json_object_set_new(m, "bad", json_string("not utf-8: \xff\xfe")), -1);
+    assert_int_equal(json_object_set_new(m, "cut", json_string("a cut sequence \xc3")), -1);
+    json_object_set_new(m, "ok", json_string("\xe2\x82\xac"));
+    assert_jobj_is(&b, m);
+
+    buf_t e = {0};
+    jobj_begin(&o, &e);
+    jobj_str(&o, "only", NULL);
+    jobj_end(&o);
+    assert_jobj_is(&e, json_object());
+}
+
+static void a_member_too_deep_for_us_is_jansson_s_text(void **state)
+{
+    json_t *v = json_integer(1);
+    for (int i = 0; i < 2100; i++) {
+        json_t *a = json_array();
+        json_array_append_new(a, v);
+        v = a;
+    }
+    buf_t b = {0};
+    jobj_t o;
+    jobj_begin(&o, &b);
+    jobj_int(&o, "before", 1);
+    jobj_json(&o, "deep", v);
+    jobj_int(&o, "after", 2);
+    jobj_end(&o);
+    json_t *m = json_object();
+    json_object_set_new(m, "before", json_integer(1));
+    json_object_set(m, "deep", v);
+    json_object_set_new(m, "after", json_integer(2));
+    assert_jobj_is(&b, m);
+    json_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -91,6 +200,9 @@ int main(void)
         cmocka_unit_test(strings_with_escapes_match_jansson),
         cmocka_unit_test(nested_objects_keep_insertion_order),
         cmocka_unit_test(deep_nesting_falls_back_but_still_matches),
+        cmocka_unit_test(an_object_written_member_by_member_is_what_jansson_dumps),
+        cmocka_unit_test(members_jansson_would_refuse_are_left_out_as_it_leaves_them),
+        cmocka_unit_test(a_member_too_deep_for_us_is_jansson_s_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
