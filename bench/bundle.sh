@@ -27,9 +27,9 @@ done | sort -u | while read -r lib; do
   esac
 done
 # mimalloc, for device-scale.sh's allocator rows (LD_PRELOAD into the server alone)
-mi=/usr/lib/x86_64-linux-gnu/libmimalloc.so.2
-if [ -r "$mi" ]; then cp -L "$mi" "$dest/lib/"
-else echo "bundle.sh: no $mi (apt-get install libmimalloc2.0): device-scale.sh skips its mimalloc rows" >&2; fi
+mi=$(/sbin/ldconfig -p | awk '$1 == "libmimalloc.so.2" {print $NF; exit}')
+if [ -n "$mi" ] && [ -r "$mi" ]; then cp -L "$mi" "$dest/lib/libmimalloc.so.2"
+else echo "bundle.sh: no libmimalloc.so.2 (apt-get install libmimalloc2.0): device-scale.sh skips its mimalloc rows" >&2; fi
 strip "$dest/src/mcpactord" "$dest"/bench/* "$dest"/lib/* 2>/dev/null || true
 git rev-parse --short HEAD > "$dest/commit" 2>/dev/null || true
 du -sh "$dest"

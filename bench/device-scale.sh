@@ -18,7 +18,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${BUNDLE:-.dev}
-export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+case $B in /*) BA=$B ;; *) BA=$PWD/$B ;; esac # the bundle's absolute path
+export LD_LIBRARY_PATH=$BA/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 O=${OUT:-/tmp/device-scale}; mkdir -p "$O"
 NS=${NS:-1 2 4 8}; DUR=${DUR:-5}; CL=${CLIENTS:-8-15}
 [ -x "$B/src/mcpactord" ] || { echo "device-scale.sh: no $B/src/mcpactord (bench/bundle.sh first)"; exit 2; }
@@ -79,7 +80,7 @@ MCPD_STORE_PIPELINED_WRITE=1 $S --scenarios sse,handshake 8 2>&1 | tee -a "$O/pi
 echo "== MCPD_STORE_WRITE_YIELD=0" | tee "$O/yield.txt"
 MCPD_STORE_WRITE_YIELD=0 $S --scenarios sse,handshake 8 2>&1 | tee -a "$O/yield.txt"
 # the allocator, decided again on many cores (issue 25): the same rows with mimalloc
-mi=$PWD/$B/lib/libmimalloc.so.2
+mi=$BA/lib/libmimalloc.so.2
 if [ -r "$mi" ]; then
   echo "== mimalloc in the server (LD_PRELOAD)" | tee "$O/mimalloc.txt"
   $S --server-preload "$mi" --scenarios call,sse,handshake 1 8 2>&1 | tee -a "$O/mimalloc.txt"

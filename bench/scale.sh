@@ -55,6 +55,7 @@ done
 setup="${sflags[*]+${sflags[*]}}${preload:+ preload=$(basename "$preload")}"
 for v in MCPD_STORE_PIPELINED_WRITE MCPD_STORE_WRITE_YIELD; do [ -z "${!v:-}" ] || setup="$setup $v=${!v}"; done
 setup=${setup# }
+setup=${setup//\\/\\\\}; setup=${setup//\"/\\\"} # a JSON string
 [ $# -gt 0 ] || { echo "usage: bench/scale.sh [options] N... (--help)" >&2; exit 2; }
 server=$build/src/mcpactord bench=$build/bench/mcpbench
 for f in "$server" "$bench"; do
@@ -91,7 +92,14 @@ start_server() {
   for _ in $(seq 200); do
     port=$(sed -n 's/.*READY port=\([0-9]*\).*/\1/p' "$tmp/server.out")
     aport=$(sed -n 's/.*READY .*admin_port=\([0-9]*\).*/\1/p' "$tmp/server.out")
-    [ -n "$port" ] && return 0
+    if [ -n "$port" ]; then
+      # the loader ignores a preload it cannot load, with a line on stderr: no row may say
+      # "preload=" of a server that runs without it
+      if [ -n "$preload" ] && ! grep -qF "$(basename "$preload")" "/proc/$spid/maps"; then
+        echo "scale.sh: $preload was not loaded into the server:" >&2; cat "$tmp/server.err" >&2; exit 2
+      fi
+      return 0
+    fi
     kill -0 "$spid" 2>/dev/null || break
     sleep 0.05
   done

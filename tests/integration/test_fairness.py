@@ -572,7 +572,8 @@ class ConnectionShares(ServerTest):
             sk = socket.create_connection(("127.0.0.1", self.server.port), source_address=("127.0.0.7", 0))
             held.append(sk)
         # accepted and counted (each closed at accept counts a share refusal)
-        wait_until(lambda: self.server.stats()["share_refusals_total"] >= base + 16, 5)
+        self.assertTrue(wait_until(lambda: self.server.stats()["share_refusals_total"] >= base + 16, 5),
+                        self.server.stats()["share_refusals_total"] - base)
         try:
             closed = 0
             for sk in held:

@@ -479,7 +479,10 @@ class UnreadGet:
         self.sock.settimeout(10)
         self.data = b""
         while b"\r\n\r\n" not in self.data:  # the head: the stream is attached
-            self.data += self.sock.recv(4096)
+            d = self.sock.recv(4096)
+            if not d:
+                raise AssertionError(f"the GET stream closed before its head: {self.data!r}")
+            self.data += d
 
     def read_until(self, needle, timeout=60):
         """Reads until needle, in at most timeout seconds in all.
@@ -500,6 +503,18 @@ class UnreadGet:
                 break
             self.data += d
         return needle in self.data
+
+
+def tool_done(server, base, timeout=60):
+    """Whether a tool call made after `base` (tool_calls_total then) has run to its end within
+    timeout s: counted, and no job running or waiting, twice 0.1 s apart (the count goes up just
+    before the job is queued). Under a sanitizer on a loaded machine a tool sending 20,000
+    messages takes seconds, so a fixed wait would check nothing when it is still running."""
+    def idle():
+        st = server.stats()
+        return (st["tool_calls_total"] > base and st["tool_threads_busy"] == 0
+                and st["tool_jobs_waiting"] == 0)
+    return wait_until(lambda: idle() and (time.sleep(0.1) or idle()), timeout)
 
 
 def call_in_background(session, name, arguments):
@@ -526,8 +541,10 @@ class JsonAnswerAfterItsMessages(ServerTest):
     def test_an_answer_waits_until_its_calls_messages_on_the_get_stream_are_written(self):
         s = Session(self.server)
         g = UnreadGet(s)
+        base = self.server.stats()["tool_calls_total"]
         t, out = call_in_background(s, "notify", {"count": BACKLOG})
-        t.join(2.0)
+        self.assertTrue(tool_done(self.server, base))
+        t.join(0.5)
         self.assertNotIn("msg", out, "the answer came while its messages sat unwritten")
         reading = time.monotonic()
         # once the stream's bytes move into the socket (the kernel's buffers hold some of
@@ -554,8 +571,10 @@ class JsonAnswerAfterItsMessages(ServerTest):
     def test_a_closed_get_stream_lets_what_it_held_go(self):
         s = Session(self.server)
         g = UnreadGet(s)
+        base = self.server.stats()["tool_calls_total"]
         t, out = call_in_background(s, "notify", {"count": BACKLOG})
-        t.join(2.0)
+        self.assertTrue(tool_done(self.server, base))
+        t.join(0.5)
         self.assertNotIn("msg", out)
         g.sock.close()
         t.join(60)
@@ -569,8 +588,10 @@ class JsonAnswerHeldByACutStream(ServerTest):
     def test_a_stream_cut_for_a_slow_reader_lets_what_it_held_go_at_once(self):
         s = Session(self.server)
         g = UnreadGet(s)
+        base = self.server.stats()["tool_calls_total"]
         ta, a = call_in_background(s, "notify", {"count": BACKLOG})  # held: ~3 MB unread
-        ta.join(2.0)
+        self.assertTrue(tool_done(self.server, base))
+        ta.join(0.5)
         self.assertNotIn("msg", a)
         # session-level messages push the unread bytes past --sse-buffer: the stream is cut, and
         # the answer it held goes then, not when the connection times out (30 s)
@@ -591,16 +612,7 @@ class JsonAnswerHeldAtShutdown(unittest.TestCase):
             g = UnreadGet(s)
             base = server.stats()["tool_calls_total"]
             t, out = call_in_background(s, "notify", {"count": BACKLOG})
-
-            # the tool done (under a sanitizer on a loaded machine its 20,000 messages take
-            # seconds), its answer held behind them: counted (so it reached the session), and no
-            # job running or waiting, twice 0.1 s apart (the count goes up just before the job
-            # is queued)
-            def done():
-                st = server.stats()
-                return (st["tool_calls_total"] > base and st["tool_threads_busy"] == 0
-                        and st["tool_jobs_waiting"] == 0)
-            self.assertTrue(wait_until(lambda: done() and (time.sleep(0.1) or done()), 60))
+            self.assertTrue(tool_done(server, base))  # its answer held behind its messages
             t.join(0.5)
             self.assertNotIn("msg", out)
             server.stop()

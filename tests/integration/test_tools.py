@@ -6,7 +6,7 @@ import threading
 import time
 import unittest
 
-from mcptest import From, Server, ServerTest, Session, run
+from mcptest import From, Server, ServerTest, Session, run, wait_until
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 
@@ -375,14 +375,22 @@ class PoolFairness(ServerTest):
     before any ends.)"""
     SERVER_FLAGS = ("--tool-threads", "4", "--response-mode", "sse")
 
+    def calls_busy(self):
+        st = self.server.stats()
+        return st["tool_calls_total"], st["tool_threads_busy"]
+
     def test_a_busy_session_leaves_room_for_another_sessions_call(self):
         a = Session(self.server)
+        base = self.calls_busy()[0]
         streams = []
         for i in range(4):
             _, st = a.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 5, "steps": 5},
                                                  "_meta": {"progressToken": i}})
             streams.append(st)
-        time.sleep(0.3)  # let the pool take what it may of session a's calls
+        # the pool has taken what it may of session a's calls (the rest wait in the session, past
+        # its share: not counted as the pool's waiting jobs)
+        self.assertTrue(wait_until(lambda: self.calls_busy()[0] >= base + 4 and self.calls_busy()[1] >= 2, 5),
+                        self.server.stats())
         b = Session(From(self.server))  # another client (another address)
         t0 = time.time()
         _, m = b.tool("counter", {})
