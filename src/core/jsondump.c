@@ -211,14 +211,11 @@ void jobj_str(jobj_t *o, const char *key, const char *s)
     size_t i = 0;
     while (i < n && (unsigned char)s[i] < 0x80)
         i++;
-    if (i < n) { /* not ASCII: json_string's own check decides, and its text is the same */
+    if (i < n) { /* not ASCII: json_string's own check decides (its text is the same) */
         json_t *t = json_string(s);
-        if (t) {
-            jobj_key(o, key);
-            dump_string(o->out, s, n);
-            json_decref(t);
-        }
-        return;
+        if (!t)
+            return;
+        json_decref(t);
     }
     jobj_key(o, key);
     dump_string(o->out, s, n);

@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, BINARY, Server, Session, run
+from mcptest import ACCEPT_BOTH, BINARY, Server, Session, run, wait_until
 
 TOKEN_A = "alpha-token-0123456789abcdef"
 TOKEN_B = "bravo-token-fedcba9876543210"
@@ -999,15 +999,6 @@ class RequestFraming(unittest.TestCase):
 def status_of(srv, sess, eid):
     return srv.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": sess.sid,
                                        "Last-Event-ID": eid}).status
-
-
-def wait_until(pred, timeout=5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
 
 
 if __name__ == "__main__":

@@ -79,14 +79,21 @@ static void nested_objects_keep_insertion_order(void **state)
                                      "result", "content", "type", "text", "text", "hi"));
 }
 
-static void deep_nesting_falls_back_but_still_matches(void **state)
+/* [[...[1]...]], depth arrays deep */
+static json_t *nested_arrays(int depth)
 {
     json_t *v = json_integer(1);
-    for (int i = 0; i < 3000; i++) {
+    for (int i = 0; i < depth; i++) {
         json_t *a = json_array();
         json_array_append_new(a, v);
         v = a;
     }
+    return v;
+}
+
+static void deep_nesting_falls_back_but_still_matches(void **state)
+{
+    json_t *v = nested_arrays(3000);
     char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     size_t len;
     char *got = json_dump_compact(v, &len);
@@ -171,12 +178,7 @@ static void members_jansson_would_refuse_are_left_out_as_it_leaves_them(void **s
 
 static void a_member_too_deep_for_us_is_jansson_s_text(void **state)
 {
-    json_t *v = json_integer(1);
-    for (int i = 0; i < 2100; i++) {
-        json_t *a = json_array();
-        json_array_append_new(a, v);
-        v = a;
-    }
+    json_t *v = nested_arrays(2100);
     buf_t b = {0};
     jobj_t o;
     jobj_begin(&o, &b);
