@@ -314,7 +314,7 @@ def closed_within(sock, seconds):
 class Limits(unittest.TestCase):
     def server(self, *flags):
         # these check the global caps, from one client address: the per-client shares
-        # (--principal-share, test_fairness.py) are off here
+        # (--principal-share: test_fairness.py, test_pool.py) are off here
         srv = Server("--principal-share", "100", *flags)
         self.addCleanup(srv.cleanup)
         return srv
