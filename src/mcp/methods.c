@@ -598,6 +598,52 @@ void mcp_job_done(actor_t *a, job_t *j)
 
 /* ---- start ---- */
 
+/* The result of initialize, as the members' text of its object, for each session-era version
+ * (built by mcp_init: it depends only on the version and the catalogue, which is read-only once
+ * the server runs). A handshake dumped the same tree every time: about 14k instructions. */
+#define MCP_MAX_INIT_RESULTS 8
+static struct {
+    const proto_t *proto;
+    char *text;
+    size_t len;
+} INIT_RESULTS[MCP_MAX_INIT_RESULTS];
+
+static const char INSTRUCTIONS[] =
+    "mcpactord: durable MCP sessions. Tools are listed by tools/list.";
+
+static void build_init_results(void)
+{
+    size_t i = 0;
+    for (const proto_t *p = proto_latest(); p; p = proto_older(p), i++) {
+        REQUIRE(i < MCP_MAX_INIT_RESULTS);
+        json_t *result = json_object();
+        json_object_set_new(result, "protocolVersion", json_string(p->version));
+        json_object_set_new(result, "capabilities", registry_capabilities(REG));
+        json_object_set_new(result, "serverInfo", json_incref(SERVER_INFO));
+        json_object_set_new(result, "instructions", json_string(INSTRUCTIONS));
+        buf_t b = {0};
+        REQUIRE(json_dump_into(&b, result) && b.len >= 2 && b.p[0] == '{');
+        json_decref(result);
+        free(INIT_RESULTS[i].text);
+        INIT_RESULTS[i].proto = p;
+        INIT_RESULTS[i].len = b.len - 2; /* without the object's braces */
+        memmove(b.p, b.p + 1, INIT_RESULTS[i].len);
+        INIT_RESULTS[i].text = buf_steal(&b, NULL);
+    }
+}
+
+const char *mcp_initialize_result(const proto_t *p, size_t *len)
+{
+    for (size_t i = 0; i < MCP_MAX_INIT_RESULTS && INIT_RESULTS[i].proto; i++) {
+        if (INIT_RESULTS[i].proto == p) {
+            *len = INIT_RESULTS[i].len;
+            return INIT_RESULTS[i].text;
+        }
+    }
+    REQUIRE(!"initialize negotiated a version outside the session-era table");
+    return NULL;
+}
+
 void mcp_init(const mcpd_registry_t *reg)
 {
     REG = reg;
@@ -611,4 +657,5 @@ void mcp_init(const mcpd_registry_t *reg)
         buf_add(&b, "}", 1);
         DECORATION = buf_steal(&b, &DECORATION_LEN);
     }
+    build_init_results(); /* again for another catalogue (the unit tests start several) */
 }

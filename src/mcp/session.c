@@ -87,14 +87,10 @@ static void mcp_handle_initialize(worker_t *w, wmsg_t *m)
     call_t *c = stream_add_call(a, s, id, SM_initialize, m->u.client.recv_us);
     if (g_cfg.response_mode == RESPONSE_SSE)
         actor_stream_start_sse(a, s);
-    json_t *result = json_object();
-    json_object_set_new(result, "protocolVersion", json_string(a->proto->version));
-    json_object_set_new(result, "capabilities", registry_capabilities(mcp_reg()));
-    json_object_set_new(result, "serverInfo", mcp_server_info());
-    json_object_set_new(result, "instructions",
-                        json_string(
-                            "mcpactord: durable MCP sessions. Tools are listed by tools/list."));
-    mcp_answer(a, c, result);
+    /* the text built at start: a session-era call has no 2026-07-28 decorations (mcp_answer) */
+    size_t len;
+    const char *result = mcp_initialize_result(a->proto, &len);
+    actor_complete_result(a, c, NULL, result, len);
     stream_settle(a, s, false);
 }
 
