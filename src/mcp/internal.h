@@ -39,8 +39,8 @@ void mcp_on_subscriptions_listen(actor_t *a, call_t *c, json_t *params);
 const char *modern_decorate(actor_t *a, call_t *c, json_t *result, size_t *extra_len);
 /* "resultType":"complete","_meta":{serverInfo} as JSON members' text (built by mcp_init). */
 const char *mcp_decoration(size_t *len);
-/* initialize's result for session-era version p, as the members' text of its object (built by
- * mcp_init; the same for every session of that version). */
+/* initialize's result for session-era version p, as the members' text of its object,
+ * NUL-terminated (built by mcp_init; the same for every session of that version). */
 const char *mcp_initialize_result(const proto_t *p, size_t *len);
 /* MRTR (2026-07-28 input requests). */
 /* A retry's answers so far (new reference or NULL): what the handler's requests return. */

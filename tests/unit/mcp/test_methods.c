@@ -443,6 +443,48 @@ static void every_method_has_a_handler_in_its_eras_and_none_elsewhere(void **sta
     }
 }
 
+/* initialize's result (mcp_initialize_result), written once per version by mcp_init: the same
+ * text as the object the handler used to build and dump at every handshake, for every
+ * session-era version. */
+static void expect_initialize_results(const mcpd_registry_t *reg)
+{
+    for (const proto_t *p = proto_latest(); p; p = proto_older(p)) {
+        json_t *want = json_object();
+        json_object_set_new(want, "protocolVersion", json_string(p->version));
+        json_object_set_new(want, "capabilities", registry_capabilities(reg));
+        json_object_set_new(want, "serverInfo", mcp_server_info());
+        json_object_set_new(want, "instructions",
+                            json_string("mcpactord: durable MCP sessions. Tools are listed by "
+                                        "tools/list."));
+        char *want_text = json_dumps(want, JSON_COMPACT);
+        size_t len = 0;
+        const char *members = mcp_initialize_result(p, &len);
+        char *got = malloc(len + 3);
+        got[0] = '{';
+        memcpy(got + 1, members, len);
+        strcpy(got + len + 1, "}");
+        assert_string_equal(got, want_text);
+        free(got);
+        free(want_text);
+        json_decref(want);
+    }
+}
+
+static void initialize_results_are_the_catalogues_for_each_version(void **state)
+{
+    fixture_t *f = *state;
+    expect_initialize_results(f->reg); /* tools, resources (subscribable), prompts, completions */
+    /* another catalogue (mcp_init again): written again, with its capabilities */
+    mcpd_registry_t *empty = registry_new();
+    mcp_init(empty);
+    expect_initialize_results(empty); /* logging only */
+    size_t len = 0;
+    assert_null(strstr(mcp_initialize_result(proto_latest(), &len), "\"tools\""));
+    mcp_init(f->reg);
+    registry_free(empty);
+    expect_initialize_results(f->reg);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -459,6 +501,7 @@ int main(void)
         T(prompts_get_checks_the_name_and_the_required_arguments),
         T(completion_needs_a_reference_that_exists),
         T(initialize_again_and_methods_of_other_eras_are_refused),
+        T(initialize_results_are_the_catalogues_for_each_version),
         T(each_request_counts_once_in_its_methods_slot),
         T(a_2026_list_answer_carries_the_server_and_the_cache_hints),
         T(server_discover_is_served_in_2026_with_the_versions),
