@@ -49,14 +49,14 @@ static frame_sink_fn SINK;
 
 static unsigned mbox_shard(const char *sid)
 {
-    return (unsigned)(hash_bytes(sid, SESSION_ID_LEN) >> 40) % MBOX_SHARDS;
+    return (unsigned)(hash_id(sid, SESSION_ID_LEN) >> 40) % MBOX_SHARDS;
 }
 
 worker_t *worker_for_session(const char *sid)
 {
     /* the routing prefix only: a 2026-07-28 request that carries a requestState gets an id
      * near its record's (session_id_new_near), so both meet on one worker */
-    return &W[hash_bytes(sid, SESSION_ROUTE_LEN) % (uint64_t)NW];
+    return &W[hash_id(sid, SESSION_ROUTE_LEN) % (uint64_t)NW];
 }
 
 bool worker_is_on_thread(const worker_t *w, uint32_t http_thread)
@@ -208,7 +208,7 @@ static void settle_gives(worker_t *w, bool ok)
 
 static void *recover_key(const char *sid)
 {
-    return (void *)(uintptr_t)(hash_bytes(sid, SESSION_ID_LEN) | 1);
+    return (void *)(uintptr_t)(hash_id(sid, SESSION_ID_LEN) | 1);
 }
 
 bool worker_take_recover_mark(worker_t *w, const char *sid)

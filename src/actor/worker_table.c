@@ -122,7 +122,7 @@ void worker_on_idle_timer(evutil_socket_t fd, short what, void *arg)
 
 static size_t bucket_of(worker_t *w, const char *sid)
 {
-    return (size_t)(hash_bytes(sid, SESSION_ID_LEN) >> 7) & (w->nbuckets - 1);
+    return (size_t)(hash_id(sid, SESSION_ID_LEN) >> 7) & (w->nbuckets - 1);
 }
 
 struct actor *worker_find_actor(worker_t *w, const char *sid)

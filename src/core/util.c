@@ -166,6 +166,25 @@ uint64_t hash_bytes(const void *data, size_t len)
     return h;
 }
 
+uint64_t hash_id(const char *id, size_t n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, id + i, sizeof w);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++)
+        h = (h ^ (unsigned char)id[i]) * 1099511628211ULL;
+    /* the avalanche: every bit of the id reaches the low bits a worker is chosen by */
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
 void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

@@ -34,6 +34,11 @@ int session_id_new_near(char *out, const char *peer);
 bool session_id_valid(const char *s);
 
 uint64_t hash_bytes(const void *data, size_t len);
+/* A hash of an id's first n bytes (a session, handle or task id, n <= SESSION_ID_LEN) for the
+ * in-memory tables and the choice of a worker: 8 bytes a step where hash_bytes takes one (a
+ * call hashed its session's id about 4 times, some 200 instructions each). Never stored or
+ * sent, so it may change between versions; what is (session_tag) stays on hash_bytes. */
+uint64_t hash_id(const char *id, size_t n);
 
 /* Allocation that aborts on failure: out of memory is not a recoverable condition here. */
 /* The value of a lowercase hex digit, -1 for any other character. */

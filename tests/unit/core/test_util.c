@@ -61,6 +61,43 @@ static void hashing_is_deterministic_and_input_sensitive(void **state)
     assert_true(hash_bytes("abc", 3) != hash_bytes("abc", 2));
 }
 
+/* hash_id chooses a session's worker from its 8-character routing prefix (worker_for_session:
+ * hash % workers) and its place in the tables from the whole id: every byte counts, and the
+ * ids that worker_place_on_thread steps through (one hex digit after another) spread over the
+ * workers as random ids do. */
+static void hash_id_counts_every_byte_and_spreads_ids_over_workers(void **state)
+{
+    (void)state;
+    char id[SESSION_ID_LEN + 1];
+    assert_int_equal(session_id_new(id), 0);
+    uint64_t h = hash_id(id, SESSION_ID_LEN);
+    assert_true(h == hash_id(id, SESSION_ID_LEN));
+    assert_true(h != hash_id(id, SESSION_ID_LEN - 1));
+    for (size_t i = 0; i < SESSION_ID_LEN; i++) {
+        char other[SESSION_ID_LEN + 1];
+        memcpy(other, id, sizeof other);
+        other[i] = other[i] == '0' ? '1' : '0';
+        assert_true(hash_id(other, SESSION_ID_LEN) != h);
+    }
+    enum { WORKERS = 8, IDS = 16000 };
+    unsigned random_ids[WORKERS] = {0}, stepped[WORKERS] = {0};
+    char base[SESSION_ID_LEN + 1];
+    assert_int_equal(session_id_new(base), 0);
+    for (int i = 0; i < IDS; i++) {
+        assert_int_equal(session_id_new(id), 0);
+        random_ids[hash_id(id, SESSION_ROUTE_LEN) % WORKERS]++;
+        /* one shard's prefix with its last 4 hex digits counting up, as worker_place_on_thread
+         * steps them */
+        snprintf(base + SESSION_ROUTE_LEN - 4, 5, "%04x", (unsigned)i);
+        stepped[hash_id(base, SESSION_ROUTE_LEN) % WORKERS]++;
+    }
+    for (int w = 0; w < WORKERS; w++) {
+        /* 2,000 each on average: within 10 % (the binomial's sigma is about 42) */
+        assert_in_range(random_ids[w], 1800, 2200);
+        assert_in_range(stepped[w], 1800, 2200);
+    }
+}
+
 /* ---- parse_int64 ---- */
 
 static void parse_int64_accepts_decimal_within_bounds(void **state)
@@ -272,6 +309,7 @@ int main(void)
         cmocka_unit_test(two_new_session_ids_differ),
         cmocka_unit_test(session_id_valid_requires_exactly_32_lowercase_hex),
         cmocka_unit_test(hashing_is_deterministic_and_input_sensitive),
+        cmocka_unit_test(hash_id_counts_every_byte_and_spreads_ids_over_workers),
         cmocka_unit_test(parse_int64_accepts_decimal_within_bounds),
         cmocka_unit_test(parse_int64_rejects_values_outside_the_bounds),
         cmocka_unit_test(parse_int64_rejects_overflow),
