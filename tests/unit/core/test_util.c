@@ -79,23 +79,28 @@ static void hash_id_counts_every_byte_and_spreads_ids_over_workers(void **state)
         other[i] = other[i] == '0' ? '1' : '0';
         assert_true(hash_id(other, SESSION_ID_LEN) != h);
     }
-    enum { WORKERS = 8, IDS = 16000 };
-    unsigned random_ids[WORKERS] = {0}, stepped[WORKERS] = {0};
+    /* 6 workers (not a power of two) from the routing prefix, and 8 of the table's buckets
+     * from the whole id (bucket_of: the bits from 7 up) */
+    enum { WORKERS = 6, BUCKETS = 8, IDS = 18000 };
+    unsigned random_ids[WORKERS] = {0}, stepped[WORKERS] = {0}, buckets[BUCKETS] = {0};
     char base[SESSION_ID_LEN + 1];
     assert_int_equal(session_id_new(base), 0);
     for (int i = 0; i < IDS; i++) {
         assert_int_equal(session_id_new(id), 0);
         random_ids[hash_id(id, SESSION_ROUTE_LEN) % WORKERS]++;
-        /* one shard's prefix with its last 4 hex digits counting up, as worker_place_on_thread
-         * steps them */
-        snprintf(base + SESSION_ROUTE_LEN - 4, 5, "%04x", (unsigned)i);
+        buckets[(hash_id(id, SESSION_ID_LEN) >> 7) % BUCKETS]++;
+        /* one shard's prefix with the 5 hex digits after the shard counting up, as
+         * worker_place_on_thread steps them */
+        snprintf(base + SESSION_ROUTE_LEN - 5, 6, "%05x", (unsigned)i);
         stepped[hash_id(base, SESSION_ROUTE_LEN) % WORKERS]++;
     }
+    /* 3,000 and 2,250 each on average: within 15 % (more than 7 sigmas of a fair spread) */
     for (int w = 0; w < WORKERS; w++) {
-        /* 2,000 each on average: within 10 % (the binomial's sigma is about 42) */
-        assert_in_range(random_ids[w], 1800, 2200);
-        assert_in_range(stepped[w], 1800, 2200);
+        assert_in_range(random_ids[w], 2550, 3450);
+        assert_in_range(stepped[w], 2550, 3450);
     }
+    for (int k = 0; k < BUCKETS; k++)
+        assert_in_range(buckets[k], 1912, 2588);
 }
 
 /* ---- parse_int64 ---- */
