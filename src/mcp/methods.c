@@ -627,9 +627,8 @@ static void build_init_results(void)
         free(INIT_RESULTS[i].text);
         INIT_RESULTS[i].proto = p;
         INIT_RESULTS[i].len = b.len - 2; /* without the object's braces */
-        memmove(b.p, b.p + 1, INIT_RESULTS[i].len);
-        b.p[INIT_RESULTS[i].len] = '\0'; /* in the place of a brace */
-        INIT_RESULTS[i].text = buf_steal(&b, NULL);
+        INIT_RESULTS[i].text = xstrndup(b.p + 1, INIT_RESULTS[i].len);
+        buf_free(&b);
     }
 }
 
