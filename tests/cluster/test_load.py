@@ -272,7 +272,8 @@ class MixedLoad(unittest.TestCase):
         time.sleep(1.5)
         # 1. 100 shards move while the load runs: the clients' own shards first
         rng = random.Random(7)
-        busy = {shard_of(cl.s.sid) for cl in clients if isinstance(cl, SessionClient) and cl.s}
+        busy = {shard_of(cl.s.sid) for cl in clients if isinstance(cl, SessionClient)
+                and getattr(cl, "s", None)}
         busy |= {shard_of(cl.h) for cl in clients if isinstance(cl, ModernClient)
                  and getattr(cl, "h", None)}
         shards = list(busy) + rng.sample([s for s in range(SHARDS) if s not in busy], 100 - len(busy))

@@ -862,7 +862,8 @@ class ErrorsEchoTheRequestId(unittest.TestCase):
 
     def with_a_call_in_flight(self, rid):
         s = Session(self.plain)
-        _, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 1, "steps": 4},
+        # 3 s: the ping must come while it runs
+        _, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 3, "steps": 4},
                                              "_meta": {"progressToken": 1}})
         st.next_event(5)
         try:

@@ -295,7 +295,8 @@ class CancelledCalls(unittest.TestCase):
     def occupy_the_tool_thread(self, seconds):
         busy = Session(self.server)
         conn = self.start_call(busy, 1, "slow", {"seconds": seconds, "steps": 1})
-        time.sleep(0.3)
+        self.assertTrue(wait_until(lambda: self.server.stats()["tool_threads_busy"] == 1, 5),
+                        "the slow call never reached the tool thread")
         return conn
 
     def release(self, busy):
@@ -307,8 +308,12 @@ class CancelledCalls(unittest.TestCase):
     def queue_and_cancel(self, sess, name, args):
         """Queues call 7 behind the busy tool thread and cancels it; returns its response
         (status, Content-Type, body)."""
+        waiting = self.server.stats()["tool_jobs_waiting"]
         conn = self.start_call(sess, 7, name, args)
-        time.sleep(0.2)
+        # the cancel goes on another connection (another HTTP thread, with --http-threads 2):
+        # sent before call 7 is queued, it would name an id the session does not know yet
+        self.assertTrue(wait_until(lambda: self.server.stats()["tool_jobs_waiting"] == waiting + 1, 5),
+                        "call 7 never queued behind the busy tool thread")
         r = sess.notify("notifications/cancelled", {"requestId": 7, "reason": "test"})
         self.assertEqual(r.status, 202)
         resp = conn.getresponse()
