@@ -253,21 +253,23 @@ class Alarms(AlarmCase):
 
 
 class SweepAlarm(AlarmCase):
-    # the checks between a's expiry and b's (a wake, a poll, three requests) get 2.5 s
-    FLAGS = ("--finished-stream-ttl", "4", "--idle-timeout", "1")
+    # the checks between a's expiry and b's (a wake, a poll, three requests) get 3 s, and an
+    # alarm re-armed a TTL after the sweep (at a + 12 s) would come 3 s after b's (b + 6 s)
+    FLAGS = ("--finished-stream-ttl", "6", "--idle-timeout", "1")
 
     def test_the_sweep_deletes_only_expired_streams_and_rearms_at_the_next_expiry(self):
         s = Session(self.server)
         a = self.finished_stream(s)
-        time.sleep(2.5)
+        time.sleep(3)
         b = self.finished_stream(s)
+        t_b = time.time()
         # after a's expiry, before b's: a is gone, b is still resumable
-        self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 1, 5))
+        self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 1, 6))
         self.assertEqual(self.resume_status(s, a), 404)
         self.assertEqual(self.resume_status(s, b), 200)
         self.assertEqual(self.stats()["streams_expired_total"], 1, "only the expired one")
         # the alarm was re-armed for b's expiry, not later
-        self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 2, 5))
+        self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 2, t_b + 7.5 - time.time()))
         self.assertEqual(self.resume_status(s, b), 404)
         self.assertGreaterEqual(self.stats()["sweeps_total"], 2)
         # the session itself is still there

@@ -503,9 +503,9 @@ class Limits(unittest.TestCase):
         r = s.post(calls(4))
         self.assertEqual(r.status, 200)
         self.assertEqual(sorted(m["id"] for m in r.json()), [0, 1, 2, 3])
-        # one slow call in flight leaves room for three more, not four (3 s: the two posts
-        # below must come while it runs)
-        _, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 3, "steps": 2},
+        # one slow call in flight leaves room for three more, not four (3 s, its first progress at
+        # 0.5 s: the two posts below must come while it runs)
+        _, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 3, "steps": 6},
                                              "_meta": {"progressToken": 1}})
         st.next_event(5)
         r = s.post(calls(4))

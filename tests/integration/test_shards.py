@@ -164,13 +164,13 @@ class ShardMove(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
         cls.file = os.path.join(cls.dir, "cluster.json")
-        a1, a2 = free_ports(2)
         # n3 is never started: a node that cannot be asked. Its port stays bound (not listening:
         # a connect is refused) until the class ends, so no server another test starts meanwhile
-        # on port 0 can be given it and answer for n3.
+        # on port 0 can be given it and answer for n3. Bound first: free_ports closes its own.
         cls.n3_hold = socket.socket()
         cls.n3_hold.bind(("127.0.0.1", 0))
         a3 = cls.n3_hold.getsockname()[1]
+        a1, a2 = free_ports(2)
         write_cluster(cls.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
                       key=os.path.join(cls.dir, "request-state.key"),
                       admin={"n1": a1, "n2": a2, "n3": a3}, names=("n1", "n2", "n3"))

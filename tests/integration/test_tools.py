@@ -310,8 +310,8 @@ class CancelledCalls(unittest.TestCase):
         (status, Content-Type, body)."""
         waiting = self.server.stats()["tool_jobs_waiting"]
         conn = self.start_call(sess, 7, name, args)
-        # the cancel goes on another connection (another HTTP thread, with --http-threads 2):
-        # sent before call 7 is queued, it would name an id the session does not know yet
+        # the cancel goes on another connection, another HTTP thread where there are several (one
+        # a CPU): sent before call 7 is queued, it would name an id the session does not know yet
         self.assertTrue(wait_until(lambda: self.server.stats()["tool_jobs_waiting"] == waiting + 1, 5),
                         "call 7 never queued behind the busy tool thread")
         r = sess.notify("notifications/cancelled", {"requestId": 7, "reason": "test"})
