@@ -31,7 +31,9 @@ if [ "$mode" = test ] || [ "$mode" = interop ] || [ "$mode" = browser ]; then
   want+=(libcmocka-dev python3 prometheus mount dpkg haproxy openssl clang-format)
 fi
 if [ "$mode" = interop ]; then
-  want+=(nodejs npm)
+  # gdb: the interop watchdog (tests/interop/watchdog.py) prints the native stacks of a node
+  # process whose event loop hung
+  want+=(nodejs npm gdb)
 fi
 if [ "$mode" = browser ]; then
   want+=(chromium)

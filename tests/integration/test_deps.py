@@ -23,7 +23,7 @@ test parses every tests/**/*.py with `ast` and
 
 The meson test runner's own python3 is in the list by name (tests/integration/meson.build).
 A test of an opt-in suite whose programs its own deps mode installs (tests/browser: `tools/deps.sh
-browser`, Chromium) is checked against that mode's list, and only where the program is installed:
+browser`, Chromium; tests/interop: `tools/deps.sh interop`, gdb for the watchdog) is checked against that mode's list, and only where the program is installed:
 the default run (`tools/test.sh`) does not install it.
 """
 import ast
@@ -41,7 +41,7 @@ RUNNERS = {("subprocess", f) for f in ("run", "Popen", "call", "check_call", "ch
 SHELLS = {("os", "system"), ("os", "popen")}
 MERGED = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # tests/<folder> whose programs a mode other than `test` installs (an opt-in suite)
-SUITE_MODES = {"browser": "browser"}
+SUITE_MODES = {"browser": "browser", "interop": "interop"}
 
 
 def mode_of(where):

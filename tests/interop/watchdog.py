@@ -10,7 +10,8 @@ only something outside it can tell which. On the limit this prints, for every pr
 started (the watchdog is a child subreaper, so orphans stay in view): its state, its wait channel,
 the system call it is in, its kernel stack and the CPU time it used over two seconds, for each of
 its threads; then a Node diagnostic report of each node process that still answers SIGUSR2 (its
-libuv handles and JavaScript stack). Then it kills them all and, with --retry, runs the command
+libuv handles and JavaScript stack), and of each that does not, its threads' native stacks
+(gdb). Then it kills them all and, with --retry, runs the command
 once more: a harness that hangs is reported loudly, but a second clean run still decides the
 result. A command that fails without hanging is never run again.
 
@@ -28,6 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from mcptest import require_program  # noqa: E402
 
 PR_SET_CHILD_SUBREAPER = 36
 HUNG = 124
@@ -144,6 +148,28 @@ def node_reports(pids, report_dir):
     for pid in nodes:
         if pid not in answered:
             say(f"node process {pid} did not answer SIGUSR2 within 5 s (its event loop is not running)")
+            native_stacks(pid)
+
+
+def native_stacks(pid):
+    """The native stack of every thread of a process whose event loop does not run (gdb attached
+    in batch mode, tools/deps.sh interop installs it): where a thread waits that nothing wakes."""
+    try:
+        gdb = require_program("gdb")
+    except AssertionError:
+        say("  (no gdb: no native stacks; tools/deps.sh interop installs it)")
+        return
+    try:
+        r = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "set pagination off",
+                            "-ex", "thread apply all bt 30"], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        say(f"  gdb on {pid}: no answer within 60 s")
+        return
+    lines = [l for l in r.stdout.splitlines() if l.startswith(("Thread ", "#"))]
+    if not lines:
+        say(f"  gdb on {pid} printed no stack (exit {r.returncode}): {r.stderr.strip()[-300:]}")
+    for line in lines[:400]:
+        say(f"  native {line[:240]}")
 
 
 def run_once(cmd, limit, report_dir):
