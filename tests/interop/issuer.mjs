@@ -58,6 +58,8 @@ import { parseArgs } from 'node:util';
 
 import Provider from 'oidc-provider';
 
+import { newJwk } from './oauth.mjs';
+
 // oidc-provider writes its notices with console.info: stdout is for the ready line only.
 console.info = console.error;
 console.log = console.error;
@@ -98,10 +100,8 @@ const scopes = opt.scopes.split(' ').filter(Boolean);
 
 // A fresh key set: one key per family (RSA serves RS256 and PS256).
 function generateKeys() {
-  const jwk = (type, options, alg) => {
-    const { privateKey } = crypto.generateKeyPairSync(type, options);
-    return { ...privateKey.export({ format: 'jwk' }), kid: `${alg.toLowerCase()}-${crypto.randomBytes(4).toString('hex')}`, alg, use: 'sig' };
-  };
+  // (newJwk: why the key is not exported from what generateKeyPairSync returns)
+  const jwk = (type, options, alg) => ({ ...newJwk(type, options), kid: `${alg.toLowerCase()}-${crypto.randomBytes(4).toString('hex')}`, alg, use: 'sig' });
   const rsa = jwk('rsa', { modulusLength: 2048 }, 'RS256');
   return {
     keys: [

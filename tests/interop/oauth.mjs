@@ -41,6 +41,22 @@ export const b64url = (data) => Buffer.from(data).toString('base64url');
 
 // ---- keys ----
 
+// A new private key of type (crypto.generateKeyPairSync's) as a JWK. The key leaves the generation
+// encoded (PKCS#8 DER) and is imported again before its JWK is exported: a KeyObject returned by
+// generateKeyPairSync shares its lock with the generation job, and Node 20 (v20.20.2) takes that
+// lock in the job's destructor. A garbage collection during the export (which holds the lock and
+// allocates) finalizes the job and the process deadlocks, its event loop stopped: gdb in the
+// interop watchdog showed ExportJWKRsaKey -> EncodeBignum -> Heap::CollectGarbage ->
+// ~KeyGenJob -> uv_mutex_lock, and the auth suite hung once in about 40 runs.
+export function newJwk(type, options) {
+  const { privateKey } = crypto.generateKeyPairSync(type, {
+    ...options,
+    privateKeyEncoding: { type: 'pkcs8', format: 'der' },
+    publicKeyEncoding: { type: 'spki', format: 'der' },
+  });
+  return crypto.createPrivateKey({ key: privateKey, format: 'der', type: 'pkcs8' }).export({ format: 'jwk' });
+}
+
 // A private JWK of alg (ES256, RS256, PS256, EdDSA) with kid.
 export function generateKey(alg, kid = `${alg.toLowerCase()}-${crypto.randomBytes(4).toString('hex')}`) {
   const [type, options] = {
@@ -49,8 +65,7 @@ export function generateKey(alg, kid = `${alg.toLowerCase()}-${crypto.randomByte
     PS256: ['rsa', { modulusLength: 2048 }],
     EdDSA: ['ed25519', {}],
   }[alg];
-  const { privateKey } = crypto.generateKeyPairSync(type, options);
-  return { ...privateKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
+  return { ...newJwk(type, options), kid, alg, use: 'sig' };
 }
 
 // A key set with one key per alg (the issuer signs with the first key of each alg).

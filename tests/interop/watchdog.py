@@ -6,7 +6,9 @@ Why: twice in CI (and never in dozens of local runs) `node --test auth.test.mjs`
 progress between two describes and sat there until meson killed it at 600 s, printing nothing.
 The test's own limits (60 s per test, 120 s per hook: node:test enforces both with timers) never
 fired, so the test process's event loop itself was stuck, or the process was not running at all:
-only something outside it can tell which. On the limit this prints, for every process the command
+only something outside it can tell which. (The native stacks below found it on 2026-12-06: Node
+20 deadlocks when a garbage collection finalizes a key generation job while the key it made is
+being exported; oauth.mjs's newJwk avoids that. The watchdog stays for whatever hangs next.) On the limit this prints, for every process the command
 started (the watchdog is a child subreaper, so orphans stay in view): its state, its wait channel,
 the system call it is in, its kernel stack and the CPU time it used over two seconds, for each of
 its threads; then a Node diagnostic report of each node process that still answers SIGUSR2 (its
