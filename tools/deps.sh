@@ -6,7 +6,8 @@
 # run: build and run the server. test: also every package whose programs the default `meson test`
 # (unit + integration) runs; tests/integration/test_deps.py fails when a test runs a program whose
 # package is not in `--list test`. interop: also Node.js and npm for `meson test --suite interop`
-# (installed from Debian only when `node` is missing, so a newer Node already there is kept).
+# (installed from Debian only when `node` is missing, so a newer Node already there is kept), and
+# gdb (the interop watchdog's native stacks of a hung node process).
 # browser: also Chromium, which `meson test --suite browser` runs headless (tests/browser).
 set -euo pipefail
 list=""

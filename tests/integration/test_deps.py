@@ -21,10 +21,11 @@ test parses every tests/**/*.py with `ast` and
    and programs run by non-Python files (tests/interop is the opt-in interop suite, whose node
    and npm `tools/deps.sh interop` installs).
 
-The meson test runner's own python3 is in the list by name (tests/integration/meson.build).
-A test of an opt-in suite whose programs its own deps mode installs (tests/browser: `tools/deps.sh
-browser`, Chromium; tests/interop: `tools/deps.sh interop`, gdb for the watchdog) is checked against that mode's list, and only where the program is installed:
-the default run (`tools/test.sh`) does not install it.
+The meson test runner's own python3 is in the list by name (tests/integration/meson.build). A test
+of an opt-in suite whose programs its own deps mode installs (tests/browser: `tools/deps.sh
+browser`, Chromium; tests/interop: `tools/deps.sh interop`, gdb for the watchdog) is checked
+against that mode's list, and only where the program is installed: the default run
+(`tools/test.sh`) does not install it.
 """
 import ast
 import os

@@ -3,17 +3,17 @@
 processes were doing when the limit is passed.
 
 Why: twice in CI (and never in dozens of local runs) `node --test auth.test.mjs` stopped making
-progress between two describes and sat there until meson killed it at 600 s, printing nothing.
-The test's own limits (60 s per test, 120 s per hook: node:test enforces both with timers) never
-fired, so the test process's event loop itself was stuck, or the process was not running at all:
-only something outside it can tell which. (The native stacks below found it on 2026-12-06: Node
-20 deadlocks when a garbage collection finalizes a key generation job while the key it made is
-being exported; oauth.mjs's newJwk avoids that. The watchdog stays for whatever hangs next.) On the limit this prints, for every process the command
-started (the watchdog is a child subreaper, so orphans stay in view): its state, its wait channel,
-the system call it is in, its kernel stack and the CPU time it used over two seconds, for each of
-its threads; then a Node diagnostic report of each node process that still answers SIGUSR2 (its
-libuv handles and JavaScript stack), and of each that does not, its threads' native stacks
-(gdb). Then it kills them all and, with --retry, runs the command
+progress between two describes and sat there until meson killed it at 600 s, printing nothing. The
+test's own limits (60 s per test, 120 s per hook: node:test enforces both with timers) never fired,
+so the test process's event loop itself was stuck, or the process was not running at all: only
+something outside it can tell which. (The native stacks below found it on 2026-12-06: Node 20
+deadlocks when a garbage collection finalizes a key generation job while the key it made is being
+exported; oauth.mjs's newJwk avoids that. The watchdog stays for whatever hangs next.) On the limit
+this prints, for every process the command started (the watchdog is a child subreaper, so orphans
+stay in view): its state, its wait channel, the system call it is in, its kernel stack and the CPU
+time it used over two seconds, for each of its threads; then a Node diagnostic report of each node
+process that still answers SIGUSR2 (its libuv handles and JavaScript stack), and of each that does
+not, its threads' native stacks (gdb). Then it kills them all and, with --retry, runs the command
 once more: a harness that hangs is reported loudly, but a second clean run still decides the
 result. A command that fails without hanging is never run again.
 
@@ -147,13 +147,14 @@ def node_reports(pids, report_dir):
                 detail = {k: h[k] for k in ("type", "is_active", "is_referenced", "pid", "firesInMsFromNow",
                                             "remoteEndpoint", "localEndpoint") if k in h}
                 say(f"    handle {json.dumps(detail)}")
+    gdb_until = time.time() + 60  # for all of them: the report and the retry stay within meson's 600 s
     for pid in nodes:
         if pid not in answered:
             say(f"node process {pid} did not answer SIGUSR2 within 5 s (its event loop is not running)")
-            native_stacks(pid)
+            native_stacks(pid, max(5, gdb_until - time.time()))
 
 
-def native_stacks(pid):
+def native_stacks(pid, timeout):
     """The native stack of every thread of a process whose event loop does not run (gdb attached
     in batch mode, tools/deps.sh interop installs it): where a thread waits that nothing wakes."""
     try:
@@ -163,9 +164,9 @@ def native_stacks(pid):
         return
     try:
         r = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "set pagination off",
-                            "-ex", "thread apply all bt 30"], capture_output=True, text=True, timeout=60)
+                            "-ex", "thread apply all bt 30"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        say(f"  gdb on {pid}: no answer within 60 s")
+        say(f"  gdb on {pid}: no answer within {timeout:.0f} s")
         return
     lines = [l for l in r.stdout.splitlines() if l.startswith(("Thread ", "#"))]
     if not lines:
