@@ -8,7 +8,7 @@ import tempfile
 import time
 import unittest
 
-from mcptest import Server, Session
+from mcptest import Server, Session, wait_until
 
 # A small stdio MCP server: newline-delimited JSON-RPC on stdin/stdout. Its pid is in every
 # answer (serverInfo.version, the echo's text), so a test sees which process answered.
@@ -485,13 +485,13 @@ class GatewayTest(unittest.TestCase):
             e = g.next_message()
             self.assertIsNotNone(e, "nothing on the GET stream")
             self.assertEqual(e["message"]["method"], "roots/list")
-            asked = time.time()
-            while True:
-                r, msg = s.tool("got")  # the upstream gets an error for it
-                got = json.loads(msg["result"]["content"][0]["text"])
-                if got or time.time() > asked + 5:
-                    break
-                time.sleep(0.1)
+            asked, got = time.time(), []
+
+            def answered():  # the upstream gets an error for it
+                got[:] = json.loads(s.tool("got")[1]["result"]["content"][0]["text"])
+                return bool(got)
+
+            wait_until(answered, 5, 0.1)
             # at --upstream-call-timeout's 1 s (the server's own timer), not at 2 or later
             self.assertLess(time.time() - asked, 2.5, got)
             [answer] = got
