@@ -9,7 +9,8 @@
 #
 # Prints, and writes under $OUT (or /tmp/device-scale): the machine; the ceiling (N separate
 # evhttp loops, one per core: linear by construction) for N = 1 2 4 8; bench/scale.sh's table
-# for the default (actors on the HTTP threads) at N = 1 2 4 8; the store's write path alone
+# for the default (actors on the HTTP threads) at N = 1 2 4 8; a database per loop
+# (--store-partitions N) at 4 and 8, and with --sync at 8; the store's write path alone
 # (micro-commit: 2, 4 and 8 threads committing into one store and into a store each, about a
 # minute); then at 8 cores: worker threads of their own, --sync, RocksDB's pipelined write and
 # its writers without sched_yield; last, call, SSE and handshakes at 1 and 8 cores with mimalloc
@@ -66,13 +67,18 @@ S="bench/scale.sh --build $B --client-cores $CL --duration $DUR --json $O/scale.
 echo "== default: actors on the HTTP threads" | tee "$O/default.txt"
 $S $NS 2>&1 | tee -a "$O/default.txt"
 [ -n "${SHORT:-}" ] && exit 0
+# a RocksDB database per loop (--store-partitions N): the durable paths without one shared
+# write path (at 1 core it is the default's single database)
+echo "== --store-partitions N (a database per loop)" | tee "$O/perloop.txt"
+$S --store-per-loop --scenarios call,sse,handshake 4 8 2>&1 | tee -a "$O/perloop.txt"
+$S --store-per-loop --server-flag --sync --scenarios sse,handshake 8 2>&1 | tee -a "$O/perloop.txt"
 # the store alone, threads on the server's cores: does one store's write path scale?
 echo "== micro-commit (threads on cores 0-7; 8 operations a commit)" | tee "$O/commit.txt"
 for t in 2 4 8; do
   taskset -c 0-7 "$B/bench/micro-commit" 100000 "$t" 8 2>&1 | tee -a "$O/commit.txt"
 done
 echo "== --workers N (threads of their own)" | tee "$O/workers.txt"
-$S --separate-workers --scenarios call,sticky,sse,handshake 1 8 2>&1 | tee -a "$O/workers.txt"
+$S --separate-workers --scenarios call,sse 1 8 2>&1 | tee -a "$O/workers.txt"
 echo "== --sync" | tee "$O/sync.txt"
 $S --server-flag --sync --scenarios sse,handshake 8 2>&1 | tee -a "$O/sync.txt"
 echo "== MCPD_STORE_PIPELINED_WRITE=1" | tee "$O/pipelined.txt"

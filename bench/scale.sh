@@ -20,6 +20,8 @@
 #   --client-cores LIST  cores for the mcpbench processes, one process each (default: the cores
 #                        after the server's, up to 8 of them)
 #   --separate-workers   --workers N (worker threads of their own) instead of --workers 0
+#   --store-per-loop     --store-partitions N: a RocksDB database per loop, each session's
+#                        records in its loop's (instead of one database for all loops)
 #   --scenarios LIST     a subset of call,sticky,call-modern,sse,handshake
 #   --server-flag F      passed to mcpactord (repeatable; e.g. --server-flag --sync)
 #   --server-preload LIB the server alone runs with LD_PRELOAD=LIB (another allocator:
@@ -31,7 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build-rel dur=5 warm=1 client_cores="" wmode=0 json=""
+build=build-rel dur=5 warm=1 client_cores="" wmode=0 json="" perloop=""
 scens="call,sticky,call-modern,sse,handshake"
 sflags=() preload=""
 while [ $# -gt 0 ]; do
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
     --warmup) warm=$2; shift 2 ;;
     --client-cores) client_cores=$2; shift 2 ;;
     --separate-workers) wmode=n; shift ;;
+    --store-per-loop) perloop=1; shift ;;
     --workers-zero) wmode=0; shift ;; # the default now; kept for old command lines
     --scenarios) scens=$2; shift 2 ;;
     --server-flag) sflags+=("$2"); shift 2 ;;
@@ -52,7 +55,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -z "$preload" ] || [ -r "$preload" ] || { echo "scale.sh: no $preload to preload" >&2; exit 2; }
-setup="${sflags[*]+${sflags[*]}}${preload:+ preload=$(basename "$preload")}"
+setup="${sflags[*]+${sflags[*]}}${preload:+ preload=$(basename "$preload")}${perloop:+ --store-partitions N}"
 for v in MCPD_STORE_PIPELINED_WRITE MCPD_STORE_WRITE_YIELD; do [ -z "${!v:-}" ] || setup="$setup $v=${!v}"; done
 setup=${setup# }
 setup=${setup//\\/\\\\}; setup=${setup//\"/\\\"} # a JSON string
@@ -83,9 +86,10 @@ trap 'stop_server; rm -rf "$tmp"' EXIT
 start_server() {
   local n=$1; shift
   local w=$n; [ "$wmode" = 0 ] && w=0
+  local parts=(); [ -n "$perloop" ] && parts=(--store-partitions "$n")
   rm -rf "$tmp/data"
   env ${preload:+LD_PRELOAD="$preload"} taskset -c "0-$((n - 1))" "$server" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 --data-dir "$tmp/data" \
-    --http-threads "$n" --workers "$w" --log-level warn ${sflags[@]+"${sflags[@]}"} "$@" \
+    --http-threads "$n" --workers "$w" --log-level warn ${parts[@]+"${parts[@]}"} ${sflags[@]+"${sflags[@]}"} "$@" \
     >"$tmp/server.out" 2>"$tmp/server.err" &
   spid=$!
   port=""

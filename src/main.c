@@ -262,11 +262,19 @@ static int load_tools(node_t *n)
 static int open_store(node_t *n)
 {
     char err[512];
-    n->store = store_open(g_cfg.data_dir, g_cfg.sync, g_cfg.min_free_space, err, sizeof err);
+    int parts = (int)g_cfg.store_partitions;
+    n->store = store_open_parts(g_cfg.data_dir, g_cfg.sync, g_cfg.min_free_space, &parts, err,
+                                sizeof err);
     if (!n->store) {
         log_error("%s", err);
         return 1;
     }
+    if (g_cfg.store_partitions && parts != g_cfg.store_partitions)
+        log_warn("store: %s holds %d partition(s), set when it was created; "
+                 "--store-partitions %d applies to a new data directory only",
+                 g_cfg.data_dir, parts, (int)g_cfg.store_partitions);
+    else if (parts > 1)
+        log_info("store: %d partitions, each with its own write path", parts);
     store_on_writable(n->store, on_store_writable); /* before any thread may write */
     char move_dir[1100];
     if (g_cfg.move_dir[0])

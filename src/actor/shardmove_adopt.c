@@ -95,7 +95,7 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
     /* whatever an earlier stay or a crashed adopt left under the prefix goes first (not
      * owned: nobody reads it) */
     store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
-    int rc = store_ingest_dir(SM_STORE, dir, present, move, why, whylen);
+    int rc = store_ingest_dir(SM_STORE, prefix, SHARD_HEX, dir, present, move, why, whylen);
     uint64_t got[CF__COUNT];
     if (rc == 0) {
         store_count_prefix(SM_STORE, prefix, SHARD_HEX, got);

@@ -42,6 +42,8 @@
 
 static worker_t *W;
 static int NW;
+/* The store's partitions: more than one, a session's worker is its partition's (below). */
+static int NP = 1;
 static _Thread_local worker_t *t_current; /* worker_current() */
 static store_t *STORE;
 static const actor_ops_t *OPS;
@@ -54,9 +56,49 @@ static unsigned mbox_shard(const char *sid)
 
 worker_t *worker_for_session(const char *sid)
 {
+    /* a partitioned store: the worker of the id's partition (its shard modulo the count), so
+     * that with one partition per worker each commits to its own partition alone */
+    if (NP > 1)
+        return &W[store_part_of_id(sid, SESSION_ROUTE_LEN, NP) % NW];
     /* the routing prefix only: a 2026-07-28 request that carries a requestState gets an id
      * near its record's (session_id_new_near), so both meet on one worker */
     return &W[hash_id(sid, SESSION_ROUTE_LEN) % (uint64_t)NW];
+}
+
+/* SplitMix64's finalizer: a well-spread 64-bit value from a counter. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* worker_place_on_thread with a partitioned store: an owned shard whose partition is the
+ * thread's worker's, drawn uniformly among those (owned shards drawn from sid's random
+ * characters until one is; a node that owns few such shards gets the next one after sid's
+ * own). Nothing when the thread's worker has no partition (NP < NW). */
+static void place_by_shard(char *sid, uint32_t http_thread)
+{
+    int from = shard_of(sid);
+    int t = (int)http_thread;
+    if (from < 0 || t >= NP)
+        return;
+    uint64_t seed = hash_id(sid, SESSION_ID_LEN);
+    for (int i = 0; i < 64 * NW; i++) {
+        int sh = shard_pick(mix64(seed + (uint64_t)i));
+        if (sh >= 0 && (sh % NP) % NW == t) {
+            shard_put(sid, sh);
+            return;
+        }
+    }
+    for (int i = 0; i < SHARD_COUNT; i++) {
+        int sh = (from + i) % SHARD_COUNT;
+        if ((sh % NP) % NW == t && shard_owned(sh)) {
+            shard_put(sid, sh);
+            return;
+        }
+    }
 }
 
 bool worker_is_on_thread(const worker_t *w, uint32_t http_thread)
@@ -68,6 +110,10 @@ void worker_place_on_thread(char *sid, uint32_t http_thread)
 {
     if (NW <= 1 || !W[0].colocated || http_thread >= (uint32_t)NW)
         return;
+    if (NP > 1) {
+        place_by_shard(sid, http_thread);
+        return;
+    }
     /* the 20 bits after the shard, stepped from their random start: each step lands on a
      * worker by the hash, so about NW steps find this one (and 4096 cannot all miss) */
     enum { FROM = SHARD_HEX, N = SESSION_ROUTE_LEN - SHARD_HEX };
@@ -464,6 +510,7 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
                   int n_http_threads, struct event_base **host_bases)
 {
     STORE = store;
+    NP = store ? store_partitions(store) : 1;
     /* the actor layer calls every entry without a check: a protocol fills them all */
     REQUIRE(ops && ops->on_initialize && ops->on_post && ops->on_modern && ops->on_job_done &&
             ops->on_tool_request && ops->state_free && ops->meta_put && ops->meta_load &&

@@ -113,6 +113,7 @@ static json_t *stats_json(void)
                         json_integer((json_int_t)store_cache_usage(A.store)));
     json_object_set_new(rdb, "memtable_budget_bytes",
                         json_integer((json_int_t)store_memtable_budget(A.store)));
+    json_object_set_new(rdb, "partitions", json_integer(store_partitions(A.store)));
     json_object_set_new(o, "rocksdb", rdb);
     free(snap);
     return o;

@@ -182,6 +182,9 @@ static const flag_t FLAGS[] = {
     {"min-free-space", "BYTES", K_INT, OFF(min_free_space), 0, 1LL << 50,
      "refuse writes (503) while the data directory's filesystem has less free (default "
      "67108864; 0 leaves it to RocksDB's own error)"},
+    {"store-partitions", "N", K_INT, OFF(store_partitions), 1, 64,
+     "a new data directory's RocksDB databases, each shard's records in one, each with its own "
+     "write path (default 1; set at creation, kept after)"},
     {"sync", NULL, K_BOOL, OFF(sync), 0, 0,
      "fsync the write-ahead log (group commit): survives a machine crash"},
     {"read-timeout", "SECS", K_INT, OFF(read_timeout_s), 1, 3600,

@@ -38,8 +38,9 @@ typedef struct config {
     int http_threads;
     int workers;
     int tool_threads;
-    int64_t session_jobs;   /* handlers one session runs at once; the rest wait on the actor */
-    int64_t min_free_space; /* bytes kept free on the data directory's filesystem (0: off) */
+    int64_t session_jobs;     /* handlers one session runs at once; the rest wait on the actor */
+    int64_t store_partitions; /* a new data directory's partitions (0: not given, 1) */
+    int64_t min_free_space;   /* bytes kept free on the data directory's filesystem (0: off) */
     char *toolsets[CFG_MAX_LIST];
     int n_toolsets;
     char *plugins[CFG_MAX_LIST];

@@ -5,6 +5,7 @@
 #include "store/internal.h"
 
 #include "core/log.h"
+#include "core/shard.h"
 #include "core/stats.h"
 #include "core/util.h"
 
@@ -19,8 +20,7 @@
 
 store_batch_t *store_batch_new(store_t *s)
 {
-    store_batch_t *b = xmalloc(sizeof *b);
-    b->wb = rocksdb_writebatch_create();
+    store_batch_t *b = xcalloc(1, sizeof *b);
     b->s = s;
     return b;
 }
@@ -29,47 +29,80 @@ void store_batch_free(store_batch_t *b)
 {
     if (!b)
         return;
-    rocksdb_writebatch_destroy(b->wb);
+    for (int i = 0; i < b->s->nparts; i++)
+        if (b->wb[i])
+            rocksdb_writebatch_destroy(b->wb[i]);
     free(b);
+}
+
+/* The write batch of key's partition (made on first use), and the family's handle there. */
+static rocksdb_writebatch_t *wb_for(store_batch_t *b, store_cf_t cf, const void *k, size_t kl,
+                                    rocksdb_column_family_handle_t **h)
+{
+    int p = store_part_of_key(b->s, cf, k, kl);
+    if (!b->wb[p])
+        b->wb[p] = rocksdb_writebatch_create();
+    *h = part_cfh(b->s, p, cf);
+    return b->wb[p];
 }
 
 void store_batch_put(store_batch_t *b, store_cf_t cf, const void *k, size_t kl, const void *v,
                      size_t vl)
 {
-    rocksdb_writebatch_put_cf(b->wb, cfh(b->s, cf), k, kl, v, vl);
+    rocksdb_column_family_handle_t *h;
+    rocksdb_writebatch_t *wb = wb_for(b, cf, k, kl, &h);
+    rocksdb_writebatch_put_cf(wb, h, k, kl, v, vl);
 }
 
 void store_batch_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl)
 {
-    rocksdb_writebatch_delete_cf(b->wb, cfh(b->s, cf), k, kl);
+    rocksdb_column_family_handle_t *h;
+    rocksdb_writebatch_t *wb = wb_for(b, cf, k, kl, &h);
+    rocksdb_writebatch_delete_cf(wb, h, k, kl);
 }
 
 void store_batch_single_delete(store_batch_t *b, store_cf_t cf, const void *k, size_t kl)
 {
-    rocksdb_writebatch_singledelete_cf(b->wb, cfh(b->s, cf), k, kl);
+    rocksdb_column_family_handle_t *h;
+    rocksdb_writebatch_t *wb = wb_for(b, cf, k, kl, &h);
+    rocksdb_writebatch_singledelete_cf(wb, h, k, kl);
 }
 
+/* A range within one id's keys, or one shard's (store_delete_prefix): lo's partition holds it. */
 void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, size_t lol,
                               const void *hi, size_t hil)
 {
-    rocksdb_writebatch_delete_range_cf(b->wb, cfh(b->s, cf), lo, lol, hi, hil);
+    rocksdb_column_family_handle_t *h;
+    rocksdb_writebatch_t *wb = wb_for(b, cf, lo, lol, &h);
+    rocksdb_writebatch_delete_range_cf(wb, h, lo, lol, hi, hil);
 }
 
 size_t store_batch_bytes(const store_batch_t *b)
 {
-    size_t size = 0;
-    rocksdb_writebatch_data(b->wb, &size);
-    return size;
+    size_t total = 0;
+    for (int i = 0; i < b->s->nparts; i++) {
+        size_t size = 0;
+        if (b->wb[i])
+            rocksdb_writebatch_data(b->wb[i], &size);
+        total += size;
+    }
+    return total;
 }
 
 size_t store_batch_count(const store_batch_t *b)
 {
-    return (size_t)rocksdb_writebatch_count(b->wb);
+    size_t n = 0;
+    for (int i = 0; i < b->s->nparts; i++)
+        if (b->wb[i])
+            n += (size_t)rocksdb_writebatch_count(b->wb[i]);
+    return n;
 }
 
 void store_batch_clear(store_batch_t *b)
 {
-    rocksdb_writebatch_clear(b->wb);
+    for (int i = 0; i < b->s->nparts; i++)
+        if (b->wb[i])
+            rocksdb_writebatch_clear(b->wb[i]);
 }
 
 /* RocksDB counts into a thread-local perf context by default (kEnableCount): every key
@@ -88,41 +121,57 @@ static inline void perf_off(void)
     }
 }
 
-static int commit_with(store_t *s, store_batch_t *b, const rocksdb_writeoptions_t *wo)
+/* Writes one partition's part of a batch, and clears it. */
+static int commit_part(store_t *s, store_batch_t *b, int p, const rocksdb_writeoptions_t *wo)
 {
-    perf_off();
-    if (rocksdb_writebatch_count(b->wb) == 0)
-        return 0;
+    rocksdb_writebatch_t *wb = b->wb[p];
     int64_t free_now;
-    if (!store_space_ok(s, store_batch_bytes(b), &free_now)) {
+    size_t size = 0;
+    rocksdb_writebatch_data(wb, &size);
+    if (!store_space_ok(s, size, &free_now)) {
         char why[200];
         snprintf(why, sizeof why,
                  "No space left on device: only %lld bytes free on the data directory's "
                  "filesystem, below --min-free-space %lld",
                  (long long)free_now, (long long)s->min_free);
-        rocksdb_writebatch_clear(b->wb);
-        store_mark_refusing(s, why, true);
+        rocksdb_writebatch_clear(wb);
+        store_mark_refusing(s, p, why, true);
         return -ENOSPC;
     }
     char *err = NULL;
-    rocksdb_write(s->db, wo, b->wb, &err);
-    size_t size = 0;
-    rocksdb_writebatch_data(b->wb, &size);
+    rocksdb_write(s->part[p].db, wo, wb, &err);
     if (size > BATCH_KEEP_BYTES) {
-        rocksdb_writebatch_destroy(b->wb);
-        b->wb = rocksdb_writebatch_create();
+        rocksdb_writebatch_destroy(wb);
+        b->wb[p] = rocksdb_writebatch_create();
     } else {
-        rocksdb_writebatch_clear(b->wb);
+        rocksdb_writebatch_clear(wb);
     }
     if (err) {
-        store_mark_refusing(s, err, false);
+        store_mark_refusing(s, p, err, false);
         rocksdb_free(err);
         return -EIO;
     }
     STAT_INC(store_write_batches_total);
-    if (!store_writable(s))
-        store_mark_writable(s, "a write");
+    if (atomic_load_explicit(&s->refusing, memory_order_relaxed) & 1ULL << p)
+        store_mark_writable(s, p, "a write");
     return 0;
+}
+
+/* Each partition's part in turn. After one fails the rest are not written (and are cleared):
+ * the caller fails the whole batch, though the partitions before may hold theirs. */
+static int commit_with(store_t *s, store_batch_t *b, const rocksdb_writeoptions_t *wo)
+{
+    perf_off();
+    int rc = 0;
+    for (int p = 0; p < s->nparts; p++) {
+        if (!b->wb[p] || rocksdb_writebatch_count(b->wb[p]) == 0)
+            continue;
+        if (rc != 0)
+            rocksdb_writebatch_clear(b->wb[p]);
+        else
+            rc = commit_part(s, b, p, wo);
+    }
+    return rc;
 }
 
 int store_commit(store_t *s, store_batch_t *b)
@@ -140,7 +189,8 @@ int store_get(store_t *s, store_cf_t cf, const void *k, size_t kl, char **val, s
     perf_off();
     char *err = NULL;
     size_t len = 0;
-    char *v = rocksdb_get_cf(s->db, s->ropts, cfh(s, cf), k, kl, &len, &err);
+    int p = store_part_of_key(s, cf, k, kl);
+    char *v = rocksdb_get_cf(s->part[p].db, s->ropts, part_cfh(s, p, cf), k, kl, &len, &err);
     if (err) {
         log_error("store: read failed: %s", err);
         rocksdb_free(err);
@@ -168,6 +218,20 @@ int store_exists(store_t *s, store_cf_t cf, const void *k, size_t kl)
     return r < 0 ? r : r == 0;
 }
 
+/* The partitions an iterator over [lo, ...) of cf reads: one where lo carries its id's shard
+ * (a session's or a shard's range; the node's records), all of them for the alarms (ordered by
+ * due time) and for a range whose start names no shard. */
+static void iter_open(store_t *s, store_iter_t *it, store_cf_t cf, const void *lo, size_t lol)
+{
+    bool all = s->nparts > 1 && cf != CF_NODE && (cf == CF_ALARMS || lol < SHARD_HEX);
+    int from = all ? 0 : store_part_of_key(s, cf, lo, lol);
+    it->n = all ? s->nparts : 1;
+    it->cur = -1;
+    for (int i = 0; i < it->n; i++)
+        it->it[i] = rocksdb_create_iterator_cf(s->part[from + i].db, it->ro,
+                                               part_cfh(s, from + i, cf));
+}
+
 store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t lol, const void *hi,
                              size_t hil)
 {
@@ -184,7 +248,7 @@ store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t l
         memcpy(it->hi, hi, hil);
         rocksdb_readoptions_set_iterate_upper_bound(it->ro, it->hi, hil);
     }
-    it->it = rocksdb_create_iterator_cf(s->db, it->ro, cfh(s, cf));
+    iter_open(s, it, cf, lo, lo ? lol : 0);
     return it;
 }
 
@@ -195,50 +259,96 @@ store_iter_t *store_iter_new_scan(store_t *s, store_cf_t cf)
     it->ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_fill_cache(it->ro, 0);
     rocksdb_readoptions_set_readahead_size(it->ro, 2u << 20);
-    it->it = rocksdb_create_iterator_cf(s->db, it->ro, cfh(s, cf));
+    iter_open(s, it, cf, NULL, 0);
     return it;
+}
+
+/* Bytewise order, RocksDB's default comparator. */
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+/* The partition positioned at the smallest key (largest: last), or -1 when none is valid. */
+static void iter_pick(store_iter_t *it, bool last)
+{
+    it->cur = -1;
+    const char *best = NULL;
+    size_t bestl = 0;
+    for (int i = 0; i < it->n; i++) {
+        if (!rocksdb_iter_valid(it->it[i]))
+            continue;
+        size_t kl;
+        const char *k = rocksdb_iter_key(it->it[i], &kl);
+        int c = best ? key_cmp(k, kl, best, bestl) : 0;
+        if (!best || (last ? c > 0 : c < 0)) {
+            best = k;
+            bestl = kl;
+            it->cur = i;
+        }
+    }
 }
 
 void store_iter_seek(store_iter_t *it, const void *k, size_t kl)
 {
-    rocksdb_iter_seek(it->it, k, kl);
+    for (int i = 0; i < it->n; i++)
+        rocksdb_iter_seek(it->it[i], k, kl);
+    it->after_last = false;
+    iter_pick(it, false);
 }
 
 void store_iter_seek_first(store_iter_t *it)
 {
-    rocksdb_iter_seek_to_first(it->it);
+    for (int i = 0; i < it->n; i++)
+        rocksdb_iter_seek_to_first(it->it[i]);
+    it->after_last = false;
+    iter_pick(it, false);
 }
 
+/* Merged, the last key of all; a next() from there ends the iteration, as it would in one. */
 void store_iter_seek_last(store_iter_t *it)
 {
-    rocksdb_iter_seek_to_last(it->it);
+    for (int i = 0; i < it->n; i++)
+        rocksdb_iter_seek_to_last(it->it[i]);
+    it->after_last = it->n > 1;
+    iter_pick(it, true);
 }
 
 bool store_iter_valid(store_iter_t *it)
 {
-    return rocksdb_iter_valid(it->it) != 0;
+    return it->cur >= 0 && rocksdb_iter_valid(it->it[it->cur]) != 0;
 }
 
 void store_iter_next(store_iter_t *it)
 {
-    rocksdb_iter_next(it->it);
+    if (it->cur < 0)
+        return;
+    if (it->after_last) {
+        it->cur = -1;
+        return;
+    }
+    rocksdb_iter_next(it->it[it->cur]);
+    if (it->n > 1)
+        iter_pick(it, false);
 }
 
 const unsigned char *store_iter_key(store_iter_t *it, size_t *len)
 {
-    return (const unsigned char *)rocksdb_iter_key(it->it, len);
+    return (const unsigned char *)rocksdb_iter_key(it->it[it->cur], len);
 }
 
 const char *store_iter_value(store_iter_t *it, size_t *len)
 {
-    return rocksdb_iter_value(it->it, len);
+    return rocksdb_iter_value(it->it[it->cur], len);
 }
 
 void store_iter_free(store_iter_t *it)
 {
     if (!it)
         return;
-    rocksdb_iter_destroy(it->it);
+    for (int i = 0; i < it->n; i++)
+        rocksdb_iter_destroy(it->it[i]);
     rocksdb_readoptions_destroy(it->ro);
     free(it->lo);
     free(it->hi);
@@ -258,10 +368,12 @@ uint64_t store_count_keys(store_t *s, store_cf_t cf)
 uint64_t store_property_sum(store_t *s, const char *prop)
 {
     uint64_t total = 0;
-    for (int i = 0; i <= CF__COUNT; i++) {
-        uint64_t v = 0;
-        if (rocksdb_property_int_cf(s->db, s->cf[i], prop, &v) == 0)
-            total += v;
+    for (int p = 0; p < s->nparts; p++) {
+        for (int i = 0; i <= CF__COUNT; i++) {
+            uint64_t v = 0;
+            if (rocksdb_property_int_cf(s->part[p].db, s->part[p].cf[i], prop, &v) == 0)
+                total += v;
+        }
     }
     return total;
 }
@@ -273,13 +385,15 @@ int store_flush(store_t *s)
     rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
     rocksdb_flushoptions_set_wait(fo, 1);
     int rc = 0;
-    for (int i = 0; i <= CF__COUNT; i++) {
-        char *err = NULL;
-        rocksdb_flush_cf(s->db, fo, s->cf[i], &err);
-        if (err) {
-            log_error("store: flush failed: %s", err);
-            rocksdb_free(err);
-            rc = -EIO;
+    for (int p = 0; p < s->nparts; p++) {
+        for (int i = 0; i <= CF__COUNT; i++) {
+            char *err = NULL;
+            rocksdb_flush_cf(s->part[p].db, fo, s->part[p].cf[i], &err);
+            if (err) {
+                log_error("store: flush failed: %s", err);
+                rocksdb_free(err);
+                rc = -EIO;
+            }
         }
     }
     rocksdb_flushoptions_destroy(fo);
@@ -292,11 +406,13 @@ void store_flush_async(store_t *s, store_cf_t cf)
         return;
     rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
     rocksdb_flushoptions_set_wait(fo, 0);
-    char *err = NULL;
-    rocksdb_flush_cf(s->db, fo, cfh(s, cf), &err);
-    if (err) {
-        log_warn("store: flush failed: %s", err);
-        rocksdb_free(err);
+    for (int p = 0; p < s->nparts; p++) {
+        char *err = NULL;
+        rocksdb_flush_cf(s->part[p].db, fo, part_cfh(s, p, cf), &err);
+        if (err) {
+            log_warn("store: flush failed: %s", err);
+            rocksdb_free(err);
+        }
     }
     rocksdb_flushoptions_destroy(fo);
 }

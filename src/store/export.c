@@ -56,8 +56,11 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
         return -EINVAL;
     char upper[32];
     prefix_upper(upper, prefix, plen);
+    /* a shard's keys, the alarms' too, are all in its partition (a shorter prefix is read
+     * from partition 0 only: the callers export shards) */
+    store_part_t *part = &s->part[store_part_of_id(prefix, plen, s->nparts)];
     rocksdb_envoptions_t *env = rocksdb_envoptions_create();
-    const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(s->db);
+    const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(part->db);
     int rc = 0;
     for (int cf = 0; cf < CF__COUNT && rc == 0; cf++) {
         rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
@@ -67,7 +70,7 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
             rocksdb_readoptions_set_iterate_lower_bound(ro, prefix, plen);
             rocksdb_readoptions_set_iterate_upper_bound(ro, upper, plen);
         }
-        rocksdb_iterator_t *it = rocksdb_create_iterator_cf(s->db, ro, cfh(s, (store_cf_t)cf));
+        rocksdb_iterator_t *it = rocksdb_create_iterator_cf(part->db, ro, part->cf[cf + 1]);
         rocksdb_sstfilewriter_t *w = NULL;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.sst", dir, store_cf_names[cf + 1]);
@@ -110,7 +113,7 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
         rocksdb_iter_destroy(it);
         rocksdb_readoptions_destroy(ro);
     }
-    rocksdb_release_snapshot(s->db, snap);
+    rocksdb_release_snapshot(part->db, snap);
     rocksdb_envoptions_destroy(env);
     return rc;
 }
@@ -175,9 +178,10 @@ int store_delete_prefix(store_t *s, const char *prefix, size_t plen)
     return rc;
 }
 
-int store_ingest_dir(store_t *s, const char *dir, const bool present[CF__COUNT], bool move,
-                     char *why, size_t whylen)
+int store_ingest_dir(store_t *s, const char *prefix, size_t plen, const char *dir,
+                     const bool present[CF__COUNT], bool move, char *why, size_t whylen)
 {
+    store_part_t *part = &s->part[store_part_of_id(prefix, plen, s->nparts)];
     rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
     rocksdb_ingestexternalfileoptions_set_move_files(io, move ? 1 : 0);
     int rc = 0;
@@ -188,7 +192,7 @@ int store_ingest_dir(store_t *s, const char *dir, const bool present[CF__COUNT],
         snprintf(path, sizeof path, "%s/%s.sst", dir, store_cf_names[cf + 1]);
         const char *list[1] = {path};
         char *err = NULL;
-        rocksdb_ingest_external_file_cf(s->db, cfh(s, (store_cf_t)cf), list, 1, io, &err);
+        rocksdb_ingest_external_file_cf(part->db, part->cf[cf + 1], list, 1, io, &err);
         if (err) {
             snprintf(why, whylen, "ingesting %s: %s", path, err);
             rocksdb_free(err);

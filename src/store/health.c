@@ -75,12 +75,13 @@ bool store_space_ok(store_t *s, size_t size, int64_t *free_now)
 }
 
 /* A key in the default column family: its memtable is never empty when a write fails. */
-int store_write_keeper(store_t *s, char **rerr)
+int store_write_keeper(store_t *s, int part, char **rerr)
 {
     static const char key[] = "mcpd-keeper";
     char v[24];
     int n = snprintf(v, sizeof v, "%lld", (long long)now_wall_ms());
-    rocksdb_put_cf(s->db, s->wopts, s->cf[0], key, sizeof key - 1, v, (size_t)n, rerr);
+    rocksdb_put_cf(s->part[part].db, s->wopts, s->part[part].cf[0], key, sizeof key - 1, v,
+                   (size_t)n, rerr);
     return *rerr ? -EIO : 0;
 }
 
@@ -88,7 +89,7 @@ int store_write_keeper(store_t *s, char **rerr)
 
 bool store_writable(const store_t *s)
 {
-    return !atomic_load_explicit(&((store_t *)s)->refusing, memory_order_acquire);
+    return atomic_load_explicit(&((store_t *)s)->refusing, memory_order_acquire) == 0;
 }
 
 bool store_write_error(store_t *s, char *why, size_t whylen, int64_t *since_ms)
@@ -108,12 +109,14 @@ void store_on_writable(store_t *s, void (*fn)(void))
     s->on_writable = fn;
 }
 
-void store_mark_writable(store_t *s, const char *how)
+void store_mark_writable(store_t *s, int part, const char *how)
 {
     pthread_mutex_lock(&s->mu);
-    bool changed = atomic_load(&s->refusing);
+    unsigned long long was = atomic_load(&s->refusing);
+    bool changed = was == 1ULL << part; /* the last partition that refused */
+    if (was & 1ULL << part)
+        atomic_store_explicit(&s->refusing, was & ~(1ULL << part), memory_order_release);
     if (changed) {
-        atomic_store_explicit(&s->refusing, false, memory_order_release);
         log_info("store: writes succeed again (%s) after %lld s of refusals (%lld writes "
                  "refused); serving normally",
                  how, (long long)((now_wall_ms() - s->since_ms) / 1000), s->refused);
@@ -124,13 +127,14 @@ void store_mark_writable(store_t *s, const char *how)
 }
 
 /* One tiny write: succeeds once RocksDB has recovered from its background error. */
-static bool probe_write(store_t *s)
+static bool probe_write(store_t *s, int part)
 {
     static const char key[] = "mcpd-write-probe";
     char v[24];
     int n = snprintf(v, sizeof v, "%lld", (long long)now_wall_ms());
     char *err = NULL;
-    rocksdb_put_cf(s->db, s->wopts, s->cf[0], key, sizeof key - 1, v, (size_t)n, &err);
+    rocksdb_put_cf(s->part[part].db, s->wopts, s->part[part].cf[0], key, sizeof key - 1, v,
+                   (size_t)n, &err);
     if (err) {
         rocksdb_free(err);
         return false;
@@ -159,9 +163,14 @@ static void *watcher_main(void *arg)
                            ? s->min_free
                            : (s->min_free > ROCKSDB_RESUME_FREE_BYTES ? s->min_free
                                                                       : ROCKSDB_RESUME_FREE_BYTES);
-        if ((f < 0 || f >= need) && probe_write(s))
-            store_mark_writable(s, by_guard ? "free space is back above --min-free-space"
-                                            : "a probe write");
+        if (f < 0 || f >= need) {
+            unsigned long long parts = atomic_load(&s->refusing);
+            for (int i = 0; i < s->nparts; i++)
+                if (parts & 1ULL << i && probe_write(s, i))
+                    store_mark_writable(s, i,
+                                        by_guard ? "free space is back above --min-free-space"
+                                                 : "a probe write");
+        }
         pthread_mutex_lock(&s->mu);
     }
     s->watcher_running = false;
@@ -172,17 +181,18 @@ static void *watcher_main(void *arg)
 
 /* A write failed (or the guard refused it): counted every time, logged once per transition
  * (the end's line has the count), watched until it heals. */
-void store_mark_refusing(store_t *s, const char *err, bool by_guard)
+void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
 {
     STAT_INC(store_errors_total);
     pthread_mutex_lock(&s->mu);
-    if (!atomic_load(&s->refusing) || (s->refused_by_guard && !by_guard))
+    unsigned long long was = atomic_load(&s->refusing);
+    if (!was || (s->refused_by_guard && !by_guard))
         s->refused_by_guard = by_guard; /* a RocksDB error outranks the guard's refusal */
-    if (!atomic_load(&s->refusing)) {
+    atomic_store_explicit(&s->refusing, was | 1ULL << part, memory_order_release);
+    if (!was) {
         snprintf(s->why, sizeof s->why, "%s", err);
         s->since_ms = now_wall_ms();
         s->refused = 0;
-        atomic_store_explicit(&s->refusing, true, memory_order_release);
         log_error("store: a write failed (%s); writes are refused until the store recovers "
                   "(requests that need a write get 503 or a -32603 error, /healthz says 503)",
                   err);

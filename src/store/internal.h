@@ -22,21 +22,32 @@
 /* RocksDB's names of the column families: [0] "default", then store_cf_t's order. */
 extern const char *const store_cf_names[CF__COUNT + 1];
 
-struct store {
+/* One RocksDB database: the store has one, or, partitioned (store_open_parts), one per
+ * partition, each in a directory of its own (part 0 in the data directory itself, part i in
+ * <dir>/part-<i>). A key's partition is that of the id that starts it (an alarm's: the id after
+ * its due time): the id's shard modulo the count, so a shard's records are all in one
+ * partition; the node's own records (CF_NODE) are in partition 0. */
+typedef struct store_part {
     rocksdb_t *db;
+    rocksdb_column_family_handle_t *cf[CF__COUNT + 1]; /* [0] is "default" */
+} store_part_t;
+
+struct store {
+    int nparts;
+    store_part_t part[STORE_PARTITIONS_MAX];
     rocksdb_env_t *env;
     rocksdb_options_t *opts;
     rocksdb_options_t *cf_opts;
     rocksdb_options_t *ev_opts; /* the events column family: no filter (see table_options) */
     rocksdb_block_based_table_options_t *ev_table;
-    rocksdb_cache_t *cache;
+    rocksdb_cache_t *cache; /* shared by the partitions */
     rocksdb_block_based_table_options_t *table;
     rocksdb_writeoptions_t *wopts;
     rocksdb_writeoptions_t *wopts_sync; /* store_commit_sync */
     rocksdb_readoptions_t *ropts;
-    rocksdb_column_family_handle_t *cf[CF__COUNT + 1]; /* [0] is "default" */
-    /* write health: `refusing` is read lock-free on every commit; the rest under mu */
-    atomic_bool refusing;
+    /* write health: `refusing` (the partitions that refuse writes, one bit each) is read
+     * lock-free on every commit; the rest under mu */
+    atomic_ullong refusing;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char why[256];
@@ -45,7 +56,8 @@ struct store {
     bool watcher_running, closing;
     pthread_t watcher;
     void (*on_writable)(void);
-    /* free-space guard (min_free == 0: off) */
+    /* free-space guard (min_free == 0: off); the partitions share the data directory's
+     * filesystem */
     char *dir;
     int64_t min_free;
     atomic_llong space_budget;  /* bytes that may be written before statvfs is asked again */
@@ -53,20 +65,36 @@ struct store {
     bool refused_by_guard;      /* under mu: the last refusal was the guard's, not RocksDB's */
 };
 
+/* A batch keeps one RocksDB write batch per partition it writes to (created on first use). */
 struct store_batch {
-    rocksdb_writebatch_t *wb;
-    store_t *s; /* for column family handles */
+    rocksdb_writebatch_t *wb[STORE_PARTITIONS_MAX];
+    store_t *s;
 };
 
+/* An iterator reads one partition, or, where its range may span several (the alarms, by due
+ * time; a whole family), all of them, merged in key order (forward only, see store_iter_new). */
 struct store_iter {
-    rocksdb_iterator_t *it;
+    int n;   /* partitions read */
+    int cur; /* the one whose key is the current one; -1: none */
+    bool after_last;
+    rocksdb_iterator_t *it[STORE_PARTITIONS_MAX];
     rocksdb_readoptions_t *ro;
     char *lo, *hi;
 };
 
-static inline rocksdb_column_family_handle_t *cfh(store_t *s, store_cf_t cf)
+static inline rocksdb_column_family_handle_t *part_cfh(store_t *s, int part, store_cf_t cf)
 {
-    return s->cf[cf + 1];
+    return s->part[part].cf[cf + 1];
+}
+
+/* The partition of a key of family cf: its id's (store_part_of_id; an alarm's id follows its
+ * 8-byte due time); the node's records are partition 0's. */
+static inline int store_part_of_key(const store_t *s, store_cf_t cf, const void *key, size_t klen)
+{
+    if (s->nparts <= 1 || cf == CF_NODE)
+        return 0;
+    size_t off = cf == CF_ALARMS ? 8 : 0;
+    return klen < off ? 0 : store_part_of_id((const char *)key + off, klen - off, s->nparts);
 }
 
 /* ---- health.c ---- */
@@ -76,12 +104,14 @@ int64_t store_free_bytes(const store_t *s);
  * said, or -1 when it was not asked). Cheap: statvfs only after a second or once the margin
  * it gave is used up. */
 bool store_space_ok(store_t *s, size_t size, int64_t *free_now);
-/* The key written at open, so a memtable is never empty when a write fails. */
-int store_write_keeper(store_t *s, char **rerr);
-/* A write failed (or the guard refused it): counted every time, logged once per transition,
- * watched until it heals. */
-void store_mark_refusing(store_t *s, const char *err, bool by_guard);
-/* Writes succeed again: logged once, store_on_writable's callback run. */
-void store_mark_writable(store_t *s, const char *how);
+/* The key written at open into each partition, so a memtable is never empty when a write
+ * fails. */
+int store_write_keeper(store_t *s, int part, char **rerr);
+/* A write to partition `part` failed (or the guard refused it): counted every time, logged
+ * once per transition of the whole store, watched until it heals. */
+void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard);
+/* Writes to partition `part` succeed again: once none refuses, logged once and
+ * store_on_writable's callback run. */
+void store_mark_writable(store_t *s, int part, const char *how);
 
 #endif

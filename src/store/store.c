@@ -16,15 +16,18 @@
 #include "store/internal.h"
 
 #include "core/log.h"
+#include "core/shard.h"
 #include "core/stats.h"
 #include "core/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* RocksDB's InfoLogLevel: header lines at open only (see health.c). */
 #define ROCKSDB_INFO_LOG_FATAL 4
@@ -90,13 +93,137 @@ static void free_options(store_t *s)
     rocksdb_env_destroy(s->env);
 }
 
+/* The partition count's record: a file in the data directory, written (and fsynced, with the
+ * directory) before any partition is created, so every later open finds the count the records
+ * were placed by. A directory that holds a database but no record was made before partitions:
+ * one. */
+#define PARTS_FILE "PARTITIONS"
+
+static bool path_exists(const char *dir, const char *name)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0;
+}
+
+/* fsync of a path opened with flags: 0, or -errno. */
+static int sync_path(const char *path, int flags)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) == 0 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+/* Reads the recorded count, or records *nparts for a new directory. 0, or -1 with err. */
+static int parts_record(const char *dir, int *nparts, char *err, size_t errlen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/" PARTS_FILE, dir);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        int n = 0;
+        bool ok = fscanf(f, "%d", &n) == 1 && n >= 1 && n <= STORE_PARTITIONS_MAX;
+        fclose(f);
+        if (!ok) {
+            snprintf(err, errlen, "%s does not hold a partition count (1 to %d)", path,
+                     STORE_PARTITIONS_MAX);
+            return -1;
+        }
+        *nparts = n;
+        return 0;
+    }
+    if (errno != ENOENT) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (path_exists(dir, "CURRENT")) { /* a database made before partitions */
+        if (path_exists(dir, "part-1")) {
+            snprintf(err, errlen,
+                     "%s has partitions (part-1) but no %s: it cannot tell which "
+                     "records are where",
+                     dir, PARTS_FILE);
+            return -1;
+        }
+        *nparts = 1;
+    } else if (*nparts < 1) {
+        *nparts = 1;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "we");
+    if (!f || fprintf(f, "%d\n", *nparts) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0 ||
+        fclose(f) != 0 || rename(tmp, path) != 0 || sync_path(dir, O_RDONLY | O_DIRECTORY)) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Opens partition i (its directory made if needed). 0, or -1 with err. */
+static int open_part(store_t *s, const char *dir, int i, char *err, size_t errlen)
+{
+    char path[4096];
+    if (i == 0) {
+        snprintf(path, sizeof path, "%s", dir);
+    } else {
+        snprintf(path, sizeof path, "%s/part-%d", dir, i);
+        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+            snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+            return -1;
+        }
+    }
+    const rocksdb_options_t *cfo[CF__COUNT + 1];
+    for (int c = 0; c <= CF__COUNT; c++)
+        cfo[c] = c == CF_EVENTS + 1 ? s->ev_opts : s->cf_opts;
+    char *rerr = NULL;
+    s->part[i].db = rocksdb_open_column_families(s->opts, path, CF__COUNT + 1, store_cf_names, cfo,
+                                                 s->part[i].cf, &rerr);
+    if (rerr) {
+        snprintf(err, errlen, "cannot open RocksDB in %s: %s", path, rerr);
+        rocksdb_free(rerr);
+        s->part[i].db = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void close_parts(store_t *s)
+{
+    for (int i = 0; i < s->nparts; i++) {
+        if (!s->part[i].db)
+            continue;
+        for (int c = 0; c <= CF__COUNT; c++)
+            rocksdb_column_family_handle_destroy(s->part[i].cf[c]);
+        rocksdb_close(s->part[i].db);
+        s->part[i].db = NULL;
+    }
+}
+
 store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *err, size_t errlen)
+{
+    int nparts = 0;
+    return store_open_parts(dir, sync, min_free_bytes, &nparts, err, errlen);
+}
+
+store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, int *nparts,
+                          char *err, size_t errlen)
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot create data directory %s: %s", dir, strerror(errno));
         return NULL;
     }
+    if (*nparts > STORE_PARTITIONS_MAX) {
+        snprintf(err, errlen, "at most %d partitions", STORE_PARTITIONS_MAX);
+        return NULL;
+    }
+    if (parts_record(dir, nparts, err, errlen) != 0)
+        return NULL;
     store_t *s = xcalloc(1, sizeof *s);
+    s->nparts = *nparts;
     s->cache = cache_create();
     s->table = rocksdb_block_based_options_create();
     table_options(s->table, s->cache, true);
@@ -112,8 +239,12 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
     rocksdb_options_set_create_if_missing(s->opts, 1);
     rocksdb_options_set_create_missing_column_families(s->opts, 1);
     rocksdb_options_increase_parallelism(s->opts, 2);
-    rocksdb_options_set_db_write_buffer_size(s->opts, MEMTABLE_BUDGET_BYTES);
+    /* the budget is the store's: the partitions share it */
+    rocksdb_options_set_db_write_buffer_size(s->opts, MEMTABLE_BUDGET_BYTES / (size_t)s->nparts);
     rocksdb_options_set_max_open_files(s->opts, 512);
+    /* RocksDB preallocates each MANIFEST (4 MiB by default): the partitions share that too,
+     * or a restart on a nearly full disk could not open them all */
+    rocksdb_options_set_manifest_preallocation_size(s->opts, (4u << 20) / (size_t)s->nparts);
     rocksdb_options_set_keep_log_file_num(s->opts, 4);
     rocksdb_options_set_block_based_table_factory(s->opts, s->table);
     /* quiescent means quiescent: no periodic statistics work */
@@ -137,24 +268,24 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
         rocksdb_options_set_enable_write_thread_adaptive_yield(s->opts, 0);
 
     s->cf_opts = rocksdb_options_create_copy(s->opts);
-    rocksdb_options_set_write_buffer_size(s->cf_opts, CF_WRITE_BUFFER_BYTES);
+    /* a partition's memtables: at most half its share of the budget, so that the write-ahead
+     * logs RocksDB preallocates (a memtable's size and a tenth) stay about one store's in all */
+    size_t cf_buffer = MEMTABLE_BUDGET_BYTES / (size_t)s->nparts / 2;
+    rocksdb_options_set_write_buffer_size(s->cf_opts, cf_buffer < CF_WRITE_BUFFER_BYTES
+                                                          ? cf_buffer
+                                                          : CF_WRITE_BUFFER_BYTES);
 
     s->ev_table = rocksdb_block_based_options_create();
     table_options(s->ev_table, s->cache, false);
     s->ev_opts = rocksdb_options_create_copy(s->cf_opts);
     rocksdb_options_set_block_based_table_factory(s->ev_opts, s->ev_table);
-    const rocksdb_options_t *cfo[CF__COUNT + 1];
-    for (int i = 0; i <= CF__COUNT; i++)
-        cfo[i] = i == CF_EVENTS + 1 ? s->ev_opts : s->cf_opts;
-    char *rerr = NULL;
-    s->db = rocksdb_open_column_families(s->opts, dir, CF__COUNT + 1, store_cf_names, cfo, s->cf,
-                                         &rerr);
-    if (rerr) {
-        snprintf(err, errlen, "cannot open RocksDB in %s: %s", dir, rerr);
-        rocksdb_free(rerr);
-        free_options(s);
-        free(s);
-        return NULL;
+    for (int i = 0; i < s->nparts; i++) {
+        if (open_part(s, dir, i, err, errlen) != 0) {
+            close_parts(s);
+            free_options(s);
+            free(s);
+            return NULL;
+        }
     }
     s->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(s->wopts, sync ? 1 : 0);
@@ -178,18 +309,38 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
                  "No space left on device: only %lld bytes free on the data directory's "
                  "filesystem at start, below --min-free-space %lld",
                  (long long)f, (long long)s->min_free);
-        store_mark_refusing(s, why, true);
+        for (int i = 0; i < s->nparts; i++)
+            store_mark_refusing(s, i, why, true);
         return s;
     }
-    if (store_write_keeper(s, &rerr) != 0) {
-        snprintf(err, errlen, "cannot write to RocksDB in %s: %s", dir, rerr);
-        rocksdb_free(rerr);
-        /* a failed first write must not be followed by any flush or close (store.c) */
-        atomic_store(&s->refusing, true);
-        store_close(s);
-        return NULL;
+    for (int i = 0; i < s->nparts; i++) {
+        char *rerr = NULL;
+        if (store_write_keeper(s, i, &rerr) != 0) {
+            snprintf(err, errlen, "cannot write to RocksDB in %s (partition %d): %s", dir, i, rerr);
+            rocksdb_free(rerr);
+            /* a failed first write must not be followed by any flush or close (store.c) */
+            atomic_store(&s->refusing, 1ULL << i);
+            store_close(s);
+            return NULL;
+        }
     }
     return s;
+}
+
+int store_partitions(const store_t *s)
+{
+    return s->nparts;
+}
+
+int store_part_of_id(const char *id, size_t len, int nparts)
+{
+    if (nparts <= 1 || len < SHARD_HEX)
+        return 0;
+    char shard[SHARD_HEX + 1];
+    memcpy(shard, id, SHARD_HEX);
+    shard[SHARD_HEX] = '\0';
+    int sh = shard_of(shard);
+    return sh < 0 ? 0 : sh % nparts;
 }
 
 void store_close(store_t *s)
@@ -210,9 +361,7 @@ void store_close(store_t *s)
                  "write-ahead log holds every acknowledged write)");
         return;
     }
-    for (int i = 0; i <= CF__COUNT; i++)
-        rocksdb_column_family_handle_destroy(s->cf[i]);
-    rocksdb_close(s->db);
+    close_parts(s);
     rocksdb_writeoptions_destroy(s->wopts);
     rocksdb_writeoptions_destroy(s->wopts_sync);
     rocksdb_readoptions_destroy(s->ropts);

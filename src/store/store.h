@@ -1,4 +1,5 @@
-/* The RocksDB store: one database, a few column families by record kind (see keys.h).
+/* The RocksDB store: one database, a few column families by record kind (see keys.h), or one
+ * such database per partition (store_open_parts: a shard's records in one of them).
  *
  * Threads: store_open/store_close on the main thread; everything else from any thread
  * (RocksDB is thread-safe). By convention only the actor owning a session writes its keys, so
@@ -33,6 +34,18 @@ typedef struct store_iter store_iter_t;
  * dir's filesystem: a commit that finds less is refused by the store itself, before RocksDB
  * would fail on a full disk (see store.c). On failure returns NULL and a message. */
 store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *err, size_t errlen);
+/* store_open, partitioned: nparts databases (1..STORE_PARTITIONS_MAX), each written by its own
+ * write path (no write group shared between them). The count is recorded at the directory's
+ * creation and that record wins at every later open (a directory made before partitions holds
+ * one): *nparts says what was opened. nparts 0 on entry: the recorded count, else 1. */
+store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, int *nparts,
+                          char *err, size_t errlen);
+#define STORE_PARTITIONS_MAX 64
+/* The store's partition count. */
+int store_partitions(const store_t *s);
+/* The partition of an id (its first len bytes; the shard in them) among nparts: the shard
+ * modulo nparts, or 0 for an id that carries no shard. Pure, any thread. */
+int store_part_of_id(const char *id, size_t len, int nparts);
 void store_close(store_t *s);
 
 store_batch_t *store_batch_new(store_t *s);
@@ -117,10 +130,11 @@ void store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t ke
 bool store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);
 /* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms). */
 int store_delete_prefix(store_t *s, const char *prefix, size_t plen);
-/* Ingests dir/<family>.sst for each family with present[cf]. move: the files are moved into
- * the database (hard links; dir loses them), else copied. 0, or -EIO with why. */
-int store_ingest_dir(store_t *s, const char *dir, const bool present[CF__COUNT], bool move,
-                     char *why, size_t whylen);
+/* Ingests dir/<family>.sst for each family with present[cf], the keys of ids starting with
+ * prefix (into that prefix's partition). move: the files are moved into the database (hard
+ * links; dir loses them), else copied. 0, or -EIO with why. */
+int store_ingest_dir(store_t *s, const char *prefix, size_t plen, const char *dir,
+                     const bool present[CF__COUNT], bool move, char *why, size_t whylen);
 /* The name of a column family ("sessions", ...): its export file is <name>.sst. */
 const char *store_cf_name(store_cf_t cf);
 

@@ -152,9 +152,13 @@ static void stats_holds_every_counter_and_the_grouped_documents(void **state)
     assert_true(json_is_integer(json_object_get(streams, "get")));
     assert_true(json_is_true(json_object_get(o, "store_writable")));
     assert_true(json_integer_value(json_object_get(o, "rss_bytes")) > 0);
-    static const char *rdb[] = {
-        "estimate_live_data_size_bytes", "memtable_bytes",    "estimate_num_keys",
-        "block_cache_budget_bytes",      "block_cache_bytes", "memtable_budget_bytes"};
+    static const char *rdb[] = {"estimate_live_data_size_bytes",
+                                "memtable_bytes",
+                                "estimate_num_keys",
+                                "block_cache_budget_bytes",
+                                "block_cache_bytes",
+                                "memtable_budget_bytes",
+                                "partitions"};
     for (size_t i = 0; i < sizeof rdb / sizeof rdb[0]; i++)
         if (!json_is_integer(json_object_get(json_object_get(o, "rocksdb"), rdb[i])))
             fail_msg("/stats lacks rocksdb.%s", rdb[i]);

@@ -266,7 +266,7 @@ static void a_shards_export_holds_exactly_its_keys_and_ingests_elsewhere(void **
     assert_non_null(s2);
     bool present[CF__COUNT] = {0};
     present[CF_SESSIONS] = present[CF_STATE] = present[CF_ALARMS] = true;
-    assert_int_equal(store_ingest_dir(s2, out, present, false, why, sizeof why), 0);
+    assert_int_equal(store_ingest_dir(s2, "2a7", 3, out, present, false, why, sizeof why), 0);
     store_count_prefix(s2, "2a7", 3, counted);
     assert_memory_equal(keys, counted, sizeof keys);
     store_count_prefix(s2, "2a8", 3, counted);

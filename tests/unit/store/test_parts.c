@@ -1,0 +1,331 @@
+/* Unit tests: a partitioned store (store_open_parts) on real RocksDB databases in a temporary
+ * directory: each record lands in its id's partition (checked by opening each partition's
+ * database directly afterwards), the node's records in partition 0; reads and merged iterators
+ * see every partition in key order; the count recorded at creation wins over a later request,
+ * and a directory made before partitions stays one; a shard exported from a partitioned store
+ * is ingested into a store with another count. */
+#define _XOPEN_SOURCE 700
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <ftw.h>
+#include <rocksdb/c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/keys.h"
+#include "store/sessionrec.h"
+#include "store/store.h"
+
+#define NPARTS 4
+#define NIDS 48
+
+/* A session id in shard `shard` (3 hex), the rest from i. */
+static void make_id(char *out, int shard, int i)
+{
+    snprintf(out, SESSION_ID_LEN + 1, "%03x%029d", shard, i);
+}
+
+static store_t *open_parts(const char *dir, int *n)
+{
+    char err[256];
+    store_t *s = store_open_parts(dir, false, 0, n, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "%s\n", err);
+    return s;
+}
+
+static char *mkdir_tmp(char *buf, size_t len)
+{
+    snprintf(buf, len, "/tmp/mcpd-parts-XXXXXX");
+    return mkdtemp(buf);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static void rm_tree(const char *dir)
+{
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Whether partition p's database (opened directly, read-only) holds key k in family cf. */
+static bool part_has(const char *dir, int p, store_cf_t cf, const void *k, size_t kl)
+{
+    char path[256];
+    if (p == 0)
+        snprintf(path, sizeof path, "%s", dir);
+    else
+        snprintf(path, sizeof path, "%s/part-%d", dir, p);
+    static const char *names[CF__COUNT + 1] = {"default", "sessions", "streams", "events",
+                                               "reqmap",  "state",    "alarms",  "expiry"};
+    rocksdb_options_t *o = rocksdb_options_create();
+    const rocksdb_options_t *cfo[CF__COUNT + 1];
+    for (int i = 0; i <= CF__COUNT; i++)
+        cfo[i] = o;
+    rocksdb_column_family_handle_t *h[CF__COUNT + 1];
+    char *err = NULL;
+    rocksdb_t *db = rocksdb_open_for_read_only_column_families(o, path, CF__COUNT + 1, names, cfo,
+                                                               h, 0, &err);
+    assert_null(err);
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    size_t vl = 0;
+    char *v = rocksdb_get_cf(db, ro, h[cf + 1], k, kl, &vl, &err);
+    assert_null(err);
+    bool found = v != NULL;
+    rocksdb_free(v);
+    rocksdb_readoptions_destroy(ro);
+    for (int i = 0; i <= CF__COUNT; i++)
+        rocksdb_column_family_handle_destroy(h[i]);
+    rocksdb_close(db);
+    rocksdb_options_destroy(o);
+    return found;
+}
+
+/* NIDS sessions over shards 0..NIDS-1 (each partition gets some), each with a session record
+ * and an alarm due at 1000 + (NIDS - i) (so due order is not partition order), and one node
+ * record; all in one batch. */
+static void put_all(store_t *s)
+{
+    store_batch_t *b = store_batch_new(s);
+    for (int i = 0; i < NIDS; i++) {
+        char sid[SESSION_ID_LEN + 1];
+        make_id(sid, i * 37 % 4096, i);
+        store_batch_put(b, CF_SESSIONS, sid, SESSION_ID_LEN, "{}", 2);
+        sessionrec_put_alarm(b, 1000 + (NIDS - i), sid);
+    }
+    store_batch_put(b, CF_NODE, "node-key", 8, "n", 1);
+    assert_int_equal(store_batch_count(b), 2 * NIDS + 1);
+    assert_int_equal(store_commit(s, b), 0);
+    assert_int_equal(store_batch_count(b), 0);
+    store_batch_free(b);
+}
+
+static void records_land_in_their_partition(void **state)
+{
+    (void)state;
+    char dir[64];
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    int n = NPARTS;
+    store_t *s = open_parts(dir, &n);
+    assert_non_null(s);
+    assert_int_equal(n, NPARTS);
+    assert_int_equal(store_partitions(s), NPARTS);
+    put_all(s);
+    /* every record reads back through the store */
+    for (int i = 0; i < NIDS; i++) {
+        char sid[SESSION_ID_LEN + 1];
+        make_id(sid, i * 37 % 4096, i);
+        assert_int_equal(store_exists(s, CF_SESSIONS, sid, SESSION_ID_LEN), 1);
+    }
+    assert_int_equal(store_exists(s, CF_NODE, "node-key", 8), 1);
+    store_close(s);
+    /* and is in its partition's database, and in no other */
+    int per_part[NPARTS] = {0};
+    for (int i = 0; i < NIDS; i++) {
+        char sid[SESSION_ID_LEN + 1];
+        make_id(sid, i * 37 % 4096, i);
+        int want = (i * 37 % 4096) % NPARTS;
+        assert_int_equal(store_part_of_id(sid, SESSION_ID_LEN, NPARTS), want);
+        unsigned char ak[KEY_ALARM_LEN];
+        key_alarm(ak, 1000 + (NIDS - i), sid);
+        for (int p = 0; p < NPARTS; p++) {
+            assert_int_equal(part_has(dir, p, CF_SESSIONS, sid, SESSION_ID_LEN), p == want);
+            assert_int_equal(part_has(dir, p, CF_ALARMS, ak, sizeof ak), p == want);
+        }
+        per_part[want]++;
+    }
+    for (int p = 0; p < NPARTS; p++) {
+        assert_true(per_part[p] > 0);
+        assert_int_equal(part_has(dir, p, CF_NODE, "node-key", 8), p == 0);
+    }
+    rm_tree(dir);
+}
+
+static void collect_alarm(void *arg, int64_t due, const char *sid)
+{
+    (void)sid;
+    int64_t *seen = arg;
+    assert_true(due > seen[1]); /* ascending over every partition */
+    seen[1] = due;
+    seen[0]++;
+}
+
+static void iterators_merge_the_partitions(void **state)
+{
+    (void)state;
+    char dir[64];
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    int n = NPARTS;
+    store_t *s = open_parts(dir, &n);
+    assert_non_null(s);
+    put_all(s);
+    /* the alarms by due time: the earliest, then every one in order */
+    assert_int_equal(sessionrec_first_alarm(s, 0), 1001);
+    assert_int_equal(sessionrec_first_alarm(s, 1010), 1010);
+    int64_t seen[2] = {0, 0};
+    assert_int_equal(sessionrec_scan_alarms(s, 0, 5000, collect_alarm, seen), NIDS);
+    assert_int_equal(seen[0], NIDS);
+    assert_int_equal(sessionrec_count_alarms(s), NIDS);
+    /* a whole family, scanned: every key once, in key order */
+    store_iter_t *it = store_iter_new_scan(s, CF_SESSIONS);
+    int count = 0;
+    char prev[SESSION_ID_LEN + 1] = "";
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl;
+        const unsigned char *k = store_iter_key(it, &kl);
+        assert_int_equal(kl, SESSION_ID_LEN);
+        assert_true(memcmp(prev, k, kl) < 0);
+        memcpy(prev, k, kl);
+        count++;
+    }
+    assert_int_equal(count, NIDS);
+    /* the last of all, and nothing after it */
+    store_iter_seek_last(it);
+    assert_true(store_iter_valid(it));
+    size_t kl;
+    assert_memory_equal(store_iter_key(it, &kl), prev, SESSION_ID_LEN);
+    store_iter_next(it);
+    assert_false(store_iter_valid(it));
+    store_iter_free(it);
+    /* a range that starts with a shard reads that shard's partition: shard 025 (i = 1) */
+    char sid[SESSION_ID_LEN + 1];
+    make_id(sid, 37, 1);
+    it = store_iter_new(s, CF_SESSIONS, "025", 3, "026", 3);
+    store_iter_seek_first(it);
+    assert_true(store_iter_valid(it));
+    assert_memory_equal(store_iter_key(it, &kl), sid, SESSION_ID_LEN);
+    store_iter_next(it);
+    assert_false(store_iter_valid(it));
+    store_iter_free(it);
+    assert_int_equal(store_count_keys(s, CF_SESSIONS), NIDS);
+    store_close(s);
+    rm_tree(dir);
+}
+
+static void the_recorded_count_wins(void **state)
+{
+    (void)state;
+    char dir[64];
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    int n = 3;
+    store_t *s = open_parts(dir, &n);
+    assert_non_null(s);
+    put_all(s);
+    store_close(s);
+    n = 8; /* asked again with another count: the records stay where they are */
+    s = open_parts(dir, &n);
+    assert_non_null(s);
+    assert_int_equal(n, 3);
+    assert_int_equal(store_count_keys(s, CF_SESSIONS), NIDS);
+    store_close(s);
+    n = 0;
+    s = open_parts(dir, &n);
+    assert_int_equal(n, 3);
+    store_close(s);
+    rm_tree(dir);
+
+    /* a directory made with one stays one */
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    n = 1;
+    s = open_parts(dir, &n);
+    put_all(s);
+    store_close(s);
+    n = 4;
+    s = open_parts(dir, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(store_count_keys(s, CF_SESSIONS), NIDS);
+    store_close(s);
+    /* so does one made before partitions (a database, no record) */
+    char rec[128];
+    snprintf(rec, sizeof rec, "%s/PARTITIONS", dir);
+    assert_int_equal(unlink(rec), 0);
+    n = 4;
+    s = open_parts(dir, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(store_count_keys(s, CF_SESSIONS), NIDS);
+    store_close(s);
+    assert_int_equal(access(rec, F_OK), 0); /* recorded now */
+    rm_tree(dir);
+
+    /* partitions without their record: refused, not opened as one */
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    n = 2;
+    s = open_parts(dir, &n);
+    store_close(s);
+    snprintf(rec, sizeof rec, "%s/PARTITIONS", dir);
+    assert_int_equal(unlink(rec), 0);
+    n = 0;
+    char err[256];
+    assert_null(store_open_parts(dir, false, 0, &n, err, sizeof err));
+    assert_non_null(strstr(err, "PARTITIONS"));
+    rm_tree(dir);
+}
+
+/* A shard of a 4-partition store goes to a 1- and a 3-partition store: all its keys arrive. */
+static void a_shard_moves_between_counts(void **state)
+{
+    (void)state;
+    char dir[64], out[128], other[128];
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    int n = NPARTS;
+    store_t *s = open_parts(dir, &n);
+    put_all(s);
+    const char *prefix = "025"; /* i = 1: shard 37, partition 1 of 4 */
+    snprintf(out, sizeof out, "%s/export", dir);
+    assert_int_equal(mkdir(out, 0700), 0);
+    uint64_t keys[CF__COUNT], got[CF__COUNT];
+    char why[256];
+    assert_int_equal(store_export_prefix(s, prefix, 3, out, keys, why, sizeof why), 0);
+    assert_int_equal(keys[CF_SESSIONS], 1);
+    assert_int_equal(keys[CF_ALARMS], 1);
+    store_count_prefix(s, prefix, 3, got);
+    assert_memory_equal(keys, got, sizeof keys);
+    bool present[CF__COUNT];
+    for (int cf = 0; cf < CF__COUNT; cf++)
+        present[cf] = keys[cf] > 0;
+    for (int count = 1; count <= 3; count += 2) {
+        snprintf(other, sizeof other, "%s/other%d", dir, count);
+        int m = count;
+        store_t *s2 = open_parts(other, &m);
+        assert_non_null(s2);
+        assert_int_equal(store_ingest_dir(s2, prefix, 3, out, present, false, why, sizeof why), 0);
+        store_count_prefix(s2, prefix, 3, got);
+        assert_memory_equal(keys, got, sizeof keys);
+        char sid[SESSION_ID_LEN + 1];
+        make_id(sid, 37, 1);
+        assert_int_equal(store_exists(s2, CF_SESSIONS, sid, SESSION_ID_LEN), 1);
+        assert_int_equal(sessionrec_first_alarm(s2, 0), 1000 + NIDS - 1);
+        store_close(s2);
+        if (count == 3)
+            assert_true(part_has(other, 37 % 3, CF_SESSIONS, sid, SESSION_ID_LEN));
+    }
+    /* and leaves: deleted from its partition, the others untouched */
+    assert_int_equal(store_delete_prefix(s, prefix, 3), 0);
+    store_count_prefix(s, prefix, 3, got);
+    for (int cf = 0; cf < CF__COUNT; cf++)
+        assert_int_equal(got[cf], 0);
+    assert_int_equal(store_count_keys(s, CF_SESSIONS), NIDS - 1);
+    assert_int_equal(store_count_keys(s, CF_ALARMS), NIDS - 1);
+    store_close(s);
+    rm_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(records_land_in_their_partition),
+        cmocka_unit_test(iterators_merge_the_partitions),
+        cmocka_unit_test(the_recorded_count_wins),
+        cmocka_unit_test(a_shard_moves_between_counts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
