@@ -57,9 +57,16 @@ static unsigned mbox_shard(const char *sid)
 worker_t *worker_for_session(const char *sid)
 {
     /* a partitioned store: the worker of the id's partition (its shard modulo the count), so
-     * that with one partition per worker each commits to its own partition alone */
-    if (NP > 1)
-        return &W[store_part_of_id(sid, SESSION_ROUTE_LEN, NP) % NW];
+     * that with one partition per worker each commits to its own partition alone; with fewer
+     * partitions than workers, partition p's workers are p, p + NP, ..., one of them by the
+     * routing prefix's hash */
+    if (NP > 1) {
+        int p = store_part_of_id(sid, SESSION_ROUTE_LEN, NP);
+        if (NP >= NW)
+            return &W[p % NW];
+        uint64_t k = (uint64_t)((NW - 1 - p) / NP + 1);
+        return &W[p + NP * (int)(hash_id(sid, SESSION_ROUTE_LEN) % k)];
+    }
     /* the routing prefix only: a 2026-07-28 request that carries a requestState gets an id
      * near its record's (session_id_new_near), so both meet on one worker */
     return &W[hash_id(sid, SESSION_ROUTE_LEN) % (uint64_t)NW];
@@ -74,31 +81,32 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* worker_place_on_thread with a partitioned store: an owned shard whose partition is the
- * thread's worker's, drawn uniformly among those (owned shards drawn from sid's random
- * characters until one is; a node that owns few such shards gets the next one after sid's
- * own). Nothing when the thread's worker has no partition (NP < NW). */
-static void place_by_shard(char *sid, uint32_t http_thread)
+/* The first step of worker_place_on_thread with a partitioned store: an owned shard whose
+ * partition is one of the thread's worker's, drawn uniformly among those (owned shards drawn
+ * from sid's random characters until one is; a node that owns few such shards gets the next
+ * one after sid's own). false when there is none. */
+static bool place_by_shard(char *sid, uint32_t http_thread)
 {
     int from = shard_of(sid);
     int t = (int)http_thread;
-    if (from < 0 || t >= NP)
-        return;
+    if (from < 0)
+        return false;
     uint64_t seed = hash_id(sid, SESSION_ID_LEN);
     for (int i = 0; i < 64 * NW; i++) {
         int sh = shard_pick(mix64(seed + (uint64_t)i));
-        if (sh >= 0 && (sh % NP) % NW == t) {
+        if (sh >= 0 && (NP >= NW ? (sh % NP) % NW == t : sh % NP == t % NP)) {
             shard_put(sid, sh);
-            return;
+            return true;
         }
     }
     for (int i = 0; i < SHARD_COUNT; i++) {
         int sh = (from + i) % SHARD_COUNT;
-        if ((sh % NP) % NW == t && shard_owned(sh)) {
+        if ((NP >= NW ? (sh % NP) % NW == t : sh % NP == t % NP) && shard_owned(sh)) {
             shard_put(sid, sh);
-            return;
+            return true;
         }
     }
+    return false;
 }
 
 bool worker_is_on_thread(const worker_t *w, uint32_t http_thread)
@@ -110,10 +118,10 @@ void worker_place_on_thread(char *sid, uint32_t http_thread)
 {
     if (NW <= 1 || !W[0].colocated || http_thread >= (uint32_t)NW)
         return;
-    if (NP > 1) {
-        place_by_shard(sid, http_thread);
+    /* a partitioned store: the shard first (its partition); with fewer partitions than
+     * workers, then the routing characters below among the partition's workers */
+    if (NP > 1 && (!place_by_shard(sid, http_thread) || NP >= NW))
         return;
-    }
     /* the 20 bits after the shard, stepped from their random start: each step lands on a
      * worker by the hash, so about NW steps find this one (and 4096 cannot all miss) */
     enum { FROM = SHARD_HEX, N = SESSION_ROUTE_LEN - SHARD_HEX };

@@ -68,13 +68,34 @@ void store_batch_single_delete(store_batch_t *b, store_cf_t cf, const void *k, s
     rocksdb_writebatch_singledelete_cf(wb, h, k, kl);
 }
 
-/* A range within one id's keys, or one shard's (store_delete_prefix): lo's partition holds it. */
+/* Whether [lo, hi) lies within the shard that starts lo (lo's partition holds all of it):
+ * hi is at most lo's first SHARD_HEX bytes with the last one incremented. */
+static bool within_shard(const void *lo, size_t lol, const void *hi, size_t hil)
+{
+    if (!lo || lol < SHARD_HEX || !hi)
+        return false;
+    unsigned char up[SHARD_HEX];
+    memcpy(up, lo, SHARD_HEX);
+    if (up[SHARD_HEX - 1] == 0xff)
+        return false;
+    up[SHARD_HEX - 1]++;
+    int c = memcmp(hi, up, hil < SHARD_HEX ? hil : SHARD_HEX);
+    return c < 0 || (c == 0 && hil <= SHARD_HEX);
+}
+
+/* Within one id's keys or one shard's: that partition's batch; a wider range: every one's. */
 void store_batch_delete_range(store_batch_t *b, store_cf_t cf, const void *lo, size_t lol,
                               const void *hi, size_t hil)
 {
-    rocksdb_column_family_handle_t *h;
-    rocksdb_writebatch_t *wb = wb_for(b, cf, lo, lol, &h);
-    rocksdb_writebatch_delete_range_cf(wb, h, lo, lol, hi, hil);
+    store_t *s = b->s;
+    bool one = s->nparts == 1 || cf == CF_NODE ||
+               (cf != CF_ALARMS && within_shard(lo, lol, hi, hil));
+    int from = one ? store_part_of_key(s, cf, lo, lol) : 0;
+    for (int p = from; p < (one ? from + 1 : s->nparts); p++) {
+        if (!b->wb[p])
+            b->wb[p] = rocksdb_writebatch_create();
+        rocksdb_writebatch_delete_range_cf(b->wb[p], part_cfh(s, p, cf), lo, lol, hi, hil);
+    }
 }
 
 size_t store_batch_bytes(const store_batch_t *b)
@@ -121,14 +142,16 @@ static inline void perf_off(void)
     }
 }
 
-/* Writes one partition's part of a batch, and clears it. */
-static int commit_part(store_t *s, store_batch_t *b, int p, const rocksdb_writeoptions_t *wo)
+/* Writes one partition's part of a batch, and clears it (checked: the guard was asked for the
+ * whole batch). */
+static int commit_part(store_t *s, store_batch_t *b, int p, const rocksdb_writeoptions_t *wo,
+                       bool checked)
 {
     rocksdb_writebatch_t *wb = b->wb[p];
     int64_t free_now;
     size_t size = 0;
     rocksdb_writebatch_data(wb, &size);
-    if (!store_space_ok(s, size, &free_now)) {
+    if (!checked && !store_space_ok(s, size, &free_now)) {
         char why[200];
         snprintf(why, sizeof why,
                  "No space left on device: only %lld bytes free on the data directory's "
@@ -157,19 +180,54 @@ static int commit_part(store_t *s, store_batch_t *b, int p, const rocksdb_writeo
     return 0;
 }
 
-/* Each partition's part in turn. After one fails the rest are not written (and are cleared):
- * the caller fails the whole batch, though the partitions before may hold theirs. */
+/* Refuses a whole batch that writes to several partitions before any is written: a batch is
+ * committed partition by partition, and one refused after another was written would leave
+ * part of it stored. So the free-space guard is asked once for all of it, and a batch that
+ * writes to a partition refusing writes is not begun (the probe heals that partition). */
+static int precheck_parts(store_t *s, store_batch_t *b)
+{
+    int64_t free_now;
+    if (!store_space_ok(s, store_batch_bytes(b), &free_now)) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "No space left on device: only %lld bytes free on the data directory's "
+                 "filesystem, below --min-free-space %lld",
+                 (long long)free_now, (long long)s->min_free);
+        for (int p = 0; p < s->nparts; p++)
+            if (b->wb[p] && rocksdb_writebatch_count(b->wb[p]))
+                store_mark_refusing(s, p, why, true);
+        return -ENOSPC;
+    }
+    unsigned long long refusing = atomic_load_explicit(&s->refusing, memory_order_acquire);
+    for (int p = 0; p < s->nparts && refusing; p++) {
+        if (refusing & 1ULL << p && b->wb[p] && rocksdb_writebatch_count(b->wb[p])) {
+            char why[200];
+            snprintf(why, sizeof why, "partition %d of the store refuses writes", p);
+            store_mark_refusing(s, p, why, false);
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+/* Each partition's part in turn. After one fails the rest are not written (and are cleared),
+ * and the caller fails the whole batch: only a write error of RocksDB's own, after a partition
+ * before it was written, leaves part of a batch stored (docs/design/durability.md). */
 static int commit_with(store_t *s, store_batch_t *b, const rocksdb_writeoptions_t *wo)
 {
     perf_off();
-    int rc = 0;
+    int nonempty = 0;
+    for (int p = 0; p < s->nparts; p++)
+        nonempty += b->wb[p] && rocksdb_writebatch_count(b->wb[p]) > 0;
+    int rc = nonempty > 1 ? precheck_parts(s, b) : 0;
+    bool checked = nonempty > 1;
     for (int p = 0; p < s->nparts; p++) {
         if (!b->wb[p] || rocksdb_writebatch_count(b->wb[p]) == 0)
             continue;
         if (rc != 0)
             rocksdb_writebatch_clear(b->wb[p]);
         else
-            rc = commit_part(s, b, p, wo);
+            rc = commit_part(s, b, p, wo, checked);
     }
     return rc;
 }
@@ -218,12 +276,14 @@ int store_exists(store_t *s, store_cf_t cf, const void *k, size_t kl)
     return r < 0 ? r : r == 0;
 }
 
-/* The partitions an iterator over [lo, ...) of cf reads: one where lo carries its id's shard
- * (a session's or a shard's range; the node's records), all of them for the alarms (ordered by
- * due time) and for a range whose start names no shard. */
-static void iter_open(store_t *s, store_iter_t *it, store_cf_t cf, const void *lo, size_t lol)
+/* The partitions an iterator over [lo, hi) of cf reads: one where the range lies within the
+ * shard that starts lo (a session's or a shard's records; the node's records), all of them for
+ * the alarms (ordered by due time) and for any other range. */
+static void iter_open(store_t *s, store_iter_t *it, store_cf_t cf, const void *lo, size_t lol,
+                      const void *hi, size_t hil)
 {
-    bool all = s->nparts > 1 && cf != CF_NODE && (cf == CF_ALARMS || lol < SHARD_HEX);
+    bool all = s->nparts > 1 && cf != CF_NODE &&
+               (cf == CF_ALARMS || !within_shard(lo, lol, hi, hil));
     int from = all ? 0 : store_part_of_key(s, cf, lo, lol);
     it->n = all ? s->nparts : 1;
     it->cur = -1;
@@ -248,7 +308,7 @@ store_iter_t *store_iter_new(store_t *s, store_cf_t cf, const void *lo, size_t l
         memcpy(it->hi, hi, hil);
         rocksdb_readoptions_set_iterate_upper_bound(it->ro, it->hi, hil);
     }
-    iter_open(s, it, cf, lo, lo ? lol : 0);
+    iter_open(s, it, cf, lo, lo ? lol : 0, hi, hi ? hil : 0);
     return it;
 }
 
@@ -259,7 +319,7 @@ store_iter_t *store_iter_new_scan(store_t *s, store_cf_t cf)
     it->ro = rocksdb_readoptions_create();
     rocksdb_readoptions_set_fill_cache(it->ro, 0);
     rocksdb_readoptions_set_readahead_size(it->ro, 2u << 20);
-    iter_open(s, it, cf, NULL, 0);
+    iter_open(s, it, cf, NULL, 0, NULL, 0);
     return it;
 }
 

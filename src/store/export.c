@@ -5,6 +5,7 @@
 #include "store/internal.h"
 
 #include "core/log.h"
+#include "core/shard.h"
 #include "core/stats.h"
 #include "core/util.h"
 
@@ -52,12 +53,12 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
                         uint64_t keys[CF__COUNT], char *why, size_t whylen)
 {
     memset(keys, 0, sizeof(uint64_t) * CF__COUNT);
-    if (plen == 0 || plen > 32)
+    /* a shard's keys, the alarms' too, are all in its partition: a prefix shorter than a
+     * shard may span several, and is not exported from a partitioned store */
+    if (plen == 0 || plen > 32 || (plen < SHARD_HEX && s->nparts > 1))
         return -EINVAL;
     char upper[32];
     prefix_upper(upper, prefix, plen);
-    /* a shard's keys, the alarms' too, are all in its partition (a shorter prefix is read
-     * from partition 0 only: the callers export shards) */
     store_part_t *part = &s->part[store_part_of_id(prefix, plen, s->nparts)];
     rocksdb_envoptions_t *env = rocksdb_envoptions_create();
     const rocksdb_snapshot_t *snap = rocksdb_create_snapshot(part->db);
@@ -181,6 +182,10 @@ int store_delete_prefix(store_t *s, const char *prefix, size_t plen)
 int store_ingest_dir(store_t *s, const char *prefix, size_t plen, const char *dir,
                      const bool present[CF__COUNT], bool move, char *why, size_t whylen)
 {
+    if (plen < SHARD_HEX && s->nparts > 1) {
+        snprintf(why, whylen, "a prefix shorter than a shard names no one partition");
+        return -EINVAL;
+    }
     store_part_t *part = &s->part[store_part_of_id(prefix, plen, s->nparts)];
     rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
     rocksdb_ingestexternalfileoptions_set_move_files(io, move ? 1 : 0);

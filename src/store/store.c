@@ -93,15 +93,20 @@ static void free_options(store_t *s)
     rocksdb_env_destroy(s->env);
 }
 
-/* The partition count's record: a file in the data directory, written (and fsynced, with the
- * directory) before any partition is created, so every later open finds the count the records
- * were placed by. A directory that holds a database but no record was made before partitions:
- * one. */
+/* The partition count's record, <dir>/PARTITIONS: "N creating" while a new directory's
+ * partitions are made (written, with the directory, before the first of them), then "N" once
+ * all of them are. Every later open uses N and finds every partition there: a missing one is
+ * refused, never made again empty. A directory that holds a database but no record was made
+ * before partitions: one. */
 #define PARTS_FILE "PARTITIONS"
+/* Partition 0 of a partitioned store has this extra column family, which a binary from before
+ * partitions does not name: it refuses to open the directory instead of serving partition 0's
+ * shards alone. */
+#define PARTS_MARKER_CF "partitioned"
 
 static bool path_exists(const char *dir, const char *name)
 {
-    char path[4096];
+    char path[4200];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     return stat(path, &st) == 0;
@@ -118,74 +123,134 @@ static int sync_path(const char *path, int flags)
     return rc;
 }
 
-/* Reads the recorded count, or records *nparts for a new directory. 0, or -1 with err. */
-static int parts_record(const char *dir, int *nparts, char *err, size_t errlen)
+/* 0 with the record's count and state, 1 when there is none, -1 with err. */
+static int record_read(const char *dir, int *n, bool *creating, char *err, size_t errlen)
 {
-    char path[4096];
+    char path[4096], text[64];
     snprintf(path, sizeof path, "%s/" PARTS_FILE, dir);
-    FILE *f = fopen(path, "re");
-    if (f) {
-        int n = 0;
-        bool ok = fscanf(f, "%d", &n) == 1 && n >= 1 && n <= STORE_PARTITIONS_MAX;
-        fclose(f);
-        if (!ok) {
-            snprintf(err, errlen, "%s does not hold a partition count (1 to %d)", path,
-                     STORE_PARTITIONS_MAX);
-            return -1;
-        }
-        *nparts = n;
-        return 0;
-    }
-    if (errno != ENOENT) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return 1;
+    ssize_t len = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    if (len < 0) {
         snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    if (path_exists(dir, "CURRENT")) { /* a database made before partitions */
-        if (path_exists(dir, "part-1")) {
-            snprintf(err, errlen,
-                     "%s has partitions (part-1) but no %s: it cannot tell which "
-                     "records are where",
-                     dir, PARTS_FILE);
-            return -1;
-        }
-        *nparts = 1;
-    } else if (*nparts < 1) {
-        *nparts = 1;
+    text[len] = '\0';
+    char *end;
+    long v = strtol(text, &end, 10);
+    *creating = strcmp(end, " creating\n") == 0;
+    if (end == text || v < 1 || v > STORE_PARTITIONS_MAX || (!*creating && strcmp(end, "\n"))) {
+        snprintf(err, errlen, "%s does not hold a partition count (1 to %d)", path,
+                 STORE_PARTITIONS_MAX);
+        return -1;
     }
-    char tmp[4200];
+    *n = (int)v;
+    return 0;
+}
+
+/* Writes the record (a temporary file renamed over it, both fsynced, and the directory). */
+static int record_write(const char *dir, int n, bool creating, char *err, size_t errlen)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/" PARTS_FILE, dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    f = fopen(tmp, "we");
-    if (!f || fprintf(f, "%d\n", *nparts) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0 ||
-        fclose(f) != 0 || rename(tmp, path) != 0 || sync_path(dir, O_RDONLY | O_DIRECTORY)) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    FILE *f = fopen(tmp, "we");
+    bool ok = f && fprintf(f, "%d%s\n", n, creating ? " creating" : "") > 0 && fflush(f) == 0 &&
+              fsync(fileno(f)) == 0;
+    int e = errno;
+    if (f && fclose(f) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = false;
+        e = errno;
+    }
+    if (ok && (e = -sync_path(dir, O_RDONLY | O_DIRECTORY)) != 0)
+        ok = false;
+    if (!ok) {
+        unlink(tmp);
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
         return -1;
     }
     return 0;
 }
 
-/* Opens partition i (its directory made if needed). 0, or -1 with err. */
-static int open_part(store_t *s, const char *dir, int i, char *err, size_t errlen)
+/* The count to open dir with, and whether its partitions are still being made (*creating:
+ * they may be created). 0, or -1 with err. */
+static int parts_record(const char *dir, int *nparts, bool *creating, char *err, size_t errlen)
 {
-    char path[4096];
-    if (i == 0) {
-        snprintf(path, sizeof path, "%s", dir);
-    } else {
-        snprintf(path, sizeof path, "%s/part-%d", dir, i);
-        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-            snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+    int rc = record_read(dir, nparts, creating, err, errlen);
+    if (rc <= 0)
+        return rc;
+    if (path_exists(dir, "CURRENT")) { /* a database made before partitions */
+        if (path_exists(dir, "part-1")) {
+            snprintf(err, errlen,
+                     "%s has partitions (part-1) but no %s: it cannot tell which records are "
+                     "where",
+                     dir, PARTS_FILE);
             return -1;
         }
+        *nparts = 1;
+        *creating = false;
+    } else {
+        if (*nparts < 1)
+            *nparts = 1;
+        *creating = true;
     }
-    const rocksdb_options_t *cfo[CF__COUNT + 1];
-    for (int c = 0; c <= CF__COUNT; c++)
+    return record_write(dir, *nparts, *creating, err, errlen);
+}
+
+/* Opens partition i; creating: its directory and database are made if missing, else a missing
+ * one is an error. 0, or -1 with err. */
+static int open_part(store_t *s, const char *dir, int i, bool creating, char *err, size_t errlen)
+{
+    char path[4000];
+    if (i == 0)
+        snprintf(path, sizeof path, "%s", dir);
+    else
+        snprintf(path, sizeof path, "%s/part-%d", dir, i);
+    if (!creating && !path_exists(path, "CURRENT")) {
+        snprintf(err, errlen,
+                 "partition %d of %d (%s) is missing: %s/" PARTS_FILE
+                 " says the records are spread over %d, so the store cannot start without it",
+                 i, s->nparts, path, dir, s->nparts);
+        return -1;
+    }
+    if (i > 0 && creating && mkdir(path, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    const char *names[CF__COUNT + 2];
+    const rocksdb_options_t *cfo[CF__COUNT + 2];
+    rocksdb_column_family_handle_t *h[CF__COUNT + 2];
+    int n = CF__COUNT + 1;
+    for (int c = 0; c <= CF__COUNT; c++) {
+        names[c] = store_cf_names[c];
         cfo[c] = c == CF_EVENTS + 1 ? s->ev_opts : s->cf_opts;
+    }
+    if (i == 0 && s->nparts > 1) {
+        names[n] = PARTS_MARKER_CF;
+        cfo[n++] = s->cf_opts;
+    }
+    rocksdb_options_set_create_if_missing(s->opts, creating ? 1 : 0);
     char *rerr = NULL;
-    s->part[i].db = rocksdb_open_column_families(s->opts, path, CF__COUNT + 1, store_cf_names, cfo,
-                                                 s->part[i].cf, &rerr);
+    s->part[i].db = rocksdb_open_column_families(s->opts, path, n, names, cfo, h, &rerr);
     if (rerr) {
         snprintf(err, errlen, "cannot open RocksDB in %s: %s", path, rerr);
         rocksdb_free(rerr);
         s->part[i].db = NULL;
+        return -1;
+    }
+    memcpy(s->part[i].cf, h, sizeof s->part[i].cf);
+    if (n > CF__COUNT + 1)
+        rocksdb_column_family_handle_destroy(h[CF__COUNT + 1]); /* named, never used */
+    /* a new partition's directory entry, before the record says it exists */
+    if (i > 0 && creating && sync_path(dir, O_RDONLY | O_DIRECTORY) != 0) {
+        snprintf(err, errlen, "cannot fsync %s: %s", dir, strerror(errno));
         return -1;
     }
     return 0;
@@ -203,27 +268,10 @@ static void close_parts(store_t *s)
     }
 }
 
-store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *err, size_t errlen)
+/* The options every partition opens with (s->nparts set): the tables, the environment, the
+ * database's and the column families'. */
+static void make_options(store_t *s)
 {
-    int nparts = 0;
-    return store_open_parts(dir, sync, min_free_bytes, &nparts, err, errlen);
-}
-
-store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, int *nparts,
-                          char *err, size_t errlen)
-{
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create data directory %s: %s", dir, strerror(errno));
-        return NULL;
-    }
-    if (*nparts > STORE_PARTITIONS_MAX) {
-        snprintf(err, errlen, "at most %d partitions", STORE_PARTITIONS_MAX);
-        return NULL;
-    }
-    if (parts_record(dir, nparts, err, errlen) != 0)
-        return NULL;
-    store_t *s = xcalloc(1, sizeof *s);
-    s->nparts = *nparts;
     s->cache = cache_create();
     s->table = rocksdb_block_based_options_create();
     table_options(s->table, s->cache, true);
@@ -236,7 +284,6 @@ store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, in
     rocksdb_env_lower_thread_pool_io_priority(s->env);
     s->opts = rocksdb_options_create();
     rocksdb_options_set_env(s->opts, s->env);
-    rocksdb_options_set_create_if_missing(s->opts, 1);
     rocksdb_options_set_create_missing_column_families(s->opts, 1);
     rocksdb_options_increase_parallelism(s->opts, 2);
     /* the budget is the store's: the partitions share it */
@@ -268,24 +315,55 @@ store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, in
         rocksdb_options_set_enable_write_thread_adaptive_yield(s->opts, 0);
 
     s->cf_opts = rocksdb_options_create_copy(s->opts);
-    /* a partition's memtables: at most half its share of the budget, so that the write-ahead
-     * logs RocksDB preallocates (a memtable's size and a tenth) stay about one store's in all */
-    size_t cf_buffer = MEMTABLE_BUDGET_BYTES / (size_t)s->nparts / 2;
+    /* a family's memtable: a quarter of the budget (16 MiB), split between the partitions, so
+     * that what the memtables hold before a flush, and the write-ahead logs RocksDB
+     * preallocates (a memtable's size and a tenth), stay one store's in all */
+    size_t cf_buffer = MEMTABLE_BUDGET_BYTES / 4 / (size_t)s->nparts;
     rocksdb_options_set_write_buffer_size(s->cf_opts, cf_buffer < CF_WRITE_BUFFER_BYTES
                                                           ? cf_buffer
                                                           : CF_WRITE_BUFFER_BYTES);
+}
 
+store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *err, size_t errlen)
+{
+    int nparts = 0;
+    return store_open_parts(dir, sync, min_free_bytes, &nparts, err, errlen);
+}
+
+store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, int *nparts,
+                          char *err, size_t errlen)
+{
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create data directory %s: %s", dir, strerror(errno));
+        return NULL;
+    }
+    if (*nparts > STORE_PARTITIONS_MAX) {
+        snprintf(err, errlen, "at most %d partitions", STORE_PARTITIONS_MAX);
+        return NULL;
+    }
+    bool creating = false;
+    if (parts_record(dir, nparts, &creating, err, errlen) != 0)
+        return NULL;
+    store_t *s = xcalloc(1, sizeof *s);
+    s->nparts = *nparts;
+    make_options(s);
     s->ev_table = rocksdb_block_based_options_create();
     table_options(s->ev_table, s->cache, false);
     s->ev_opts = rocksdb_options_create_copy(s->cf_opts);
     rocksdb_options_set_block_based_table_factory(s->ev_opts, s->ev_table);
     for (int i = 0; i < s->nparts; i++) {
-        if (open_part(s, dir, i, err, errlen) != 0) {
+        if (open_part(s, dir, i, creating, err, errlen) != 0) {
             close_parts(s);
             free_options(s);
             free(s);
             return NULL;
         }
+    }
+    if (creating && record_write(dir, s->nparts, false, err, errlen) != 0) {
+        close_parts(s);
+        free_options(s);
+        free(s);
+        return NULL;
     }
     s->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(s->wopts, sync ? 1 : 0);

@@ -24,11 +24,13 @@ def post(conn, body, headers):
 
 
 class PlacedOnItsLoop(mcptest.ServerTest):
-    SERVER_FLAGS = ("--store-partitions", "2", "--http-threads", "2", "--response-mode", "json")
+    PARTITIONS, LOOPS = 2, 2
+    SERVER_FLAGS = ("--store-partitions", str(PARTITIONS), "--http-threads", str(LOOPS),
+                    "--response-mode", "json")
 
     def test_a_session_is_served_on_the_loop_of_the_connection_that_made_it(self):
         st = self.server.stats()
-        self.assertEqual(st["rocksdb"]["partitions"], 2)
+        self.assertEqual(st["rocksdb"]["partitions"], self.PARTITIONS)
         c0 = st["requests_crossed_total"]
         shards = set()
         for i in range(16):
@@ -39,7 +41,7 @@ class PlacedOnItsLoop(mcptest.ServerTest):
                                              "clientInfo": {"name": "t", "version": "1"}}}, h)
             self.assertEqual(resp.status, 200)
             sid = resp.getheader("mcp-session-id")
-            shards.add(int(sid[:3], 16) % 2)
+            shards.add(int(sid[:3], 16) % self.PARTITIONS)
             h.update({"Mcp-Session-Id": sid, "MCP-Protocol-Version": mcptest.LATEST})
             resp, _ = post(conn, {"jsonrpc": "2.0", "method": "notifications/initialized"}, h)
             self.assertEqual(resp.status, 202)
@@ -54,11 +56,19 @@ class PlacedOnItsLoop(mcptest.ServerTest):
         if SEPARATE_WORKERS:
             self.assertGreater(crossed, 0)
             return
-        # 16 connections spread over both loops (the kernel's SO_REUSEPORT hash): sessions in
-        # both partitions, and not one of their 80 requests crossed (each would with odds 1/2
-        # were the session's partition not its loop's)
+        # 16 connections spread over the loops (the kernel's SO_REUSEPORT hash): sessions in
+        # both partitions, and not one of their 80 requests crossed (each would with odds of
+        # 1/2 or more were the session's worker not its loop's)
         self.assertEqual(shards, {0, 1})
         self.assertEqual(crossed, 0)
+
+
+class FewerPartitionsThanLoops(PlacedOnItsLoop):
+    """4 loops, 2 partitions: each partition's sessions are shared by 2 loops, and a loop's own
+    sessions are still its own."""
+    PARTITIONS, LOOPS = 2, 4
+    SERVER_FLAGS = ("--store-partitions", str(PARTITIONS), "--http-threads", str(LOOPS),
+                    "--response-mode", "json")
 
 
 class KeptAcrossRestarts(unittest.TestCase):

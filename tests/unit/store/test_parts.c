@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "store/keys.h"
@@ -319,6 +321,146 @@ static void a_shard_moves_between_counts(void **state)
     rm_tree(dir);
 }
 
+/* The free-space guard asked once for a whole batch: one that writes to two partitions and
+ * passes for the first partition's part but not for all of it stores nothing. */
+static void a_batch_the_guard_refuses_stores_nothing(void **state)
+{
+    (void)state;
+    char dir[64], err[256];
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    struct statvfs v;
+    assert_int_equal(statvfs(dir, &v), 0);
+    int64_t floor = (int64_t)v.f_bavail * (int64_t)v.f_frsize - (64 << 20);
+    int n = 2;
+    store_t *s = store_open_parts(dir, false, floor, &n, err, sizeof err);
+    assert_non_null(s);
+    /* what is left above the floor once the partitions' files are made: the second part of
+     * the batch is 16 MiB more, the first 16 KiB */
+    assert_int_equal(statvfs(dir, &v), 0);
+    int64_t margin = (int64_t)v.f_bavail * (int64_t)v.f_frsize - floor;
+    if (margin < (1 << 20)) {
+        store_close(s);
+        rm_tree(dir);
+        skip();
+    }
+    size_t big = (size_t)margin + (16u << 20);
+    char a[SESSION_ID_LEN + 1], b[SESSION_ID_LEN + 1];
+    make_id(a, 0x000, 1); /* partition 0 */
+    make_id(b, 0x001, 2); /* partition 1 */
+    char *value = calloc(1, big);
+    store_batch_t *batch = store_batch_new(s);
+    store_batch_put(batch, CF_SESSIONS, a, SESSION_ID_LEN, value, 16 << 10);
+    store_batch_put(batch, CF_SESSIONS, b, SESSION_ID_LEN, value, big);
+    assert_int_equal(store_commit(s, batch), -ENOSPC);
+    assert_int_equal(store_batch_count(batch), 0);
+    assert_int_equal(store_exists(s, CF_SESSIONS, a, SESSION_ID_LEN), 0);
+    assert_int_equal(store_exists(s, CF_SESSIONS, b, SESSION_ID_LEN), 0);
+    assert_false(store_writable(s));
+    store_batch_free(batch);
+    free(value);
+    /* the space is there for the probe's tiny writes: writable again within seconds (a
+     * refusing store would be left unclosed) */
+    for (int i = 0; i < 100 && !store_writable(s); i++)
+        usleep(100 * 1000);
+    assert_true(store_writable(s));
+    store_close(s);
+    rm_tree(dir);
+}
+
+/* A recorded partition that is gone is refused, not made again empty; one still being made
+ * when the record says so is finished. */
+static void a_missing_partition_is_refused(void **state)
+{
+    (void)state;
+    char dir[64], part[128], rec[128], err[256];
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    int n = 3;
+    store_t *s = open_parts(dir, &n);
+    put_all(s);
+    store_close(s);
+    snprintf(part, sizeof part, "%s/part-2", dir);
+    rm_tree(part);
+    n = 0;
+    assert_null(store_open_parts(dir, false, 0, &n, err, sizeof err));
+    assert_non_null(strstr(err, "partition 2 of 3"));
+    assert_int_not_equal(access(part, F_OK), 0);
+    /* a crash while the partitions were being made: the record says so, and the next open
+     * makes the rest */
+    snprintf(rec, sizeof rec, "%s/PARTITIONS", dir);
+    FILE *f = fopen(rec, "w");
+    fputs("3 creating\n", f);
+    fclose(f);
+    n = 0;
+    s = open_parts(dir, &n);
+    assert_non_null(s);
+    assert_int_equal(n, 3);
+    store_close(s);
+    f = fopen(rec, "r");
+    char text[32] = "";
+    assert_non_null(fgets(text, sizeof text, f));
+    fclose(f);
+    assert_string_equal(text, "3\n");
+    /* a record that is not one */
+    f = fopen(rec, "w");
+    fputs("3x\n", f);
+    fclose(f);
+    assert_null(store_open_parts(dir, false, 0, &n, err, sizeof err));
+    assert_non_null(strstr(err, "does not hold a partition count"));
+    rm_tree(dir);
+}
+
+/* Partition 0 of a partitioned store cannot be opened by a binary that knows only the
+ * families of one store (it would serve partition 0's shards alone). */
+static void partition_zero_is_marked(void **state)
+{
+    (void)state;
+    char dir[64];
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    int n = 2;
+    store_t *s = open_parts(dir, &n);
+    store_close(s);
+    static const char *names[CF__COUNT + 1] = {"default", "sessions", "streams", "events",
+                                               "reqmap",  "state",    "alarms",  "expiry"};
+    rocksdb_options_t *o = rocksdb_options_create();
+    const rocksdb_options_t *cfo[CF__COUNT + 1];
+    for (int i = 0; i <= CF__COUNT; i++)
+        cfo[i] = o;
+    rocksdb_column_family_handle_t *h[CF__COUNT + 1];
+    char *err = NULL;
+    rocksdb_t *db = rocksdb_open_column_families(o, dir, CF__COUNT + 1, names, cfo, h, &err);
+    assert_null(db);
+    assert_non_null(err);
+    rocksdb_free(err);
+    rocksdb_options_destroy(o);
+    rm_tree(dir);
+}
+
+/* Ranges past one shard read and delete in every partition. */
+static void wide_ranges_span_the_partitions(void **state)
+{
+    (void)state;
+    char dir[64];
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    int n = NPARTS;
+    store_t *s = open_parts(dir, &n);
+    put_all(s);
+    /* from shard 000 up: a bound of 3 bytes that starts in one shard and ends far past it */
+    store_iter_t *it = store_iter_new(s, CF_SESSIONS, "000", 3, "fff", 3);
+    int count = 0;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it))
+        count++;
+    store_iter_free(it);
+    assert_int_equal(count, NIDS);
+    store_batch_t *b = store_batch_new(s);
+    store_batch_delete_range(b, CF_SESSIONS, "000", 3, "fff", 3);
+    assert_int_equal(store_commit(s, b), 0);
+    store_batch_free(b);
+    assert_int_equal(store_count_keys(s, CF_SESSIONS), 0);
+    assert_int_equal(store_count_keys(s, CF_ALARMS), NIDS);
+    store_close(s);
+    rm_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +468,10 @@ int main(void)
         cmocka_unit_test(iterators_merge_the_partitions),
         cmocka_unit_test(the_recorded_count_wins),
         cmocka_unit_test(a_shard_moves_between_counts),
+        cmocka_unit_test(a_batch_the_guard_refuses_stores_nothing),
+        cmocka_unit_test(a_missing_partition_is_refused),
+        cmocka_unit_test(partition_zero_is_marked),
+        cmocka_unit_test(wide_ranges_span_the_partitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
