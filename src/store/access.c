@@ -201,9 +201,7 @@ static int precheck_parts(store_t *s, store_batch_t *b)
     unsigned long long refusing = atomic_load_explicit(&s->refusing, memory_order_acquire);
     for (int p = 0; p < s->nparts && refusing; p++) {
         if (refusing & 1ULL << p && b->wb[p] && rocksdb_writebatch_count(b->wb[p])) {
-            char why[200];
-            snprintf(why, sizeof why, "partition %d of the store refuses writes", p);
-            store_mark_refusing(s, p, why, false);
+            store_count_refused(s);
             return -EIO;
         }
     }

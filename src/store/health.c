@@ -42,12 +42,22 @@
 /* How often the watcher probes a refusing store, and the free-space guard looks again. */
 #define PROBE_INTERVAL_MS 1000
 #define SPACE_RECHECK_MS 1000
-/* RocksDB resumes after ENOSPC only with a memtable's worth free (its SstFileManager). */
+/* RocksDB resumes after ENOSPC only with a memtable's worth free (its SstFileManager): a
+ * store's, or more than a partition's. */
 #define ROCKSDB_RESUME_FREE_BYTES ((int64_t)CF_WRITE_BUFFER_BYTES)
+
+static int64_t (*free_bytes_source)(const char *dir);
+
+void store_set_free_bytes_source(int64_t (*fn)(const char *dir))
+{
+    free_bytes_source = fn;
+}
 
 /* Free bytes on the filesystem of s->dir, or -1. */
 int64_t store_free_bytes(const store_t *s)
 {
+    if (free_bytes_source)
+        return free_bytes_source(s->dir);
     struct statvfs v;
     if (statvfs(s->dir, &v) != 0)
         return -1;
@@ -177,6 +187,14 @@ static void *watcher_main(void *arg)
     pthread_cond_broadcast(&s->cv); /* store_close may wait for this */
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+void store_count_refused(store_t *s)
+{
+    STAT_INC(store_errors_total);
+    pthread_mutex_lock(&s->mu);
+    s->refused++;
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* A write failed (or the guard refused it): counted every time, logged once per transition

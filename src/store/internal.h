@@ -107,6 +107,9 @@ bool store_space_ok(store_t *s, size_t size, int64_t *free_now);
 /* The key written at open into each partition, so a memtable is never empty when a write
  * fails. */
 int store_write_keeper(store_t *s, int part, char **rerr);
+/* A commit refused without a write because a partition it writes to already refuses: counted
+ * as a refusal, and nothing else (the partition's refusal, its reason and its watch stay). */
+void store_count_refused(store_t *s);
 /* A write to partition `part` failed (or the guard refused it): counted every time, logged
  * once per transition of the whole store, watched until it heals. */
 void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard);

@@ -80,6 +80,9 @@ void store_batch_clear(store_batch_t *b);
 bool store_writable(const store_t *s);
 /* fn runs (on whichever thread noticed) each time the store accepts writes again. */
 void store_on_writable(store_t *s, void (*fn)(void));
+/* Tests only: where the free-space guard and the probe learn the data directory's free bytes
+ * (NULL: statvfs). Set before store_open. */
+void store_set_free_bytes_source(int64_t (*fn)(const char *dir));
 /* The reason writes are refused and since when (wall ms); false when writable. */
 bool store_write_error(store_t *s, char *why, size_t whylen, int64_t *since_ms);
 

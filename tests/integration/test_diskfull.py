@@ -8,8 +8,9 @@ again without a restart; nothing acknowledged is lost across a restart; the proc
 aborts (the harness fails a test whose server does not exit 0).
 
 With a partitioned store (MCPD_TEST_FLAGS="--store-partitions N") each partition has its own
-write-ahead log, preallocated at start, and fails on its own: the tmpfs is larger by what the
-other partitions preallocate, a session that fills the disk for another is one in the other's
+write-ahead log, preallocated at start, and fails on its own: the tmpfs has 16 MB more a
+partition (room for each partition's own files), a session that fills the disk for another is
+one in the other's
 partition, and the test that needs a session created on the full disk to be refused is skipped
 (it may land in a partition whose log still has room).
 """

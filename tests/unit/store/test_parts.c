@@ -13,12 +13,12 @@
 #include <cmocka.h>
 #include <ftw.h>
 #include <rocksdb/c.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "store/keys.h"
@@ -321,50 +321,58 @@ static void a_shard_moves_between_counts(void **state)
     rm_tree(dir);
 }
 
+/* The free bytes the store's guard sees in the guard test (store_set_free_bytes_source). */
+static _Atomic int64_t fake_free;
+
+static int64_t fake_free_bytes(const char *dir)
+{
+    (void)dir;
+    return fake_free;
+}
+
+#define FLOOR (100LL << 20)
+
 /* The free-space guard asked once for a whole batch: one that writes to two partitions and
- * passes for the first partition's part but not for all of it stores nothing. */
+ * passes for the first partition's part but not for all of it stores nothing. The guard sees
+ * 1 MiB above its floor: the first part is 16 KiB, the second 2 MiB. */
 static void a_batch_the_guard_refuses_stores_nothing(void **state)
 {
     (void)state;
     char dir[64], err[256];
     assert_non_null(mkdir_tmp(dir, sizeof dir));
-    struct statvfs v;
-    assert_int_equal(statvfs(dir, &v), 0);
-    int64_t floor = (int64_t)v.f_bavail * (int64_t)v.f_frsize - (64 << 20);
+    fake_free = FLOOR + (1 << 20);
+    store_set_free_bytes_source(fake_free_bytes);
     int n = 2;
-    store_t *s = store_open_parts(dir, false, floor, &n, err, sizeof err);
+    store_t *s = store_open_parts(dir, false, FLOOR, &n, err, sizeof err);
     assert_non_null(s);
-    /* what is left above the floor once the partitions' files are made: the second part of
-     * the batch is 16 MiB more, the first 16 KiB */
-    assert_int_equal(statvfs(dir, &v), 0);
-    int64_t margin = (int64_t)v.f_bavail * (int64_t)v.f_frsize - floor;
-    if (margin < (1 << 20)) {
-        store_close(s);
-        rm_tree(dir);
-        skip();
-    }
-    size_t big = (size_t)margin + (16u << 20);
     char a[SESSION_ID_LEN + 1], b[SESSION_ID_LEN + 1];
     make_id(a, 0x000, 1); /* partition 0 */
     make_id(b, 0x001, 2); /* partition 1 */
+    size_t big = 2u << 20;
     char *value = calloc(1, big);
     store_batch_t *batch = store_batch_new(s);
     store_batch_put(batch, CF_SESSIONS, a, SESSION_ID_LEN, value, 16 << 10);
     store_batch_put(batch, CF_SESSIONS, b, SESSION_ID_LEN, value, big);
-    assert_int_equal(store_commit(s, batch), -ENOSPC);
+    int rc = store_commit(s, batch);
     assert_int_equal(store_batch_count(batch), 0);
-    assert_int_equal(store_exists(s, CF_SESSIONS, a, SESSION_ID_LEN), 0);
-    assert_int_equal(store_exists(s, CF_SESSIONS, b, SESSION_ID_LEN), 0);
-    assert_false(store_writable(s));
-    store_batch_free(batch);
-    free(value);
-    /* the space is there for the probe's tiny writes: writable again within seconds (a
-     * refusing store would be left unclosed) */
+    bool a_stored = store_exists(s, CF_SESSIONS, a, SESSION_ID_LEN) == 1;
+    bool b_stored = store_exists(s, CF_SESSIONS, b, SESSION_ID_LEN) == 1;
+    bool writable = store_writable(s);
+    /* the space comes back: the probe heals the store (a refusing one is left unclosed) */
+    fake_free = 1LL << 40;
     for (int i = 0; i < 100 && !store_writable(s); i++)
         usleep(100 * 1000);
-    assert_true(store_writable(s));
+    bool healed = store_writable(s);
+    store_batch_free(batch);
+    free(value);
     store_close(s);
+    store_set_free_bytes_source(NULL);
     rm_tree(dir);
+    assert_int_equal(rc, -ENOSPC);
+    assert_false(a_stored);
+    assert_false(b_stored);
+    assert_false(writable);
+    assert_true(healed);
 }
 
 /* A recorded partition that is gone is refused, not made again empty; one still being made
