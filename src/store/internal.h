@@ -33,6 +33,7 @@ typedef struct store_part {
 } store_part_t;
 
 struct store {
+    int lock_fd; /* the data directory, flock'ed for the store's life */
     int nparts;
     store_part_t part[STORE_PARTITIONS_MAX];
     rocksdb_env_t *env;

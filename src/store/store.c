@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -341,27 +342,36 @@ store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, in
         snprintf(err, errlen, "at most %d partitions", STORE_PARTITIONS_MAX);
         return NULL;
     }
-    bool creating = false;
-    if (parts_record(dir, nparts, &creating, err, errlen) != 0)
+    /* held for the store's life: the record is read and written by one process at a time
+     * (RocksDB's own LOCK comes only with the first partition's open) */
+    int lock_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, errlen, "cannot lock the data directory %s: %s", dir,
+                 errno == EWOULDBLOCK ? "another process uses it" : strerror(errno));
+        if (lock_fd >= 0)
+            close(lock_fd);
         return NULL;
+    }
+    bool creating = false;
+    if (parts_record(dir, nparts, &creating, err, errlen) != 0) {
+        close(lock_fd);
+        return NULL;
+    }
     store_t *s = xcalloc(1, sizeof *s);
+    s->lock_fd = lock_fd;
     s->nparts = *nparts;
     make_options(s);
+    bool failed = false;
     s->ev_table = rocksdb_block_based_options_create();
     table_options(s->ev_table, s->cache, false);
     s->ev_opts = rocksdb_options_create_copy(s->cf_opts);
     rocksdb_options_set_block_based_table_factory(s->ev_opts, s->ev_table);
-    for (int i = 0; i < s->nparts; i++) {
-        if (open_part(s, dir, i, creating, err, errlen) != 0) {
-            close_parts(s);
-            free_options(s);
-            free(s);
-            return NULL;
-        }
-    }
-    if (creating && record_write(dir, s->nparts, false, err, errlen) != 0) {
+    for (int i = 0; i < s->nparts && !failed; i++)
+        failed = open_part(s, dir, i, creating, err, errlen) != 0;
+    if (failed || (creating && record_write(dir, s->nparts, false, err, errlen) != 0)) {
         close_parts(s);
         free_options(s);
+        close(s->lock_fd);
         free(s);
         return NULL;
     }
@@ -446,6 +456,7 @@ void store_close(store_t *s)
     free_options(s);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    close(s->lock_fd);
     free(s->dir);
     free(s);
 }

@@ -469,6 +469,27 @@ static void wide_ranges_span_the_partitions(void **state)
     rm_tree(dir);
 }
 
+/* One store at a time in a directory: the partition record is read and written under its lock. */
+static void a_directory_in_use_is_refused(void **state)
+{
+    (void)state;
+    char dir[64], err[256];
+    assert_non_null(mkdir_tmp(dir, sizeof dir));
+    int n = 2;
+    store_t *s = open_parts(dir, &n);
+    assert_non_null(s);
+    n = 3;
+    assert_null(store_open_parts(dir, false, 0, &n, err, sizeof err));
+    assert_non_null(strstr(err, "another process uses it"));
+    store_close(s);
+    n = 0;
+    s = open_parts(dir, &n); /* free again once closed */
+    assert_non_null(s);
+    assert_int_equal(n, 2);
+    store_close(s);
+    rm_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +501,7 @@ int main(void)
         cmocka_unit_test(a_missing_partition_is_refused),
         cmocka_unit_test(partition_zero_is_marked),
         cmocka_unit_test(wide_ranges_span_the_partitions),
+        cmocka_unit_test(a_directory_in_use_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
