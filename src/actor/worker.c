@@ -81,6 +81,12 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* Whether shard sh's partition is one of HTTP thread t's worker's (see worker_for_session). */
+static bool shard_for_thread(int sh, int t)
+{
+    return NP >= NW ? (sh % NP) % NW == t : sh % NP == t % NP;
+}
+
 /* The first step of worker_place_on_thread with a partitioned store: an owned shard whose
  * partition is one of the thread's worker's, drawn uniformly among those (owned shards drawn
  * from sid's random characters until one is; a node that owns few such shards gets the next
@@ -94,14 +100,14 @@ static bool place_by_shard(char *sid, uint32_t http_thread)
     uint64_t seed = hash_id(sid, SESSION_ID_LEN);
     for (int i = 0; i < 64 * NW; i++) {
         int sh = shard_pick(mix64(seed + (uint64_t)i));
-        if (sh >= 0 && (NP >= NW ? (sh % NP) % NW == t : sh % NP == t % NP)) {
+        if (sh >= 0 && shard_for_thread(sh, t)) {
             shard_put(sid, sh);
             return true;
         }
     }
     for (int i = 0; i < SHARD_COUNT; i++) {
         int sh = (from + i) % SHARD_COUNT;
-        if ((NP >= NW ? (sh % NP) % NW == t : sh % NP == t % NP) && shard_owned(sh)) {
+        if (shard_for_thread(sh, t) && shard_owned(sh)) {
             shard_put(sid, sh);
             return true;
         }

@@ -153,10 +153,7 @@ static int commit_part(store_t *s, store_batch_t *b, int p, const rocksdb_writeo
     rocksdb_writebatch_data(wb, &size);
     if (!checked && !store_space_ok(s, size, &free_now)) {
         char why[200];
-        snprintf(why, sizeof why,
-                 "No space left on device: only %lld bytes free on the data directory's "
-                 "filesystem, below --min-free-space %lld",
-                 (long long)free_now, (long long)s->min_free);
+        store_space_why(s, free_now, "", why, sizeof why);
         rocksdb_writebatch_clear(wb);
         store_mark_refusing(s, p, why, true);
         return -ENOSPC;
@@ -189,10 +186,7 @@ static int precheck_parts(store_t *s, store_batch_t *b)
     int64_t free_now;
     if (!store_space_ok(s, store_batch_bytes(b), &free_now)) {
         char why[200];
-        snprintf(why, sizeof why,
-                 "No space left on device: only %lld bytes free on the data directory's "
-                 "filesystem, below --min-free-space %lld",
-                 (long long)free_now, (long long)s->min_free);
+        store_space_why(s, free_now, "", why, sizeof why);
         for (int p = 0; p < s->nparts; p++)
             if (b->wb[p] && rocksdb_writebatch_count(b->wb[p]))
                 store_mark_refusing(s, p, why, true);

@@ -38,17 +38,6 @@ const char *store_cf_name(store_cf_t cf)
     return store_cf_names[cf + 1];
 }
 
-/* fsync(2) of a file by path: 0, or -errno. */
-static int fsync_path(const char *path, int flags)
-{
-    int fd = open(path, flags | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int rc = fsync(fd) == 0 ? 0 : -errno;
-    close(fd);
-    return rc;
-}
-
 int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char *dir,
                         uint64_t keys[CF__COUNT], char *why, size_t whylen)
 {
@@ -103,7 +92,7 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
             rc = -EIO;
         } else if (w) {
             /* the export may be the shard's only copy once the release is recorded */
-            int e = fsync_path(path, O_RDONLY);
+            int e = store_fsync_path(path, O_RDONLY);
             if (e != 0) {
                 snprintf(why, whylen, "fsync %s: %s", path, strerror(-e));
                 rc = -EIO;

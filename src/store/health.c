@@ -64,6 +64,14 @@ int64_t store_free_bytes(const store_t *s)
     return (int64_t)v.f_bavail * (int64_t)v.f_frsize;
 }
 
+void store_space_why(const store_t *s, int64_t free_now, const char *when, char *why, size_t whylen)
+{
+    snprintf(why, whylen,
+             "No space left on device: only %lld bytes free on the data directory's filesystem%s, "
+             "below --min-free-space %lld",
+             (long long)free_now, when, (long long)s->min_free);
+}
+
 /* The guard: true when `size` more bytes leave at least min_free free. Cheap on the hot path:
  * statvfs only after a second, or once the margin it gave is used up. */
 bool store_space_ok(store_t *s, size_t size, int64_t *free_now)

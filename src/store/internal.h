@@ -98,9 +98,17 @@ static inline int store_part_of_key(const store_t *s, store_cf_t cf, const void 
     return klen < off ? 0 : store_part_of_id((const char *)key + off, klen - off, s->nparts);
 }
 
+/* ---- store.c ---- */
+/* fsync(2) of a path opened with flags (O_RDONLY, or with O_DIRECTORY a directory): 0, or
+ * -errno. */
+int store_fsync_path(const char *path, int flags);
+
 /* ---- health.c ---- */
 /* Free bytes on the filesystem of s->dir, or -1. */
 int64_t store_free_bytes(const store_t *s);
+/* The reason the guard gives (when: "" or " at start"): what /healthz and the log say. */
+void store_space_why(const store_t *s, int64_t free_now, const char *when, char *why,
+                     size_t whylen);
 /* The guard: true when `size` more bytes leave at least min_free free (*free_now: what statvfs
  * said, or -1 when it was not asked). Cheap: statvfs only after a second or once the margin
  * it gave is used up. */

@@ -113,8 +113,7 @@ static bool path_exists(const char *dir, const char *name)
     return stat(path, &st) == 0;
 }
 
-/* fsync of a path opened with flags: 0, or -errno. */
-static int sync_path(const char *path, int flags)
+int store_fsync_path(const char *path, int flags)
 {
     int fd = open(path, flags | O_CLOEXEC);
     if (fd < 0)
@@ -170,7 +169,7 @@ static int record_write(const char *dir, int n, bool creating, char *err, size_t
         ok = false;
         e = errno;
     }
-    if (ok && (e = -sync_path(dir, O_RDONLY | O_DIRECTORY)) != 0)
+    if (ok && (e = -store_fsync_path(dir, O_RDONLY | O_DIRECTORY)) != 0)
         ok = false;
     if (!ok) {
         unlink(tmp);
@@ -250,7 +249,7 @@ static int open_part(store_t *s, const char *dir, int i, bool creating, char *er
     if (n > CF__COUNT + 1)
         rocksdb_column_family_handle_destroy(h[CF__COUNT + 1]); /* named, never used */
     /* a new partition's directory entry, before the record says it exists */
-    if (i > 0 && creating && sync_path(dir, O_RDONLY | O_DIRECTORY) != 0) {
+    if (i > 0 && creating && store_fsync_path(dir, O_RDONLY | O_DIRECTORY) != 0) {
         snprintf(err, errlen, "cannot fsync %s: %s", dir, strerror(errno));
         return -1;
     }
@@ -393,10 +392,7 @@ store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, in
         /* reads and resumes work; writes wait for the space (the watcher looks every second,
          * and its first write is the key below) */
         char why[200];
-        snprintf(why, sizeof why,
-                 "No space left on device: only %lld bytes free on the data directory's "
-                 "filesystem at start, below --min-free-space %lld",
-                 (long long)f, (long long)s->min_free);
+        store_space_why(s, f, " at start", why, sizeof why);
         for (int i = 0; i < s->nparts; i++)
             store_mark_refusing(s, i, why, true);
         return s;
@@ -424,10 +420,7 @@ int store_part_of_id(const char *id, size_t len, int nparts)
 {
     if (nparts <= 1 || len < SHARD_HEX)
         return 0;
-    char shard[SHARD_HEX + 1];
-    memcpy(shard, id, SHARD_HEX);
-    shard[SHARD_HEX] = '\0';
-    int sh = shard_of(shard);
+    int sh = shard_of(id); /* reads at most SHARD_HEX characters */
     return sh < 0 ? 0 : sh % nparts;
 }
 

@@ -59,6 +59,24 @@ static void rm_tree(const char *dir)
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+static const char *const plain_families[CF__COUNT + 1] = {"default", "sessions", "streams",
+                                                          "events",  "reqmap",   "state",
+                                                          "alarms",  "expiry"};
+
+/* The database at path opened directly with one store's families (as a binary from before
+ * partitions would), read-only or not: NULL with *err set when RocksDB refuses. */
+static rocksdb_t *open_plain(const char *path, bool read_only, rocksdb_options_t *o,
+                             rocksdb_column_family_handle_t *h[CF__COUNT + 1], char **err)
+{
+    const rocksdb_options_t *cfo[CF__COUNT + 1];
+    for (int i = 0; i <= CF__COUNT; i++)
+        cfo[i] = o;
+    if (read_only)
+        return rocksdb_open_for_read_only_column_families(o, path, CF__COUNT + 1, plain_families,
+                                                          cfo, h, 0, err);
+    return rocksdb_open_column_families(o, path, CF__COUNT + 1, plain_families, cfo, h, err);
+}
+
 /* Whether partition p's database (opened directly, read-only) holds key k in family cf. */
 static bool part_has(const char *dir, int p, store_cf_t cf, const void *k, size_t kl)
 {
@@ -67,16 +85,10 @@ static bool part_has(const char *dir, int p, store_cf_t cf, const void *k, size_
         snprintf(path, sizeof path, "%s", dir);
     else
         snprintf(path, sizeof path, "%s/part-%d", dir, p);
-    static const char *names[CF__COUNT + 1] = {"default", "sessions", "streams", "events",
-                                               "reqmap",  "state",    "alarms",  "expiry"};
     rocksdb_options_t *o = rocksdb_options_create();
-    const rocksdb_options_t *cfo[CF__COUNT + 1];
-    for (int i = 0; i <= CF__COUNT; i++)
-        cfo[i] = o;
     rocksdb_column_family_handle_t *h[CF__COUNT + 1];
     char *err = NULL;
-    rocksdb_t *db = rocksdb_open_for_read_only_column_families(o, path, CF__COUNT + 1, names, cfo,
-                                                               h, 0, &err);
+    rocksdb_t *db = open_plain(path, true, o, h, &err);
     assert_null(err);
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
     size_t vl = 0;
@@ -90,6 +102,17 @@ static bool part_has(const char *dir, int p, store_cf_t cf, const void *k, size_
     rocksdb_close(db);
     rocksdb_options_destroy(o);
     return found;
+}
+
+/* A fresh directory (from mkdir_tmp) with a store of *n partitions in it. */
+static store_t *fresh_store(char *dir, size_t len, int *n)
+{
+    int want = *n;
+    assert_non_null(mkdir_tmp(dir, len));
+    store_t *s = open_parts(dir, n);
+    assert_non_null(s);
+    assert_int_equal(*n, want);
+    return s;
 }
 
 /* NIDS sessions over shards 0..NIDS-1 (each partition gets some), each with a session record
@@ -115,10 +138,8 @@ static void records_land_in_their_partition(void **state)
 {
     (void)state;
     char dir[64];
-    assert_non_null(mkdir_tmp(dir, sizeof dir));
     int n = NPARTS;
-    store_t *s = open_parts(dir, &n);
-    assert_non_null(s);
+    store_t *s = fresh_store(dir, sizeof dir, &n);
     assert_int_equal(n, NPARTS);
     assert_int_equal(store_partitions(s), NPARTS);
     put_all(s);
@@ -165,10 +186,8 @@ static void iterators_merge_the_partitions(void **state)
 {
     (void)state;
     char dir[64];
-    assert_non_null(mkdir_tmp(dir, sizeof dir));
     int n = NPARTS;
-    store_t *s = open_parts(dir, &n);
-    assert_non_null(s);
+    store_t *s = fresh_store(dir, sizeof dir, &n);
     put_all(s);
     /* the alarms by due time: the earliest, then every one in order */
     assert_int_equal(sessionrec_first_alarm(s, 0), 1001);
@@ -217,10 +236,8 @@ static void the_recorded_count_wins(void **state)
 {
     (void)state;
     char dir[64];
-    assert_non_null(mkdir_tmp(dir, sizeof dir));
     int n = 3;
-    store_t *s = open_parts(dir, &n);
-    assert_non_null(s);
+    store_t *s = fresh_store(dir, sizeof dir, &n);
     put_all(s);
     store_close(s);
     n = 8; /* asked again with another count: the records stay where they are */
@@ -277,9 +294,8 @@ static void a_shard_moves_between_counts(void **state)
 {
     (void)state;
     char dir[64], out[128], other[128];
-    assert_non_null(mkdir_tmp(dir, sizeof dir));
     int n = NPARTS;
-    store_t *s = open_parts(dir, &n);
+    store_t *s = fresh_store(dir, sizeof dir, &n);
     put_all(s);
     const char *prefix = "025"; /* i = 1: shard 37, partition 1 of 4 */
     snprintf(out, sizeof out, "%s/export", dir);
@@ -381,9 +397,8 @@ static void a_missing_partition_is_refused(void **state)
 {
     (void)state;
     char dir[64], part[128], rec[128], err[256];
-    assert_non_null(mkdir_tmp(dir, sizeof dir));
     int n = 3;
-    store_t *s = open_parts(dir, &n);
+    store_t *s = fresh_store(dir, sizeof dir, &n);
     put_all(s);
     store_close(s);
     snprintf(part, sizeof part, "%s/part-2", dir);
@@ -423,19 +438,13 @@ static void partition_zero_is_marked(void **state)
 {
     (void)state;
     char dir[64];
-    assert_non_null(mkdir_tmp(dir, sizeof dir));
     int n = 2;
-    store_t *s = open_parts(dir, &n);
+    store_t *s = fresh_store(dir, sizeof dir, &n);
     store_close(s);
-    static const char *names[CF__COUNT + 1] = {"default", "sessions", "streams", "events",
-                                               "reqmap",  "state",    "alarms",  "expiry"};
     rocksdb_options_t *o = rocksdb_options_create();
-    const rocksdb_options_t *cfo[CF__COUNT + 1];
-    for (int i = 0; i <= CF__COUNT; i++)
-        cfo[i] = o;
     rocksdb_column_family_handle_t *h[CF__COUNT + 1];
     char *err = NULL;
-    rocksdb_t *db = rocksdb_open_column_families(o, dir, CF__COUNT + 1, names, cfo, h, &err);
+    rocksdb_t *db = open_plain(dir, false, o, h, &err);
     assert_null(db);
     assert_non_null(err);
     rocksdb_free(err);
@@ -448,9 +457,8 @@ static void wide_ranges_span_the_partitions(void **state)
 {
     (void)state;
     char dir[64];
-    assert_non_null(mkdir_tmp(dir, sizeof dir));
     int n = NPARTS;
-    store_t *s = open_parts(dir, &n);
+    store_t *s = fresh_store(dir, sizeof dir, &n);
     put_all(s);
     /* from shard 000 up: a bound of 3 bytes that starts in one shard and ends far past it */
     store_iter_t *it = store_iter_new(s, CF_SESSIONS, "000", 3, "fff", 3);
@@ -474,10 +482,8 @@ static void a_directory_in_use_is_refused(void **state)
 {
     (void)state;
     char dir[64], err[256];
-    assert_non_null(mkdir_tmp(dir, sizeof dir));
     int n = 2;
-    store_t *s = open_parts(dir, &n);
-    assert_non_null(s);
+    store_t *s = fresh_store(dir, sizeof dir, &n);
     n = 3;
     assert_null(store_open_parts(dir, false, 0, &n, err, sizeof err));
     assert_non_null(strstr(err, "another process uses it"));
