@@ -268,6 +268,26 @@ static void close_parts(store_t *s)
     }
 }
 
+/* A file writer's buffer (each partition's write-ahead log, MANIFEST, and the tables a flush
+ * or compaction writes) starts at 64 KiB and grows, up to this size, when one write needs
+ * more, and keeps that size for the file's life: RocksDB's default, 1 MiB, kept 1 MiB a
+ * partition after a burst of large commits. A write larger than the buffer goes out as it is.
+ * The 7.8 C API has no setter for it: it is set from RocksDB's options string. */
+static void file_buffers(store_t *s)
+{
+    char *err = NULL;
+    rocksdb_options_t *o = rocksdb_options_create();
+    rocksdb_get_options_from_string(s->opts, "writable_file_max_buffer_size=65536", o, &err);
+    if (err) { /* not expected: the option exists in every RocksDB this builds with */
+        log_warn("store: RocksDB's file buffers keep their default size: %s", err);
+        free(err);
+        rocksdb_options_destroy(o);
+        return;
+    }
+    rocksdb_options_destroy(s->opts);
+    s->opts = o;
+}
+
 /* The options every partition opens with (s->nparts set): the tables, the environment, the
  * database's and the column families'. */
 static void make_options(store_t *s)
@@ -313,6 +333,13 @@ static void make_options(store_t *s)
     const char *yield = getenv("MCPD_STORE_WRITE_YIELD");
     if (yield && strcmp(yield, "0") == 0)
         rocksdb_options_set_enable_write_thread_adaptive_yield(s->opts, 0);
+
+    file_buffers(s);
+    /* a memtable's arena blocks: RocksDB's default is an eighth of its write buffer, at most
+     * 1 MiB, so the split buffers below would get 256 KiB blocks at 8 partitions. glibc serves
+     * blocks that size from its arenas, and a flush leaves them there as free space; one
+     * store's blocks (1 MiB) it maps, and unmaps when they are freed. */
+    rocksdb_options_set_arena_block_size(s->opts, ARENA_BLOCK_BYTES);
 
     s->cf_opts = rocksdb_options_create_copy(s->opts);
     /* a family's memtable: a quarter of the budget (16 MiB), split between the partitions, so

@@ -3,7 +3,8 @@
  * database directly afterwards), the node's records in partition 0; reads and merged iterators
  * see every partition in key order; the count recorded at creation wins over a later request,
  * and a directory made before partitions stays one; a shard exported from a partitioned store
- * is ingested into a store with another count. */
+ * is ingested into a store with another count; every partition keeps one store's memtable
+ * arena blocks and small file buffers. */
 #define _XOPEN_SOURCE 700
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 #include <ftw.h>
+#include <glob.h>
 #include <rocksdb/c.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -496,6 +498,62 @@ static void a_directory_in_use_is_refused(void **state)
     rm_tree(dir);
 }
 
+/* In the newest OPTIONS file of a partition's database: how many "  key=..." lines it has, and
+ * how many of them say value. */
+static void options_lines(const char *path, const char *key, const char *value, int *lines,
+                          int *matching)
+{
+    char pattern[256], line[512];
+    snprintf(pattern, sizeof pattern, "%s/OPTIONS-*", path);
+    glob_t g;
+    assert_int_equal(glob(pattern, 0, NULL, &g), 0);
+    size_t newest = 0;
+    for (size_t i = 1; i < g.gl_pathc; i++)
+        if (strtoul(strrchr(g.gl_pathv[i], '-') + 1, NULL, 10) >
+            strtoul(strrchr(g.gl_pathv[newest], '-') + 1, NULL, 10))
+            newest = i;
+    FILE *f = fopen(g.gl_pathv[newest], "r");
+    globfree(&g);
+    assert_non_null(f);
+    size_t kl = strlen(key);
+    *lines = *matching = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *t = line + strspn(line, " ");
+        if (strncmp(t, key, kl) != 0 || t[kl] != '=')
+            continue;
+        (*lines)++;
+        *matching += strncmp(t + kl + 1, value, strlen(value)) == 0 &&
+                     (t[kl + 1 + strlen(value)] == '\n' || t[kl + 1 + strlen(value)] == '\0');
+    }
+    fclose(f);
+}
+
+/* Every partition's memtables take arena blocks of one store's size (RocksDB's default would be
+ * an eighth of the split write buffer), and its file writers' buffers stay small: the memory a
+ * partition adds (docs/PERFORMANCE.md). */
+static void partitions_keep_one_stores_buffers(void **state)
+{
+    (void)state;
+    char dir[64], path[128];
+    int n = 8;
+    store_t *s = fresh_store(dir, sizeof dir, &n);
+    store_close(s);
+    for (int p = 0; p < n; p++) {
+        if (p == 0)
+            snprintf(path, sizeof path, "%s", dir);
+        else
+            snprintf(path, sizeof path, "%s/part-%d", dir, p);
+        int lines, matching;
+        options_lines(path, "arena_block_size", "1048576", &lines, &matching);
+        assert_true(lines >= CF__COUNT + 1); /* one a family */
+        assert_int_equal(matching, lines);
+        options_lines(path, "writable_file_max_buffer_size", "65536", &lines, &matching);
+        assert_int_equal(lines, 1);
+        assert_int_equal(matching, 1);
+    }
+    rm_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +566,7 @@ int main(void)
         cmocka_unit_test(partition_zero_is_marked),
         cmocka_unit_test(wide_ranges_span_the_partitions),
         cmocka_unit_test(a_directory_in_use_is_refused),
+        cmocka_unit_test(partitions_keep_one_stores_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
