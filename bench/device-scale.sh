@@ -3,6 +3,7 @@
 # tool's 16 cores): server on cores 0..N-1, one mcpbench process on each of cores 8-15.
 #
 # Here:    meson setup build-rel --buildtype=release -Dtests=disabled && ninja -C build-rel
+#          apt-get install -y libmimalloc2.0      (for the mimalloc rows; bundle.sh carries it)
 #          grep -qx /.dev/ .git/info/exclude || echo /.dev/ >> .git/info/exclude
 #          bench/bundle.sh build-rel .dev
 # There:   bash bench/device-scale.sh        (device tool: carry [".dev"], timeout_s 560)
