@@ -335,12 +335,6 @@ static void make_options(store_t *s)
         rocksdb_options_set_enable_write_thread_adaptive_yield(s->opts, 0);
 
     file_buffers(s);
-    /* a memtable's arena blocks: RocksDB's default is an eighth of its write buffer, at most
-     * 1 MiB, so the split buffers below would get 256 KiB blocks at 8 partitions. glibc serves
-     * blocks that size from its arenas, and a flush leaves them there as free space; one
-     * store's blocks (1 MiB) it maps, and unmaps when they are freed. */
-    rocksdb_options_set_arena_block_size(s->opts, ARENA_BLOCK_BYTES);
-
     s->cf_opts = rocksdb_options_create_copy(s->opts);
     /* a family's memtable: a quarter of the budget (16 MiB), split between the partitions, so
      * that what the memtables hold before a flush, and the write-ahead logs RocksDB
@@ -349,6 +343,14 @@ static void make_options(store_t *s)
     rocksdb_options_set_write_buffer_size(s->cf_opts, cf_buffer < CF_WRITE_BUFFER_BYTES
                                                           ? cf_buffer
                                                           : CF_WRITE_BUFFER_BYTES);
+    /* its arena blocks: RocksDB's default is an eighth of the write buffer, at most 1 MiB, so
+     * the split buffers would get 256 KiB blocks at 8 partitions, which glibc serves from its
+     * arenas and keeps there as free space after a flush frees them. One store's 1 MiB, but
+     * at most half the write buffer: a memtable flushes when what its arena holds nears the
+     * write buffer's size, and with a block larger than the buffer (from 32 partitions) an
+     * empty one would already be due (RocksDB asserts it is not) */
+    size_t arena = cf_buffer / 2 < ARENA_BLOCK_BYTES ? cf_buffer / 2 : ARENA_BLOCK_BYTES;
+    rocksdb_options_set_arena_block_size(s->cf_opts, arena);
 }
 
 store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *err, size_t errlen)

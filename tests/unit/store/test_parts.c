@@ -554,6 +554,32 @@ static void partitions_keep_one_stores_buffers(void **state)
     rm_tree(dir);
 }
 
+/* The most partitions a store may have open, take writes into every one of them and open again
+ * (each memtable's write buffer is smallest there: 256 KiB). */
+static void the_most_partitions_work(void **state)
+{
+    (void)state;
+    char dir[64];
+    int n = STORE_PARTITIONS_MAX;
+    store_t *s = fresh_store(dir, sizeof dir, &n);
+    store_batch_t *b = store_batch_new(s);
+    for (int i = 0; i < 4 * STORE_PARTITIONS_MAX; i++) {
+        char sid[SESSION_ID_LEN + 1];
+        make_id(sid, i % 4096, i);
+        store_batch_put(b, CF_SESSIONS, sid, SESSION_ID_LEN, "{}", 2);
+    }
+    assert_int_equal(store_commit(s, b), 0);
+    store_batch_free(b);
+    store_close(s);
+    n = 0;
+    s = open_parts(dir, &n);
+    assert_non_null(s);
+    assert_int_equal(n, STORE_PARTITIONS_MAX);
+    assert_int_equal(store_count_keys(s, CF_SESSIONS), 4 * STORE_PARTITIONS_MAX);
+    store_close(s);
+    rm_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +593,7 @@ int main(void)
         cmocka_unit_test(wide_ranges_span_the_partitions),
         cmocka_unit_test(a_directory_in_use_is_refused),
         cmocka_unit_test(partitions_keep_one_stores_buffers),
+        cmocka_unit_test(the_most_partitions_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
