@@ -347,8 +347,8 @@ static void make_options(store_t *s)
      * the split buffers would get 256 KiB blocks at 8 partitions, which glibc serves from its
      * arenas and keeps there as free space after a flush frees them. One store's 1 MiB, but
      * at most half the write buffer: a memtable flushes when what its arena holds nears the
-     * write buffer's size, and with a block larger than the buffer (from 32 partitions) an
-     * empty one would already be due (RocksDB asserts it is not) */
+     * write buffer's size, so with 1 MiB blocks and the 410 KiB buffers of 40 partitions an
+     * empty one was already due (RocksDB asserts it is not: the server stopped at start) */
     size_t arena = cf_buffer / 2 < ARENA_BLOCK_BYTES ? cf_buffer / 2 : ARENA_BLOCK_BYTES;
     rocksdb_options_set_arena_block_size(s->cf_opts, arena);
 }
