@@ -268,26 +268,6 @@ static void close_parts(store_t *s)
     }
 }
 
-/* A file writer's buffer (each partition's write-ahead log, MANIFEST, and the tables a flush
- * or compaction writes) starts at 64 KiB and grows, up to this size, when one write needs
- * more, and keeps that size for the file's life: RocksDB's default, 1 MiB, kept 1 MiB a
- * partition after a burst of large commits. A write larger than the buffer goes out as it is.
- * The 7.8 C API has no setter for it: it is set from RocksDB's options string. */
-static void file_buffers(store_t *s)
-{
-    char *err = NULL;
-    rocksdb_options_t *o = rocksdb_options_create();
-    rocksdb_get_options_from_string(s->opts, "writable_file_max_buffer_size=65536", o, &err);
-    if (err) { /* not expected: the option exists in every RocksDB this builds with */
-        log_warn("store: RocksDB's file buffers keep their default size: %s", err);
-        free(err);
-        rocksdb_options_destroy(o);
-        return;
-    }
-    rocksdb_options_destroy(s->opts);
-    s->opts = o;
-}
-
 /* The options every partition opens with (s->nparts set): the tables, the environment, the
  * database's and the column families'. */
 static void make_options(store_t *s)
@@ -334,22 +314,27 @@ static void make_options(store_t *s)
     if (yield && strcmp(yield, "0") == 0)
         rocksdb_options_set_enable_write_thread_adaptive_yield(s->opts, 0);
 
-    file_buffers(s);
+    /* A file writer's buffer (a write-ahead log's, the MANIFEST's, a flush's table) grows, when
+     * one write needs more, up to this size and keeps it for the file's life: RocksDB's 1 MiB
+     * stayed with each partition's log after a burst of large commits (a turn that hibernates
+     * hundreds of sessions). A write larger than the buffer goes out as it is. */
+    rocksdb_options_set_writable_file_max_buffer_size(s->opts, FILE_BUFFER_BYTES);
     s->cf_opts = rocksdb_options_create_copy(s->opts);
     /* a family's memtable: a quarter of the budget (16 MiB), split between the partitions, so
      * that what the memtables hold before a flush, and the write-ahead logs RocksDB
      * preallocates (a memtable's size and a tenth), stay one store's in all */
     size_t cf_buffer = MEMTABLE_BUDGET_BYTES / 4 / (size_t)s->nparts;
-    rocksdb_options_set_write_buffer_size(s->cf_opts, cf_buffer < CF_WRITE_BUFFER_BYTES
-                                                          ? cf_buffer
-                                                          : CF_WRITE_BUFFER_BYTES);
-    /* its arena blocks: RocksDB's default is an eighth of the write buffer, at most 1 MiB, so
-     * the split buffers would get 256 KiB blocks at 8 partitions, which glibc serves from its
-     * arenas and keeps there as free space after a flush frees them. One store's 1 MiB, but
-     * at most half the write buffer: a memtable flushes when what its arena holds nears the
-     * write buffer's size, so with 1 MiB blocks and the 410 KiB buffers of 40 partitions an
-     * empty one was already due (RocksDB asserts it is not: the server stopped at start) */
-    size_t arena = cf_buffer / 2 < ARENA_BLOCK_BYTES ? cf_buffer / 2 : ARENA_BLOCK_BYTES;
+    if (cf_buffer > CF_WRITE_BUFFER_BYTES)
+        cf_buffer = CF_WRITE_BUFFER_BYTES;
+    rocksdb_options_set_write_buffer_size(s->cf_opts, cf_buffer);
+    /* Its arena blocks. RocksDB's default, an eighth of the write buffer (at most 1 MiB), is
+     * 256 KiB at 8 partitions: below the mmap threshold (main.c), so glibc serves them from its
+     * arenas and keeps them there as free space after a flush. A quarter of the write buffer,
+     * at most one store's 1 MiB, keeps them mapped up to 8 partitions (512 KiB), and small
+     * enough beside the partition's memtable budget (four write buffers: RocksDB flushes the
+     * oldest memtable when the blocks allocated reach seven eighths of it) that the seven
+     * families' first blocks take less than half of it. */
+    size_t arena = cf_buffer / 4 < ARENA_BLOCK_BYTES ? cf_buffer / 4 : ARENA_BLOCK_BYTES;
     rocksdb_options_set_arena_block_size(s->cf_opts, arena);
 }
 
