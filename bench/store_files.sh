@@ -4,7 +4,8 @@
 # --response-mode sse (every event stored), runs 5 s of handshakes, 5 s of calls over SSE and
 # 20,000 new sessions, stops it, and prints the rates and, over the store's partitions, the
 # highest file numbers summed (RocksDB numbers every table, log and MANIFEST it makes, in order)
-# and the table files left.
+# and the table files left. The count includes the few files a partition makes when it opens
+# and the compactions' outputs: compare builds at the same partition count.
 #
 # Usage: bench/store_files.sh BINARY [PARTITIONS (1)] [LOOPS (2)] [MCPBENCH (build-rel/bench/mcpbench)]
 set -euo pipefail
@@ -14,13 +15,19 @@ d=$(mktemp -d /tmp/mcpd-files.XXXXXX)
 "$bin" --listen 127.0.0.1:0 --admin-listen off --data-dir "$d/db" --log-level warn \
   --http-threads "$loops" --store-partitions "$parts" --response-mode sse > "$d/out" 2> "$d/err" &
 pid=$!
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$d"' EXIT
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$d"
+}
+trap cleanup EXIT
 for _ in $(seq 100); do grep -q READY "$d/out" && break; sleep 0.1; done
+grep -q READY "$d/out" || { echo "store_files.sh: $bin did not start:"; cat "$d/err"; exit 1; }
 url="http://127.0.0.1:$(sed -n 's/.*READY port=\([0-9]*\).*/\1/p' "$d/out")/mcp"
 hs=$("$mb" handshake --connections 8 --duration 5 --quiet "$url" | awk '/throughput/ {print $2}')
 sse=$("$mb" call --connections 32 --sessions 64 --duration 5 --quiet "$url" | awk '/throughput/ {print $2}')
-"$mb" sessions --sessions 20000 --connections 16 --settle 1 "$url" > /dev/null 2>&1
+"$mb" sessions --sessions 20000 --connections 16 --settle 1 --pid "$pid" "$url" > /dev/null
 kill -TERM "$pid"; wait "$pid" || true
+pid=
 python3 - "$d/db" "$hs" "$sse" <<'PY'
 import glob, os, re, sys
 root, hs, sse = sys.argv[1:]

@@ -219,7 +219,7 @@ static void process_setup(sigset_t *stopset)
      * large free and later memtables stay resident after their flush (seen in the soak). The
      * trims after a burst (blockcache_give_back) rely on blocks of 128 KiB staying in the
      * arenas. */
-    mallopt(M_MMAP_THRESHOLD, 512 * 1024);
+    mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD);
     g_stats_started_ms = now_mono_ms();
     evthread_use_pthreads();
     signal(SIGPIPE, SIG_IGN);

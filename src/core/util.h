@@ -19,6 +19,9 @@ int64_t now_mono_us(void);
 int64_t now_wall_ms(void);
 
 #define SESSION_ID_LEN 32 /* 128 bits as lowercase hex */
+/* glibc's mmap threshold, fixed by main (mallopt): blocks this size and larger are mapped, and
+ * go back to the kernel when freed (docs/design/memory.md). */
+#define MALLOC_MMAP_THRESHOLD (512 * 1024)
 
 /* Fills out[SESSION_ID_LEN + 1] with a fresh id from the OS CSPRNG. 0 or -errno. */
 int session_id_new(char *out);

@@ -18,8 +18,7 @@
 #define BLOCK_CACHE_BYTES (32ULL << 20)
 #define MEMTABLE_BUDGET_BYTES (64ULL << 20)
 #define CF_WRITE_BUFFER_BYTES (16ULL << 20)
-/* a memtable's arena blocks at most, and a file writer's buffer (store.c: make_options) */
-#define ARENA_BLOCK_BYTES (1ULL << 20)
+/* a file writer's buffer at most (store.c: make_options) */
 #define FILE_BUFFER_BYTES (64ULL << 10)
 
 /* RocksDB's names of the column families: [0] "default", then store_cf_t's order. */

@@ -268,6 +268,32 @@ static void close_parts(store_t *s)
     }
 }
 
+/* A family's memtable: a quarter of the budget (16 MiB), split between the partitions, so that
+ * what the memtables hold before a flush, and the write-ahead logs RocksDB preallocates (a
+ * memtable's size and a tenth), stay one store's in all. */
+size_t store_write_buffer_bytes(int nparts)
+{
+    size_t b = MEMTABLE_BUDGET_BYTES / 4 / (size_t)(nparts > 0 ? nparts : 1);
+    return b < CF_WRITE_BUFFER_BYTES ? b : CF_WRITE_BUFFER_BYTES;
+}
+
+/* Its arena blocks. RocksDB's default is an eighth of the write buffer, at most 1 MiB: from 5
+ * partitions on that is below the mmap threshold, and glibc serves such blocks from its arenas
+ * and keeps them there as free space after their memtable's flush. Where a block the size of
+ * the threshold is still at most a quarter of the write buffer (5 to 8 partitions) it is that
+ * size, mapped, and given back at the flush. Not larger: a partition's memtable budget is four
+ * write buffers, RocksDB flushes its oldest memtable once the blocks allocated reach seven
+ * eighths of it, and every family's first block counts (1 MiB blocks at 8 partitions made it
+ * flush one memtable after another); and a memtable whose empty arena is already near its
+ * write buffer is due at once (RocksDB asserts it is not). Elsewhere RocksDB's default. */
+size_t store_arena_block_bytes(int nparts)
+{
+    size_t wb = store_write_buffer_bytes(nparts);
+    size_t deflt = wb / 8 < (1u << 20) ? wb / 8 : (1u << 20);
+    return deflt < MALLOC_MMAP_THRESHOLD && wb / 4 >= MALLOC_MMAP_THRESHOLD ? MALLOC_MMAP_THRESHOLD
+                                                                            : 0;
+}
+
 /* The options every partition opens with (s->nparts set): the tables, the environment, the
  * database's and the column families'. */
 static void make_options(store_t *s)
@@ -320,22 +346,10 @@ static void make_options(store_t *s)
      * hundreds of sessions). A write larger than the buffer goes out as it is. */
     rocksdb_options_set_writable_file_max_buffer_size(s->opts, FILE_BUFFER_BYTES);
     s->cf_opts = rocksdb_options_create_copy(s->opts);
-    /* a family's memtable: a quarter of the budget (16 MiB), split between the partitions, so
-     * that what the memtables hold before a flush, and the write-ahead logs RocksDB
-     * preallocates (a memtable's size and a tenth), stay one store's in all */
-    size_t cf_buffer = MEMTABLE_BUDGET_BYTES / 4 / (size_t)s->nparts;
-    if (cf_buffer > CF_WRITE_BUFFER_BYTES)
-        cf_buffer = CF_WRITE_BUFFER_BYTES;
-    rocksdb_options_set_write_buffer_size(s->cf_opts, cf_buffer);
-    /* Its arena blocks. RocksDB's default, an eighth of the write buffer (at most 1 MiB), is
-     * 256 KiB at 8 partitions: below the mmap threshold (main.c), so glibc serves them from its
-     * arenas and keeps them there as free space after a flush. A quarter of the write buffer,
-     * at most one store's 1 MiB, keeps them mapped up to 8 partitions (512 KiB), and small
-     * enough beside the partition's memtable budget (four write buffers: RocksDB flushes the
-     * oldest memtable when the blocks allocated reach seven eighths of it) that the seven
-     * families' first blocks take less than half of it. */
-    size_t arena = cf_buffer / 4 < ARENA_BLOCK_BYTES ? cf_buffer / 4 : ARENA_BLOCK_BYTES;
-    rocksdb_options_set_arena_block_size(s->cf_opts, arena);
+    rocksdb_options_set_write_buffer_size(s->cf_opts, store_write_buffer_bytes(s->nparts));
+    size_t arena = store_arena_block_bytes(s->nparts);
+    if (arena)
+        rocksdb_options_set_arena_block_size(s->cf_opts, arena);
 }
 
 store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *err, size_t errlen)

@@ -43,6 +43,11 @@ store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, in
 #define STORE_PARTITIONS_MAX 64
 /* The store's partition count. */
 int store_partitions(const store_t *s);
+/* With nparts partitions: a column family's memtable write buffer, and its arena block (0:
+ * RocksDB's default, an eighth of the write buffer, at most 1 MiB). Pure; for make_options and
+ * the unit test of their bounds. */
+size_t store_write_buffer_bytes(int nparts);
+size_t store_arena_block_bytes(int nparts);
 /* The partition of an id (its first len bytes; the shard in them) among nparts: the shard
  * modulo nparts, or 0 for an id that carries no shard. Pure, any thread. */
 int store_part_of_id(const char *id, size_t len, int nparts);

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/util.h"
 #include "store/keys.h"
 #include "store/sessionrec.h"
 #include "store/store.h"
@@ -555,8 +556,8 @@ static void partitions_keep_one_stores_buffers(void **state)
 }
 
 /* The most partitions a store may have open and take writes into every one of them (each
- * memtable's write buffer is smallest there: 256 KiB, its arena blocks 64 KiB; with 1 MiB
- * blocks an empty memtable was due for a flush, which Debian's RocksDB, built with its
+ * memtable's write buffer is smallest there: 256 KiB, its arena blocks RocksDB's 32 KiB; with
+ * 1 MiB blocks an empty memtable was due for a flush, which Debian's RocksDB, built with its
  * assertions, stopped at the open). */
 static void the_most_partitions_work(void **state)
 {
@@ -577,10 +578,34 @@ static void the_most_partitions_work(void **state)
     char path[128];
     snprintf(path, sizeof path, "%s/part-%d", dir, STORE_PARTITIONS_MAX - 1);
     int lines, matching;
-    options_lines(path, "arena_block_size", "65536", &lines, &matching);
+    options_lines(path, "arena_block_size", "32768", &lines, &matching);
     assert_true(lines >= CF__COUNT + 1);
     assert_int_equal(matching, lines);
     rm_tree(dir);
+}
+
+/* The memtable sizes at every partition count, against RocksDB 7.8's flush rules: an empty
+ * memtable (2 KiB of inline block) is not due yet (due once what its arena holds plus 0.4
+ * blocks reaches the write buffer); every family's first block (partition 0: the 7 store
+ * families, "default" and the marker), each charged with a page of mmap overhead, stays below
+ * seven eighths of the partition's budget (four write buffers), where RocksDB flushes its
+ * oldest memtable; and where a quarter of the write buffer reaches the mmap threshold, the
+ * blocks are mapped. */
+static void memtable_sizes_hold_for_every_count(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= STORE_PARTITIONS_MAX; n++) {
+        size_t wb = store_write_buffer_bytes(n);
+        size_t block = store_arena_block_bytes(n);
+        if (!block) { /* RocksDB's default, rounded up to 4 KiB */
+            block = wb / 8 < (1u << 20) ? wb / 8 : (1u << 20);
+            block = (block + 4095) / 4096 * 4096;
+        }
+        assert_true(2048 + block * 2 / 5 < wb);
+        assert_true((CF__COUNT + 2) * (block + 4096 + 2048) < wb * 4 / 8 * 7);
+        if (wb / 4 >= MALLOC_MMAP_THRESHOLD)
+            assert_true(block >= MALLOC_MMAP_THRESHOLD);
+    }
 }
 
 int main(void)
@@ -597,6 +622,7 @@ int main(void)
         cmocka_unit_test(a_directory_in_use_is_refused),
         cmocka_unit_test(partitions_keep_one_stores_buffers),
         cmocka_unit_test(the_most_partitions_work),
+        cmocka_unit_test(memtable_sizes_hold_for_every_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
