@@ -21,7 +21,10 @@ cleanup() {
 }
 trap cleanup EXIT
 for _ in $(seq 100); do grep -q READY "$d/out" && break; sleep 0.1; done
-grep -q READY "$d/out" || { echo "store_files.sh: $bin did not start:"; cat "$d/err"; exit 1; }
+if ! grep -q READY "$d/out"; then
+  { echo "store_files.sh: $bin did not start:"; cat "$d/err"; } >&2
+  exit 1
+fi
 url="http://127.0.0.1:$(sed -n 's/.*READY port=\([0-9]*\).*/\1/p' "$d/out")/mcp"
 hs=$("$mb" handshake --connections 8 --duration 5 --quiet "$url" | awk '/throughput/ {print $2}')
 sse=$("$mb" call --connections 32 --sessions 64 --duration 5 --quiet "$url" | awk '/throughput/ {print $2}')

@@ -214,11 +214,11 @@ static void process_setup(sigset_t *stopset)
                                                            ? OAUTH_PARKED_MAX * g_cfg.http_threads
                                                            : ISSUER_WAITS_MAX};
     principals_configure(caps, (int)g_cfg.principal_share);
-    /* Blocks of 512 KiB and more (RocksDB's memtable arena blocks) stay mmapped, so a flushed
-     * memtable goes back to the kernel. Left alone, glibc raises this threshold after the first
-     * large free and later memtables stay resident after their flush (seen in the soak). The
-     * trims after a burst (blockcache_give_back) rely on blocks of 128 KiB staying in the
-     * arenas. */
+    /* Blocks of 512 KiB and more (RocksDB's memtable arena blocks, up to 8 store partitions)
+     * stay mmapped, so a flushed memtable goes back to the kernel. Left alone, glibc raises
+     * this threshold after the first large free and later memtables stay resident after their
+     * flush (seen in the soak). The trims after a burst (blockcache_give_back) rely on blocks
+     * of 128 KiB staying in the arenas. */
     mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD);
     g_stats_started_ms = now_mono_ms();
     evthread_use_pthreads();

@@ -529,9 +529,9 @@ static void options_lines(const char *path, const char *key, const char *value, 
     fclose(f);
 }
 
-/* At 8 partitions every partition's memtables take arena blocks of a quarter of their write
- * buffer (512 KiB, where RocksDB's default is 256 KiB: below the mmap threshold), and its file
- * writers' buffers stay small: the memory a partition adds (docs/PERFORMANCE.md). */
+/* At 8 partitions every partition's memtables take arena blocks of 512 KiB, the mmap threshold
+ * (store_arena_block_bytes; RocksDB's default there is 256 KiB), and its file writers' buffers
+ * stay small: the memory a partition adds (docs/PERFORMANCE.md). */
 static void partitions_keep_one_stores_buffers(void **state)
 {
     (void)state;
