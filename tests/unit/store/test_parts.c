@@ -80,14 +80,20 @@ static rocksdb_t *open_plain(const char *path, bool read_only, rocksdb_options_t
     return rocksdb_open_column_families(o, path, CF__COUNT + 1, plain_families, cfo, h, err);
 }
 
+/* Partition p's database directory in the store at dir (partition 0 is dir itself). */
+static void part_path(char *path, size_t len, const char *dir, int p)
+{
+    if (p == 0)
+        snprintf(path, len, "%s", dir);
+    else
+        snprintf(path, len, "%s/part-%d", dir, p);
+}
+
 /* Whether partition p's database (opened directly, read-only) holds key k in family cf. */
 static bool part_has(const char *dir, int p, store_cf_t cf, const void *k, size_t kl)
 {
     char path[256];
-    if (p == 0)
-        snprintf(path, sizeof path, "%s", dir);
-    else
-        snprintf(path, sizeof path, "%s/part-%d", dir, p);
+    part_path(path, sizeof path, dir, p);
     rocksdb_options_t *o = rocksdb_options_create();
     rocksdb_column_family_handle_t *h[CF__COUNT + 1];
     char *err = NULL;
@@ -404,7 +410,7 @@ static void a_missing_partition_is_refused(void **state)
     store_t *s = fresh_store(dir, sizeof dir, &n);
     put_all(s);
     store_close(s);
-    snprintf(part, sizeof part, "%s/part-2", dir);
+    part_path(part, sizeof part, dir, 2);
     rm_tree(part);
     n = 0;
     assert_null(store_open_parts(dir, false, 0, &n, err, sizeof err));
@@ -540,10 +546,7 @@ static void partitions_keep_one_stores_buffers(void **state)
     store_t *s = fresh_store(dir, sizeof dir, &n);
     store_close(s);
     for (int p = 0; p < n; p++) {
-        if (p == 0)
-            snprintf(path, sizeof path, "%s", dir);
-        else
-            snprintf(path, sizeof path, "%s/part-%d", dir, p);
+        part_path(path, sizeof path, dir, p);
         int lines, matching;
         options_lines(path, "arena_block_size", "524288", &lines, &matching);
         assert_true(lines >= CF__COUNT + 1); /* one a family */
@@ -576,7 +579,7 @@ static void the_most_partitions_work(void **state)
     assert_int_equal(store_count_keys(s, CF_SESSIONS), 4 * STORE_PARTITIONS_MAX);
     store_close(s);
     char path[128];
-    snprintf(path, sizeof path, "%s/part-%d", dir, STORE_PARTITIONS_MAX - 1);
+    part_path(path, sizeof path, dir, STORE_PARTITIONS_MAX - 1);
     int lines, matching;
     options_lines(path, "arena_block_size", "32768", &lines, &matching);
     assert_true(lines >= CF__COUNT + 1);
