@@ -15,7 +15,6 @@
 #include "actor/alarm.h"
 #include "actor/refuse.h"
 #include "core/config.h"
-#include "core/blockcache.h"
 #include "core/jshare.h"
 #include "core/log.h"
 #include "core/principal.h"
@@ -30,15 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Once the worker has handled this many messages, or committed this many bytes, since the
- * last trim, it was a burst: when it has been quiet for TRIM_QUIET_MS, free heap pages go back
- * to the kernel. Counted across turns: backpressure keeps a burst's turns small (a handler has
- * at most JOB_OUT_MAX messages in flight), and actors on the HTTP threads take many more,
- * smaller turns. */
-#define BURST_MESSAGES 4096
-#define BURST_BYTES (4u << 20)
-#define TRIM_QUIET_MS 1000
 
 static worker_t *W;
 static int NW;
@@ -452,31 +442,6 @@ void worker_deliver(worker_t *w, wmsg_t *m, bool now)
         worker_push(w, m);
 }
 
-/* Memory a burst took (messages, frames, the batch, socket buffers on the HTTP threads) is
- * freed into malloc's arenas, one per thread that allocated it, and glibc keeps most of it
- * resident. After the burst, malloc_trim hands the free pages back. Debounced: every burst
- * turn pushes the timer back, so a long burst trims once, at its end, and a quiet process
- * has no timer armed. */
-static void on_trim_timer(evutil_socket_t fd, short what, void *arg)
-{
-    worker_t *w = arg;
-    STAT_INC(timer_wakeups_total);
-    w->burst_messages = 0;
-    w->burst_bytes = 0;
-    slab_trim(&w->actors);  /* the actor pages' free spans */
-    blockcache_give_back(); /* this thread's kept jansson and libevent blocks too */
-}
-
-static void note_burst(worker_t *w, size_t batch_bytes)
-{
-    w->burst_messages += w->turn_messages;
-    w->burst_bytes += batch_bytes;
-    if (w->burst_messages < BURST_MESSAGES && w->burst_bytes < BURST_BYTES)
-        return;
-    struct timeval tv = {TRIM_QUIET_MS / 1000, (TRIM_QUIET_MS % 1000) * 1000};
-    evtimer_add(w->trim_timer, &tv); /* pushed back by every further turn of the burst */
-}
-
 /* One message of the inbox, in its turn. */
 static void on_message(mq_node_t *n, void *arg)
 {
@@ -495,7 +460,7 @@ static void on_inbox(evutil_socket_t fd, short what, void *arg)
     worker_t *prev = worker_enter(w);
     w->turn_messages = 0;
     mq_drain(&w->inbox, on_message, w);
-    note_burst(w, store_batch_bytes(w->batch));
+    worker_note_burst(w, store_batch_bytes(w->batch));
     worker_turn_end(w);
     worker_leave(prev);
     if (w->stop && atomic_load(&w->inbox.depth) == 0)
@@ -548,7 +513,7 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
         w->n_http = n_http_threads;
         w->out = xcalloc((size_t)n_http_threads, sizeof *w->out);
         w->idle_timer = evtimer_new(w->base, worker_on_idle_timer, w);
-        w->trim_timer = evtimer_new(w->base, on_trim_timer, w);
+        worker_trim_init(w);
         worker_table_init(w);
         w->epoch = 1; /* a new actor's mark (0) is never current */
         for (int s = 0; s < MBOX_SHARDS; s++)
@@ -668,7 +633,7 @@ void workers_stop(void)
     for (int i = 0; i < NW; i++) {
         event_free(W[i].inbox_ev);
         event_free(W[i].idle_timer);
-        event_free(W[i].trim_timer);
+        worker_trim_free(&W[i]);
         if (!W[i].colocated)
             event_base_free(W[i].base);
         mq_destroy(&W[i].inbox);

@@ -122,6 +122,16 @@ worker_t *worker_enter(worker_t *w);
 void worker_leave(worker_t *prev);
 #define ASSERT_OWNER(w) assert(worker_current() == (w) && "only the owning worker may touch this")
 
+/* Hands free memory back to the kernel now: the actor pages' free spans, this thread's kept
+ * blocks, every malloc arena's free pages (memory_trims_total). When the store has flushes or
+ * compactions running (store_background_work), once more after they end: they free memtables
+ * and buffers into the arenas after this trim. The store is asked at 0.25, 0.5, 1, 2 and 4 s;
+ * work still running then is left to the next trim. One such follow-up at a time in the
+ * process. The owning worker thread only (worker_trim.c). */
+void worker_give_back(worker_t *w);
+/* For tests: what says how much background work the store has (NULL: store_background_work). */
+void worker_set_store_work_source(uint64_t (*fn)(store_t *));
+
 /* The owning worker thread only. */
 const actor_ops_t *worker_ops(const worker_t *w);
 store_t *worker_store(worker_t *w);

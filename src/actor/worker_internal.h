@@ -1,6 +1,6 @@
-/* What worker.c (the turn, the mailboxes, the commit, the lifecycle) and worker_table.c (the
- * actor table and the idle list that hibernates) share: the worker itself. Worker threads;
- * nothing outside these two files includes it. */
+/* What worker.c (the turn, the mailboxes, the commit, the lifecycle), worker_table.c (the
+ * actor table and the idle list that hibernates) and worker_trim.c (memory handed back) share:
+ * the worker itself. Worker threads; nothing outside these three files includes it. */
 #ifndef MCPD_ACTOR_WORKER_INTERNAL_H
 #define MCPD_ACTOR_WORKER_INTERNAL_H
 
@@ -55,7 +55,9 @@ struct worker {
     int64_t idle_armed_ms; /* monotonic deadline the timer is armed for, 0 = none */
     int64_t alarm_hint;    /* lowest alarm set this turn, 0 = none */
     long hibernated_since_trim;
-    struct event *trim_timer; /* one-shot, armed only after a burst */
+    struct event *trim_timer;   /* one-shot, armed only after a burst */
+    struct event *settle_timer; /* one-shot: the trim after the store's work (worker_trim.c) */
+    int settle_tries;
     long turn_messages;
     long burst_messages; /* since the last trim */
     size_t burst_bytes;
@@ -88,5 +90,11 @@ struct worker {
 void worker_table_init(worker_t *w);
 /* worker_table.c: the idle timer's callback (hibernates the oldest idle actors). */
 void worker_on_idle_timer(evutil_socket_t fd, short what, void *arg);
+/* worker_trim.c: a new worker's trim timers, and freeing them. */
+void worker_trim_init(worker_t *w);
+void worker_trim_free(worker_t *w);
+/* worker_trim.c: counts a turn toward a burst (its messages, its batch's bytes); a burst arms
+ * the trim timer, pushed back by every further turn of it. */
+void worker_note_burst(worker_t *w, size_t batch_bytes);
 
 #endif

@@ -6,7 +6,6 @@
 #include "actor/worker_internal.h"
 
 #include "actor/actor.h"
-#include "core/blockcache.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/util.h"
@@ -111,8 +110,7 @@ void worker_on_idle_timer(evutil_socket_t fd, short what, void *arg)
      * something to do per actor). */
     if (w->hibernated_since_trim >= TRIM_AFTER_HIBERNATIONS &&
         (!w->lru_head || w->hibernated_since_trim >= 32 * TRIM_AFTER_HIBERNATIONS)) {
-        slab_trim(&w->actors);
-        blockcache_give_back();
+        worker_give_back(w);
         w->hibernated_since_trim = 0;
     }
     worker_leave(prev);

@@ -69,6 +69,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(principals_live, gauge, "Principals that hold or reference something (core/principal.c).")    \
     X(log_trims_total, counter,                                                                     \
       "Finished streams deleted early to keep a session under --session-log-bytes.")                \
+    X(memory_trims_total, counter,                                                                  \
+      "Free heap pages handed back to the kernel (after a burst, after many hibernations, and "     \
+      "once the store's flushes running at such a trim have ended).")                               \
     X(tool_calls_total, counter, "Tool calls started.")                                             \
     X(tool_threads_busy, gauge, "Tool pool threads running a handler.")                             \
     X(tool_jobs_waiting, gauge,                                                                     \

@@ -430,6 +430,19 @@ uint64_t store_property_sum(store_t *s, const char *prop)
     return total;
 }
 
+uint64_t store_background_work(store_t *s)
+{
+    uint64_t total = store_property_sum(s, "rocksdb.num-immutable-mem-table");
+    for (int p = 0; p < s->nparts; p++) {
+        uint64_t v = 0;
+        if (rocksdb_property_int(s->part[p].db, "rocksdb.num-running-flushes", &v) == 0)
+            total += v;
+        if (rocksdb_property_int(s->part[p].db, "rocksdb.num-running-compactions", &v) == 0)
+            total += v;
+    }
+    return total;
+}
+
 int store_flush(store_t *s)
 {
     if (!store_writable(s))

@@ -116,6 +116,9 @@ void store_iter_free(store_iter_t *it);
 uint64_t store_count_keys(store_t *s, store_cf_t cf);
 /* Sum of an integer property over all column families ("rocksdb.cur-size-all-mem-tables"). */
 uint64_t store_property_sum(store_t *s, const char *prop);
+/* The store's background work now, over all partitions: memtables waiting to be flushed, and
+ * flushes and compactions running (0: none). Any thread. */
+uint64_t store_background_work(store_t *s);
 /* Flushes memtables (shutdown, or after bulk deletions leave range tombstones). */
 int store_flush(store_t *s);
 /* Starts a flush of one column family without waiting (range tombstones after a sweep). */

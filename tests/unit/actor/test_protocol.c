@@ -22,11 +22,14 @@
 #include <event2/thread.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "actor/actor.h"
 #include "core/config.h"
 #include "core/shard.h"
+#include "core/stats.h"
 #include "core/util.h"
 #include "wire/jsonrpc.h"
 
@@ -82,6 +85,7 @@ struct proto_state {
 };
 
 static int initialized, posts, modern, jobs_done, states_freed, loaded, unexpected;
+static atomic_bool give_back_on_post;              /* the next POSTs call worker_give_back */
 static int afters_committed, afters_before_answer; /* worker_after_commit's calls */
 
 static struct proto_state *state_of(actor_t *a)
@@ -125,6 +129,8 @@ static void fake_post(actor_t *a, wmsg_t *m)
     worker_after_commit(a->w, after_post, arg);
     long long n = ++state_of(a)->count;
     actor_persist_meta(a);
+    if (atomic_load(&give_back_on_post))
+        worker_give_back(a->w);
     answer(a->w, m->u.client.conn, n, NULL);
 }
 
@@ -379,12 +385,89 @@ static void an_id_minted_on_an_http_thread_lands_on_its_worker(void **state)
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* ---- memory handed back after the store's background work ---- */
+
+static atomic_ullong fake_work; /* what the store "has running", for worker_trim.c */
+
+static uint64_t fake_store_work(store_t *s)
+{
+    return atomic_load(&fake_work);
+}
+
+static long long stat_now(size_t off)
+{
+    return stats_read(off);
+}
+
+/* Waits up to `secs` for counter `off` to reach `want`; its value then. */
+static long long wait_stat(size_t off, long long want, int secs)
+{
+    for (int i = 0; i < secs * 20 && stat_now(off) < want; i++)
+        usleep(50 * 1000);
+    return stat_now(off);
+}
+
+/* worker_give_back trims at once and, while the store has flushes or compactions running (they
+ * free memtables into malloc's arenas after that trim), once more when they have ended; work
+ * that does not end stops the follow-up after its five checks (0.25 + 0.5 + 1 + 2 + 4 s), so
+ * the process is quiet again; and the next trim can follow the store again. */
+static void memory_goes_back_once_the_stores_work_ends(void **state)
+{
+    const size_t TRIMS = offsetof(stats_t, memory_trims_total);
+    const size_t WAKEUPS = offsetof(stats_t, timer_wakeups_total);
+    strcpy(dir, "/tmp/mcpd-fakeproto-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    config_defaults(&g_cfg);
+    g_cfg.workers = 1;
+    start();
+    worker_set_store_work_source(fake_store_work);
+    hmsg_free(send_and_wait(post(SID, true)));
+
+    /* work running: one trim now, none while it runs, one when it has ended */
+    atomic_store(&fake_work, 2);
+    atomic_store(&give_back_on_post, true);
+    long long trims = stat_now(TRIMS);
+    hmsg_free(send_and_wait(post(SID, false)));
+    assert_int_equal(stat_now(TRIMS), trims + 1);
+    usleep(600 * 1000); /* the checks at 0.25 and 0.75 s find it running */
+    assert_int_equal(stat_now(TRIMS), trims + 1);
+    atomic_store(&fake_work, 0);
+    assert_int_equal(wait_stat(TRIMS, trims + 2, 10), trims + 2);
+
+    /* no work: the trim, and no timer after it */
+    long long wakeups = stat_now(WAKEUPS);
+    hmsg_free(send_and_wait(post(SID, false)));
+    assert_int_equal(stat_now(TRIMS), trims + 3);
+    usleep(600 * 1000);
+    assert_int_equal(stat_now(WAKEUPS), wakeups);
+
+    /* work that never ends: five checks, no trim, then quiet */
+    atomic_store(&fake_work, 1);
+    hmsg_free(send_and_wait(post(SID, false)));
+    assert_int_equal(stat_now(TRIMS), trims + 4);
+    assert_int_equal(wait_stat(WAKEUPS, wakeups + 5, 12), wakeups + 5);
+    usleep(1500 * 1000);
+    assert_int_equal(stat_now(WAKEUPS), wakeups + 5);
+    assert_int_equal(stat_now(TRIMS), trims + 4);
+
+    /* the follow-up was given up, not left claimed: the next trim follows the store again */
+    hmsg_free(send_and_wait(post(SID, false)));
+    atomic_store(&fake_work, 0);
+    assert_int_equal(wait_stat(TRIMS, trims + 6, 10), trims + 6);
+
+    atomic_store(&give_back_on_post, false);
+    worker_set_store_work_source(NULL);
+    stop();
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
     evthread_use_pthreads(); /* as main.c: other threads wake a worker's loop */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_protocol_owns_the_meaning),
         cmocka_unit_test(an_id_minted_on_an_http_thread_lands_on_its_worker),
+        cmocka_unit_test(memory_goes_back_once_the_stores_work_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

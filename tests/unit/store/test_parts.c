@@ -587,6 +587,35 @@ static void the_most_partitions_work(void **state)
     rm_tree(dir);
 }
 
+/* store_background_work counts a flush while it runs, in any partition, and is 0 once the
+ * flushes have ended (worker_trim.c hands memory back then). 2 MB a partition: the flush
+ * writes a table of that size, milliseconds after the switch of its memtable that
+ * store_flush_async makes before it returns. */
+static void background_work_is_counted_until_it_ends(void **state)
+{
+    char dir[64], val[1024];
+    int n = 3;
+    store_t *s = fresh_store(dir, sizeof dir, &n);
+    assert_int_equal(store_background_work(s), 0);
+    memset(val, 'v', sizeof val);
+    store_batch_t *b = store_batch_new(s);
+    for (int i = 0; i < 6000; i++) {
+        char sid[SESSION_ID_LEN + 1];
+        make_id(sid, i * 37 % 4096, i);
+        store_batch_put(b, CF_SESSIONS, sid, SESSION_ID_LEN, val, sizeof val);
+    }
+    assert_int_equal(store_commit(s, b), 0);
+    store_batch_free(b);
+    assert_int_equal(store_background_work(s), 0); /* written, not yet flushing */
+    store_flush_async(s, CF_SESSIONS);
+    assert_true(store_background_work(s) >= 1);
+    for (int i = 0; i < 200 && store_background_work(s) > 0; i++)
+        usleep(50 * 1000);
+    assert_int_equal(store_background_work(s), 0);
+    store_close(s);
+    rm_tree(dir);
+}
+
 /* The memtable sizes at every partition count, against RocksDB 7.8's flush rules: an empty
  * memtable (2 KiB of inline block) is not due yet (due once what its arena holds plus 0.4
  * blocks reaches the write buffer); every family's first block (partition 0: the 7 store
@@ -626,6 +655,7 @@ int main(void)
         cmocka_unit_test(partitions_keep_one_stores_buffers),
         cmocka_unit_test(the_most_partitions_work),
         cmocka_unit_test(memtable_sizes_hold_for_every_count),
+        cmocka_unit_test(background_work_is_counted_until_it_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
