@@ -64,6 +64,7 @@ typedef struct stream {
                               * storage refusal) */
     const char *retry_after; /* with http_status 503: Retry-After (static; NULL: "1") */
     struct post_cap *cap;    /* a POST stream's cap accounting (stream.c), from its first event */
+    struct fresh_events *fresh; /* sizes of the events put since its last commit (stream.c) */
 } stream_t;
 
 typedef struct call {

@@ -90,10 +90,14 @@ static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
     return r.sent;
 }
 
+/* A Last-Event-ID this session cannot resume (another session's, or a stream it does not have:
+ * never made, or deleted by its TTL or the session's byte budget) gets 400, not 404: a 404 to
+ * a request with Mcp-Session-Id tells the client its session is gone (the spec: it MUST start
+ * a new one), and this session is not. */
 static void resume(actor_t *a, wmsg_t *m)
 {
     if (m->u.get.tag != a->tag) {
-        actor_reply_error(a->w, m->u.client.conn, NULL, 404, MCP_ERR_BAD_REQUEST,
+        actor_reply_error(a->w, m->u.client.conn, NULL, 400, MCP_ERR_BAD_REQUEST,
                           "Last-Event-ID does not name a stream of this session");
         return;
     }
@@ -106,12 +110,12 @@ static void resume(actor_t *a, wmsg_t *m)
             finished = true; /* not live: every response was written (or the process restarted) */
             json_decref(r.req_ids);
         } else {
-            actor_reply_error(a->w, m->u.client.conn, NULL, 404, MCP_ERR_BAD_REQUEST,
+            actor_reply_error(a->w, m->u.client.conn, NULL, 400, MCP_ERR_BAD_REQUEST,
                               "Last-Event-ID names a stream this session does not have");
             return;
         }
     } else if (!s || !s->sse) {
-        actor_reply_error(a->w, m->u.client.conn, NULL, 404, MCP_ERR_BAD_REQUEST,
+        actor_reply_error(a->w, m->u.client.conn, NULL, 400, MCP_ERR_BAD_REQUEST,
                           "Last-Event-ID names a stream this session does not have");
         return;
     }

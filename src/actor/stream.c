@@ -50,6 +50,49 @@ typedef struct post_cap {
                           * not below evict_next */
 } post_cap_t;
 
+/* The sizes of the events a stream put since its record was last written at a commit: they
+ * are in the turn's batch, which the store's reads do not see, so the cap that evicts one of
+ * them takes its size from here (a turn that puts more than the cap's events into one stream
+ * evicts some of its own). Freed when the stream is written at a commit. */
+typedef struct fresh_events {
+    uint64_t first; /* the seq of len[0] */
+    uint32_t n, cap;
+    uint64_t len[];
+} fresh_events_t;
+
+static void fresh_note(stream_t *s, uint64_t seq, size_t len)
+{
+    fresh_events_t *f = s->fresh;
+    if (f && f->first + f->n != seq) { /* not the next one: start again */
+        free(f);
+        f = s->fresh = NULL;
+    }
+    if (!f || f->n == f->cap) {
+        uint32_t cap = f ? 2 * f->cap : 8;
+        f = xrealloc(f, sizeof *f + cap * sizeof f->len[0]);
+        if (!s->fresh) {
+            f->first = seq;
+            f->n = 0;
+        }
+        f->cap = cap;
+        s->fresh = f;
+    }
+    f->len[f->n++] = len;
+}
+
+static const uint64_t *fresh_len(const stream_t *s, uint64_t seq)
+{
+    const fresh_events_t *f = s->fresh;
+    return f && seq >= f->first && seq - f->first < f->n ? &f->len[seq - f->first] : NULL;
+}
+
+/* Evicts event seq of s; its size. */
+static uint64_t evict(actor_t *a, stream_t *s, uint64_t seq)
+{
+    return eventlog_evict(worker_store(a->w), actor_batch(a), a->sid, s->num, seq,
+                          fresh_len(s, seq));
+}
+
 int actor_requests_in_flight(const actor_t *a)
 {
     int n = 0;
@@ -129,6 +172,8 @@ static void flush_stream(stream_t *s)
 {
     put_stream_meta(s->actor, s);
     map_calls(s->actor, s);
+    free(s->fresh); /* committed with the record, or the turn fails and the stream is reset */
+    s->fresh = NULL;
 }
 
 void actor_flush_dirty(worker_t *w)
@@ -187,6 +232,7 @@ void actor_free_stream(actor_t *a, stream_t *s, bool write_meta)
     if (s->cap)
         free(s->cap->skip);
     free(s->cap);
+    free(s->fresh);
     free(s);
 }
 
@@ -279,7 +325,7 @@ static int post_cap_evict(actor_t *a, stream_t *s, bool counted, uint64_t *old)
             c->evict_next++;
         c->skip_at++;
     }
-    *old = eventlog_evict(worker_store(a->w), actor_batch(a), a->sid, s->num, c->evict_next++);
+    *old = evict(a, s, c->evict_next++);
     c->kept--;
     return 1;
 }
@@ -298,12 +344,17 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         id = eid;
         uint64_t old = 0; /* the evicted event's size, for the byte budget */
         bool post = s->num != STREAM_GET;
-        eventlog_append(worker_store(a->w), actor_batch(a), a->sid, s->num, s->seq, text, len,
-                        post ? 0 : (uint64_t)g_cfg.stream_cap, &old);
+        eventlog_append(worker_store(a->w), actor_batch(a), a->sid, s->num, s->seq, text, len, 0,
+                        &old);
+        fresh_note(s, s->seq, len);
         a->stored_more = true;
         s->bytes += len;
         a->log_bytes += len;
-        if (post ? post_cap_evict(a, s, counted, &old) : s->seq > (uint64_t)g_cfg.stream_cap) {
+        bool evicted = post ? post_cap_evict(a, s, counted, &old)
+                            : s->seq > (uint64_t)g_cfg.stream_cap;
+        if (!post && evicted)
+            old = evict(a, s, s->seq - (uint64_t)g_cfg.stream_cap);
+        if (evicted) {
             s->bytes -= old < s->bytes ? old : s->bytes;
             a->log_bytes -= old < a->log_bytes ? old : a->log_bytes;
             worker_stat_add(a->w, DS_EVENTS_EVICTED, 1);

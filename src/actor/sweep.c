@@ -82,6 +82,10 @@ static void delete_stream(actor_t *a, store_batch_t *b, int64_t expiry, uint64_t
 {
     uint64_t bytes = eventlog_delete_stream(worker_store(a->w), b, a->sid, num, expiry);
     a->log_bytes -= bytes < a->log_bytes ? bytes : a->log_bytes;
+    /* the metadata goes in the same commit: a wake takes the next stream number from the
+     * stored "ns" and the newest stream record, and this may be the newest record, so after a
+     * crash its number (and its events' ids, still held by a client) would be issued again */
+    actor_persist_meta(a);
     g_tombstones++;
     worker_stat_add(a->w, DS_STREAMS_EXPIRED, 1);
 }

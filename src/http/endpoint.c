@@ -303,7 +303,9 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
     if (b->kind == JR_INVALID) {
         char msg[300];
         snprintf(msg, sizeof msg, "Invalid Request: %s", b->why);
-        http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
+        /* the id echoed where it can be read (JSON-RPC: null only when it cannot) */
+        const json_t *id = jsonrpc_id_valid(b->v.id) ? b->v.id : NULL;
+        http_reply_error(req, id, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
         return false;
     }
     if (jsonrpc_str_is(b->v.method, "initialize")) {

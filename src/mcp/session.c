@@ -224,8 +224,10 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
         json_t *msg = batch ? json_array_get(body, i) : body;
         calls[i] = NULL;
         if (kinds[i] == JR_INVALID) {
+            /* its answer echoes its id where that can be read, else null */
+            json_t *id = json_object_get(msg, "id");
             json_t *null_id = json_null();
-            calls[i] = actor_add_call(a, s, null_id, SM_other);
+            calls[i] = actor_add_call(a, s, jsonrpc_id_valid(id) ? id : null_id, SM_other);
             json_decref(null_id);
         } else if (kinds[i] == JR_REQUEST) {
             /* a method name holding U+0000 is "other": unknown, never the method it starts with */
@@ -242,8 +244,8 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
     for (size_t i = 0; i < n; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
         if (kinds[i] == JR_INVALID) {
-            /* JSON-RPC 2.0: an invalid item of a batch is answered with -32600, id null, and
-             * the rest of the batch is served (only a batch can get here: the HTTP thread
+            /* JSON-RPC 2.0: an invalid item of a batch is answered with -32600 (its id, or
+             * null where it cannot be read), and the rest of the batch is served (only a batch can get here: the HTTP thread
              * refuses an invalid single message) */
             const char *why;
             jsonrpc_classify(msg, &why);

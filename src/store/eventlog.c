@@ -14,25 +14,26 @@
 
 /* ---- events ---- */
 
-void eventlog_append(store_t *s, store_batch_t *b, const char *sid, uint64_t stream,
-                     uint64_t seq, const char *data, size_t len, uint64_t cap,
-                     uint64_t *evicted_bytes)
+void eventlog_append(store_t *s, store_batch_t *b, const char *sid, uint64_t stream, uint64_t seq,
+                     const char *data, size_t len, uint64_t cap, uint64_t *evicted_bytes)
 {
     unsigned char k[KEY_EVENT_LEN];
     key_event(k, sid, stream, seq);
     store_batch_put(b, CF_EVENTS, k, sizeof k, data, len);
     *evicted_bytes = 0;
     if (cap && seq > cap)
-        *evicted_bytes = eventlog_evict(s, b, sid, stream, seq - cap);
+        *evicted_bytes = eventlog_evict(s, b, sid, stream, seq - cap, NULL);
 }
 
 uint64_t eventlog_evict(store_t *s, store_batch_t *b, const char *sid, uint64_t stream,
-                        uint64_t seq)
+                        uint64_t seq, const uint64_t *known)
 {
     unsigned char k[KEY_EVENT_LEN];
     key_event(k, sid, stream, seq);
     size_t old = 0; /* the evicted event's size, for the caller's byte budget */
-    if (store_get(s, CF_EVENTS, k, sizeof k, NULL, &old) != 0)
+    if (known)
+        old = (size_t)*known;
+    else if (store_get(s, CF_EVENTS, k, sizeof k, NULL, &old) != 0)
         old = 0;
     store_batch_single_delete(b, CF_EVENTS, k, sizeof k);
     return old;
@@ -241,8 +242,7 @@ void eventlog_inflight_put(store_batch_t *b, const char *sid, const json_t *id, 
     inflight_key(b, sid, id, stream, true);
 }
 
-void eventlog_inflight_delete(store_batch_t *b, const char *sid, const json_t *id,
-                              uint64_t stream)
+void eventlog_inflight_delete(store_batch_t *b, const char *sid, const json_t *id, uint64_t stream)
 {
     inflight_key(b, sid, id, stream, false);
 }
@@ -252,8 +252,8 @@ static json_t *inflight_entry(const unsigned char *k, size_t kl)
 {
     if (kl < SESSION_ID_LEN + 10 || k[kl - 9] != 0)
         return NULL;
-    json_t *id = json_parse_buf((const char *)k + SESSION_ID_LEN, kl - SESSION_ID_LEN - 9, NULL,
-                                0, NULL);
+    json_t *id = json_parse_buf((const char *)k + SESSION_ID_LEN, kl - SESSION_ID_LEN - 9, NULL, 0,
+                                NULL);
     return id ? json_pack("[I,o]", (json_int_t)key_get_u64(k + kl - 8), id) : NULL;
 }
 

@@ -28,15 +28,17 @@
 /* ---- events ---- */
 
 /* Puts event `seq` of a stream into b. With cap > 0 and seq > cap, the event cap places older
- * is deleted in the same batch; *evicted_bytes gets its size (0 when none was stored). */
-void eventlog_append(store_t *s, store_batch_t *b, const char *sid, uint64_t stream,
-                     uint64_t seq, const char *data, size_t len, uint64_t cap,
-                     uint64_t *evicted_bytes);
+ * is deleted in the same batch; *evicted_bytes gets its size as stored (0 when none was
+ * stored, or when it is in b: see eventlog_evict). */
+void eventlog_append(store_t *s, store_batch_t *b, const char *sid, uint64_t stream, uint64_t seq,
+                     const char *data, size_t len, uint64_t cap, uint64_t *evicted_bytes);
 
 /* Deletes event `seq` of a stream in b; returns its size (0 when it was not stored). The
- * caller's cap policy picks seq (a POST stream's cap skips its priming event and responses). */
+ * caller's cap policy picks seq (a POST stream's cap skips its priming event and responses).
+ * The size is read from the store, which does not see b: `known`, when not NULL, is the size
+ * of an event put into b and not yet committed. */
 uint64_t eventlog_evict(store_t *s, store_batch_t *b, const char *sid, uint64_t stream,
-                        uint64_t seq);
+                        uint64_t seq, const uint64_t *known);
 
 /* Called for each stored event after `after`, in order (data may be empty: a priming event). */
 typedef void (*eventlog_event_fn)(void *arg, uint64_t seq, const char *data, size_t len);
@@ -76,8 +78,7 @@ uint64_t eventlog_delete_stream(store_t *s, store_batch_t *b, const char *sid, u
 /* ---- the in-flight index ---- */
 
 void eventlog_inflight_put(store_batch_t *b, const char *sid, const json_t *id, uint64_t stream);
-void eventlog_inflight_delete(store_batch_t *b, const char *sid, const json_t *id,
-                              uint64_t stream);
+void eventlog_inflight_delete(store_batch_t *b, const char *sid, const json_t *id, uint64_t stream);
 /* The session's entries as [[stream, id], ...] (new array). */
 json_t *eventlog_inflight_list(store_t *s, const char *sid);
 /* How many puts and deletes of in-flight keys were batched so far, process-wide (tests). */

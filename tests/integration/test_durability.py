@@ -249,7 +249,7 @@ class Alarms(AlarmCase):
         # (at its due time, or at once when the restart took longer than the TTL)
         self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 1, 6))
         self.assertEqual(self.stats()["alarms_pending"], 1, "the session holds its next alarm")
-        self.assertEqual(self.resume_status(s, a), 404)
+        self.assertEqual(self.resume_status(s, a), 400)
 
 
 class SweepAlarm(AlarmCase):
@@ -265,12 +265,12 @@ class SweepAlarm(AlarmCase):
         t_b = time.time()
         # after a's expiry, before b's: a is gone, b is still resumable
         self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 1, 6))
-        self.assertEqual(self.resume_status(s, a), 404)
+        self.assertEqual(self.resume_status(s, a), 400)
         self.assertEqual(self.resume_status(s, b), 200)
         self.assertEqual(self.stats()["streams_expired_total"], 1, "only the expired one")
         # the alarm was re-armed for b's expiry, not later
         self.assertTrue(wait_for(lambda: self.stats()["streams_expired_total"] >= 2, t_b + 7.5 - time.time()))
-        self.assertEqual(self.resume_status(s, b), 404)
+        self.assertEqual(self.resume_status(s, b), 400)
         self.assertGreaterEqual(self.stats()["sweeps_total"], 2)
         # the session itself is still there
         self.assertEqual(s.call("ping")[0].status, 200)

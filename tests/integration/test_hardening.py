@@ -214,9 +214,13 @@ class BadInputTable(unittest.TestCase):
             ("malformed JSON", post('{"jsonrpc":"2.0",', sh), 400, -32700, None),
             ("valid JSON that is not JSON-RPC", post([1, 2], s06.headers()), 400, -32600, None),
             ("an object that is not JSON-RPC", post({"hello": 1}), 400, -32600, None),
-            ("wrong jsonrpc version", post(dict(ping, jsonrpc="1.0")), 400, -32600, None),
+            ("wrong jsonrpc version", post(dict(ping, jsonrpc="1.0")), 400, -32600,
+             lambda r: self.assertEqual(r.json()["id"], 1, "the id is echoed where it can be read")),
+            ("params not an object", post(dict(ping, id="p-7", params=[1])), 400, -32600,
+             lambda r: self.assertEqual(r.json()["id"], "p-7")),
             ("request id null", post(dict(ping, id=None)), 400, -32600, None),
-            ("request id of a wrong type", post(dict(ping, id=[1])), 400, -32600, None),
+            ("request id of a wrong type", post(dict(ping, id=[1])), 400, -32600,
+             lambda r: self.assertIsNone(r.json()["id"], "an id that cannot be read is null")),
             ("request id a boolean", post(dict(ping, id=True)), 400, -32600, None),
             ("a batch where the version forbids it", post([ping], s06.headers()), 400, -32600, None),
             ("initialize inside a batch", post([{"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -241,7 +245,7 @@ class BadInputTable(unittest.TestCase):
             ("malformed Last-Event-ID", lambda: srv.request("GET", headers=dict(get, **{"Last-Event-ID": "p1:zz"})),
              400, -32000, None),
             ("an event id from another session",
-             lambda: srv.request("GET", headers=dict(get, **{"Last-Event-ID": foreign_id})), 404, -32000, None),
+             lambda: srv.request("GET", headers=dict(get, **{"Last-Event-ID": foreign_id})), 400, -32000, None),
             ("unknown method", call("tools/destroy", {}), 200, -32601, None),
             ("bad params", call("tools/call", {"arguments": "not an object"}), 200, -32602, None),
             ("an unknown tool", call("tools/call", {"name": "no_such_tool"}), 200, -32602, None),
@@ -548,12 +552,49 @@ class Limits(unittest.TestCase):
         def status(eid):
             return srv.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": s.sid,
                                                "Last-Event-ID": eid}).status
-        self.assertEqual(status(firsts[0]), 404, "the oldest stream was deleted")
+        self.assertEqual(status(firsts[0]), 400, "the oldest stream was deleted (400: the session is not)")
         self.assertEqual(status(firsts[-1]), 200, "the newest is kept")
         # a different session is not touched by this one's budget
         other = Session(srv)
         r, _ = other.tool("notify", {"count": 2, "target": "request"})
         self.assertEqual(status_of(srv, other, r.events()[0]["id"]), 200)
+
+    def test_events_the_cap_evicts_in_their_own_turn_leave_the_budget(self):
+        # a call whose notifications come faster than the worker's turns puts more than the
+        # cap's events into its stream in one turn: the cap evicts events of that turn, which
+        # the store cannot read yet. Their sizes must still leave the session's byte count, or
+        # the count drifts up and the budget deletes finished streams the store barely holds.
+        srv = self.server("--stream-cap", "4", "--session-log-bytes", "60000")
+        s = Session(srv)
+        a, _ = s.tool("notify", {"count": 10, "target": "request"})
+        first_a = a.events()[0]["id"]
+        b, m = s.tool("notify", {"count": 3000, "target": "request"}, timeout=120)
+        self.assertIn("3000", m["result"]["content"][0]["text"])
+        st = srv.stats()
+        self.assertGreater(st["events_evicted_total"], 2900)
+        self.assertEqual(st["log_trims_total"], 0, "a few kilobytes kept: under the budget")
+        self.assertEqual(status_of(srv, s, first_a), 200, "the first call's stream is kept")
+
+    def test_a_trim_then_a_crash_reissues_no_stream_number(self):
+        # the budget deletes the two finished streams (their records too); the session's next
+        # stream number must be stored with that deletion, or after kill -9 the numbers are
+        # taken again and an old Last-Event-ID resumes another call's stream
+        srv = self.server("--session-log-bytes", "4096")
+        s = Session(srv)
+        s.tool("notify", {"count": 3, "target": "request"})
+        b, _ = s.tool("notify", {"count": 3, "target": "request"})
+        old_b = b.events()[0]["id"]
+        s.tool("notify", {"count": 60, "target": "session"})  # a JSON answer: no stream record
+        self.assertGreater(srv.stats()["log_trims_total"], 0)
+        self.assertNotEqual(status_of(srv, s, old_b), 200)
+        srv.kill9()
+        srv.start()
+        c, _ = s.tool("notify", {"count": 3, "target": "request"})
+        stream_of = lambda eid: eid.rsplit(":", 1)[0]
+        self.assertNotEqual(stream_of(c.events()[0]["id"]), stream_of(old_b))
+        r = srv.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": s.sid,
+                                        "Last-Event-ID": old_b})
+        self.assertNotEqual(r.status, 200, r.text[:200])
 
     def test_a_slow_sse_reader_is_cut_and_resumes_without_loss(self):
         srv = self.server("--sse-buffer", "4096", "--stream-cap", "100000")

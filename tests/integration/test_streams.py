@@ -159,11 +159,11 @@ class Resume(ServerTest):
         r = self.server.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": b.sid,
                                                 "MCP-Protocol-Version": b.version,
                                                 "Last-Event-ID": foreign})
-        self.assertEqual(r.status, 404)
+        self.assertEqual(r.status, 400)  # not 404: b's session is not gone
         self.assertNotIn("data: {", r.text)
         self.assertEqual(r.json()["error"]["code"], -32000)
 
-    def test_an_event_id_of_a_stream_this_session_does_not_have_gets_404(self):
+    def test_an_event_id_of_a_stream_this_session_does_not_have_gets_400(self):
         s = Session(self.server)
         tag = None
         g = s.open_get()
@@ -171,7 +171,11 @@ class Resume(ServerTest):
         g.close()
         r = self.server.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": s.sid,
                                                 "Last-Event-ID": f"{tag}-p9999:0000000000000001"})
-        self.assertEqual(r.status, 404)
+        # 400, not 404: a 404 to a request with Mcp-Session-Id tells the client its session is
+        # gone (it MUST start a new one), and the session is still served
+        self.assertEqual(r.status, 400)
+        self.assertEqual(r.json()["error"]["code"], -32000)
+        self.assertEqual(s.post({"jsonrpc": "2.0", "id": 5, "method": "ping"}).status, 200)
 
     def test_event_ids_are_unique_across_the_sessions_streams(self):
         s = Session(self.server)
