@@ -129,7 +129,8 @@ void worker_leave(worker_t *prev);
  * work still running then is left to the next trim. One such follow-up at a time in the
  * process. The owning worker thread only (worker_trim.c). */
 void worker_give_back(worker_t *w);
-/* For tests: what says how much background work the store has (NULL: store_background_work). */
+/* For tests: what says how much background work the store has (NULL: store_background_work).
+ * Before workers_start, or after workers_stop. */
 void worker_set_store_work_source(uint64_t (*fn)(store_t *));
 
 /* The owning worker thread only. */

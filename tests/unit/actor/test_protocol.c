@@ -419,8 +419,8 @@ static void memory_goes_back_once_the_stores_work_ends(void **state)
     assert_non_null(mkdtemp(dir));
     config_defaults(&g_cfg);
     g_cfg.workers = 1;
+    worker_set_store_work_source(fake_store_work); /* before the worker thread starts */
     start();
-    worker_set_store_work_source(fake_store_work);
     hmsg_free(send_and_wait(post(SID, true)));
 
     /* work running: one trim now, none while it runs, one when it has ended */
@@ -456,8 +456,8 @@ static void memory_goes_back_once_the_stores_work_ends(void **state)
     assert_int_equal(wait_stat(TRIMS, trims + 6, 10), trims + 6);
 
     atomic_store(&give_back_on_post, false);
-    worker_set_store_work_source(NULL);
     stop();
+    worker_set_store_work_source(NULL);
     nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
