@@ -376,6 +376,15 @@ class InputRequests(ServerTest):
         self.assertEqual(m["error"]["code"], -32602)
         self.assertIn("another request", m["error"]["message"])
 
+    def test_a_retry_with_a_whole_real_for_an_integer_completes(self):
+        # validation hands the handler 1 for 1.0; the binding is over the arguments as sent,
+        # so the retry that sends the same 1.0 matches its first round
+        args = {"item": "x", "ms": 1.0}
+        res = self.first("confirm_slow", args)
+        m = self.retry(res, {"confirm": accept(ok=True)}, name="confirm_slow", args=args)
+        self.assertIn("result", m, m)
+        self.assertEqual(m["result"]["content"][0]["text"], "confirmed x", m)
+
     def test_a_once_tool_accepts_its_state_once(self):
         res = self.first("confirm_once", {"item": "gift"})
         self.assertEqual(list(res["inputRequests"]), ["confirm"])
