@@ -35,7 +35,6 @@ static bool needs_cache_hints(stats_method_t m)
 
 const char *modern_decorate(actor_t *a, call_t *c, json_t *result, size_t *extra_len)
 {
-    (void)a;
     if (!json_is_object(result))
         return NULL;
     if (!needs_cache_hints(c->method)) {
@@ -52,7 +51,9 @@ const char *modern_decorate(actor_t *a, call_t *c, json_t *result, size_t *extra
             return mcp_decoration(extra_len);
     }
     json_t *si = mcp_server_info();
-    stateless_decorate(result, si, c->method, g_cfg.cache_ttl_ms, g_cfg.cache_private);
+    /* an exchange's state is made for a retry (take_input), or for an input_required answer */
+    stateless_decorate(result, si, c->method, g_cfg.cache_ttl_ms, g_cfg.cache_private,
+                       mcp_modern_mrtr(a) != NULL);
     json_decref(si);
     return NULL;
 }

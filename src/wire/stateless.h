@@ -82,9 +82,13 @@ const char *stateless_input_capability(const char *method);
 /* What a 2026-07-28 result carries, added to result (an object) where it is not there yet:
  * resultType "complete", _meta with server_info (borrowed) under META_SERVER_INFO (none when
  * NULL), and for a method the method table marks METHOD_CACHE_HINTS ttlMs and cacheScope
- * (ttl_ms; private_scope: "private", else "public"). */
+ * (ttl_ms; private_scope: "private", else "public"). caching.mdx: only a complete result
+ * carries the hints (an input_required one is interim, not cacheable); and one that answers a
+ * retry (retry: the request carried inputResponses or requestState) depends on answers
+ * outside the cache key, so it MUST NOT be cached: ttlMs 0 and "private", whatever the
+ * flags say. */
 void stateless_decorate(json_t *result, const json_t *server_info, stats_method_t m,
-                        long long ttl_ms, bool private_scope);
+                        long long ttl_ms, bool private_scope, bool retry);
 
 /* What is wrong with a client's answer to an input request of `method`, or NULL: an
  * elicitation answer is an ElicitResult (an action), a sampling answer a CreateMessageResult

@@ -385,6 +385,25 @@ class InputRequests(ServerTest):
         self.assertIn("result", m, m)
         self.assertEqual(m["result"]["content"][0]["text"], "confirmed x", m)
 
+    def test_a_read_that_asks_carries_no_cache_hints_and_its_retry_is_not_cacheable(self):
+        # caching.mdx: an input_required result carries no caching hints; a retry's result
+        # depends on answers outside the cache key and must not be cached (ttlMs 0, private)
+        r, m, _ = self.c.result("resources/read", {"uri": "kit://ask"}, caps=ELICIT)
+        res = m["result"]
+        self.assertEqual(res["resultType"], "input_required", m)
+        self.assertNotIn("ttlMs", res)
+        self.assertNotIn("cacheScope", res)
+        p = {"uri": "kit://ask", "inputResponses": {"pick": accept(choice="blue")},
+             "requestState": res["requestState"]}
+        r, m, _ = self.c.result("resources/read", p, caps=ELICIT)
+        res = m["result"]
+        self.assertEqual(res["contents"][0]["text"], "blue", m)
+        self.assertEqual((res["resultType"], res["ttlMs"], res["cacheScope"]),
+                         ("complete", 0, "private"), m)
+        # a read without input keeps the configured hints
+        r, m, _ = self.c.result("resources/read", {"uri": "kit://item/here"})
+        self.assertEqual((m["result"]["ttlMs"], m["result"]["cacheScope"]), (60000, "public"), m)
+
     def test_a_once_tool_accepts_its_state_once(self):
         res = self.first("confirm_once", {"item": "gift"})
         self.assertEqual(list(res["inputRequests"]), ["confirm"])
