@@ -314,7 +314,9 @@ void tasks_job_done(actor_t *task, job_t *j)
         char sm[320];
         const char *err = j->err[0] ? j->err : "internal error";
         snprintf(sm, sizeof sm, "Tool execution failed: %s", err);
-        task_fail(task, j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR, err, NULL, sm);
+        /* the task's client speaks 2026-07-28: the handler's code as that revision emits it */
+        task_fail(task, stateless_error_code(j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR),
+                  err, NULL, sm);
     } else {
         json_t *r = j->result;
         j->result = NULL;

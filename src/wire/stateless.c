@@ -224,6 +224,18 @@ int stateless_http_status(int code)
     }
 }
 
+int stateless_error_code(int code)
+{
+    if (code == MCP_ERR_RESOURCE_NOT_FOUND)
+        return JSONRPC_INVALID_PARAMS;
+    if (code == MCP_ERR_HEADER_MISMATCH || code == MCP_ERR_MISSING_CAPABILITY ||
+        code == MCP_ERR_UNSUPPORTED_VERSION)
+        return code;
+    if (code <= -32020 && code >= -32099) /* -32042 among them */
+        return JSONRPC_INTERNAL_ERROR;
+    return code;
+}
+
 const char *stateless_input_capability(const char *method)
 {
     if (strcmp(method, "elicitation/create") == 0)

@@ -74,6 +74,13 @@ stateless_method_t stateless_method_kind(const char *method);
  * 200 for the rest (a tool's or a handler's error is an answer, not a transport failure). */
 int stateless_http_status(int code);
 
+/* The code a handler's error (mcpd_ctx_set_error) goes out with in this revision
+ * (basic/index.mdx, "Error Codes"): it MUST NOT emit -32002 (resource not found: -32602 since
+ * SEP-2164) nor -32042 (URL elicitation, 2025-11-25 only), nor a code of -32020..-32099 the
+ * specification does not define (those it defines, -32020..-32022, mean what they say):
+ * -32002 -> -32602, the others -> -32603; any other code as it is. */
+int stateless_error_code(int code);
+
 /* The client capability an input request's method needs ("elicitation" for
  * elicitation/create, "sampling" for sampling/createMessage, "roots" for roots/list); NULL: the
  * method is not an input request. */

@@ -459,6 +459,24 @@ class InputRequests(ServerTest):
         self.assertEqual(m["result"]["content"][0]["text"], "Hello, Ada!")
 
 
+class HandlerErrors(ServerTest):
+    """A handler's error code as each era may emit it: 2026-07-28 never emits -32002."""
+    SERVER_FLAGS = ("--modern", "--plugin", os.path.abspath(TESTKIT))
+
+    def test_a_handlers_resource_not_found_is_invalid_params_with_the_uri(self):
+        # SEP-2164 (basic/index.mdx: "MUST NOT emit -32002"): -32602 with data.uri
+        r, m, _ = Modern(self.server).result("resources/read", {"uri": "kit://item/nope"})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(m["error"]["code"], -32602, m)
+        self.assertEqual(m["error"]["data"], {"uri": "kit://item/nope"}, m)
+        self.assertIn("no item nope", m["error"]["message"])
+        r, m, _ = Modern(self.server).result("resources/read", {"uri": "kit://item/here"})
+        self.assertEqual(m["result"]["contents"][0]["text"], "item here", m)
+        # the session era keeps -32002
+        _, m = Session(self.server).call("resources/read", {"uri": "kit://item/nope"})
+        self.assertEqual(m["error"]["code"], -32002, m)
+
+
 class InputRequestsAcrossRestarts(unittest.TestCase):
     def test_a_retry_after_kill_9_completes_and_the_key_is_kept(self):
         server = Server("--modern")

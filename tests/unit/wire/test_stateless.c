@@ -181,6 +181,27 @@ static void only_complete_results_carry_cache_hints(void **state)
     json_decref(call);
 }
 
+/* basic/index.mdx, "Error Codes": a handler's code as this revision may emit it. */
+static void handler_codes_are_those_the_revision_may_emit(void **state)
+{
+    (void)state;
+    assert_int_equal(stateless_error_code(MCP_ERR_RESOURCE_NOT_FOUND), JSONRPC_INVALID_PARAMS);
+    assert_int_equal(stateless_error_code(-32042), JSONRPC_INTERNAL_ERROR);
+    assert_int_equal(stateless_error_code(-32099), JSONRPC_INTERNAL_ERROR);
+    assert_int_equal(stateless_error_code(-32023), JSONRPC_INTERNAL_ERROR);
+    assert_int_equal(stateless_error_code(MCP_ERR_HEADER_MISMATCH), MCP_ERR_HEADER_MISMATCH);
+    assert_int_equal(stateless_error_code(MCP_ERR_MISSING_CAPABILITY), MCP_ERR_MISSING_CAPABILITY);
+    assert_int_equal(stateless_error_code(MCP_ERR_UNSUPPORTED_VERSION),
+                     MCP_ERR_UNSUPPORTED_VERSION);
+    assert_int_equal(stateless_error_code(JSONRPC_INVALID_PARAMS), JSONRPC_INVALID_PARAMS);
+    assert_int_equal(stateless_error_code(JSONRPC_INTERNAL_ERROR), JSONRPC_INTERNAL_ERROR);
+    assert_int_equal(stateless_error_code(MCP_ERR_OVERLOADED), MCP_ERR_OVERLOADED);
+    assert_int_equal(stateless_error_code(MCP_ERR_NOT_HERE), MCP_ERR_NOT_HERE);
+    assert_int_equal(stateless_error_code(-32019), -32019);
+    assert_int_equal(stateless_error_code(-32100), -32100);
+    assert_int_equal(stateless_error_code(1234), 1234);
+}
+
 static void the_method_table_and_statuses(void **state)
 {
     (void)state;
@@ -262,6 +283,7 @@ int main(void)
         cmocka_unit_test(header_values_decode_plain_and_base64),
         cmocka_unit_test(mirrored_headers_must_match_the_body),
         cmocka_unit_test(only_complete_results_carry_cache_hints),
+        cmocka_unit_test(handler_codes_are_those_the_revision_may_emit),
         cmocka_unit_test(the_method_table_and_statuses),
         cmocka_unit_test(tasks_methods_mirror_the_task_id_in_mcp_name),
         cmocka_unit_test(input_answers_are_checked_by_method),
