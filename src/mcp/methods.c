@@ -156,7 +156,7 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
     memcpy(j->principal, a->auth_name, sizeof j->principal);
     j->modern = actor_one_request(a);
     if (actor_one_request(a))
-        j->answers = modern_answers(a);
+        j->answers = modern_answers(a, false);
     if (run_inline) {
         j->inline_mode = true;
         job_run(j);

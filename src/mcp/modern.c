@@ -159,7 +159,8 @@ const char *modern_check_params(const json_t *input_schema, const json_t *args,
  * revision: the call answers input_required with the requests (toolmsg.c collects them) and a
  * requestState, and the client retries the call with the answers. The handler is run again from
  * the start; each of its requests returns the answer its key names. The answers of earlier
- * rounds (the client sends only the latest) are kept in a record: a small durable actor
+ * rounds (the client sends only the latest) that its requests took (an answer to a key nothing
+ * asked for is ignored, never stored) are kept in a record: a small durable actor
  * (ACTOR_RECORD) on the same worker, whose id the requestState names and whose alarm is its
  * expiry. The requestState is HMAC-protected (wire/reqstate.h) and binds the record's round,
  * the method, the target, the arguments and the principal. A retry is refused when the state
@@ -302,6 +303,25 @@ static json_t *mrtr_of(actor_t *a, call_t *c)
     return bound ? mrtr_new(a, c->method, json_incref(bound)) : mr;
 }
 
+/* Adds to answers those of the retry's inputResponses (ir) that its record's last round asked
+ * for (keys; a record from before keys were kept: all): the others are ignored (mrtr.mdx: the
+ * server SHOULD ignore what it does not recognize), so they are never stored. */
+static void take_asked(json_t *answers, json_t *ir, const json_t *keys)
+{
+    if (!json_is_array(keys)) {
+        json_object_update(answers, ir);
+        return;
+    }
+    size_t i;
+    json_t *k;
+    json_array_foreach(keys, i, k) {
+        const char *key = jsonrpc_cstr(k);
+        json_t *v = key ? json_object_get(ir, key) : NULL;
+        if (v)
+            json_object_set(answers, key, v);
+    }
+}
+
 /* Reads a retry's inputResponses and requestState into the actor's "mrtr" (the answers so far, and the
  * record it continues). false after answering the call with an error. */
 static bool take_input(actor_t *a, call_t *c, json_t *params)
@@ -394,14 +414,19 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     }
     /* a single-use exchange takes answers only with its verified state: without it the handler
      * asks again (else leaving the state out would redeem without it, any number of times) */
-    if (ir && !(once && !rs))
-        json_object_update(answers, ir);
+    if (ir && rs)
+        take_asked(answers, ir, json_object_get(mrtr, "k"));
+    else if (ir && !once)
+        json_object_update(answers, ir); /* this run's only: a record keeps what it took */
     return true;
 }
 
-json_t *modern_answers(actor_t *a)
+json_t *modern_answers(actor_t *a, bool kept_only)
 {
-    json_t *ans = json_object_get(mcp_modern_mrtr(a), "a");
+    json_t *mrtr = mcp_modern_mrtr(a);
+    json_t *ans = json_object_get(mrtr, "a");
+    if (kept_only && !json_object_get(mrtr, "r"))
+        return NULL; /* inputResponses without a requestState: for one run, never stored */
     return json_object_size(ans) ? json_incref(ans) : NULL;
 }
 
@@ -470,7 +495,9 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
                                       jsonrpc_cstr(json_array_get(json_object_get(mr, "b"), 0)))));
     if (!json_object_get(mr, "d"))
         json_object_set_new(mr, "d", json_string(digest_of(mr)));
-    json_t *answers = json_object_get(mr, "a");
+    /* the answers its requests took: what its next run needs (the client sends only the
+     * latest round's); an answer nothing asked for is not kept */
+    json_t *answers = j->answers_taken;
     json_t *asked = json_array(); /* the round's keys: a task-after-input tool (tasks.c) */
     const char *key;
     json_t *v;

@@ -274,7 +274,7 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
     json_int_t now = now_wall_ms(), ttl = g_cfg.task_ttl_s * 1000;
     json_t *st = json_pack("{s:s,s:I,s:I,s:I,s:I,s:s}", "st", "working", "ca", now, "ua", now,
                            "ttl", ttl, "pi", (json_int_t)g_cfg.task_poll_ms, "tool", t->name);
-    json_t *ans = modern_answers(a); /* what the MRTR rounds before the task answered */
+    json_t *ans = modern_answers(a, true); /* what the MRTR rounds before the task answered */
     if (ans)
         json_object_set_new(st, "ans", json_deep_copy(ans));
     json_decref(ans);

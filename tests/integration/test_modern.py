@@ -459,6 +459,49 @@ class InputRequests(ServerTest):
         self.assertEqual(m["result"]["content"][0]["text"], "Hello, Ada!")
 
 
+def stored_anywhere(data_dir, marker):
+    """Whether marker's bytes are in any file of the data directory (RocksDB's WAL holds every
+    committed write as it was written)."""
+    needle = marker.encode()
+    for root, _, files in os.walk(data_dir):
+        for name in files:
+            try:
+                with open(os.path.join(root, name), "rb") as f:
+                    if needle in f.read():
+                        return True
+            except OSError:
+                pass
+    return False
+
+
+class UnrequestedAnswers(ServerTest):
+    """mrtr.mdx: the server SHOULD ignore inputResponses it does not recognize: a record keeps
+    only the answers to what was asked, so unrequested ones cost no storage."""
+    SERVER_FLAGS = ("--modern", "--toolset", "conformance")
+    TOOL = "test_input_required_result_multi_round"
+
+    def test_only_the_answers_to_what_was_asked_are_stored(self):
+        c = Modern(self.server)
+        mark = lambda what: f"{what}-{os.urandom(8).hex()}"
+        stray1, kept, stray2 = mark("stray1"), mark("kept"), mark("stray2")
+        p = {"name": self.TOOL, "arguments": {}, "inputResponses": {"junk": accept(pad=stray1)}}
+        _, m, _ = c.result("tools/call", p, caps=ELICIT)
+        res = m["result"]
+        self.assertEqual(list(res["inputRequests"]), ["step1"], m)
+        p = {"name": self.TOOL, "arguments": {}, "requestState": res["requestState"],
+             "inputResponses": {"step1": accept(name=kept), "junk": accept(pad=stray2)}}
+        _, m, _ = c.result("tools/call", p, caps=ELICIT)
+        res = m["result"]
+        self.assertEqual(list(res["inputRequests"]), ["step2"], m)  # the record is written
+        self.assertTrue(stored_anywhere(self.server.data_dir, kept))  # the check sees records
+        self.assertFalse(stored_anywhere(self.server.data_dir, stray1))
+        self.assertFalse(stored_anywhere(self.server.data_dir, stray2))
+        p = {"name": self.TOOL, "arguments": {}, "requestState": res["requestState"],
+             "inputResponses": {"step2": accept(color="blue")}}
+        _, m, _ = c.result("tools/call", p, caps=ELICIT)
+        self.assertEqual(m["result"]["content"][0]["text"], f"{kept} likes blue", m)
+
+
 class HandlerErrors(ServerTest):
     """A handler's error code as each era may emit it: 2026-07-28 never emits -32002."""
     SERVER_FLAGS = ("--modern", "--plugin", os.path.abspath(TESTKIT))
