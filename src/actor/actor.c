@@ -207,6 +207,7 @@ static int share_of(char kind)
     return kind == ACTOR_SESSION  ? PR_SESSIONS
            : kind == ACTOR_HANDLE ? PR_HANDLES
            : kind == ACTOR_TASK   ? PR_TASKS
+           : kind == ACTOR_RECORD ? PR_RECORDS
                                   : -1;
 }
 
@@ -382,6 +383,7 @@ static void account_one(void *arg, const char *sid, const char *meta, size_t len
     int r = kind == STORED_SESSION  ? PR_SESSIONS
             : kind == STORED_HANDLE ? PR_HANDLES
             : kind == STORED_TASK   ? PR_TASKS
+            : kind == STORED_RECORD ? PR_RECORDS
                                     : -1;
     if (r >= 0 && holds)
         principal_add(owner, (pres_t)r, ac->sign);

@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
+#include "core/principal.h"
 #include "wire/jsonrpc.h"
 #include "wire/reqstate.h"
 #include "wire/stateless.h"
@@ -456,6 +457,49 @@ static actor_t *live_record(actor_t *a)
     return rec && rec->kind == ACTOR_RECORD ? rec : NULL;
 }
 
+/* A new record for a's exchange, holding a place of --max-input-records within its client's
+ * share of it (given back when the record is deleted, or when the turn that made it is
+ * refused: actor_reset), so one client cannot hold every place and lock the others out of
+ * input requests. NULL after answering c with the refusal (-32003). */
+static actor_t *record_new(actor_t *a, call_t *c)
+{
+    principal_t *owner = a->owner ? principal_ref(a->owner) : principal_get("a:");
+    int rc = principal_take(owner, PR_RECORDS);
+    char rid[SESSION_ID_LEN + 1];
+    if (rc == 0 && session_id_new_near(rid, a->sid) != 0) {
+        principal_give(owner, PR_RECORDS);
+        principal_unref(owner);
+        mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "cannot make a record id", NULL);
+        return NULL;
+    }
+    if (rc != 0) {
+        char msg[300];
+        if (rc == -EDQUOT)
+            snprintf(msg, sizeof msg,
+                     "Too many pending input requests: this client holds %lld input-request "
+                     "exchanges, its share of --max-input-records (--principal-share); answer "
+                     "or abandon some (each expires after --request-state-ttl), or retry later",
+                     (long long)principal_limit(PR_RECORDS));
+        else
+            snprintf(msg, sizeof msg,
+                     "Server busy: %lld input-request exchanges are pending "
+                     "(--max-input-records); retry later",
+                     (long long)principal_total(PR_RECORDS));
+        principal_unref(owner);
+        STAT_INC(limit_refusals_total);
+        if (rc == -EDQUOT)
+            STAT_INC(share_refusals_total);
+        mcp_answer_error(a, c, MCP_ERR_OVERLOADED, msg, NULL);
+        return NULL;
+    }
+    actor_t *rec = actor_create_kind(a->w, rid, ACTOR_RECORD);
+    rec->proto = proto_modern();
+    rec->owner = owner; /* stored as its "p": the startup count gives the place back to it */
+    STAT_INC(input_records_stored);
+    memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
+    return rec;
+}
+
 void modern_input_required(actor_t *a, call_t *c, job_t *j)
 {
     worker_t *w = a->w;
@@ -466,27 +510,8 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
     }
     actor_t *rec = live_record(a);
     json_int_t n = rec ? json_integer_value(json_object_get(mcp_record_rec(rec), "n")) + 1 : 1;
-    if (!rec && STAT_GET(input_records_stored) >= g_cfg.max_input_records) {
-        char msg[200];
-        snprintf(msg, sizeof msg,
-                 "Server busy: %lld input-request exchanges are pending (--max-input-records); "
-                 "retry later",
-                 (long long)g_cfg.max_input_records);
-        STAT_INC(limit_refusals_total);
-        mcp_answer_error(a, c, MCP_ERR_OVERLOADED, msg, NULL);
-        return;
-    }
-    if (!rec) {
-        char rid[SESSION_ID_LEN + 1];
-        if (session_id_new_near(rid, a->sid) != 0) {
-            mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "cannot make a record id", NULL);
-            return;
-        }
-        rec = actor_create_kind(w, rid, ACTOR_RECORD);
-        rec->proto = proto_modern();
-        STAT_INC(input_records_stored);
-        memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
-    }
+    if (!rec && !(rec = record_new(a, c)))
+        return; /* answered with the refusal */
     json_t *mr = mcp_modern_mrtr(a);
     if (!json_object_get(mr, "o"))
         json_object_set_new(
