@@ -495,7 +495,7 @@ static actor_t *record_new(actor_t *a, call_t *c)
     actor_t *rec = actor_create_kind(a->w, rid, ACTOR_RECORD);
     rec->proto = proto_modern();
     rec->owner = owner; /* stored as its "p": the startup count gives the place back to it */
-    STAT_INC(input_records_stored);
+    worker_stat_add(a->w, DS_INPUT_RECORDS_STORED, 1); /* counted once its write is stored */
     memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
     return rec;
 }

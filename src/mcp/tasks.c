@@ -282,7 +282,7 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
     put_state(task, TASK_STATE_ARGS, j->args);
     actor_alarm_set(task, now + ttl); /* its TTL; persists the metadata in this turn */
     actor_persist_meta(task);
-    STAT_INC(tasks_stored);
+    worker_stat_add(a->w, DS_TASKS_STORED, 1); /* counted once its write is stored */
     STAT_INC(tasks_created_total);
     modern_call_complete(a); /* the input-request exchange (if any) is over: no requestState */
     start_run(task, j, json_object_get(st, "ans"));
