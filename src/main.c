@@ -207,6 +207,7 @@ static void process_setup(sigset_t *stopset)
     const int64_t caps[PR__COUNT] = {[PR_SESSIONS] = g_cfg.max_sessions,
                                      [PR_HANDLES] = g_cfg.max_handles,
                                      [PR_TASKS] = g_cfg.max_tasks,
+                                     [PR_RECORDS] = g_cfg.max_input_records,
                                      [PR_CONNECTIONS] = g_cfg.max_connections,
                                      [PR_UPSTREAMS] = g_cfg.upstream_max,
                                      [PR_AUTH_WAITS] = OAUTH_PARKED_MAX * g_cfg.http_threads <

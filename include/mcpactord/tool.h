@@ -40,6 +40,8 @@ typedef struct mcpd_ctx mcpd_ctx_t;
 enum {
     MCPD_ERR_INVALID_PARAMS = -32602,
     MCPD_ERR_INTERNAL = -32603,
+    /* a 2026-07-28 client gets -32602 with data.uri instead (SEP-2164: that revision never
+     * emits -32002) */
     MCPD_ERR_RESOURCE_NOT_FOUND = -32002,
     /* the state it needs (a handle) lives in a shard that is moving to another node: the
      * request is answered 503 + Retry-After and the client's retry reaches the new owner */
@@ -109,7 +111,7 @@ typedef struct mcpd_tool_def {
     const char *annotations;   /* optional JSON text */
     mcpd_tool_fn handler;      /* required */
     void *userdata;
-    unsigned flags;            /* MCPD_TOOL_* */
+    unsigned flags; /* MCPD_TOOL_* */
     /* optional: the OAuth scopes a call of this tool needs, separated by spaces (or commas),
      * e.g. "files:read files:write". With --auth-issuer, a tools/call whose token lacks one
      * of them is answered 403 insufficient_scope naming them (the tool is still listed);
@@ -126,8 +128,7 @@ int mcpd_register_tool(mcpd_registry_t *reg, const mcpd_tool_def_t *def);
 
 /* Returns a ReadResourceResult ({"contents":[...]}) or NULL after mcpd_ctx_set_error.
  * vars is NULL for a fixed resource, or the template's variables as a JSON object. */
-typedef json_t *(*mcpd_resource_fn)(mcpd_ctx_t *ctx, const char *uri, json_t *vars,
-                                    void *userdata);
+typedef json_t *(*mcpd_resource_fn)(mcpd_ctx_t *ctx, const char *uri, json_t *vars, void *userdata);
 
 typedef struct mcpd_resource_def {
     const char *uri;          /* a fixed URI, or NULL when uri_template is set */
@@ -136,8 +137,8 @@ typedef struct mcpd_resource_def {
     const char *title;
     const char *description;
     const char *mime_type;
-    bool subscribable;        /* resources/subscribe accepted for it */
-    mcpd_resource_fn read;    /* required */
+    bool subscribable;     /* resources/subscribe accepted for it */
+    mcpd_resource_fn read; /* required */
     void *userdata;
 } mcpd_resource_def_t;
 
@@ -149,7 +150,7 @@ int mcpd_register_resource(mcpd_registry_t *reg, const mcpd_resource_def_t *def)
 typedef json_t *(*mcpd_prompt_fn)(mcpd_ctx_t *ctx, json_t *args, void *userdata);
 
 typedef struct mcpd_prompt_def {
-    const char *name;      /* required */
+    const char *name; /* required */
     const char *title;
     const char *description;
     const char *arguments; /* JSON text of the PromptArgument array, or NULL */
@@ -164,8 +165,7 @@ int mcpd_register_prompt(mcpd_registry_t *reg, const mcpd_prompt_def_t *def);
 /* ref: {"type":"ref/prompt","name":..} or {"type":"ref/resource","uri":..};
  * returns a JSON array of candidate strings (new reference), or NULL when nothing applies. */
 typedef json_t *(*mcpd_complete_fn)(mcpd_ctx_t *ctx, json_t *ref, const char *arg_name,
-                                    const char *arg_value, json_t *context_args,
-                                    void *userdata);
+                                    const char *arg_value, json_t *context_args, void *userdata);
 
 /* One completion provider per registry; setting it announces the `completions` capability. */
 int mcpd_set_completion(mcpd_registry_t *reg, mcpd_complete_fn fn, void *userdata);
@@ -205,8 +205,8 @@ int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, j
  * Returns the client's result (new reference), or NULL with mcpd_ctx_last_error() set: the
  * client lacks the capability, no stream can carry it, the client answered with an error, the
  * call was cancelled, or the wait timed out. params stolen. */
-json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method,
-                         json_t *params, int timeout_ms);
+json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params,
+                         int timeout_ms);
 /* elicitation/create with a message and a requestedSchema (stolen). */
 json_t *mcpd_ctx_elicit(mcpd_ctx_t *ctx, const char *message, json_t *requested_schema,
                         int timeout_ms);
@@ -244,14 +244,13 @@ int mcpd_ctx_close_stream(mcpd_ctx_t *ctx);
 
 /* Durable per-session state, stored in the session's key range: survives hibernation and
  * restarts, deleted with the session. Keys are 1..200 bytes. */
-json_t *mcpd_ctx_state_get(mcpd_ctx_t *ctx, const char *key);          /* new ref or NULL */
+json_t *mcpd_ctx_state_get(mcpd_ctx_t *ctx, const char *key);            /* new ref or NULL */
 int mcpd_ctx_state_put(mcpd_ctx_t *ctx, const char *key, json_t *value); /* stolen; NULL deletes */
 /* Atomic read-modify-write: fn runs on the session's actor with the current value (NULL when
  * absent) and returns the new value (new reference; NULL deletes). Returns the new value
  * (new reference) to the caller. fn must be quick and must not call back into the ctx. */
 typedef json_t *(*mcpd_state_update_fn)(json_t *current, void *arg);
-json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_update_fn fn,
-                              void *arg);
+json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_update_fn fn, void *arg);
 
 /* State handles: durable state that no session owns, for 2026-07-28 clients (which have no
  * session) and for anything shared across sessions. A handle is minted by the server, given to

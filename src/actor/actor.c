@@ -207,6 +207,7 @@ static int share_of(char kind)
     return kind == ACTOR_SESSION  ? PR_SESSIONS
            : kind == ACTOR_HANDLE ? PR_HANDLES
            : kind == ACTOR_TASK   ? PR_TASKS
+           : kind == ACTOR_RECORD ? PR_RECORDS
                                   : -1;
 }
 
@@ -382,6 +383,7 @@ static void account_one(void *arg, const char *sid, const char *meta, size_t len
     int r = kind == STORED_SESSION  ? PR_SESSIONS
             : kind == STORED_HANDLE ? PR_HANDLES
             : kind == STORED_TASK   ? PR_TASKS
+            : kind == STORED_RECORD ? PR_RECORDS
                                     : -1;
     if (r >= 0 && holds)
         principal_add(owner, (pres_t)r, ac->sign);
@@ -502,12 +504,11 @@ void actor_delete(actor_t *a)
         worker_stat_add(w, DS_SESSIONS_STORED, -1);
         log_info("session %.8s deleted", a->sid);
     } else {
-        if (a->kind == ACTOR_RECORD)
-            STAT_DEC(input_records_stored);
-        else if (a->kind == ACTOR_TASK)
-            STAT_DEC(tasks_stored);
-        else
-            STAT_DEC(handles_stored);
+        worker_stat_add(w,
+                        a->kind == ACTOR_RECORD ? DS_INPUT_RECORDS_STORED
+                        : a->kind == ACTOR_TASK ? DS_TASKS_STORED
+                                                : DS_HANDLES_STORED,
+                        -1);
         log_debug("%s %.8s deleted", actor_kind_name(a), a->sid);
     }
     worker_remove_actor(w, a);

@@ -54,6 +54,7 @@ void job_free(job_t *j)
     free(j->fail_msg);
     free(j->input_key);
     json_decref(j->answers);
+    json_decref(j->answers_taken);
     json_decref(j->input_requests);
     principal_unref(j->fair);
     principal_unref(j->owner);
@@ -179,8 +180,7 @@ static json_t *send_and_wait_to(job_t *j, wmsg_t *m, long wait_ms, bool until_an
     } else if (atomic_load(&j->cancelled)) {
         mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the call was cancelled");
     } else if (j->inline_mode) {
-        mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL,
-                           "a non-blocking tool cannot wait for the client");
+        mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "a non-blocking tool cannot wait for the client");
     } else {
         mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "timed out after %ld ms waiting for the client",
                            wait_ms);
@@ -307,13 +307,14 @@ int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char
         json_object_set_new(params, "total", json_number_of(total));
     if (message)
         json_object_set_new(params, "message", json_string(message));
-    return send_out(ctx, MCPD_TARGET_REQUEST, jsonrpc_notification("notifications/progress", params));
+    return send_out(ctx, MCPD_TARGET_REQUEST,
+                    jsonrpc_notification("notifications/progress", params));
 }
 
 static bool level_valid(const char *level)
 {
-    static const char *const levels[] = {"debug", "info", "notice", "warning", "error",
-                                         "critical", "alert", "emergency"};
+    static const char *const levels[] = {"debug", "info",     "notice", "warning",
+                                         "error", "critical", "alert",  "emergency"};
     for (int i = 0; i < 8; i++)
         if (level && strcmp(level, levels[i]) == 0)
             return true;
@@ -331,7 +332,8 @@ int mcpd_ctx_log(mcpd_ctx_t *ctx, const char *level, const char *logger, json_t 
     if (logger)
         json_object_set_new(params, "logger", json_string(logger));
     json_object_set_new(params, "data", data ? data : json_null());
-    return send_out(ctx, MCPD_TARGET_REQUEST, jsonrpc_notification("notifications/message", params));
+    return send_out(ctx, MCPD_TARGET_REQUEST,
+                    jsonrpc_notification("notifications/message", params));
 }
 
 int mcpd_ctx_logf(mcpd_ctx_t *ctx, const char *level, const char *fmt, ...)
@@ -357,8 +359,8 @@ int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, j
     return send_out(ctx, target, jsonrpc_notification(method, params));
 }
 
-json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method,
-                         json_t *params, int timeout_ms)
+json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params,
+                         int timeout_ms)
 {
     if (!method || !*method) {
         json_decref(params);
@@ -483,7 +485,8 @@ json_t *mcpd_ctx_elicit(mcpd_ctx_t *ctx, const char *message, json_t *requested_
     json_t *params = json_object();
     json_object_set_new(params, "message", json_string(message ? message : ""));
     json_object_set_new(params, "requestedSchema",
-                        requested_schema ? requested_schema : json_pack("{s:s,s:{}}", "type", "object", "properties"));
+                        requested_schema ? requested_schema
+                                         : json_pack("{s:s,s:{}}", "type", "object", "properties"));
     return mcpd_ctx_request(ctx, MCPD_TARGET_REQUEST, "elicitation/create", params, timeout_ms);
 }
 
@@ -512,7 +515,8 @@ static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, c
     }
     if (handle && !session_id_valid(handle)) {
         json_decref(value);
-        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS, "not a handle (32 lowercase hex characters)");
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS,
+                           "not a handle (32 lowercase hex characters)");
         ctx->err_kind = JERR_INPUT;
         return NULL;
     }
@@ -624,8 +628,7 @@ int mcpd_ctx_state_put(mcpd_ctx_t *ctx, const char *key, json_t *value)
     return 0;
 }
 
-json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_update_fn fn,
-                              void *arg)
+json_t *mcpd_ctx_state_update(mcpd_ctx_t *ctx, const char *key, mcpd_state_update_fn fn, void *arg)
 {
     if (!fn) {
         mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "state update needs a function");

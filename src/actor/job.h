@@ -56,18 +56,18 @@ struct mcpd_ctx {
     struct worker *w;
     char sid[SESSION_ID_LEN + 1];
     const proto_t *proto;
-    job_fn run;             /* set by its creator before it starts */
-    const void *target;     /* what run runs (a tool, a resource...), the creator's business */
+    job_fn run;         /* set by its creator before it starts */
+    const void *target; /* what run runs (a tool, a resource...), the creator's business */
     char *uri;
     json_t *args;           /* tool arguments, prompt arguments, template vars */
     json_t *extra;          /* completion: {ref, argument, context} */
     json_t *progress_token; /* NULL when the call has none */
     bool inline_mode;
-    bool modern;            /* a 2026-07-28 call: requests become input requests (MRTR) */
-    unsigned client_caps;   /* JOB_CAP_* the client declared */
-    char principal[64];     /* the auth token name of the call (handles belong to it) */
-    principal_t *fair;      /* reference: whose share of the tool pool it runs in (pool.c) */
-    principal_t *owner;     /* reference: who a handle it makes is counted for (the call's
+    bool modern;          /* a 2026-07-28 call: requests become input requests (MRTR) */
+    unsigned client_caps; /* JOB_CAP_* the client declared */
+    char principal[64];   /* the auth token name of the call (handles belong to it) */
+    principal_t *fair;    /* reference: whose share of the tool pool it runs in (pool.c) */
+    principal_t *owner;   /* reference: who a handle it makes is counted for (the call's
                                client: core/principal.h), NULL when not known */
     atomic_bool cancelled;
     /* cancelled because its shard moves away (job_cancel_moving): one that never ran is
@@ -79,7 +79,7 @@ struct mcpd_ctx {
 
     /* handler thread only */
     double last_progress;
-    char *input_key;        /* mcpd_ctx_input_key: the next request's key (NULL = numbered) */
+    char *input_key;           /* mcpd_ctx_input_key: the next request's key (NULL = numbered) */
     atomic_bool input_pending; /* a request of this run was left unanswered (set by the worker) */
     int err_code;
     unsigned char err_kind; /* job_err_t of err (mcpd_ctx_set_error: JERR_OTHER) */
@@ -91,14 +91,14 @@ struct mcpd_ctx {
     pthread_cond_t cv;
     bool waiting;
     bool reply_ready;
-    uint32_t wait_seq;      /* which wait the slot serves: a reply meant for an older one is dropped */
+    uint32_t wait_seq; /* which wait the slot serves: a reply meant for an older one is dropped */
     json_t *reply;
-    int reply_code;          /* with reply_err: its JSON-RPC code (0: internal error) */
+    int reply_code;           /* with reply_err: its JSON-RPC code (0: internal error) */
     unsigned char reply_kind; /* with reply_err: its job_err_t */
     char reply_err[256];
     state_op_t state_op;
     char *state_key;
-    bool state_on_handle;   /* the op is on the handle the message names (m->sid), not on the
+    bool state_on_handle; /* the op is on the handle the message names (m->sid), not on the
                                session's state */
     json_t *state_value;
     mcpd_state_update_fn state_fn;
@@ -112,12 +112,13 @@ struct mcpd_ctx {
     struct mcpd_ctx *detached_next; /* the actor's list of jobs whose call was cancelled */
     /* the call's answer when not the handler's: a protocol error the worker decided while the
      * handler ran (2026-07-28: -32021 for a capability the request did not declare) */
-    json_t *answers;                /* 2026-07-28: {key: the client's answer} for this run */
-    json_t *input_requests;         /* 2026-07-28: {key: {method, params}} left unanswered */
-    int input_seq;                  /* requests made by this run (numbers the keys) */
-    int fail_code;                  /* 0 = none */
-    char *fail_msg;                 /* malloc'd with fail_code */
-    json_t *fail_data;              /* owned */
+    json_t *answers;        /* 2026-07-28: {key: the client's answer} for this run */
+    json_t *answers_taken;  /* 2026-07-28: those of them its requests took (kept) */
+    json_t *input_requests; /* 2026-07-28: {key: {method, params}} left unanswered */
+    int input_seq;          /* requests made by this run (numbers the keys) */
+    int fail_code;          /* 0 = none */
+    char *fail_msg;         /* malloc'd with fail_code */
+    json_t *fail_data;      /* owned */
 };
 
 typedef struct mcpd_ctx job_t;

@@ -289,7 +289,7 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
         str_copy(h->auth_name, sizeof h->auth_name, j->principal);
         actor_alarm_set(h, now + g_cfg.handle_ttl_s * 1000); /* its expiry; persists the meta */
         STAT_INC(handles_created_total);
-        STAT_INC(handles_stored);
+        worker_stat_add(w, DS_HANDLES_STORED, 1); /* counted once its write is stored */
         log_debug("handle %.8s created", h->sid);
         worker_defer_reply(w, j, seq, json_true());
         worker_note_activity(w, h);

@@ -301,6 +301,9 @@ static void commit_succeeded(worker_t *w)
         [DS_ALARMS_PENDING] = offsetof(stats_t, alarms_pending),
         [DS_STREAMS_EXPIRED] = offsetof(stats_t, streams_expired_total),
         [DS_LOG_TRIMS] = offsetof(stats_t, log_trims_total),
+        [DS_INPUT_RECORDS_STORED] = offsetof(stats_t, input_records_stored),
+        [DS_HANDLES_STORED] = offsetof(stats_t, handles_stored),
+        [DS_TASKS_STORED] = offsetof(stats_t, tasks_stored),
     };
     for (int i = 0; i < DS__COUNT; i++) {
         if (w->dstats[i])

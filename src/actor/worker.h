@@ -155,7 +155,9 @@ void worker_defer_reply(worker_t *w, struct mcpd_ctx *j, uint32_t wait_seq, json
  * upstream). It owns arg. Worker thread. */
 typedef void (*after_commit_fn)(worker_t *w, void *arg, bool committed);
 void worker_after_commit(worker_t *w, after_commit_fn fn, void *arg);
-/* Counters that describe stored data change only when the writes they count are committed. */
+/* Counters that describe stored data change only when the writes they count are committed: a
+ * refused turn drops its changes (a record, handle or task it made was never stored, one it
+ * deleted is still there). */
 typedef enum {
     DS_EVENTS_STORED,
     DS_EVENTS_EVICTED,
@@ -164,6 +166,9 @@ typedef enum {
     DS_ALARMS_PENDING,
     DS_STREAMS_EXPIRED,
     DS_LOG_TRIMS,
+    DS_INPUT_RECORDS_STORED,
+    DS_HANDLES_STORED,
+    DS_TASKS_STORED,
     DS__COUNT
 } dstat_t;
 void worker_stat_add(worker_t *w, dstat_t which, long long n);

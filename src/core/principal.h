@@ -4,7 +4,8 @@
  * A principal is a name:
  *   "t:<token name>"  with --auth-tokens: the bearer token's name, for everything;
  *   "a:<address>"     without: the client's peer address (IPv4 or IPv6 text), for the
- *                     resources it creates (sessions, handles, tasks) and its connections,
+ *                     resources it creates (sessions, handles, tasks, input-request
+ *                     records) and its connections,
  *                     and for the tool pool share of its 2026-07-28 calls and tasks;
  *   "s:<session id>"  a session stored before owners were kept: its own pool principal;
  *   "p:<address>"     the connections of a --trusted-proxy (no share: they carry many
@@ -13,7 +14,8 @@
  * its IPv4 address.
  *
  * Each principal counts what it holds of the resources the server caps globally
- * (--max-sessions, --max-handles, --max-tasks, --max-connections, --upstream-max):
+ * (--max-sessions, --max-handles, --max-tasks, --max-input-records, --max-connections,
+ * --upstream-max):
  * principal_take takes one
  * unit when the global count is below the cap *and* the principal holds less than its share
  * (--principal-share percent of the cap, at least 1), under one lock, so the caps are exact
@@ -42,6 +44,7 @@ typedef enum {
     PR_OPEN,         /* client connections open, holding a place or not (no cap: counted) */
     PR_AUTH_WAITS,   /* requests parked for the auth thread (a key fetch, an introspection) */
     PR_UPSTREAMS,    /* gateway processes running for its sessions (--upstream-max) */
+    PR_RECORDS,      /* 2026-07-28 input-request records stored (--max-input-records) */
     PR__COUNT
 } pres_t;
 

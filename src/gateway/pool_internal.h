@@ -44,6 +44,8 @@ struct pjob {
     json_t *req;             /* what the upstream gets (method, params), before it is sent */
     uint64_t up_id;          /* the upstream's id of it, once sent */
     bool discover;           /* server/discover: answered from a process's initialize */
+    bool retried;            /* a round carried inputResponses or requestState: its result is
+                                not cacheable (caching.mdx) */
     json_t *progress;        /* the progressToken the upstream got (the first round's) */
     json_t *client_progress; /* the latest round's: the upstream's progress goes with it */
     json_t *caps;            /* the client's capabilities (the latest round's) */

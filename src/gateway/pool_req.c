@@ -178,6 +178,7 @@ bool mrtr_retry(pool_t *pl, pjob_t *fresh, const json_t *params)
         }
     }
     /* the retry takes the exchange's place: its actor, its progress token, its level */
+    job->retried = true;
     job->a = fresh->a;
     job->a->ps = (struct proto_state *)(void *)job;
     fresh->a = NULL;
@@ -230,7 +231,7 @@ json_t *pool_decorate(pool_t *pl, const pjob_t *job, json_t *result)
     if (json_is_object(result))
         stateless_decorate(result, json_object_get(pl->info, "serverInfo"),
                            jsonrpc_method_slot(json_object_get(job->req, "method")),
-                           g_cfg.cache_ttl_ms, g_cfg.cache_private);
+                           g_cfg.cache_ttl_ms, g_cfg.cache_private, job->retried);
     return result;
 }
 
@@ -314,6 +315,8 @@ void gw_pool_modern(worker_t *w, wmsg_t *m)
     job->log_min = pool_level_index(json_object_get(meta, META_LOG_LEVEL));
     job->client_progress = json_incref(json_object_get(meta, "progressToken"));
     job->progress = json_incref(job->client_progress);
+    job->retried = json_object_get(v.params, "inputResponses") ||
+                   json_object_get(v.params, "requestState");
     json_t *params = strip(v.params);
     json_t *bare = json_deep_copy(params);
     json_object_del(bare, "_meta");

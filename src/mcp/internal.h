@@ -43,8 +43,10 @@ const char *mcp_decoration(size_t *len);
  * NUL-terminated (built by mcp_init; the same for every session of that version). */
 const char *mcp_initialize_result(const proto_t *p, size_t *len);
 /* MRTR (2026-07-28 input requests). */
-/* A retry's answers so far (new reference or NULL): what the handler's requests return. */
-json_t *modern_answers(actor_t *a);
+/* A retry's answers so far (new reference or NULL): what the handler's requests return.
+ * kept_only: only those of a verified exchange (its record's and the answers to what its last
+ * round asked), none from a request without a requestState: what a task stores. */
+json_t *modern_answers(actor_t *a, bool kept_only);
 /* The call's handler left requests unanswered: the record of the exchange is written (or
  * moved to its next round) and the call answers input_required with a fresh requestState. */
 void modern_input_required(actor_t *a, call_t *c, job_t *j);

@@ -156,7 +156,7 @@ static void start_job(actor_t *a, call_t *c, job_t *j, bool run_inline)
     memcpy(j->principal, a->auth_name, sizeof j->principal);
     j->modern = actor_one_request(a);
     if (actor_one_request(a))
-        j->answers = modern_answers(a);
+        j->answers = modern_answers(a, false);
     if (run_inline) {
         j->inline_mode = true;
         job_run(j);
@@ -540,6 +540,20 @@ void mcp_dispatch_request(actor_t *a, call_t *c, const jr_view_t *v)
 
 /* ---- job results ---- */
 
+/* Answers c with a handler's error: a 2026-07-28 request gets the code its revision may emit
+ * (stateless_error_code: resource not found is -32602 with data.uri there, SEP-2164); a
+ * session keeps the code (-32002 included). data: taken, may be NULL. */
+static void answer_job_error(actor_t *a, call_t *c, const job_t *j, int code, const char *msg,
+                             json_t *data)
+{
+    if (actor_one_request(a)) {
+        if (code == MCP_ERR_RESOURCE_NOT_FOUND && !data && j->uri)
+            data = json_pack("{s:s}", "uri", j->uri);
+        code = stateless_error_code(code);
+    }
+    mcp_answer_error(a, c, code, msg, data);
+}
+
 void mcp_job_done(actor_t *a, job_t *j)
 {
     if (a->kind == ACTOR_TASK) {
@@ -553,7 +567,8 @@ void mcp_job_done(actor_t *a, job_t *j)
     if (j->fail_code) {
         json_t *data = j->fail_data;
         j->fail_data = NULL;
-        mcp_answer_error(a, c, j->fail_code, j->fail_msg ? j->fail_msg : "the call failed", data);
+        answer_job_error(a, c, j, j->fail_code, j->fail_msg ? j->fail_msg : "the call failed",
+                         data);
         return;
     }
     if (actor_one_request(a) && json_object_size(j->input_requests)) {
@@ -579,7 +594,7 @@ void mcp_job_done(actor_t *a, job_t *j)
         return;
     }
     if (!r) {
-        mcp_answer_error(a, c, j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR,
+        answer_job_error(a, c, j, j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR,
                          j->err[0] ? j->err : "internal error", NULL);
         return;
     }

@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
+#include "core/principal.h"
 #include "wire/jsonrpc.h"
 #include "wire/reqstate.h"
 #include "wire/stateless.h"
@@ -35,7 +36,6 @@ static bool needs_cache_hints(stats_method_t m)
 
 const char *modern_decorate(actor_t *a, call_t *c, json_t *result, size_t *extra_len)
 {
-    (void)a;
     if (!json_is_object(result))
         return NULL;
     if (!needs_cache_hints(c->method)) {
@@ -52,7 +52,9 @@ const char *modern_decorate(actor_t *a, call_t *c, json_t *result, size_t *extra
             return mcp_decoration(extra_len);
     }
     json_t *si = mcp_server_info();
-    stateless_decorate(result, si, c->method, g_cfg.cache_ttl_ms, g_cfg.cache_private);
+    /* an exchange's state is made for a retry (take_input), or for an input_required answer */
+    stateless_decorate(result, si, c->method, g_cfg.cache_ttl_ms, g_cfg.cache_private,
+                       mcp_modern_mrtr(a) != NULL);
     json_decref(si);
     return NULL;
 }
@@ -158,7 +160,8 @@ const char *modern_check_params(const json_t *input_schema, const json_t *args,
  * revision: the call answers input_required with the requests (toolmsg.c collects them) and a
  * requestState, and the client retries the call with the answers. The handler is run again from
  * the start; each of its requests returns the answer its key names. The answers of earlier
- * rounds (the client sends only the latest) are kept in a record: a small durable actor
+ * rounds (the client sends only the latest) that its requests took (an answer to a key nothing
+ * asked for is ignored, never stored) are kept in a record: a small durable actor
  * (ACTOR_RECORD) on the same worker, whose id the requestState names and whose alarm is its
  * expiry. The requestState is HMAC-protected (wire/reqstate.h) and binds the record's round,
  * the method, the target, the arguments and the principal. A retry is refused when the state
@@ -260,8 +263,9 @@ static bool tool_is_once(stats_method_t m, const char *target)
     return t && (t->flags & MCPD_TOOL_INPUT_ONCE);
 }
 
-/* The actor's "mrtr", the state of the exchange: the method, "b" the target and the arguments
- * (bound by one digest; a long resource URI stays out of the token), "a" the answers so far. */
+/* The actor's "mrtr", the state of the exchange: the method, "b" the target and the digest of
+ * the target and the arguments (one digest; a long resource URI stays out of the token), "a"
+ * the answers so far. */
 static json_t *bound_of(json_t *params, stats_method_t m)
 {
     /* (built by hand: json_pack reads its format string on every call) */
@@ -269,7 +273,19 @@ static json_t *bound_of(json_t *params, stats_method_t m)
     json_t *b = json_array();
     json_array_append_new(b, target ? json_incref(target) : json_null());
     json_array_append_new(b, args ? json_incref(args) : json_null());
+    /* digested now, as the client sent them, on every round: the dispatch hands the arguments
+     * to the handler, which owns them, and validation rewrites a whole real sent for an
+     * integer (1.0) in place, so a digest taken after either would not match its retry's */
+    char digest[33];
+    reqstate_digest(b, digest);
+    json_array_set_new(b, 1, json_string(digest));
     return b;
+}
+
+/* The digest bound_of took (NULL when absent). */
+static const char *digest_of(json_t *mrtr)
+{
+    return json_string_value(json_array_get(json_object_get(mrtr, "b"), 1));
 }
 
 /* bound: bound_of's (taken) */
@@ -288,6 +304,25 @@ static json_t *mrtr_of(actor_t *a, call_t *c)
     return bound ? mrtr_new(a, c->method, json_incref(bound)) : mr;
 }
 
+/* Adds to answers those of the retry's inputResponses (ir) that its record's last round asked
+ * for (keys; a record from before keys were kept: all): the others are ignored (mrtr.mdx: the
+ * server SHOULD ignore what it does not recognize), so they are never stored. */
+static void take_asked(json_t *answers, json_t *ir, const json_t *keys)
+{
+    if (!json_is_array(keys)) {
+        json_object_update(answers, ir);
+        return;
+    }
+    size_t i;
+    json_t *k;
+    json_array_foreach(keys, i, k) {
+        const char *key = jsonrpc_cstr(k);
+        json_t *v = key ? json_object_get(ir, key) : NULL;
+        if (v)
+            json_object_set(answers, key, v);
+    }
+}
+
 /* Reads a retry's inputResponses and requestState into the actor's "mrtr" (the answers so far, and the
  * record it continues). false after answering the call with an error. */
 static bool take_input(actor_t *a, call_t *c, json_t *params)
@@ -303,9 +338,8 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     if (rs && !jsonrpc_cstr(rs))
         return input_error(a, c, "Invalid params: params.requestState must be a string");
     if (!ir && !rs) {
-        /* a first round (most calls): only the target and the arguments are kept (as they
-         * came: the dispatch takes the arguments on); the exchange's state is made from them
-         * if the handler asks for input (mrtr_of) */
+        /* a first round (most calls): only the target and the digest are kept; the
+         * exchange's state is made from them if the handler asks for input (mrtr_of) */
         mcp_state_set(&mcp_state(a)->modern.bound, bound_of(params, c->method));
         return true;
     }
@@ -315,10 +349,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     json_t *mrtr = mrtr_new(a, c->method, bound_of(params, c->method));
     json_object_set_new(mrtr, "o", json_boolean(once));
     json_t *answers = json_object_get(mrtr, "a");
-    json_t *bound = json_object_get(mrtr, "b");
     if (rs) {
-        char digest[33];
-        reqstate_digest(bound, digest);
         json_t *p;
         int rc = reqstate_open(reqstate_process_key(), json_string_value(rs), now_wall_ms(), &p);
         if (rc == -ETIME)
@@ -332,7 +363,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         const char *rid = json_string_value(json_object_get(p, "r"));
         json_int_t n = json_integer_value(json_object_get(p, "n"));
         bool same = json_integer_value(json_object_get(p, "m")) == (json_int_t)c->method &&
-                    jsonrpc_str_is(json_object_get(p, "d"), digest) &&
+                    jsonrpc_str_is(json_object_get(p, "d"), digest_of(mrtr)) &&
                     jsonrpc_str_is(json_object_get(p, "p"), a->auth_name);
         if (!same || !rid || !session_id_valid(rid)) {
             json_decref(p);
@@ -384,14 +415,19 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     }
     /* a single-use exchange takes answers only with its verified state: without it the handler
      * asks again (else leaving the state out would redeem without it, any number of times) */
-    if (ir && !(once && !rs))
-        json_object_update(answers, ir);
+    if (ir && rs)
+        take_asked(answers, ir, json_object_get(mrtr, "k"));
+    else if (ir && !once)
+        json_object_update(answers, ir); /* this run's only: a record keeps what it took */
     return true;
 }
 
-json_t *modern_answers(actor_t *a)
+json_t *modern_answers(actor_t *a, bool kept_only)
 {
-    json_t *ans = json_object_get(mcp_modern_mrtr(a), "a");
+    json_t *mrtr = mcp_modern_mrtr(a);
+    json_t *ans = json_object_get(mrtr, "a");
+    if (kept_only && !json_object_get(mrtr, "r"))
+        return NULL; /* inputResponses without a requestState: for one run, never stored */
     return json_object_size(ans) ? json_incref(ans) : NULL;
 }
 
@@ -421,6 +457,49 @@ static actor_t *live_record(actor_t *a)
     return rec && rec->kind == ACTOR_RECORD ? rec : NULL;
 }
 
+/* A new record for a's exchange, holding a place of --max-input-records within its client's
+ * share of it (given back when the record is deleted, or when the turn that made it is
+ * refused: actor_reset), so one client cannot hold every place and lock the others out of
+ * input requests. NULL after answering c with the refusal (-32003). */
+static actor_t *record_new(actor_t *a, call_t *c)
+{
+    principal_t *owner = a->owner ? principal_ref(a->owner) : principal_get("a:");
+    int rc = principal_take(owner, PR_RECORDS);
+    char rid[SESSION_ID_LEN + 1];
+    if (rc == 0 && session_id_new_near(rid, a->sid) != 0) {
+        principal_give(owner, PR_RECORDS);
+        principal_unref(owner);
+        mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "cannot make a record id", NULL);
+        return NULL;
+    }
+    if (rc != 0) {
+        char msg[300];
+        if (rc == -EDQUOT)
+            snprintf(msg, sizeof msg,
+                     "Too many pending input requests: this client holds %lld input-request "
+                     "exchanges, its share of --max-input-records (--principal-share); answer "
+                     "or abandon some (each expires after --request-state-ttl), or retry later",
+                     (long long)principal_limit(PR_RECORDS));
+        else
+            snprintf(msg, sizeof msg,
+                     "Server busy: %lld input-request exchanges are pending "
+                     "(--max-input-records); retry later",
+                     (long long)principal_total(PR_RECORDS));
+        principal_unref(owner);
+        STAT_INC(limit_refusals_total);
+        if (rc == -EDQUOT)
+            STAT_INC(share_refusals_total);
+        mcp_answer_error(a, c, MCP_ERR_OVERLOADED, msg, NULL);
+        return NULL;
+    }
+    actor_t *rec = actor_create_kind(a->w, rid, ACTOR_RECORD);
+    rec->proto = proto_modern();
+    rec->owner = owner; /* stored as its "p": the startup count gives the place back to it */
+    worker_stat_add(a->w, DS_INPUT_RECORDS_STORED, 1); /* counted once its write is stored */
+    memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
+    return rec;
+}
+
 void modern_input_required(actor_t *a, call_t *c, job_t *j)
 {
     worker_t *w = a->w;
@@ -431,39 +510,19 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
     }
     actor_t *rec = live_record(a);
     json_int_t n = rec ? json_integer_value(json_object_get(mcp_record_rec(rec), "n")) + 1 : 1;
-    if (!rec && STAT_GET(input_records_stored) >= g_cfg.max_input_records) {
-        char msg[200];
-        snprintf(msg, sizeof msg,
-                 "Server busy: %lld input-request exchanges are pending (--max-input-records); "
-                 "retry later",
-                 (long long)g_cfg.max_input_records);
-        STAT_INC(limit_refusals_total);
-        mcp_answer_error(a, c, MCP_ERR_OVERLOADED, msg, NULL);
-        return;
-    }
-    if (!rec) {
-        char rid[SESSION_ID_LEN + 1];
-        if (session_id_new_near(rid, a->sid) != 0) {
-            mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, "cannot make a record id", NULL);
-            return;
-        }
-        rec = actor_create_kind(w, rid, ACTOR_RECORD);
-        rec->proto = proto_modern();
-        STAT_INC(input_records_stored);
-        memcpy(rec->auth_name, a->auth_name, sizeof rec->auth_name);
-    }
+    if (!rec && !(rec = record_new(a, c)))
+        return; /* answered with the refusal */
     json_t *mr = mcp_modern_mrtr(a);
     if (!json_object_get(mr, "o"))
         json_object_set_new(
             mr, "o",
             json_boolean(tool_is_once((stats_method_t)json_integer_value(json_object_get(mr, "m")),
                                       jsonrpc_cstr(json_array_get(json_object_get(mr, "b"), 0)))));
-    if (!json_object_get(mr, "d")) {
-        char digest[33];
-        reqstate_digest(json_object_get(mr, "b"), digest);
-        json_object_set_new(mr, "d", json_string(digest));
-    }
-    json_t *answers = json_object_get(mr, "a");
+    if (!json_object_get(mr, "d"))
+        json_object_set_new(mr, "d", json_string(digest_of(mr)));
+    /* the answers its requests took: what its next run needs (the client sends only the
+     * latest round's); an answer nothing asked for is not kept */
+    json_t *answers = j->answers_taken;
     json_t *asked = json_array(); /* the round's keys: a task-after-input tool (tasks.c) */
     const char *key;
     json_t *v;

@@ -274,7 +274,7 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
     json_int_t now = now_wall_ms(), ttl = g_cfg.task_ttl_s * 1000;
     json_t *st = json_pack("{s:s,s:I,s:I,s:I,s:I,s:s}", "st", "working", "ca", now, "ua", now,
                            "ttl", ttl, "pi", (json_int_t)g_cfg.task_poll_ms, "tool", t->name);
-    json_t *ans = modern_answers(a); /* what the MRTR rounds before the task answered */
+    json_t *ans = modern_answers(a, true); /* what the MRTR rounds before the task answered */
     if (ans)
         json_object_set_new(st, "ans", json_deep_copy(ans));
     json_decref(ans);
@@ -282,7 +282,7 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
     put_state(task, TASK_STATE_ARGS, j->args);
     actor_alarm_set(task, now + ttl); /* its TTL; persists the metadata in this turn */
     actor_persist_meta(task);
-    STAT_INC(tasks_stored);
+    worker_stat_add(a->w, DS_TASKS_STORED, 1); /* counted once its write is stored */
     STAT_INC(tasks_created_total);
     modern_call_complete(a); /* the input-request exchange (if any) is over: no requestState */
     start_run(task, j, json_object_get(st, "ans"));
@@ -314,7 +314,9 @@ void tasks_job_done(actor_t *task, job_t *j)
         char sm[320];
         const char *err = j->err[0] ? j->err : "internal error";
         snprintf(sm, sizeof sm, "Tool execution failed: %s", err);
-        task_fail(task, j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR, err, NULL, sm);
+        /* the task's client speaks 2026-07-28: the handler's code as that revision emits it */
+        task_fail(task, stateless_error_code(j->err_code ? j->err_code : JSONRPC_INTERNAL_ERROR),
+                  err, NULL, sm);
     } else {
         json_t *r = j->result;
         j->result = NULL;

@@ -30,6 +30,11 @@ static void modern_input_request(job_t *j, wmsg_t *m, const char *method)
     if (ans) {
         const char *bad = stateless_answer_problem(method, ans);
         if (!bad) {
+            /* what a record keeps if the call asks again (modern_input_required): only the
+             * answers the handler asked for, never keys it does not know (mrtr.mdx: ignored) */
+            if (!j->answers_taken)
+                j->answers_taken = json_object();
+            json_object_set(j->answers_taken, key, ans);
             job_reply(j, m->u.tool.wait_seq, json_deep_copy(ans), NULL);
             return;
         }

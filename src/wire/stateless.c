@@ -224,6 +224,18 @@ int stateless_http_status(int code)
     }
 }
 
+int stateless_error_code(int code)
+{
+    if (code == MCP_ERR_RESOURCE_NOT_FOUND)
+        return JSONRPC_INVALID_PARAMS;
+    if (code == MCP_ERR_HEADER_MISMATCH || code == MCP_ERR_MISSING_CAPABILITY ||
+        code == MCP_ERR_UNSUPPORTED_VERSION)
+        return code;
+    if (code <= -32020 && code >= -32099) /* -32042 among them */
+        return JSONRPC_INTERNAL_ERROR;
+    return code;
+}
+
 const char *stateless_input_capability(const char *method)
 {
     if (strcmp(method, "elicitation/create") == 0)
@@ -236,9 +248,10 @@ const char *stateless_input_capability(const char *method)
 }
 
 void stateless_decorate(json_t *result, const json_t *server_info, stats_method_t m,
-                        long long ttl_ms, bool private_scope)
+                        long long ttl_ms, bool private_scope, bool retry)
 {
-    if (!json_object_get(result, "resultType"))
+    json_t *type = json_object_get(result, "resultType");
+    if (!type)
         json_object_set_new(result, "resultType", json_string("complete"));
     json_t *meta = json_object_get(result, "_meta");
     if (!json_is_object(meta)) {
@@ -247,8 +260,13 @@ void stateless_decorate(json_t *result, const json_t *server_info, stats_method_
     }
     if (server_info && !json_object_get(meta, META_SERVER_INFO))
         json_object_set(meta, META_SERVER_INFO, (json_t *)server_info);
-    if (!(method_rule(m)->flags & METHOD_CACHE_HINTS))
+    if (!(method_rule(m)->flags & METHOD_CACHE_HINTS) ||
+        (type && !jsonrpc_str_is(type, "complete")))
         return;
+    if (retry) {
+        ttl_ms = 0;
+        private_scope = true;
+    }
     if (!json_object_get(result, "ttlMs"))
         json_object_set_new(result, "ttlMs", json_integer(ttl_ms));
     if (!json_object_get(result, "cacheScope"))

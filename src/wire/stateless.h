@@ -74,6 +74,13 @@ stateless_method_t stateless_method_kind(const char *method);
  * 200 for the rest (a tool's or a handler's error is an answer, not a transport failure). */
 int stateless_http_status(int code);
 
+/* The code a handler's error (mcpd_ctx_set_error) goes out with in this revision
+ * (basic/index.mdx, "Error Codes"): it MUST NOT emit -32002 (resource not found: -32602 since
+ * SEP-2164) nor -32042 (URL elicitation, 2025-11-25 only), nor a code of -32020..-32099 the
+ * specification does not define (those it defines, -32020..-32022, mean what they say):
+ * -32002 -> -32602, the others -> -32603; any other code as it is. */
+int stateless_error_code(int code);
+
 /* The client capability an input request's method needs ("elicitation" for
  * elicitation/create, "sampling" for sampling/createMessage, "roots" for roots/list); NULL: the
  * method is not an input request. */
@@ -82,9 +89,13 @@ const char *stateless_input_capability(const char *method);
 /* What a 2026-07-28 result carries, added to result (an object) where it is not there yet:
  * resultType "complete", _meta with server_info (borrowed) under META_SERVER_INFO (none when
  * NULL), and for a method the method table marks METHOD_CACHE_HINTS ttlMs and cacheScope
- * (ttl_ms; private_scope: "private", else "public"). */
+ * (ttl_ms; private_scope: "private", else "public"). caching.mdx: only a complete result
+ * carries the hints (an input_required one is interim, not cacheable); and one that answers a
+ * retry (retry: the request carried inputResponses or requestState) depends on answers
+ * outside the cache key, so it MUST NOT be cached: ttlMs 0 and "private", whatever the
+ * flags say. */
 void stateless_decorate(json_t *result, const json_t *server_info, stats_method_t m,
-                        long long ttl_ms, bool private_scope);
+                        long long ttl_ms, bool private_scope, bool retry);
 
 /* What is wrong with a client's answer to an input request of `method`, or NULL: an
  * elicitation answer is an ElicitResult (an action), a sampling answer a CreateMessageResult

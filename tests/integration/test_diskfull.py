@@ -431,5 +431,63 @@ class HandleWrites(TmpfsCase):
         self.assertEqual(body["result"]["content"][0]["text"], "2", "the refused increments never happened")
 
 
+def modern_call(server, rid, name, args, caps=None):
+    """A 2026-07-28 tools/call: (status, the answer)."""
+    params = {"name": name, "arguments": args,
+              "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": caps or {}}}
+    r = server.request("POST", {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params},
+                       {"Content-Type": "application/json", "Accept": mcptest.ACCEPT_BOTH,
+                        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                        "Mcp-Name": name})
+    return r.status, r.messages()[-1]
+
+
+class RefusedCreations(TmpfsCase):
+    """A record, a handle or a task made in a turn the store refuses was never stored: the
+    gauges that count them (and --max-input-records, which such a leak would shrink) stay what
+    the store holds, which a restart counts again (each refused call kept a place until a
+    restart)."""
+    FLAGS = ("--min-free-space", str(4 << 20), "--response-mode", "auto",
+             "--toolset", "demo,conformance")
+    GAUGES = ("input_records_stored", "handles_stored", "tasks_stored")
+    MAKE = {"record": ("elicit_name", {}, {"elicitation": {}}),
+            "handle": ("new_counter", {}, None),
+            "task": ("failing_job", {}, {"extensions": {"io.modelcontextprotocol/tasks": {}}})}
+
+    def make(self, what, rid):
+        name, args, caps = self.MAKE[what]
+        return modern_call(self.server, rid, name, args, caps)
+
+    def gauges(self):
+        st = self.server.stats()
+        return {g: st[g] for g in self.GAUGES}
+
+    def test_refused_creations_leave_the_gauges_as_the_store_counts_them(self):
+        for what in self.MAKE:
+            status, m = self.make(what, f"{what}-ok")
+            self.assertEqual(status, 200, m)
+            self.assertIn("result", m, m)
+        self.fill_and_restart(leave=8 << 20)
+        self.fs.fill(leave=0)
+        for i in range(200):  # until the guard sees the full disk
+            if self.make("record", f"fill-{i}")[0] == 503:
+                break
+        else:
+            self.fail("the store never refused a write on a full disk")
+        for what in self.MAKE:
+            for i in range(3):
+                status, m = self.make(what, f"{what}-{i}")
+                if what == "handle":  # the handler's state write is refused: 503 as well
+                    self.assertEqual(status, 503, m)
+                else:
+                    self.assertEqual((status, m["error"]["code"]), (503, -32603), m)
+        self.fs.release()
+        self.wait_health(200, timeout=40)
+        live = self.gauges()
+        self.server.restart()
+        self.assertEqual(live, self.gauges(), "the gauges counted what the store refused")
+
+
 if __name__ == "__main__":
     mcptest.run()

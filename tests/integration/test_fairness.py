@@ -356,6 +356,63 @@ class HandleCaps(ServerTest):
         self.assertGreaterEqual(st["share_refusals_total"], 1)
 
 
+class RecordCaps(unittest.TestCase):
+    """--max-input-records and each token's share of it: one client's pending input requests
+    cannot take every place (each waits up to --request-state-ttl, 15 minutes) and lock the
+    others out of input requests; an answered exchange gives its place back, and the shares are
+    counted again at startup."""
+    ELICIT = {"elicitation": {}}
+
+    def setUp(self):
+        self.tokens = token_file({"alice": TOKEN_A, "bob": TOKEN_B, "carol": "c" * 40})
+        self.server = Server("--max-input-records", "4", "--auth-tokens", self.tokens)
+
+    def tearDown(self):
+        self.server.cleanup()
+        os.unlink(self.tokens)
+
+    def ask(self, token):
+        r, m = modern_call(self.server, "elicit_name", {}, caps=self.ELICIT,
+                           headers={"Authorization": f"Bearer {token}"})
+        self.assertEqual(r.status, 200, r.text)
+        return m
+
+    def answer(self, token, res):
+        key = next(iter(res["inputRequests"]))
+        params = {"name": "elicit_name", "arguments": {}, "requestState": res["requestState"],
+                  "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}},
+                  "_meta": meta(self.ELICIT)}
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+        h = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH,
+             "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+             "Mcp-Name": "elicit_name", "Authorization": f"Bearer {token}"}
+        return self.server.request("POST", body, h).json()
+
+    def assertRefused(self, m, text):
+        self.assertEqual(m["id"], 1, m)
+        self.assertEqual(m["error"]["code"], -32003, m)
+        self.assertIn(text, m["error"]["message"])
+
+    def test_a_token_holds_its_share_and_the_cap_holds(self):
+        asked = [self.ask(TOKEN_A)["result"] for _ in range(2)]
+        self.assertRefused(self.ask(TOKEN_A), "share of --max-input-records")
+        for _ in range(2):  # bob still gets his
+            self.assertEqual(self.ask(TOKEN_B)["result"]["resultType"], "input_required")
+        self.assertRefused(self.ask("c" * 40), "(--max-input-records)")  # carol: the cap
+        st = self.server.stats()
+        self.assertEqual(st["input_records_stored"], 4)
+        self.assertGreaterEqual(st["share_refusals_total"], 1)
+        # an answered exchange gives its place back ...
+        done = self.answer(TOKEN_A, asked[0])
+        self.assertEqual(done["result"]["content"][0]["text"], "Hello, Ada!", done)
+        self.assertEqual(self.server.stats()["input_records_stored"], 3)
+        # ... and the shares are counted again at startup: bob's 2 stored records are his
+        # share (3 of 4 are stored: his refusal is the share's), alice has a place again
+        self.server.restart()
+        self.assertRefused(self.ask(TOKEN_B), "share of --max-input-records")
+        self.assertEqual(self.ask(TOKEN_A)["result"]["resultType"], "input_required")
+
+
 class ConnectionShares(ServerTest):
     """--max-connections 4: one address holds at most 2 of them; past twice that its new
     connections are closed at once (so one address never reaches the twice-the-limit that

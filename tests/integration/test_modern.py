@@ -376,6 +376,34 @@ class InputRequests(ServerTest):
         self.assertEqual(m["error"]["code"], -32602)
         self.assertIn("another request", m["error"]["message"])
 
+    def test_a_retry_with_a_whole_real_for_an_integer_completes(self):
+        # validation hands the handler 1 for 1.0; the binding is over the arguments as sent,
+        # so the retry that sends the same 1.0 matches its first round
+        args = {"item": "x", "ms": 1.0}
+        res = self.first("confirm_slow", args)
+        m = self.retry(res, {"confirm": accept(ok=True)}, name="confirm_slow", args=args)
+        self.assertIn("result", m, m)
+        self.assertEqual(m["result"]["content"][0]["text"], "confirmed x", m)
+
+    def test_a_read_that_asks_carries_no_cache_hints_and_its_retry_is_not_cacheable(self):
+        # caching.mdx: an input_required result carries no caching hints; a retry's result
+        # depends on answers outside the cache key and must not be cached (ttlMs 0, private)
+        r, m, _ = self.c.result("resources/read", {"uri": "kit://ask"}, caps=ELICIT)
+        res = m["result"]
+        self.assertEqual(res["resultType"], "input_required", m)
+        self.assertNotIn("ttlMs", res)
+        self.assertNotIn("cacheScope", res)
+        p = {"uri": "kit://ask", "inputResponses": {"pick": accept(choice="blue")},
+             "requestState": res["requestState"]}
+        r, m, _ = self.c.result("resources/read", p, caps=ELICIT)
+        res = m["result"]
+        self.assertEqual(res["contents"][0]["text"], "blue", m)
+        self.assertEqual((res["resultType"], res["ttlMs"], res["cacheScope"]),
+                         ("complete", 0, "private"), m)
+        # a read without input keeps the configured hints
+        r, m, _ = self.c.result("resources/read", {"uri": "kit://item/here"})
+        self.assertEqual((m["result"]["ttlMs"], m["result"]["cacheScope"]), (60000, "public"), m)
+
     def test_a_once_tool_accepts_its_state_once(self):
         res = self.first("confirm_once", {"item": "gift"})
         self.assertEqual(list(res["inputRequests"]), ["confirm"])
@@ -429,6 +457,67 @@ class InputRequests(ServerTest):
         self.assertGreater(self.server.stats()["hibernations_total"], before)
         m = self.retry(res, {key: accept(name="Ada")})
         self.assertEqual(m["result"]["content"][0]["text"], "Hello, Ada!")
+
+
+def stored_anywhere(data_dir, marker):
+    """Whether marker's bytes are in any file of the data directory (RocksDB's WAL holds every
+    committed write as it was written)."""
+    needle = marker.encode()
+    for root, _, files in os.walk(data_dir):
+        for name in files:
+            try:
+                with open(os.path.join(root, name), "rb") as f:
+                    if needle in f.read():
+                        return True
+            except OSError:
+                pass
+    return False
+
+
+class UnrequestedAnswers(ServerTest):
+    """mrtr.mdx: the server SHOULD ignore inputResponses it does not recognize: a record keeps
+    only the answers to what was asked, so unrequested ones cost no storage."""
+    SERVER_FLAGS = ("--modern", "--toolset", "conformance")
+    TOOL = "test_input_required_result_multi_round"
+
+    def test_only_the_answers_to_what_was_asked_are_stored(self):
+        c = Modern(self.server)
+        mark = lambda what: f"{what}-{os.urandom(8).hex()}"
+        stray1, kept, stray2 = mark("stray1"), mark("kept"), mark("stray2")
+        p = {"name": self.TOOL, "arguments": {}, "inputResponses": {"junk": accept(pad=stray1)}}
+        _, m, _ = c.result("tools/call", p, caps=ELICIT)
+        res = m["result"]
+        self.assertEqual(list(res["inputRequests"]), ["step1"], m)
+        p = {"name": self.TOOL, "arguments": {}, "requestState": res["requestState"],
+             "inputResponses": {"step1": accept(name=kept), "junk": accept(pad=stray2)}}
+        _, m, _ = c.result("tools/call", p, caps=ELICIT)
+        res = m["result"]
+        self.assertEqual(list(res["inputRequests"]), ["step2"], m)  # the record is written
+        self.assertTrue(stored_anywhere(self.server.data_dir, kept))  # the check sees records
+        self.assertFalse(stored_anywhere(self.server.data_dir, stray1))
+        self.assertFalse(stored_anywhere(self.server.data_dir, stray2))
+        p = {"name": self.TOOL, "arguments": {}, "requestState": res["requestState"],
+             "inputResponses": {"step2": accept(color="blue")}}
+        _, m, _ = c.result("tools/call", p, caps=ELICIT)
+        self.assertEqual(m["result"]["content"][0]["text"], f"{kept} likes blue", m)
+
+
+class HandlerErrors(ServerTest):
+    """A handler's error code as each era may emit it: 2026-07-28 never emits -32002."""
+    SERVER_FLAGS = ("--modern", "--plugin", os.path.abspath(TESTKIT))
+
+    def test_a_handlers_resource_not_found_is_invalid_params_with_the_uri(self):
+        # SEP-2164 (basic/index.mdx: "MUST NOT emit -32002"): -32602 with data.uri
+        r, m, _ = Modern(self.server).result("resources/read", {"uri": "kit://item/nope"})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(m["error"]["code"], -32602, m)
+        self.assertEqual(m["error"]["data"], {"uri": "kit://item/nope"}, m)
+        self.assertIn("no item nope", m["error"]["message"])
+        r, m, _ = Modern(self.server).result("resources/read", {"uri": "kit://item/here"})
+        self.assertEqual(m["result"]["contents"][0]["text"], "item here", m)
+        # the session era keeps -32002
+        _, m = Session(self.server).call("resources/read", {"uri": "kit://item/nope"})
+        self.assertEqual(m["error"]["code"], -32002, m)
 
 
 class InputRequestsAcrossRestarts(unittest.TestCase):

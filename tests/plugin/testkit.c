@@ -17,7 +17,11 @@
  *                               "confirmed <item>" (concurrent retries of one round);
  *   prompt kit_prompt {x} and a completion provider that, for the value "ask", asks the client
  *                               for input (2026-07-28 allows that only on tools, prompts and
- *                               resources: the server must refuse it, not crash). */
+ *                               resources: the server must refuse it, not crash);
+ *   resource kit://ask          2026-07-28: asks the client (input request "pick") and reads
+ *                               as the answer's content.choice;
+ *   resource kit://item/{id}    reads "item <id>" for the id "here"; any other id is reported
+ *                               not found by the handler (MCPD_ERR_RESOURCE_NOT_FOUND). */
 #include <mcpactord/tool.h>
 
 #include <stdlib.h>
@@ -104,8 +108,10 @@ static json_t *confirm_once(mcpd_ctx_t *ctx, json_t *args, void *userdata)
 {
     (void)userdata;
     mcpd_ctx_input_key(ctx, "confirm");
-    json_t *r = mcpd_ctx_elicit(ctx, "Redeem?", json_pack("{s:s,s:{s:{s:s}}}", "type", "object",
-                                                          "properties", "ok", "type", "boolean"), 0);
+    json_t *r = mcpd_ctx_elicit(ctx, "Redeem?",
+                                json_pack("{s:s,s:{s:{s:s}}}", "type", "object", "properties", "ok",
+                                          "type", "boolean"),
+                                0);
     if (!r)
         return mcpd_ctx_input_pending(ctx) ? mcpd_text_result("input required")
                                            : mcpd_error_result("%s", mcpd_ctx_last_error(ctx));
@@ -117,8 +123,10 @@ static json_t *confirm_slow(mcpd_ctx_t *ctx, json_t *args, void *userdata)
 {
     (void)userdata;
     mcpd_ctx_input_key(ctx, "confirm");
-    json_t *r = mcpd_ctx_elicit(ctx, "Proceed?", json_pack("{s:s,s:{s:{s:s}}}", "type", "object",
-                                                           "properties", "ok", "type", "boolean"), 0);
+    json_t *r = mcpd_ctx_elicit(ctx, "Proceed?",
+                                json_pack("{s:s,s:{s:{s:s}}}", "type", "object", "properties", "ok",
+                                          "type", "boolean"),
+                                0);
     if (!r)
         return mcpd_ctx_input_pending(ctx) ? mcpd_text_result("input required")
                                            : mcpd_error_result("%s", mcpd_ctx_last_error(ctx));
@@ -131,12 +139,15 @@ static json_t *kit_prompt(mcpd_ctx_t *ctx, json_t *args, void *userdata)
 {
     (void)ctx;
     (void)userdata;
-    return json_pack("{s:[{s:s,s:{s:s,s:s}}]}", "messages", "role", "user", "content", "type", "text",
-                     "text", json_string_value(json_object_get(args, "x")) ? json_string_value(json_object_get(args, "x")) : "");
+    return json_pack("{s:[{s:s,s:{s:s,s:s}}]}", "messages", "role", "user", "content", "type",
+                     "text", "text",
+                     json_string_value(json_object_get(args, "x"))
+                         ? json_string_value(json_object_get(args, "x"))
+                         : "");
 }
 
-static json_t *kit_complete(mcpd_ctx_t *ctx, json_t *ref, const char *arg_name, const char *arg_value,
-                            json_t *context_args, void *userdata)
+static json_t *kit_complete(mcpd_ctx_t *ctx, json_t *ref, const char *arg_name,
+                            const char *arg_value, json_t *context_args, void *userdata)
 {
     (void)ref;
     (void)arg_name;
@@ -149,6 +160,67 @@ static json_t *kit_complete(mcpd_ctx_t *ctx, json_t *ref, const char *arg_name, 
         json_decref(r);
     }
     return json_pack("[s]", "alpha");
+}
+
+static json_t *text_contents(const char *uri, const char *text)
+{
+    return json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", uri, "mimeType", "text/plain",
+                     "text", text);
+}
+
+static json_t *read_ask(mcpd_ctx_t *ctx, const char *uri, json_t *vars, void *userdata)
+{
+    (void)vars;
+    (void)userdata;
+    mcpd_ctx_input_key(ctx, "pick");
+    json_t *r = mcpd_ctx_elicit(ctx, "Which one?",
+                                json_pack("{s:s,s:{s:{s:s}}}", "type", "object", "properties",
+                                          "choice", "type", "string"),
+                                0);
+    if (!r) {
+        if (mcpd_ctx_input_pending(ctx))
+            return text_contents(uri, "input required"); /* replaced by input_required */
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "%s", mcpd_ctx_last_error(ctx));
+        return NULL;
+    }
+    const char *choice = json_string_value(
+        json_object_get(json_object_get(r, "content"), "choice"));
+    json_t *out = text_contents(uri, choice ? choice : "(none)");
+    json_decref(r);
+    return out;
+}
+
+static json_t *read_item(mcpd_ctx_t *ctx, const char *uri, json_t *vars, void *userdata)
+{
+    (void)userdata;
+    const char *id = json_string_value(json_object_get(vars, "id"));
+    if (!id || strcmp(id, "here") != 0) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_RESOURCE_NOT_FOUND, "no item %s", id ? id : "");
+        return NULL;
+    }
+    return text_contents(uri, "item here");
+}
+
+static int register_resources(mcpd_registry_t *reg)
+{
+    static const mcpd_resource_def_t defs[] = {
+        {.uri = "kit://ask",
+         .name = "kit-ask",
+         .description = "Test only: asks the client which one to read.",
+         .mime_type = "text/plain",
+         .read = read_ask},
+        {.uri_template = "kit://item/{id}",
+         .name = "kit-item",
+         .description = "Test only: only the item \"here\" exists.",
+         .mime_type = "text/plain",
+         .read = read_item},
+    };
+    for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
+        int rc = mcpd_register_resource(reg, &defs[i]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
@@ -184,7 +256,8 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
          .description = "Test only: an input request whose state works at most once.",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"item\":{\"type\":\"string\"}},"
                          "\"required\":[\"item\"]}",
-         .handler = confirm_once, .flags = MCPD_TOOL_INPUT_ONCE},
+         .handler = confirm_once,
+         .flags = MCPD_TOOL_INPUT_ONCE},
         {.name = "confirm_slow",
          .description = "Test only: an input request, then ms milliseconds of work.",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"item\":{\"type\":\"string\"},"
@@ -196,9 +269,12 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
         if (rc != 0)
             return rc;
     }
-    const mcpd_prompt_def_t prompt = {
-        .name = "kit_prompt", .description = "Test only: a prompt for completion tests.",
-        .arguments = "[{\"name\":\"x\",\"required\":false}]", .get = kit_prompt};
+    const mcpd_prompt_def_t prompt = {.name = "kit_prompt",
+                                      .description = "Test only: a prompt for completion tests.",
+                                      .arguments = "[{\"name\":\"x\",\"required\":false}]",
+                                      .get = kit_prompt};
     int rc = mcpd_register_prompt(reg, &prompt);
+    if (rc == 0)
+        rc = register_resources(reg);
     return rc != 0 ? rc : mcpd_set_completion(reg, kit_complete, NULL);
 }

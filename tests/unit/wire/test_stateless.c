@@ -150,6 +150,58 @@ static void input_answers_are_checked_by_method(void **state)
     json_decref(bad);
 }
 
+/* caching.mdx: a complete result of a cacheable method carries the hints the flags set; an
+ * input_required one carries none; one that answers a retry is not cacheable (0, private). */
+static void only_complete_results_carry_cache_hints(void **state)
+{
+    (void)state;
+    json_t *first = json_object();
+    stateless_decorate(first, NULL, SM_resources_read, 60000, false, false);
+    assert_string_equal(json_string_value(json_object_get(first, "resultType")), "complete");
+    assert_int_equal(json_integer_value(json_object_get(first, "ttlMs")), 60000);
+    assert_string_equal(json_string_value(json_object_get(first, "cacheScope")), "public");
+
+    json_t *asks = json_pack("{s:s,s:s}", "resultType", "input_required", "requestState", "x");
+    stateless_decorate(asks, NULL, SM_resources_read, 60000, false, false);
+    assert_null(json_object_get(asks, "ttlMs"));
+    assert_null(json_object_get(asks, "cacheScope"));
+    assert_string_equal(json_string_value(json_object_get(asks, "resultType")), "input_required");
+
+    json_t *retry = json_object();
+    stateless_decorate(retry, NULL, SM_resources_read, 60000, false, true);
+    assert_int_equal(json_integer_value(json_object_get(retry, "ttlMs")), 0);
+    assert_string_equal(json_string_value(json_object_get(retry, "cacheScope")), "private");
+
+    json_t *call = json_object(); /* tools/call: never hints */
+    stateless_decorate(call, NULL, SM_tools_call, 60000, false, true);
+    assert_null(json_object_get(call, "ttlMs"));
+    json_decref(first);
+    json_decref(asks);
+    json_decref(retry);
+    json_decref(call);
+}
+
+/* basic/index.mdx, "Error Codes": a handler's code as this revision may emit it. */
+static void handler_codes_are_those_the_revision_may_emit(void **state)
+{
+    (void)state;
+    assert_int_equal(stateless_error_code(MCP_ERR_RESOURCE_NOT_FOUND), JSONRPC_INVALID_PARAMS);
+    assert_int_equal(stateless_error_code(-32042), JSONRPC_INTERNAL_ERROR);
+    assert_int_equal(stateless_error_code(-32099), JSONRPC_INTERNAL_ERROR);
+    assert_int_equal(stateless_error_code(-32023), JSONRPC_INTERNAL_ERROR);
+    assert_int_equal(stateless_error_code(MCP_ERR_HEADER_MISMATCH), MCP_ERR_HEADER_MISMATCH);
+    assert_int_equal(stateless_error_code(MCP_ERR_MISSING_CAPABILITY), MCP_ERR_MISSING_CAPABILITY);
+    assert_int_equal(stateless_error_code(MCP_ERR_UNSUPPORTED_VERSION),
+                     MCP_ERR_UNSUPPORTED_VERSION);
+    assert_int_equal(stateless_error_code(JSONRPC_INVALID_PARAMS), JSONRPC_INVALID_PARAMS);
+    assert_int_equal(stateless_error_code(JSONRPC_INTERNAL_ERROR), JSONRPC_INTERNAL_ERROR);
+    assert_int_equal(stateless_error_code(MCP_ERR_OVERLOADED), MCP_ERR_OVERLOADED);
+    assert_int_equal(stateless_error_code(MCP_ERR_NOT_HERE), MCP_ERR_NOT_HERE);
+    assert_int_equal(stateless_error_code(-32019), -32019);
+    assert_int_equal(stateless_error_code(-32100), -32100);
+    assert_int_equal(stateless_error_code(1234), 1234);
+}
+
 static void the_method_table_and_statuses(void **state)
 {
     (void)state;
@@ -230,6 +282,8 @@ int main(void)
         cmocka_unit_test(meta_fields_are_required_and_the_version_checked),
         cmocka_unit_test(header_values_decode_plain_and_base64),
         cmocka_unit_test(mirrored_headers_must_match_the_body),
+        cmocka_unit_test(only_complete_results_carry_cache_hints),
+        cmocka_unit_test(handler_codes_are_those_the_revision_may_emit),
         cmocka_unit_test(the_method_table_and_statuses),
         cmocka_unit_test(tasks_methods_mirror_the_task_id_in_mcp_name),
         cmocka_unit_test(input_answers_are_checked_by_method),
