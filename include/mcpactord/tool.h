@@ -5,7 +5,9 @@
  * thread (or, for MCPD_TOOL_NONBLOCKING tools, on the session's actor worker) and may call
  * every mcpd_ctx_* function from that thread only.
  *
- * Ownership: arguments handed to a handler are borrowed for the duration of the call. A
+ * Ownership: arguments handed to a handler are borrowed for the duration of the call, to read
+ * (not to change: a 2026-07-28 request that asks for input is bound to its arguments as they
+ * are when the handler asks, and its retry must match them). A
  * handler returns a new reference (the result object) that the server takes. Functions whose
  * parameter is documented "stolen" take the caller's reference in every case, success or not.
  * A stolen value crosses to another thread: the handler must keep no reference to it or to

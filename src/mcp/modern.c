@@ -263,9 +263,8 @@ static bool tool_is_once(stats_method_t m, const char *target)
     return t && (t->flags & MCPD_TOOL_INPUT_ONCE);
 }
 
-/* The actor's "mrtr", the state of the exchange: the method, "b" the target and the digest of
- * the target and the arguments (one digest; a long resource URI stays out of the token), "a"
- * the answers so far. */
+/* The actor's "mrtr", the state of the exchange: the method, "b" the target and the arguments
+ * (bound by one digest; a long resource URI stays out of the token), "a" the answers so far. */
 static json_t *bound_of(json_t *params, stats_method_t m)
 {
     /* (built by hand: json_pack reads its format string on every call) */
@@ -273,19 +272,7 @@ static json_t *bound_of(json_t *params, stats_method_t m)
     json_t *b = json_array();
     json_array_append_new(b, target ? json_incref(target) : json_null());
     json_array_append_new(b, args ? json_incref(args) : json_null());
-    /* digested now, as the client sent them, on every round: the dispatch hands the arguments
-     * to the handler, which owns them, and validation rewrites a whole real sent for an
-     * integer (1.0) in place, so a digest taken after either would not match its retry's */
-    char digest[33];
-    reqstate_digest(b, digest);
-    json_array_set_new(b, 1, json_string(digest));
     return b;
-}
-
-/* The digest bound_of took (NULL when absent). */
-static const char *digest_of(json_t *mrtr)
-{
-    return json_string_value(json_array_get(json_object_get(mrtr, "b"), 1));
 }
 
 /* bound: bound_of's (taken) */
@@ -338,8 +325,9 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     if (rs && !jsonrpc_cstr(rs))
         return input_error(a, c, "Invalid params: params.requestState must be a string");
     if (!ir && !rs) {
-        /* a first round (most calls): only the target and the digest are kept; the
-         * exchange's state is made from them if the handler asks for input (mrtr_of) */
+        /* a first round (most calls): only the target and the arguments are kept (as they
+         * came: the dispatch takes the arguments on); the exchange's state is made from them
+         * if the handler asks for input (mrtr_of) */
         mcp_state_set(&mcp_state(a)->modern.bound, bound_of(params, c->method));
         return true;
     }
@@ -349,7 +337,10 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     json_t *mrtr = mrtr_new(a, c->method, bound_of(params, c->method));
     json_object_set_new(mrtr, "o", json_boolean(once));
     json_t *answers = json_object_get(mrtr, "a");
+    json_t *bound = json_object_get(mrtr, "b");
     if (rs) {
+        char digest[33];
+        reqstate_digest(bound, digest);
         json_t *p;
         int rc = reqstate_open(reqstate_process_key(), json_string_value(rs), now_wall_ms(), &p);
         if (rc == -ETIME)
@@ -363,7 +354,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         const char *rid = json_string_value(json_object_get(p, "r"));
         json_int_t n = json_integer_value(json_object_get(p, "n"));
         bool same = json_integer_value(json_object_get(p, "m")) == (json_int_t)c->method &&
-                    jsonrpc_str_is(json_object_get(p, "d"), digest_of(mrtr)) &&
+                    jsonrpc_str_is(json_object_get(p, "d"), digest) &&
                     jsonrpc_str_is(json_object_get(p, "p"), a->auth_name);
         if (!same || !rid || !session_id_valid(rid)) {
             json_decref(p);
@@ -518,8 +509,11 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
             mr, "o",
             json_boolean(tool_is_once((stats_method_t)json_integer_value(json_object_get(mr, "m")),
                                       jsonrpc_cstr(json_array_get(json_object_get(mr, "b"), 0)))));
-    if (!json_object_get(mr, "d"))
-        json_object_set_new(mr, "d", json_string(digest_of(mr)));
+    if (!json_object_get(mr, "d")) {
+        char digest[33];
+        reqstate_digest(json_object_get(mr, "b"), digest);
+        json_object_set_new(mr, "d", json_string(digest));
+    }
     /* the answers its requests took: what its next run needs (the client sends only the
      * latest round's); an answer nothing asked for is not kept */
     json_t *answers = j->answers_taken;

@@ -25,8 +25,8 @@ struct proto_state {
     union {
         struct {                   /* ACTOR_REQUEST: one 2026-07-28 request, never stored */
             json_t *param_hdrs;    /* the request's Mcp-Param-* headers (raw), NULL = none */
-            json_t *bound;         /* [target, digest of target and arguments] of a first round
-                                   of a call (its mrtr is made from them if it asks for input) */
+            json_t *bound;         /* [target, arguments] of a first round of a call (its mrtr is
+                                   made from them if it asks for input) */
             json_t *mrtr;          /* the input-request exchange of its call */
             json_t *listen_id;     /* serving subscriptions/listen: the request id (its
                                    subscriptionId) ... */

@@ -104,9 +104,41 @@ int reqstate_peek_record(const char *token, char rid[SESSION_ID_LEN + 1])
     return rc;
 }
 
+/* v with every real of a whole value in the 64-bit range as that integer (a new reference).
+ * A first round's arguments are digested after validation, which hands a handler 2 for a 2.0
+ * sent where its schema says integer, and its retry's as sent: read this way, both are the
+ * same text (and 2.0 and 2 are one JSON number). */
+static json_t *canonical(json_t *v)
+{
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d == (double)(long long)d && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
+            return json_integer((json_int_t)d);
+        return json_incref(v);
+    }
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < json_array_size(v); i++)
+            json_array_append_new(a, canonical(json_array_get(v, i)));
+        return a;
+    }
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *key;
+        size_t kl;
+        json_t *item;
+        json_object_keylen_foreach(v, key, kl, item)
+            json_object_setn_new_nocheck(o, key, kl, canonical(item));
+        return o;
+    }
+    return json_incref(v);
+}
+
 void reqstate_digest(const json_t *args, char out[33])
 {
-    char *text = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    json_t *c = args ? canonical((json_t *)args) : NULL;
+    char *text = c ? json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    json_decref(c);
     unsigned char d[SHA256_LEN];
     sha256(text ? text : "", text ? strlen(text) : 0, d);
     free(text);

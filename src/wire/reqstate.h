@@ -28,7 +28,8 @@ int reqstate_open(const unsigned char key[REQSTATE_KEY_LEN], const char *token, 
                   json_t **payload);
 /* The record id the token names, unverified (routing only): 0, or -1 when it names none. */
 int reqstate_peek_record(const char *token, char rid[SESSION_ID_LEN + 1]);
-/* A digest of a request's arguments (canonical JSON: sorted keys, compact), 32 hex + NUL. */
+/* A digest of a request's arguments (canonical JSON: sorted keys, compact, a whole real in the
+ * 64-bit range written as the integer it equals), 32 hex + NUL. */
 void reqstate_digest(const json_t *args, char out[33]);
 
 #endif

@@ -377,8 +377,9 @@ class InputRequests(ServerTest):
         self.assertIn("another request", m["error"]["message"])
 
     def test_a_retry_with_a_whole_real_for_an_integer_completes(self):
-        # validation hands the handler 1 for 1.0; the binding is over the arguments as sent,
-        # so the retry that sends the same 1.0 matches its first round
+        # validation hands the handler 1 for 1.0, and the first round's digest is taken after
+        # it, the retry's before: the digest reads a whole real as that integer, so the retry
+        # that sends the same 1.0 matches its first round
         args = {"item": "x", "ms": 1.0}
         res = self.first("confirm_slow", args)
         m = self.retry(res, {"confirm": accept(ok=True)}, name="confirm_slow", args=args)

@@ -296,6 +296,54 @@ static void the_digest_is_of_canonical_json_so_key_order_does_not_matter(void **
     json_decref(z);
 }
 
+/* Validation hands a handler 1 for a 1.0 sent where its schema says integer, and a first round
+ * is digested after it while its retry is digested as sent: a whole real reads as the integer
+ * it equals, at any depth and under a key holding U+0000; other numbers stay apart. */
+static json_t *nul_key(char last, json_t *v)
+{
+    json_t *o = json_object();
+    char key[3] = {'k', '\0', last};
+    json_object_setn_new_nocheck(o, key, sizeof key, v);
+    return o;
+}
+
+static void a_whole_real_digests_as_its_integer(void **state)
+{
+    (void)state;
+    enum { SAME = 2, PAIRS = 4 + SAME };
+    json_t *pairs[PAIRS][2] = {
+        {json_loads("[\"t\",{\"ms\":1.0}]", 0, NULL), json_loads("[\"t\",{\"ms\":1}]", 0, NULL)},
+        {json_loads("{\"a\":[{\"n\":-3.0}],\"z\":2e3}", 0, NULL),
+         json_loads("{\"a\":[{\"n\":-3}],\"z\":2000}", 0, NULL)},
+        /* apart: */
+        {json_loads("{\"ms\":1.5}", 0, NULL), json_loads("{\"ms\":1}", 0, NULL)},
+        {json_loads("{\"ms\":\"1\"}", 0, NULL), json_loads("{\"ms\":1}", 0, NULL)},
+        {json_loads("{\"big\":1e300}", 0, NULL), json_loads("{\"big\":1e299}", 0, NULL)},
+        {nul_key('x', json_integer(5)), nul_key('y', json_integer(5))},
+    };
+    for (int i = 0; i < PAIRS; i++) {
+        assert_non_null(pairs[i][0]);
+        assert_non_null(pairs[i][1]);
+        char a[33], b[33];
+        reqstate_digest(pairs[i][0], a);
+        reqstate_digest(pairs[i][1], b);
+        if (i < SAME)
+            assert_string_equal(a, b);
+        else
+            assert_string_not_equal(a, b);
+        json_decref(pairs[i][0]);
+        json_decref(pairs[i][1]);
+    }
+    /* under a key holding U+0000 too */
+    json_t *x = nul_key('x', json_real(5.0)), *y = nul_key('x', json_integer(5));
+    char a[33], b[33];
+    reqstate_digest(x, a);
+    reqstate_digest(y, b);
+    assert_string_equal(a, b);
+    json_decref(x);
+    json_decref(y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +358,7 @@ int main(void)
         cmocka_unit_test(a_verified_payload_without_an_integer_expiry_is_refused),
         cmocka_unit_test(peek_names_the_record_without_verifying_and_only_a_valid_id),
         cmocka_unit_test(the_digest_is_of_canonical_json_so_key_order_does_not_matter),
+        cmocka_unit_test(a_whole_real_digests_as_its_integer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
