@@ -394,6 +394,14 @@ int64_t sweep_next_due(int64_t now, bool more, int64_t session_expiry,
                        int64_t first_finished_expiry, int64_t standalone_expiry);
 /* Main thread, at startup: finds in-flight requests in the store and sends WM_RECOVER. */
 long actors_recover_all(store_t *store);
+/* A shard came in (adopt, reclaim): the in-flight requests of the ids under prefix, read
+ * before they are served ({sid: [[stream, id], ...]}, new), so none of this node's own is
+ * among them: what its last holder left unanswered (an answer its store refused, whose reset
+ * actor was remembered only in that process's memory). */
+json_t *actors_inflight_of_prefix(store_t *store, const char *prefix, size_t plen);
+/* Once they are served: WM_RECOVER for each (a stored -32603 error, as at startup); takes
+ * by_sid. Returns the number of requests. */
+long actors_recover_moved(json_t *by_sid);
 
 /* The actor's log threshold (the protocol layer's: actor_ops_t log_enabled): true when a
  * message at `level` is to be sent. */

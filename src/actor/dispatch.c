@@ -188,9 +188,7 @@ static void on_recover(worker_t *w, wmsg_t *m)
     actor_t *a = scheduled_actor(w, m);
     if (!a)
         return;
-    actor_recover(a, m->u.recover.list,
-                  "The server restarted while this request was in flight; its result is lost. "
-                  "Send the request again.");
+    actor_recover(a, m->u.recover.list, m->u.recover.why);
     settle(w, a);
 }
 

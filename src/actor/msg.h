@@ -133,8 +133,9 @@ typedef struct wmsg {
         struct {         /* WM_ALARM */
             int64_t due; /* the due time the scheduler saw */
         } alarm;
-        struct {          /* WM_RECOVER */
-            json_t *list; /* owned: [[stream, request id], ...] */
+        struct {             /* WM_RECOVER */
+            json_t *list;    /* owned: [[stream, request id], ...] */
+            const char *why; /* static: the error's message */
         } recover;
         struct {          /* WM_BROADCAST */
             json_t *note; /* owned: the notification {jsonrpc, method, params} */

@@ -12,8 +12,8 @@
  *            restart finishes the delete.
  *   adopt:   fetch the manifest and files from X (checked: sizes, SHA-256, every family) ->
  *            ingest -> count every family's keys against the manifest -> record "owned at E"
- *            -> serve. A crash before the record leaves unowned keys that the next adopt
- *            deletes first.
+ *            -> serve, and answer the requests X left in flight (answers its store refused).
+ *            A crash before the record leaves unowned keys that the next adopt deletes first.
  *   reclaim: the other node records that it will never adopt epoch E (decline) -> this node
  *            ingests its own export -> records "owned at E+1" -> serves.
  *   finish:  the other node says it holds epoch E -> the export is deleted.

@@ -144,8 +144,16 @@ static int take(int shard, const char *prefix, uint32_t epoch, const char *from,
     }
     sm_adjust_gauges(prefix, 1);
     STAT_ADD(alarms_pending, json_integer_value(json_object_get(what, "alarms")));
+    /* requests its last holder left in flight: their answers were never stored there (a
+     * refused turn resets its actors and remembers them in that process only). Read before
+     * the shard is served, so no request of this node's is among them; answered once served
+     * (the workers run only owned shards' recoveries) */
+    json_t *inflight = actors_inflight_of_prefix(SM_STORE, prefix, SHARD_HEX);
     sm_set_refused(shard, NULL);
     shard_set_owned(shard, true);
+    long n = actors_recover_moved(inflight);
+    if (n)
+        log_info("shard %s: %ld requests it held in flight are answered with an error", prefix, n);
     if (earliest)
         alarms_hint(earliest); /* owned first: an alarm due already is not refused */
     return 0;

@@ -330,16 +330,46 @@ void actor_recover(actor_t *a, json_t *list, const char *why)
              json_array_size(list), why);
 }
 
+/* arg: the error's message (static) */
 static void recover_session(void *arg, const char *sid, json_t *list)
 {
-    (void)arg;
     wmsg_t *m = wmsg_new(WM_RECOVER);
     memcpy(m->sid, sid, SESSION_ID_LEN + 1);
-    m->u.recover.list = list; /* handed over whole: main keeps no part of it */
+    m->u.recover.list = list; /* handed over whole: the sender keeps no part of it */
+    m->u.recover.why = arg;
     worker_push(worker_for_session(m->sid), m);
 }
 
 long actors_recover_all(store_t *store)
 {
-    return eventlog_inflight_scan_all(store, recover_session, NULL);
+    return eventlog_inflight_scan_all(store, recover_session,
+                                      "The server restarted while this request was in flight; "
+                                      "its result is lost. Send the request again.");
+}
+
+static void collect_inflight(void *arg, const char *sid, json_t *list)
+{
+    json_object_set_new(arg, sid, list);
+}
+
+json_t *actors_inflight_of_prefix(store_t *store, const char *prefix, size_t plen)
+{
+    json_t *by_sid = json_object();
+    eventlog_inflight_scan_prefix(store, prefix, plen, collect_inflight, by_sid);
+    return by_sid;
+}
+
+long actors_recover_moved(json_t *by_sid)
+{
+    long n = 0;
+    const char *sid;
+    json_t *list;
+    json_object_foreach(by_sid, sid, list) {
+        n += (long)json_array_size(list);
+        recover_session("This request's result was not stored before its session's shard "
+                        "moved; the result is lost. Send the request again.",
+                        sid, json_incref(list));
+    }
+    json_decref(by_sid);
+    return n;
 }

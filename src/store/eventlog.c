@@ -274,9 +274,10 @@ json_t *eventlog_inflight_list(store_t *s, const char *sid)
     return list;
 }
 
-long eventlog_inflight_scan_all(store_t *s, eventlog_inflight_fn fn, void *arg)
+/* fn gets each session of the iterator's range with its entries, once (it takes the list);
+ * the iterator is freed. */
+static long inflight_scan(store_iter_t *it, eventlog_inflight_fn fn, void *arg)
 {
-    store_iter_t *it = store_iter_new_scan(s, CF_REQMAP);
     long n = 0;
     char sid[SESSION_ID_LEN + 1] = "";
     json_t *list = NULL;
@@ -302,6 +303,22 @@ long eventlog_inflight_scan_all(store_t *s, eventlog_inflight_fn fn, void *arg)
         fn(arg, sid, list);
     store_iter_free(it);
     return n;
+}
+
+long eventlog_inflight_scan_all(store_t *s, eventlog_inflight_fn fn, void *arg)
+{
+    return inflight_scan(store_iter_new_scan(s, CF_REQMAP), fn, arg);
+}
+
+long eventlog_inflight_scan_prefix(store_t *s, const char *prefix, size_t plen,
+                                   eventlog_inflight_fn fn, void *arg)
+{
+    if (plen == 0 || plen > SESSION_ID_LEN)
+        return 0;
+    char hi[SESSION_ID_LEN];
+    memcpy(hi, prefix, plen);
+    hi[plen - 1]++; /* ids are hex: no carry */
+    return inflight_scan(store_iter_new(s, CF_REQMAP, prefix, plen, hi, plen), fn, arg);
 }
 
 /* ---- a whole session ---- */

@@ -87,6 +87,10 @@ long eventlog_inflight_writes(void);
  * can hand it to another thread whole). Returns the number of entries. */
 typedef void (*eventlog_inflight_fn)(void *arg, const char *sid, json_t *list);
 long eventlog_inflight_scan_all(store_t *s, eventlog_inflight_fn fn, void *arg);
+/* The same for the sessions whose ids start with prefix (plen bytes: a shard's, after an
+ * adopt). */
+long eventlog_inflight_scan_prefix(store_t *s, const char *prefix, size_t plen,
+                                   eventlog_inflight_fn fn, void *arg);
 
 /* ---- a whole session ---- */
 

@@ -489,5 +489,102 @@ class RefusedCreations(TmpfsCase):
         self.assertEqual(live, self.gauges(), "the gauges counted what the store refused")
 
 
+def move_step(node, path):
+    """A shard-move step on a node's admin listener: POST starts it (202), GET /shards/move
+    tells how it went. Returns (HTTP status of the step, its answer)."""
+    r = node.request("POST", path=path, port=node.admin_port, timeout=30)
+    if r.status != 202:
+        return r.status, json.loads(r.text)
+    seq = json.loads(r.text)["seq"]
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        st = json.loads(node.admin("/shards/move").text)
+        if st.get("state") == "done" and st.get("seq") == seq:
+            return st["status"], st
+        time.sleep(0.02)
+    raise AssertionError(f"the step {path} did not finish")
+
+
+class ClusterTmpfsCase(unittest.TestCase):
+    """Two nodes, n1 serving shards 000-00f and n2 the rest; the node named by ON_TMPFS has its
+    data directory (and so its move directory) on the small tmpfs, with a free-space floor; the
+    other a plain temporary directory."""
+    ON_TMPFS = "n1"
+    FLOOR = 8 << 20
+
+    def setUp(self):
+        from test_shards import free_ports, write_cluster
+        self.fs = Tmpfs(64)
+        self.addCleanup(self.fs.cleanup)
+        self.file = os.path.join(self.fs.parent, "cluster.json")
+        a1, a2 = free_ports(2)
+        write_cluster(self.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
+                      admin={"n1": a1, "n2": a2})
+        self.nodes = {}
+        for name, port in (("n1", a1), ("n2", a2)):
+            small = name == self.ON_TMPFS
+            data = os.path.join(self.fs.mnt if small else self.fs.parent, f"data-{name}")
+            flags = ("--min-free-space", str(self.FLOOR)) if small else ()
+            node = mcptest.Server("--cluster", self.file, "--node", name, "--admin-listen",
+                                  f"127.0.0.1:{port}", "--response-mode", "sse", *flags,
+                                  data_dir=data,
+                                  log_path=os.path.join(self.fs.parent, f"{name}.log"))
+            self.addCleanup(node.cleanup)
+            self.nodes[name] = node
+        self.n1, self.n2 = self.nodes["n1"], self.nodes["n2"]
+
+    def refuse_writes(self, node, session):
+        """Fills the tmpfs below the floor and writes with session until node refuses."""
+        self.fs.fill(leave=self.FLOOR // 2)
+        for _ in range(200):
+            if counter_value(session)[0] == 503:
+                return
+            time.sleep(0.05)
+        self.fail("the node never refused a write below its floor")
+
+    def wait_health(self, node, status, timeout=40):
+        self.assertTrue(mcptest.wait_until(lambda: node.admin("/healthz").status == status,
+                                           timeout), f"/healthz stayed not {status}")
+
+
+class RefusedBeforeAMove(ClusterTmpfsCase):
+    """A request whose answer the store refused is answered with a stored error once the store
+    writes again; its actor was reset and remembered only in that process's memory. When its
+    shard moves first, the node that adopts it answers it (the in-flight key came with the
+    shard): the client resuming there gets the error, not a stream that just ends."""
+
+    def test_a_request_refused_before_its_shard_moved_is_answered_where_it_moved(self):
+        s, other = mcptest.Session(self.n1), mcptest.Session(self.n1)
+        rid, stream = s.stream_post("tools/call", {
+            "name": "slow", "arguments": {"seconds": 30, "steps": 30},
+            "_meta": {"progressToken": "p"}})
+        first = stream.next_message(timeout=5)
+        self.assertIsNotNone(first, "the call streams: its in-flight key is stored")
+        self.refuse_writes(self.n1, other)
+        r = s.delete()  # refused: the session is reset, its call's key stays unanswered
+        self.assertEqual(r.status, 503, r.text)
+        stream.read_until_end(10)
+        stream.close()
+        self.fs.release()
+        self.wait_health(self.n1, 200)
+        hexs = s.sid[:3]
+        st, rep = move_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(st, 200, rep)
+        st, rep = move_step(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
+        self.assertEqual(st, 200, rep)
+        s.server = self.n2
+        for when in ("after the adopt", "after n2's restart"):
+            g = s.open_get(last_event_id=first["id"])
+            self.assertEqual(g.status, 200)
+            msgs = [json.loads(e["data"]) for e in g.read_until_end(5) if e.get("data")]
+            g.close()
+            final = [m for m in msgs if m.get("id") == rid]
+            self.assertEqual(len(final), 1, f"{when}: the interrupted call is answered once: "
+                                            f"{msgs}")
+            self.assertEqual(final[0]["error"]["code"], -32603, final)
+            self.assertIn("shard moved", final[0]["error"]["message"])
+            self.n2.restart()
+
+
 if __name__ == "__main__":
     mcptest.run()
