@@ -6,6 +6,7 @@
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "core/log.h"
+#include "core/shard.h"
 #include "core/stats.h"
 #include "core/util.h"
 #include "store/sessionrec.h"
@@ -165,8 +166,11 @@ int alarms_start(store_t *store)
     S.base = event_base_new();
     S.timer = evtimer_new(S.base, on_due, NULL);
     S.rearm = event_new(S.base, -1, 0, on_rearm, NULL);
-    /* the count of stored alarms is the number of sessions holding one */
-    long long count = (long long)sessionrec_count_alarms(store);
+    /* the count of stored alarms is the number of sessions holding one, in the shards served
+     * here, as sessions_stored counts them: a shard not served (refused at start, a crashed
+     * adopt's leftover, deleted before an adopt) counts once it is served (take() adds what
+     * it holds then, a release takes away what went) */
+    long long count = (long long)sessionrec_count_alarms(store, shard_owns_id);
     STAT_SET(alarms_pending, count);
     S.floor_ms = 0;
     arm_next();

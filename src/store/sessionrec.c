@@ -160,9 +160,22 @@ long sessionrec_scan_alarms(store_t *s, int64_t from_ms, int64_t until_ms, sessi
     return n;
 }
 
-uint64_t sessionrec_count_alarms(store_t *s)
+uint64_t sessionrec_count_alarms(store_t *s, bool (*keep)(const char *sid))
 {
-    return store_count_keys(s, CF_ALARMS);
+    if (!keep)
+        return store_count_keys(s, CF_ALARMS);
+    store_iter_t *it = store_iter_new_scan(s, CF_ALARMS);
+    uint64_t n = 0;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl;
+        int64_t due;
+        char sid[SESSION_ID_LEN + 1];
+        const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
+        if (key_alarm_decode(key, kl, &due, sid) == 0 && keep(sid))
+            n++;
+    }
+    store_iter_free(it);
+    return n;
 }
 
 int sessionrec_get_state(store_t *s, const char *sid, const char *name, char **text, size_t *len)

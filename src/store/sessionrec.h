@@ -42,8 +42,8 @@ int64_t sessionrec_first_alarm(store_t *s, int64_t floor_ms);
 typedef void (*sessionrec_alarm_fn)(void *arg, int64_t due_ms, const char *sid);
 long sessionrec_scan_alarms(store_t *s, int64_t from_ms, int64_t until_ms, sessionrec_alarm_fn fn,
                             void *arg);
-/* Counts the stored alarms (startup only). */
-uint64_t sessionrec_count_alarms(store_t *s);
+/* Counts the stored alarms (startup only): those whose id keep() accepts (NULL: all). */
+uint64_t sessionrec_count_alarms(store_t *s, bool (*keep)(const char *sid));
 
 /* State names are 1..200 bytes: -EINVAL otherwise. get: 0 found (*text malloc'd), 1 absent,
  * negative errno. */
