@@ -82,8 +82,7 @@ void sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionre
     store_iter_free(it);
 }
 
-uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen,
-                                     int64_t *earliest)
+uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen, int64_t *earliest)
 {
     *earliest = 0;
     uint64_t n = 0;
