@@ -458,6 +458,22 @@ static int export_shard(int shard, const char *prefix, const char *dir, uint32_t
     return rc;
 }
 
+/* The export as written still leaves --min-free-space free on the data directory's filesystem
+ * (its estimate may fall short): 0, or -ENOSPC with why. */
+static int export_leaves_room(const char *prefix, const manifest_t *m, char *why, size_t whylen)
+{
+    int64_t f, floor;
+    if (!store_on_fs_of(SM_STORE, SM_MOVE_DIR) || store_space_for(SM_STORE, 0, &f, &floor))
+        return 0;
+    uint64_t bytes = manifest_bytes(m);
+    snprintf(why, whylen,
+             "not enough space: the export of shard %s took %llu bytes, and the data "
+             "directory's filesystem has %lld free, less than --min-free-space (%lld bytes); "
+             "it is served here again: free space there first",
+             prefix, (unsigned long long)bytes, (long long)f, (long long)floor);
+    return -ENOSPC;
+}
+
 int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *why, size_t whylen)
 {
     char prefix[SHARD_HEX + 1];
@@ -500,6 +516,13 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
         rc = -EINVAL;
         goto out;
     }
+    /* room for its export, before anything changes (what settling adds, the hibernations'
+     * metadata, is small; the export's size as written is checked again before the record) */
+    char what[64];
+    snprintf(what, sizeof what, "the export of shard %s", prefix);
+    uint64_t estimate = store_export_estimate(SM_STORE, prefix, SHARD_HEX);
+    if ((rc = sm_room_for(what, estimate, true, false, why, whylen)) != 0)
+        goto out;
     sm_dir_of(dir, sizeof dir, true, shard, epoch);
     if ((rc = sm_fresh_dir(dir, why, whylen)) != 0)
         goto out;
@@ -520,9 +543,11 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     int64_t settled = now_mono_ms();
     /* 3. its keys out, from one snapshot, with the manifest (a draft until the record) */
     int64_t earliest;
-    json_t *what = sm_counts(prefix, &earliest);
+    json_t *moved = sm_counts(prefix, &earliest);
     manifest_t m;
-    rc = export_shard(shard, prefix, dir, epoch, rq->peer, what, &m, why, whylen);
+    rc = export_shard(shard, prefix, dir, epoch, rq->peer, moved, &m, why, whylen);
+    if (rc == 0)
+        rc = export_leaves_room(prefix, &m, why, whylen);
     sm_crash_point("release-exported");
     /* 4. the record: from here the export is the shard's data */
     shardrec_t rel = {.state = SHARDREC_RELEASED,
@@ -535,7 +560,7 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
         rc = -EIO;
     }
     if (rc != 0) {
-        json_decref(what);
+        json_decref(moved);
         manifest_clear(&m);
         serve_again(shard, prefix);
         sm_remove_dir(dir);
@@ -544,7 +569,7 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     sm_crash_point("release-recorded");
     /* 5. its copy here goes */
     sm_adjust_gauges(prefix, -1);
-    STAT_ADD(alarms_pending, -json_integer_value(json_object_get(what, "alarms")));
+    STAT_ADD(alarms_pending, -json_integer_value(json_object_get(moved, "alarms")));
     if (store_delete_prefix(SM_STORE, prefix, SHARD_HEX) != 0) {
         /* the export holds the shard; the keys left here are never served (the record says
          * released) and the next start deletes them */
@@ -555,11 +580,15 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     json_object_set_new(*report, "settle_ms", json_integer(settled - t0));
     json_object_set_new(*report, "export_ms", json_integer(t1 - settled));
     json_object_set_new(*report, "rounds", json_integer(rounds));
-    log_info("shard %s released at epoch %u to %s: %llu keys in %s, %lld ms", prefix, epoch,
-             rq->peer, (unsigned long long)m.keys, dir, (long long)(t1 - t0));
+    log_info("shard %s released at epoch %u to %s: %llu keys in %s (%llu bytes, %llu "
+             "estimated), %lld ms",
+             prefix, epoch, rq->peer, (unsigned long long)m.keys, dir,
+             (unsigned long long)manifest_bytes(&m), (unsigned long long)estimate,
+             (long long)(t1 - t0));
     manifest_clear(&m);
-    json_decref(what);
+    json_decref(moved);
 out:
+    store_space_recheck(SM_STORE); /* the export's files came or went */
     pthread_mutex_unlock(&sm_move_mu);
     return rc;
 }

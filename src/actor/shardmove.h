@@ -55,6 +55,7 @@ shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec
  *   -EBUSY   its actors did not settle within wait_ms (served here again)
  *   -EAGAIN  the other node could not be reached, or is busy: retry
  *   -EBADMSG the export is incomplete or damaged (nothing adopted)
+ *   -ENOSPC  its files would leave less than --min-free-space free (nothing changed)
  *   -EIO     a local write failed (nothing changed) */
 int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *why, size_t whylen);
 int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen);

@@ -243,7 +243,11 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
         rc = -EALREADY;
         goto out;
     }
-    /* 3. its files, checked as they come */
+    /* 3. room for them (the free-space floor), then its files, checked as they come */
+    char what_for[64];
+    snprintf(what_for, sizeof what_for, "adopting shard %s (its export)", prefix);
+    if ((rc = sm_room_for(what_for, manifest_bytes(&m), true, true, why, whylen)) != 0)
+        goto out;
     sm_dir_of(dir, sizeof dir, false, shard, m.epoch);
     if ((rc = sm_fresh_dir(dir, why, whylen)) != 0)
         goto out;
@@ -270,6 +274,7 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
 out:
     if (dir[0])
         sm_remove_dir(dir);
+    store_space_recheck(SM_STORE); /* the fetched files came, and went or were ingested */
     json_decref(what);
     manifest_clear(&m);
     pthread_mutex_unlock(&sm_move_mu);
@@ -307,6 +312,12 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
         rc = rc == -EIO ? -EBADMSG : rc;
         goto out;
     }
+    /* room for it (the ingest copies: the export stays the shard's data until the record),
+     * before the other node is asked anything */
+    char what_for[64];
+    snprintf(what_for, sizeof what_for, "taking back shard %s (a copy of its export)", prefix);
+    if ((rc = sm_room_for(what_for, manifest_bytes(&m), false, true, why, whylen)) != 0)
+        goto out;
     /* 1. fencing: the node it was for promises never to adopt it */
     peer_t to;
     char url[160];
@@ -372,6 +383,7 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
     log_info("shard %s taken back at epoch %u (its export to %s was declined%s)", prefix,
              rec.epoch + 1, rec.peer, rq->force ? " or forced" : "");
 out:
+    store_space_recheck(SM_STORE);
     json_decref(what);
     manifest_clear(&m);
     pthread_mutex_unlock(&sm_move_mu);

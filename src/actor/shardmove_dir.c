@@ -27,6 +27,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,6 +115,34 @@ void sm_sweep_move_dir(void)
     if (removed)
         log_info("cluster: deleted %d move directories no record keeps (interrupted moves)",
                  removed);
+}
+
+int sm_room_for(const char *what, uint64_t bytes, bool to_dir, bool to_store, char *why,
+                size_t whylen)
+{
+    bool one_fs = store_on_fs_of(SM_STORE, SM_MOVE_DIR);
+    if (to_dir && !one_fs) {
+        struct statvfs v;
+        uint64_t f = statvfs(SM_MOVE_DIR, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : bytes;
+        if (f < bytes) {
+            snprintf(why, whylen,
+                     "not enough space: %s needs %llu bytes in the move directory %s, whose "
+                     "filesystem has %llu free",
+                     what, (unsigned long long)bytes, SM_MOVE_DIR, (unsigned long long)f);
+            return -ENOSPC;
+        }
+    }
+    if (!to_store && !one_fs)
+        return 0;
+    int64_t f, floor;
+    if (store_space_for(SM_STORE, bytes, &f, &floor))
+        return 0;
+    snprintf(why, whylen,
+             "not enough space: %s needs %llu bytes on the data directory's filesystem, which "
+             "has %lld free: that would leave less than --min-free-space (%lld bytes); free "
+             "space there first",
+             what, (unsigned long long)bytes, (long long)f, (long long)floor);
+    return -ENOSPC;
 }
 
 int sm_fsync_dir(const char *dir)

@@ -55,6 +55,16 @@ int sm_put_record(int shard, const shardrec_t *r);
  * record and the delete of a directory), are deleted; anything else is left alone. */
 void sm_sweep_move_dir(void);
 
+/* Room for a move's files (the free-space floor): `bytes` written into the move directory
+ * (to_dir: a release's export, an adopt's fetch) and into the store (to_store: an ingest). On
+ * the data directory's filesystem they are the same bytes (an adopt's ingest links what it
+ * fetched), and --min-free-space stays free after them; a move directory on another filesystem
+ * needs them free there, and an ingest copies them into the store. The guard is charged with
+ * what goes to the store's filesystem. 0, or -ENOSPC with why (naming what, the bytes, the
+ * free space and the floor). */
+int sm_room_for(const char *what, uint64_t bytes, bool to_dir, bool to_store, char *why,
+                size_t whylen);
+
 /* fsync of a directory (its entries on disk): 0 or -errno. */
 int sm_fsync_dir(const char *dir);
 

@@ -252,6 +252,8 @@ static int step_status(int rc)
         return 409;
     case -EBADMSG:
         return 502; /* the export it was given is incomplete or damaged */
+    case -ENOSPC:
+        return 507; /* its files would take the node below --min-free-space */
     case -EBUSY:
     case -EAGAIN:
         return 503; /* retry: actors still busy, the other node unreachable */

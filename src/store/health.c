@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 
@@ -90,6 +91,32 @@ bool store_space_ok(store_t *s, size_t size, int64_t *free_now)
     atomic_store(&s->space_checked, now);
     atomic_store(&s->space_budget, (long long)(f - s->min_free));
     return f - (int64_t)size >= s->min_free;
+}
+
+bool store_space_for(store_t *s, uint64_t bytes, int64_t *free_now, int64_t *min_free)
+{
+    *min_free = s->min_free;
+    int64_t f = store_free_bytes(s);
+    *free_now = f;
+    if (f < 0)
+        return true; /* cannot tell: as the guard, let the writes decide */
+    bool ok = f - (int64_t)bytes >= s->min_free;
+    /* the guard's budget charged with the files to come (before they are written: a commit
+     * meanwhile does not take their room) */
+    atomic_store(&s->space_budget, (long long)(f - s->min_free - (ok ? (int64_t)bytes : 0)));
+    atomic_store(&s->space_checked, now_mono_ms());
+    return ok;
+}
+
+void store_space_recheck(store_t *s)
+{
+    atomic_store(&s->space_budget, 0); /* the next commit asks statvfs */
+}
+
+bool store_on_fs_of(const store_t *s, const char *path)
+{
+    struct stat a, b;
+    return stat(s->dir, &a) != 0 || stat(path, &b) != 0 || a.st_dev == b.st_dev;
 }
 
 /* A key in the default column family: its memtable is never empty when a write fails. */

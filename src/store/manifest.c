@@ -44,8 +44,8 @@ json_t *manifest_build(const manifest_t *m)
     }
     return json_pack("{s:i,s:s,s:I,s:s,s:s,s:I,s:O,s:o}", "format", MANIFEST_FORMAT, "shard", sh,
                      "epoch", (json_int_t)m->epoch, "from", m->from, "to", m->to, "keys",
-                     (json_int_t)m->keys, "moved", m->moved ? m->moved : json_object(),
-                     "families", fams);
+                     (json_int_t)m->keys, "moved", m->moved ? m->moved : json_object(), "families",
+                     fams);
 }
 
 static int fail(manifest_t *m, char *why, size_t whylen, const char *what)
@@ -89,11 +89,11 @@ int manifest_parse(const char *text, size_t len, manifest_t *m, char *why, size_
     }
     m->shard = sh && strlen(sh) == SHARD_HEX ? shard_of(sh) : -1;
     if (m->shard < 0 || !json_is_integer(ep) || json_integer_value(ep) < 1 ||
-        json_integer_value(ep) > SHARDREC_EPOCH_MAX || !count_ok(keys) ||
-        !json_is_object(moved) || !json_is_array(fams) ||
-        read_name(json_object_get(o, "from"), m->from) != 0 ||
+        json_integer_value(ep) > SHARDREC_EPOCH_MAX || !count_ok(keys) || !json_is_object(moved) ||
+        !json_is_array(fams) || read_name(json_object_get(o, "from"), m->from) != 0 ||
         read_name(json_object_get(o, "to"), m->to) != 0) {
-        rc = fail(m, why, whylen, "shard, epoch, from, to, keys, moved or families missing or wrong");
+        rc = fail(m, why, whylen,
+                  "shard, epoch, from, to, keys, moved or families missing or wrong");
         goto out;
     }
     m->epoch = (uint32_t)json_integer_value(ep);
@@ -161,6 +161,14 @@ int manifest_parse(const char *text, size_t len, manifest_t *m, char *why, size_
 out:
     json_decref(o);
     return rc;
+}
+
+uint64_t manifest_bytes(const manifest_t *m)
+{
+    uint64_t bytes = 0;
+    for (int cf = 0; cf < CF__COUNT; cf++)
+        bytes += m->fam[cf].bytes;
+    return bytes;
 }
 
 void manifest_clear(manifest_t *m)

@@ -43,6 +43,8 @@ json_t *manifest_build(const manifest_t *m);
 /* Parses and checks a manifest: 0, or -EBADMSG with why (m is cleared then). */
 int manifest_parse(const char *text, size_t len, manifest_t *m, char *why, size_t whylen);
 void manifest_clear(manifest_t *m);
+/* The bytes of the export's files, all together. */
+uint64_t manifest_bytes(const manifest_t *m);
 /* The size and SHA-256 of a file: 0, or -errno. */
 int manifest_file_digest(const char *path, uint64_t *bytes, unsigned char sha[SHA256_LEN]);
 

@@ -88,6 +88,17 @@ void store_on_writable(store_t *s, void (*fn)(void));
 /* Tests only: where the free-space guard and the probe learn the data directory's free bytes
  * (NULL: statvfs). Set before store_open. */
 void store_set_free_bytes_source(int64_t (*fn)(const char *dir));
+/* Room for `bytes` more on the data directory's filesystem, written outside the store's
+ * commits (a shard move's files): true when the free space, asked now, less bytes leaves
+ * --min-free-space (with no floor: when bytes fit). The guard's cached budget is charged with
+ * them, so no commit takes their room. *free_now: what statvfs said (-1: cannot tell, then
+ * true); *min_free: the floor. Any thread. */
+bool store_space_for(store_t *s, uint64_t bytes, int64_t *free_now, int64_t *min_free);
+/* The free space changed outside the store's commits (a move's files written or deleted): the
+ * guard asks statvfs again at the next commit. */
+void store_space_recheck(store_t *s);
+/* Whether path is on the data directory's filesystem (true when it cannot tell). */
+bool store_on_fs_of(const store_t *s, const char *path);
 /* The reason writes are refused and since when (wall ms); false when writable. */
 bool store_write_error(store_t *s, char *why, size_t whylen, int64_t *since_ms);
 
@@ -137,6 +148,10 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
                         uint64_t keys[CF__COUNT], char *why, size_t whylen);
 /* Counts the keys of every family that belong to ids starting with prefix (as exported). */
 void store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT]);
+/* What an export of those keys takes on disk, at most: their keys' and values' bytes (the files
+ * hold them once, compressed where they compress) and a margin for each file's own blocks. An
+ * O(keys) scan, as the export. */
+uint64_t store_export_estimate(store_t *s, const char *prefix, size_t plen);
 /* Whether family cf holds any key of an id starting with prefix (one seek; not the alarms). */
 bool store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);
 /* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms). */

@@ -14,11 +14,13 @@ one in the other's
 partition, and the test that needs a session created on the full disk to be refused is skipped
 (it may land in a partition whose log still has room).
 """
+import base64
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -545,6 +547,102 @@ class ClusterTmpfsCase(unittest.TestCase):
     def wait_health(self, node, status, timeout=40):
         self.assertTrue(mcptest.wait_until(lambda: node.admin("/healthz").status == status,
                                            timeout), f"/healthz stayed not {status}")
+
+
+class MovesKeepTheFloor(ClusterTmpfsCase):
+    """A release writes the shard's export into the move directory and an adopt fetches and
+    ingests it: files the store's commits do not see. Each is refused up front (507, naming
+    --min-free-space and the bytes) when it would leave the node below its floor, and then
+    changes nothing; it used to be answered 200 and leave the node refusing every write."""
+    TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                        "mcpd-cluster")
+
+    def shard_with_payload(self):
+        """A session of n1 whose shard holds about 3 MB (stored SSE answers)."""
+        s = mcptest.Session(self.n1)
+        for _ in range(40):
+            text = base64.b64encode(os.urandom(48 << 10)).decode()
+            r, m = s.tool("echo", {"text": text})
+            self.assertEqual(r.status, 200, r.text)
+        return s
+
+    def assert_refused_for_space(self, st, rep):
+        self.assertEqual(st, 507, rep)
+        self.assertIn("--min-free-space", rep["error"])
+        self.assertIn(str(self.FLOOR), rep["error"], "the floor is named")
+        self.assertRegex(rep["error"], r"needs \d+ bytes", "and what the move needs")
+
+    def assert_node_writes(self, node):
+        self.assertEqual(node.admin("/healthz").status, 200, "the node stays healthy")
+        s = mcptest.Session(node)
+        self.assertEqual(counter_value(s)[:2], (200, 1), "and writes")
+
+
+class ReleaseKeepsTheFloor(MovesKeepTheFloor):
+    ON_TMPFS = "n1"
+
+    def test_a_release_that_would_go_below_the_floor_is_refused_and_changes_nothing(self):
+        s = self.shard_with_payload()
+        hexs = s.sid[:3]
+        self.assertEqual(counter_value(s)[1], 1)
+        self.fs.fill(leave=self.FLOOR + (1 << 20))  # the export takes about 3 MB
+        st, rep = move_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assert_refused_for_space(st, rep)
+        self.assertIn(f"the export of shard {hexs}", rep["error"])
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [])
+        rec = json.loads(self.n1.admin(f"/shards/record?shard={hexs}").text)
+        self.assertEqual((rec["state"], rec["serving"]), ("owned", True), rec)
+        self.assertEqual(counter_value(s)[1], 2, "the shard is served where it was")
+        self.assert_node_writes(self.n1)
+        self.fs.release()
+        st, rep = move_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(st, 200, rep)
+
+
+class AdoptKeepsTheFloor(MovesKeepTheFloor):
+    ON_TMPFS = "n2"
+
+    def release(self):
+        s = self.shard_with_payload()
+        hexs = s.sid[:3]
+        self.assertEqual(counter_value(s)[1], 1)
+        st, rep = move_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(st, 200, rep)
+        size = sum(f.get("bytes", 0) for f in rep["families"])
+        self.assertGreater(size, 2 << 20)
+        return s, hexs, size
+
+    def test_an_adopt_that_would_go_below_the_floor_is_refused_and_changes_nothing(self):
+        s, hexs, size = self.release()
+        self.fs.fill(leave=self.FLOOR + size // 2)
+        st, rep = move_step(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
+        self.assert_refused_for_space(st, rep)
+        self.assertIn(f"adopting shard {hexs}", rep["error"])
+        self.assertIn(str(size), rep["error"], "the export's bytes, from its manifest")
+        rec = json.loads(self.n2.admin(f"/shards/record?shard={hexs}").text)
+        self.assertEqual((rec["state"], rec["serving"]), ("none", False), rec)
+        self.assertEqual(os.listdir(os.path.join(self.n2.data_dir, "moves")), [])
+        self.assert_node_writes(self.n2)
+        self.fs.release()
+        st, rep = move_step(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
+        self.assertEqual(st, 200, rep)
+        s.server = self.n2
+        self.assertEqual(counter_value(s)[1], 2, "the shard moved whole")
+
+    def test_the_tool_rolls_back_a_move_whose_adopt_has_no_room(self):
+        s = self.shard_with_payload()
+        hexs = s.sid[:3]
+        self.assertEqual(counter_value(s)[1], 1)
+        self.fs.fill(leave=self.FLOOR + (1 << 20))
+        shards_map = os.path.join(self.fs.parent, "shards.map")
+        p = subprocess.run([sys.executable, self.TOOL, "move", self.file, hexs, "n2",
+                            "--no-runtime", "--map", shards_map],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("507", p.stderr)
+        self.assertIn("rolled back", p.stderr)
+        self.assertEqual(counter_value(s)[1], 2, "n1 serves the shard again")
+        self.assert_node_writes(self.n2)
 
 
 class RefusedBeforeAMove(ClusterTmpfsCase):
