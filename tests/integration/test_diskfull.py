@@ -598,6 +598,25 @@ class ReleaseKeepsTheFloor(MovesKeepTheFloor):
         st, rep = move_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
         self.assertEqual(st, 200, rep)
 
+    def test_a_reclaim_that_would_go_below_the_floor_is_refused_before_asking_the_peer(self):
+        s = self.shard_with_payload()
+        hexs = s.sid[:3]
+        st, rep = move_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(st, 200, rep)
+        self.fs.fill(leave=self.FLOOR + (1 << 20))  # its copy takes about 3 MB
+        st, rep = move_step(self.n1, f"/shards/reclaim?shard={hexs}")
+        self.assert_refused_for_space(st, rep)
+        self.assertIn(f"taking back shard {hexs}", rep["error"])
+        rec = json.loads(self.n1.admin(f"/shards/record?shard={hexs}").text)
+        self.assertEqual((rec["state"], rec["export_kept"]), ("released", True), rec)
+        rec = json.loads(self.n2.admin(f"/shards/record?shard={hexs}").text)
+        self.assertEqual(rec["declined"], 0, "n2 was not asked to decline")
+        self.assert_node_writes(self.n1)
+        self.fs.release()
+        st, rep = move_step(self.n1, f"/shards/reclaim?shard={hexs}")
+        self.assertEqual(st, 200, rep)
+        self.assertEqual(counter_value(s)[1], 1, "served on n1 again")
+
 
 class AdoptKeepsTheFloor(MovesKeepTheFloor):
     ON_TMPFS = "n2"
