@@ -106,7 +106,9 @@ int sm_peer_json(const peer_t *p, const char *method, const char *path, int *sta
                  char *why, size_t whylen);
 
 /* A step on a peer (POST answers 202, then GET /shards/move until it is done): 0 with the
- * step's HTTP status and answer, or -EAGAIN (unreachable, busy, or it did not finish). */
+ * step's HTTP status and answer; -EAGAIN when the POST got no answer (unreachable); -EBUSY
+ * when it answered but the step's answer is not known (busy with another step, restarted or
+ * silent while the step ran, or the step did not finish in time): the peer is alive. */
 int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, char *why,
                  size_t whylen);
 

@@ -67,7 +67,10 @@ int sm_peer_json(const peer_t *p, const char *method, const char *path, int *sta
 }
 
 /* A step on a peer (POST answers 202, then GET /shards/move until it is done): 0 with the
- * step's HTTP status and answer, or -EAGAIN (unreachable, busy, or it did not finish). */
+ * step's HTTP status and answer; -EAGAIN when the POST got no answer (the peer cannot be
+ * reached); -EBUSY when it answered but the step's answer is not known: busy with another
+ * step, restarted while the step ran, no answer while it ran, or the step outlasted
+ * PEER_STEP_WAIT_MS. The peer is alive then (it may still run the step): retry. */
 int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, char *why,
                  size_t whylen)
 {
@@ -79,7 +82,7 @@ int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, c
         if (json_is_true(json_object_get(o, "busy"))) {
             snprintf(why, whylen, "%s:%d is running another move step", p->host, p->port);
             json_decref(o);
-            return -EAGAIN;
+            return -EBUSY;
         }
         *out = o;
         return 0;
@@ -95,14 +98,14 @@ int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, c
         nanosleep(&ts, NULL);
         rc = sm_peer_json(p, "GET", "/shards/move", status, &o, why, whylen);
         if (rc != 0)
-            return rc;
+            return -EBUSY; /* it took the step: it may have run it */
         const char *st = json_string_value(json_object_get(o, "state"));
         const char *r = json_string_value(json_object_get(o, "run"));
         if (*status == 200 && r && strcmp(r, run) != 0) {
             /* another process answers: the peer restarted, and this step's answer is lost */
             snprintf(why, whylen, "%s:%d restarted while the step ran", p->host, p->port);
             json_decref(o);
-            return -EAGAIN;
+            return -EBUSY;
         }
         if (*status == 200 && st && strcmp(st, "done") == 0 &&
             json_integer_value(json_object_get(o, "seq")) == seq) {
@@ -113,5 +116,5 @@ int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, c
         json_decref(o);
     }
     snprintf(why, whylen, "the step on %s:%d did not finish in time", p->host, p->port);
-    return -EAGAIN;
+    return -EBUSY;
 }

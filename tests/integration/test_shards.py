@@ -5,6 +5,7 @@ stop the start with a message. Two real nodes on one cluster file, each on its o
 directory (the addresses come from the command line, which wins over the file)."""
 import base64
 import hashlib
+import http.server
 import json
 import os
 import shutil
@@ -476,6 +477,100 @@ class QueuedCallAcrossAMove(ShardMove):
     test_exports_stay_in_the_move_directory_and_foreign_files_are_never_touched = None
     test_a_release_is_not_taken_back_once_the_other_node_holds_it = None
     test_a_release_to_a_node_that_cannot_be_asked_is_taken_back_only_by_force = None
+
+
+class StubPeer(http.server.ThreadingHTTPServer):
+    """A node's admin listener as reclaim sees it, answering what `answers` says: a real node
+    is hard to hold in the state a test needs (busy with another step, restarted while a step
+    ran), so a small HTTP server in the test stands in for it. answers: "busy" (every POST 409
+    {"busy": true}, as a node running another step), "restarted" (POST 202, then
+    GET /shards/move names another run)."""
+
+    def __init__(self):
+        self.answers = "busy"
+        self.asked = []
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def reply(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self):
+                stub.asked.append(self.path)
+                if stub.answers == "busy":
+                    self.reply(409, {"error": "a move step is running: see GET /shards/move",
+                                     "busy": True})
+                else:
+                    self.reply(202, {"seq": 1, "run": "run-of-the-step"})
+
+            def do_GET(self):
+                self.reply(200, {"state": "done", "seq": 1, "run": "a-restarted-process",
+                                 "status": 200})
+
+            def log_message(self, *args):
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+class ReclaimFromALivePeer(unittest.TestCase):
+    """reclaim?force=1 trusts the operator that the node the shard was released to is gone for
+    good; a node that answers is not gone. A peer that answered 409 busy, or that restarted
+    while the decline ran, is alive and may adopt the export: force does not take the shard
+    back then (503, retry), only when the node does not answer at all."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.peer = StubPeer()
+        self.addCleanup(self.peer.server_close)
+        self.addCleanup(self.peer.shutdown)
+        self.file = os.path.join(self.dir, "cluster.json")
+        (a1,) = free_ports(1)
+        write_cluster(self.file, {"n1": ["000-fff"], "n2": []},
+                      admin={"n1": a1, "n2": self.peer.server_address[1]})
+        self.n1 = Server("--cluster", self.file, "--node", "n1", "--admin-listen",
+                         f"127.0.0.1:{a1}")
+        self.addCleanup(self.n1.cleanup)
+
+    post_admin = ShardMove.post_admin
+
+    def test_force_does_not_take_a_shard_back_from_a_node_that_answers(self):
+        s = Session(self.n1)
+        self.assertEqual(text_of(s.tool("counter", {"by": 2})[1]), "2")
+        hexs = s.sid[:3]
+        self.assertEqual(self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2").status,
+                         200)
+        for answers, said in (("busy", "running another move step"),
+                              ("restarted", "restarted while the step ran")):
+            self.peer.answers = answers
+            self.peer.asked.clear()
+            r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}&force=1")
+            self.assertEqual(r.status, 503, f"{answers}: {r.text}")
+            err = json.loads(r.text)["error"]
+            self.assertIn(said, err)
+            self.assertIn("force=1 does not apply", err)
+            self.assertEqual(self.peer.asked, [f"/shards/decline?shard={hexs}&epoch=2&from=n1"])
+            rec = json.loads(self.n1.admin(f"/shards/record?shard={hexs}").text)
+            self.assertEqual((rec["state"], rec["export_kept"]), ("released", True), rec)
+        # gone for good: nothing answers at its address (held bound, not listening, so that no
+        # server another test starts can be given the port); force takes it back
+        port = self.peer.server_address[1]
+        self.peer.shutdown()
+        self.peer.server_close()
+        hold = socket.socket()
+        self.addCleanup(hold.close)
+        hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        hold.bind(("127.0.0.1", port))
+        r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}&force=1")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "3")
 
 
 class GaugesOverALeftover(unittest.TestCase):
