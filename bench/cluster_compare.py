@@ -99,6 +99,9 @@ def main():
             spawn([binary, "--cluster", path, "--node", name, "--allowed-host", hp,
                    "--log-level", "warn"])
             wait_port(ports[1 + 2 * i])
+            wait_port(ports[2 + 2 * i])
+        # new data directories: they serve their shards once bootstrapped
+        subprocess.run([sys.executable, TOOL, "bootstrap", path], check=True, capture_output=True)
         return doc, ports
 
     try:

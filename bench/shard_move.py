@@ -43,6 +43,20 @@ def req(port, method, path, body=None, headers=None):
     return r.status, h, data.decode()
 
 
+def bootstrap(admin_port):
+    """A new data directory serves its cluster file's shards once bootstrapped."""
+    st, _, body = req(admin_port, "POST", "/shards/bootstrap")
+    seq = json.loads(body)["seq"]
+    while True:
+        st, _, body = req(admin_port, "GET", "/shards/move")
+        j = json.loads(body)
+        if j.get("state") == "done" and j.get("seq") == seq:
+            if j["status"] != 200:
+                raise SystemExit(f"bootstrap: {body}")
+            return
+        time.sleep(0.001)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=1000)
@@ -63,6 +77,8 @@ def main():
         procs.append(p1)
         p2, port2, adm2 = start(binary, cluster, "n2", d)
         procs.append(p2)
+        bootstrap(adm1)
+        bootstrap(adm2)
         subprocess.run([bench, "sessions", "--sessions", str(o.sessions), "--connections", "8",
                         "--quiet", f"http://127.0.0.1:{port1}/mcp"], check=True, timeout=300)
         hdr = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

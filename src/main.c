@@ -187,6 +187,7 @@ STEP(adopt)
 STEP(reclaim)
 STEP(decline)
 STEP(finish)
+STEP(bootstrap)
 #undef STEP
 
 /* What start-up made, for the steps after it and the teardown. */
@@ -341,6 +342,7 @@ static int start_serving(node_t *n)
                                    .reclaim = step_reclaim,
                                    .decline = step_decline,
                                    .finish = step_finish,
+                                   .bootstrap = step_bootstrap,
                                    .summary = shardmove_summary,
                                    .record = shardmove_record,
                                    .export_path = shardmove_export_path};

@@ -22,7 +22,8 @@
  * newer than anything that node holds or declined.
  *
  * Here: the records, the start-up rule, settling, release and the queries; adopt, reclaim,
- * decline and finish in shardmove_adopt.c; the move directory in shardmove_dir.c; requests
+ * decline and finish in shardmove_adopt.c; the bootstrap of a new data directory (which claims
+ * nothing at start) in shardmove_boot.c; the move directory in shardmove_dir.c; requests
  * to other nodes in shardmove_peer.c. */
 #include "actor/shardmove_internal.h"
 
@@ -60,6 +61,7 @@ pthread_mutex_t sm_move_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t sm_rec_mu = PTHREAD_MUTEX_INITIALIZER;
 shardrec_t SM_REC[SHARD_COUNT];
 char *SM_REFUSED[SHARD_COUNT];
+shardrec_boot_t SM_BOOT;
 /* the shard being evicted, and the actors of it still busy after a round (workers add) */
 static int sm_evict = -1;
 static atomic_long sm_busy;
@@ -104,7 +106,7 @@ int sm_put_record(int shard, const shardrec_t *r)
 /* ---- the start-up rule ---- */
 
 shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec_t *rec,
-                             bool bootstrapped, bool *claim, char *why, size_t whylen)
+                             shardrec_boot_t boot, bool *claim, char *why, size_t whylen)
 {
     *claim = false;
     why[0] = '\0';
@@ -150,7 +152,13 @@ shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec
                      file_epoch);
             return SHARD_REFUSE;
         }
-        if (bootstrapped) {
+        if (boot == SHARDREC_BOOT_PENDING) {
+            /* whole: the bootstrap step claims the shards refused with exactly this */
+            _Static_assert(sizeof SM_NOT_BOOTSTRAPPED <= 300, "shardmove_init's why[300]");
+            snprintf(why, whylen, "%s", SM_NOT_BOOTSTRAPPED);
+            return SHARD_REFUSE;
+        }
+        if (boot == SHARDREC_BOOT_DONE) {
             snprintf(why, whylen,
                      "the cluster file gives it to this node, but this node never "
                      "held it (no record since its first start): it holds no data for it");
@@ -235,6 +243,12 @@ int shardmove_init(store_t *store, const char *move_dir)
         log_error("cluster: cannot read the shard ownership records");
         return -1;
     }
+    /* a first start on a store without ids is a new data directory: it claims nothing until
+     * bootstrapped (a wiped directory, or a file that gives it a shard another node holds, look
+     * the same from here); one on a store with ids is older than the records: the file's
+     * shards are the data it holds */
+    bool fresh = boot == SHARDREC_BOOT_NONE && !store_cf_any(store, CF_SESSIONS);
+    SM_BOOT = fresh ? SHARDREC_BOOT_PENDING : (shardrec_boot_t)boot;
     static bool mine[SHARD_COUNT];
     static char *refused[SHARD_COUNT], *notes[SHARD_COUNT];
     static int claim[SHARD_COUNT];
@@ -247,7 +261,7 @@ int shardmove_init(store_t *store, const char *move_dir)
         if (bad[s])
             snprintf(why, sizeof why, "its ownership record in the store does not decode");
         else
-            v = shard_decide(cluster_file_mine(s), cluster_file_epoch(s), &SM_REC[s], boot == 1, &c,
+            v = shard_decide(cluster_file_mine(s), cluster_file_epoch(s), &SM_REC[s], SM_BOOT, &c,
                              why, sizeof why);
         mine[s] = v == SHARD_SERVE;
         refused[s] = notes[s] = NULL;
@@ -273,8 +287,10 @@ int shardmove_init(store_t *store, const char *move_dir)
         }
     }
     /* the first start records the file's shards (and that it did: from then on a shard without
-     * a record is one this node never held) */
-    if (boot == 0 && shardrec_bootstrap(store, claim, claimed, nclaim) != 0) {
+     * a record is one this node never held), or that it waits for its bootstrap */
+    if (boot == SHARDREC_BOOT_NONE &&
+        (fresh ? shardrec_mark_pending(store)
+               : shardrec_bootstrap(store, claim, claimed, nclaim)) != 0) {
         log_error("cluster: cannot record this node's %d shards (the store refuses writes)",
                   nclaim);
         for (int s = 0; s < SHARD_COUNT; s++) {
@@ -293,10 +309,16 @@ int shardmove_init(store_t *store, const char *move_dir)
     }
     shard_begin_cluster(mine);
     sm_sweep_move_dir();
+    if (SM_BOOT == SHARDREC_BOOT_NONE)
+        SM_BOOT = SHARDREC_BOOT_DONE;
     if (nclaim)
-        log_info("cluster: first start: %d shards of the cluster file recorded as held here at "
-                 "epoch 1",
+        log_info("cluster: first start on a store older than the records: %d shards of the "
+                 "cluster file recorded as held here at epoch 1",
                  nclaim);
+    if (SM_BOOT == SHARDREC_BOOT_PENDING)
+        log_warn("cluster: a new data directory, not bootstrapped: it serves no shard of the "
+                 "cluster file until POST /shards/bootstrap (tools/mcpd-cluster bootstrap) "
+                 "claims them");
     if (ncleaned)
         log_info("cluster: finished deleting the local copy of %d released shards", ncleaned);
     if (nrefused)
@@ -643,8 +665,10 @@ json_t *shardmove_summary(void)
                                             (json_int_t)SM_REC[s].epoch, "to", SM_REC[s].peer));
         }
     }
+    bool booted = SM_BOOT != SHARDREC_BOOT_PENDING;
     pthread_mutex_unlock(&sm_rec_mu);
-    return json_pack("{s:o,s:o}", "refused", refused, "in_transit", transit);
+    return json_pack("{s:o,s:o,s:b}", "refused", refused, "in_transit", transit, "bootstrapped",
+                     booted);
 }
 
 int shardmove_export_path(int shard, const char *file, char *path, size_t len)

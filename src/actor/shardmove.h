@@ -31,9 +31,11 @@ typedef struct shard_req {
 } shard_req_t;
 
 /* Start, before any thread serves: reads the records, settles them against the cluster file
- * (shard_decide), at the first start claims the file's never-moved shards at epoch 1,
- * finishes the local delete of released shards, clears move directories no record keeps, and
- * sets which shards are served. Without --cluster it does nothing. 0, or -1 after logging why. */
+ * (shard_decide), at the first start on a store that holds ids (one older than the records)
+ * claims the file's never-moved shards at epoch 1, and at the first start on one that holds
+ * none (a new data directory) marks it not bootstrapped; finishes the local delete of released
+ * shards, clears move directories no record keeps, and sets which shards are served. Without
+ * --cluster it does nothing. 0, or -1 after logging why. */
 int shardmove_init(store_t *store, const char *move_dir);
 
 typedef enum { SHARD_NOT_MINE = 0, SHARD_SERVE, SHARD_REFUSE } shard_verdict_t;
@@ -42,12 +44,14 @@ typedef enum { SHARD_NOT_MINE = 0, SHARD_SERVE, SHARD_REFUSE } shard_verdict_t;
  *   - owned at e: served unless the file names a later epoch, or e itself for another node
  *     (then refused: this node's copy may be stale);
  *   - released: not served (refused, and said, when the file still gives it here);
- *   - no record: at the node's first start (!bootstrapped) the file's shard is claimed at
- *     epoch 1 if it never moved (file epoch 1); else refused (the file says it moved here, or
- *     gives it a shard after its first start: this node never held it, it has no data for it).
+ *   - no record: refused when the file says it moved here (file epoch > 1: never adopted).
+ *     Else, by boot: SHARDREC_BOOT_NONE (the first start of a store older than the records)
+ *     claims it at epoch 1; SHARDREC_BOOT_PENDING (a new data directory) refuses it until the
+ *     bootstrap step claims it; SHARDREC_BOOT_DONE refuses it (the file gives it a shard after
+ *     its first start: this node never held it, it has no data for it).
  * *claim: write an owned record at epoch 1. why: the reason of a refusal or a disagreement. */
 shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec_t *rec,
-                             bool bootstrapped, bool *claim, char *why, size_t whylen);
+                             shardrec_boot_t boot, bool *claim, char *why, size_t whylen);
 
 /* The steps. 0 with *report (new), or -errno with why:
  *   -EINVAL  a bad request (no such node, no cluster)
@@ -66,6 +70,10 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
 int shard_decline(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
 /* The releasing node deletes its export once the node it went to holds the shard. */
 int shard_finish(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
+/* A new data directory (not bootstrapped) claims the cluster file's never-moved shards at epoch
+ * 1, unless a node it can reach serves, refuses or keeps in transit one of them (then nothing:
+ * -EALREADY); -EALREADY too when it was bootstrapped already. rq is not read. */
+int shard_bootstrap(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
 
 /* GET /shards: what this node serves, refuses and has in transit (new reference). */
 json_t *shardmove_summary(void);

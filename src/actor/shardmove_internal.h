@@ -37,6 +37,15 @@ extern pthread_mutex_t sm_move_mu;
 extern pthread_mutex_t sm_rec_mu;
 extern shardrec_t SM_REC[SHARD_COUNT];
 extern char *SM_REFUSED[SHARD_COUNT];
+/* Where this node is in taking its cluster file's shards (SHARDREC_BOOT_DONE or _PENDING after
+ * shardmove_init); the move thread changes it (bootstrap), under sm_rec_mu too. */
+extern shardrec_boot_t SM_BOOT;
+/* Why a shard the file gives a new, not bootstrapped data directory is refused (exactly: the
+ * bootstrap claims the shards refused for this reason). */
+#define SM_NOT_BOOTSTRAPPED                                                                 \
+    "this node's data directory is new and not bootstrapped: it serves its cluster file's " \
+    "shards once POST /shards/bootstrap (tools/mcpd-cluster bootstrap, when a cluster is "  \
+    "created) claims them; a wiped data directory looks the same"
 
 /* A test hook: MCPD_CRASH_AT=<point> kills the process there, as a power cut or kill -9 would
  * (tests/cluster/test_moves.py stops a move at every step). */

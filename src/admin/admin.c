@@ -310,7 +310,7 @@ static void bad_request(struct evhttp_request *req, query_t *qs, const char *wha
     send_json(req, 400, json_pack("{s:s}", "error", what));
 }
 
-/* POST /shards/{release,adopt,reclaim,decline,finish}?shard=abc&... */
+/* POST /shards/{release,adopt,reclaim,decline,finish}?shard=abc&..., POST /shards/bootstrap */
 static void shard_step(struct evhttp_request *req, const char *op)
 {
     static const struct {
@@ -321,20 +321,24 @@ static void shard_step(struct evhttp_request *req, const char *op)
         {"reclaim", NULL, "?shard=<3 hex>[&force=1]"},
         {"decline", "from", "?shard=<3 hex>&epoch=<n>[&from=<node>]"},
         {"finish", NULL, "?shard=<3 hex>"},
+        {"bootstrap", NULL, ""},
     };
-    admin_shard_step steps[] = {OPS.release, OPS.adopt, OPS.reclaim, OPS.decline, OPS.finish};
+    admin_shard_step steps[] = {OPS.release, OPS.adopt,  OPS.reclaim,
+                                OPS.decline, OPS.finish, OPS.bootstrap};
+    enum { NSTEPS = sizeof STEPS / sizeof STEPS[0] };
     int i = 0;
-    while (i < 5 && strcmp(STEPS[i].name, op) != 0)
+    while (i < NSTEPS && strcmp(STEPS[i].name, op) != 0)
         i++;
     query_t qs;
     query_read(req, &qs);
     char usage[200];
-    snprintf(usage, sizeof usage, "expected POST /shards/%s%s", op, i < 5 ? STEPS[i].usage : "");
-    if (i == 5 || !steps[i]) {
+    snprintf(usage, sizeof usage, "expected POST /shards/%s%s", op,
+             i < NSTEPS ? STEPS[i].usage : "");
+    if (i == NSTEPS || !steps[i]) {
         evhttp_clear_headers(&qs.q);
         send_text(req, 404, "text/plain",
                   "not found: POST /shards/release, adopt, reclaim, "
-                  "decline or finish\n");
+                  "decline, finish or bootstrap\n");
         return;
     }
     if (query_get(&qs, "dir")) {
@@ -348,7 +352,9 @@ static void shard_step(struct evhttp_request *req, const char *op)
     const char *epoch = query_get(&qs, "epoch"), *force = query_get(&qs, "force");
     int64_t ep = 0;
     bool peer_needed = STEPS[i].peer_key && strcmp(op, "decline") != 0;
-    if (qs.shard < 0 || (peer_needed && !peer) || (peer && !cluster_name_ok(peer)) ||
+    bool shard_needed = strcmp(op, "bootstrap") != 0;
+    if ((shard_needed && qs.shard < 0) || (peer_needed && !peer) ||
+        (peer && !cluster_name_ok(peer)) ||
         (strcmp(op, "decline") == 0 && (!epoch || parse_int64(epoch, 1, 2000000000, &ep) != 0)) ||
         (force && strcmp(force, "1") != 0 && strcmp(force, "0") != 0)) {
         bad_request(req, &qs, usage);

@@ -14,23 +14,24 @@
 /* 0, or -1 after logging why. *bound_port gets the port (port 0 picks one). */
 int admin_start(const char *host, int port, store_t *store, int *bound_port);
 /* Shard ownership and moves, done by the actor layer (main registers them; admin cannot reach
- * it). A step (POST /shards/<op>?shard=abc&...) runs on a thread of its own: 202 at once (409
- * with "busy" while another runs), then GET /shards/move tells how it went. A step returns 0
+ * it). A step (POST /shards/<op>?shard=abc&..., POST /shards/bootstrap) runs on a thread of
+ * its own: 202 at once (409 with "busy" while another runs), then GET /shards/move tells how
+ * it went. A step returns 0
  * with *report (new), or -errno with why (statuses in admin.c). The queries run on the admin
  * thread: GET /shards (summary merged into the answer), /shards/record?shard=abc, and
  * /shards/export?shard=abc[&file=NAME] (the manifest, or one file, of a kept export). */
 typedef struct admin_shard_req {
     int shard;
-    char peer[65];  /* to= (release), from= (adopt, decline) */
-    long epoch;     /* epoch= (decline) */
-    bool force;     /* force=1 (reclaim) */
+    char peer[65]; /* to= (release), from= (adopt, decline) */
+    long epoch;    /* epoch= (decline) */
+    bool force;    /* force=1 (reclaim) */
 } admin_shard_req_t;
 typedef int (*admin_shard_step)(const admin_shard_req_t *rq, json_t **report, char *why,
                                 size_t whylen);
 typedef struct admin_shard_ops {
-    admin_shard_step release, adopt, reclaim, decline, finish;
-    json_t *(*summary)(void);        /* merged into GET /shards */
-    json_t *(*record)(int shard);    /* GET /shards/record */
+    admin_shard_step release, adopt, reclaim, decline, finish, bootstrap;
+    json_t *(*summary)(void);     /* merged into GET /shards */
+    json_t *(*record)(int shard); /* GET /shards/record */
     int (*export_path)(int shard, const char *file, char *path, size_t len);
 } admin_shard_ops_t;
 void admin_set_shard_ops(const admin_shard_ops_t *ops);

@@ -33,6 +33,16 @@ uint32_t cluster_file_epoch(int s)
     return s >= 0 && s < SHARD_COUNT && FILE_EPOCH[s] ? FILE_EPOCH[s] : 1;
 }
 
+int cluster_node_count(void)
+{
+    return N_NODES;
+}
+
+const char *cluster_node_name(int i)
+{
+    return i >= 0 && i < N_NODES ? NODES[i].name : NULL;
+}
+
 int cluster_node_admin(const char *name, char *host, size_t hostlen, int *port)
 {
     for (int i = 0; i < N_NODES; i++) {

@@ -19,6 +19,9 @@ int cluster_load(config_t *c, bool given_listen, bool given_admin, bool given_da
  * that never moved). */
 bool cluster_file_mine(int s);
 uint32_t cluster_file_epoch(int s);
+/* The nodes the file names: how many, and the name of the i-th (NULL past the last). */
+int cluster_node_count(void);
+const char *cluster_node_name(int i);
 /* Whether the file names a node so, and its admin address: 0, or -1. */
 int cluster_node_admin(const char *name, char *host, size_t hostlen, int *port);
 /* A node name as the file allows it: 1..64 of letters, digits, '_', '.', '-' (no leading '.'

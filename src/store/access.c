@@ -417,6 +417,15 @@ uint64_t store_count_keys(store_t *s, store_cf_t cf)
     return n;
 }
 
+bool store_cf_any(store_t *s, store_cf_t cf)
+{
+    store_iter_t *it = store_iter_new_scan(s, cf);
+    store_iter_seek_first(it);
+    bool any = store_iter_valid(it);
+    store_iter_free(it);
+    return any;
+}
+
 uint64_t store_property_sum(store_t *s, const char *prop)
 {
     uint64_t total = 0;

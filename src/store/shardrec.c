@@ -61,8 +61,8 @@ int shardrec_decode(const char *v, size_t vl, shardrec_t *r)
     if (!json_is_object(o))
         goto out;
     const char *st = json_string_value(json_object_get(o, "s"));
-    json_t *e = json_object_get(o, "e"), *d = json_object_get(o, "d"),
-           *x = json_object_get(o, "x"), *p = json_object_get(o, "p");
+    json_t *e = json_object_get(o, "e"), *d = json_object_get(o, "d"), *x = json_object_get(o, "x"),
+           *p = json_object_get(o, "p");
     if (!st || !epoch_ok(e) || !epoch_ok(d) || !json_is_boolean(x) || !json_is_string(p))
         goto out;
     if (strcmp(st, "owned") == 0)
@@ -108,10 +108,28 @@ int shardrec_get(store_t *s, int shard, shardrec_t *r)
 
 #define BOOT_KEY "shards-bootstrapped"
 
+#define BOOT_PENDING "pending"
+
 int shardrec_bootstrapped(store_t *s)
 {
-    int rc = store_get(s, CF_NODE, BOOT_KEY, sizeof BOOT_KEY - 1, NULL, NULL);
-    return rc < 0 ? rc : rc == 0;
+    char *v = NULL;
+    size_t vl = 0;
+    int rc = store_get(s, CF_NODE, BOOT_KEY, sizeof BOOT_KEY - 1, &v, &vl);
+    if (rc != 0)
+        return rc < 0 ? rc : SHARDREC_BOOT_NONE;
+    bool pending = vl == sizeof BOOT_PENDING - 1 && memcmp(v, BOOT_PENDING, vl) == 0;
+    free(v);
+    return pending ? SHARDREC_BOOT_PENDING : SHARDREC_BOOT_DONE;
+}
+
+int shardrec_mark_pending(store_t *s)
+{
+    store_batch_t *b = store_batch_new(s);
+    store_batch_put(b, CF_NODE, BOOT_KEY, sizeof BOOT_KEY - 1, BOOT_PENDING,
+                    sizeof BOOT_PENDING - 1);
+    int rc = store_commit_sync(s, b);
+    store_batch_free(b);
+    return rc;
 }
 
 static int put_batch(store_t *s, const int *shards, const shardrec_t *recs, int n, bool boot)

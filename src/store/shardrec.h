@@ -45,10 +45,18 @@ int shardrec_get(store_t *s, int shard, shardrec_t *r);
 int shardrec_put(store_t *s, int shard, const shardrec_t *r);
 /* Writes several records in one fsynced commit (recs[i] for shards[i]). */
 int shardrec_put_many(store_t *s, const int *shards, const shardrec_t *recs, int n);
-/* The first start in a cluster: the claims of the cluster file's shards, written in one fsynced
- * commit with a marker that says this store has taken its records. */
+/* Where a store is in taking the cluster file's shards as its own (a marker in CF_NODE). */
+typedef enum {
+    SHARDREC_BOOT_NONE = 0,    /* no marker: the store's first start in a cluster */
+    SHARDREC_BOOT_DONE = 1,    /* the file's never-moved shards were claimed (shardrec_bootstrap) */
+    SHARDREC_BOOT_PENDING = 2, /* a new data directory: it claims nothing until bootstrapped */
+} shardrec_boot_t;
+/* The claims of the cluster file's shards, written in one fsynced commit with the marker
+ * SHARDREC_BOOT_DONE. */
 int shardrec_bootstrap(store_t *s, const int *shards, const shardrec_t *recs, int n);
-/* Whether shardrec_bootstrap ran on this store: 1, 0, or -EIO. */
+/* Marks a new data directory SHARDREC_BOOT_PENDING (fsynced): 0, or -EIO / -ENOSPC. */
+int shardrec_mark_pending(store_t *s);
+/* The store's marker: a shardrec_boot_t, or -EIO. */
 int shardrec_bootstrapped(store_t *s);
 /* Every record (absent ones zeroed): 0; -EINVAL when some record does not decode (bad[shard]
  * set for each, the others read). */

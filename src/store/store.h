@@ -125,6 +125,8 @@ void store_iter_free(store_iter_t *it);
 
 /* Counts the keys of a column family (startup only: O(keys)). */
 uint64_t store_count_keys(store_t *s, store_cf_t cf);
+/* Whether a column family holds any key (one seek per partition). */
+bool store_cf_any(store_t *s, store_cf_t cf);
 /* Sum of an integer property over all column families ("rocksdb.cur-size-all-mem-tables"). */
 uint64_t store_property_sum(store_t *s, const char *prop);
 /* The store's background work now, over all partitions: memtables waiting to be flushed, and

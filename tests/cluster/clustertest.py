@@ -131,6 +131,9 @@ class Cluster:
     def start_node(self, name, *flags, env=None, cluster_file=None):
         n = Node(self, name, *flags, env=env, cluster_file=cluster_file)
         self.nodes[name] = n
+        # a new data directory serves its file's shards once bootstrapped, which an operator
+        # does once when a cluster is created (the nodes not up yet are not asked)
+        run_tool("bootstrap", self.path, name)
         return n
 
     def runtime(self, command):

@@ -492,19 +492,11 @@ class RefusedCreations(TmpfsCase):
 
 
 def move_step(node, path):
-    """A shard-move step on a node's admin listener: POST starts it (202), GET /shards/move
-    tells how it went. Returns (HTTP status of the step, its answer)."""
-    r = node.request("POST", path=path, port=node.admin_port, timeout=30)
-    if r.status != 202:
-        return r.status, json.loads(r.text)
-    seq = json.loads(r.text)["seq"]
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        st = json.loads(node.admin("/shards/move").text)
-        if st.get("state") == "done" and st.get("seq") == seq:
-            return st["status"], st
-        time.sleep(0.02)
-    raise AssertionError(f"the step {path} did not finish")
+    """A shard-move step on a node's admin listener (test_shards.admin_step): (HTTP status of
+    the step, its answer)."""
+    from test_shards import admin_step
+    r = admin_step(node, path)
+    return r.status, json.loads(r.text)
 
 
 class ClusterTmpfsCase(unittest.TestCase):
@@ -534,6 +526,8 @@ class ClusterTmpfsCase(unittest.TestCase):
             self.addCleanup(node.cleanup)
             self.nodes[name] = node
         self.n1, self.n2 = self.nodes["n1"], self.nodes["n2"]
+        from test_shards import bootstrap
+        bootstrap(self.n1, self.n2)
 
     def refuse_writes(self, node, session):
         """Fills the tmpfs below the floor and writes with session until node refuses."""

@@ -46,6 +46,35 @@ def record_of(state):
     return json.loads(base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)))["r"]
 
 
+class Done:
+    def __init__(self, status, text):
+        self.status, self.text = status, text
+
+
+def admin_step(node, path):
+    """A step through the admin endpoint: POST starts it (202), GET /shards/move tells how it
+    went; returns a Response-like (status, text) of the finished step."""
+    r = node.request("POST", path=path, port=node.admin_port, timeout=30)
+    if r.status != 202:
+        return r
+    seq = json.loads(r.text)["seq"]
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        st = json.loads(node.admin("/shards/move").text)
+        if st.get("state") == "done" and st.get("seq") == seq:
+            return Done(st["status"], json.dumps(st))
+        time.sleep(0.01)
+    raise AssertionError(f"the step {path} did not finish")
+
+
+def bootstrap(*nodes):
+    """A new cluster's nodes claim the shards of their cluster file (POST /shards/bootstrap, as
+    tools/mcpd-cluster bootstrap does): a new data directory serves none of them before."""
+    for n in nodes:
+        r = admin_step(n, "/shards/bootstrap")
+        assert r.status == 200, r.text
+
+
 def misdirected(test, r, rid):
     test.assertEqual(r.status, 503, r.text)
     test.assertEqual(r.header("retry-after"), "1")
@@ -63,6 +92,7 @@ class TwoNodes(unittest.TestCase):
         write_cluster(cls.file, {"n1": ["000-7ff"], "n2": ["800-fff"]})
         cls.n1 = Server("--cluster", cls.file, "--node", "n1")
         cls.n2 = Server("--cluster", cls.file, "--node", "n2")
+        bootstrap(cls.n1, cls.n2)
 
     @classmethod
     def tearDownClass(cls):
@@ -121,18 +151,13 @@ class TwoNodes(unittest.TestCase):
     def test_the_admin_endpoint_shows_the_shards(self):
         d = json.loads(self.n2.admin("/shards").text)
         self.assertEqual(d, {"node": "n2", "owned": 2048, "cluster": True, "shards": ["800-fff"],
-                             "refused": [], "in_transit": []})
+                             "refused": [], "in_transit": [], "bootstrapped": True})
         r = json.loads(self.n2.admin("/shards/record?shard=800").text)
         self.assertEqual((r["state"], r["epoch"], r["serving"]), ("owned", 1, True),
-                         "the file's shards are recorded as held at epoch 1 at the first start")
+                         "the file's shards are recorded as held at epoch 1 by the bootstrap")
 
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
-
-
-class Done:
-    def __init__(self, status, text):
-        self.status, self.text = status, text
 
 
 def text_of(m):
@@ -180,6 +205,7 @@ class ShardMove(unittest.TestCase):
                         "--admin-listen", f"127.0.0.1:{a1}")
         cls.n2 = Server("--cluster", cls.file, "--node", "n2", *flags,
                         "--admin-listen", f"127.0.0.1:{a2}")
+        bootstrap(cls.n1, cls.n2)
 
     @classmethod
     def tearDownClass(cls):
@@ -189,19 +215,7 @@ class ShardMove(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def post_admin(self, node, path):
-        """A step through the admin endpoint: POST starts it (202), GET /shards/move tells how
-        it went; returns a Response-like (status, text) of the finished step."""
-        r = node.request("POST", path=path, port=node.admin_port, timeout=30)
-        if r.status != 202:
-            return r
-        seq = json.loads(r.text)["seq"]
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            st = json.loads(node.admin("/shards/move").text)
-            if st.get("state") == "done" and st.get("seq") == seq:
-                return Done(st["status"], json.dumps(st))
-            time.sleep(0.01)
-        raise AssertionError("the move did not finish")
+        return admin_step(node, path)
 
     def record(self, node, hexs):
         return json.loads(node.admin(f"/shards/record?shard={hexs}").text)
@@ -538,6 +552,7 @@ class ReclaimFromALivePeer(unittest.TestCase):
         self.n1 = Server("--cluster", self.file, "--node", "n1", "--admin-listen",
                          f"127.0.0.1:{a1}")
         self.addCleanup(self.n1.cleanup)
+        bootstrap(self.n1)
 
     post_admin = ShardMove.post_admin
 
@@ -592,6 +607,7 @@ class GaugesOverALeftover(unittest.TestCase):
         self.n2 = Server("--cluster", self.file, "--node", "n2", "--admin-listen",
                          f"127.0.0.1:{a2}")
         self.addCleanup(self.n2.cleanup)
+        bootstrap(self.n1, self.n2)
 
     post_admin = ShardMove.post_admin
 
@@ -629,6 +645,110 @@ class GaugesOverALeftover(unittest.TestCase):
         self.assertEqual(self.gauges(self.n2), want, "what the adopt ingested, once")
         self.n2.restart()
         self.assertEqual(self.gauges(self.n2), want, "a restart counts the same")
+
+
+class NewDataDirectory(unittest.TestCase):
+    """A node's first start on a data directory without ids cannot tell a new cluster's node
+    from a wiped one, or from one that a hand-edited file gives another node's shard: it serves
+    none of its file's shards (503 -32010, never 404) until POST /shards/bootstrap, which claims
+    nothing while a node it can reach serves or refuses one of them. Both used to be served
+    empty at epoch 1 at the first start: a session's requests got 404 and ids were minted in
+    its shard."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.ports = dict(zip(("n1", "n2", "n3"), free_ports(3)))
+        self.file = os.path.join(self.dir, "cluster.json")
+        write_cluster(self.file, {"n1": ["000-7ff"], "n2": ["800-fff"], "n3": []},
+                      admin=self.ports, names=("n1", "n2", "n3"))
+        self.n1 = self.node("n1", self.file)
+
+    def node(self, name, path):
+        n = Server("--cluster", path, "--node", name, "--admin-listen",
+                   f"127.0.0.1:{self.ports[name]}",
+                   data_dir=os.path.join(self.dir, f"data-{name}"),
+                   log_path=os.path.join(self.dir, f"{name}.log"))
+        self.addCleanup(n.cleanup)
+        return n
+
+    def shards(self, node):
+        return json.loads(node.admin("/shards").text)
+
+    def assert_not_served(self, node, s, why):
+        r, _ = s.call("tools/list")
+        misdirected(self, r, s.next_id)
+        refused = [x for x in self.shards(node)["refused"]
+                   if shard(x["shards"]) <= shard(s.sid) <= shard(x["shards"][-3:])]
+        self.assertEqual(len(refused), 1, self.shards(node))
+        self.assertIn(why, refused[0]["why"])
+
+    def test_a_new_data_directory_serves_its_shards_only_once_bootstrapped(self):
+        d = self.shards(self.n1)
+        self.assertEqual((d["owned"], d["bootstrapped"]), (0, False), d)
+        self.assertEqual([x["shards"] for x in d["refused"]], ["000-7ff"])
+        self.assertIn("not bootstrapped", d["refused"][0]["why"])
+        r = self.n1.request("POST", {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}},
+            headers={"Content-Type": "application/json",
+                     "Accept": "application/json, text/event-stream"})
+        self.assertEqual((r.status, json.loads(r.text)["error"]["code"]), (503, -32010), r.text)
+        self.n1.restart()
+        self.assertEqual(self.shards(self.n1)["owned"], 0, "still waiting after a restart")
+        r = admin_step(self.n1, "/shards/bootstrap")
+        self.assertEqual(r.status, 200, r.text)
+        rep = json.loads(r.text)
+        self.assertEqual(rep["claimed"], 2048)
+        self.assertEqual([x["node"] for x in rep["not_asked"]], ["n2", "n3"],
+                         "the nodes that are not up are named")
+        self.assertEqual(self.shards(self.n1)["owned"], 2048)
+        self.assertIn(shard(Session(self.n1).sid), N1)
+        r = admin_step(self.n1, "/shards/bootstrap")
+        self.assertEqual(r.status, 409, r.text)
+        self.assertIn("bootstrapped already", r.text)
+        self.n1.restart()
+        self.assertEqual(self.shards(self.n1)["owned"], 2048, "its records, after a restart")
+
+    def test_a_node_a_hand_edited_file_gives_another_nodes_shard_never_serves_it_empty(self):
+        bootstrap(self.n1)
+        s = Session(self.n1)
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        hexs = s.sid[:3]
+        # n3's own copy of the file gives it the session's shard, which never moved
+        edited = os.path.join(self.dir, "edited.json")
+        rest = [r for r in (f"000-{shard(hexs) - 1:03x}" if shard(hexs) > 0 else None,
+                            f"{shard(hexs) + 1:03x}-7ff" if shard(hexs) < 0x7ff else None) if r]
+        write_cluster(edited, {"n1": rest, "n2": ["800-fff"], "n3": [hexs]},
+                      admin=self.ports, names=("n1", "n2", "n3"))
+        n3 = self.node("n3", edited)
+        moved = Session.__new__(Session)
+        moved.__dict__.update(s.__dict__)
+        moved.server = n3
+        self.assert_not_served(n3, moved, "not bootstrapped")
+        for n1_file in (self.file, edited):  # n1 as it ran, then restarted on the edited file
+            if n1_file is edited:
+                self.n1.flags[self.n1.flags.index("--cluster") + 1] = edited
+                self.n1.restart()
+            r = admin_step(n3, "/shards/bootstrap")
+            self.assertEqual(r.status, 409, r.text)
+            self.assertIn(f"{hexs} (n1)", json.loads(r.text)["error"])
+            self.assertEqual(self.shards(n3)["owned"], 0, "nothing claimed")
+            self.assert_not_served(n3, moved, "not bootstrapped")
+        # n1 keeps its copy (refused there now: the file gives the epoch to n3); back on its
+        # own file, it serves it again
+        self.n1.flags[self.n1.flags.index("--cluster") + 1] = self.file
+        self.n1.restart()
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6")
+
+    def test_a_wiped_data_directory_refuses_its_shards_instead_of_serving_them_empty(self):
+        bootstrap(self.n1)
+        s = Session(self.n1)
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        self.n1.stop()
+        shutil.rmtree(self.n1.data_dir)
+        self.n1.start()
+        self.assert_not_served(self.n1, s, "not bootstrapped")
 
 
 class DrainedNode(unittest.TestCase):

@@ -107,11 +107,14 @@ static void records_are_stored_read_back_and_survive_a_reopen(void **state)
 static void the_bootstrap_marker_is_written_with_the_first_claims(void **state)
 {
     fixture_t *f = *state;
-    assert_int_equal(shardrec_bootstrapped(f->s), 0);
+    assert_int_equal(shardrec_bootstrapped(f->s), SHARDREC_BOOT_NONE);
+    /* a new data directory waits for its bootstrap, and says so after a restart */
+    assert_int_equal(shardrec_mark_pending(f->s), 0);
+    assert_int_equal(shardrec_bootstrapped(f->s), SHARDREC_BOOT_PENDING);
     int shards[1] = {0x123};
     shardrec_t recs[1] = {{.state = SHARDREC_OWNED, .epoch = 1}};
     assert_int_equal(shardrec_bootstrap(f->s, shards, recs, 1), 0);
-    assert_int_equal(shardrec_bootstrapped(f->s), 1);
+    assert_int_equal(shardrec_bootstrapped(f->s), SHARDREC_BOOT_DONE);
     shardrec_t r;
     assert_int_equal(shardrec_get(f->s, 0x123, &r), 0);
     assert_int_equal(r.state, SHARDREC_OWNED);
