@@ -53,7 +53,9 @@ pool_t *pool_get(worker_t *w, int index)
         pl->w = w;
         pl->index = index;
         str_copy(pl->name, sizeof pl->name, g_cfg.upstream_names[index]);
-        pl->who = principal_of('p', pl->name);
+        /* "g:": a principal of its own kind, held to its share like any ("p:" would be a
+         * trusted proxy's, which takes none) */
+        pl->who = principal_of('g', pl->name);
         pl->next_all = g_all;
         g_all = pl;
     }

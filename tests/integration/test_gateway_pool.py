@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, Server
+from mcptest import ACCEPT_BOTH, From, Server, Session, wait_until
 from test_gateway import UPSTREAM, pid_alive, wait_gone
 
 V = "2026-07-28"
@@ -341,6 +341,28 @@ class PoolTest(unittest.TestCase):
                 self.assertEqual(msg["id"], c.next_id)
             time.sleep(0.5)  # nothing waits: nothing more is started
             self.assertEqual(srv.stats()["upstreams_started_total"], 2)
+
+    def test_the_pool_holds_at_most_its_share_of_upstream_max(self):
+        """--upstream-max 2 at the default --principal-share 50: the pool (a principal of its own,
+        g:py) runs one process, so a session-era client still starts one after the pool's
+        calls. Two clients' calls (two addresses: two principals, each under its own share of
+        the pool) take turns on that one process."""
+        srv = self.start("--upstream-pool", "2", "--upstream-max", "2")
+        out = []
+        threads = [threading.Thread(target=lambda c=c: out.append(c.tool("sleep", {"s": 0.5},
+                                                                          timeout=30)[1]))
+                   for c in (Client(srv), Client(From(srv)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(len({text(m) for m in out}), 1, out)  # one pid: one process served both
+        self.assertEqual(srv.stats()["upstreams_running"], 1)
+        s = Session(srv, path="/mcp/py")  # the place the pool leaves
+        r, msg = s.tool("echo", {"text": "session"})
+        self.assertIn("result", msg, r.text)
+        self.assertEqual(srv.stats()["upstreams_running"], 2)
+        s.delete()
 
     def test_shutdown_leaves_no_pool_process(self):
         srv = self.start("--upstream-pool", "2")
