@@ -499,6 +499,13 @@ static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
                  gs->tag);
         return;
     }
+    if (o->init && gs->stopping) {
+        /* past --upstream-init-timeout (or stopped otherwise): too late. Taken as ready, the
+         * process would get what waits for the next one on its closed stdin. The entry stays:
+         * the exit errors it as if no answer had come. */
+        log_info("%s: its answer to initialize came after it was stopped: dropped", gs->tag);
+        return;
+    }
     *op = o->next;
     call_t *c = o->client_id ? gw_find_call(a, o->stream, o->client_id) : NULL;
     if (o->init)

@@ -5,6 +5,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -40,6 +41,17 @@ if "--linger" in sys.argv:  # slow to stop: SIGTERM ignored, 3 s more after stdi
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     atexit.register(time.sleep, 3)
 inits = 0  # notifications/initialized received
+SECOND = None  # with --second-slow DIR: DIR, in the second process started (DIR/starts counts)
+if "--second-slow" in sys.argv:  # that one answers initialize 3 s late and stops 3 s late
+    import atexit, signal, time
+    d = sys.argv[sys.argv.index("--second-slow") + 1]
+    starts = os.path.join(d, "starts")
+    n = (int(open(starts).read()) if os.path.exists(starts) else 0) + 1
+    open(starts, "w").write(str(n))
+    if n == 2:
+        SECOND = d
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        atexit.register(time.sleep, 3)
 if "--banner" in sys.argv:  # as some servers do: a line on stdout that is no message
     sys.stdout.write("Server starting on stdio\n")
     sys.stdout.flush()
@@ -68,6 +80,8 @@ for line in sys.stdin:
         if "--slow-init" in sys.argv:
             import time
             time.sleep(2)
+        if SECOND:
+            time.sleep(3)
         if "--never-init" in sys.argv:
             continue
         if "--init-error" in sys.argv:
@@ -79,6 +93,8 @@ for line in sys.stdin:
             "protocolVersion": m["params"]["protocolVersion"],
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "pyup", "version": str(os.getpid())}}})
+        if SECOND:  # the test waits for it
+            open(os.path.join(SECOND, "answered"), "w").close()
     elif meth == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
             {"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "crash", "ask")]}})
@@ -709,6 +725,45 @@ class GatewayLifecycleTest(unittest.TestCase):
             self.assertFalse(pid_alive(p1))
             s.delete()
             self.assertTrue(wait_gone(p2))
+        finally:
+            srv.cleanup()
+
+    def test_a_late_initialize_answer_of_a_stopped_process_loses_no_request(self):
+        """--upstream-init-timeout 1: the session's second process answers initialize after 3 s,
+        when the timeout has stopped it (it ignores SIGTERM and lingers 3 s). Requests sent
+        while it stops, before and after its late answer, wait for the next process and are
+        answered there; the late answer does not make the stopping process take them."""
+        srv = Server("--upstream", f"py={sys.executable} {self.script} --second-slow {self.dir}",
+                     "--upstream-init-timeout", "1", "--upstream-call-timeout", "15")
+        try:
+            s = Session(srv, path="/mcp/py")
+            r, msg = s.tool("crash")  # the first process exits; the next request starts the 2nd
+            self.assertIn("error", msg, r.text)
+            out = {}
+
+            def call(tag):
+                out[tag] = s.tool("echo", {"text": tag}, timeout=40)
+
+            threads = [threading.Thread(target=call, args=("R1",))]  # starts the second
+            threads[0].start()
+            self.assertTrue(wait_until(lambda: "(--upstream-init-timeout): stopped" in
+                                       srv.log_tail(200000), timeout=20))
+            threads.append(threading.Thread(target=call, args=("R2",)))  # while it stops
+            threads[-1].start()
+            self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.dir, "answered")),
+                                       timeout=20))
+            threads.append(threading.Thread(target=call, args=("R3",)))  # after its late answer
+            threads[-1].start()
+            for t in threads:
+                t.join()
+            for tag in ("R2", "R3"):
+                r, msg = out[tag]
+                self.assertIn("result", msg or {}, (tag, r.text))
+                self.assertTrue(msg["result"]["content"][0]["text"].startswith(tag + " pid "))
+            # R1 was the stopped process's (it never answered initialize in time): an error
+            self.assertIn("error", out["R1"][1], out["R1"][0].text)
+            self.assertEqual(open(os.path.join(self.dir, "starts")).read(), "3")
+            s.delete()
         finally:
             srv.cleanup()
 
