@@ -427,7 +427,21 @@ static void up_response(pproc_t *p, json_t *msg)
         return; /* pump: on_message */
     }
     pjob_t *job = p->job;
-    if (!job || !json_is_integer(id) || (uint64_t)json_integer_value(id) != job->up_id) {
+    json_int_t n = json_integer_value(id);
+    if (!job || !json_is_integer(id) || (uint64_t)n != job->up_id) {
+        /* one request at a time: an id the process was never sent (not an integer, or none
+         * given yet) answers the one it has, gone wrong; as a bad line, it ends that request
+         * at once (not at --upstream-call-timeout) and the process is stopped */
+        char why[300];
+        gateway_bad_id_why(pl->name, msg, why, sizeof why);
+        if ((job || !p->ready) && (!json_is_integer(id) || n < 1 || (uint64_t)n >= p->next_id)) {
+            log_warn("%s: %s", p->tag, why);
+            if (job)
+                pool_job_abort(job, why);
+            else
+                init_failed(p, "answered initialize with an id it was never sent");
+            return;
+        }
         log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
                  p->tag);
         return;

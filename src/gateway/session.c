@@ -495,8 +495,7 @@ static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
         op = &(*op)->next;
     gw_out_t *o = *op;
     if (!o) {
-        log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
-                 gs->tag);
+        gw_unknown_response(gs, msg);
         return;
     }
     if (o->init && gs->stopping) {

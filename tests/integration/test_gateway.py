@@ -109,6 +109,10 @@ for line in sys.stdin:
         elif name == "later":  # its notification comes once no request is open
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        elif name == "nullid":  # an error with a null id (as for a request it could not read)
+            send({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}})
+        elif name == "strid":  # its answer with the id as a string
+            send({"jsonrpc": "2.0", "id": str(mid), "result": {"content": []}})
         elif name == "crash":
             os._exit(3)
         elif name == "later_ask":  # a request once no request is open
@@ -204,6 +208,17 @@ def wait_hibernated(srv, timeout=15, step=0.2):
     while time.time() < deadline and srv.stats().get("hibernations_total", 0) == 0:
         time.sleep(step)
     return srv.stats().get("hibernations_total", 0)
+
+
+def bounded(fn, secs=30):
+    """fn() run in a thread: its value, or None when it has not returned within secs (a
+    generous bound for what comes at once when it works, so that a test fails rather than
+    wait out a 300 s timeout; the thread is left to end with the server)."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(secs)
+    return out[0] if out else None
 
 
 def wait_gone(pid, timeout=10):
@@ -609,6 +624,24 @@ class GatewayTest(unittest.TestCase):
             r, msg = s.tool(tool)
             self.assertEqual(r.status, 200, r.text)
             self.assertIn("error", msg, tool)
+            self.assertIn(why, msg["error"]["message"])
+        r, msg = s.tool("echo", {"text": "still"})  # the session and its process go on
+        self.assertTrue(msg["result"]["content"][0]["text"].startswith("still pid "))
+        s.delete()
+
+    def test_an_answer_with_an_id_never_sent_errors_the_one_open_call(self):
+        """The gateway's ids are integers: a response with a null or a string id answers no
+        request it sent. With exactly one client request open it was that request's answer
+        gone wrong (as a bad line is): the call gets -32603 saying so at once, rather than
+        waiting for --upstream-call-timeout (300 s here)."""
+        s = self.session()
+        for tool, why in (("nullid", "never sent (null): Invalid Request"),
+                          ("strid", "never sent (\"")):
+            got = bounded(lambda: s.tool(tool, timeout=400))
+            self.assertIsNotNone(got, f"{tool}: no answer within 30 s")
+            r, msg = got
+            self.assertEqual(r.status, 200, r.text)
+            self.assertEqual(msg["error"]["code"], -32603, r.text)
             self.assertIn(why, msg["error"]["message"])
         r, msg = s.tool("echo", {"text": "still"})  # the session and its process go on
         self.assertTrue(msg["result"]["content"][0]["text"].startswith("still pid "))

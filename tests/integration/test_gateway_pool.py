@@ -14,7 +14,7 @@ import time
 import unittest
 
 from mcptest import ACCEPT_BOTH, From, Server, Session, wait_until
-from test_gateway import UPSTREAM, pid_alive, wait_gone
+from test_gateway import UPSTREAM, bounded, pid_alive, wait_gone
 
 V = "2026-07-28"
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
@@ -363,6 +363,26 @@ class PoolTest(unittest.TestCase):
         self.assertIn("result", msg, r.text)
         self.assertEqual(srv.stats()["upstreams_running"], 2)
         s.delete()
+
+    def test_an_answer_with_an_id_never_sent_ends_its_request_at_once(self):
+        """One request per process: a response with an id the gateway never sent (null, a
+        string) is that request's answer gone wrong. It gets -32603 saying so at once, with its
+        own id, and the process is stopped, as after a bad line (the default
+        --upstream-call-timeout, 300 s, is not waited for)."""
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        for tool, why in (("nullid", "never sent (null): Invalid Request"),
+                          ("strid", "never sent (\"")):
+            pid = int(text(c.tool("sleep", {"s": 0})[1]))
+            got = bounded(lambda: c.tool(tool, timeout=400))
+            self.assertIsNotNone(got, f"{tool}: no answer within 30 s")
+            r, msg = got
+            self.assertEqual(msg["error"]["code"], -32603, r.text)
+            self.assertIn(why, msg["error"]["message"])
+            self.assertEqual(msg["id"], c.next_id)
+            self.assertTrue(wait_gone(pid), "the process that answered so was not stopped")
+        r, msg = c.tool("echo", {"text": "next"})  # a new process serves the next
+        self.assertEqual(r.status, 200, r.text)
 
     def test_shutdown_leaves_no_pool_process(self):
         srv = self.start("--upstream-pool", "2")
