@@ -46,7 +46,8 @@ void gateway_bad_id_why(const char *name, const json_t *msg, char *out, size_t n
 {
     char *id = json_dumps(json_object_get(msg, "id"), JSON_ENCODE_ANY | JSON_COMPACT);
     const char *err = json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
-    snprintf(out, n, "the upstream %s answered with an id it was never sent (%.40s%s)%s%.120s", name,
-             id ? id : "?", id && strlen(id) > 40 ? "..." : "", err ? ": " : "", err ? err : "");
+    snprintf(out, n, "the upstream %s answered with an id it was never sent (%.40s%s)%s%.120s",
+             name, id ? id : "?", id && strlen(id) > 40 ? "..." : "", err ? ": " : "",
+             err ? err : "");
     free(id);
 }
