@@ -1,4 +1,4 @@
-/* What pool.c and pool_mrtr.c share: a pool of warm upstream processes for the 2026-07-28
+/* What pool.c, pool_lease.c and pool_req.c share: a pool of warm upstream processes for the 2026-07-28
  * requests of one --upstream name on one worker (docs/design/gateway.md). Worker threads. */
 #ifndef MCPD_GATEWAY_POOL_INTERNAL_H
 #define MCPD_GATEWAY_POOL_INTERNAL_H
@@ -76,9 +76,11 @@ struct pool {
 /* pool.c */
 /* The pool of --upstream index on w (made at its first request). */
 pool_t *pool_get(worker_t *w, int index);
-/* job to the pool: to a free process, or on the queue (processes started as needed); a
- * server/discover is answered at once when a process has answered initialize. */
-void pool_enqueue(pool_t *pl, pjob_t *job);
+/* A new process, its initialize sent; NULL with the reason in err (*full: --upstream-max or
+ * the pool's share of it). */
+pproc_t *pool_proc_start(pool_t *pl, bool *full, char *err, size_t errlen);
+/* Stops p: it takes no more work (its exit frees it). */
+void pool_proc_stop(pproc_t *p);
 /* Frees a job that no process holds (and detaches its actor). */
 void pool_job_free(pjob_t *job);
 /* msg (taken) to p's process; -1 (logged) when it does not take it. */
@@ -95,6 +97,15 @@ json_t *pool_decorate(pool_t *pl, const pjob_t *job, json_t *result);
 json_t *pool_discover_result(pool_t *pl);
 /* pool_req.c: a log level's rank (debug 0 .. emergency 7); 99 for none or another value. */
 int pool_level_index(const json_t *level);
+/* pool_lease.c */
+/* job to the pool: to a free process, or on the queue (processes started as needed); a
+ * server/discover is answered at once when a process has answered initialize. */
+void pool_enqueue(pool_t *pl, pjob_t *job);
+/* Requests waiting go to free ready processes; more are started while fewer than N run and
+ * requests wait for them; with none running and none startable, the waiting get the reason. */
+void pool_pump(pool_t *pl);
+/* No process can serve: every waiting request gets msg (full: 503 + Retry-After, the cap). */
+void pool_fail_waiting(pool_t *pl, const char *msg, bool full);
 /* Frees job and gives its process back to the pool (which then takes the next one). */
 void pool_job_done(pjob_t *job);
 /* The job's end on purpose (timeout, a client gone): its input requests get an error, the
@@ -103,7 +114,7 @@ void pool_job_abort(pjob_t *job, const char *why);
 /* Arms the pool's timer for its earliest deadline (nothing open: disarmed). */
 void pool_timer_arm(pool_t *pl);
 
-/* pool_mrtr.c */
+/* pool_req.c */
 /* An upstream request (elicitation, sampling, roots) on p: an input request of its job. */
 void mrtr_upstream_request(pproc_t *p, json_t *msg);
 /* Answers job's open call with input_required (its pending requests and a requestState). */
