@@ -494,6 +494,7 @@ void gateway_pool_free(void)
             j->a = NULL;
             pool_job_free(j);
         }
+        STAT_ADD(upstream_pool_waiting, -pl->nwaiting);
         if (pl->timer)
             event_free(pl->timer);
         json_decref(pl->info);

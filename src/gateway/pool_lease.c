@@ -38,6 +38,7 @@ static pjob_t *dequeue(pool_t *pl)
             pl->wait_tail = NULL;
         job->next = NULL;
         pl->nwaiting--;
+        STAT_DEC(upstream_pool_waiting);
     }
     return job;
 }
@@ -126,6 +127,7 @@ void pool_enqueue(pool_t *pl, pjob_t *job)
         pl->wait_head = job;
     pl->wait_tail = job;
     pl->nwaiting++;
+    STAT_INC(upstream_pool_waiting);
     pool_pump(pl);
     pool_timer_arm(pl);
 }
@@ -176,6 +178,7 @@ void pool_job_abort(pjob_t *job, const char *why)
             if (pl->wait_tail == job)
                 pl->wait_tail = prev;
             pl->nwaiting--;
+            STAT_DEC(upstream_pool_waiting);
         }
     }
     pool_job_done(job);
