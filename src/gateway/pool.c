@@ -204,6 +204,8 @@ static void up_notification(pproc_t *p, json_t *msg)
     pjob_t *job = p->job;
     const char *method = json_string_value(json_object_get(msg, "method"));
     json_t *params = json_object_get(msg, "params");
+    if (!job && p->fence_id && method)
+        log_debug("%s: %s after its request's answer, before the ping's: dropped", p->tag, method);
     if (!job || !method)
         return;
     if (strcmp(method, "notifications/cancelled") == 0) {
@@ -254,10 +256,15 @@ static void up_response(pproc_t *p, json_t *msg)
             pl->info = json_incref(result);
         pool_write(p, json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method",
                                 "notifications/initialized"));
-        return; /* pump: on_message */
+        pool_proc_fence(p); /* what it says at notifications/initialized is no request's */
+        return;             /* pump: on_message */
+    }
+    json_int_t n = json_integer_value(id);
+    if (p->fence_id && json_is_integer(id) && (uint64_t)n == p->fence_id) {
+        p->fence_id = 0; /* what it wrote before is behind: it may be leased (on_message) */
+        return;
     }
     pjob_t *job = p->job;
-    json_int_t n = json_integer_value(id);
     if (!job || !json_is_integer(id) || (uint64_t)n != job->up_id) {
         /* one request at a time: an id the process was never sent (not an integer, or none
          * given yet) answers the one it has, gone wrong; as a bad line, it ends that request
@@ -272,8 +279,11 @@ static void up_response(pproc_t *p, json_t *msg)
                 init_failed(p, "answered initialize with an id it was never sent");
             return;
         }
-        log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
-                 p->tag);
+        if (p->fence_id) /* the ended request's (a second answer): as its notifications */
+            log_debug("%s: a response after its request's end was dropped", p->tag);
+        else
+            log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
+                     p->tag);
         return;
     }
     json_t *r = json_deep_copy(msg);
@@ -409,9 +419,15 @@ static int64_t job_due(const pjob_t *j)
 
 static int64_t proc_due(const pproc_t *p)
 {
-    if (!p->ready && !p->stopping)
+    if (p->stopping)
+        return INT64_MAX;
+    if (!p->ready)
         return p->started_us + g_cfg.upstream_init_timeout_s * 1000000;
-    return p->job ? job_due(p->job) : INT64_MAX;
+    if (p->job)
+        return job_due(p->job);
+    if (p->fence_id && g_cfg.upstream_call_timeout_s > 0)
+        return p->fence_us + g_cfg.upstream_call_timeout_s * 1000000;
+    return INT64_MAX;
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -434,6 +450,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
                      "did not answer initialize within %lld s (--upstream-init-timeout)",
                      (long long)g_cfg.upstream_init_timeout_s);
             init_failed(p, why);
+        } else if (!p->job) {
+            log_warn("%s: no answer to a ping within %lld s (--upstream-call-timeout): stopped",
+                     p->tag, (long long)g_cfg.upstream_call_timeout_s);
+            pool_proc_stop(p);
         } else {
             pool_job_abort(p->job, p->job->a ? "the upstream did not answer within "
                                                "--upstream-call-timeout"

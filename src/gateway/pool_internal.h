@@ -29,6 +29,10 @@ typedef struct pproc { /* one warm process */
     uint64_t init_id;
     int64_t started_us; /* --upstream-init-timeout counts from it */
     pjob_t *job;        /* the one request it serves (a lease); NULL: free */
+    uint64_t fence_id;  /* the ping sent after its initialize or its last request's answer: it
+                           is leased only once that is answered (what it wrote before is the
+                           ended request's, dropped); 0: none */
+    int64_t fence_us;   /* when that ping was sent (--upstream-call-timeout bounds its wait) */
     char why[120];      /* why it was stopped before it answered initialize ("": it exited) */
     char tag[96];
 } pproc_t;
@@ -106,7 +110,12 @@ void pool_enqueue(pool_t *pl, pjob_t *job);
 void pool_pump(pool_t *pl);
 /* No process can serve: every waiting request gets msg (full: 503 + Retry-After, the cap). */
 void pool_fail_waiting(pool_t *pl, const char *msg, bool full);
-/* Frees job and gives its process back to the pool (which then takes the next one). */
+/* A ping to p, which is leased again only once it answers it (up_response): a stdio server
+ * reads and answers in order, so what it writes before that answer (a log line, a progress
+ * notification, a request after the answer to the last request) is no later request's. A
+ * process that cannot be sent it is stopped. */
+void pool_proc_fence(pproc_t *p);
+/* Frees job and fences its process (which then takes the next request). */
 void pool_job_done(pjob_t *job);
 /* The job's end on purpose (timeout, a client gone): its input requests get an error, the
  * upstream a notifications/cancelled; the call, if open, gets -32603 why. */

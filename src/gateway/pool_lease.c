@@ -14,7 +14,19 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Sends job to p (p is ready and free). */
+void pool_proc_fence(pproc_t *p)
+{
+    if (!p->u || p->stopping)
+        return;
+    p->fence_id = p->next_id++;
+    p->fence_us = now_mono_us();
+    if (pool_write(p, json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)p->fence_id,
+                                "method", "ping")) != 0)
+        pool_proc_stop(p);
+    pool_timer_arm(p->pool);
+}
+
+/* Sends job to p (p is ready, free and fenced). */
 static void lease(pproc_t *p, pjob_t *job)
 {
     p->job = job;
@@ -71,12 +83,12 @@ void pool_pump(pool_t *pl)
             continue;
         }
         pproc_t *free_p = NULL, *held = NULL; /* held: the oldest exchange's, between rounds */
-        int starting = 0, active = 0;
+        int starting = 0, active = 0;         /* starting: not yet ready, or waiting for its ping */
         for (pproc_t *p = pl->procs; p; p = p->next) {
             if (p->stopping)
                 continue;
             active++;
-            if (!p->ready)
+            if (!p->ready || p->fence_id)
                 starting++;
             else if (!p->job && !free_p)
                 free_p = p;
@@ -140,8 +152,10 @@ void pool_job_done(pjob_t *job)
     json_object_foreach(job->pending, key, v) /* it answered without them: they end here */
         pool_write(job->p, jsonrpc_error(json_object_get(v, "id"), JSONRPC_INTERNAL_ERROR,
                                          "the request they were for is complete", NULL));
-    if (job->p)
+    if (job->p) {
         job->p->job = NULL;
+        pool_proc_fence(job->p);
+    }
     pool_job_free(job);
     pool_pump(pl);
 }

@@ -109,6 +109,13 @@ for line in sys.stdin:
         elif name == "later":  # its notification comes once no request is open
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        elif name == "logafter":  # answers (once the file args["until"] exists), then logs
+            import time
+            while args.get("until") and not os.path.exists(args["until"]):
+                time.sleep(0.02)
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "ok"}]}})
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": "secret of " + args.get("who", "")}})
         elif name == "nullid":  # an error with a null id (as for a request it could not read)
             send({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}})
         elif name == "strid":  # its answer with the id as a string

@@ -384,6 +384,35 @@ class PoolTest(unittest.TestCase):
         r, msg = c.tool("echo", {"text": "next"})  # a new process serves the next
         self.assertEqual(r.status, 200, r.text)
 
+    def test_what_a_process_writes_after_its_answer_reaches_no_other_client(self):
+        """--upstream-pool 1: alice's call is answered, then its process logs (as an async
+        logger may), while bob's request waits for that process. The log line is alice's
+        request's: it must not reach bob's stream (the process is leased again only once it
+        has answered a ping sent after alice's answer)."""
+        srv = self.start("--upstream-pool", "1")
+        alice, bob = Client(srv), Client(srv)
+        alice.tool("sleep", {"s": 0})  # the process is warm: alice's call is leased at once
+        until = os.path.join(self.dir, "until-" + str(time.monotonic_ns()))
+        out = {}
+        ta = threading.Thread(target=lambda: out.setdefault("a", alice.tool(
+            "logafter", {"who": "alice", "until": until}, level="info", timeout=30)))
+        ta.start()
+        self.assertTrue(wait_until(lambda: srv.stats()["modern_requests_live"] == 1, timeout=20))
+        tb = threading.Thread(target=lambda: out.setdefault("b", bob.tool(
+            "echo", {"text": "bob"}, level="debug", timeout=30)))
+        tb.start()
+        self.assertTrue(wait_until(lambda: srv.stats()["upstream_pool_waiting"] == 1, timeout=20))
+        open(until, "w").close()  # alice's call answers now, then logs
+        ta.join()
+        tb.join()
+        ra, ma = out["a"]
+        self.assertEqual(text(ma), "ok", ra.text)
+        rb, mb = out["b"]
+        self.assertTrue(text(mb).startswith("bob pid "), rb.text)
+        self.assertNotIn("secret", rb.text)
+        self.assertEqual([m.get("params", {}).get("data") for m in rb.messages()[:-1]],
+                         ["echoing"], rb.text)
+
     def test_shutdown_leaves_no_pool_process(self):
         srv = self.start("--upstream-pool", "2")
         pid = int(text(Client(srv).tool("sleep", {"s": 0})[1]))
