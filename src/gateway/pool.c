@@ -244,24 +244,26 @@ static void up_response(pproc_t *p, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
     pool_t *pl = p->pool;
-    if (!p->ready && json_is_integer(id) && (uint64_t)json_integer_value(id) == p->init_id) {
+    json_int_t n = json_integer_value(id);
+    if (!p->ready && !p->fence_id && json_is_integer(id) && (uint64_t)n == p->init_id) {
         json_t *result = json_object_get(msg, "result");
         if (!json_is_object(result)) {
             log_warn("%s: the upstream answered initialize with an error: stopped", p->tag);
             init_failed(p, "answered initialize with an error");
             return;
         }
-        p->ready = true;
         if (!pl->info)
             pl->info = json_incref(result);
         pool_write(p, json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method",
                                 "notifications/initialized"));
-        pool_proc_fence(p); /* what it says at notifications/initialized is no request's */
-        return;             /* pump: on_message */
+        /* ready at the ping's answer: what it says at notifications/initialized is no
+         * request's, and one that never answers a ping is found within the init timeout */
+        pool_proc_fence(p);
+        return;
     }
-    json_int_t n = json_integer_value(id);
     if (p->fence_id && json_is_integer(id) && (uint64_t)n == p->fence_id) {
         p->fence_id = 0; /* what it wrote before is behind: it may be leased (on_message) */
+        p->ready = true;
         return;
     }
     pjob_t *job = p->job;
@@ -276,7 +278,9 @@ static void up_response(pproc_t *p, json_t *msg)
             if (job)
                 pool_job_abort(job, why);
             else
-                init_failed(p, "answered initialize with an id it was never sent");
+                init_failed(p, p->fence_id ? "answered the ping after initialize with an id "
+                                             "it was never sent"
+                                           : "answered initialize with an id it was never sent");
             return;
         }
         if (p->fence_id) /* the ended request's (a second answer): as its notifications */
@@ -442,13 +446,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         if (proc_due(p) > now)
             continue;
         if (!p->ready) {
-            log_warn("%s: no answer to initialize within %lld s (--upstream-init-timeout): "
-                     "stopped",
-                     p->tag, (long long)g_cfg.upstream_init_timeout_s);
+            const char *asked = p->fence_id ? "the ping after initialize" : "initialize";
+            log_warn("%s: no answer to %s within %lld s (--upstream-init-timeout): stopped", p->tag,
+                     asked, (long long)g_cfg.upstream_init_timeout_s);
             char why[120];
-            snprintf(why, sizeof why,
-                     "did not answer initialize within %lld s (--upstream-init-timeout)",
-                     (long long)g_cfg.upstream_init_timeout_s);
+            snprintf(why, sizeof why, "did not answer %s within %lld s (--upstream-init-timeout)",
+                     asked, (long long)g_cfg.upstream_init_timeout_s);
             init_failed(p, why);
         } else if (!p->job) {
             log_warn("%s: no answer to a ping within %lld s (--upstream-call-timeout): stopped",

@@ -23,7 +23,7 @@ typedef struct pproc { /* one warm process */
     pool_t *pool;
     upstream_t *u;
     principal_t *slot; /* its --upstream-max place (the pool's principal) */
-    bool ready;        /* it answered initialize */
+    bool ready;        /* it answered initialize and the ping after it */
     bool stopping;     /* stopped: it takes no more work */
     uint64_t next_id;
     uint64_t init_id;

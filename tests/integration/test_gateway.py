@@ -41,6 +41,8 @@ if "--linger" in sys.argv:  # slow to stop: SIGTERM ignored, 3 s more after stdi
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     atexit.register(time.sleep, 3)
 inits = 0  # notifications/initialized received
+# --pings N: only the first N pings are answered (the rest, as a server that ignores them)
+pings = int(sys.argv[sys.argv.index("--pings") + 1]) if "--pings" in sys.argv else -1
 SECOND = None  # with --second-slow DIR: DIR, in the second process started (DIR/starts counts)
 if "--second-slow" in sys.argv:  # that one answers initialize 3 s late and stops 3 s late
     import atexit, signal, time
@@ -71,6 +73,11 @@ for line in sys.stdin:
         else:
             send({"jsonrpc": "2.0", "id": orig, "result": {"content": [
                 {"type": "text", "text": "client said " + json.dumps(m.get("result"))}]}})
+        continue
+    if meth == "ping":
+        if pings != 0:
+            pings -= 1
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
         continue
     if meth == "logging/setLevel":
         level = m["params"]["level"]

@@ -413,6 +413,28 @@ class PoolTest(unittest.TestCase):
         self.assertEqual([m.get("params", {}).get("data") for m in rb.messages()[:-1]],
                          ["echoing"], rb.text)
 
+    def test_a_process_that_does_not_answer_its_ping_is_stopped(self):
+        """The ping after initialize is bounded by --upstream-init-timeout (a server that never
+        answers one never serves: what waits hears why); the one after an answer by
+        --upstream-call-timeout (the process is stopped, the next request gets a new one)."""
+        srv = Server("--upstream", f"py={sys.executable} {self.script} --pings 0",
+                     "--upstream-pool", "1", "--upstream-init-timeout", "1")
+        self.addCleanup(srv.cleanup)
+        c = Client(srv)
+        r, msg = c.tool("echo", {"text": "x"}, timeout=30)
+        self.assertEqual(msg["error"]["code"], -32603, r.text)
+        self.assertIn("did not answer the ping after initialize", msg["error"]["message"])
+        self.assertEqual(msg["id"], c.next_id)
+        srv2 = Server("--upstream", f"py={sys.executable} {self.script} --pings 1",
+                      "--upstream-pool", "1", "--upstream-call-timeout", "1")
+        self.addCleanup(srv2.cleanup)
+        c = Client(srv2)
+        pid = int(text(c.tool("sleep", {"s": 0})[1]))
+        self.assertTrue(wait_gone(pid, timeout=20), "a process that ignores its ping was kept")
+        r, msg = c.tool("echo", {"text": "next"}, timeout=30)
+        self.assertTrue(text(msg).startswith("next pid "), r.text)
+        self.assertNotIn(f"pid {pid}", text(msg))
+
     def test_shutdown_leaves_no_pool_process(self):
         srv = self.start("--upstream-pool", "2")
         pid = int(text(Client(srv).tool("sleep", {"s": 0})[1]))
