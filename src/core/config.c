@@ -113,8 +113,9 @@ static const flag_t FLAGS[] = {
      "error and the upstream a notifications/cancelled; 0: no timeout (default 300)"},
     {"upstream-idle", "SECS", K_INT, OFF(upstream_idle_s), 0, 604800,
      "stop a session's upstream process after SECS with no request or answer either way and no "
-     "request open (the session stays; its next request starts the process again); 0: only "
-     "when the session hibernates (default 0)"},
+     "request open (the session stays; its next request starts the process again), and a "
+     "--upstream-pool process free for SECS; 0: only when the session hibernates, a pool's "
+     "never (default 0)"},
     {"allowed-host", "HOST[:PORT]", K_LIST, OFF(allowed_hosts), 0, 0,
      "accept this Host header besides the --listen address (repeatable)"},
     {"trusted-proxy", "ADDR", K_LIST, OFF(trusted_proxies), 0, 0,

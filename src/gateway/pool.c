@@ -264,6 +264,8 @@ static void up_response(pproc_t *p, json_t *msg)
     if (p->fence_id && json_is_integer(id) && (uint64_t)n == p->fence_id) {
         p->fence_id = 0; /* what it wrote before is behind: it may be leased (on_message) */
         p->ready = true;
+        p->free_us = now_mono_us();
+        pool_timer_arm(pl); /* --upstream-idle, unless on_message's pump leases it */
         return;
     }
     pjob_t *job = p->job;
@@ -429,9 +431,11 @@ static int64_t proc_due(const pproc_t *p)
         return p->started_us + g_cfg.upstream_init_timeout_s * 1000000;
     if (p->job)
         return job_due(p->job);
-    if (p->fence_id && g_cfg.upstream_call_timeout_s > 0)
-        return p->fence_us + g_cfg.upstream_call_timeout_s * 1000000;
-    return INT64_MAX;
+    if (p->fence_id)
+        return g_cfg.upstream_call_timeout_s > 0
+                   ? p->fence_us + g_cfg.upstream_call_timeout_s * 1000000
+                   : INT64_MAX;
+    return g_cfg.upstream_idle_s > 0 ? p->free_us + g_cfg.upstream_idle_s * 1000000 : INT64_MAX;
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -453,9 +457,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
             snprintf(why, sizeof why, "did not answer %s within %lld s (--upstream-init-timeout)",
                      asked, (long long)g_cfg.upstream_init_timeout_s);
             init_failed(p, why);
-        } else if (!p->job) {
+        } else if (p->fence_id) {
             log_warn("%s: no answer to a ping within %lld s (--upstream-call-timeout): stopped",
                      p->tag, (long long)g_cfg.upstream_call_timeout_s);
+            pool_proc_stop(p);
+        } else if (!p->job) { /* its --upstream-max place back; the next request starts one */
+            log_info("%s: no request for %lld s (--upstream-idle): stopped", p->tag,
+                     (long long)g_cfg.upstream_idle_s);
             pool_proc_stop(p);
         } else {
             pool_job_abort(p->job, p->job->a ? "the upstream did not answer within "

@@ -33,6 +33,7 @@ typedef struct pproc { /* one warm process */
                            is leased only once that is answered (what it wrote before is the
                            ended request's, dropped); 0: none */
     int64_t fence_us;   /* when that ping was sent (--upstream-call-timeout bounds its wait) */
+    int64_t free_us;    /* when it last came free (--upstream-idle counts from it) */
     char why[120];      /* why it was stopped before it answered initialize ("": it exited) */
     char tag[96];
 } pproc_t;

@@ -435,6 +435,19 @@ class PoolTest(unittest.TestCase):
         self.assertTrue(text(msg).startswith("next pid "), r.text)
         self.assertNotIn(f"pid {pid}", text(msg))
 
+    def test_upstream_idle_stops_a_free_pool_process_and_gives_its_place_back(self):
+        """--upstream-idle 1: a pool process with no request for a second is stopped (its
+        --upstream-max place comes back); one busy with a longer request is not; the next
+        request starts another."""
+        srv = self.start("--upstream-pool", "1", "--upstream-idle", "1")
+        c = Client(srv)
+        r, msg = c.tool("sleep", {"s": 2.5}, timeout=30)  # longer than --upstream-idle: kept
+        pid = int(text(msg))
+        self.assertTrue(wait_gone(pid, timeout=20), "a free pool process outlived --upstream-idle")
+        self.assertTrue(wait_until(lambda: srv.stats()["upstreams_running"] == 0, timeout=20))
+        pid2 = int(text(c.tool("sleep", {"s": 0})[1]))
+        self.assertNotEqual(pid, pid2)
+
     def test_shutdown_leaves_no_pool_process(self):
         srv = self.start("--upstream-pool", "2")
         pid = int(text(Client(srv).tool("sleep", {"s": 0})[1]))
