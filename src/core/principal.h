@@ -64,6 +64,9 @@ typedef struct principal_sched {
 void principals_configure(const int64_t caps[PR__COUNT], int share_pct);
 /* The most of r one principal may hold: share_pct of the cap, at least 1 (0: no cap). */
 int64_t principal_limit(pres_t r);
+/* The same share of n things that are not counted here (a gateway pool's processes and its
+ * queue, which their worker counts itself): share_pct of n, at least 1 (n <= 0: 0). */
+int64_t principal_share_of(int64_t n);
 
 /* The entry for name (a new reference; made when absent). Names longer than
  * PRINCIPAL_NAME_MAX - 1 bytes are cut. */

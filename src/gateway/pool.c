@@ -168,6 +168,7 @@ void pool_job_free(pjob_t *job)
 {
     if (job->a)
         job->a->ps = NULL;
+    principal_unref(job->owner);
     json_decref(job->req);
     json_decref(job->progress);
     json_decref(job->client_progress);

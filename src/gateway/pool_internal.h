@@ -12,7 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Requests that wait for a free process, per pool, at most (past it: 503). */
+/* Requests that wait for a free process, per pool, at most (past it: 503); one client's, at
+ * most its --principal-share of it. */
 #define POOL_MAX_WAITING 1024
 
 typedef struct pool pool_t;
@@ -57,6 +58,7 @@ struct pjob {
     unsigned next_key;       /* the next key's number */
     json_t *final;           /* the upstream's answer that came between rounds: the retry gets it */
     char xid[SESSION_ID_LEN + 1]; /* the exchange's id (its requestState names it); "": none */
+    principal_t *owner; /* its client (a reference), for the shares of the processes and queue */
     char principal[64];
     char method[32];
     char digest[33];    /* of the request's params, without _meta and the MRTR members */

@@ -41,25 +41,30 @@ static void lease(pproc_t *p, pjob_t *job)
     pool_timer_arm(p->pool);
 }
 
-static pjob_t *dequeue(pool_t *pl)
+/* Takes job off the queue (wherever it is in it). */
+static void unqueue(pool_t *pl, pjob_t *job)
 {
-    pjob_t *job = pl->wait_head;
-    if (job) {
-        pl->wait_head = job->next;
-        if (!pl->wait_head)
-            pl->wait_tail = NULL;
-        job->next = NULL;
-        pl->nwaiting--;
-        STAT_DEC(upstream_pool_waiting);
+    pjob_t **jp = &pl->wait_head, *prev = NULL;
+    while (*jp && *jp != job) {
+        prev = *jp;
+        jp = &(*jp)->next;
     }
-    return job;
+    if (!*jp)
+        return;
+    *jp = job->next;
+    if (pl->wait_tail == job)
+        pl->wait_tail = prev;
+    job->next = NULL;
+    pl->nwaiting--;
+    STAT_DEC(upstream_pool_waiting);
 }
 
 /* No process can serve: every waiting request gets msg (full: 503 + Retry-After, the cap). */
 void pool_fail_waiting(pool_t *pl, const char *msg, bool full)
 {
     pjob_t *head;
-    while ((head = dequeue(pl))) {
+    while ((head = pl->wait_head)) {
+        unqueue(pl, head);
         if (full && head->a && head->a->calls && !head->a->calls->stream->sse)
             stream_set_reply_status(head->a->calls->stream, 503, "5");
         pool_answer_error(head, full ? MCP_ERR_OVERLOADED : JSONRPC_INTERNAL_ERROR, msg);
@@ -67,21 +72,86 @@ void pool_fail_waiting(pool_t *pl, const char *msg, bool full)
     }
 }
 
-/* Requests waiting go to free ready processes; more are started while fewer than N run and
- * requests wait for them; with none running and none startable, the waiting get the reason. */
+/* ---- the shares: a client holds at most --principal-share of the processes ---- */
+
+/* The processes who holds (serving its request, or its exchange between rounds). */
+static int held_by(const pool_t *pl, const principal_t *who)
+{
+    int n = 0;
+    for (const pproc_t *p = pl->procs; p; p = p->next)
+        n += p->job && p->job->owner == who;
+    return n;
+}
+
+/* The oldest waiting request whose client holds fewer processes than its share, or NULL. */
+static pjob_t *next_eligible(pool_t *pl, int share)
+{
+    for (pjob_t *j = pl->wait_head; j; j = j->next)
+        if (!j->discover && held_by(pl, j->owner) < share)
+            return j;
+    return NULL;
+}
+
+/* How many waiting requests processes coming free now could serve, counted up to `most`: a
+ * server/discover (it needs a process that answers initialize), or a request whose client,
+ * with those of its requests counted before it, holds fewer than its share. At most
+ * (--upstream-pool + 1) are counted, so this is O(queue x processes). */
+static int wanted(pool_t *pl, int share, int most)
+{
+    const principal_t *counted[66]; /* --upstream-pool is at most 64 */
+    int n = 0;
+    if (most > (int)(sizeof counted / sizeof counted[0]))
+        most = (int)(sizeof counted / sizeof counted[0]);
+    for (pjob_t *j = pl->wait_head; j && n < most; j = j->next) {
+        int mine = j->discover ? 0 : held_by(pl, j->owner);
+        for (int i = 0; i < n && !j->discover; i++)
+            mine += counted[i] == j->owner;
+        if (j->discover || mine < share)
+            counted[n++] = j->discover ? NULL : j->owner;
+    }
+    return n;
+}
+
+/* Does a request of who wait (a server/discover aside)? */
+static bool waits(const pool_t *pl, const principal_t *who)
+{
+    for (const pjob_t *j = pl->wait_head; j; j = j->next)
+        if (!j->discover && j->owner == who)
+            return true;
+    return false;
+}
+
+/* ---- the pump ---- */
+
+/* server/discover requests that waited for a process's initialize answer get it (pl->info). */
+static void answer_discovers(pool_t *pl)
+{
+    for (pjob_t *j = pl->wait_head, *next; j; j = next) {
+        next = j->next;
+        if (!j->discover)
+            continue;
+        unqueue(pl, j);
+        pool_answer(j, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
+                                 pool_decorate(pl, j, pool_discover_result(pl))));
+        pool_job_free(j);
+    }
+}
+
+/* Free ready processes go to the oldest waiting request whose client is under its share
+ * (--principal-share of --upstream-pool, at least 1: a client's further requests wait while
+ * another's are served, as the tool pool's calls do); processes are started while fewer than
+ * N run and more such requests wait than are starting; with none running and none
+ * startable, the waiting get the reason. */
 void pool_pump(pool_t *pl)
 {
+    int share = (int)principal_share_of(g_cfg.upstream_pool);
     for (;;) {
-        pjob_t *head = pl->wait_head;
-        if (pl->closing || !head)
+        if (pl->closing || !pl->wait_head)
             return;
-        if (head->discover && pl->info) {
-            dequeue(pl);
-            pool_answer(head, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
-                                        pool_decorate(pl, head, pool_discover_result(pl))));
-            pool_job_free(head);
-            continue;
-        }
+        if (pl->info)
+            answer_discovers(pl);
+        if (!pl->wait_head)
+            return;
         pproc_t *free_p = NULL, *held = NULL; /* held: the oldest exchange's, between rounds */
         int starting = 0, active = 0;         /* starting: not yet ready, or waiting for its ping */
         for (pproc_t *p = pl->procs; p; p = p->next) {
@@ -96,21 +166,28 @@ void pool_pump(pool_t *pl)
                      (!held || p->job->touched_us < held->job->touched_us))
                 held = p;
         }
-        if (free_p && !head->discover) {
-            lease(free_p, dequeue(pl));
+        pjob_t *next = free_p ? next_eligible(pl, share) : NULL;
+        if (next) {
+            unqueue(pl, next);
+            lease(free_p, next);
             continue;
         }
-        if (starting >= pl->nwaiting)
-            return; /* those starting will take them */
+        if (free_p)
+            return; /* what waits is its clients' share past (discovers were answered) */
+        int want = wanted(pl, share, starting + 1);
         if (active >= g_cfg.upstream_pool) {
             if (!held || starting > 0)
                 return; /* those running take them as they come free */
+            if (!want && !waits(pl, held->job->owner))
+                return; /* its own client waits: it may give its exchange up, others may not */
             /* every process is busy, one with an exchange that waits for its client: a waiting
              * request gets its place (that exchange's retry runs its request again) */
             pool_job_abort(held->job, "its process was needed by another request "
                                       "(--upstream-pool): a retry runs the request again");
             continue;
         }
+        if (starting >= want)
+            return; /* those starting will take them */
         char err[300];
         bool full;
         if (pool_proc_start(pl, &full, err, sizeof err))
@@ -180,20 +257,7 @@ void pool_job_abort(pjob_t *job, const char *why)
      * the next request. */
     if (job->p)
         pool_proc_stop(job->p);
-    if (!job->p) { /* still waiting: off the queue */
-        pool_t *pl = job->pool;
-        pjob_t **jp = &pl->wait_head, *prev = NULL;
-        while (*jp && *jp != job) {
-            prev = *jp;
-            jp = &(*jp)->next;
-        }
-        if (*jp) {
-            *jp = job->next;
-            if (pl->wait_tail == job)
-                pl->wait_tail = prev;
-            pl->nwaiting--;
-            STAT_DEC(upstream_pool_waiting);
-        }
-    }
+    if (!job->p) /* still waiting: off the queue */
+        unqueue(job->pool, job);
     pool_job_done(job);
 }

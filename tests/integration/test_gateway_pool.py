@@ -197,10 +197,12 @@ class PoolTest(unittest.TestCase):
             srv = self.start("--upstream-pool", str(n))
             out = []
 
-            def slow(c=Client(srv)):
+            def slow(c):
                 out.append(c.tool("sleep", {"s": 1.0})[1])
 
-            threads = [threading.Thread(target=slow) for _ in range(2)]
+            # two clients (two addresses): one holds at most its share of the processes
+            threads = [threading.Thread(target=slow, args=(c,))
+                       for c in (Client(srv), Client(From(srv)))]
             t0 = time.time()
             for t in threads:
                 t.start()
@@ -447,6 +449,60 @@ class PoolTest(unittest.TestCase):
         self.assertTrue(wait_until(lambda: srv.stats()["upstreams_running"] == 0, timeout=20))
         pid2 = int(text(c.tool("sleep", {"s": 0})[1]))
         self.assertNotEqual(pid, pid2)
+
+    def test_one_client_holds_at_most_its_share_of_the_pool(self):
+        """--upstream-pool 2 at --principal-share 50: one process each. Alice's two calls that
+        never end hold one process, her second waits; bob's request (another address) gets the
+        other process at once, ahead of alice's waiting one."""
+        srv = self.start("--upstream-pool", "2")
+        alice, bob = Client(srv), Client(From(srv))
+        threads = [threading.Thread(target=alice.tool, args=("hang",), kwargs={"timeout": 60},
+                                    daemon=True) for _ in range(2)]
+        for t in threads:
+            t.start()
+        self.assertTrue(wait_until(lambda: srv.stats()["modern_requests_live"] == 2, timeout=20))
+        got = bounded(lambda: bob.request("tools/list", timeout=60))
+        self.assertIsNotNone(got, "bob waited behind alice's calls")
+        r, msg = got
+        self.assertIn("tools", msg["result"], r.text)
+        self.assertEqual(srv.stats()["upstream_pool_waiting"], 1)  # alice's second
+        srv.stop()  # alice's calls get the shutdown's error
+        for t in threads:
+            t.join(30)
+
+    def test_one_client_holds_at_most_its_share_of_the_pools_queue(self):
+        """--principal-share 1: of --upstream-pool 2 one process each, of the 1024 requests a
+        pool queues ten. Alice's call that never ends holds her process and ten more wait; her
+        next gets 503 + Retry-After with its id, while bob still gets a process at once."""
+        srv = self.start("--upstream-pool", "2", "--principal-share", "1",
+                         "--upstream-max", "200")
+        alice = Client(srv)
+        alice.tool("sleep", {"s": 0})  # a process is ready: her first call is leased at once
+        threads = [threading.Thread(target=alice.tool, args=("hang",), kwargs={"timeout": 60},
+                                    daemon=True) for _ in range(11)]
+        threads[0].start()
+        self.assertTrue(wait_until(lambda: srv.stats()["modern_requests_live"] == 1, timeout=20))
+        for t in threads[1:]:
+            t.start()
+        self.assertTrue(wait_until(lambda: srv.stats()["upstream_pool_waiting"] == 10,
+                                   timeout=30), srv.stats())
+        self.assertEqual(srv.stats()["modern_requests_live"], 11)
+        refusals = srv.stats()["share_refusals_total"]
+        again = Client(srv)
+        got = bounded(lambda: again.tool("echo", {"text": "one more"}, timeout=60))
+        self.assertIsNotNone(got, "alice's request past her share of the queue waited")
+        r, msg = got
+        self.assertEqual(r.status, 503, r.text)
+        self.assertEqual(r.header("Retry-After"), "1")
+        self.assertEqual((msg["id"], msg["error"]["code"]), (again.next_id, -32003), r.text)
+        self.assertIn("share", msg["error"]["message"])
+        self.assertEqual(srv.stats()["share_refusals_total"], refusals + 1)
+        got = bounded(lambda: Client(From(srv)).tool("echo", {"text": "bob"}, timeout=60))
+        self.assertIsNotNone(got, "bob waited behind alice's calls")
+        self.assertTrue(text(got[1]).startswith("bob pid "), got[0].text)
+        srv.stop()
+        for t in threads:
+            t.join(30)
 
     def test_shutdown_leaves_no_pool_process(self):
         srv = self.start("--upstream-pool", "2")
