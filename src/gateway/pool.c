@@ -3,13 +3,16 @@
 /* The 2026-07-28 era on /mcp/NAME (--upstream-pool N). A stateless request has no session and
  * so no process of its own: it is served by a pool of at most N warm processes of its upstream,
  * started when requests need them, each initialized once (as a session-era client that
- * declares elicitation and sampling) and kept until mcpactord stops or it exits.
+ * declares elicitation and sampling) and kept until mcpactord stops or it exits (or, with
+ * --upstream-idle, it has been free that long).
  *
  * One request per process at a time. A stdio server does not say which request its
  * notifications and requests relate to; with one request on a process, its progress, its log
- * messages and its input requests (MRTR, pool_req.c) are that request's, exactly. A request
- * waits on the pool's queue (bounded) while every process is busy; the HTTP side sends every
- * request of a name to one worker (endpoint_modern.c), so N is the number of processes.
+ * messages and its input requests (MRTR, pool_req.c) are that request's, exactly; what it
+ * writes after its answer is kept from the next request by a ping it must answer first
+ * (pool_lease.c). A request waits on the pool's queue (bounded, and shared out between
+ * clients) while every process is busy or its client holds its share; the HTTP side sends
+ * every request of a name to one worker (endpoint_modern.c), so N is the number of processes.
  *
  * Each request is an ACTOR_REQUEST actor, as on /mcp, with a->upstream set and a->ps its job;
  * mcpactord answers the revision's parts itself (_meta, resultType, server/discover) and

@@ -173,13 +173,15 @@ void pool_pump(pool_t *pl)
             continue;
         }
         if (free_p)
-            return; /* what waits is its clients' share past (discovers were answered) */
+            return; /* what waits is of clients at their share (discovers were answered) */
         int want = wanted(pl, share, starting + 1);
         if (active >= g_cfg.upstream_pool) {
             if (!held || starting > 0)
                 return; /* those running take them as they come free */
+            /* none of what waits could take a process: only a request of the exchange's own
+             * client has it give its process up (the client's share comes back with it) */
             if (!want && !waits(pl, held->job->owner))
-                return; /* its own client waits: it may give its exchange up, others may not */
+                return;
             /* every process is busy, one with an exchange that waits for its client: a waiting
              * request gets its place (that exchange's retry runs its request again) */
             pool_job_abort(held->job, "its process was needed by another request "
