@@ -113,8 +113,9 @@ static const flag_t FLAGS[] = {
      "error and the upstream a notifications/cancelled; 0: no timeout (default 300)"},
     {"upstream-idle", "SECS", K_INT, OFF(upstream_idle_s), 0, 604800,
      "stop a session's upstream process after SECS with no request or answer either way and no "
-     "request open (the session stays; its next request starts the process again); 0: only "
-     "when the session hibernates (default 0)"},
+     "request open (the session stays; its next request starts the process again), and a "
+     "--upstream-pool process free for SECS; 0: only when the session hibernates, a pool's "
+     "never (default 0)"},
     {"allowed-host", "HOST[:PORT]", K_LIST, OFF(allowed_hosts), 0, 0,
      "accept this Host header besides the --listen address (repeatable)"},
     {"trusted-proxy", "ADDR", K_LIST, OFF(trusted_proxies), 0, 0,
@@ -218,7 +219,8 @@ static const flag_t FLAGS[] = {
     {"principal-share", "PERCENT", K_INT, OFF(principal_share), 1, 100,
      "the most one principal (token name; without tokens the session, or the client's address) "
      "may hold of the tool threads and of --max-sessions, --max-connections, --max-handles, "
-     "--max-tasks and --upstream-max, in percent, at least 1 of each (default 50)"},
+     "--max-tasks and --upstream-max, and of each --upstream-pool and its queue, in percent, at "
+     "least 1 of each (default 50)"},
     {"max-handles", "N", K_INT, OFF(max_handles), 1, 1LL << 40,
      "state handles stored; past it (or past a principal's share) mcpd_ctx_handle_new fails "
      "(the demo's new_counter: a tool error) (default 100000)"},

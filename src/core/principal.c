@@ -51,12 +51,25 @@ void principals_configure(const int64_t caps[PR__COUNT], int share_pct)
     pthread_mutex_unlock(&g_mu);
 }
 
+static int64_t share_locked(int64_t n)
+{
+    if (n <= 0)
+        return 0;
+    int64_t l = n / 100 * g_share_pct + n % 100 * g_share_pct / 100;
+    return l < 1 ? 1 : l;
+}
+
 static int64_t limit_locked(pres_t r)
 {
-    if (g_caps[r] <= 0)
-        return 0;
-    int64_t l = g_caps[r] / 100 * g_share_pct + g_caps[r] % 100 * g_share_pct / 100;
-    return l < 1 ? 1 : l;
+    return share_locked(g_caps[r]);
+}
+
+int64_t principal_share_of(int64_t n)
+{
+    pthread_mutex_lock(&g_mu);
+    int64_t l = share_locked(n);
+    pthread_mutex_unlock(&g_mu);
+    return l;
 }
 
 int64_t principal_limit(pres_t r)

@@ -9,7 +9,9 @@
  *                     and for the tool pool share of its 2026-07-28 calls and tasks;
  *   "s:<session id>"  a session stored before owners were kept: its own pool principal;
  *   "p:<address>"     the connections of a --trusted-proxy (no share: they carry many
- *                     clients, whose own address comes from X-Forwarded-For).
+ *                     clients, whose own address comes from X-Forwarded-For);
+ *   "g:<name>"        the 2026-07-28 pool of the gateway's --upstream NAME: its processes'
+ *                     --upstream-max places (a share like any client's).
  * An IPv6 address counts by its /64 (one client may hold a whole /64), an IPv4-mapped one as
  * its IPv4 address.
  *
@@ -33,7 +35,7 @@
 #include <stdint.h>
 
 /* A principal's name: "t:" + a token name (at most 63 bytes), "a:" + an address, "s:" + a
- * session id. */
+ * session id, "p:" + a proxy's address, "g:" + an --upstream name. */
 #define PRINCIPAL_NAME_MAX 72
 
 typedef enum {
@@ -65,11 +67,14 @@ typedef struct principal_sched {
 void principals_configure(const int64_t caps[PR__COUNT], int share_pct);
 /* The most of r one principal may hold: share_pct of the cap, at least 1 (0: no cap). */
 int64_t principal_limit(pres_t r);
+/* The same share of n things that are not counted here (a gateway pool's processes and its
+ * queue, which their worker counts itself): share_pct of n, at least 1 (n <= 0: 0). */
+int64_t principal_share_of(int64_t n);
 
 /* The entry for name (a new reference; made when absent). Names longer than
  * PRINCIPAL_NAME_MAX - 1 bytes are cut. */
 principal_t *principal_get(const char *name);
-/* The same for kind ('t', 'a', 's' or 'p') and value: "<kind>:<value>". */
+/* The same for kind ('t', 'a', 's', 'p' or 'g') and value: "<kind>:<value>". */
 principal_t *principal_of(char kind, const char *value);
 /* A client address as a principal counts it ("a:" + principal_address, or the text as given
  * when it is not an address). */

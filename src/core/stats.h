@@ -123,7 +123,10 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(upstreams_exited_total, counter,                                                              \
       "Upstream processes that exited with status 0, or after the gateway stopped them.")           \
     X(upstreams_crashed_total, counter,                                                             \
-      "Upstream processes that exited non-zero or were killed by a signal the gateway did not send.")
+      "Upstream processes that exited non-zero or were killed by a signal the gateway did not "     \
+      "send.")                                                                                      \
+    X(upstream_pool_waiting, tgauge,                                                                \
+      "2026-07-28 requests on /mcp/NAME waiting for a pool process (--upstream-pool).")
 
 /* One thread's block, every field an atomic_llong (stats.c reaches a field by its offset). */
 typedef struct stats {

@@ -1,13 +1,16 @@
-/* Threads: main thread (setup, free); worker threads read the argv table. */
+/* Threads: main thread (setup, free); worker threads read the argv table (and format errors). */
 /* The --upstream table: each COMMAND split once at start (wordexp is not thread-safe), read
- * by the workers that start the processes. */
+ * by the workers that start the processes; and the one message that sessions and pools share
+ * (an answer with an id never sent). */
 #include "gateway/gateway.h"
 
 #include "core/config.h"
 #include "core/log.h"
 #include "gateway/upstream.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static char **g_argv[CFG_MAX_UPSTREAMS];
 
@@ -37,4 +40,14 @@ void gateway_free(void)
 char *const *gateway_argv(int i)
 {
     return g_argv[i];
+}
+
+void gateway_bad_id_why(const char *name, const json_t *msg, char *out, size_t n)
+{
+    char *id = json_dumps(json_object_get(msg, "id"), JSON_ENCODE_ANY | JSON_COMPACT);
+    const char *err = json_string_value(json_object_get(json_object_get(msg, "error"), "message"));
+    snprintf(out, n, "the upstream %s answered with an id it was never sent (%.40s%s)%s%.120s",
+             name, id ? id : "?", id && strlen(id) > 40 ? "..." : "", err ? ": " : "",
+             err ? err : "");
+    free(id);
 }

@@ -357,14 +357,12 @@ call_t *gw_find_call(actor_t *a, uint64_t num, const json_t *id)
     return NULL;
 }
 
-/* A stdout line that is not a message (logged by the process layer). With exactly one client
- * request open it was that request's answer, as good as certain (an MCP server writes nothing
- * else on stdout): the call gets the error now rather than wait forever. With more, which one
- * cannot be told: they wait (their answers may still come). */
-void gw_on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg)
+/* The one client request open, or NULL (none, several, or the process is not past
+ * initialize). A line that is not a message, or an answer with an id never sent, was that
+ * request's answer, as good as certain (an MCP server writes nothing else on stdout); with
+ * more open, which one cannot be told: they wait (their answers may still come). */
+static gw_out_t *sole_call(gw_sess_t *gs)
 {
-    gw_sess_t *gs = arg;
-    actor_t *a = gs->a;
     gw_out_t *one = NULL;
     int n = 0;
     for (gw_out_t *o = gs->out; o; o = o->next)
@@ -374,16 +372,16 @@ void gw_on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void 
         }
     /* before the process answered initialize, a line is no call's answer (a start-up banner:
      * the initialize, or a request queued meanwhile, was not what it answered) */
-    if (!a || !gs->ready || n != 1)
-        return;
-    worker_t *prev = worker_enter(gs->w);
+    return gs->a && gs->ready && n == 1 ? one : NULL;
+}
+
+/* one's call gets -32603 with why; one is forgotten (in a turn of gs's worker). */
+static void fail_call(gw_sess_t *gs, gw_out_t *one, const char *why)
+{
+    actor_t *a = gs->a;
     call_t *c = gw_find_call(a, one->stream, one->client_id);
-    if (c) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "the upstream %s wrote a line that is not a message (%s: %.160s)",
-                 gw_name(gs), upstream_bad_name(why), detail ? detail : "");
-        actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, msg, NULL));
-    }
+    if (c)
+        actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
     for (gw_out_t **op = &gs->out; *op; op = &(*op)->next)
         if (*op == one) {
             *op = one->next;
@@ -391,8 +389,39 @@ void gw_on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void 
             break;
         }
     worker_note_activity(gs->w, a);
+}
+
+/* A stdout line that is not a message (logged by the process layer). */
+void gw_on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg)
+{
+    (void)u;
+    gw_sess_t *gs = arg;
+    gw_out_t *one = sole_call(gs);
+    if (!one)
+        return;
+    char msg[300];
+    snprintf(msg, sizeof msg, "the upstream %s wrote a line that is not a message (%s: %.160s)",
+             gw_name(gs), upstream_bad_name(why), detail ? detail : "");
+    worker_t *prev = worker_enter(gs->w);
+    fail_call(gs, one, msg);
     worker_turn_end(gs->w);
     worker_leave(prev);
+}
+
+void gw_unknown_response(gw_sess_t *gs, const json_t *msg)
+{
+    const json_t *id = json_object_get(msg, "id");
+    json_int_t n = json_integer_value(id);
+    gw_out_t *one = sole_call(gs);
+    /* not an integer, or none given yet: never one of ours */
+    if (one && (!json_is_integer(id) || n < 1 || (uint64_t)n >= gs->next_id)) {
+        char why[300];
+        gateway_bad_id_why(gw_name(gs), msg, why, sizeof why);
+        log_warn("%s: %s: its one open request gets an error", gs->tag, why);
+        fail_call(gs, one, why);
+        return;
+    }
+    log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped", gs->tag);
 }
 
 /* ---- --upstream-max and its shares ---- */

@@ -3,13 +3,16 @@
 /* The 2026-07-28 era on /mcp/NAME (--upstream-pool N). A stateless request has no session and
  * so no process of its own: it is served by a pool of at most N warm processes of its upstream,
  * started when requests need them, each initialized once (as a session-era client that
- * declares elicitation and sampling) and kept until mcpactord stops or it exits.
+ * declares elicitation and sampling) and kept until mcpactord stops or it exits (or, with
+ * --upstream-idle, it has been free that long).
  *
  * One request per process at a time. A stdio server does not say which request its
  * notifications and requests relate to; with one request on a process, its progress, its log
- * messages and its input requests (MRTR, pool_mrtr.c) are that request's, exactly. A request
- * waits on the pool's queue (bounded) while every process is busy; the HTTP side sends every
- * request of a name to one worker (endpoint_modern.c), so N is the number of processes.
+ * messages and its input requests (MRTR, pool_req.c) are that request's, exactly; what it
+ * writes after its answer is kept from the next request by a ping it must answer first
+ * (pool_lease.c). A request waits on the pool's queue (bounded, and shared out between
+ * clients) while every process is busy or its client holds its share; the HTTP side sends
+ * every request of a name to one worker (endpoint_modern.c), so N is the number of processes.
  *
  * Each request is an ACTOR_REQUEST actor, as on /mcp, with a->upstream set and a->ps its job;
  * mcpactord answers the revision's parts itself (_meta, resultType, server/discover) and
@@ -37,9 +40,6 @@ static pthread_mutex_t g_all_mu = PTHREAD_MUTEX_INITIALIZER;
 static pool_t *g_all;
 static _Thread_local pool_t *t_pools[CFG_MAX_UPSTREAMS];
 
-static void pump(pool_t *pl);
-static void fail_waiting(pool_t *pl, const char *msg, bool full);
-
 pool_t *pool_get(worker_t *w, int index)
 {
     pool_t *pl = t_pools[index];
@@ -53,7 +53,9 @@ pool_t *pool_get(worker_t *w, int index)
         pl->w = w;
         pl->index = index;
         str_copy(pl->name, sizeof pl->name, g_cfg.upstream_names[index]);
-        pl->who = principal_of('p', pl->name);
+        /* "g:": a principal of its own kind, held to its share like any ("p:" would be a
+         * trusted proxy's, which takes none) */
+        pl->who = principal_of('g', pl->name);
         pl->next_all = g_all;
         g_all = pl;
     }
@@ -105,7 +107,7 @@ int pool_write(pproc_t *p, json_t *msg)
     return rc;
 }
 
-static void proc_stop(pproc_t *p)
+void pool_proc_stop(pproc_t *p)
 {
     if (p->u && !p->stopping) {
         p->stopping = true;
@@ -121,7 +123,7 @@ static const upstream_cbs_t CBS = {.on_message = on_message,
                                    .on_exit = on_exit_cb};
 
 /* A new process, its initialize sent; NULL with the reason in err (*full: --upstream-max). */
-static pproc_t *proc_start(pool_t *pl, bool *full, char *err, size_t errlen)
+pproc_t *pool_proc_start(pool_t *pl, bool *full, char *err, size_t errlen)
 {
     *full = false;
     int rc = principal_take(pl->who, PR_UPSTREAMS);
@@ -165,38 +167,11 @@ static pproc_t *proc_start(pool_t *pl, bool *full, char *err, size_t errlen)
     return p;
 }
 
-/* Sends job to p (p is ready and free). */
-static void lease(pproc_t *p, pjob_t *job)
-{
-    p->job = job;
-    job->p = p;
-    job->up_id = p->next_id++;
-    json_t *r = job->req;
-    job->req = json_pack("{s:O}", "method", json_object_get(r, "method"));
-    json_object_set_new(r, "jsonrpc", json_string("2.0"));
-    json_object_set_new(r, "id", json_integer((json_int_t)job->up_id));
-    job->touched_us = now_mono_us();
-    pool_write(p, r);
-    pool_timer_arm(p->pool);
-}
-
-static pjob_t *dequeue(pool_t *pl)
-{
-    pjob_t *job = pl->wait_head;
-    if (job) {
-        pl->wait_head = job->next;
-        if (!pl->wait_head)
-            pl->wait_tail = NULL;
-        job->next = NULL;
-        pl->nwaiting--;
-    }
-    return job;
-}
-
 void pool_job_free(pjob_t *job)
 {
     if (job->a)
         job->a->ps = NULL;
+    principal_unref(job->owner);
     json_decref(job->req);
     json_decref(job->progress);
     json_decref(job->client_progress);
@@ -206,159 +181,20 @@ void pool_job_free(pjob_t *job)
     free(job);
 }
 
-/* No process can serve: every waiting request gets msg (full: 503 + Retry-After, the cap). */
-static void fail_waiting(pool_t *pl, const char *msg, bool full)
-{
-    pjob_t *head;
-    while ((head = dequeue(pl))) {
-        if (full && head->a && head->a->calls && !head->a->calls->stream->sse)
-            stream_set_reply_status(head->a->calls->stream, 503, "5");
-        pool_answer_error(head, full ? MCP_ERR_OVERLOADED : JSONRPC_INTERNAL_ERROR, msg);
-        pool_job_free(head);
-    }
-}
-
-/* Requests waiting go to free ready processes; more are started while fewer than N run and
- * requests wait for them; with none running and none startable, the waiting get the reason. */
-static void pump(pool_t *pl)
-{
-    for (;;) {
-        pjob_t *head = pl->wait_head;
-        if (pl->closing || !head)
-            return;
-        if (head->discover && pl->info) {
-            dequeue(pl);
-            pool_answer(head, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
-                                        pool_decorate(pl, head, pool_discover_result(pl))));
-            pool_job_free(head);
-            continue;
-        }
-        pproc_t *free_p = NULL, *held = NULL; /* held: the oldest exchange's, between rounds */
-        int starting = 0, active = 0;
-        for (pproc_t *p = pl->procs; p; p = p->next) {
-            if (p->stopping)
-                continue;
-            active++;
-            if (!p->ready)
-                starting++;
-            else if (!p->job && !free_p)
-                free_p = p;
-            else if (p->job && !p->job->a && p->job->xid[0] &&
-                     (!held || p->job->touched_us < held->job->touched_us))
-                held = p;
-        }
-        if (free_p && !head->discover) {
-            lease(free_p, dequeue(pl));
-            continue;
-        }
-        if (starting >= pl->nwaiting)
-            return; /* those starting will take them */
-        if (active >= g_cfg.upstream_pool) {
-            if (!held || starting > 0)
-                return; /* those running take them as they come free */
-            /* every process is busy, one with an exchange that waits for its client: a waiting
-             * request gets its place (that exchange's retry runs its request again) */
-            pool_job_abort(held->job, "its process was needed by another request "
-                                      "(--upstream-pool): a retry runs the request again");
-            continue;
-        }
-        char err[300];
-        bool full;
-        if (proc_start(pl, &full, err, sizeof err))
-            continue;
-        if (active > 0)
-            return;
-        char msg[400];
-        snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", pl->name, err);
-        log_warn("upstream %s pool: %s", pl->name, msg);
-        fail_waiting(pl, msg, full);
-        return;
-    }
-}
-
-void pool_enqueue(pool_t *pl, pjob_t *job)
-{
-    if (job->discover && pl->info) {
-        pool_answer(job, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
-                                   pool_decorate(pl, job, pool_discover_result(pl))));
-        pool_job_free(job);
-        return;
-    }
-    if (pl->wait_tail)
-        pl->wait_tail->next = job;
-    else
-        pl->wait_head = job;
-    pl->wait_tail = job;
-    pl->nwaiting++;
-    pump(pl);
-    pool_timer_arm(pl);
-}
-
-void pool_job_done(pjob_t *job)
-{
-    pool_t *pl = job->pool;
-    const char *key;
-    json_t *v;
-    json_object_foreach(job->pending, key, v) /* it answered without them: they end here */
-        pool_write(job->p, jsonrpc_error(json_object_get(v, "id"), JSONRPC_INTERNAL_ERROR,
-                                         "the request they were for is complete", NULL));
-    if (job->p)
-        job->p->job = NULL;
-    pool_job_free(job);
-    pump(pl);
-}
-
-void pool_job_abort(pjob_t *job, const char *why)
-{
-    if (job->a)
-        pool_answer_error(job, JSONRPC_INTERNAL_ERROR, why);
-    if (job->p && job->p->ready) {
-        const char *key;
-        json_t *v;
-        json_object_foreach(job->pending, key, v)
-            pool_write(job->p,
-                       jsonrpc_error(json_object_get(v, "id"), JSONRPC_INTERNAL_ERROR, why, NULL));
-        json_object_clear(job->pending);
-        pool_write(job->p, json_pack("{s:s, s:s, s:{s:I, s:s}}", "jsonrpc", "2.0", "method",
-                                     "notifications/cancelled", "params", "requestId",
-                                     (json_int_t)job->up_id, "reason", why));
-    }
-    /* the process may go on with the cancelled request a while: what it sends next would be
-     * charged to the next request it took (another client's). It is stopped; a new one takes
-     * the next request. */
-    if (job->p)
-        proc_stop(job->p);
-    if (!job->p) { /* still waiting: off the queue */
-        pool_t *pl = job->pool;
-        pjob_t **jp = &pl->wait_head, *prev = NULL;
-        while (*jp && *jp != job) {
-            prev = *jp;
-            jp = &(*jp)->next;
-        }
-        if (*jp) {
-            *jp = job->next;
-            if (pl->wait_tail == job)
-                pl->wait_tail = prev;
-            pl->nwaiting--;
-        }
-    }
-    pool_job_done(job);
-}
-
 /* p will not serve: stopped; with no process of the pool that does, what waits hears why now,
  * rather than from a process started for it after this one's exit (a loop of starts). */
 static void init_failed(pproc_t *p, const char *why)
 {
     pool_t *pl = p->pool;
     snprintf(p->why, sizeof p->why, "%s", why);
-    proc_stop(p);
+    pool_proc_stop(p);
     bool served = false;
     for (pproc_t *q = pl->procs; q; q = q->next)
         served |= q->ready && !q->stopping;
     if (!served) {
         char m[300];
         snprintf(m, sizeof m, "the upstream %s %s", pl->name, p->why);
-        fail_waiting(pl, m, false);
+        pool_fail_waiting(pl, m, false);
     }
 }
 
@@ -372,6 +208,8 @@ static void up_notification(pproc_t *p, json_t *msg)
     pjob_t *job = p->job;
     const char *method = json_string_value(json_object_get(msg, "method"));
     json_t *params = json_object_get(msg, "params");
+    if (!job && p->fence_id && method)
+        log_debug("%s: %s after its request's answer, before the ping's: dropped", p->tag, method);
     if (!job || !method)
         return;
     if (strcmp(method, "notifications/cancelled") == 0) {
@@ -410,24 +248,52 @@ static void up_response(pproc_t *p, json_t *msg)
 {
     json_t *id = json_object_get(msg, "id");
     pool_t *pl = p->pool;
-    if (!p->ready && json_is_integer(id) && (uint64_t)json_integer_value(id) == p->init_id) {
+    json_int_t n = json_integer_value(id);
+    if (!p->ready && !p->fence_id && json_is_integer(id) && (uint64_t)n == p->init_id) {
         json_t *result = json_object_get(msg, "result");
         if (!json_is_object(result)) {
             log_warn("%s: the upstream answered initialize with an error: stopped", p->tag);
             init_failed(p, "answered initialize with an error");
             return;
         }
-        p->ready = true;
         if (!pl->info)
             pl->info = json_incref(result);
         pool_write(p, json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method",
                                 "notifications/initialized"));
-        return; /* pump: on_message */
+        /* ready at the ping's answer: what it says at notifications/initialized is no
+         * request's, and one that never answers a ping is found within the init timeout */
+        pool_proc_fence(p);
+        return;
+    }
+    if (p->fence_id && json_is_integer(id) && (uint64_t)n == p->fence_id) {
+        p->fence_id = 0; /* what it wrote before is behind: it may be leased (on_message) */
+        p->ready = true;
+        p->free_us = now_mono_us();
+        pool_timer_arm(pl); /* --upstream-idle, unless on_message's pump leases it */
+        return;
     }
     pjob_t *job = p->job;
-    if (!job || !json_is_integer(id) || (uint64_t)json_integer_value(id) != job->up_id) {
-        log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
-                 p->tag);
+    if (!job || !json_is_integer(id) || (uint64_t)n != job->up_id) {
+        /* one request at a time: an id the process was never sent (not an integer, or none
+         * given yet) answers the one it has, gone wrong; as a bad line, it ends that request
+         * at once (not at --upstream-call-timeout) and the process is stopped */
+        char why[300];
+        gateway_bad_id_why(pl->name, msg, why, sizeof why);
+        if ((job || !p->ready) && (!json_is_integer(id) || n < 1 || (uint64_t)n >= p->next_id)) {
+            log_warn("%s: %s", p->tag, why);
+            if (job)
+                pool_job_abort(job, why);
+            else
+                init_failed(p, p->fence_id ? "answered the ping after initialize with an id "
+                                             "it was never sent"
+                                           : "answered initialize with an id it was never sent");
+            return;
+        }
+        if (p->fence_id) /* the ended request's (a second answer): as its notifications */
+            log_debug("%s: a response after its request's end was dropped", p->tag);
+        else
+            log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
+                     p->tag);
         return;
     }
     json_t *r = json_deep_copy(msg);
@@ -477,7 +343,7 @@ static void on_message(upstream_t *u, json_t *msg, void *arg)
         up_one(p, msg);
     }
     json_decref(msg);
-    pump(p->pool);
+    pool_pump(p->pool);
     worker_turn_end(w);
     worker_leave(prev);
 }
@@ -541,10 +407,10 @@ static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg)
             snprintf(msg, sizeof msg, "the upstream %s %s (%s %d) before it answered initialize",
                      pl->name, how->signo ? "was killed" : "exited",
                      how->signo ? "signal" : "status", how->signo ? how->signo : how->code);
-        fail_waiting(pl, msg, false);
+        pool_fail_waiting(pl, msg, false);
     }
     free(p);
-    pump(pl);
+    pool_pump(pl);
     worker_turn_end(w);
     worker_leave(prev);
 }
@@ -563,9 +429,17 @@ static int64_t job_due(const pjob_t *j)
 
 static int64_t proc_due(const pproc_t *p)
 {
-    if (!p->ready && !p->stopping)
+    if (p->stopping)
+        return INT64_MAX;
+    if (!p->ready)
         return p->started_us + g_cfg.upstream_init_timeout_s * 1000000;
-    return p->job ? job_due(p->job) : INT64_MAX;
+    if (p->job)
+        return job_due(p->job);
+    if (p->fence_id)
+        return g_cfg.upstream_call_timeout_s > 0
+                   ? p->fence_us + g_cfg.upstream_call_timeout_s * 1000000
+                   : INT64_MAX;
+    return g_cfg.upstream_idle_s > 0 ? p->free_us + g_cfg.upstream_idle_s * 1000000 : INT64_MAX;
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -580,14 +454,21 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         if (proc_due(p) > now)
             continue;
         if (!p->ready) {
-            log_warn("%s: no answer to initialize within %lld s (--upstream-init-timeout): "
-                     "stopped",
-                     p->tag, (long long)g_cfg.upstream_init_timeout_s);
+            const char *asked = p->fence_id ? "the ping after initialize" : "initialize";
+            log_warn("%s: no answer to %s within %lld s (--upstream-init-timeout): stopped", p->tag,
+                     asked, (long long)g_cfg.upstream_init_timeout_s);
             char why[120];
-            snprintf(why, sizeof why,
-                     "did not answer initialize within %lld s (--upstream-init-timeout)",
-                     (long long)g_cfg.upstream_init_timeout_s);
+            snprintf(why, sizeof why, "did not answer %s within %lld s (--upstream-init-timeout)",
+                     asked, (long long)g_cfg.upstream_init_timeout_s);
             init_failed(p, why);
+        } else if (p->fence_id) {
+            log_warn("%s: no answer to a ping within %lld s (--upstream-call-timeout): stopped",
+                     p->tag, (long long)g_cfg.upstream_call_timeout_s);
+            pool_proc_stop(p);
+        } else if (!p->job) { /* its --upstream-max place back; the next request starts one */
+            log_info("%s: no request for %lld s (--upstream-idle): stopped", p->tag,
+                     (long long)g_cfg.upstream_idle_s);
+            pool_proc_stop(p);
         } else {
             pool_job_abort(p->job, p->job->a ? "the upstream did not answer within "
                                                "--upstream-call-timeout"
@@ -648,6 +529,7 @@ void gateway_pool_free(void)
             j->a = NULL;
             pool_job_free(j);
         }
+        STAT_ADD(upstream_pool_waiting, -pl->nwaiting);
         if (pl->timer)
             event_free(pl->timer);
         json_decref(pl->info);

@@ -1,4 +1,4 @@
-/* What pool.c and pool_mrtr.c share: a pool of warm upstream processes for the 2026-07-28
+/* What pool.c, pool_lease.c and pool_req.c share: a pool of warm upstream processes for the 2026-07-28
  * requests of one --upstream name on one worker (docs/design/gateway.md). Worker threads. */
 #ifndef MCPD_GATEWAY_POOL_INTERNAL_H
 #define MCPD_GATEWAY_POOL_INTERNAL_H
@@ -12,7 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Requests that wait for a free process, per pool, at most (past it: 503). */
+/* Requests that wait for a free process, per pool, at most (past it: 503); one client's, at
+ * most its --principal-share of it. */
 #define POOL_MAX_WAITING 1024
 
 typedef struct pool pool_t;
@@ -23,12 +24,17 @@ typedef struct pproc { /* one warm process */
     pool_t *pool;
     upstream_t *u;
     principal_t *slot; /* its --upstream-max place (the pool's principal) */
-    bool ready;        /* it answered initialize */
+    bool ready;        /* it answered initialize and the ping after it */
     bool stopping;     /* stopped: it takes no more work */
     uint64_t next_id;
     uint64_t init_id;
     int64_t started_us; /* --upstream-init-timeout counts from it */
     pjob_t *job;        /* the one request it serves (a lease); NULL: free */
+    uint64_t fence_id;  /* the ping sent after its initialize or its last request's answer: it
+                           is leased only once that is answered (what it wrote before is the
+                           ended request's, dropped); 0: none */
+    int64_t fence_us;   /* when that ping was sent (--upstream-call-timeout bounds its wait) */
+    int64_t free_us;    /* when it last came free (--upstream-idle counts from it) */
     char why[120];      /* why it was stopped before it answered initialize ("": it exited) */
     char tag[96];
 } pproc_t;
@@ -54,6 +60,7 @@ struct pjob {
     unsigned next_key;       /* the next key's number */
     json_t *final;           /* the upstream's answer that came between rounds: the retry gets it */
     char xid[SESSION_ID_LEN + 1]; /* the exchange's id (its requestState names it); "": none */
+    principal_t *owner; /* its client (a reference), for the shares of the processes and queue */
     char principal[64];
     char method[32];
     char digest[33];    /* of the request's params, without _meta and the MRTR members */
@@ -78,9 +85,11 @@ struct pool {
 /* pool.c */
 /* The pool of --upstream index on w (made at its first request). */
 pool_t *pool_get(worker_t *w, int index);
-/* job to the pool: to a free process, or on the queue (processes started as needed); a
- * server/discover is answered at once when a process has answered initialize. */
-void pool_enqueue(pool_t *pl, pjob_t *job);
+/* A new process, its initialize sent; NULL with the reason in err (*full: --upstream-max or
+ * the pool's share of it). */
+pproc_t *pool_proc_start(pool_t *pl, bool *full, char *err, size_t errlen);
+/* Stops p: it takes no more work (its exit frees it). */
+void pool_proc_stop(pproc_t *p);
 /* Frees a job that no process holds (and detaches its actor). */
 void pool_job_free(pjob_t *job);
 /* msg (taken) to p's process; -1 (logged) when it does not take it. */
@@ -97,7 +106,21 @@ json_t *pool_decorate(pool_t *pl, const pjob_t *job, json_t *result);
 json_t *pool_discover_result(pool_t *pl);
 /* pool_req.c: a log level's rank (debug 0 .. emergency 7); 99 for none or another value. */
 int pool_level_index(const json_t *level);
-/* Frees job and gives its process back to the pool (which then takes the next one). */
+/* pool_lease.c */
+/* job to the pool: to a free process, or on the queue (processes started as needed); a
+ * server/discover is answered at once when a process has answered initialize. */
+void pool_enqueue(pool_t *pl, pjob_t *job);
+/* Requests waiting go to free ready processes; more are started while fewer than N run and
+ * requests wait for them; with none running and none startable, the waiting get the reason. */
+void pool_pump(pool_t *pl);
+/* No process can serve: every waiting request gets msg (full: 503 + Retry-After, the cap). */
+void pool_fail_waiting(pool_t *pl, const char *msg, bool full);
+/* A ping to p, which is leased again only once it answers it (up_response): a stdio server
+ * reads and answers in order, so what it writes before that answer (a log line, a progress
+ * notification, a request after the answer to the last request) is no later request's. A
+ * process that cannot be sent it is stopped. */
+void pool_proc_fence(pproc_t *p);
+/* Frees job and fences its process (which then takes the next request). */
 void pool_job_done(pjob_t *job);
 /* The job's end on purpose (timeout, a client gone): its input requests get an error, the
  * upstream a notifications/cancelled; the call, if open, gets -32603 why. */
@@ -105,7 +128,7 @@ void pool_job_abort(pjob_t *job, const char *why);
 /* Arms the pool's timer for its earliest deadline (nothing open: disarmed). */
 void pool_timer_arm(pool_t *pl);
 
-/* pool_mrtr.c */
+/* pool_req.c */
 /* An upstream request (elicitation, sampling, roots) on p: an input request of its job. */
 void mrtr_upstream_request(pproc_t *p, json_t *msg);
 /* Answers job's open call with input_required (its pending requests and a requestState). */

@@ -290,6 +290,31 @@ int pool_level_index(const json_t *l)
     return 99; /* without a level, no log message goes to the client */
 }
 
+/* Is the queue full for job: POOL_MAX_WAITING wait, or its client's share of them (then
+ * share_refusals_total)? msg says which. A request past its share is refused, not queued: the
+ * queue is the resource here, as a session's place is (its client retries). */
+static bool queue_full(pool_t *pl, const pjob_t *job, char *msg, size_t n)
+{
+    if (pl->nwaiting >= POOL_MAX_WAITING) {
+        snprintf(msg, n,
+                 "Server busy: %d requests wait for the upstream %s's %d processes "
+                 "(--upstream-pool); retry later",
+                 pl->nwaiting, pl->name, pl->nprocs);
+        return true;
+    }
+    int mine = 0, share = (int)principal_share_of(POOL_MAX_WAITING);
+    for (const pjob_t *j = pl->wait_head; j; j = j->next)
+        mine += j->owner == job->owner;
+    if (mine < share)
+        return false;
+    STAT_INC(share_refusals_total);
+    snprintf(msg, n,
+             "Server busy: this client has %d requests waiting for the upstream %s, its share "
+             "(--principal-share) of the %d a pool queues; retry later",
+             mine, pl->name, POOL_MAX_WAITING);
+    return true;
+}
+
 void gw_pool_modern(worker_t *w, wmsg_t *m)
 {
     jr_view_t v = m->u.post.v;
@@ -307,6 +332,7 @@ void gw_pool_modern(worker_t *w, wmsg_t *m)
     pjob_t *job = xcalloc(1, sizeof *job);
     job->pool = pl;
     job->a = a;
+    job->owner = principal_ref(a->owner);
     a->ps = (struct proto_state *)(void *)job;
     str_copy(job->principal, sizeof job->principal, a->auth_name);
     str_copy(job->method, sizeof job->method, jsonrpc_cstr(v.method));
@@ -339,11 +365,7 @@ void gw_pool_modern(worker_t *w, wmsg_t *m)
     } else if (json_is_string(json_object_get(v.params, "requestState")) &&
                mrtr_retry(pl, job, v.params)) {
         /* attached to its exchange, or refused */
-    } else if (pl->nwaiting >= POOL_MAX_WAITING) {
-        snprintf(msg, sizeof msg,
-                 "Server busy: %d requests wait for the upstream %s's %d processes "
-                 "(--upstream-pool); retry later",
-                 pl->nwaiting, pl->name, pl->nprocs);
+    } else if (queue_full(pl, job, msg, sizeof msg)) {
         STAT_INC(limit_refusals_total);
         if (!s->sse)
             stream_set_reply_status(s, 503, "1");

@@ -495,8 +495,14 @@ static void up_response(actor_t *a, gw_sess_t *gs, json_t *msg)
         op = &(*op)->next;
     gw_out_t *o = *op;
     if (!o) {
-        log_warn("%s: a response to an id it was never sent (or one cancelled) was dropped",
-                 gs->tag);
+        gw_unknown_response(gs, msg);
+        return;
+    }
+    if (o->init && gs->stopping) {
+        /* past --upstream-init-timeout (or stopped otherwise): too late. Taken as ready, the
+         * process would get what waits for the next one on its closed stdin. The entry stays:
+         * the exit errors it as if no answer had come. */
+        log_info("%s: its answer to initialize came after it was stopped: dropped", gs->tag);
         return;
     }
     *op = o->next;

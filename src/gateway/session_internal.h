@@ -71,8 +71,14 @@ void gs_clear_maps(gw_sess_t *gs);
 void gs_free(gw_sess_t *gs);
 /* The open call of stream num with the client's id, or NULL (answered, cancelled, lost). */
 call_t *gw_find_call(actor_t *a, uint64_t num, const json_t *id);
-/* The process layer's on_bad_line: a stdout line that is not a message. */
+/* The process layer's on_bad_line: a stdout line that is not a message. With exactly one
+ * client request open (the process past initialize) that request gets -32603 saying why. */
 void gw_on_bad_line(upstream_t *u, upstream_bad_t why, const char *detail, void *arg);
+/* ops.c: a response that answers no request open here (msg: the upstream's; the caller is in
+ * its turn). An id the gateway never gives (not an integer, or none of those given yet) with
+ * exactly one client request open errors that request, as a bad line does; anything else (a
+ * late answer to a cancelled request, a second answer) is logged and dropped. */
+void gw_unknown_response(gw_sess_t *gs, const json_t *msg);
 /* A place of --upstream-max for a process of gs, counted for owner, the session's (its share:
  * --principal-share percent of it; NULL: the session's id stands for it); false with the reason
  * in err. gw_slot_give returns it. */

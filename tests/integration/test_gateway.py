@@ -5,6 +5,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -40,6 +41,19 @@ if "--linger" in sys.argv:  # slow to stop: SIGTERM ignored, 3 s more after stdi
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     atexit.register(time.sleep, 3)
 inits = 0  # notifications/initialized received
+# --pings N: only the first N pings are answered (the rest, as a server that ignores them)
+pings = int(sys.argv[sys.argv.index("--pings") + 1]) if "--pings" in sys.argv else -1
+SECOND = None  # with --second-slow DIR: DIR, in the second process started (DIR/starts counts)
+if "--second-slow" in sys.argv:  # that one answers initialize 3 s late and stops 3 s late
+    import atexit, signal, time
+    d = sys.argv[sys.argv.index("--second-slow") + 1]
+    starts = os.path.join(d, "starts")
+    n = (int(open(starts).read()) if os.path.exists(starts) else 0) + 1
+    open(starts, "w").write(str(n))
+    if n == 2:
+        SECOND = d
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        atexit.register(time.sleep, 3)
 if "--banner" in sys.argv:  # as some servers do: a line on stdout that is no message
     sys.stdout.write("Server starting on stdio\n")
     sys.stdout.flush()
@@ -60,6 +74,11 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": orig, "result": {"content": [
                 {"type": "text", "text": "client said " + json.dumps(m.get("result"))}]}})
         continue
+    if meth == "ping":
+        if pings != 0:
+            pings -= 1
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        continue
     if meth == "logging/setLevel":
         level = m["params"]["level"]
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
@@ -68,6 +87,8 @@ for line in sys.stdin:
         if "--slow-init" in sys.argv:
             import time
             time.sleep(2)
+        if SECOND:
+            time.sleep(3)
         if "--never-init" in sys.argv:
             continue
         if "--init-error" in sys.argv:
@@ -79,6 +100,8 @@ for line in sys.stdin:
             "protocolVersion": m["params"]["protocolVersion"],
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "pyup", "version": str(os.getpid())}}})
+        if SECOND:  # the test waits for it
+            open(os.path.join(SECOND, "answered"), "w").close()
     elif meth == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
             {"name": n, "inputSchema": {"type": "object"}} for n in ("echo", "crash", "ask")]}})
@@ -93,6 +116,17 @@ for line in sys.stdin:
         elif name == "later":  # its notification comes once no request is open
             send({"jsonrpc": "2.0", "id": mid, "result": {"content": []}})
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        elif name == "logafter":  # answers (once the file args["until"] exists), then logs
+            import time
+            while args.get("until") and not os.path.exists(args["until"]):
+                time.sleep(0.02)
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "ok"}]}})
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": "secret of " + args.get("who", "")}})
+        elif name == "nullid":  # an error with a null id (as for a request it could not read)
+            send({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}})
+        elif name == "strid":  # its answer with the id as a string
+            send({"jsonrpc": "2.0", "id": str(mid), "result": {"content": []}})
         elif name == "crash":
             os._exit(3)
         elif name == "later_ask":  # a request once no request is open
@@ -188,6 +222,17 @@ def wait_hibernated(srv, timeout=15, step=0.2):
     while time.time() < deadline and srv.stats().get("hibernations_total", 0) == 0:
         time.sleep(step)
     return srv.stats().get("hibernations_total", 0)
+
+
+def bounded(fn, secs=30):
+    """fn() run in a thread: its value, or None when it has not returned within secs (a
+    generous bound for what comes at once when it works, so that a test fails rather than
+    wait out a 300 s timeout; the thread is left to end with the server)."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(secs)
+    return out[0] if out else None
 
 
 def wait_gone(pid, timeout=10):
@@ -598,6 +643,24 @@ class GatewayTest(unittest.TestCase):
         self.assertTrue(msg["result"]["content"][0]["text"].startswith("still pid "))
         s.delete()
 
+    def test_an_answer_with_an_id_never_sent_errors_the_one_open_call(self):
+        """The gateway's ids are integers: a response with a null or a string id answers no
+        request it sent. With exactly one client request open it was that request's answer
+        gone wrong (as a bad line is): the call gets -32603 saying so at once, rather than
+        waiting for --upstream-call-timeout (300 s here)."""
+        s = self.session()
+        for tool, why in (("nullid", "never sent (null): Invalid Request"),
+                          ("strid", "never sent (\"")):
+            got = bounded(lambda: s.tool(tool, timeout=400))
+            self.assertIsNotNone(got, f"{tool}: no answer within 30 s")
+            r, msg = got
+            self.assertEqual(r.status, 200, r.text)
+            self.assertEqual(msg["error"]["code"], -32603, r.text)
+            self.assertIn(why, msg["error"]["message"])
+        r, msg = s.tool("echo", {"text": "still"})  # the session and its process go on
+        self.assertTrue(msg["result"]["content"][0]["text"].startswith("still pid "))
+        s.delete()
+
     def test_a_cut_stream_is_resumed_with_last_event_id(self):
         s = self.session()
         rid, st = s.stream_post("tools/call", {"name": "ask", "arguments": {}})
@@ -709,6 +772,45 @@ class GatewayLifecycleTest(unittest.TestCase):
             self.assertFalse(pid_alive(p1))
             s.delete()
             self.assertTrue(wait_gone(p2))
+        finally:
+            srv.cleanup()
+
+    def test_a_late_initialize_answer_of_a_stopped_process_loses_no_request(self):
+        """--upstream-init-timeout 1: the session's second process answers initialize after 3 s,
+        when the timeout has stopped it (it ignores SIGTERM and lingers 3 s). Requests sent
+        while it stops, before and after its late answer, wait for the next process and are
+        answered there; the late answer does not make the stopping process take them."""
+        srv = Server("--upstream", f"py={sys.executable} {self.script} --second-slow {self.dir}",
+                     "--upstream-init-timeout", "1", "--upstream-call-timeout", "15")
+        try:
+            s = Session(srv, path="/mcp/py")
+            r, msg = s.tool("crash")  # the first process exits; the next request starts the 2nd
+            self.assertIn("error", msg, r.text)
+            out = {}
+
+            def call(tag):
+                out[tag] = s.tool("echo", {"text": tag}, timeout=40)
+
+            threads = [threading.Thread(target=call, args=("R1",))]  # starts the second
+            threads[0].start()
+            self.assertTrue(wait_until(lambda: "(--upstream-init-timeout): stopped" in
+                                       srv.log_tail(200000), timeout=20))
+            threads.append(threading.Thread(target=call, args=("R2",)))  # while it stops
+            threads[-1].start()
+            self.assertTrue(wait_until(lambda: os.path.exists(os.path.join(self.dir, "answered")),
+                                       timeout=20))
+            threads.append(threading.Thread(target=call, args=("R3",)))  # after its late answer
+            threads[-1].start()
+            for t in threads:
+                t.join()
+            for tag in ("R2", "R3"):
+                r, msg = out[tag]
+                self.assertIn("result", msg or {}, (tag, r.text))
+                self.assertTrue(msg["result"]["content"][0]["text"].startswith(tag + " pid "))
+            # R1 was the stopped process's (it never answered initialize in time): an error
+            self.assertIn("error", out["R1"][1], out["R1"][0].text)
+            self.assertEqual(open(os.path.join(self.dir, "starts")).read(), "3")
+            s.delete()
         finally:
             srv.cleanup()
 

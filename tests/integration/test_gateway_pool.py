@@ -13,8 +13,8 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, Server
-from test_gateway import UPSTREAM, pid_alive, wait_gone
+from mcptest import ACCEPT_BOTH, From, Server, Session, wait_until
+from test_gateway import UPSTREAM, bounded, pid_alive, wait_gone
 
 V = "2026-07-28"
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
@@ -197,10 +197,12 @@ class PoolTest(unittest.TestCase):
             srv = self.start("--upstream-pool", str(n))
             out = []
 
-            def slow(c=Client(srv)):
+            def slow(c):
                 out.append(c.tool("sleep", {"s": 1.0})[1])
 
-            threads = [threading.Thread(target=slow) for _ in range(2)]
+            # two clients (two addresses): one holds at most its share of the processes
+            threads = [threading.Thread(target=slow, args=(c,))
+                       for c in (Client(srv), Client(From(srv)))]
             t0 = time.time()
             for t in threads:
                 t.start()
@@ -341,6 +343,166 @@ class PoolTest(unittest.TestCase):
                 self.assertEqual(msg["id"], c.next_id)
             time.sleep(0.5)  # nothing waits: nothing more is started
             self.assertEqual(srv.stats()["upstreams_started_total"], 2)
+
+    def test_the_pool_holds_at_most_its_share_of_upstream_max(self):
+        """--upstream-max 2 at the default --principal-share 50: the pool (a principal of its own,
+        g:py) runs one process, so a session-era client still starts one after the pool's
+        calls. Two clients' calls (two addresses: two principals, each under its own share of
+        the pool) take turns on that one process."""
+        srv = self.start("--upstream-pool", "2", "--upstream-max", "2")
+        out = []
+        threads = [threading.Thread(target=lambda c=c: out.append(c.tool("sleep", {"s": 0.5},
+                                                                          timeout=30)[1]))
+                   for c in (Client(srv), Client(From(srv)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(len({text(m) for m in out}), 1, out)  # one pid: one process served both
+        self.assertEqual(srv.stats()["upstreams_running"], 1)
+        s = Session(srv, path="/mcp/py")  # the place the pool leaves
+        r, msg = s.tool("echo", {"text": "session"})
+        self.assertIn("result", msg, r.text)
+        self.assertEqual(srv.stats()["upstreams_running"], 2)
+        s.delete()
+
+    def test_an_answer_with_an_id_never_sent_ends_its_request_at_once(self):
+        """One request per process: a response with an id the gateway never sent (null, a
+        string) is that request's answer gone wrong. It gets -32603 saying so at once, with its
+        own id, and the process is stopped, as after a bad line (the default
+        --upstream-call-timeout, 300 s, is not waited for)."""
+        srv = self.start("--upstream-pool", "1")
+        c = Client(srv)
+        for tool, why in (("nullid", "never sent (null): Invalid Request"),
+                          ("strid", "never sent (\"")):
+            pid = int(text(c.tool("sleep", {"s": 0})[1]))
+            got = bounded(lambda: c.tool(tool, timeout=400))
+            self.assertIsNotNone(got, f"{tool}: no answer within 30 s")
+            r, msg = got
+            self.assertEqual(msg["error"]["code"], -32603, r.text)
+            self.assertIn(why, msg["error"]["message"])
+            self.assertEqual(msg["id"], c.next_id)
+            self.assertTrue(wait_gone(pid), "the process that answered so was not stopped")
+        r, msg = c.tool("echo", {"text": "next"})  # a new process serves the next
+        self.assertEqual(r.status, 200, r.text)
+
+    def test_what_a_process_writes_after_its_answer_reaches_no_other_client(self):
+        """--upstream-pool 1: alice's call is answered, then its process logs (as an async
+        logger may), while bob's request waits for that process. The log line is alice's
+        request's: it must not reach bob's stream (the process is leased again only once it
+        has answered a ping sent after alice's answer)."""
+        srv = self.start("--upstream-pool", "1")
+        alice, bob = Client(srv), Client(srv)
+        alice.tool("sleep", {"s": 0})  # the process is warm: alice's call is leased at once
+        until = os.path.join(self.dir, "until-" + str(time.monotonic_ns()))
+        out = {}
+        ta = threading.Thread(target=lambda: out.setdefault("a", alice.tool(
+            "logafter", {"who": "alice", "until": until}, level="info", timeout=30)))
+        ta.start()
+        self.assertTrue(wait_until(lambda: srv.stats()["modern_requests_live"] == 1, timeout=20))
+        tb = threading.Thread(target=lambda: out.setdefault("b", bob.tool(
+            "echo", {"text": "bob"}, level="debug", timeout=30)))
+        tb.start()
+        self.assertTrue(wait_until(lambda: srv.stats()["upstream_pool_waiting"] == 1, timeout=20))
+        open(until, "w").close()  # alice's call answers now, then logs
+        ta.join()
+        tb.join()
+        ra, ma = out["a"]
+        self.assertEqual(text(ma), "ok", ra.text)
+        rb, mb = out["b"]
+        self.assertTrue(text(mb).startswith("bob pid "), rb.text)
+        self.assertNotIn("secret", rb.text)
+        self.assertEqual([m.get("params", {}).get("data") for m in rb.messages()[:-1]],
+                         ["echoing"], rb.text)
+
+    def test_a_process_that_does_not_answer_its_ping_is_stopped(self):
+        """The ping after initialize is bounded by --upstream-init-timeout (a server that never
+        answers one never serves: what waits hears why); the one after an answer by
+        --upstream-call-timeout (the process is stopped, the next request gets a new one)."""
+        srv = Server("--upstream", f"py={sys.executable} {self.script} --pings 0",
+                     "--upstream-pool", "1", "--upstream-init-timeout", "1")
+        self.addCleanup(srv.cleanup)
+        c = Client(srv)
+        r, msg = c.tool("echo", {"text": "x"}, timeout=30)
+        self.assertEqual(msg["error"]["code"], -32603, r.text)
+        self.assertIn("did not answer the ping after initialize", msg["error"]["message"])
+        self.assertEqual(msg["id"], c.next_id)
+        srv2 = Server("--upstream", f"py={sys.executable} {self.script} --pings 1",
+                      "--upstream-pool", "1", "--upstream-call-timeout", "1")
+        self.addCleanup(srv2.cleanup)
+        c = Client(srv2)
+        pid = int(text(c.tool("sleep", {"s": 0})[1]))
+        self.assertTrue(wait_gone(pid, timeout=20), "a process that ignores its ping was kept")
+        r, msg = c.tool("echo", {"text": "next"}, timeout=30)
+        self.assertTrue(text(msg).startswith("next pid "), r.text)
+        self.assertNotIn(f"pid {pid}", text(msg))
+
+    def test_upstream_idle_stops_a_free_pool_process_and_gives_its_place_back(self):
+        """--upstream-idle 1: a pool process with no request for a second is stopped (its
+        --upstream-max place comes back); one busy with a longer request is not; the next
+        request starts another."""
+        srv = self.start("--upstream-pool", "1", "--upstream-idle", "1")
+        c = Client(srv)
+        r, msg = c.tool("sleep", {"s": 2.5}, timeout=30)  # longer than --upstream-idle: kept
+        pid = int(text(msg))
+        self.assertTrue(wait_gone(pid, timeout=20), "a free pool process outlived --upstream-idle")
+        self.assertTrue(wait_until(lambda: srv.stats()["upstreams_running"] == 0, timeout=20))
+        pid2 = int(text(c.tool("sleep", {"s": 0})[1]))
+        self.assertNotEqual(pid, pid2)
+
+    def test_one_client_holds_at_most_its_share_of_the_pool(self):
+        """--upstream-pool 2 at --principal-share 50: one process each. Alice's two calls that
+        never end hold one process, her second waits; bob's request (another address) gets the
+        other process at once, ahead of alice's waiting one."""
+        srv = self.start("--upstream-pool", "2")
+        alice, bob = Client(srv), Client(From(srv))
+        threads = [threading.Thread(target=alice.tool, args=("hang",), kwargs={"timeout": 60},
+                                    daemon=True) for _ in range(2)]
+        for t in threads:
+            t.start()
+        self.assertTrue(wait_until(lambda: srv.stats()["modern_requests_live"] == 2, timeout=20))
+        got = bounded(lambda: bob.request("tools/list", timeout=60))
+        self.assertIsNotNone(got, "bob waited behind alice's calls")
+        r, msg = got
+        self.assertIn("tools", msg["result"], r.text)
+        self.assertEqual(srv.stats()["upstream_pool_waiting"], 1)  # alice's second
+        srv.stop()  # alice's calls get the shutdown's error
+        for t in threads:
+            t.join(30)
+
+    def test_one_client_holds_at_most_its_share_of_the_pools_queue(self):
+        """--principal-share 1: of --upstream-pool 2 one process each, of the 1024 requests a
+        pool queues ten. Alice's call that never ends holds her process and ten more wait; her
+        next gets 503 + Retry-After with its id, while bob still gets a process at once."""
+        srv = self.start("--upstream-pool", "2", "--principal-share", "1",
+                         "--upstream-max", "200")
+        alice = Client(srv)
+        alice.tool("sleep", {"s": 0})  # a process is ready: her first call is leased at once
+        threads = [threading.Thread(target=alice.tool, args=("hang",), kwargs={"timeout": 60},
+                                    daemon=True) for _ in range(11)]
+        threads[0].start()
+        self.assertTrue(wait_until(lambda: srv.stats()["modern_requests_live"] == 1, timeout=20))
+        for t in threads[1:]:
+            t.start()
+        self.assertTrue(wait_until(lambda: srv.stats()["upstream_pool_waiting"] == 10,
+                                   timeout=30), srv.stats())
+        self.assertEqual(srv.stats()["modern_requests_live"], 11)
+        refusals = srv.stats()["share_refusals_total"]
+        again = Client(srv)
+        got = bounded(lambda: again.tool("echo", {"text": "one more"}, timeout=60))
+        self.assertIsNotNone(got, "alice's request past her share of the queue waited")
+        r, msg = got
+        self.assertEqual(r.status, 503, r.text)
+        self.assertEqual(r.header("Retry-After"), "1")
+        self.assertEqual((msg["id"], msg["error"]["code"]), (again.next_id, -32003), r.text)
+        self.assertIn("share", msg["error"]["message"])
+        self.assertEqual(srv.stats()["share_refusals_total"], refusals + 1)
+        got = bounded(lambda: Client(From(srv)).tool("echo", {"text": "bob"}, timeout=60))
+        self.assertIsNotNone(got, "bob waited behind alice's calls")
+        self.assertTrue(text(got[1]).startswith("bob pid "), got[0].text)
+        srv.stop()
+        for t in threads:
+            t.join(30)
 
     def test_shutdown_leaves_no_pool_process(self):
         srv = self.start("--upstream-pool", "2")

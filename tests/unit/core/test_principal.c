@@ -77,6 +77,31 @@ static void no_cap_means_no_limit_and_a_share_is_at_least_one(void **state)
     assert_int_equal(principal_held(p, PR_HANDLES), 0);
     assert_int_equal(principal_total(PR_HANDLES), 0);
     principal_unref(p);
+    /* the same share of what is counted elsewhere (a gateway pool's processes and queue) */
+    assert_int_equal(principal_share_of(2), 1);
+    assert_int_equal(principal_share_of(1024), 512);
+    assert_int_equal(principal_share_of(0), 0);
+    configure(1, 1);
+    assert_int_equal(principal_share_of(1024), 10);
+    assert_int_equal(principal_share_of(2), 1);
+}
+
+static void a_gateway_pool_holds_its_share_and_a_trusted_proxy_none(void **state)
+{
+    configure(4, 50);
+    principal_t *pool = principal_of('g', "py"), *proxy = principal_of('p', "10.0.0.9");
+    assert_int_equal(principal_take(pool, PR_SESSIONS), 0);
+    assert_int_equal(principal_take(pool, PR_SESSIONS), 0);
+    assert_int_equal(principal_take(pool, PR_SESSIONS), -EDQUOT);
+    assert_int_equal(principal_take(proxy, PR_SESSIONS), 0);
+    assert_int_equal(principal_take(proxy, PR_SESSIONS), 0);
+    assert_int_equal(principal_take(proxy, PR_SESSIONS), -ENOSPC); /* the cap, not a share */
+    for (int i = 0; i < 2; i++) {
+        principal_give(pool, PR_SESSIONS);
+        principal_give(proxy, PR_SESSIONS);
+    }
+    principal_unref(pool);
+    principal_unref(proxy);
 }
 
 #define THREADS 8
@@ -230,6 +255,7 @@ int main(void)
         cmocka_unit_test(a_principal_takes_its_share_and_the_cap_holds),
         cmocka_unit_test(references_from_many_threads_keep_one_entry_and_free_it_at_the_last),
         cmocka_unit_test(no_cap_means_no_limit_and_a_share_is_at_least_one),
+        cmocka_unit_test(a_gateway_pool_holds_its_share_and_a_trusted_proxy_none),
         cmocka_unit_test(the_cap_is_exact_under_concurrent_takes),
         cmocka_unit_test(a_bound_taken_from_many_threads_at_once_is_exact),
         cmocka_unit_test(addresses_count_ipv4_as_is_and_ipv6_by_its_64),
