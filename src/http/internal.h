@@ -192,9 +192,11 @@ const char *http_date_now(void);
 void http_auth_unavailable(struct evhttp_request *req, const json_t *id, const char *why,
                            const char *retry);
 /* oauth_dpop.c: the DPoP checks of a request whose token is verified (jkt: its cnf.jkt, "" for
- * a bearer token; dpop: it came with the DPoP scheme). True: it may go on; false: answered. */
+ * a bearer token; dpop: it came with the DPoP scheme; who: the token's principal, whose share
+ * of the replay cache the proof counts in). True: it may go on; false: answered. */
 bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *id,
-                    const char *need, bool dpop, const char *tok, size_t len, const char *jkt);
+                    const char *need, bool dpop, const char *tok, size_t len, const char *jkt,
+                    const char *who);
 /* oauth_dpop.c: frees every thread's cache of DPoP proof keys (at the end, after the threads). */
 void http_dpop_free(void);
 /* The connection's tracker; NULL when --max-connections refuses it. */

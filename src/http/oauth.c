@@ -584,7 +584,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     } else if (!check_jwt(t, req, id, tok, len, need, &scope, who, jkt)) {
         return false;
     }
-    if ((jkt[0] || dpop) && !http_dpop_gate(t, req, id, need, dpop, tok, len, jkt))
+    if ((jkt[0] || dpop) && !http_dpop_gate(t, req, id, need, dpop, tok, len, jkt, who))
         return false;
     if (fits ? !scopes_cover(scope, need) : !covered_each(body, scope, need, sizeof need)) {
         http_challenge(req, id, CH_SCOPE, need, NULL);

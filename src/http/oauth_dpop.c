@@ -116,7 +116,8 @@ static const char *dpop_header(struct evhttp_request *req, bool *twice)
  * unbound token sent with the DPoP scheme (7.1: the scheme says the token is bound; accepting
  * it would let a stolen bearer token pass with any key's proof). */
 bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *id,
-                    const char *need, bool dpop, const char *tok, size_t len, const char *jkt)
+                    const char *need, bool dpop, const char *tok, size_t len, const char *jkt,
+                    const char *who)
 {
     if (!dpop) {
         dpop_refuse(req, id, need, NULL, true,
@@ -158,7 +159,8 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
         dpop_refuse(req, id, need, "invalid_dpop_proof", false, why);
         return false;
     }
-    switch (jti_check(p.jkt, p.jti, p.jti_len, p.iat)) {
+    jti_result_t r = jti_check(who, p.jkt, p.jti, p.jti_len, p.iat);
+    switch (r) {
     case JTI_FRESH:
         STAT_INC(auth_dpop_verified_total);
         return true;
@@ -172,14 +174,16 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
         dpop_refuse(req, id, need, "invalid_dpop_proof", false,
                     "the DPoP proof was issued before the replay cache's last sweep (iat)");
         return false;
+    case JTI_SHARE:
     case JTI_FULL: {
         char retry[24];
         snprintf(retry, sizeof retry, "%lld", (long long)jti_retry_after());
-        http_auth_unavailable(
-            req, id,
-            "the DPoP replay cache is full for this proof key (--principal-share of "
-            "--auth-dpop-jti-max)",
-            retry);
+        http_auth_unavailable(req, id,
+                              r == JTI_SHARE
+                                  ? "the DPoP replay cache holds this client's share of proofs "
+                                    "(--principal-share of --auth-dpop-jti-max)"
+                                  : "the DPoP replay cache is full (--auth-dpop-jti-max)",
+                              retry);
         return false;
     }
     default:

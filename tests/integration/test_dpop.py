@@ -57,11 +57,11 @@ class EcKey:
         return f"{msg}.{b64u(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
 
 
-def request(port, method, body=None, headers=()):
+def request(port, method, body=None, headers=(), path="/mcp"):
     """One request; headers: (name, value) pairs (a name may repeat). Returns (status, header
     pairs, parsed JSON body or None)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.putrequest(method, "/mcp")
+    conn.putrequest(method, path)
     data = json.dumps(body).encode() if body is not None else b""
     for k, v in headers:
         conn.putheader(k, v)
@@ -138,8 +138,8 @@ class Dpop(unittest.TestCase):
         cls.httpd.shutdown()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def token(self, jkt=None, sub="dpop-user", cnf=None):
-        claims = {"iss": self.issuer, "aud": self.resource, "sub": sub, "scope": "mcp:tools",
+    def token(self, jkt=None, sub="dpop-user", cnf=None, aud=None):
+        claims = {"iss": self.issuer, "aud": aud or self.resource, "sub": sub, "scope": "mcp:tools",
                   "exp": int(time.time()) + 300}
         if jkt:
             claims["cnf"] = {"jkt": jkt}
@@ -154,7 +154,7 @@ class Dpop(unittest.TestCase):
         c.update(claims)
         return key.jws({"typ": "dpop+jwt", "alg": "ES256", "jwk": key.jwk}, c)
 
-    def call(self, rid, auth, proofs=(), method="POST"):
+    def call(self, rid, auth, proofs=(), method="POST", port=None, path="/mcp"):
         h = [("Content-Type", "application/json"), ("Accept", ACCEPT_BOTH), ("Authorization", auth)]
         h += [("DPoP", p) for p in proofs]
         body = {"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": {
@@ -162,7 +162,7 @@ class Dpop(unittest.TestCase):
             "clientInfo": {"name": "dpop-test", "version": "1"}}} if method == "POST" else None
         if method != "POST":
             h.append(("Mcp-Session-Id", "0" * 32))
-        return request(self.server.port, method, body, h)
+        return request(port or self.server.port, method, body, h, path)
 
     def assertDpopRefused(self, r, rid, error, what):
         status, headers, doc = r
@@ -253,6 +253,32 @@ class Dpop(unittest.TestCase):
             status, headers, doc = request(srv.port, "POST", body, h + [("DPoP", self.proof(tok, htu=seen_here))])
             self.assertEqual(status, 401, doc)
             self.assertEqual(challenges(headers)["DPoP"].get("error"), "invalid_dpop_proof")
+        finally:
+            srv.cleanup()
+
+    def test_one_principal_holds_its_share_of_the_replay_cache_whatever_keys_it_uses(self):
+        # --auth-dpop-jti-max 10, --principal-share 50 (the default): one principal (the token's
+        # issuer and sub) holds at most 5 records, however many proof keys it makes for itself
+        srv = Server("--auth-issuer", self.issuer, "--auth-dpop-jti-max", "10")
+        try:
+            resource = "http://127.0.0.1:%d/mcp" % srv.port
+            third = EcKey(self.client_key.openssl, f"{self.dir}/third.key")
+
+            def use(key, sub, rid):
+                tok = self.token(key.jkt, sub=sub, aud=resource)
+                return self.call(rid, "DPoP " + tok, [self.proof(tok, key=key, htu=resource)],
+                                 port=srv.port)
+
+            self.assertEqual([use(self.client_key, "mallory", i)[0] for i in range(5)], [200] * 5)
+            status, headers, doc = use(self.client_key, "mallory", 5)
+            self.assertEqual(status, 503, f"past its share: {doc}")
+            self.assertRegex(dict((k.lower(), v) for k, v in headers).get("retry-after", ""), r"^\d+$")
+            self.assertIn("this client's share", doc["error"]["message"])
+            self.assertEqual([use(self.other_key, "mallory", 6 + i)[0] for i in range(5)], [503] * 5,
+                             "another key of the same principal counts in the same share")
+            self.assertEqual(use(third, "alice", 11)[0], 200, "another principal still gets in")
+            self.assertEqual(use(self.other_key, "bob", 12)[0], 200,
+                             "a key is not the principal: another principal's token bound to it")
         finally:
             srv.cleanup()
 
