@@ -94,6 +94,25 @@ static const char *method_name(enum evhttp_cmd_type c)
     }
 }
 
+/* htu (RFC 9449 4.3): the URL the client addressed, without query or fragment. Its public
+ * form is the resource (--auth-resource: behind a proxy the scheme, host and even the path
+ * this server sees are the proxy's), so /mcp is the resource itself and /mcp/NAME (a gateway
+ * path) the resource followed by "/NAME": the request's own path below /mcp, byte for byte.
+ * Only /mcp and /mcp/NAME reach here (endpoint.c); NULL (no proof fits) when it does not fit
+ * in buf. */
+static const char *request_htu(struct evhttp_request *req, char *buf, size_t n)
+{
+    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+    const char *path = u ? evhttp_uri_get_path(u) : NULL;
+    if (!path || strncmp(path, "/mcp", 4) != 0 || !path[4])
+        return g_authz.resource;
+    size_t rl = strlen(g_authz.resource);
+    if (rl && g_authz.resource[rl - 1] == '/')
+        rl--; /* a resource of "https://host/" maps /mcp/NAME to https://host/NAME */
+    int w = snprintf(buf, n, "%.*s%s", (int)rl, g_authz.resource, path + 4);
+    return w > 0 && (size_t)w < n ? buf : NULL;
+}
+
 /* The request's single DPoP header (NULL: none, or *twice when it came more than once). */
 static const char *dpop_header(struct evhttp_request *req, bool *twice)
 {
@@ -137,10 +156,8 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
                     twice ? "more than one DPoP header" : "no DPoP proof (the DPoP header)");
         return false;
     }
-    /* htu: the URL the client addressed. Every request checked here came to the MCP endpoint
-     * (evhttp routes /mcp exactly), whose public URL is the resource: behind a proxy the Host
-     * and path this server sees may be the proxy's, the resource is what clients use */
-    const char *htu = g_authz.resource;
+    char buf[2 * sizeof g_authz.resource];
+    const char *htu = request_htu(req, buf, sizeof buf);
     uint32_t ti = t ? t->idx : 0;
     if (ti < 64 && !g_dpop_keys[ti])
         g_dpop_keys[ti] = xcalloc(1, sizeof(dpop_keycache_t));

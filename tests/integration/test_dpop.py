@@ -12,6 +12,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -129,8 +130,9 @@ class Dpop(unittest.TestCase):
         port = sock.getsockname()[1]
         sock.close()
         cls.resource = "http://127.0.0.1:%d/mcp" % port
+        # a gateway path, /mcp/gw, whose process no test here starts (a GET of an unknown session)
         cls.server = Server("--auth-issuer", cls.issuer, "--cors-origin", "http://app.example",
-                            "--listen", "127.0.0.1:%d" % port)
+                            "--listen", "127.0.0.1:%d" % port, "--upstream", f"gw={sys.executable}")
 
     @classmethod
     def tearDownClass(cls):
@@ -237,9 +239,27 @@ class Dpop(unittest.TestCase):
         for i, (what, proofs) in enumerate(cases):
             self.assertDpopRefused(self.call(30 + i, "DPoP " + tok, proofs), 30 + i, "invalid_dpop_proof", what)
 
+    def test_a_gateway_path_s_proof_names_that_path(self):
+        tok = self.token(self.client_key.jkt)
+        gw = self.resource + "/gw"
+
+        def get(path, htu):
+            return self.call(None, "DPoP " + tok, [self.proof(tok, htm="GET", htu=htu)], method="GET",
+                             path=path)
+
+        status, _, doc = get("/mcp/gw", gw)
+        self.assertEqual(status, 404, f"the proof fits; then no such session: {doc}")
+        status, _, doc = get("/mcp/gw", gw + "?x=1#f")
+        self.assertEqual(status, 404, f"query and fragment ignored: {doc}")
+        self.assertDpopRefused(get("/mcp/gw", self.resource), None, "invalid_dpop_proof",
+                               "a proof for /mcp at /mcp/gw")
+        self.assertDpopRefused(get("/mcp", gw), None, "invalid_dpop_proof", "a proof for /mcp/gw at /mcp")
+        self.assertEqual(get("/mcp?x=1", self.resource)[0], 404, "the request's query is not the path's")
+
     def test_behind_a_proxy_htu_is_the_public_resource_url(self):
         public = "https://mcp.example.com/api/mcp"  # a TLS proxy that maps /api/mcp to /mcp
-        srv = Server("--auth-issuer", self.issuer, "--auth-resource", public)
+        srv = Server("--auth-issuer", self.issuer, "--auth-resource", public,
+                     "--upstream", f"gw={sys.executable}")
         try:
             claims = {"iss": self.issuer, "aud": public, "sub": "proxied", "exp": int(time.time()) + 300,
                       "cnf": {"jkt": self.client_key.jkt}}
@@ -253,6 +273,11 @@ class Dpop(unittest.TestCase):
             status, headers, doc = request(srv.port, "POST", body, h + [("DPoP", self.proof(tok, htu=seen_here))])
             self.assertEqual(status, 401, doc)
             self.assertEqual(challenges(headers)["DPoP"].get("error"), "invalid_dpop_proof")
+            # a gateway path below it: the public resource's path with the request's below /mcp
+            for htu, want in ((public + "/gw", 404), (seen_here + "/gw", 401)):
+                status, _, doc = self.call(None, "DPoP " + tok, [self.proof(tok, htm="GET", htu=htu)],
+                                           method="GET", port=srv.port, path="/mcp/gw")
+                self.assertEqual(status, want, f"{htu} at /mcp/gw: {doc}")
         finally:
             srv.cleanup()
 
