@@ -191,6 +191,13 @@ const char *http_date_now(void);
  * now (counted in auth_unavailable_total). */
 void http_auth_unavailable(struct evhttp_request *req, const json_t *id, const char *why,
                            const char *retry);
+/* oauth_dpop.c: 401 for a DPoP problem: the DPoP challenge (error: invalid_dpop_proof or
+ * invalid_token; NULL for none, as beside a Bearer refusal) and the Bearer challenge with the
+ * metadata URL, so a client that knows only Bearer still finds the authorization server.
+ * bearer_invalid: the Bearer challenge carries error="invalid_token" (a DPoP-bound token sent as
+ * a bearer token). why: a fixed text. */
+void http_dpop_refuse(struct evhttp_request *req, const json_t *id, const char *need,
+                      const char *error, bool bearer_invalid, const char *why);
 /* oauth_dpop.c: the DPoP checks of a request whose token is verified (jkt: its cnf.jkt, "" for
  * a bearer token; dpop: it came with the DPoP scheme; who: the token's principal, whose share
  * of the replay cache the proof counts in). True: it may go on; false: answered. */

@@ -555,10 +555,18 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
             http_challenge(req, id, CH_NONE, need, NULL);
         return false;
     }
-    if (g_auth.n && !dpop) {
-        /* static tokens first: constant-time, and never subject to scopes (the operator's) */
-        const char *name = auth_check(&g_auth, authorization);
-        if (name) {
+    if (g_auth.n) {
+        /* static tokens first, whatever the scheme: constant-time, never subject to scopes (the
+         * operator's), and never sent anywhere (introspection would hand the operator's secret
+         * to the authorization server) */
+        const char *name = auth_check_token(&g_auth, tok, len);
+        if (name && dpop && g_authz.on) {
+            http_dpop_refuse(req, id, need, "invalid_token", false,
+                             "a static token (--auth-tokens) is not bound to a key: send it as "
+                             "Bearer");
+            return false;
+        }
+        if (name && !dpop) {
             str_copy(who, 64, name);
             return true;
         }

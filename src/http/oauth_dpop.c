@@ -41,12 +41,8 @@ void http_dpop_free(void)
     }
 }
 
-/* 401 for a DPoP problem: the DPoP challenge (error: invalid_dpop_proof or invalid_token; NULL
- * for none, as beside a Bearer refusal) and the Bearer challenge with the metadata URL, so a
- * client that knows only Bearer still finds the authorization server. bearer_invalid: the Bearer
- * challenge carries error="invalid_token" (a DPoP-bound token sent as a bearer token). */
-static void dpop_refuse(struct evhttp_request *req, const json_t *id, const char *need,
-                        const char *error, bool bearer_invalid, const char *why)
+void http_dpop_refuse(struct evhttp_request *req, const json_t *id, const char *need,
+                      const char *error, bool bearer_invalid, const char *why)
 {
     STAT_INC(auth_rejected_total);
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
@@ -139,21 +135,22 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
                     const char *who)
 {
     if (!dpop) {
-        dpop_refuse(req, id, need, NULL, true,
-                    "the token is bound to a key (DPoP): send Authorization: DPoP <token> with a "
-                    "DPoP proof");
+        http_dpop_refuse(
+            req, id, need, NULL, true,
+            "the token is bound to a key (DPoP): send Authorization: DPoP <token> with a "
+            "DPoP proof");
         return false;
     }
     if (!jkt[0]) {
-        dpop_refuse(req, id, need, "invalid_token", false,
-                    "the token is not bound to a key (no cnf.jkt): send it as Bearer");
+        http_dpop_refuse(req, id, need, "invalid_token", false,
+                         "the token is not bound to a key (no cnf.jkt): send it as Bearer");
         return false;
     }
     bool twice;
     const char *proof = dpop_header(req, &twice);
     if (!proof || twice) {
-        dpop_refuse(req, id, need, "invalid_dpop_proof", false,
-                    twice ? "more than one DPoP header" : "no DPoP proof (the DPoP header)");
+        http_dpop_refuse(req, id, need, "invalid_dpop_proof", false,
+                         twice ? "more than one DPoP header" : "no DPoP proof (the DPoP header)");
         return false;
     }
     char buf[2 * sizeof g_authz.resource];
@@ -173,7 +170,7 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
     dpop_proof_t p;
     const char *why = NULL;
     if (dpop_check(proof, strlen(proof), &ex, &p, &why) != 0) {
-        dpop_refuse(req, id, need, "invalid_dpop_proof", false, why);
+        http_dpop_refuse(req, id, need, "invalid_dpop_proof", false, why);
         return false;
     }
     jti_result_t r = jti_check(who, p.jkt, p.jti, p.jti_len, p.iat);
@@ -183,13 +180,13 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
         return true;
     case JTI_REPLAY:
         STAT_INC(auth_dpop_replays_total);
-        dpop_refuse(req, id, need, "invalid_dpop_proof", false,
-                    "the DPoP proof was used before (jti)");
+        http_dpop_refuse(req, id, need, "invalid_dpop_proof", false,
+                         "the DPoP proof was used before (jti)");
         return false;
     case JTI_STALE:
         STAT_INC(auth_dpop_replays_total);
-        dpop_refuse(req, id, need, "invalid_dpop_proof", false,
-                    "the DPoP proof was issued before the replay cache's last sweep (iat)");
+        http_dpop_refuse(req, id, need, "invalid_dpop_proof", false,
+                         "the DPoP proof was issued before the replay cache's last sweep (iat)");
         return false;
     case JTI_SHARE:
     case JTI_FULL: {

@@ -3,6 +3,7 @@ Resource Metadata (RFC 9728), the 401 challenges, 503 while no key set can be ha
 beside an issuer, and the flags' checks. Real binary, real sockets. (Tokens of a real
 authorization server, oidc-provider, are tested in tests/interop.)"""
 import base64
+import http.client
 import http.server
 import json
 import os
@@ -506,6 +507,39 @@ class IntrospectionShares(unittest.TestCase):
             self.assertLess(took, 5)
         finally:
             end_issuer(srv, httpd, release, creds)
+
+
+class StaticTokenUnderDpop(unittest.TestCase):
+    def test_a_static_token_sent_with_the_dpop_scheme_is_refused_without_leaving_the_server(self):
+        httpd, issuer, release, seen, creds = holding_issuer()
+        release.set()
+        fd, tokens = tempfile.mkstemp(prefix="mcpd-tokens-")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"alice:{TOKEN_A}\n")
+        os.chmod(tokens, 0o600)
+        srv = Server("--auth-issuer", issuer, "--auth-introspect", creds, "--auth-tokens", tokens)
+        try:
+            ping = {"jsonrpc": "2.0", "id": 6, "method": "ping"}
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            conn.request("POST", "/mcp", json.dumps(ping),
+                         dict(JSON_HEADERS, Authorization="DPoP " + TOKEN_A, DPoP="x.y.z"))
+            resp = conn.getresponse()
+            text = resp.read().decode()
+            conn.close()
+            self.assertEqual(resp.status, 401, text)
+            self.assertEqual(seen[0], 0, "the static token was not sent to the introspection endpoint")
+            dpop = [v for k, v in resp.getheaders() if k.lower() == "www-authenticate" and v.startswith("DPoP ")]
+            self.assertEqual(len(dpop), 1, resp.getheaders())
+            self.assertIn('error="invalid_token"', dpop[0])
+            self.assertIn("static token", dpop[0])
+            self.assertEqual(json.loads(text)["id"], 6)
+            self.assertNotIn(TOKEN_A, text + str(resp.getheaders()))
+            r = srv.request("POST", ping, dict(JSON_HEADERS, Authorization="Bearer " + TOKEN_A))
+            self.assertNotIn(r.status, (401, 403, 503), "the same token as Bearer works: " + r.text)
+            self.assertEqual(seen[0], 0)
+        finally:
+            end_issuer(srv, httpd, release, creds)
+            os.unlink(tokens)
 
 
 class Ipv6Issuer(unittest.TestCase):
