@@ -236,6 +236,11 @@ void http_on_inbox(evutil_socket_t fd, short what, void *arg);
 typedef enum { CH_NONE, CH_INVALID, CH_SCOPE } challenge_t;
 void http_challenge(struct evhttp_request *req, const json_t *id, challenge_t kind,
                     const char *need, const char *why);
+/* oauth_dpop.c: http_challenge's answer (CH_INVALID: 401 invalid_token; CH_SCOPE: 403
+ * insufficient_scope, the scope named) for a request that came with the DPoP scheme (RFC 9449
+ * 7.1): the error in the DPoP challenge, beside the Bearer challenge with scope and metadata. */
+void http_dpop_challenge(struct evhttp_request *req, const json_t *id, challenge_t kind,
+                         const char *need, const char *why);
 /* endpoint.c: the /mcp callback and the one for every other path */
 void http_on_mcp(struct evhttp_request *req, void *arg);
 void http_on_other(struct evhttp_request *req, void *arg);

@@ -343,6 +343,25 @@ static bool covered_each(const json_t *body, const char *scope, char *need, size
 
 /* ---- the token ---- */
 
+/* One request's authorization, as its refusals need it. */
+typedef struct authreq {
+    http_thread_t *t;
+    struct evhttp_request *req;
+    const json_t *id;
+    const char *need; /* the scopes it needs (for the challenge) */
+    bool dpop;        /* it came with the DPoP scheme */
+} authreq_t;
+
+/* 401 invalid_token or 403 insufficient_scope: with the DPoP scheme, the DPoP challenge (RFC
+ * 9449 7.1: its algs, the error there) beside the Bearer one; else the Bearer challenge. */
+static void refuse(const authreq_t *a, challenge_t kind, const char *why)
+{
+    if (a->dpop && g_authz.on)
+        http_dpop_challenge(a->req, a->id, kind, a->need, why);
+    else
+        http_challenge(a->req, a->id, kind, a->need, why);
+}
+
 /* The token of "Bearer <token>" or "DPoP <token>" (RFC 9449 7.1; schemes in any case), trailing
  * spaces cut, *dpop telling which; NULL when the header is absent or names another scheme. */
 static const char *bearer(const char *h, size_t *len, bool *dpop)
@@ -410,10 +429,12 @@ static const char *loggable(const char *s, char *out, size_t n)
 }
 
 /* Verifies a JWT (cache first). True with *scope and who set; false after answering. */
-static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t *id,
-                      const char *tok, size_t len, const char *need, const char **scope,
+static bool check_jwt(const authreq_t *a, const char *tok, size_t len, const char **scope,
                       char who[64], char jkt[JWT_JKT_MAX + 1])
 {
+    http_thread_t *t = a->t;
+    struct evhttp_request *req = a->req;
+    const json_t *id = a->id;
     int64_t now = (int64_t)time(NULL);
     unsigned char key[32];
     sha256(tok, len, key); /* core/crypto.c: the digest fetched once */
@@ -462,7 +483,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
         return false;
     }
     if (r != JWT_OK) {
-        http_challenge(req, id, CH_INVALID, need, why);
+        refuse(a, CH_INVALID, why);
         return false;
     }
     STAT_INC(auth_jwt_verified_total);
@@ -478,10 +499,12 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
 
 /* An opaque token, by introspection (cache first; else the request waits for the answer).
  * True with *scope and who set; false after answering or parking. */
-static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const json_t *id,
-                         const char *tok, size_t len, const char *need, const char **scope,
+static bool check_opaque(const authreq_t *a, const char *tok, size_t len, const char **scope,
                          char who[64], char jkt[JWT_JKT_MAX + 1])
 {
+    http_thread_t *t = a->t;
+    struct evhttp_request *req = a->req;
+    const json_t *id = a->id;
     int64_t now = (int64_t)time(NULL);
     unsigned char key[32];
     sha256(tok, len, key); /* core/crypto.c: the digest fetched once */
@@ -507,7 +530,7 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
             e = cache_put(c, key, until, w->w.outcome > 0, w->w.claims.scope, owho,
                           w->w.claims.jkt);
         if (w->w.outcome == 0) {
-            http_challenge(req, id, CH_INVALID, need, w->w.why);
+            refuse(a, CH_INVALID, w->w.why);
             return false;
         }
         memcpy(who, owho, OAUTH_WHO_LEN + 1);
@@ -523,7 +546,7 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
     if (e) {
         STAT_INC(auth_cache_hits_total);
         if (!e->active) {
-            http_challenge(req, id, CH_INVALID, need, "the token is not active");
+            refuse(a, CH_INVALID, "the token is not active");
             return false;
         }
         memcpy(who, e->who, OAUTH_WHO_LEN + 1);
@@ -575,27 +598,27 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
         http_challenge(req, id, CH_INVALID, need, NULL);
         return false;
     }
+    authreq_t a = {t, req, id, need, dpop};
     if (len > JWT_MAX_LEN) {
-        http_challenge(req, id, CH_INVALID, need, "the token is too long");
+        refuse(&a, CH_INVALID, "the token is too long");
         return false;
     }
     const char *scope = "";
     char jkt[JWT_JKT_MAX + 1] = "";
     if (!jwt_looks_like(tok, len)) {
         if (!issuer_introspects()) {
-            http_challenge(req, id, CH_INVALID, need,
-                           "the token is not a JWT this server can verify");
+            refuse(&a, CH_INVALID, "the token is not a JWT this server can verify");
             return false;
         }
-        if (!check_opaque(t, req, id, tok, len, need, &scope, who, jkt))
+        if (!check_opaque(&a, tok, len, &scope, who, jkt))
             return false;
-    } else if (!check_jwt(t, req, id, tok, len, need, &scope, who, jkt)) {
+    } else if (!check_jwt(&a, tok, len, &scope, who, jkt)) {
         return false;
     }
     if ((jkt[0] || dpop) && !http_dpop_gate(t, req, id, need, dpop, tok, len, jkt, who))
         return false;
     if (fits ? !scopes_cover(scope, need) : !covered_each(body, scope, need, sizeof need)) {
-        http_challenge(req, id, CH_SCOPE, need, NULL);
+        refuse(&a, CH_SCOPE, NULL); /* need: what the first uncovered message needs */
         return false;
     }
     return true;

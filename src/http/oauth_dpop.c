@@ -41,18 +41,24 @@ void http_dpop_free(void)
     }
 }
 
-void http_dpop_refuse(struct evhttp_request *req, const json_t *id, const char *need,
-                      const char *error, bool bearer_invalid, const char *why)
+/* The answer of a DPoP refusal: status (401, or 403 for insufficient_scope, whose DPoP challenge
+ * names the scope too), the DPoP challenge (error NULL: none), the Bearer challenge with the
+ * metadata URL (and error="invalid_token" when bearer_invalid). */
+static void dpop_answer(struct evhttp_request *req, const json_t *id, int status, const char *need,
+                        const char *error, bool bearer_invalid, const char *why)
 {
     STAT_INC(auth_rejected_total);
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-    /* room for every part at its longest (need < 1024, the metadata URL < 1200, why a fixed
-     * text), twice over for the escapes: a header is never cut mid-value */
+    /* room for every part at its longest (need < 1024 twice, the metadata URL < 1200, why a
+     * fixed text): a header is never cut mid-value */
     char h[2 * (1024 + sizeof g_authz.prm_url + 256)];
     int n = snprintf(h, sizeof h, "DPoP algs=\"%s\"", DPOP_ALGS);
     if (error && n > 0 && (size_t)n < sizeof h)
-        n += snprintf(h + n, sizeof h - (size_t)n, ", error=\"%s\", error_description=\"%s\"",
-                      error, why);
+        n += snprintf(h + n, sizeof h - (size_t)n, ", error=\"%s\"", error);
+    if (error && why && n > 0 && (size_t)n < sizeof h)
+        n += snprintf(h + n, sizeof h - (size_t)n, ", error_description=\"%s\"", why);
+    if (status == 403 && *need && n > 0 && (size_t)n < sizeof h)
+        snprintf(h + n, sizeof h - (size_t)n, ", scope=\"%s\"", need);
     evhttp_add_header(out, "WWW-Authenticate", h);
     n = snprintf(h, sizeof h, "Bearer ");
     if (bearer_invalid)
@@ -63,9 +69,28 @@ void http_dpop_refuse(struct evhttp_request *req, const json_t *id, const char *
     if (n > 0 && (size_t)n < sizeof h)
         snprintf(h + n, sizeof h - (size_t)n, "resource_metadata=\"%s\"", g_authz.prm_url);
     evhttp_add_header(out, "WWW-Authenticate", h);
-    char msg[600];
-    snprintf(msg, sizeof msg, "Unauthorized: %s", why);
-    http_reply_error(req, id, 401, MCP_ERR_BAD_REQUEST, msg, NULL);
+    char msg[1400];
+    if (status == 403)
+        snprintf(msg, sizeof msg, "Forbidden: insufficient scope: this request needs %s", need);
+    else
+        snprintf(msg, sizeof msg, "Unauthorized: %s", why);
+    http_reply_error(req, id, status, MCP_ERR_BAD_REQUEST, msg, NULL);
+}
+
+void http_dpop_refuse(struct evhttp_request *req, const json_t *id, const char *need,
+                      const char *error, bool bearer_invalid, const char *why)
+{
+    dpop_answer(req, id, 401, need, error, bearer_invalid, why);
+}
+
+void http_dpop_challenge(struct evhttp_request *req, const json_t *id, challenge_t kind,
+                         const char *need, const char *why)
+{
+    if (kind == CH_SCOPE)
+        dpop_answer(req, id, 403, need, "insufficient_scope", false, NULL);
+    else
+        dpop_answer(req, id, 401, need, "invalid_token", false,
+                    why ? why : "the access token is not valid");
 }
 
 static const char *method_name(enum evhttp_cmd_type c)

@@ -239,6 +239,42 @@ class Dpop(unittest.TestCase):
         for i, (what, proofs) in enumerate(cases):
             self.assertDpopRefused(self.call(30 + i, "DPoP " + tok, proofs), 30 + i, "invalid_dpop_proof", what)
 
+    def test_with_the_dpop_scheme_an_invalid_token_or_too_few_scopes_get_the_dpop_challenge(self):
+        # RFC 9449 7.1: a request that used the DPoP scheme is answered with the DPoP challenge
+        # (its algs, the error there), beside the Bearer challenge that names the metadata
+        srv = Server("--auth-issuer", self.issuer, "--auth-required-scope", "mcp:admin")
+        try:
+            resource = "http://127.0.0.1:%d/mcp" % srv.port
+            tok = self.token(self.client_key.jkt, aud=resource)  # scope mcp:tools: too few
+            status, headers, doc = self.call(60, "DPoP " + tok, [self.proof(tok, htu=resource)], port=srv.port)
+            self.assertEqual(status, 403, doc)
+            ch = challenges(headers)
+            self.assertEqual(ch.get("DPoP", {}).get("algs"), "ES256 RS256 PS256 EdDSA", ch)
+            self.assertEqual(ch["DPoP"].get("error"), "insufficient_scope", ch)
+            self.assertEqual(ch["DPoP"].get("scope"), "mcp:admin", ch)
+            self.assertEqual(ch.get("Bearer", {}).get("scope"), "mcp:admin", ch)
+            self.assertIn("resource_metadata", ch["Bearer"], ch)
+            self.assertNotIn("error", ch["Bearer"], ch)
+            self.assertEqual(doc["id"], 60)
+            claims = {"iss": self.issuer, "aud": resource, "sub": "late", "scope": "mcp:admin",
+                      "exp": int(time.time()) - 600, "cnf": {"jkt": self.client_key.jkt}}
+            expired = self.issuer_key.jws({"alg": "ES256", "typ": "at+jwt", "kid": "as1"}, claims)
+            for what, auth in (("expired", "DPoP " + expired), ("not a JWT", "DPoP not-a-jwt-token"),
+                               ("too long", "DPoP " + "a" * 9000)):
+                status, headers, doc = self.call(61, auth, [self.proof(expired, htu=resource)], port=srv.port)
+                self.assertEqual(status, 401, f"{what}: {doc}")
+                ch = challenges(headers)
+                self.assertEqual(ch.get("DPoP", {}).get("error"), "invalid_token", f"{what}: {ch}")
+                self.assertEqual(ch["DPoP"].get("algs"), "ES256 RS256 PS256 EdDSA", ch)
+                self.assertTrue(ch["DPoP"].get("error_description"), ch)
+                self.assertIn("resource_metadata", ch.get("Bearer", {}), f"{what}: {ch}")
+                self.assertNotIn("error", ch["Bearer"], f"{what}: {ch}")
+            status, headers, doc = self.call(62, "Bearer " + expired, port=srv.port)
+            self.assertEqual(status, 401, doc)
+            self.assertEqual(list(challenges(headers)), ["Bearer"], "the Bearer scheme: the Bearer challenge")
+        finally:
+            srv.cleanup()
+
     def test_a_gateway_path_s_proof_names_that_path(self):
         tok = self.token(self.client_key.jkt)
         gw = self.resource + "/gw"
