@@ -5,12 +5,13 @@
  * discovery, with the path-insertion order of the MCP spec), whose `issuer` must equal the
  * configured one, then its `jwks_uri`. No HTTP or worker thread ever waits for it: they read
  * the published key set (an immutable, reference-counted jwks_t swapped under a mutex) and,
- * when it is missing or lacks a token's kid, ask for a fetch and answer 503 + Retry-After.
+ * when it is missing, lacks a token's kid or does not verify its signature, ask for a fetch and
+ * park the request for it (or answer 503 + Retry-After).
  *
  * Nothing runs while nothing is asked: one fetch at start, then only on demand (a token with an
- * unknown kid, no key set yet, or a key set older than its max-age), at most once per cooldown
- * (10 s with a key set, 2 s without), so a flood of forged kids costs the issuer one request
- * per cooldown. Requests parked on their HTTP thread (issuer_park) get their answer when the
+ * unknown kid, or a signature that fails under its kid's keys; no key set yet; a key set older
+ * than its max-age), at most once per cooldown (10 s with a key set, 2 s without), so a flood
+ * of forged tokens costs the issuer one request per cooldown. Requests parked on their HTTP thread (issuer_park) get their answer when the
  * fetch ends, or when their introspection is answered, and no later than --auth-fetch-timeout
  * after they were parked; one fetch (a GET or a POST: connect, send, answer) takes at most
  * --auth-fetch-timeout as a whole. https:// (libevent's bufferevent_openssl:

@@ -462,8 +462,10 @@ static bool check_jwt(const authreq_t *a, const char *tok, size_t len, const cha
     const char *why = NULL;
     jwt_result_t r = jwt_verify(tok, len, keys, &ex, &cl, &why);
     jwks_unref(keys);
-    if (r == JWT_UNKNOWN_KID && issuer_refresh()) {
-        /* key rotation: the fetch under way may bring it; the request waits for it */
+    if ((r == JWT_UNKNOWN_KID || r == JWT_BAD_SIGNATURE) && issuer_refresh()) {
+        /* key rotation (a new kid, or a new key under a kid the set has): the fetch under way
+         * may bring it; the request waits for it. Within the cooldown a bad signature is 401
+         * below (most likely forged), an unknown kid 503 */
         if (!park(t, req, ISSUER_WAIT_KEYS, key, NULL, 0))
             http_auth_unavailable(req, id,
                                   "the token's signing key is being fetched from the "

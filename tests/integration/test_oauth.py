@@ -325,6 +325,73 @@ class HttpsIssuer(unittest.TestCase):
             srv.cleanup()
 
 
+class KeyChangedUnderItsKid(unittest.TestCase):
+    """The issuer replaces a signing key but keeps its kid: a token signed by the new key fails
+    the signature check under the old one, which is fetched again once (the cooldown's), and
+    the token is checked against the fresh set."""
+
+    def test_a_signature_that_fails_under_a_known_kid_refetches_the_keys_once(self):
+        openssl = require_program("openssl")
+        d = tempfile.mkdtemp(prefix="mcpd-kid-")
+        run = lambda *a, **kw: subprocess.run([openssl] + list(a), check=True, capture_output=True, **kw)
+        b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+        def key(name):
+            run("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", f"{d}/{name}.key")
+            point = run("ec", "-in", f"{d}/{name}.key", "-pubout", "-outform", "DER").stdout[-65:]
+            return {"kty": "EC", "crv": "P-256", "kid": "as1", "x": b64(point[1:33]), "y": b64(point[33:65])}
+
+        def token(name, aud):
+            h = b64u({"alg": "ES256", "typ": "at+jwt", "kid": "as1"})
+            p = b64u({"iss": issuer, "aud": aud, "sub": "rotated", "exp": int(time.time()) + 300})
+            r, s_ = der_ints(run("dgst", "-sha256", "-sign", f"{d}/{name}.key", input=f"{h}.{p}".encode()).stdout)
+            return f"{h}.{p}.{b64(r.to_bytes(32, 'big') + s_.to_bytes(32, 'big'))}"
+
+        docs = {"/jwks": {"keys": [key("old")]}}
+        new_jwk = key("new")
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = json.dumps(docs[self.path]).encode() if self.path in docs else b""
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        issuer = "http://127.0.0.1:%d" % httpd.server_address[1]
+        docs["/.well-known/oauth-authorization-server"] = {"issuer": issuer, "jwks_uri": issuer + "/jwks"}
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        srv = Server("--auth-issuer", issuer)
+        try:
+            aud = "http://127.0.0.1:%d/mcp" % srv.port
+            ping = lambda tok: srv.request("POST", {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+                                           dict(JSON_HEADERS, Authorization="Bearer " + tok))
+            self.assertNotIn(ping(token("old", aud)).status, (401, 503), "the old key's token")
+            self.assertEqual(srv.stats()["jwks_fetches_total"], 1)
+            docs["/jwks"] = {"keys": [new_jwk]}  # the same kid, another key
+            time.sleep(10.5)  # past the cooldown after the start's fetch (ISSUER_COOLDOWN_MS)
+            r = ping(token("new", aud))
+            self.assertNotIn(r.status, (401, 503), "the new key's token, after one fetch: " + r.text)
+            self.assertEqual(srv.stats()["jwks_fetches_total"], 2)
+            # within the cooldown now: a token the fresh set does not verify is 401 at once,
+            # without another fetch (a forged one costs the issuer one fetch per cooldown)
+            r = ping(token("old", aud))
+            self.assertEqual(r.status, 401, r.text)
+            self.assertEqual(challenge_params(r.header("www-authenticate")).get("error"), "invalid_token")
+            self.assertEqual(srv.stats()["jwks_fetches_total"], 2)
+        finally:
+            srv.cleanup()
+            httpd.shutdown()
+            httpd.server_close()
+            shutil.rmtree(d, ignore_errors=True)
+
+
 class LongChallenge(unittest.TestCase):
     def test_a_challenge_longer_than_2_kib_is_whole(self):
         resource = "http://127.0.0.1:1/" + "p" * 990
