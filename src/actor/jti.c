@@ -20,31 +20,37 @@
 #define HW_KEY "dpop-cutoff" /* outside "dpop/".."dpop0": '-' sorts before '/' */
 #define NO_IAT INT64_MAX
 
-/* Records per proof key (jkt), one open-addressing table per stripe: a key's proofs all take
- * the stripe its jkt picks, so the stripe's lock guards its table. Owned by this file; an
- * entry whose count falls to 0 stays until the table is rebuilt (at growth). */
+/* Records per principal (the `who` of the token a proof came with, stored as the record's
+ * value), one open-addressing table per share stripe: a principal's counts all take the stripe
+ * its name picks, whose lock guards its table entry. A client makes its own proof keys (RFC
+ * 9449), so a count per key would let one client with a few keys fill the cache. Owned by this
+ * file; an entry whose count falls to 0 stays until the table is rebuilt (at growth). */
 typedef struct {
-    char jkt[DPOP_JKT_LEN];
+    char who[JTI_WHO_MAX + 1];
     int64_t n; /* 0: free or emptied */
     bool used;
-} jkt_slot_t;
+} who_slot_t;
 
 typedef struct {
-    jkt_slot_t *slot;
+    who_slot_t *slot;
     size_t cap, used; /* used: slots ever taken since the last rebuild */
-} jkt_map_t;
+} who_map_t;
 
 static struct {
     store_t *store;
     int64_t window_s;
     int64_t max;
-    int64_t share; /* records one proof key may hold */
+    int64_t share; /* records one principal may hold */
     atomic_llong count;
     atomic_llong due_ms; /* the sweep armed (or hinted) at, 0: none */
     atomic_llong first;  /* the earliest iat held (NO_IAT: none), for Retry-After */
     atomic_llong cutoff; /* the highest sweep cutoff: a proof issued before it is refused */
+    /* replay stripes, by jkt: a proof's Get and Put under one lock, so two copies of it on two
+     * connections cannot both pass. Share stripes, by principal: its count. Lock order: a
+     * replay stripe, then a share stripe (the sweep takes share stripes alone). */
     pthread_mutex_t stripe[STRIPES];
-    jkt_map_t map[STRIPES];
+    pthread_mutex_t share_mu[STRIPES];
+    who_map_t map[STRIPES];
 } J;
 
 static unsigned stripe_of(const char *jkt)
@@ -52,8 +58,8 @@ static unsigned stripe_of(const char *jkt)
     return (unsigned)(hash_bytes(jkt, DPOP_JKT_LEN) % STRIPES);
 }
 
-/* The count slot of jkt in m (taken when add), or NULL. Under the stripe's lock. */
-static int64_t *map_slot(jkt_map_t *m, const char *jkt, bool add)
+/* The count slot of who (wl bytes) in m (taken when add), or NULL. Under its share stripe. */
+static int64_t *map_slot(who_map_t *m, const char *who, size_t wl, bool add)
 {
     if (add && (m->used + 1) * 10 > m->cap * 7) {
         size_t live = 0;
@@ -62,25 +68,25 @@ static int64_t *map_slot(jkt_map_t *m, const char *jkt, bool add)
         size_t cap = m->cap ? m->cap : 16;
         while ((live + 1) * 10 > cap * 4)
             cap *= 2;
-        jkt_map_t g = {xcalloc(cap, sizeof(jkt_slot_t)), cap, 0};
+        who_map_t g = {xcalloc(cap, sizeof(who_slot_t)), cap, 0};
         for (size_t i = 0; i < m->cap; i++)
             if (m->slot[i].used && m->slot[i].n > 0)
-                *map_slot(&g, m->slot[i].jkt, true) = m->slot[i].n;
+                *map_slot(&g, m->slot[i].who, strlen(m->slot[i].who), true) = m->slot[i].n;
         free(m->slot);
         *m = g;
     }
     if (!m->cap)
         return NULL;
-    for (size_t i = (size_t)(hash_bytes(jkt, DPOP_JKT_LEN) / STRIPES % m->cap);;
-         i = (i + 1) % m->cap) {
-        jkt_slot_t *e = &m->slot[i];
-        if (e->used && memcmp(e->jkt, jkt, DPOP_JKT_LEN) == 0)
+    for (size_t i = (size_t)(hash_bytes(who, wl) / STRIPES % m->cap);; i = (i + 1) % m->cap) {
+        who_slot_t *e = &m->slot[i];
+        if (e->used && strlen(e->who) == wl && memcmp(e->who, who, wl) == 0)
             return &e->n;
         if (!e->used) {
             if (!add)
                 return NULL;
             e->used = true;
-            memcpy(e->jkt, jkt, DPOP_JKT_LEN);
+            memcpy(e->who, who, wl);
+            e->who[wl] = '\0';
             m->used++;
             return &e->n;
         }
@@ -101,19 +107,21 @@ static void cutoff_max(int64_t c)
         ;
 }
 
-/* Counts one swept (or kept, at the start: add) record of the key in k out of (into) its
- * proof key's share. */
-static void share_count(const unsigned char *k, size_t kl, int64_t d)
+/* Adds d to who's count (wl bytes; a record whose value is empty, as an older server wrote it,
+ * names no principal and counts in the global bound alone). With most > 0: only while the
+ * count is below it (true when added). */
+static bool share_add(const char *who, size_t wl, int64_t d, int64_t most)
 {
-    if (kl < PREFIX_LEN + 8 + DPOP_JKT_LEN)
-        return;
-    const char *jkt = (const char *)k + PREFIX_LEN + 8;
-    unsigned st = stripe_of(jkt);
-    pthread_mutex_lock(&J.stripe[st]);
-    int64_t *n = map_slot(&J.map[st], jkt, d > 0);
-    if (n)
+    if (wl == 0 || wl > JTI_WHO_MAX)
+        return most == 0;
+    unsigned st = (unsigned)(hash_bytes(who, wl) % STRIPES);
+    pthread_mutex_lock(&J.share_mu[st]);
+    int64_t *n = map_slot(&J.map[st], who, wl, d > 0);
+    bool ok = !most || (n && *n < most);
+    if (n && ok)
         *n = *n + d < 0 ? 0 : *n + d;
-    pthread_mutex_unlock(&J.stripe[st]);
+    pthread_mutex_unlock(&J.share_mu[st]);
+    return ok;
 }
 
 static size_t key_of(unsigned char *out, int64_t iat, const char *jkt, const char *jti,
@@ -180,8 +188,10 @@ static long sweep_below(int64_t cutoff_iat, bool *more, bool *failed)
         }
         size_t kl = 0;
         const unsigned char *k = store_iter_key(it, &kl);
+        size_t vl = 0;
+        const char *who = store_iter_value(it, &vl);
         store_batch_single_delete(b, CF_NODE, k, kl); /* each key was put once */
-        share_count(k, kl, -1); /* (a refused write leaves the share low until a restart) */
+        share_add(who, vl, -1, 0); /* (a refused write leaves the share low until a restart) */
         n++;
         if (store_batch_count(b) >= 1024) {
             if (store_commit(J.store, b) != 0) {
@@ -253,7 +263,8 @@ int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct)
     atomic_store(&J.first, NO_IAT);
     for (int i = 0; i < STRIPES; i++) {
         pthread_mutex_init(&J.stripe[i], NULL);
-        J.map[i] = (jkt_map_t){0};
+        pthread_mutex_init(&J.share_mu[i], NULL);
+        J.map[i] = (who_map_t){0};
     }
     /* the last cutoff swept before the stop, so a clock now behind it does not lower it */
     char *v = NULL;
@@ -271,9 +282,9 @@ int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct)
     store_iter_t *it = store_iter_new(s, CF_NODE, lo, PREFIX_LEN, hi, PREFIX_LEN);
     long long n = 0;
     for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
-        size_t kl = 0;
-        const unsigned char *k = store_iter_key(it, &kl);
-        share_count(k, kl, 1);
+        size_t wl = 0;
+        const char *who = store_iter_value(it, &wl);
+        share_add(who, wl, 1, 0);
         n++;
     }
     store_iter_free(it);
@@ -295,43 +306,48 @@ void jti_close(void)
         return;
     for (int i = 0; i < STRIPES; i++) {
         pthread_mutex_destroy(&J.stripe[i]);
+        pthread_mutex_destroy(&J.share_mu[i]);
         free(J.map[i].slot);
-        J.map[i] = (jkt_map_t){0};
+        J.map[i] = (who_map_t){0};
     }
     J.store = NULL;
 }
 
-jti_result_t jti_check(const char *jkt, const char *jti, size_t jti_len, int64_t iat)
+jti_result_t jti_check(const char *who, const char *jkt, const char *jti, size_t jti_len,
+                       int64_t iat)
 {
-    if (!J.store || jti_len == 0 || jti_len > DPOP_JTI_MAX)
+    size_t wl = who ? strlen(who) : 0;
+    if (!J.store || jti_len == 0 || jti_len > DPOP_JTI_MAX || wl == 0 || wl > JTI_WHO_MAX)
         return JTI_ERROR;
     if (iat < atomic_load(&J.cutoff))
         return JTI_STALE; /* its record may have been swept: it cannot be told from a replay */
     unsigned char k[KEY_MAX];
     size_t kl = key_of(k, iat, jkt, jti, jti_len);
-    unsigned st = stripe_of(jkt); /* a key's proofs share a stripe, and its count */
+    unsigned st = stripe_of(jkt); /* two copies of a proof take the same stripe */
     pthread_mutex_lock(&J.stripe[st]);
     jti_result_t r;
-    int64_t *mine = NULL;
     int e = store_exists(J.store, CF_NODE, k, kl);
     if (e < 0) {
         r = JTI_ERROR;
     } else if (e) {
         r = JTI_REPLAY;
-    } else if ((mine = map_slot(&J.map[st], jkt, true)) && *mine >= J.share) {
-        r = JTI_FULL; /* this key holds its share: other keys still get in */
+    } else if (!share_add(who, wl, 1, J.share)) {
+        /* this principal holds its share, whatever its keys: others get in (unless the whole
+         * cache is full, as with --principal-share 100) */
+        r = atomic_load(&J.count) >= J.max ? JTI_FULL : JTI_SHARE;
     } else if (atomic_fetch_add(&J.count, 1) >= J.max) {
-        atomic_fetch_sub(&J.count, 1); /* the last resort: every key's share together */
+        atomic_fetch_sub(&J.count, 1); /* the last resort: every principal's share together */
+        share_add(who, wl, -1, 0);
         r = JTI_FULL;
     } else {
         store_batch_t *b = store_batch_new(J.store);
-        store_batch_put(b, CF_NODE, k, kl, "", 0);
+        store_batch_put(b, CF_NODE, k, kl, who, wl); /* the value: whose share it counts in */
         r = store_commit(J.store, b) == 0 ? JTI_FRESH : JTI_ERROR;
         store_batch_free(b);
-        if (r == JTI_FRESH)
-            (*mine)++;
-        else
+        if (r != JTI_FRESH) {
             atomic_fetch_sub(&J.count, 1);
+            share_add(who, wl, -1, 0);
+        }
     }
     pthread_mutex_unlock(&J.stripe[st]);
     if (r == JTI_FRESH) {

@@ -51,7 +51,8 @@ int auth_parse(auth_t *a, const char *text, char *err, size_t errlen)
         }
         size_t nl = (size_t)(colon - line), tl = len - nl - 1;
         if (!name_ok(line, nl)) {
-            snprintf(err, errlen, "line %d: a name is 1..%d of A-Z a-z 0-9 _ - .", lineno, AUTH_NAME_MAX);
+            snprintf(err, errlen, "line %d: a name is 1..%d of A-Z a-z 0-9 _ - .", lineno,
+                     AUTH_NAME_MAX);
             goto fail;
         }
         if (tl < AUTH_TOKEN_MIN || tl > AUTH_TOKEN_MAX) {
@@ -68,14 +69,17 @@ int auth_parse(auth_t *a, const char *text, char *err, size_t errlen)
         }
         for (size_t i = 0; i < a->n; i++) {
             if (strlen(a->entries[i].name) == nl && memcmp(a->entries[i].name, line, nl) == 0) {
-                snprintf(err, errlen, "line %d: the name %.*s appears twice", lineno, (int)nl, line);
+                snprintf(err, errlen, "line %d: the name %.*s appears twice", lineno, (int)nl,
+                         line);
                 goto fail;
             }
             /* one token under two names: a request carrying it would be the first name's,
              * and the second name's client would use the first one's sessions */
             if (a->entries[i].len == tl && memcmp(a->entries[i].token, colon + 1, tl) == 0) {
-                snprintf(err, errlen, "line %d: the token of %.*s is already %s's; give every "
-                         "name its own token", lineno, (int)nl, line, a->entries[i].name);
+                snprintf(err, errlen,
+                         "line %d: the token of %.*s is already %s's; give every "
+                         "name its own token",
+                         lineno, (int)nl, line, a->entries[i].name);
                 goto fail;
             }
         }
@@ -104,8 +108,8 @@ int auth_load(auth_t *a, const char *path, char *err, size_t errlen)
         return -1;
     }
     if (st.st_mode & 077) {
-        snprintf(err, errlen, "%s is accessible by group or others (mode %04o); chmod 600 it",
-                 path, (unsigned)(st.st_mode & 07777));
+        snprintf(err, errlen, "%s is accessible by group or others (mode %04o); chmod 600 it", path,
+                 (unsigned)(st.st_mode & 07777));
         return -1;
     }
     FILE *f = fopen(path, "r");
@@ -137,8 +141,7 @@ void auth_free(auth_t *a)
 
 /* 0 when equal. Both sides are compared over the whole AUTH_TOKEN_MAX + 1 bytes (the entries
  * are zero-padded), so the time depends on neither token's length nor where they differ. */
-static int ct_diff(const auth_entry_t *e, const unsigned char padded[AUTH_TOKEN_MAX + 1],
-                   size_t pl)
+static int ct_diff(const auth_entry_t *e, const unsigned char padded[AUTH_TOKEN_MAX + 1], size_t pl)
 {
     return ct_memcmp(e->token, padded, sizeof e->token) | (e->len != pl);
 }
@@ -157,10 +160,15 @@ const char *auth_check(const auth_t *a, const char *authorization)
     size_t pl = strlen((const char *)p);
     while (pl && p[pl - 1] == ' ')
         pl--;
-    if (pl == 0 || pl > AUTH_TOKEN_MAX)
+    return auth_check_token(a, (const char *)p, pl);
+}
+
+const char *auth_check_token(const auth_t *a, const char *token, size_t pl)
+{
+    if (!token || pl == 0 || pl > AUTH_TOKEN_MAX)
         return NULL;
     unsigned char padded[AUTH_TOKEN_MAX + 1] = {0};
-    memcpy(padded, p, pl);
+    memcpy(padded, token, pl);
     const char *found = NULL;
     for (size_t i = 0; i < a->n; i++) {
         /* no early exit: every entry costs the same */

@@ -34,6 +34,9 @@ void auth_free(auth_t *a);
 /* The name whose token the Authorization header value carries ("Bearer <token>"), or NULL.
  * Every entry is compared in constant time, whichever matches. */
 const char *auth_check(const auth_t *a, const char *authorization);
+/* The name whose token is these len bytes (the token alone, whatever scheme it came with), or
+ * NULL; in constant time as auth_check. */
+const char *auth_check_token(const auth_t *a, const char *token, size_t len);
 /* Parses the lines of a token file (exposed for unit tests). */
 int auth_parse(auth_t *a, const char *text, char *err, size_t errlen);
 

@@ -67,11 +67,11 @@ static const flag_t FLAGS[] = {
     {"auth-introspection-cache", "SECS", K_INT, OFF(auth_introspection_cache), 0, 86400,
      "how long an introspection answer is kept, never past the token's exp (default 60)"},
     {"auth-fetch-timeout", "SECS", K_INT, OFF(auth_fetch_timeout), 1, 300,
-     "how long a fetch at the issuer (metadata, keys, an introspection) may wait for its "
-     "connection or for its next bytes before it counts as no answer (default 5)"},
+     "how long one fetch at the issuer (metadata, keys, an introspection) may take in all, and "
+     "a request may wait for the issuer, before it counts as no answer (default 5)"},
     {"auth-dpop-jti-max", "N", K_INT, OFF(auth_dpop_jti_max), 1, 100000000,
-     "DPoP proofs remembered at most, to refuse a replay (default 1000000); a new proof beyond "
-     "it gets 503"},
+     "DPoP proofs remembered at most, to refuse a replay (default 1000000), one principal at most "
+     "--principal-share percent of it; a new proof beyond either gets 503"},
     {"cluster", "FILE", K_STR, OFF(cluster_file), 0, 0,
      "run as one node of a cluster: FILE (JSON) lists the nodes and which of the 4096 shards each "
      "owns; this node serves and mints ids only in its shards (README: Run a cluster)"},

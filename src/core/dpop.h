@@ -25,10 +25,10 @@
 #include <stdint.h>
 
 #define DPOP_ALGS "ES256 RS256 PS256 EdDSA" /* the algs= of the challenge, the metadata's list */
-#define DPOP_MAX_LEN 4096   /* a proof with a 4096-bit RSA key is about 1,900 bytes */
-#define DPOP_JTI_MAX 128    /* a UUID is 36 */
-#define DPOP_MAX_AGE_S 300  /* a proof older than this (plus the leeway) is refused */
-#define DPOP_JKT_LEN 43     /* base64url of a SHA-256, no padding */
+#define DPOP_MAX_LEN 4096  /* a proof with a 4096-bit RSA key is about 1,900 bytes */
+#define DPOP_JTI_MAX 128   /* a UUID is 36 */
+#define DPOP_MAX_AGE_S 300 /* a proof older than this (plus the leeway) is refused */
+#define DPOP_JKT_LEN 43    /* base64url of a SHA-256, no padding */
 
 /* Keys of recent proofs by thumbprint and algorithm, so a client's proofs after its first cost a
  * verification, not a key check (direct-mapped; a collision replaces). Owned by one thread:
@@ -46,18 +46,18 @@ void dpop_keycache_clear(dpop_keycache_t *kc);
 
 typedef struct dpop_expect {
     const char *htm;   /* the request's method ("POST") */
-    const char *htu;   /* the request's URL as clients address it (the MCP endpoint's: the resource) */
+    const char *htu;   /* the request's URL as clients address it (its public form) */
     const char *token; /* the access token the proof goes with (ath), or NULL: no ath needed */
     size_t token_len;
-    const char *jkt;   /* the token's cnf.jkt, or NULL: not compared */
-    int64_t now;       /* Unix seconds */
-    int64_t leeway;    /* seconds of clock skew for iat */
-    int64_t max_age;   /* seconds a proof stays good after its iat (DPOP_MAX_AGE_S) */
+    const char *jkt;       /* the token's cnf.jkt, or NULL: not compared */
+    int64_t now;           /* Unix seconds */
+    int64_t leeway;        /* seconds of clock skew for iat */
+    int64_t max_age;       /* seconds a proof stays good after its iat (DPOP_MAX_AGE_S) */
     dpop_keycache_t *keys; /* the calling thread's key cache, or NULL */
 } dpop_expect_t;
 
 typedef struct dpop_proof {
-    char jkt[DPOP_JKT_LEN + 1];  /* the thumbprint of the proof's key */
+    char jkt[DPOP_JKT_LEN + 1]; /* the thumbprint of the proof's key */
     char jti[DPOP_JTI_MAX + 1];
     size_t jti_len;
     int64_t iat;

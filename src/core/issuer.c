@@ -126,6 +126,67 @@ static void give_back_all(issuer_wait_t **list)
     }
 }
 
+/* Unlinks from *list (and fixes *tail, when given) every wait past now and hands it back as
+ * unanswered; returns the earliest deadline left, or next when that is earlier (0: none). */
+static int64_t expire_list(issuer_wait_t **list, issuer_wait_t **tail, int64_t now, int64_t next)
+{
+    issuer_wait_t **pp = list, *prev = NULL;
+    while (*pp) {
+        issuer_wait_t *w = *pp;
+        if (w->deadline_ms > now) {
+            next = !next || w->deadline_ms < next ? w->deadline_ms : next;
+            prev = w;
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next; /* before the give-back: its owner reuses next */
+        if (tail && *tail == w)
+            *tail = prev;
+        w->outcome = -1; /* an introspection's; a key wait's request looks at the key set */
+        w->why = "the authorization server did not answer within --auth-fetch-timeout";
+        iss_give_back(w);
+    }
+    return next;
+}
+
+/* The auth thread: hands back every wait past its deadline, wherever it waits (for the chain,
+ * for the introspection endpoint, in the introspection FIFO, or with its POST in flight, whose
+ * answer then goes to no one), and arms ISS.deadline at the next one. Each wait is bounded so:
+ * the fetches are bounded one by one, but a key chain is several fetches and an introspection
+ * may first wait for a slot. */
+static void expire_waits(void)
+{
+    int64_t now = now_mono_ms(), next = 0;
+    next = expire_list(&ISS.key_waits, NULL, now, next);
+    next = expire_list(&ISS.intro_waits, NULL, now, next);
+    next = expire_list(&ISS.intro_queue, &ISS.intro_queue_tail, now, next);
+    for (fetch_t *f = ISS.fetches; f; f = f->next) {
+        issuer_wait_t *w = f->w;
+        if (w && w->deadline_ms <= now) {
+            /* what on_introspected would have said a moment later, when the fetch's own
+             * deadline ends it (it then has no wait, and says nothing) */
+            log_warn("auth: introspection at %s: no answer within --auth-fetch-timeout", f->url);
+            f->w = NULL;
+            w->outcome = -1;
+            w->why = "the authorization server's introspection endpoint did not answer within "
+                     "--auth-fetch-timeout";
+            iss_give_back(w);
+        } else if (w) {
+            next = !next || w->deadline_ms < next ? w->deadline_ms : next;
+        }
+    }
+    if (next) {
+        int64_t ms = next - now;
+        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+        event_add(ISS.deadline, &tv);
+    }
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    expire_waits();
+}
+
 /* ---- the chain: metadata, then the key set ---- */
 
 static void chain_end(jwks_t *fresh)
@@ -327,6 +388,10 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         chain_start();
     else if (!running)
         chain_end_waits_only();
+    /* a timer pending is due no later than these new waits' deadlines (they were parked after
+     * every wait it was armed for); with none pending, arm it for them */
+    if (!evtimer_pending(ISS.deadline, NULL))
+        expire_waits();
 }
 
 static void *auth_main(void *arg)
@@ -377,7 +442,8 @@ int issuer_start(const char *issuer, char *why, size_t whylen)
     ISS.nurls = issuer_metadata_urls(issuer, ISS.urls);
     ISS.base = event_base_new();
     ISS.wake = ISS.base ? event_new(ISS.base, -1, 0, on_wake, NULL) : NULL;
-    if (!ISS.wake || pthread_create(&ISS.thread, NULL, auth_main, NULL) != 0) {
+    ISS.deadline = ISS.base ? evtimer_new(ISS.base, on_deadline, NULL) : NULL;
+    if (!ISS.wake || !ISS.deadline || pthread_create(&ISS.thread, NULL, auth_main, NULL) != 0) {
         snprintf(why, whylen, "cannot start the auth thread");
         return -1;
     }
@@ -413,6 +479,7 @@ void issuer_stop(void)
     event_base_loopbreak(ISS.base);
     pthread_join(ISS.thread, NULL);
     event_free(ISS.wake);
+    event_free(ISS.deadline);
     /* fetches in flight: freeing a connection does not run its request's callback, so their
      * waits (an introspection's carries a copy of the token, wiped by issuer_wait_free) are
      * freed here; their HTTP requests end with evhttp_free */
@@ -421,6 +488,8 @@ void issuer_stop(void)
         ISS.fetches = f->next;
         if (f->conn)
             evhttp_connection_free(f->conn);
+        if (f->timer)
+            event_free(f->timer);
         issuer_wait_free(f->w);
         free(f->url);
         free(f);
@@ -511,6 +580,7 @@ bool issuer_park(issuer_wait_t *w)
     pthread_mutex_lock(&ISS.mu);
     bool ok = ISS.started && ISS.waits < WAITS_MAX;
     if (ok) {
+        w->deadline_ms = now_mono_ms() + iss_timeout_ms();
         ISS.waits++;
         w->next = ISS.incoming;
         ISS.incoming = w;

@@ -5,13 +5,16 @@
  * discovery, with the path-insertion order of the MCP spec), whose `issuer` must equal the
  * configured one, then its `jwks_uri`. No HTTP or worker thread ever waits for it: they read
  * the published key set (an immutable, reference-counted jwks_t swapped under a mutex) and,
- * when it is missing or lacks a token's kid, ask for a fetch and answer 503 + Retry-After.
+ * when it is missing, lacks a token's kid or does not verify its signature, ask for a fetch and
+ * park the request for it (or answer 503 + Retry-After).
  *
  * Nothing runs while nothing is asked: one fetch at start, then only on demand (a token with an
- * unknown kid, no key set yet, or a key set older than its max-age), at most once per cooldown
- * (10 s with a key set, 2 s without), so a flood of forged kids costs the issuer one request
- * per cooldown. Requests parked on their HTTP thread (issuer_park) get their answer when the
- * fetch ends, or when their introspection is answered. https:// (libevent's bufferevent_openssl:
+ * unknown kid, or a signature that fails under its kid's keys; no key set yet; a key set older
+ * than its max-age), at most once per cooldown (10 s with a key set, 2 s without), so a flood
+ * of forged tokens costs the issuer one request per cooldown. Requests parked on their HTTP thread (issuer_park) get their answer when the
+ * fetch ends, or when their introspection is answered, and no later than --auth-fetch-timeout
+ * after they were parked; one fetch (a GET or a POST: connect, send, answer) takes at most
+ * --auth-fetch-timeout as a whole. https:// (libevent's bufferevent_openssl:
  * the system's CA store, or SSL_CERT_FILE; the peer's name checked) or http://; an https
  * issuer's metadata must name https URLs only. */
 #ifndef MCPD_CORE_ISSUER_H
@@ -54,20 +57,24 @@ int issuer_cooldown_left_s(void);
 typedef enum { ISSUER_WAIT_KEYS = 0, ISSUER_WAIT_INTROSPECT } issuer_wait_kind_t;
 typedef struct issuer_wait issuer_wait_t;
 struct issuer_wait {
-    issuer_wait_t *next;  /* the holder's list */
+    issuer_wait_t *next; /* the holder's list */
     issuer_wait_kind_t kind;
-    char *token;          /* INTROSPECT: the token (malloc'd; wiped and freed with the wait) */
+    char *token; /* INTROSPECT: the token (malloc'd; wiped and freed with the wait) */
     size_t token_len;
-    int outcome;          /* INTROSPECT's answer: 1 active and for us (claims), 0 refused (why),
+    int outcome; /* INTROSPECT's answer: 1 active and for us (claims), 0 refused (why),
                              -1 no answer (why) */
     const char *why;
     jwt_claims_t claims;
     void (*done)(issuer_wait_t *w);
     void (*release)(issuer_wait_t *w); /* or NULL: issuer_wait_free calls it first (the owner's
                                           own references, whoever frees the wait) */
+    int64_t deadline_ms; /* issuer_park sets it (monotonic): handed back by then, answered or
+                            not (an introspection's outcome -1) */
 };
 /* Any thread: hands w to the auth thread; false (w stays the caller's) when it is stopped or
- * holds too many waits already. */
+ * holds too many waits already. w comes back within --auth-fetch-timeout: a key wait whose
+ * fetch has not ended by then comes back as if it had failed, an introspection with outcome
+ * -1 (no answer). */
 bool issuer_park(issuer_wait_t *w);
 void issuer_wait_free(issuer_wait_t *w);
 /* Main thread, before issuer_start: the client credentials for introspection, from a file of

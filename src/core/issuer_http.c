@@ -1,9 +1,10 @@
 /* Threads: the auth thread (its event loop). */
 /* The auth thread's HTTP client: one evhttp connection per call (https through
  * bufferevent_openssl with the system's CA store, the peer and its name verified), a timeout
- * (--auth-fetch-timeout: libevent's, on the connect and on each wait for the next bytes; the
- * host name is resolved before, outside it), a bound on the answer, and the connection freed on
- * the loop's next turn. */
+ * (--auth-fetch-timeout: libevent's, on the connect and on each wait for the next bytes, and a
+ * timer of our own on the whole fetch, so a server that sends a byte at a time cannot hold it
+ * longer; the host name is resolved before, outside both), a bound on the answer, and the
+ * connection freed on the loop's next turn. */
 #include "core/issuer_internal.h"
 
 #include "core/authz.h"
@@ -36,6 +37,12 @@
 
 /* ---- HTTP client calls on the auth thread's loop ---- */
 
+int64_t iss_timeout_ms(void)
+{
+    /* main sets it before the thread starts; 0 would be libevent's own 45-50 s */
+    return (g_authz.fetch_timeout > 0 ? g_authz.fetch_timeout : 5) * 1000;
+}
+
 /* A connection cannot be freed inside its own request's callback: on the next loop turn. */
 static void free_call(evutil_socket_t fd, short what, void *arg)
 {
@@ -48,6 +55,8 @@ static void free_call(evutil_socket_t fd, short what, void *arg)
         f->next->prev = f->prev;
     if (f->conn)
         evhttp_connection_free(f->conn);
+    if (f->timer)
+        event_free(f->timer);
     free(f->url);
     free(f);
 }
@@ -55,6 +64,9 @@ static void free_call(evutil_socket_t fd, short what, void *arg)
 static void on_response(struct evhttp_request *req, void *arg)
 {
     fetch_t *f = arg;
+    f->answered = true;
+    if (f->timer)
+        event_del(f->timer); /* it must not fire before free_call */
     int status = req ? evhttp_request_get_response_code(req) : 0;
     struct evbuffer *in = req ? evhttp_request_get_input_buffer(req) : NULL;
     size_t len = in ? evbuffer_get_length(in) : 0;
@@ -65,6 +77,18 @@ static void on_response(struct evhttp_request *req, void *arg)
     f->cb(f, status, body, len, cc);
     f->w = NULL; /* handed back by cb */
     event_base_once(ISS.base, -1, EV_TIMEOUT, free_call, f, NULL);
+}
+
+/* The whole fetch took --auth-fetch-timeout (each read within it, as a server that answers a
+ * byte at a time does): it ends as one that timed out. Freeing the connection drops its request
+ * without running its callback; the answer is "none". */
+static void on_fetch_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    fetch_t *f = arg;
+    log_debug("auth: %s: no whole answer within --auth-fetch-timeout", f->url);
+    evhttp_connection_free(f->conn);
+    f->conn = NULL;
+    on_response(NULL, f);
 }
 
 /* A client connection over TLS: the peer's certificate must chain to the system's CA store
@@ -105,6 +129,7 @@ void iss_http_call(const char *url, const char *form, size_t max, fetch_cb cb, i
     f->url = xstrdup(url);
     f->cb = cb;
     f->w = w;
+    f->timer = evtimer_new(ISS.base, on_fetch_deadline, f);
     f->next = ISS.fetches;
     if (ISS.fetches)
         ISS.fetches->prev = f;
@@ -135,9 +160,8 @@ void iss_http_call(const char *url, const char *form, size_t max, fetch_cb cb, i
         on_response(NULL, f);
         return;
     }
-    /* main sets it before the thread starts; 0 would be libevent's own 45-50 s */
-    evhttp_connection_set_timeout(f->conn,
-                                  g_authz.fetch_timeout > 0 ? (int)g_authz.fetch_timeout : 5);
+    int64_t ms = iss_timeout_ms();
+    evhttp_connection_set_timeout(f->conn, (int)(ms / 1000));
     evhttp_connection_set_retries(f->conn, 0);
     evhttp_connection_set_max_body_size(f->conn, (ev_ssize_t)max);
     struct evhttp_request *req = evhttp_request_new(on_response, f);
@@ -159,6 +183,12 @@ void iss_http_call(const char *url, const char *form, size_t max, fetch_cb cb, i
     int rc = evhttp_make_request(f->conn, req, form ? EVHTTP_REQ_POST : EVHTTP_REQ_GET, target);
     free(target);
     evhttp_uri_free(u);
-    if (rc != 0) /* the request was freed by evhttp */
+    if (rc != 0) { /* the request was freed by evhttp */
         on_response(NULL, f);
+        return;
+    }
+    /* from here: the name is resolved (in evhttp_make_request, before the connect) */
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
+    if (!f->answered && f->timer)
+        event_add(f->timer, &tv);
 }

@@ -45,8 +45,9 @@ typedef struct {
     issuer_wait_t *intro_waits; /* waiting for the chain to find the introspection endpoint */
     issuer_wait_t *intro_queue, *intro_queue_tail; /* waiting for an introspection slot, FIFO */
     struct fetch *fetches;                         /* in flight or about to be freed (free_call) */
-    bool introspects;   /* --auth-introspect given: set before the threads, then read-only */
-    int intro_inflight; /* introspection POSTs out now (INTROSPECT_MAX at most) */
+    struct event *deadline; /* gives back the waits past their deadline_ms (iss_expire_waits) */
+    bool introspects;       /* --auth-introspect given: set before the threads, then read-only */
+    int intro_inflight;     /* introspection POSTs out now (INTROSPECT_MAX at most) */
 } issuer_state_t;
 
 /* The auth thread's state (the members before "auth thread only" under its mu). */
@@ -56,6 +57,8 @@ typedef struct fetch fetch_t;
 typedef void (*fetch_cb)(fetch_t *f, int status, const char *body, size_t len, const char *cc);
 struct fetch {
     struct evhttp_connection *conn;
+    struct event *timer; /* the whole fetch's deadline (--auth-fetch-timeout) */
+    bool answered;       /* cb has run */
     char *url;
     fetch_cb cb;
     issuer_wait_t *w;     /* an introspection's wait until its answer is handed back, or NULL */
@@ -64,7 +67,8 @@ struct fetch {
 };
 
 /* A GET (form NULL), or a form POST, of url on the auth thread's loop, with the fetch timeout
- * and an answer of at most max bytes; cb gets the answer (status 0: none). */
+ * (on the connect and each read, and on the whole fetch once its request is made) and an
+ * answer of at most max bytes; cb gets the answer (status 0: none). */
 void iss_http_call(const char *url, const char *form, size_t max, fetch_cb cb, issuer_wait_t *w);
 
 /* The key-set chain failed at one of its fetches: logged, and the chain ends without a new set. */
@@ -75,6 +79,9 @@ void iss_give_back(issuer_wait_t *w);
 
 /* Queues w's introspection (auth thread): sent now if a slot is free, else in FIFO order. */
 void iss_introspect(issuer_wait_t *w);
+
+/* --auth-fetch-timeout in milliseconds: the bound of one fetch, and of one wait. */
+int64_t iss_timeout_ms(void);
 
 /* A formatted, allocated string. */
 char *iss_strf(const char *f, ...) __attribute__((format(printf, 1, 2)));

@@ -55,6 +55,8 @@ static void on_introspected(fetch_t *f, int status, const char *body, size_t len
     issuer_wait_t *w = f->w;
     ISS.intro_inflight--;
     introspect_next(); /* before the answer: its slot is free whichever way this ends */
+    if (!w)
+        return; /* its wait went back at its deadline (issuer.c): no one to answer */
     if (status != 200) {
         w->outcome = -1;
         w->why = "the authorization server's introspection endpoint did not answer";

@@ -448,14 +448,16 @@ jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const
         *why = "the token's signature is not base64url";
         goto out;
     }
-    bool named = false, verified = false;
+    bool named = false, fitted = false, verified = false;
     for (size_t i = 0; i < keys->n && !verified; i++) {
         const jwk_t *k = &keys->keys[i];
         if (kid && (!k->has_kid || !jwt_str_is(kid, k->kid)))
             continue;
         named = true;
-        if (key_fits(k, a))
+        if (key_fits(k, a)) {
+            fitted = true;
             verified = sig_ok(k, a, token, (size_t)(d2 - token), sig, siglen);
+        }
     }
     if (kid && !named) {
         rc = JWT_UNKNOWN_KID;
@@ -464,8 +466,10 @@ jwt_result_t jwt_verify(const char *token, size_t len, const jwks_t *keys, const
     }
     if (!verified) {
         /* without a kid, no key of the set verifying it is what a rotation looks like too:
-         * the caller refetches (under the cooldown) as for an unknown kid */
-        rc = kid ? JWT_INVALID : JWT_UNKNOWN_KID;
+         * the caller refetches (under the cooldown) as for an unknown kid; with one, so is a
+         * key replaced under the same kid, and the caller may refetch once too (a kid whose
+         * keys do not fit the algorithm is a bad token, not a rotation) */
+        rc = !kid ? JWT_UNKNOWN_KID : fitted ? JWT_BAD_SIGNATURE : JWT_INVALID;
         *why = "the token's signature does not verify";
         goto out;
     }

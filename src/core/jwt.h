@@ -58,15 +58,18 @@ typedef struct jwt_expect {
 
 typedef enum {
     JWT_OK = 0,
-    JWT_NOT_JWT,     /* not three base64url parts: not for this verifier (a static or opaque token) */
-    JWT_INVALID,     /* malformed, refused algorithm, bad signature, or a claim that fails */
-    JWT_UNKNOWN_KID, /* well formed, but no key of the set has its kid (or, without a kid, none
+    JWT_NOT_JWT, /* not three base64url parts: not for this verifier (a static or opaque token) */
+    JWT_INVALID, /* malformed, refused algorithm, bad signature, or a claim that fails */
+    JWT_UNKNOWN_KID,   /* well formed, but no key of the set has its kid (or, without a kid, none
                         verifies its signature): the set may be stale */
+    JWT_BAD_SIGNATURE, /* keys of the set have its kid and fit its alg, and none of them
+                          verifies it: forged, or the issuer changed the key and kept the kid
+                          (the set may be stale) */
 } jwt_result_t;
 
 typedef struct jwt_claims {
-    char sub[JWT_SUB_MAX + 1]; /* sub, or client_id when there is no sub */
-    bool sub_is_client_id;     /* sub holds the client_id (a principal tags which it is) */
+    char sub[JWT_SUB_MAX + 1];     /* sub, or client_id when there is no sub */
+    bool sub_is_client_id;         /* sub holds the client_id (a principal tags which it is) */
     char scope[JWT_SCOPE_MAX + 1]; /* space-separated, one space between scopes */
     int64_t exp;
     char jkt[JWT_JKT_MAX + 1]; /* cnf.jkt (RFC 9449 6): the token is DPoP-bound to the key of

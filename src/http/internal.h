@@ -191,10 +191,19 @@ const char *http_date_now(void);
  * now (counted in auth_unavailable_total). */
 void http_auth_unavailable(struct evhttp_request *req, const json_t *id, const char *why,
                            const char *retry);
+/* oauth_dpop.c: 401 for a DPoP problem: the DPoP challenge (error: invalid_dpop_proof or
+ * invalid_token; NULL for none, as beside a Bearer refusal) and the Bearer challenge with the
+ * metadata URL, so a client that knows only Bearer still finds the authorization server.
+ * bearer_invalid: the Bearer challenge carries error="invalid_token" (a DPoP-bound token sent as
+ * a bearer token). why: a fixed text. */
+void http_dpop_refuse(struct evhttp_request *req, const json_t *id, const char *need,
+                      const char *error, bool bearer_invalid, const char *why);
 /* oauth_dpop.c: the DPoP checks of a request whose token is verified (jkt: its cnf.jkt, "" for
- * a bearer token; dpop: it came with the DPoP scheme). True: it may go on; false: answered. */
+ * a bearer token; dpop: it came with the DPoP scheme; who: the token's principal, whose share
+ * of the replay cache the proof counts in). True: it may go on; false: answered. */
 bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *id,
-                    const char *need, bool dpop, const char *tok, size_t len, const char *jkt);
+                    const char *need, bool dpop, const char *tok, size_t len, const char *jkt,
+                    const char *who);
 /* oauth_dpop.c: frees every thread's cache of DPoP proof keys (at the end, after the threads). */
 void http_dpop_free(void);
 /* The connection's tracker; NULL when --max-connections refuses it. */
@@ -227,6 +236,11 @@ void http_on_inbox(evutil_socket_t fd, short what, void *arg);
 typedef enum { CH_NONE, CH_INVALID, CH_SCOPE } challenge_t;
 void http_challenge(struct evhttp_request *req, const json_t *id, challenge_t kind,
                     const char *need, const char *why);
+/* oauth_dpop.c: http_challenge's answer (CH_INVALID: 401 invalid_token; CH_SCOPE: 403
+ * insufficient_scope, the scope named) for a request that came with the DPoP scheme (RFC 9449
+ * 7.1): the error in the DPoP challenge, beside the Bearer challenge with scope and metadata. */
+void http_dpop_challenge(struct evhttp_request *req, const json_t *id, challenge_t kind,
+                         const char *need, const char *why);
 /* endpoint.c: the /mcp callback and the one for every other path */
 void http_on_mcp(struct evhttp_request *req, void *arg);
 void http_on_other(struct evhttp_request *req, void *arg);

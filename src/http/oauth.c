@@ -343,6 +343,25 @@ static bool covered_each(const json_t *body, const char *scope, char *need, size
 
 /* ---- the token ---- */
 
+/* One request's authorization, as its refusals need it. */
+typedef struct authreq {
+    http_thread_t *t;
+    struct evhttp_request *req;
+    const json_t *id;
+    const char *need; /* the scopes it needs (for the challenge) */
+    bool dpop;        /* it came with the DPoP scheme */
+} authreq_t;
+
+/* 401 invalid_token or 403 insufficient_scope: with the DPoP scheme, the DPoP challenge (RFC
+ * 9449 7.1: its algs, the error there) beside the Bearer one; else the Bearer challenge. */
+static void refuse(const authreq_t *a, challenge_t kind, const char *why)
+{
+    if (a->dpop && g_authz.on)
+        http_dpop_challenge(a->req, a->id, kind, a->need, why);
+    else
+        http_challenge(a->req, a->id, kind, a->need, why);
+}
+
 /* The token of "Bearer <token>" or "DPoP <token>" (RFC 9449 7.1; schemes in any case), trailing
  * spaces cut, *dpop telling which; NULL when the header is absent or names another scheme. */
 static const char *bearer(const char *h, size_t *len, bool *dpop)
@@ -410,10 +429,12 @@ static const char *loggable(const char *s, char *out, size_t n)
 }
 
 /* Verifies a JWT (cache first). True with *scope and who set; false after answering. */
-static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t *id,
-                      const char *tok, size_t len, const char *need, const char **scope,
+static bool check_jwt(const authreq_t *a, const char *tok, size_t len, const char **scope,
                       char who[64], char jkt[JWT_JKT_MAX + 1])
 {
+    http_thread_t *t = a->t;
+    struct evhttp_request *req = a->req;
+    const json_t *id = a->id;
     int64_t now = (int64_t)time(NULL);
     unsigned char key[32];
     sha256(tok, len, key); /* core/crypto.c: the digest fetched once */
@@ -441,8 +462,10 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
     const char *why = NULL;
     jwt_result_t r = jwt_verify(tok, len, keys, &ex, &cl, &why);
     jwks_unref(keys);
-    if (r == JWT_UNKNOWN_KID && issuer_refresh()) {
-        /* key rotation: the fetch under way may bring it; the request waits for it */
+    if ((r == JWT_UNKNOWN_KID || r == JWT_BAD_SIGNATURE) && issuer_refresh()) {
+        /* key rotation (a new kid, or a new key under a kid the set has): the fetch under way
+         * may bring it; the request waits for it. Within the cooldown a bad signature is 401
+         * below (most likely forged), an unknown kid 503 */
         if (!park(t, req, ISSUER_WAIT_KEYS, key, NULL, 0))
             http_auth_unavailable(req, id,
                                   "the token's signing key is being fetched from the "
@@ -462,7 +485,7 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
         return false;
     }
     if (r != JWT_OK) {
-        http_challenge(req, id, CH_INVALID, need, why);
+        refuse(a, CH_INVALID, why);
         return false;
     }
     STAT_INC(auth_jwt_verified_total);
@@ -478,10 +501,12 @@ static bool check_jwt(http_thread_t *t, struct evhttp_request *req, const json_t
 
 /* An opaque token, by introspection (cache first; else the request waits for the answer).
  * True with *scope and who set; false after answering or parking. */
-static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const json_t *id,
-                         const char *tok, size_t len, const char *need, const char **scope,
+static bool check_opaque(const authreq_t *a, const char *tok, size_t len, const char **scope,
                          char who[64], char jkt[JWT_JKT_MAX + 1])
 {
+    http_thread_t *t = a->t;
+    struct evhttp_request *req = a->req;
+    const json_t *id = a->id;
     int64_t now = (int64_t)time(NULL);
     unsigned char key[32];
     sha256(tok, len, key); /* core/crypto.c: the digest fetched once */
@@ -507,7 +532,7 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
             e = cache_put(c, key, until, w->w.outcome > 0, w->w.claims.scope, owho,
                           w->w.claims.jkt);
         if (w->w.outcome == 0) {
-            http_challenge(req, id, CH_INVALID, need, w->w.why);
+            refuse(a, CH_INVALID, w->w.why);
             return false;
         }
         memcpy(who, owho, OAUTH_WHO_LEN + 1);
@@ -523,7 +548,7 @@ static bool check_opaque(http_thread_t *t, struct evhttp_request *req, const jso
     if (e) {
         STAT_INC(auth_cache_hits_total);
         if (!e->active) {
-            http_challenge(req, id, CH_INVALID, need, "the token is not active");
+            refuse(a, CH_INVALID, "the token is not active");
             return false;
         }
         memcpy(who, e->who, OAUTH_WHO_LEN + 1);
@@ -555,10 +580,18 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
             http_challenge(req, id, CH_NONE, need, NULL);
         return false;
     }
-    if (g_auth.n && !dpop) {
-        /* static tokens first: constant-time, and never subject to scopes (the operator's) */
-        const char *name = auth_check(&g_auth, authorization);
-        if (name) {
+    if (g_auth.n) {
+        /* static tokens first, whatever the scheme: constant-time, never subject to scopes (the
+         * operator's), and never sent anywhere (introspection would hand the operator's secret
+         * to the authorization server) */
+        const char *name = auth_check_token(&g_auth, tok, len);
+        if (name && dpop && g_authz.on) {
+            http_dpop_refuse(req, id, need, "invalid_token", false,
+                             "a static token (--auth-tokens) is not bound to a key: send it as "
+                             "Bearer");
+            return false;
+        }
+        if (name && !dpop) {
             str_copy(who, 64, name);
             return true;
         }
@@ -567,27 +600,27 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
         http_challenge(req, id, CH_INVALID, need, NULL);
         return false;
     }
+    authreq_t a = {t, req, id, need, dpop};
     if (len > JWT_MAX_LEN) {
-        http_challenge(req, id, CH_INVALID, need, "the token is too long");
+        refuse(&a, CH_INVALID, "the token is too long");
         return false;
     }
     const char *scope = "";
     char jkt[JWT_JKT_MAX + 1] = "";
     if (!jwt_looks_like(tok, len)) {
         if (!issuer_introspects()) {
-            http_challenge(req, id, CH_INVALID, need,
-                           "the token is not a JWT this server can verify");
+            refuse(&a, CH_INVALID, "the token is not a JWT this server can verify");
             return false;
         }
-        if (!check_opaque(t, req, id, tok, len, need, &scope, who, jkt))
+        if (!check_opaque(&a, tok, len, &scope, who, jkt))
             return false;
-    } else if (!check_jwt(t, req, id, tok, len, need, &scope, who, jkt)) {
+    } else if (!check_jwt(&a, tok, len, &scope, who, jkt)) {
         return false;
     }
-    if ((jkt[0] || dpop) && !http_dpop_gate(t, req, id, need, dpop, tok, len, jkt))
+    if ((jkt[0] || dpop) && !http_dpop_gate(t, req, id, need, dpop, tok, len, jkt, who))
         return false;
     if (fits ? !scopes_cover(scope, need) : !covered_each(body, scope, need, sizeof need)) {
-        http_challenge(req, id, CH_SCOPE, need, NULL);
+        refuse(&a, CH_SCOPE, NULL); /* need: what the first uncovered message needs */
         return false;
     }
     return true;

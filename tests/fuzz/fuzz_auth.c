@@ -47,7 +47,8 @@ static void check_entry(const auth_t *a, size_t i)
     for (size_t j = 0; j < i; j++) {
         FUZZ_CHECK(strcmp(a->entries[j].name, e->name) != 0);
         /* one token never names two entries */
-        FUZZ_CHECK(a->entries[j].len != e->len || memcmp(a->entries[j].token, e->token, e->len) != 0);
+        FUZZ_CHECK(a->entries[j].len != e->len ||
+                   memcmp(a->entries[j].token, e->token, e->len) != 0);
     }
 
     char h[AUTH_TOKEN_MAX + 32];
@@ -58,9 +59,12 @@ static void check_entry(const auth_t *a, size_t i)
     FUZZ_CHECK(w->len == e->len && memcmp(w->token, e->token, e->len) == 0);
     snprintf(h, sizeof h, "  bEARER   %.*s  ", (int)e->len, (const char *)e->token);
     FUZZ_CHECK(auth_check(a, h) == who);
+    /* the token alone, as a DPoP-scheme request's is looked up */
+    FUZZ_CHECK(auth_check_token(a, (const char *)e->token, e->len) == who);
     /* one byte short, or one byte more, is another token */
     snprintf(h, sizeof h, "Bearer %.*s", (int)e->len - 1, (const char *)e->token);
     FUZZ_CHECK(auth_check(a, h) == check_ref(a, h));
+    FUZZ_CHECK(auth_check_token(a, (const char *)e->token, e->len - 1) == auth_check(a, h));
     snprintf(h, sizeof h, "Bearer %.*sx", (int)e->len, (const char *)e->token);
     FUZZ_CHECK(auth_check(a, h) == check_ref(a, h));
 }

@@ -12,6 +12,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -57,11 +58,11 @@ class EcKey:
         return f"{msg}.{b64u(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
 
 
-def request(port, method, body=None, headers=()):
+def request(port, method, body=None, headers=(), path="/mcp"):
     """One request; headers: (name, value) pairs (a name may repeat). Returns (status, header
     pairs, parsed JSON body or None)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.putrequest(method, "/mcp")
+    conn.putrequest(method, path)
     data = json.dumps(body).encode() if body is not None else b""
     for k, v in headers:
         conn.putheader(k, v)
@@ -129,8 +130,9 @@ class Dpop(unittest.TestCase):
         port = sock.getsockname()[1]
         sock.close()
         cls.resource = "http://127.0.0.1:%d/mcp" % port
+        # a gateway path, /mcp/gw, whose process no test here starts (a GET of an unknown session)
         cls.server = Server("--auth-issuer", cls.issuer, "--cors-origin", "http://app.example",
-                            "--listen", "127.0.0.1:%d" % port)
+                            "--listen", "127.0.0.1:%d" % port, "--upstream", f"gw={sys.executable}")
 
     @classmethod
     def tearDownClass(cls):
@@ -138,8 +140,8 @@ class Dpop(unittest.TestCase):
         cls.httpd.shutdown()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def token(self, jkt=None, sub="dpop-user", cnf=None):
-        claims = {"iss": self.issuer, "aud": self.resource, "sub": sub, "scope": "mcp:tools",
+    def token(self, jkt=None, sub="dpop-user", cnf=None, aud=None):
+        claims = {"iss": self.issuer, "aud": aud or self.resource, "sub": sub, "scope": "mcp:tools",
                   "exp": int(time.time()) + 300}
         if jkt:
             claims["cnf"] = {"jkt": jkt}
@@ -154,7 +156,7 @@ class Dpop(unittest.TestCase):
         c.update(claims)
         return key.jws({"typ": "dpop+jwt", "alg": "ES256", "jwk": key.jwk}, c)
 
-    def call(self, rid, auth, proofs=(), method="POST"):
+    def call(self, rid, auth, proofs=(), method="POST", port=None, path="/mcp"):
         h = [("Content-Type", "application/json"), ("Accept", ACCEPT_BOTH), ("Authorization", auth)]
         h += [("DPoP", p) for p in proofs]
         body = {"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": {
@@ -162,7 +164,7 @@ class Dpop(unittest.TestCase):
             "clientInfo": {"name": "dpop-test", "version": "1"}}} if method == "POST" else None
         if method != "POST":
             h.append(("Mcp-Session-Id", "0" * 32))
-        return request(self.server.port, method, body, h)
+        return request(port or self.server.port, method, body, h, path)
 
     def assertDpopRefused(self, r, rid, error, what):
         status, headers, doc = r
@@ -237,9 +239,63 @@ class Dpop(unittest.TestCase):
         for i, (what, proofs) in enumerate(cases):
             self.assertDpopRefused(self.call(30 + i, "DPoP " + tok, proofs), 30 + i, "invalid_dpop_proof", what)
 
+    def test_with_the_dpop_scheme_an_invalid_token_or_too_few_scopes_get_the_dpop_challenge(self):
+        # RFC 9449 7.1: a request that used the DPoP scheme is answered with the DPoP challenge
+        # (its algs, the error there), beside the Bearer challenge that names the metadata
+        srv = Server("--auth-issuer", self.issuer, "--auth-required-scope", "mcp:admin")
+        try:
+            resource = "http://127.0.0.1:%d/mcp" % srv.port
+            tok = self.token(self.client_key.jkt, aud=resource)  # scope mcp:tools: too few
+            status, headers, doc = self.call(60, "DPoP " + tok, [self.proof(tok, htu=resource)], port=srv.port)
+            self.assertEqual(status, 403, doc)
+            ch = challenges(headers)
+            self.assertEqual(ch.get("DPoP", {}).get("algs"), "ES256 RS256 PS256 EdDSA", ch)
+            self.assertEqual(ch["DPoP"].get("error"), "insufficient_scope", ch)
+            self.assertEqual(ch["DPoP"].get("scope"), "mcp:admin", ch)
+            self.assertEqual(ch.get("Bearer", {}).get("scope"), "mcp:admin", ch)
+            self.assertIn("resource_metadata", ch["Bearer"], ch)
+            self.assertNotIn("error", ch["Bearer"], ch)
+            self.assertEqual(doc["id"], 60)
+            claims = {"iss": self.issuer, "aud": resource, "sub": "late", "scope": "mcp:admin",
+                      "exp": int(time.time()) - 600, "cnf": {"jkt": self.client_key.jkt}}
+            expired = self.issuer_key.jws({"alg": "ES256", "typ": "at+jwt", "kid": "as1"}, claims)
+            for what, auth in (("expired", "DPoP " + expired), ("not a JWT", "DPoP not-a-jwt-token"),
+                               ("too long", "DPoP " + "a" * 9000)):
+                status, headers, doc = self.call(61, auth, [self.proof(expired, htu=resource)], port=srv.port)
+                self.assertEqual(status, 401, f"{what}: {doc}")
+                ch = challenges(headers)
+                self.assertEqual(ch.get("DPoP", {}).get("error"), "invalid_token", f"{what}: {ch}")
+                self.assertEqual(ch["DPoP"].get("algs"), "ES256 RS256 PS256 EdDSA", ch)
+                self.assertTrue(ch["DPoP"].get("error_description"), ch)
+                self.assertIn("resource_metadata", ch.get("Bearer", {}), f"{what}: {ch}")
+                self.assertNotIn("error", ch["Bearer"], f"{what}: {ch}")
+            status, headers, doc = self.call(62, "Bearer " + expired, port=srv.port)
+            self.assertEqual(status, 401, doc)
+            self.assertEqual(list(challenges(headers)), ["Bearer"], "the Bearer scheme: the Bearer challenge")
+        finally:
+            srv.cleanup()
+
+    def test_a_gateway_path_s_proof_names_that_path(self):
+        tok = self.token(self.client_key.jkt)
+        gw = self.resource + "/gw"
+
+        def get(path, htu):
+            return self.call(None, "DPoP " + tok, [self.proof(tok, htm="GET", htu=htu)], method="GET",
+                             path=path)
+
+        status, _, doc = get("/mcp/gw", gw)
+        self.assertEqual(status, 404, f"the proof fits; then no such session: {doc}")
+        status, _, doc = get("/mcp/gw", gw + "?x=1#f")
+        self.assertEqual(status, 404, f"query and fragment ignored: {doc}")
+        self.assertDpopRefused(get("/mcp/gw", self.resource), None, "invalid_dpop_proof",
+                               "a proof for /mcp at /mcp/gw")
+        self.assertDpopRefused(get("/mcp", gw), None, "invalid_dpop_proof", "a proof for /mcp/gw at /mcp")
+        self.assertEqual(get("/mcp?x=1", self.resource)[0], 404, "the request's query is not the path's")
+
     def test_behind_a_proxy_htu_is_the_public_resource_url(self):
         public = "https://mcp.example.com/api/mcp"  # a TLS proxy that maps /api/mcp to /mcp
-        srv = Server("--auth-issuer", self.issuer, "--auth-resource", public)
+        srv = Server("--auth-issuer", self.issuer, "--auth-resource", public,
+                     "--upstream", f"gw={sys.executable}")
         try:
             claims = {"iss": self.issuer, "aud": public, "sub": "proxied", "exp": int(time.time()) + 300,
                       "cnf": {"jkt": self.client_key.jkt}}
@@ -253,6 +309,37 @@ class Dpop(unittest.TestCase):
             status, headers, doc = request(srv.port, "POST", body, h + [("DPoP", self.proof(tok, htu=seen_here))])
             self.assertEqual(status, 401, doc)
             self.assertEqual(challenges(headers)["DPoP"].get("error"), "invalid_dpop_proof")
+            # a gateway path below it: the public resource's path with the request's below /mcp
+            for htu, want in ((public + "/gw", 404), (seen_here + "/gw", 401)):
+                status, _, doc = self.call(None, "DPoP " + tok, [self.proof(tok, htm="GET", htu=htu)],
+                                           method="GET", port=srv.port, path="/mcp/gw")
+                self.assertEqual(status, want, f"{htu} at /mcp/gw: {doc}")
+        finally:
+            srv.cleanup()
+
+    def test_one_principal_holds_its_share_of_the_replay_cache_whatever_keys_it_uses(self):
+        # --auth-dpop-jti-max 10, --principal-share 50 (the default): one principal (the token's
+        # issuer and sub) holds at most 5 records, however many proof keys it makes for itself
+        srv = Server("--auth-issuer", self.issuer, "--auth-dpop-jti-max", "10")
+        try:
+            resource = "http://127.0.0.1:%d/mcp" % srv.port
+            third = EcKey(self.client_key.openssl, f"{self.dir}/third.key")
+
+            def use(key, sub, rid):
+                tok = self.token(key.jkt, sub=sub, aud=resource)
+                return self.call(rid, "DPoP " + tok, [self.proof(tok, key=key, htu=resource)],
+                                 port=srv.port)
+
+            self.assertEqual([use(self.client_key, "mallory", i)[0] for i in range(5)], [200] * 5)
+            status, headers, doc = use(self.client_key, "mallory", 5)
+            self.assertEqual(status, 503, f"past its share: {doc}")
+            self.assertRegex(dict((k.lower(), v) for k, v in headers).get("retry-after", ""), r"^\d+$")
+            self.assertIn("this client's share", doc["error"]["message"])
+            self.assertEqual([use(self.other_key, "mallory", 6 + i)[0] for i in range(5)], [503] * 5,
+                             "another key of the same principal counts in the same share")
+            self.assertEqual(use(third, "alice", 11)[0], 200, "another principal still gets in")
+            self.assertEqual(use(self.other_key, "bob", 12)[0], 200,
+                             "a key is not the principal: another principal's token bound to it")
         finally:
             srv.cleanup()
 

@@ -3,6 +3,7 @@ Resource Metadata (RFC 9728), the 401 challenges, 503 while no key set can be ha
 beside an issuer, and the flags' checks. Real binary, real sockets. (Tokens of a real
 authorization server, oidc-provider, are tested in tests/interop.)"""
 import base64
+import http.client
 import http.server
 import json
 import os
@@ -16,7 +17,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, BINARY, From, Server, Session, require_program
+from mcptest import ACCEPT_BOTH, BINARY, From, Server, Session, require_program, wait_until
 
 TOKEN_A = "alpha-token-0123456789abcdef"
 PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
@@ -324,6 +325,73 @@ class HttpsIssuer(unittest.TestCase):
             srv.cleanup()
 
 
+class KeyChangedUnderItsKid(unittest.TestCase):
+    """The issuer replaces a signing key but keeps its kid: a token signed by the new key fails
+    the signature check under the old one, which is fetched again once (the cooldown's), and
+    the token is checked against the fresh set."""
+
+    def test_a_signature_that_fails_under_a_known_kid_refetches_the_keys_once(self):
+        openssl = require_program("openssl")
+        d = tempfile.mkdtemp(prefix="mcpd-kid-")
+        run = lambda *a, **kw: subprocess.run([openssl] + list(a), check=True, capture_output=True, **kw)
+        b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+        def key(name):
+            run("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", f"{d}/{name}.key")
+            point = run("ec", "-in", f"{d}/{name}.key", "-pubout", "-outform", "DER").stdout[-65:]
+            return {"kty": "EC", "crv": "P-256", "kid": "as1", "x": b64(point[1:33]), "y": b64(point[33:65])}
+
+        def token(name, aud):
+            h = b64u({"alg": "ES256", "typ": "at+jwt", "kid": "as1"})
+            p = b64u({"iss": issuer, "aud": aud, "sub": "rotated", "exp": int(time.time()) + 300})
+            r, s_ = der_ints(run("dgst", "-sha256", "-sign", f"{d}/{name}.key", input=f"{h}.{p}".encode()).stdout)
+            return f"{h}.{p}.{b64(r.to_bytes(32, 'big') + s_.to_bytes(32, 'big'))}"
+
+        docs = {"/jwks": {"keys": [key("old")]}}
+        new_jwk = key("new")
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = json.dumps(docs[self.path]).encode() if self.path in docs else b""
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = True
+        issuer = "http://127.0.0.1:%d" % httpd.server_address[1]
+        docs["/.well-known/oauth-authorization-server"] = {"issuer": issuer, "jwks_uri": issuer + "/jwks"}
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        srv = Server("--auth-issuer", issuer)
+        try:
+            aud = "http://127.0.0.1:%d/mcp" % srv.port
+            ping = lambda tok: srv.request("POST", {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+                                           dict(JSON_HEADERS, Authorization="Bearer " + tok))
+            self.assertNotIn(ping(token("old", aud)).status, (401, 503), "the old key's token")
+            self.assertEqual(srv.stats()["jwks_fetches_total"], 1)
+            docs["/jwks"] = {"keys": [new_jwk]}  # the same kid, another key
+            time.sleep(10.5)  # past the cooldown after the start's fetch (ISSUER_COOLDOWN_MS)
+            r = ping(token("new", aud))
+            self.assertNotIn(r.status, (401, 503), "the new key's token, after one fetch: " + r.text)
+            self.assertEqual(srv.stats()["jwks_fetches_total"], 2)
+            # within the cooldown now: a token the fresh set does not verify is 401 at once,
+            # without another fetch (a forged one costs the issuer one fetch per cooldown)
+            r = ping(token("old", aud))
+            self.assertEqual(r.status, 401, r.text)
+            self.assertEqual(challenge_params(r.header("www-authenticate")).get("error"), "invalid_token")
+            self.assertEqual(srv.stats()["jwks_fetches_total"], 2)
+        finally:
+            srv.cleanup()
+            httpd.shutdown()
+            httpd.server_close()
+            shutil.rmtree(d, ignore_errors=True)
+
+
 class LongChallenge(unittest.TestCase):
     def test_a_challenge_longer_than_2_kib_is_whole(self):
         resource = "http://127.0.0.1:1/" + "p" * 990
@@ -506,6 +574,156 @@ class IntrospectionShares(unittest.TestCase):
             self.assertLess(took, 5)
         finally:
             end_issuer(srv, httpd, release, creds)
+
+
+def trickling_issuer(mode):
+    """A plain-http issuer whose answer at mode["trickle"] ("/jwks" or "/introspect"; None: none,
+    and the test may change it) comes one byte every 0.3 s (never a pause as long as a second, so
+    no single read times out): about 90 s for the whole answer. Its key set holds kid "k" (or
+    "k2" once mode["kid"] says so). Returns (httpd, issuer URL, creds file)."""
+    state = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def reply(self, doc, trickle):
+            body = json.dumps(doc).encode() + b" " * 300
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for i in range(len(body) if trickle else 1):
+                try:
+                    self.wfile.write(body[i:i + 1] if trickle else body)
+                    self.wfile.flush()
+                except OSError:
+                    return  # the server gave up on it
+                if trickle:
+                    time.sleep(0.3)
+
+        def do_GET(self):
+            iss = state["issuer"]
+            if self.path == "/.well-known/oauth-authorization-server":
+                self.reply({"issuer": iss, "jwks_uri": iss + "/jwks",
+                            "introspection_endpoint": iss + "/introspect"}, False)
+            elif self.path == "/jwks":
+                self.reply({"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": mode.get("kid", "k"),
+                                      "x": base64.urlsafe_b64encode(b"\x01" * 32).rstrip(b"=").decode()}]},
+                           mode.get("trickle") == "/jwks")
+            else:
+                self.send_error(404)
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.reply({"active": False}, mode.get("trickle") == "/introspect")
+
+        def log_message(self, *a):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    state["issuer"] = "http://127.0.0.1:%d" % httpd.server_address[1]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    fd, creds = tempfile.mkstemp(prefix="mcpd-introspect-")
+    os.write(fd, b"rs:secret\n")
+    os.close(fd)
+    os.chmod(creds, 0o600)
+    return httpd, state["issuer"], creds
+
+
+class TricklingIssuer(unittest.TestCase):
+    """--auth-fetch-timeout bounds a whole fetch, not each read: an issuer that answers a byte at
+    a time holds neither the fetch nor the requests waiting for it past it."""
+
+    def check(self, trickle_path, token):
+        httpd, issuer, creds = trickling_issuer({"trickle": trickle_path})
+        srv = Server("--auth-issuer", issuer, "--auth-introspect", creds, "--auth-fetch-timeout", "1")
+        try:
+            # the whole answer would take 90 s; a fetch bounded as a whole ends in a second, and
+            # the request waiting on it gets what a failed fetch gives (30 s: generous for a slow
+            # machine, far below the trickle)
+            r = srv.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                            dict(JSON_HEADERS, Authorization="Bearer " + token), timeout=30)
+            self.assertEqual(r.status, 503, r.text)
+            self.assertRegex(r.header("retry-after") or "", r"^\d+$")
+            self.assertEqual(r.json()["id"], 2)
+            return srv
+        except BaseException:
+            srv.cleanup()
+            raise
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+            os.unlink(creds)
+
+    def test_a_key_set_that_trickles_in_ends_as_a_failed_fetch(self):
+        srv = self.check("/jwks", jwt_shaped("k"))
+        try:
+            self.assertTrue(wait_until(lambda: srv.stats()["jwks_fetch_failures_total"] >= 1, 20),
+                            "the trickling key set fetch counts as failed: " + srv.log_tail())
+        finally:
+            srv.cleanup()
+
+    def test_an_introspection_that_trickles_in_gets_503_with_retry_after(self):
+        self.check("/introspect", "opaque-trickled").cleanup()
+
+    def test_a_request_waits_for_a_key_fetch_no_longer_than_the_fetch_timeout(self):
+        # a rotation (a token of a kid the key set lacks) while the key set trickles: the chain
+        # is two fetches (the key set, then the metadata and the key set again), about 4 s with
+        # --auth-fetch-timeout 2; the request parked for it comes back after 2 s, while the
+        # chain still runs, as 503 + Retry-After ("being fetched"), not the 401 it would get
+        # after the chain ended without the key
+        mode = {}
+        httpd, issuer, creds = trickling_issuer(mode)
+        srv = Server("--auth-issuer", issuer, "--auth-fetch-timeout", "2")
+        try:
+            self.assertEqual(srv.stats()["jwks_fetches_total"], 1, "the key set of the start")
+            time.sleep(10.5)  # past the cooldown after that fetch (ISSUER_COOLDOWN_MS)
+            mode["trickle"] = "/jwks"
+            r = srv.request("POST", {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+                            dict(JSON_HEADERS, Authorization="Bearer " + jwt_shaped("rotated-in")),
+                            timeout=30)
+            self.assertEqual(r.status, 503, r.text)
+            self.assertIn("being fetched", r.text)
+            self.assertRegex(r.header("retry-after") or "", r"^\d+$")
+        finally:
+            srv.cleanup()
+            httpd.shutdown()
+            httpd.server_close()
+            os.unlink(creds)
+
+
+class StaticTokenUnderDpop(unittest.TestCase):
+    def test_a_static_token_sent_with_the_dpop_scheme_is_refused_without_leaving_the_server(self):
+        httpd, issuer, release, seen, creds = holding_issuer()
+        release.set()
+        fd, tokens = tempfile.mkstemp(prefix="mcpd-tokens-")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"alice:{TOKEN_A}\n")
+        os.chmod(tokens, 0o600)
+        srv = Server("--auth-issuer", issuer, "--auth-introspect", creds, "--auth-tokens", tokens)
+        try:
+            ping = {"jsonrpc": "2.0", "id": 6, "method": "ping"}
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+            conn.request("POST", "/mcp", json.dumps(ping),
+                         dict(JSON_HEADERS, Authorization="DPoP " + TOKEN_A, DPoP="x.y.z"))
+            resp = conn.getresponse()
+            text = resp.read().decode()
+            conn.close()
+            self.assertEqual(resp.status, 401, text)
+            self.assertEqual(seen[0], 0, "the static token was not sent to the introspection endpoint")
+            dpop = [v for k, v in resp.getheaders() if k.lower() == "www-authenticate" and v.startswith("DPoP ")]
+            self.assertEqual(len(dpop), 1, resp.getheaders())
+            self.assertIn('error="invalid_token"', dpop[0])
+            self.assertIn("static token", dpop[0])
+            self.assertEqual(json.loads(text)["id"], 6)
+            self.assertNotIn(TOKEN_A, text + str(resp.getheaders()))
+            r = srv.request("POST", ping, dict(JSON_HEADERS, Authorization="Bearer " + TOKEN_A))
+            self.assertNotIn(r.status, (401, 403, 503), "the same token as Bearer works: " + r.text)
+            self.assertEqual(seen[0], 0)
+        finally:
+            end_issuer(srv, httpd, release, creds)
+            os.unlink(tokens)
 
 
 class Ipv6Issuer(unittest.TestCase):

@@ -1,6 +1,6 @@
 /* Unit tests: the DPoP replay cache (src/actor/jti.c) on a real RocksDB in a temporary
  * directory: a proof's jti is refused a second time, also after the store is closed and opened
- * again; the sweep frees what expired; the bound. */
+ * again; the sweep frees what expired; the bound, and each principal's share of it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,12 +39,21 @@ static int teardown(void **state)
     return 0;
 }
 
-static jti_result_t check(const char *jkt, const char *jti, int64_t iat)
+#define WHO "o:0123456789abcdef0123456789abcdef"
+#define WHO2 "o:fedcba9876543210fedcba9876543210"
+
+static jti_result_t check_as(const char *who, const char *jkt, const char *jti, int64_t iat)
 {
-    return jti_check(jkt, jti, strlen(jti), iat);
+    return jti_check(who, jkt, jti, strlen(jti), iat);
 }
 
-/* A record as jti.c lays it out: "dpop/" | iat u64 big-endian | jkt | jti. */
+static jti_result_t check(const char *jkt, const char *jti, int64_t iat)
+{
+    return check_as(WHO, jkt, jti, iat);
+}
+
+/* A record as jti.c laid it out before its value named the principal: "dpop/" | iat u64
+ * big-endian | jkt | jti -> (empty). */
 static void put_raw(store_t *s, const char *jkt, const char *jti, int64_t iat)
 {
     unsigned char k[128];
@@ -128,40 +137,60 @@ static void a_full_cache_records_nothing_more(void **state)
     assert_int_equal(check(JKT, "3", now + WINDOW), JTI_FRESH); /* room again */
 }
 
-static void a_key_past_its_share_does_not_lock_out_another_key(void **state)
+static void a_principal_past_its_share_does_not_lock_out_another_whatever_its_keys(void **state)
 {
     fixture_t *f = *state;
     int64_t now = now_wall_ms() / 1000;
     char jti[8];
-    assert_int_equal(jti_open(f->s, WINDOW, 10, 50), 0); /* a key's share: 5 */
+    assert_int_equal(jti_open(f->s, WINDOW, 10, 50), 0); /* a principal's share: 5 */
     for (int i = 0; i < 5; i++) {
         snprintf(jti, sizeof jti, "%d", i);
-        assert_int_equal(check(JKT, jti, now), JTI_FRESH);
+        assert_int_equal(check_as(WHO, i < 3 ? JKT : JKT2, jti, now), JTI_FRESH);
     }
-    assert_int_equal(check(JKT, "more", now), JTI_FULL); /* the first key is past its share */
-    assert_int_equal(check(JKT2, "a", now), JTI_FRESH);  /* the second still gets in */
-    assert_int_equal(jti_count(), 6);
-    /* the per-key counts are rebuilt at a start */
+    /* past its share with the keys it used, and with a key it never used */
+    assert_int_equal(check_as(WHO, JKT, "more", now), JTI_SHARE);
+    assert_int_equal(check_as(WHO, JKT3, "more", now), JTI_SHARE);
+    assert_int_equal(check_as(WHO2, JKT3, "a", now), JTI_FRESH); /* another still gets in */
+    assert_int_equal(check_as(WHO2, JKT, "a", now), JTI_FRESH);  /* even with the same key */
+    assert_int_equal(jti_count(), 7);
+    assert_int_equal(check_as("", JKT, "x", now), JTI_ERROR); /* a proof counts for someone */
+    /* the per-principal counts are rebuilt at a start */
     jti_close();
     assert_int_equal(jti_open(f->s, WINDOW, 10, 50), 0);
-    assert_int_equal(check(JKT, "more", now), JTI_FULL);
-    assert_int_equal(check(JKT2, "b", now), JTI_FRESH);
-    /* the sweep gives the key its share back */
+    assert_int_equal(check_as(WHO, JKT3, "more", now), JTI_SHARE);
+    assert_int_equal(check_as(WHO2, JKT2, "b", now), JTI_FRESH);
+    /* the sweep gives the principal its share back */
     jti_sweep((now + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000);
     assert_int_equal(jti_count(), 0);
-    assert_int_equal(check(JKT, "more", now + WINDOW), JTI_FRESH);
+    assert_int_equal(check_as(WHO, JKT3, "more", now + WINDOW), JTI_FRESH);
 }
 
-static void the_global_maximum_still_bounds_every_key_together(void **state)
+static void a_record_that_names_no_principal_counts_in_the_global_bound_alone(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    for (int i = 0; i < 3; i++)
+        put_raw(f->s, JKT, (const char[]){(char)('a' + i), 0}, now);
+    assert_int_equal(jti_open(f->s, WINDOW, 6, 50), 0); /* a principal's share: 3 */
+    assert_int_equal(jti_count(), 3);
+    assert_int_equal(check(JKT, "a", now), JTI_REPLAY); /* still refused as a replay */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(check(JKT, (const char[]){(char)('x' + i), 0}, now), JTI_FRESH);
+    assert_int_equal(check_as(WHO2, JKT2, "a", now), JTI_FULL); /* 6: the global maximum */
+    jti_sweep((now + WINDOW + JTI_SWEEP_MARGIN_S + 1) * 1000);
+    assert_int_equal(jti_count(), 0);
+}
+
+static void the_global_maximum_still_bounds_every_principal_together(void **state)
 {
     fixture_t *f = *state;
     int64_t now = now_wall_ms() / 1000;
     assert_int_equal(jti_open(f->s, WINDOW, 4, 50), 0);
-    assert_int_equal(check(JKT, "1", now), JTI_FRESH);
-    assert_int_equal(check(JKT, "2", now), JTI_FRESH);
-    assert_int_equal(check(JKT2, "1", now), JTI_FRESH);
-    assert_int_equal(check(JKT2, "2", now), JTI_FRESH);
-    assert_int_equal(check(JKT3, "1", now), JTI_FULL);
+    assert_int_equal(check_as(WHO, JKT, "1", now), JTI_FRESH);
+    assert_int_equal(check_as(WHO, JKT, "2", now), JTI_FRESH);
+    assert_int_equal(check_as(WHO2, JKT2, "1", now), JTI_FRESH);
+    assert_int_equal(check_as(WHO2, JKT2, "2", now), JTI_FRESH);
+    assert_int_equal(check_as("o:third", JKT3, "1", now), JTI_FULL);
     assert_int_equal(jti_count(), 4); /* the refused one was not counted */
 }
 
@@ -260,10 +289,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_sweep_frees_what_expired_and_nothing_else, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_full_cache_records_nothing_more, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_key_past_its_share_does_not_lock_out_another_key, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(the_global_maximum_still_bounds_every_key_together, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            a_principal_past_its_share_does_not_lock_out_another_whatever_its_keys, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            a_record_that_names_no_principal_counts_in_the_global_bound_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(the_global_maximum_still_bounds_every_principal_together,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(retry_after_follows_the_earliest_proof_held_through_sweeps,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(a_clock_stepped_back_does_not_readmit_a_swept_proof, setup,
