@@ -183,12 +183,31 @@ static void on_alarm(worker_t *w, wmsg_t *m)
         settle(w, a);
 }
 
+/* The list was read when the message was made (at start, or when a shard was adopted): only
+ * what is still stored now is answered. A refused turn's mark on a session of a shard that
+ * left and came back has just answered its requests (scheduled_actor); a request that came
+ * since is live and not in the list. */
 static void on_recover(worker_t *w, wmsg_t *m)
 {
     actor_t *a = scheduled_actor(w, m);
     if (!a)
         return;
-    actor_recover(a, m->u.recover.list, m->u.recover.why);
+    json_t *stored = actor_inflight(a);
+    json_t *left = json_array();
+    size_t i, k;
+    json_t *item, *have;
+    json_array_foreach(m->u.recover.list, i, item) {
+        json_array_foreach(stored, k, have) {
+            if (json_equal(item, have)) {
+                json_array_append(left, item);
+                break;
+            }
+        }
+    }
+    json_decref(stored);
+    if (json_array_size(left))
+        actor_recover(a, left, m->u.recover.why);
+    json_decref(left);
     settle(w, a);
 }
 

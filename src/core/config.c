@@ -219,8 +219,8 @@ static const flag_t FLAGS[] = {
     {"principal-share", "PERCENT", K_INT, OFF(principal_share), 1, 100,
      "the most one principal (token name; without tokens the session, or the client's address) "
      "may hold of the tool threads and of --max-sessions, --max-connections, --max-handles, "
-     "--max-tasks and --upstream-max, and of each --upstream-pool and its queue, in percent, at "
-     "least 1 of each (default 50)"},
+     "--max-tasks, --max-input-records, --auth-dpop-jti-max and --upstream-max, and of each "
+     "--upstream-pool and its queue, in percent, at least 1 of each (default 50)"},
     {"max-handles", "N", K_INT, OFF(max_handles), 1, 1LL << 40,
      "state handles stored; past it (or past a principal's share) mcpd_ctx_handle_new fails "
      "(the demo's new_counter: a tool error) (default 100000)"},

@@ -298,8 +298,14 @@ static void up_response(pproc_t *p, json_t *msg)
     }
     json_t *r = json_deep_copy(msg);
     json_t *result = json_object_get(r, "result");
+    json_t *err = json_object_get(r, "error");
     if (result)
         json_object_set_new(r, "result", pool_decorate(pl, job, json_incref(result)));
+    else if (json_is_integer(json_object_get(err, "code")))
+        /* an error code this revision may emit: the upstream speaks an older one (-32002) */
+        json_object_set_new(err, "code",
+                            json_integer(stateless_error_code(
+                                (int)json_integer_value(json_object_get(err, "code")))));
     if (!job->a && job->xid[0]) {
         /* between rounds: the client's retry gets it (mrtr_retry) */
         json_decref(job->final);

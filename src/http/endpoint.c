@@ -303,8 +303,10 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
     if (b->kind == JR_INVALID) {
         char msg[300];
         snprintf(msg, sizeof msg, "Invalid Request: %s", b->why);
-        /* the id echoed where it can be read (JSON-RPC: null only when it cannot) */
-        const json_t *id = jsonrpc_id_valid(b->v.id) ? b->v.id : NULL;
+        /* a request's id echoed where it can be read (JSON-RPC: null only when it cannot);
+         * a message without "method" is a response, whose id is one of the server's own
+         * requests: null, so the client does not take it for that request's answer */
+        const json_t *id = b->v.method && jsonrpc_id_valid(b->v.id) ? b->v.id : NULL;
         http_reply_error(req, id, 400, JSONRPC_INVALID_REQUEST, msg, NULL);
         return false;
     }

@@ -224,8 +224,9 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
         json_t *msg = batch ? json_array_get(body, i) : body;
         calls[i] = NULL;
         if (kinds[i] == JR_INVALID) {
-            /* its answer echoes its id where that can be read, else null */
-            json_t *id = json_object_get(msg, "id");
+            /* its answer echoes a request's id where that can be read, else null (a message
+             * without "method" is a response: its id is one of the server's requests) */
+            json_t *id = json_object_get(msg, "method") ? json_object_get(msg, "id") : NULL;
             json_t *null_id = json_null();
             calls[i] = actor_add_call(a, s, jsonrpc_id_valid(id) ? id : null_id, SM_other);
             json_decref(null_id);

@@ -91,7 +91,8 @@ void store_set_free_bytes_source(int64_t (*fn)(const char *dir));
 /* Room for `bytes` more on the data directory's filesystem, written outside the store's
  * commits (a shard move's files): true when the free space, asked now, less bytes leaves
  * --min-free-space (with no floor: when bytes fit). The guard's cached budget is charged with
- * them, so no commit takes their room. *free_now: what statvfs said (-1: cannot tell, then
+ * them until it next asks statvfs (within a second), so the commits of that second do not take
+ * their room; later commits may (statvfs sees only what is written). *free_now: what statvfs said (-1: cannot tell, then
  * true); *min_free: the floor. Any thread. */
 bool store_space_for(store_t *s, uint64_t bytes, int64_t *free_now, int64_t *min_free);
 /* The free space changed outside the store's commits (a move's files written or deleted): the

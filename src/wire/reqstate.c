@@ -7,6 +7,7 @@
 #include "core/crypto.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +113,8 @@ static json_t *canonical(json_t *v)
 {
     if (json_is_real(v)) {
         double d = json_real_value(v);
-        if (d == (double)(long long)d && d >= -9223372036854775808.0 && d < 9223372036854775808.0)
+        if (isfinite(d) && d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
+            d == (double)(long long)d) /* the range first: a cast out of it is undefined */
             return json_integer((json_int_t)d);
         return json_incref(v);
     }

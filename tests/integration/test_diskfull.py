@@ -696,6 +696,36 @@ class RefusedBeforeAMove(ClusterTmpfsCase):
             self.assertIn("shard moved", final[0]["error"]["message"])
             self.n2.restart()
 
+    def test_a_request_refused_before_its_shard_came_back_is_answered_once(self):
+        # the shard leaves and is taken back (a reclaim, as mcpd-cluster's rollback) while the
+        # refused session was never loaded again: n1 still holds that turn's mark, and the
+        # reclaim recovers the shard's in-flight keys. The call gets one error, not two.
+        s, other = mcptest.Session(self.n1), mcptest.Session(self.n1)
+        rid, stream = s.stream_post("tools/call", {
+            "name": "slow", "arguments": {"seconds": 30, "steps": 30},
+            "_meta": {"progressToken": "p"}})
+        first = stream.next_message(timeout=5)
+        self.assertIsNotNone(first, "the call streams: its in-flight key is stored")
+        self.refuse_writes(self.n1, other)
+        r = s.delete()  # refused: the session is reset (its mark), its call's key stays
+        self.assertEqual(r.status, 503, r.text)
+        stream.read_until_end(10)
+        stream.close()
+        self.fs.release()
+        self.wait_health(self.n1, 200)
+        hexs = s.sid[:3]
+        st, rep = move_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(st, 200, rep)
+        st, rep = move_step(self.n1, f"/shards/reclaim?shard={hexs}")
+        self.assertEqual(st, 200, rep)
+        g = s.open_get(last_event_id=first["id"])
+        self.assertEqual(g.status, 200)
+        msgs = [json.loads(e["data"]) for e in g.read_until_end(5) if e.get("data")]
+        g.close()
+        final = [m for m in msgs if m.get("id") == rid]
+        self.assertEqual(len(final), 1, f"the interrupted call is answered once: {msgs}")
+        self.assertEqual(final[0]["error"]["code"], -32603, final)
+
 
 if __name__ == "__main__":
     mcptest.run()

@@ -215,6 +215,16 @@ class PoolTest(unittest.TestCase):
                 self.assertGreater(took, 1.9)  # one after the other, on one process
             self.assertEqual(srv.stats()["upstreams_running"], n)
 
+    def test_an_upstream_error_code_is_one_this_revision_may_emit(self):
+        # the upstream speaks an older revision: -32002 (resource not found) goes out as -32602
+        # and -32042 (URL elicitation) as -32603, which 2026-07-28 must use instead; others stay
+        srv = self.start()
+        c = Client(srv)
+        for sent, got in ((-32002, -32602), (-32042, -32603), (-32601, -32601), (-32000, -32000)):
+            r, msg = c.tool("err", {"code": sent})
+            self.assertEqual(msg["error"]["code"], got, r.text)
+            self.assertEqual(msg["error"]["message"], "as asked")
+
     def test_an_upstream_exit_errors_its_call_and_the_next_starts_a_process(self):
         srv = self.start("--upstream-pool", "1")
         c = Client(srv)
