@@ -9,7 +9,9 @@
 #   handshake  initialize + initialized + DELETE, 8 in parallel, DURATION s: each one starts
 #              and stops an upstream process
 #   call-modern the same call in 2026-07-28 against mcpactord alone (its pool of POOL warm
-#              processes, default 2, one request each at a time; supergateway has no such era)
+#              processes, default 2, one request each at a time; supergateway has no such era;
+#              --principal-share 100: the benchmark is one client, which would otherwise hold
+#              its share, one of the two processes)
 #   resume     (UPSTREAM=echo) a call whose 256 log messages go on its POST stream, read to the
 #              end, then resumed from its first event id with Last-Event-ID: time to the 256th
 #              (supergateway keeps no events: its resumes fail)
@@ -104,7 +106,8 @@ EOF
 
 p1=$(free_port)
 $(pin "$scpu") "$mcpd" --listen "127.0.0.1:$p1" --admin-listen 127.0.0.1:0 --data-dir "$tmp/data" \
-  --log-level warn --upstream "echo=$upstream" --upstream-max 1000 --upstream-pool "${POOL:-2}" >"$tmp/mcpd.out" 2>"$tmp/mcpd.log" &
+  --log-level warn --upstream "echo=$upstream" --upstream-max 1000 --upstream-pool "${POOL:-2}" \
+  --principal-share 100 >"$tmp/mcpd.out" 2>"$tmp/mcpd.log" &
 pids+=($!)
 mpid=$!
 p2=$(free_port)
