@@ -262,7 +262,7 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
          * --handle-ttl (a week by default), so one client minting them in a loop would fill
          * the cap for everyone */
         principal_t *owner = j->owner ? principal_ref(j->owner) : principal_get("a:");
-        int rc = principal_take(owner, PR_HANDLES);
+        int rc = principal_take_counted(owner, PR_HANDLES);
         if (rc != 0) {
             char msg[300];
             if (rc == -EDQUOT)
@@ -277,9 +277,6 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
                          "(--max-handles); retry later",
                          (long long)principal_total(PR_HANDLES));
             principal_unref(owner);
-            STAT_INC(limit_refusals_total);
-            if (rc == -EDQUOT)
-                STAT_INC(share_refusals_total);
             job_reply_code(j, seq, NULL, MCPD_ERR_OVERLOADED, msg);
             return;
         }

@@ -227,6 +227,17 @@ int principal_take(principal_t *p, pres_t r)
     return principal_take_upto(p, r, 0);
 }
 
+int principal_take_counted(principal_t *p, pres_t r)
+{
+    int rc = principal_take(p, r);
+    if (rc != 0) {
+        STAT_INC(limit_refusals_total);
+        if (rc == -EDQUOT)
+            STAT_INC(share_refusals_total);
+    }
+    return rc;
+}
+
 int principal_take_upto(principal_t *p, pres_t r, long long most)
 {
     pthread_mutex_lock(&g_mu);

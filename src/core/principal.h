@@ -94,6 +94,9 @@ principal_sched_t *principal_sched(principal_t *p);
 /* Takes one unit of r for p: 0, -ENOSPC when the global cap is reached, -EDQUOT when p holds
  * its share already. Nothing is taken on failure. */
 int principal_take(principal_t *p, pres_t r);
+/* principal_take, and a refusal counted (limit_refusals_total, and share_refusals_total for
+ * -EDQUOT): for the stored resources whose refusal the caller answers itself. */
+int principal_take_counted(principal_t *p, pres_t r);
 /* principal_take, and also -EDQUOT when p holds `most` units of r already (most > 0): a check
  * and a take under one lock, so the bound is exact however many threads take at once. */
 int principal_take_upto(principal_t *p, pres_t r, long long most);

@@ -455,7 +455,7 @@ static actor_t *live_record(actor_t *a)
 static actor_t *record_new(actor_t *a, call_t *c)
 {
     principal_t *owner = a->owner ? principal_ref(a->owner) : principal_get("a:");
-    int rc = principal_take(owner, PR_RECORDS);
+    int rc = principal_take_counted(owner, PR_RECORDS);
     char rid[SESSION_ID_LEN + 1];
     if (rc == 0 && session_id_new_near(rid, a->sid) != 0) {
         principal_give(owner, PR_RECORDS);
@@ -477,9 +477,6 @@ static actor_t *record_new(actor_t *a, call_t *c)
                      "(--max-input-records); retry later",
                      (long long)principal_total(PR_RECORDS));
         principal_unref(owner);
-        STAT_INC(limit_refusals_total);
-        if (rc == -EDQUOT)
-            STAT_INC(share_refusals_total);
         mcp_answer_error(a, c, MCP_ERR_OVERLOADED, msg, NULL);
         return NULL;
     }

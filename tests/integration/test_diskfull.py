@@ -664,7 +664,10 @@ class RefusedBeforeAMove(ClusterTmpfsCase):
     shard moves first, the node that adopts it answers it (the in-flight key came with the
     shard): the client resuming there gets the error, not a stream that just ends."""
 
-    def test_a_request_refused_before_its_shard_moved_is_answered_where_it_moved(self):
+    def refused_then_released(self):
+        """A session on n1 whose streaming call's answer the store refused (the session reset,
+        its call's in-flight key left unanswered), then its shard released to n2: the
+        session, the call's id, its first event and the shard."""
         s, other = mcptest.Session(self.n1), mcptest.Session(self.n1)
         rid, stream = s.stream_post("tools/call", {
             "name": "slow", "arguments": {"seconds": 30, "steps": 30},
@@ -681,15 +684,23 @@ class RefusedBeforeAMove(ClusterTmpfsCase):
         hexs = s.sid[:3]
         st, rep = move_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
         self.assertEqual(st, 200, rep)
+        return s, rid, first, hexs
+
+    def answers_to(self, s, rid, first):
+        """What a resume from the call's first event gets for the call."""
+        g = s.open_get(last_event_id=first["id"])
+        self.assertEqual(g.status, 200)
+        msgs = [json.loads(e["data"]) for e in g.read_until_end(5) if e.get("data")]
+        g.close()
+        return [m for m in msgs if m.get("id") == rid], msgs
+
+    def test_a_request_refused_before_its_shard_moved_is_answered_where_it_moved(self):
+        s, rid, first, hexs = self.refused_then_released()
         st, rep = move_step(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
         self.assertEqual(st, 200, rep)
         s.server = self.n2
         for when in ("after the adopt", "after n2's restart"):
-            g = s.open_get(last_event_id=first["id"])
-            self.assertEqual(g.status, 200)
-            msgs = [json.loads(e["data"]) for e in g.read_until_end(5) if e.get("data")]
-            g.close()
-            final = [m for m in msgs if m.get("id") == rid]
+            final, msgs = self.answers_to(s, rid, first)
             self.assertEqual(len(final), 1, f"{when}: the interrupted call is answered once: "
                                             f"{msgs}")
             self.assertEqual(final[0]["error"]["code"], -32603, final)
@@ -700,32 +711,12 @@ class RefusedBeforeAMove(ClusterTmpfsCase):
         # the shard leaves and is taken back (a reclaim, as mcpd-cluster's rollback) while the
         # refused session was never loaded again: n1 still holds that turn's mark, and the
         # reclaim recovers the shard's in-flight keys. The call gets one error, not two.
-        s, other = mcptest.Session(self.n1), mcptest.Session(self.n1)
-        rid, stream = s.stream_post("tools/call", {
-            "name": "slow", "arguments": {"seconds": 30, "steps": 30},
-            "_meta": {"progressToken": "p"}})
-        first = stream.next_message(timeout=5)
-        self.assertIsNotNone(first, "the call streams: its in-flight key is stored")
-        self.refuse_writes(self.n1, other)
-        r = s.delete()  # refused: the session is reset (its mark), its call's key stays
-        self.assertEqual(r.status, 503, r.text)
-        stream.read_until_end(10)
-        stream.close()
-        self.fs.release()
-        self.wait_health(self.n1, 200)
-        hexs = s.sid[:3]
-        st, rep = move_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
-        self.assertEqual(st, 200, rep)
+        s, rid, first, hexs = self.refused_then_released()
         st, rep = move_step(self.n1, f"/shards/reclaim?shard={hexs}")
         self.assertEqual(st, 200, rep)
-        g = s.open_get(last_event_id=first["id"])
-        self.assertEqual(g.status, 200)
-        msgs = [json.loads(e["data"]) for e in g.read_until_end(5) if e.get("data")]
-        g.close()
-        final = [m for m in msgs if m.get("id") == rid]
+        final, msgs = self.answers_to(s, rid, first)
         self.assertEqual(len(final), 1, f"the interrupted call is answered once: {msgs}")
         self.assertEqual(final[0]["error"]["code"], -32603, final)
-
 
 if __name__ == "__main__":
     mcptest.run()
