@@ -362,13 +362,20 @@ json_t *actors_inflight_of_prefix(store_t *store, const char *prefix, size_t ple
 long actors_recover_moved(json_t *by_sid)
 {
     long n = 0;
-    const char *sid;
+    const char *key;
     json_t *list;
-    json_object_foreach(by_sid, sid, list) {
+    void *next;
+    json_object_foreach_safe(by_sid, next, key, list) {
+        /* taken out before it is sent: a worker's reference must be the only one (jansson's
+         * counts are not for sharing across threads) */
+        char sid[SESSION_ID_LEN + 1];
+        snprintf(sid, sizeof sid, "%s", key);
+        json_incref(list);
+        json_object_del(by_sid, sid);
         n += (long)json_array_size(list);
         recover_session("This request's result was not stored before its session's shard "
                         "moved; the result is lost. Send the request again.",
-                        sid, json_incref(list));
+                        sid, list);
     }
     json_decref(by_sid);
     return n;
