@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <event2/keyvalq_struct.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static struct {
@@ -32,6 +33,8 @@ static struct {
     pthread_t thread;
     store_t *store;
     bool running;
+    bool loopback;  /* bound to a loopback address: the Host must name one */
+    char host[256]; /* the address it is bound to (--admin-listen's host) */
 } A;
 
 /* Sends what the output buffer holds. A HEAD gets the length a GET would and no body: evhttp
@@ -57,6 +60,7 @@ static void send_text(struct evhttp_request *req, int status, const char *ctype,
                status == 200   ? "OK"
                : status == 202 ? "Accepted"
                : status == 401 ? "Unauthorized"
+               : status == 403 ? "Forbidden"
                : status == 404 ? "Not Found"
                : status == 503 ? "Service Unavailable"
                                : "Error");
@@ -491,6 +495,41 @@ static void healthz(struct evhttp_request *req, bool mint)
     }
 }
 
+/* host[:port] names "name" (any port or none) */
+static bool host_is(const char *host, const char *name)
+{
+    size_t n = strlen(name);
+    return strncasecmp(host, name, n) == 0 && (host[n] == '\0' || host[n] == ':');
+}
+
+/* A Host this loopback listener answers: a loopback name, or the address it is bound to */
+static bool names_loopback(const char *host)
+{
+    char bracketed[260];
+    snprintf(bracketed, sizeof bracketed, "[%s]", A.host); /* an IPv6 address in a Host */
+    return host_is(host, "localhost") || host_is(host, "127.0.0.1") || host_is(host, "[::1]") ||
+           host_is(host, A.host) || host_is(host, bracketed);
+}
+
+/* Why a request is refused as a browser's (NULL: it is not). The admin API moves shards and
+ * reads the node's state: no web page may reach it. Browsers send Origin on every POST and
+ * cross-origin request, and Sec-Fetch-Site on every request (only "none" where the user typed
+ * the address); curl, HAProxy, Prometheus and the nodes' own calls send neither. A page that
+ * rebinds its DNS name to 127.0.0.1 sends its own name as Host. */
+static const char *browser_refusal(struct evhttp_request *req)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *site = evhttp_find_header(in, "Sec-Fetch-Site");
+    if (evhttp_find_header(in, "Origin") || (site && strcmp(site, "none") != 0))
+        return "forbidden: the admin listener answers no web page's request (it carried Origin "
+               "or Sec-Fetch-Site)\n";
+    const char *host = evhttp_find_header(in, "Host");
+    if (A.loopback && host && !names_loopback(host))
+        return "forbidden: this admin listener is on loopback; the Host header must name "
+               "localhost, 127.0.0.1, [::1] or its own address\n";
+    return NULL;
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
@@ -500,6 +539,11 @@ static void on_request(struct evhttp_request *req, void *arg)
      * HAProxy's checks need none (it tells whether the node takes requests, nothing more) */
     if (path && get && (strcmp(path, "/healthz") == 0 || strcmp(path, "/healthz/mint") == 0)) {
         healthz(req, strcmp(path, "/healthz/mint") == 0);
+        return;
+    }
+    const char *refusal = browser_refusal(req);
+    if (refusal) {
+        send_text(req, 403, "text/plain", refusal);
         return;
     }
     if (g_admin_auth.n &&
@@ -552,6 +596,9 @@ static void *admin_main(void *arg)
 int admin_start(const char *host, int port, store_t *store, int *bound_port)
 {
     A.store = store;
+    snprintf(A.host, sizeof A.host, "%s", host);
+    A.loopback = strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+                 strcmp(host, "localhost") == 0;
     char id[SESSION_ID_LEN + 1];
     if (session_id_new(id) != 0)
         session_id_fast(id);

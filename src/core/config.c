@@ -137,7 +137,7 @@ static const flag_t FLAGS[] = {
      "JSON values (objects, arrays, strings, numbers, literals) one request body may hold; "
      "more gets 413 (default 100000)"},
     {"max-headers", "BYTES", K_INT, OFF(max_headers), 1024, 1LL << 20,
-     "largest request header block (default 16384); larger gets 431/400"},
+     "largest request header block (default 16384); larger gets 400"},
     {"mailbox", "N", K_INT, OFF(mailbox), 1, 1 << 20,
      "messages queued per session before 503 + Retry-After (default 1024)"},
     {"max-connections", "N", K_INT, OFF(max_connections), 1, 1 << 24,
@@ -217,7 +217,8 @@ static const flag_t FLAGS[] = {
      "2026-07-28 tasks extension: tasks stored; past it a tool that may run as a task runs "
      "synchronously and one that must gets -32003 (default 100000)"},
     {"principal-share", "PERCENT", K_INT, OFF(principal_share), 1, 100,
-     "the most one principal (token name; without tokens the session, or the client's address) "
+     "the most one principal (the token's name or OAuth subject; without tokens the client's "
+     "address, an IPv6 /64 as one) "
      "may hold of the tool threads and of --max-sessions, --max-connections, --max-handles, "
      "--max-tasks, --max-input-records, --auth-dpop-jti-max and --upstream-max, and of each "
      "--upstream-pool and its queue, in percent, at least 1 of each (default 50)"},
@@ -522,7 +523,11 @@ int config_parse(config_t *c, int argc, char **argv)
             break;
         if (opt == '?' || opt == ':') {
             const char *bad = prev < argc ? argv[prev] : "?";
-            if (opt == ':' || (optopt >= 1000 && optopt < (int)(1000 + NFLAGS)))
+            bool known = optopt >= 1000 && optopt < (int)(1000 + NFLAGS);
+            if (known && !FLAGS[optopt - 1000].arg)
+                fprintf(stderr, "mcpactord: %s: --%s takes no value (see --help)\n", bad,
+                        FLAGS[optopt - 1000].name);
+            else if (opt == ':' || known)
                 fprintf(stderr, "mcpactord: %s needs a value (see --help)\n", bad);
             else
                 fprintf(stderr, "mcpactord: unknown flag %s (see --help)\n", bad);

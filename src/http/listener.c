@@ -137,7 +137,7 @@ int http_init(int n, const char *host, int port, int *bound_port)
         evhttp_set_allowed_methods(t->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
                                                 EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
                                                 EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD |
-                                                EVHTTP_REQ_CONNECT);
+                                                EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
         /* bodiless replies (202, a DELETE's 200) carry no Content-Type rather than libevent's
          * default text/html; every reply with a body names its own */
         evhttp_set_default_content_type(t->http, NULL);

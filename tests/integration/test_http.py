@@ -330,10 +330,12 @@ class HttpErrors(ServerTest):
         r = self.server.request("POST", INIT, JSON_HEADERS, path="/other")
         self.assertError(r, 404, -32000, 1)
 
-    def test_put_gets_405_with_allow(self):
-        r = self.server.request("PUT", INIT, JSON_HEADERS)
-        self.assertEqual(r.status, 405)
-        self.assertIn("POST", r.header("allow"))
+    def test_put_and_trace_get_405_with_allow(self):
+        for method in ("PUT", "TRACE"):
+            r = self.server.request(method, INIT, JSON_HEADERS)
+            self.assertEqual(r.status, 405, method)
+            self.assertIn("POST", r.header("allow"))
+            self.assertEqual(r.json()["error"]["code"], -32000, method)
         self.assertServerHealthy()
 
     def test_a_get_without_event_stream_accept_gets_406(self):

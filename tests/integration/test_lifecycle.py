@@ -111,6 +111,9 @@ class Flags(unittest.TestCase):
             r = self.run_binary(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        r = self.run_binary("--sync=1")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--sync takes no value", r.stderr)
 
     def test_an_unknown_toolset_exits_2(self):
         r = self.run_binary("--toolset", "nope", "--data-dir", "/tmp/mcpd-never-created",
@@ -228,6 +231,44 @@ class Admin(unittest.TestCase):
         self.assertTrue(head == b"" or head.startswith(b"HTTP/1.1 413"), head[:40])
         self.assertLess(sent, 50 << 20, "the admin listener read the whole body")
         self.assertLess(self.server.stats()["rss_bytes"] - rss0, 16 << 20)
+
+    def _raw_admin(self, method, path, headers):
+        sock = socket.create_connection(("127.0.0.1", self.server.admin_port), timeout=10)
+        try:
+            head = f"{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: 0\r\n"
+            head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            sock.sendall((head + "\r\n").encode())
+            buf = b""
+            while True:
+                d = sock.recv(65536)
+                if not d:
+                    return buf
+                buf += d
+        finally:
+            sock.close()
+
+    def test_no_web_page_reaches_the_admin_api(self):
+        """A page's fetch (Origin, Sec-Fetch-Site) or a page whose DNS name was rebound to
+        127.0.0.1 (its own name as Host) is refused; a typed address, curl and the health
+        check are not."""
+        port = self.server.admin_port
+        local = f"127.0.0.1:{port}"
+        refused = [
+            ("POST", "/shards/release?shard=000&to=n2",
+             {"Host": local, "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}),
+            ("GET", "/stats", {"Host": local, "Sec-Fetch-Site": "same-origin"}),
+            ("GET", "/stats", {"Host": f"evil.example:{port}"}),
+            ("GET", "/metrics", {"Host": local, "Origin": "null"}),
+        ]
+        for method, path, headers in refused:
+            reply = self._raw_admin(method, path, headers)
+            self.assertTrue(reply.startswith(b"HTTP/1.1 403 "), (headers, reply[:200]))
+            self.assertIn(b"forbidden", reply)
+        for host in (local, f"localhost:{port}", "127.0.0.1"):
+            reply = self._raw_admin("GET", "/stats", {"Host": host, "Sec-Fetch-Site": "none"})
+            self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), (host, reply[:200]))
+        reply = self._raw_admin("GET", "/healthz", {"Host": "evil.example", "Origin": "https://evil.example"})
+        self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
 
     def test_unknown_admin_paths_get_404(self):
         self.assertEqual(self.server.admin("/nope").status, 404)
