@@ -157,6 +157,15 @@ enum {
     ACTOR_HANDLE = 'h',
     ACTOR_TASK = 't'
 };
+/* How stale a stored touch time may get before a use rewrites it, for a TTL of ttl_s counted
+ * from the last use: an eighth of it, at most an hour, at least a second. A crash forgets the
+ * touches since the stored one, so it shortens the TTL by at most this much. */
+static inline int64_t actor_touch_persist_ms(int64_t ttl_s)
+{
+    int64_t ms = ttl_s * 1000 / 8;
+    return ms > 3600 * 1000 ? 3600 * 1000 : ms < 1000 ? 1000 : ms;
+}
+
 /* a serves one stateless request (ACTOR_REQUEST). */
 static inline bool actor_one_request(const struct actor *a)
 {

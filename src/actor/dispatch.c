@@ -96,13 +96,10 @@ static actor_t *scheduled_actor(worker_t *w, const wmsg_t *m)
     return a;
 }
 
-/* How stale the stored touch time may get before a request rewrites it (session TTL). */
-#define TOUCH_PERSIST_MS (3600 * 1000)
-
 /* After a message ran on an actor that lives on. */
 static void settle(worker_t *w, actor_t *a)
 {
-    if (a->touched_ms - a->touched_stored_ms > TOUCH_PERSIST_MS)
+    if (a->touched_ms - a->touched_stored_ms > actor_touch_persist_ms(g_cfg.session_ttl_s))
         actor_persist_meta(a);
     worker_note_activity(w, a);
 }

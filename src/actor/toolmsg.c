@@ -237,9 +237,6 @@ static void handle_tool_state(actor_t *a, job_t *j, const wmsg_t *m)
     state_apply(a, j, m->u.tool.wait_seq);
 }
 
-/* How stale a handle's stored touch time may get before a use rewrites it (--handle-ttl). */
-#define HANDLE_TOUCH_PERSIST_MS (3600 * 1000)
-
 void actor_handle_handle_op(worker_t *w, wmsg_t *m)
 {
     job_t *j = m->u.tool.job; /* its handler waits for this answer: j is not freed meanwhile */
@@ -301,7 +298,7 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
         return;
     }
     h->touched_ms = now;
-    if (h->touched_ms - h->touched_stored_ms > HANDLE_TOUCH_PERSIST_MS)
+    if (h->touched_ms - h->touched_stored_ms > actor_touch_persist_ms(g_cfg.handle_ttl_s))
         actor_persist_meta(h);
     if (j->state_op == HANDLE_DELETE) {
         actor_delete(h);

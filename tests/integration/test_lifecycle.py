@@ -43,6 +43,23 @@ class Restart(unittest.TestCase):
         self.server.start()
         self.assertEqual(text_of(s.tool("counter")[1]), "8")
 
+    def test_a_crash_forgets_little_of_a_short_session_ttl(self):
+        """A session used every half second under --session-ttl 6 is alive 2.5 s after its last
+        use, across a kill -9: the stored touch is at most an eighth of the TTL old."""
+        self.server.cleanup()
+        self.server = Server("--session-ttl", "6")
+        s = Session(self.server)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 11:
+            r, _ = s.call("ping")
+            self.assertEqual(r.status, 200)
+            time.sleep(0.5)
+        self.server.kill9()
+        self.server.start()
+        time.sleep(max(0.0, t0 + 13.5 - time.monotonic()))
+        r, _ = s.call("ping")
+        self.assertEqual(r.status, 200, "the session expired by a touch stored long before")
+
     def test_a_restored_session_keeps_its_protocol_version_and_log_level(self):
         s = Session(self.server, version="2025-06-18")
         s.call("logging/setLevel", {"level": "error"})
