@@ -232,8 +232,19 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
 {
     if (!tasks_declared(a))
         return false; /* a tool that may run as a task runs synchronously */
-    if ((t->flags & MCPD_TOOL_TASK_AFTER_INPUT) && !modern_round_answered(a))
-        return false; /* input first: the MRTR rounds stay synchronous */
+    if (t->flags & MCPD_TOOL_TASK_AFTER_INPUT) {
+        if (!modern_round_answered(a))
+            return false; /* input first: the MRTR rounds stay synchronous */
+        char why[160];
+        const char *bad = modern_round_problem(a, why, sizeof why);
+        if (bad) {
+            /* refused as the plain call's run refuses it, before a place is taken or the
+             * record deleted: the round is left to the next retry */
+            job_free(j);
+            mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, bad, NULL);
+            return true;
+        }
+    }
     char id[SESSION_ID_LEN + 1];
     int code = 0;
     const char *refusal = NULL;

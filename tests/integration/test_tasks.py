@@ -274,6 +274,26 @@ class Tasks(ServerTest):
         self.assertEqual(t["result"]["content"][0]["text"], "Hello, Alice! (from the task)")
         self.assertEqual(self.server.stats()["input_records_stored"], before + 1)  # r2's record only
 
+    def test_a_malformed_answer_to_an_input_first_round_is_32602_and_keeps_the_round(self):
+        r1 = self.c.tool("test_tool_with_task")
+        key = list(r1["inputRequests"])[0]
+        before = self.server.stats()
+        retry = {"name": "test_tool_with_task", "arguments": {}, "requestState": r1["requestState"]}
+        # every key answered, one answer not an ElicitResult: refused as a plain call's is,
+        # before a task place is taken (review: a task was made that failed at once)
+        r, m = self.c.call("tools/call", dict(retry, inputResponses={key: {"nonsense": True}}))
+        err = self.assertError(r, m, 200, -32602)
+        self.assertIn(f'inputResponses["{key}"]', err["message"])
+        after = self.server.stats()
+        for gauge in ("tasks_created_total", "tasks_stored"):
+            self.assertEqual(after[gauge], before[gauge], gauge)
+        # the round is left to the next retry, with the same requestState
+        res = self.c.ok("tools/call", dict(retry, inputResponses={
+            key: {"action": "accept", "content": {"name": "Alice"}}}))
+        self.assertTask(res)
+        self.assertEqual(self.c.wait(res["taskId"])["result"]["content"][0]["text"],
+                         "Hello, Alice! (from the task)")
+
 
 class CancelFreesThePool(ServerTest):
     SERVER_FLAGS = ("--toolset", "conformance", "--tool-threads", "1")
