@@ -212,20 +212,16 @@ static int share_of(char kind)
 }
 
 /* a's unit of its owner's share goes back: now (never stored), or once the turn's writes that
- * free it (a delete, "hs": false) are stored, so a refused turn never frees a place whose
- * record stays. */
+ * free it (a delete) are stored, so a refused turn never frees a place whose record stays. */
 static void give_share(actor_t *a, bool now)
 {
     int r = share_of(a->kind);
     if (r < 0 || !a->owner || actor_one_request(a))
         return;
     if (a->share_given_back) {
-        /* its share went back earlier (a cancelled task): the global count ends with it; a
-         * task never stored was cancelled in the refused turn, whose give is dropped */
-        if (now)
-            principal_give(a->owner, (pres_t)r);
-        else
-            worker_give_at_commit(a->w, a->owner, r, GIVE_GLOBAL);
+        /* its share went back earlier (a task cancelled by an older server, stored "hs":
+         * false, so never one made in this turn): the global count ends with it */
+        worker_give_at_commit(a->w, a->owner, r, GIVE_GLOBAL);
         return;
     }
     a->share_given_back = true;
@@ -233,17 +229,6 @@ static void give_share(actor_t *a, bool now)
         principal_give(a->owner, (pres_t)r);
     else
         worker_give_at_commit(a->w, a->owner, r, GIVE_BOTH);
-}
-
-void actor_give_share_back(actor_t *a)
-{
-    int r = share_of(a->kind);
-    if (a->share_given_back || r < 0 || !a->owner || actor_one_request(a))
-        return;
-    /* its client's share only: it still counts against the global cap until it is deleted */
-    a->share_given_back = true;
-    worker_give_at_commit(a->w, a->owner, r, GIVE_SHARE);
-    actor_persist_meta(a);
 }
 
 /* Wakes a session from the store; NULL when it does not exist. */
@@ -388,7 +373,7 @@ static void account_one(void *arg, const char *sid, const char *meta, size_t len
     if (r >= 0 && holds)
         principal_add(owner, (pres_t)r, ac->sign);
     else if (r >= 0)
-        principal_add_global((pres_t)r, ac->sign); /* a cancelled task, until it is deleted */
+        principal_add_global((pres_t)r, ac->sign); /* an older server's cancelled task */
 }
 
 void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,

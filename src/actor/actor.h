@@ -119,7 +119,8 @@ typedef struct actor {
                                 for one stored before it was kept, "t:<its token>" or "a:" */
     bool share_given_back; /* a session, handle or task holds one unit of its owner's share
                                 of --max-sessions, --max-handles or --max-tasks until it is
-                                deleted; a cancelled task gives it back early (stored "hs") */
+                                deleted; true (stored "hs": false) for a task cancelled by an
+                                older server, which gave its share back at the cancel */
     int64_t created_ms;
     int64_t touched_ms;
     int64_t touched_stored_ms; /* the touched_ms last written to the store */
@@ -202,9 +203,6 @@ int actor_meta_kind(const char *meta, size_t len);
  * NULL): at startup, and when a shard leaves or comes (shardmove.c). */
 void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
                            uint64_t by_kind[STORED__KINDS]);
-/* a (a task) gives its unit of its owner's share back before it is deleted: it no longer
- * counts against --max-tasks. */
-void actor_give_share_back(actor_t *a);
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none. */
 actor_t *actor_find_or_load(worker_t *w, const char *sid);
 /* A failed turn reset a (and its in-flight requests lost their jobs): once the store takes

@@ -247,8 +247,6 @@ static void settle_gives(worker_t *w, bool ok)
         struct give *g = &w->gives[i];
         if (ok && g->mode == GIVE_BOTH)
             principal_give(g->p, (pres_t)g->r);
-        else if (ok && g->mode == GIVE_SHARE)
-            principal_give_share(g->p, (pres_t)g->r);
         else if (ok)
             principal_give_global((pres_t)g->r);
         principal_unref(g->p);

@@ -172,12 +172,11 @@ typedef enum {
     DS__COUNT
 } dstat_t;
 void worker_stat_add(worker_t *w, dstat_t which, long long n);
-/* p's unit of r (a pres_t) goes back once the turn's writes so far are stored (a delete, or
- * "hs": false): at the next good commit; a refused turn keeps it held, as the store does.
- * GIVE_SHARE: from p's share only (the global cap keeps counting it); GIVE_GLOBAL: from the
- * global count only (one whose share went back earlier). */
+/* p's unit of r (a pres_t) goes back once the turn's writes so far are stored (a delete): at
+ * the next good commit; a refused turn keeps it held, as the store does. GIVE_GLOBAL: from the
+ * global count only (a task whose share an older server gave back at its cancel, "hs": false). */
 struct principal;
-typedef enum { GIVE_BOTH = 0, GIVE_SHARE, GIVE_GLOBAL } give_mode_t;
+typedef enum { GIVE_BOTH = 0, GIVE_GLOBAL } give_mode_t;
 void worker_give_at_commit(worker_t *w, struct principal *p, int r, give_mode_t mode);
 /* A session reset by a failed turn has interrupted requests to answer when it is next loaded:
  * true (and forgotten) when sid is such a session. */

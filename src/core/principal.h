@@ -41,7 +41,7 @@
 typedef enum {
     PR_SESSIONS = 0, /* sessions stored (and initializes in flight) */
     PR_HANDLES,      /* state handles stored */
-    PR_TASKS,        /* tasks stored and not cancelled */
+    PR_TASKS,        /* tasks stored (a cancelled one until it is deleted) */
     PR_CONNECTIONS,  /* client connections holding a --max-connections place */
     PR_OPEN,         /* client connections open, holding a place or not (no cap: counted) */
     PR_AUTH_WAITS,   /* requests parked for the auth thread (a key fetch, an introspection) */
@@ -103,8 +103,8 @@ int principal_take_upto(principal_t *p, pres_t r, long long most);
 /* Gives one unit of r back. */
 void principal_give(principal_t *p, pres_t r);
 /* One unit of r stops counting in p's share but still counts against the global cap (a
- * cancelled task, kept a minute: its client may make others, but create-and-cancel in a loop
- * cannot grow the store past the cap); principal_give_global ends it. */
+ * gateway process that outlives its session; a task cancelled by an older server, stored
+ * "hs": false); principal_give_global ends it. */
 void principal_give_share(principal_t *p, pres_t r);
 void principal_give_global(pres_t r);
 /* Adds n to the global count of r alone (the startup count of cancelled tasks). */

@@ -43,22 +43,35 @@ const char *mcp_decoration(size_t *len);
  * NUL-terminated (built by mcp_init; the same for every session of that version). */
 const char *mcp_initialize_result(const proto_t *p, size_t *len);
 /* MRTR (2026-07-28 input requests). */
-/* A retry's answers so far (new reference or NULL): what the handler's requests return.
- * kept_only: only those of a verified exchange (its record's and the answers to what its last
- * round asked), none from a request without a requestState: what a task stores. */
-json_t *modern_answers(actor_t *a, bool kept_only);
 /* The call's handler left requests unanswered: the record of the exchange is written (or
  * moved to its next round) and the call answers input_required with a fresh requestState. */
 void modern_input_required(actor_t *a, call_t *c, job_t *j);
-/* True when the call continues a verified exchange and answers every request of its last
- * round (a MCPD_TOOL_TASK_AFTER_INPUT tool then becomes a task). */
-bool modern_round_answered(actor_t *a);
 /* The call completed: the record of its exchange (if any) is deleted. */
 void modern_call_complete(actor_t *a);
 /* The tool's x-mcp-header parameters against the request's Mcp-Param-* headers: NULL when
  * they agree, else the HeaderMismatch message (in why). */
 const char *modern_check_params(const json_t *input_schema, const json_t *args,
                                 const json_t *param_hdrs, char *why, size_t whylen);
+
+/* rounds.c: what the last round of an exchange asked ("k": {key: method}, or a list of keys in
+ * a record written before the methods were kept). */
+/* A retry's answers so far (new reference or NULL): what the handler's requests return.
+ * kept_only: only those of a verified exchange (its record's and the answers to what its last
+ * round asked), none from a request without a requestState: what a task stores. */
+json_t *modern_answers(actor_t *a, bool kept_only);
+/* The "k" of a round whose handler left input_requests ({key: {method, params}}) unanswered
+ * (new reference). */
+json_t *modern_round_asked(const json_t *input_requests);
+/* Adds to answers those of a retry's inputResponses (ir) that its record's last round asked
+ * for (keys, its "k"; a record from before keys were kept: all): the others are ignored, so
+ * they are never stored. */
+void modern_take_asked(json_t *answers, json_t *ir, const json_t *keys);
+/* True when the call continues a verified exchange and answers every request of its last
+ * round (a MCPD_TOOL_TASK_AFTER_INPUT tool then becomes a task). */
+bool modern_round_answered(actor_t *a);
+/* NULL when each answer to the last round has its method's result shape (or the method is not
+ * known), else the -32602 message a plain call's run gives (in why). */
+const char *modern_round_problem(actor_t *a, char *why, size_t whylen);
 
 /* methods.c: a tool job for a (not started; the caller submits it). args stolen. */
 job_t *mcp_tool_job(actor_t *a, const tool_t *t, json_t *args);

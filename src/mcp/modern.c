@@ -291,25 +291,6 @@ static json_t *mrtr_of(actor_t *a, call_t *c)
     return bound ? mrtr_new(a, c->method, json_incref(bound)) : mr;
 }
 
-/* Adds to answers those of the retry's inputResponses (ir) that its record's last round asked
- * for (keys; a record from before keys were kept: all): the others are ignored (mrtr.mdx: the
- * server SHOULD ignore what it does not recognize), so they are never stored. */
-static void take_asked(json_t *answers, json_t *ir, const json_t *keys)
-{
-    if (!json_is_array(keys)) {
-        json_object_update(answers, ir);
-        return;
-    }
-    size_t i;
-    json_t *k;
-    json_array_foreach(keys, i, k) {
-        const char *key = jsonrpc_cstr(k);
-        json_t *v = key ? json_object_get(ir, key) : NULL;
-        if (v)
-            json_object_set(answers, key, v);
-    }
-}
-
 /* Reads a retry's inputResponses and requestState into the actor's "mrtr" (the answers so far, and the
  * record it continues). false after answering the call with an error. */
 static bool take_input(actor_t *a, call_t *c, json_t *params)
@@ -394,8 +375,8 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         json_object_update(answers, json_object_get(recx, "a"));
         json_object_set_new(mrtr, "r", json_string(rid));
         json_t *keys = json_object_get(mcp_record_rec(rec), "k");
-        if (json_is_array(keys))
-            json_object_set(mrtr, "k", keys); /* what its last round asked */
+        if (json_is_object(keys) || json_is_array(keys))
+            json_object_set(mrtr, "k", keys); /* what its last round asked (rounds.c) */
         if (json_is_true(json_object_get(mcp_record_rec(rec), "o"))) {
             actor_delete(rec); /* consumed: the state works at most once */
         } else {
@@ -407,33 +388,9 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     /* a single-use exchange takes answers only with its verified state: without it the handler
      * asks again (else leaving the state out would redeem without it, any number of times) */
     if (ir && rs)
-        take_asked(answers, ir, json_object_get(mrtr, "k"));
+        modern_take_asked(answers, ir, json_object_get(mrtr, "k"));
     else if (ir && !once)
         json_object_update(answers, ir); /* this run's only: a record keeps what it took */
-    return true;
-}
-
-json_t *modern_answers(actor_t *a, bool kept_only)
-{
-    json_t *mrtr = mcp_modern_mrtr(a);
-    json_t *ans = json_object_get(mrtr, "a");
-    if (kept_only && !json_object_get(mrtr, "r"))
-        return NULL; /* inputResponses without a requestState: for one run, never stored */
-    return json_object_size(ans) ? json_incref(ans) : NULL;
-}
-
-bool modern_round_answered(actor_t *a)
-{
-    json_t *mrtr = mcp_modern_mrtr(a);
-    json_t *keys = json_object_get(mrtr, "k");
-    json_t *answers = json_object_get(mrtr, "a");
-    if (!json_object_get(mrtr, "r") || !json_array_size(keys))
-        return false;
-    size_t i;
-    json_t *k;
-    json_array_foreach(keys, i, k)
-        if (!jsonrpc_cstr(k) || !json_object_get(answers, jsonrpc_cstr(k)))
-            return false;
     return true;
 }
 
@@ -514,11 +471,8 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
     /* the answers its requests took: what its next run needs (the client sends only the
      * latest round's); an answer nothing asked for is not kept */
     json_t *answers = j->answers_taken;
-    json_t *asked = json_array(); /* the round's keys: a task-after-input tool (tasks.c) */
-    const char *key;
-    json_t *v;
-    json_object_foreach(j->input_requests, key, v)
-        json_array_append_new(asked, json_string(key));
+    /* what the round asks, {key: method}: the answers its retry may bring (rounds.c) */
+    json_t *asked = modern_round_asked(j->input_requests);
     mcp_state_set(&mcp_state(rec)->record.rec,
                   json_pack("{s:I,s:o,s:O,s:O,s:O,s:o}", "n", n, "a",
                             answers ? json_incref(answers) : json_object(), "m",

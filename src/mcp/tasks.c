@@ -232,13 +232,24 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
 {
     if (!tasks_declared(a))
         return false; /* a tool that may run as a task runs synchronously */
-    if ((t->flags & MCPD_TOOL_TASK_AFTER_INPUT) && !modern_round_answered(a))
-        return false; /* input first: the MRTR rounds stay synchronous */
+    if (t->flags & MCPD_TOOL_TASK_AFTER_INPUT) {
+        if (!modern_round_answered(a))
+            return false; /* input first: the MRTR rounds stay synchronous */
+        char why[160];
+        const char *bad = modern_round_problem(a, why, sizeof why);
+        if (bad) {
+            /* refused as the plain call's run refuses it, before a place is taken or the
+             * record deleted: the round is left to the next retry */
+            job_free(j);
+            mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, bad, NULL);
+            return true;
+        }
+    }
     char id[SESSION_ID_LEN + 1];
     int code = 0;
     const char *refusal = NULL;
-    /* a place of --max-tasks, within the client's share of it (a cancelled task gives its
-     * place back at once) */
+    /* a place of --max-tasks, within the client's share of it (a cancelled task keeps its
+     * place until it is deleted, a minute after the cancel) */
     principal_t *owner = a->owner ? principal_ref(a->owner) : principal_get("a:");
     int rc = principal_take(owner, PR_TASKS);
     if (rc != 0) {
@@ -248,7 +259,8 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
         code = MCP_ERR_OVERLOADED;
         refusal = rc == -EDQUOT
                       ? "Too many tasks: this client holds its share of --max-tasks "
-                        "(--principal-share); cancel some or retry later"
+                        "(--principal-share; a cancelled task holds its place until it is "
+                        "deleted, a minute after the cancel); retry later"
                       : "Server busy: too many tasks are stored (--max-tasks); retry later";
         STAT_INC(limit_refusals_total);
         if (rc == -EDQUOT)
@@ -268,8 +280,8 @@ bool tasks_maybe_create(actor_t *a, call_t *c, const tool_t *t, job_t *j)
     task->proto = proto_modern();
     task->client_caps = json_deep_copy(a->client_caps);
     memcpy(task->auth_name, a->auth_name, sizeof task->auth_name);
-    /* it holds that place until it is deleted or cancelled, and its runs take its creator's
-     * share of the tool pool */
+    /* it holds that place until it is deleted, and its runs take its creator's share of the
+     * tool pool */
     task->owner = owner;
     json_int_t now = now_wall_ms(), ttl = g_cfg.task_ttl_s * 1000;
     json_t *st = json_pack("{s:s,s:I,s:I,s:I,s:I,s:s}", "st", "working", "ca", now, "ua", now,
@@ -424,10 +436,10 @@ static void cancel(actor_t *task)
     json_object_set_new(st, "x", json_true());
     /* cancelled at once (not when the job returns), so the next tasks/get is deterministic */
     set_status(task, "cancelled", "Cancelled by the client");
-    /* its place of --max-tasks is free at once, and it is kept a minute (its ttlMs says so:
-     * SEP-2663 lets a task's ttlMs change), not until its TTL: creating and cancelling tasks
-     * in a loop cannot fill the cap or the store */
-    actor_give_share_back(task);
+    /* it is kept a minute (its ttlMs says so: SEP-2663 lets a task's ttlMs change), not until
+     * its TTL, and holds its place of --max-tasks and of its client's share until it is
+     * deleted: creating and cancelling tasks in a loop cannot fill the cap or the store, and a
+     * client's cancelled tasks never lock the others out */
     json_int_t now = now_wall_ms(), ca = json_integer_value(json_object_get(st, "ca"));
     if (task->alarm_due == 0 || now + CANCELLED_TASK_KEEP_MS < task->alarm_due) {
         json_object_set_new(st, "ttl", json_integer(now + CANCELLED_TASK_KEEP_MS - ca));

@@ -9,7 +9,7 @@ import tempfile
 import time
 import unittest
 
-from mcptest import Server, ServerTest, Session, run
+from mcptest import Server, ServerTest, Session, run, wait_until
 from test_modern import Modern
 
 EXT = "io.modelcontextprotocol/tasks"
@@ -274,6 +274,26 @@ class Tasks(ServerTest):
         self.assertEqual(t["result"]["content"][0]["text"], "Hello, Alice! (from the task)")
         self.assertEqual(self.server.stats()["input_records_stored"], before + 1)  # r2's record only
 
+    def test_a_malformed_answer_to_an_input_first_round_is_32602_and_keeps_the_round(self):
+        r1 = self.c.tool("test_tool_with_task")
+        key = list(r1["inputRequests"])[0]
+        before = self.server.stats()
+        retry = {"name": "test_tool_with_task", "arguments": {}, "requestState": r1["requestState"]}
+        # every key answered, one answer not an ElicitResult: refused as a plain call's is,
+        # before a task place is taken (review: a task was made that failed at once)
+        r, m = self.c.call("tools/call", dict(retry, inputResponses={key: {"nonsense": True}}))
+        err = self.assertError(r, m, 200, -32602)
+        self.assertIn(f'inputResponses["{key}"]', err["message"])
+        after = self.server.stats()
+        for gauge in ("tasks_created_total", "tasks_stored"):
+            self.assertEqual(after[gauge], before[gauge], gauge)
+        # the round is left to the next retry, with the same requestState
+        res = self.c.ok("tools/call", dict(retry, inputResponses={
+            key: {"action": "accept", "content": {"name": "Alice"}}}))
+        self.assertTask(res)
+        self.assertEqual(self.c.wait(res["taskId"])["result"]["content"][0]["text"],
+                         "Hello, Alice! (from the task)")
+
 
 class CancelFreesThePool(ServerTest):
     SERVER_FLAGS = ("--toolset", "conformance", "--tool-threads", "1")
@@ -406,6 +426,70 @@ class Principals(unittest.TestCase):
             self.assertEqual(m["error"]["message"], "Failed to retrieve task: Task not found")
         self.assertEqual(alice.get(tid)["status"], "working")
         alice.ok("tasks/cancel", {"taskId": tid})
+
+
+class CancelledTasksHoldTheirShare(unittest.TestCase):
+    """--max-tasks 4, three clients (share 2 each): a cancelled task counts against its client's
+    share as well as the cap until it is deleted, so one client never holds more than half,
+    across a kill -9 and the TTL sweep (review: alice, holding nothing live, filled the cap with
+    cancelled tasks and bob got -32003 "too many tasks are stored")."""
+
+    TTL_S = 8
+
+    def setUp(self):
+        fd, self.tokens = tempfile.mkstemp(prefix="mcpd-tokens-")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"alice:{TOKEN_A}\nbob:{TOKEN_B}\ncarol:{'c' * 40}\n")
+        os.chmod(self.tokens, 0o600)
+        self.server = Server("--toolset", "conformance", "--auth-tokens", self.tokens,
+                             "--max-tasks", "4", "--task-ttl", str(self.TTL_S))
+        self.alice = TaskClient(self.server, token=TOKEN_A)
+        self.bob = TaskClient(self.server, token=TOKEN_B)
+        self.carol = TaskClient(self.server, token="c" * 40)
+
+    def tearDown(self):
+        self.server.cleanup()
+        os.unlink(self.tokens)
+
+    def job(self, client):
+        """failing_job runs only as a task: the taskId, or the -32003 message."""
+        r, m = client.call("tools/call", {"name": "failing_job", "arguments": {}})
+        if "result" in m:
+            self.assertEqual(m["result"]["resultType"], "task", m)
+            return m["result"]["taskId"]
+        self.assertEqual(m["error"]["code"], -32003, m)
+        return m["error"]["message"]
+
+    def assertShareRefused(self, client, who):
+        self.assertIn("this client holds its share", self.job(client), who)
+
+    def assertCapRefused(self, client, who):
+        self.assertIn("too many tasks are stored", self.job(client), who)
+
+    def test_a_cancelled_task_holds_its_clients_share_until_it_is_deleted(self):
+        for _ in range(2):
+            tid = self.job(self.alice)
+            self.alice.ok("tasks/cancel", {"taskId": tid})
+            self.assertEqual(self.alice.get(tid)["status"], "cancelled")
+        self.assertShareRefused(self.alice, "alice holds 2 cancelled tasks")
+        # the startup count charges the cancelled tasks to alice again
+        self.server.kill9()
+        self.server.start()
+        self.assertEqual(self.server.stats()["tasks_stored"], 2)
+        self.assertShareRefused(self.alice, "after kill -9")
+        for _ in range(2):
+            self.assertRegex(self.job(self.bob), r"^[0-9a-f]{32}$", "bob holds nothing")
+        self.assertEqual(self.server.stats()["tasks_stored"], 4)
+        self.assertCapRefused(self.carol, "the cap is full")
+        # the TTL sweep deletes all four and gives each place back once
+        self.assertTrue(wait_until(lambda: self.server.stats()["tasks_stored"] == 0,
+                                   timeout=self.TTL_S + 10), self.server.stats()["tasks_stored"])
+        for _ in range(2):
+            self.assertRegex(self.job(self.alice), r"^[0-9a-f]{32}$", "alice holds nothing")
+        self.assertShareRefused(self.alice, "alice holds 2 again")
+        for _ in range(2):
+            self.assertRegex(self.job(self.carol), r"^[0-9a-f]{32}$", "carol holds nothing")
+        self.assertCapRefused(self.bob, "alice and carol hold the cap")
 
 
 if __name__ == "__main__":

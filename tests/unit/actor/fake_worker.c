@@ -165,8 +165,6 @@ void worker_give_at_commit(worker_t *w, struct principal *p, int r, give_mode_t 
     /* the fake worker's commits always succeed */
     if (mode == GIVE_BOTH)
         principal_give(p, (pres_t)r);
-    else if (mode == GIVE_SHARE)
-        principal_give_share(p, (pres_t)r);
     else
         principal_give_global((pres_t)r);
 }
