@@ -269,6 +269,7 @@ static int step_status(int rc)
 static void *move_main(void *arg)
 {
     (void)arg;
+    log_set_thread_name("move");
     char why[1024] = "";
     json_t *report = NULL;
     int rc = MV.step(&MV.rq, &report, why, sizeof why);
@@ -370,11 +371,12 @@ static void shard_step(struct evhttp_request *req, const char *op)
     evhttp_clear_headers(&qs.q);
     pthread_mutex_lock(&MV.mu);
     if (MV.running || MV.stopping) {
+        bool stopping = MV.stopping; /* read under the lock: admin_stop writes it */
         pthread_mutex_unlock(&MV.mu);
         send_json(req, 409,
                   json_pack("{s:s,s:b}", "error",
-                            MV.stopping ? "the node is stopping"
-                                        : "a move step is running: see GET /shards/move",
+                            stopping ? "the node is stopping"
+                                     : "a move step is running: see GET /shards/move",
                             "busy", 1));
         return;
     }

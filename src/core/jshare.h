@@ -6,8 +6,8 @@
  * given; a value equal (json_equal) to one of them is replaced by a reference to it (values of
  * up to JSHARE_MAX_NODES values only, so a comparison stays cheap). Shared
  * values must be treated as read-only (nothing in the server changes them). Not thread-safe:
- * one owner thread (a worker); the references it hands out may be dropped on any thread
- * (jansson's reference counts are atomic).
+ * one owner thread (a worker), and the references it hands out stay on that thread (no value
+ * is shared across threads: jansson reads a count plainly before it changes it).
  */
 #ifndef MCPD_CORE_JSHARE_H
 #define MCPD_CORE_JSHARE_H

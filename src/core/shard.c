@@ -108,6 +108,7 @@ int shard_pick(uint64_t r)
             continue; /* a move is rewriting the list: a few microseconds */
         int n = atomic_load(&N_LIST);
         int s = n > 0 ? atomic_load_explicit(&LIST[r % (uint64_t)n], memory_order_relaxed) : -1;
+        atomic_thread_fence(memory_order_acquire); /* the read above before SEQ's second look */
         if (atomic_load(&SEQ) == seq)
             return s;
     }

@@ -228,8 +228,16 @@ static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
         mcp_answer_error(a, c, MCP_ERR_HEADER_MISMATCH, why, NULL);
         return;
     }
-    /* the handler owns its arguments: taken out of the request, never shared */
-    job_t *j = mcp_tool_job(a, t, empty ? empty : json_incref(args));
+    /* the handler owns its arguments: taken out of the request, never shared. A 2026-07-28
+     * call's actor keeps them too (modern.c's bound_of: the digest of a round that asks for
+     * input) and drops them on its worker while the handler may run on a tool thread: a
+     * handler that may run there (not inline, or as a task) gets a copy of its own (validated:
+     * the values as coerced) */
+    bool pooled = !(t->flags & MCPD_TOOL_NONBLOCKING) || (t->flags & MCPD_TOOL_TASK);
+    job_t *j = mcp_tool_job(a, t,
+                            empty                            ? empty
+                            : actor_one_request(a) && pooled ? json_deep_copy(args)
+                                                             : json_incref(args));
     if (!empty)
         json_object_del(params, "arguments");
     if (json_is_string(tok) || json_is_integer(tok))

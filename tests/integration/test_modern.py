@@ -341,6 +341,13 @@ class InputRequests(ServerTest):
         r, m, _ = self.c.result("tools/call", p, caps=ELICIT)
         return m
 
+    def test_a_handler_on_a_tool_thread_owns_its_arguments_alone(self):
+        """The call's actor keeps the arguments (the digest of a round that asks for input) and
+        drops them on its worker: the handler's must be a reference no other thread holds."""
+        r, m, _ = self.c.result("tools/call", {"name": "arg_refs", "arguments": {"x": [1, 2]}})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(m["result"]["content"][0]["text"], "1")
+
     def test_an_elicitation_round_trip(self):
         res = self.first()
         (key, req), = res["inputRequests"].items()

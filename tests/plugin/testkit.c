@@ -15,6 +15,9 @@
  *   confirm_slow {item, ms}     2026-07-28: the same without MCPD_TOOL_INPUT_ONCE; once
  *                               confirmed it works ms milliseconds, then returns
  *                               "confirmed <item>" (concurrent retries of one round);
+ *   arg_refs {...}              returns how many references its arguments object has when it
+ *                               runs on a tool thread (1: the handler's alone; another is one
+ *                               the worker may drop meanwhile, a count shared across threads);
  *   prompt kit_prompt {x} and a completion provider that, for the value "ask", asks the client
  *                               for input (2026-07-28 allows that only on tools, prompts and
  *                               resources: the server must refuse it, not crash);
@@ -24,6 +27,7 @@
  *                               not found by the handler (MCPD_ERR_RESOURCE_NOT_FOUND). */
 #include <mcpactord/tool.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +40,15 @@ static json_t *stall(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
     return mcpd_text_result("stalled");
+}
+
+static json_t *arg_refs(mcpd_ctx_t *ctx, json_t *args, void *userdata)
+{
+    (void)ctx;
+    (void)userdata;
+    char text[32];
+    snprintf(text, sizeof text, "%zu", args->refcount);
+    return mcpd_text_result(text);
 }
 
 static json_t *session_request(mcpd_ctx_t *ctx, json_t *args, void *userdata)
@@ -238,6 +251,10 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
          .input_schema = "{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"}},"
                          "\"required\":[\"method\"]}",
          .handler = session_request},
+        {.name = "arg_refs",
+         .description = "Test only: the reference count of its arguments object.",
+         .input_schema = "{\"type\":\"object\"}",
+         .handler = arg_refs},
         {.name = "ask_twice",
          .description = "Test only: an elicitation asked again after its timeout.",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"first_ms\":{\"type\":\"integer\"},"
