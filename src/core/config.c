@@ -141,7 +141,9 @@ static const flag_t FLAGS[] = {
     {"mailbox", "N", K_INT, OFF(mailbox), 1, 1 << 20,
      "messages queued per session before 503 + Retry-After (default 1024)"},
     {"max-connections", "N", K_INT, OFF(max_connections), 1, 1 << 24,
-     "open client connections before new ones get 503 (default 10000)"},
+     "open client connections before new ones get 503 (default 10000); lowered at start when "
+     "twice it and the process's other descriptors do not fit in RLIMIT_NOFILE (whose soft "
+     "limit is raised to the hard one)"},
     {"max-sessions", "N", K_INT, OFF(max_sessions), 1, 1LL << 40,
      "stored sessions (live or hibernated) before initialize gets 503 (default 1000000)"},
     {"max-streams", "N", K_INT, OFF(max_streams), 1, 1 << 20,

@@ -57,6 +57,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(mailbox_full_total, counter,                                                                  \
       "Requests refused with 503 because a session mailbox was full.")                              \
     X(connections_open, gauge, "Client connections open on the MCP endpoint.")                      \
+    X(accept_pauses_total, counter,                                                                 \
+      "Times a listener (MCP or admin) stopped accepting for 100 ms because accept() failed "       \
+      "(out of file descriptors: EMFILE, ENFILE).")                                                 \
     X(get_streams_idle_ended_total, counter,                                                        \
       "Standalone GET streams ended after --get-idle-timeout without a write (clients resume).")    \
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "actor/msg.h"
+#include "core/acceptguard.h"
 #include "core/mq.h"
 #include "core/principal.h"
 #include "core/ptrmap.h"
@@ -115,6 +116,7 @@ struct http_thread {
     struct event_base *base;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
+    accept_guard_t guard; /* its listener pauses when accept() fails (core/acceptguard.h) */
     evutil_socket_t fd;
     mq_t inbox;
     struct event *inbox_ev;

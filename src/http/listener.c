@@ -152,7 +152,8 @@ int http_init(int n, const char *host, int port, int *bound_port)
         if (!t->fresh_ev || !t->flush_ev)
             return -1;
         t->bound = evhttp_accept_socket_with_handle(t->http, t->fd);
-        if (!t->bound)
+        if (!t->bound ||
+            accept_guard_init(&t->guard, evhttp_bound_socket_get_listener(t->bound), "MCP") != 0)
             return -1;
         t->inbox_ev = event_new(t->base, t->inbox.efd, EV_READ | EV_PERSIST | EV_ET, http_on_inbox,
                                 t);
@@ -221,6 +222,7 @@ static void on_quiesce_streams(evutil_socket_t fd, short what, void *arg)
     http_on_inbox(-1, 0, t);
     t->stopping = true;
     if (t->bound) {
+        accept_guard_free(&t->guard);
         evhttp_del_accept_socket(t->http, t->bound);
         t->bound = NULL;
     }
@@ -331,6 +333,7 @@ void http_free(void)
      * another thread's inbox (fence.c), so no inbox goes before every connection has */
     for (int i = 0; i < g_http_n; i++) {
         http_thread_t *t = &g_http[i];
+        accept_guard_free(&t->guard); /* before its listener goes */
         if (t->http)
             evhttp_free(t->http);
         else if (t->fd >= 0)
