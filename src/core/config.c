@@ -191,7 +191,9 @@ static const flag_t FLAGS[] = {
     {"sync", NULL, K_BOOL, OFF(sync), 0, 0,
      "fsync the write-ahead log (group commit): survives a machine crash"},
     {"read-timeout", "SECS", K_INT, OFF(read_timeout_s), 1, 3600,
-     "drop a connection that does not finish sending its request in time (default 30)"},
+     "drop a connection whose request has not arrived whole SECS after its start (accept, or "
+     "the first byte after the answer before), however it trickles in, or that stays silent "
+     "this long between requests (default 30)"},
     {"modern", NULL, K_BOOL, OFF(modern), 0, 0,
      "serve MCP 2026-07-28 (stateless: per-request _meta, server/discover) on /mcp beside the "
      "session era (the default)"},

@@ -57,6 +57,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(mailbox_full_total, counter,                                                                  \
       "Requests refused with 503 because a session mailbox was full.")                              \
     X(connections_open, gauge, "Client connections open on the MCP endpoint.")                      \
+    X(read_timeouts_total, counter,                                                                 \
+      "Connections dropped because a request had begun and not arrived whole --read-timeout "       \
+      "after its start (a client that sends slowly).")                                              \
     X(accept_pauses_total, counter,                                                                 \
       "Times a listener (MCP or admin) stopped accepting for 100 ms because accept() failed "       \
       "(out of file descriptors: EMFILE, ENFILE).")                                                 \

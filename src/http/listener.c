@@ -143,7 +143,9 @@ int http_init(int n, const char *host, int port, int *bound_port)
         evhttp_set_default_content_type(t->http, NULL);
         evhttp_set_max_body_size(t->http, g_cfg.max_body);
         evhttp_set_max_headers_size(t->http, g_cfg.max_headers);
-        evhttp_set_timeout(t->http, (int)g_cfg.read_timeout_s);
+        evhttp_set_timeout(t->http, (int)g_cfg.read_timeout_s); /* inactivity (input.c) */
+        struct timeval rt = {g_cfg.read_timeout_s, 0};
+        t->read_deadline = event_base_init_common_timeout(t->base, &rt);
         evhttp_set_cb(t->http, "/mcp", http_on_mcp, t);
         evhttp_set_gencb(t->http, http_on_other, t);
         evhttp_set_bevcb(t->http, http_on_new_bev, t);

@@ -1,13 +1,15 @@
 """What one client can hold of the HTTP layer's resources, and what the others still get: file
 descriptors, connection places held by a request that never ends, memory queued for an SSE
 reader that does not read. Real binary, real sockets, loopback addresses only."""
+import json
 import os
 import resource
 import socket
+import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, From, Server, run, wait_until
+from mcptest import ACCEPT_BOTH, From, Server, Session, run, wait_until
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -121,6 +123,129 @@ class FileDescriptors(unittest.TestCase):
             for s in socks:
                 s.close()
         self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0, 10))
+
+
+class Trickler:
+    """Connections that send a request head one byte every `every` seconds (slowloris), on a
+    thread; each notes when the server closed it (monotonic seconds since its start)."""
+
+    def __init__(self, port, sources, every=0.5, limit=20):
+        self.head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 1000
+        self.socks, self.closed_after = [], {}
+        for src in sources:
+            s = socket.socket()
+            s.bind((src, 0))
+            s.connect(("127.0.0.1", port))
+            s.setblocking(False)
+            self.socks.append(s)
+        self.every, self.limit = every, limit
+        self.t0 = time.monotonic()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        i = 0
+        while not self.stop.is_set() and time.monotonic() - self.t0 < self.limit:
+            for s in self.socks:
+                if s in self.closed_after:
+                    continue
+                try:
+                    if s.recv(4096) == b"":
+                        self.closed_after[s] = time.monotonic() - self.t0
+                        continue
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self.closed_after[s] = time.monotonic() - self.t0
+                    continue
+                try:
+                    s.send(self.head[i:i + 1])
+                except OSError:
+                    self.closed_after[s] = time.monotonic() - self.t0
+            i += 1
+            self.stop.wait(self.every)
+
+    def all_closed(self):
+        return len(self.closed_after) == len(self.socks)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        for s in self.socks:
+            s.close()
+
+
+class SlowSenders(unittest.TestCase):
+    """--read-timeout is a deadline for a request to arrive whole, not a timeout of inactivity
+    that each byte starts again."""
+
+    def start(self, *flags):
+        srv = Server("--read-timeout", "2", *flags)
+        self.addCleanup(srv.cleanup)
+        return srv
+
+    def test_a_client_sending_a_byte_every_half_second_is_dropped_after_the_read_timeout(self):
+        srv = self.start()
+        t = Trickler(srv.port, ["127.0.0.1"], limit=15)
+        self.addCleanup(t.close)
+        self.assertTrue(wait_until(t.all_closed, 10), "still open after 10 s of a byte every 0.5 s")
+        took = list(t.closed_after.values())[0]
+        self.assertGreater(took, 1.5, f"dropped after {took:.1f} s, before --read-timeout 2")
+        self.assertEqual(srv.stats()["read_timeouts_total"], 1)
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
+
+    def test_trickling_clients_cannot_hold_every_connection_place(self):
+        # two addresses, each its share (2) of --max-connections 4: every place is held
+        srv = self.start("--max-connections", "4")
+        t = Trickler(srv.port, ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"], limit=20)
+        self.addCleanup(t.close)
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 4))
+        self.assertTrue(wait_until(lambda: served_from(srv, "127.0.0.2") == 200, 12, step=0.5),
+                        "a third client is served once the trickling requests miss their deadline")
+        self.assertTrue(t.all_closed(), t.closed_after)
+
+    def test_the_deadline_spares_slow_answers_streams_and_later_requests_on_the_connection(self):
+        srv = self.start("--json-window", "10000")  # a silent call answers JSON, however long
+        sess = Session(srv)
+        head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+
+        def post(sock, rid, args, stream):
+            body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                               "params": {"name": "slow", "arguments": args,
+                                          "_meta": {"progressToken": "p"} if stream else {}}}).encode()
+            sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                         f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            got = b""
+            while f"done after {args['steps']} steps".encode() not in got:
+                d = sock.recv(65536)
+                self.assertTrue(d, f"the connection was closed while request {rid} ran: {got[-300:]!r}")
+                got += d
+            if stream:  # to the end of the SSE response
+                while not got.endswith(b"0\r\n\r\n"):
+                    d = sock.recv(65536)
+                    self.assertTrue(d, "the stream was cut")
+                    got += d
+            return got
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        self.addCleanup(sock.close)
+        # an answer that takes longer than --read-timeout, then an SSE response that does, then
+        # a third request on the same connection sent in two halves a second apart
+        post(sock, 1, {"seconds": 3, "steps": 0}, False)
+        self.assertIn(b"text/event-stream", post(sock, 2, {"seconds": 3, "steps": 3}, True))
+        body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                           "params": {"name": "echo", "arguments": {"text": "third"}}}).encode()
+        req = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        sock.sendall(req[:40])
+        time.sleep(1)
+        sock.sendall(req[40:])
+        got = b""
+        while b"third" not in got:
+            d = sock.recv(65536)
+            self.assertTrue(d, "the third request's connection was closed")
+            got += d
+        self.assertEqual(srv.stats()["read_timeouts_total"], 0)
 
 
 if __name__ == "__main__":
