@@ -149,7 +149,8 @@ static const flag_t FLAGS[] = {
     {"max-streams", "N", K_INT, OFF(max_streams), 1, 1 << 20,
      "requests in flight per session (every request of a batch counts) before 429 (default 64)"},
     {"sse-buffer", "BYTES", K_INT, OFF(sse_buffer), 4096, 1LL << 32,
-     "unsent bytes on one SSE connection before it is ended; the client resumes (default 8388608)"},
+     "unsent bytes on one SSE connection before it is closed and they are dropped; the client "
+     "resumes with Last-Event-ID (default 8388608)"},
     {"session-log-bytes", "BYTES", K_INT, OFF(session_log_bytes), 4096, 1LL << 40,
      "event-log bytes per session; past it the oldest finished streams go (default 67108864)"},
     {"page-size", "N", K_INT, OFF(page_size), 1, 10000,

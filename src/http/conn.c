@@ -420,13 +420,31 @@ static size_t pending_input(hconn_t *c)
 }
 
 /* Ends a stream the server cuts (a reader too slow, or sending too much): the answers its
- * connection held for its bytes go now (fence.c), since those bytes may never be read. */
-static void cut_stream(hconn_t *c)
+ * connection held for its bytes go now (fence.c), since those bytes may never be read. A slow
+ * reader's connection is closed at once, its unsent bytes (up to --sse-buffer) dropped: ended
+ * the ordinary way, they stayed queued until the 60 s write timeout, so a client with many such
+ * streams held many times --sse-buffer. Its client resumes from the event log (Last-Event-ID).
+ * The close is abortive (RST): the kernel drops what its socket buffer holds too. */
+static void cut_stream(hconn_t *c, bool slow_reader)
 {
     if (c->link)
         http_fence_end(c->link);
     http_notify_ended(c);
-    http_end_stream(c);
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    if (!slow_reader || !evcon) {
+        http_end_stream(c);
+        return;
+    }
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    struct evbuffer *out = bufferevent_get_output(bev);
+    evbuffer_drain(out, evbuffer_get_length(out));
+    struct linger abort_close = {1, 0};
+    setsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_LINGER, &abort_close, sizeof abort_close);
+    if (c->link)
+        c->link->sse = NULL; /* ended here: its close callback leaves c alone */
+    http_hconn_free(c);
+    evhttp_connection_free(evcon); /* the request with it */
+    http_trim_soon(g_http_self);   /* the drained pages go back to the kernel */
 }
 
 /* Writes SSE bytes; false when the stream was cut for a slow reader (c is freed). */
@@ -435,14 +453,15 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
     if (pending_input(c) >= SSE_INPUT_MAX) {
         log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream", c->sid,
                  pending_input(c));
-        cut_stream(c);
+        cut_stream(c, false);
         return false;
     }
     if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
         log_warn(
-            "session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
+            "session %.8s: SSE reader too slow (%zu bytes unsent): its connection is closed and "
+            "the bytes dropped; it can resume",
             c->sid, pending_output(c));
-        cut_stream(c);
+        cut_stream(c, true);
         return false;
     }
     /* straight into the connection's output, framed as evhttp_send_reply_chunk would (a hex

@@ -154,7 +154,7 @@ static void parse_body(struct evhttp_request *req, pbody_t *b)
     b->json = json_parse_buf_bounded(data, len, (size_t)g_cfg.max_json_nodes, &b->info, b->err,
                                      sizeof b->err, &b->pos);
     if (b->info.nodes >= HTTP_BIG_PARSE_NODES)
-        http_note_big_parse(g_http_self); /* its memory goes back once it is freed */
+        http_trim_soon(g_http_self); /* its memory goes back once it is freed */
     if (!b->json || json_is_array(b->json))
         return;
     b->kind = jsonrpc_classify_view(b->json, &b->why, &b->v);

@@ -134,7 +134,7 @@ struct http_thread {
     struct event *fresh_ev;
     hlink_t *flush_head; /* connections given an answer this loop iteration (flush.c) */
     struct event *flush_ev;
-    struct event *trim_ev; /* malloc_trim after a big body was parsed (http_note_big_parse) */
+    struct event *trim_ev; /* malloc_trim after a big body was parsed (http_trim_soon) */
     const struct timeval *read_deadline; /* --read-timeout, a common timeout of base (input.c) */
     bool stopping;
     int64_t drain_until_us; /* http_stop: unsent output is written until then (0: not yet) */
@@ -186,11 +186,11 @@ void http_notify_closed(hconn_t *c);
 void http_notify_ended(hconn_t *c);
 /* Ends the SSE response c carries and frees c. */
 void http_end_stream(hconn_t *c);
-/* A body of this many JSON values or more was parsed on thread t (NULL: not an HTTP thread):
- * a second later, once it is freed, the heap pages it took go back to the kernel (glibc keeps
- * them in the thread's arena otherwise). */
+/* A body of this many JSON values or more was parsed on thread t (NULL: not an HTTP thread),
+ * or a slow SSE reader's unsent bytes were dropped: a second later, once it is freed, the heap
+ * pages it took go back to the kernel (glibc keeps them in the thread's arena otherwise). */
 #define HTTP_BIG_PARSE_NODES 10000
-void http_note_big_parse(http_thread_t *t);
+void http_trim_soon(http_thread_t *t);
 /* The Date header's value now (reply.c; the thread's buffer, formatted once a second). */
 const char *http_date_now(void);
 /* oauth.c: 503 + Retry-After when the authorization server or the replay cache cannot answer

@@ -174,7 +174,7 @@ static void on_trim(evutil_socket_t fd, short what, void *arg)
     blockcache_give_back();
 }
 
-void http_note_big_parse(http_thread_t *t)
+void http_trim_soon(http_thread_t *t)
 {
     if (!t)
         return;

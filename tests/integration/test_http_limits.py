@@ -248,5 +248,62 @@ class SlowSenders(unittest.TestCase):
         self.assertEqual(srv.stats()["read_timeouts_total"], 0)
 
 
+def vm_rss(pid):
+    """The process's resident memory, bytes (/proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+class SlowReaders(unittest.TestCase):
+    """An SSE reader cut for not reading (--sse-buffer) takes its queued bytes with it."""
+
+    def test_the_memory_queued_for_slow_readers_goes_when_they_are_cut(self):
+        if any(os.environ.get(v) for v in ("ASAN_OPTIONS", "TSAN_OPTIONS")):
+            self.skipTest("RSS under a sanitizer measures the sanitizer (quarantine, shadow memory)")
+        srv = Server("--principal-share", "100")
+        self.addCleanup(srv.cleanup)
+        pid = srv.proc.pid
+
+        def own():  # RSS apart from RocksDB's buffers, which grow towards their own budgets
+            st = srv.stats()
+            return vm_rss(pid) - st["rocksdb"]["memtable_bytes"] - st["rocksdb"]["block_cache_bytes"]
+        sessions = [Session(srv) for _ in range(12)]
+        for sess in sessions:
+            sess.call("logging/setLevel", {"level": "debug"})
+        before = own()
+        socks = []
+        for sess in sessions:  # each call's SSE response goes to a client that never reads
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", srv.port))
+            self.addCleanup(s.close)
+            body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                               "params": {"name": "notify", "arguments": {"count": 100000}}}).encode()
+            head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+            s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            socks.append(s)
+        peak = [before]
+
+        def cut():
+            peak[0] = max(peak[0], own())
+            st = srv.stats()
+            return st["tool_threads_busy"] == 0 and st["tool_jobs_waiting"] == 0 and \
+                st["streams_open"]["post"] == 0
+        self.assertTrue(wait_until(cut, 120, step=0.2), "every call ran and every stream was cut")
+        time.sleep(3)  # the heap's free pages go back a second after the cuts
+        after = own()
+        mb = 1 << 20
+        print(f"RSS without RocksDB's buffers: before {before / mb:.1f} MiB, peak {peak[0] / mb:.1f} "
+              f"MiB, 3 s after the cuts {after / mb:.1f} MiB", flush=True)
+        with open(srv.stderr_path, "rb") as f:
+            cuts = f.read().count(b"SSE reader too slow")
+        self.assertEqual(cuts, len(sessions), "every stream was cut for its slow reader")
+        self.assertLess(after - before, 24 * mb, "what was queued for the slow readers is freed")
+
+
 if __name__ == "__main__":
     run()
