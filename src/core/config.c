@@ -132,12 +132,14 @@ static const flag_t FLAGS[] = {
     {"log-level", "LEVEL", K_LEVEL, OFF(log_level), 0, 0,
      "error, warn, info or debug (default info)"},
     {"max-body", "BYTES", K_INT, OFF(max_body), 1024, 1LL << 30,
-     "largest POST body (default 4194304); larger gets 413"},
+     "largest request body: its Content-Length, or its chunk sizes together (default 4194304); "
+     "larger gets 413"},
     {"max-json-nodes", "N", K_INT, OFF(max_json_nodes), 64, 1LL << 30,
      "JSON values (objects, arrays, strings, numbers, literals) one request body may hold; "
      "more gets 413 (default 100000)"},
     {"max-headers", "BYTES", K_INT, OFF(max_headers), 1024, 1LL << 20,
-     "largest request header block (default 16384); larger gets 431/400"},
+     "largest request head: request line, header lines and the empty line, line ends included "
+     "(default 16384); larger gets 431"},
     {"mailbox", "N", K_INT, OFF(mailbox), 1, 1 << 20,
      "messages queued per session before 503 + Retry-After (default 1024)"},
     {"max-connections", "N", K_INT, OFF(max_connections), 1, 1 << 24,

@@ -68,8 +68,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \
     X(limit_refusals_total, counter,                                                                \
       "Requests refused by a limit (--max-connections, --max-sessions, --max-streams, "             \
-      "--max-handles, --max-tasks, --max-json-nodes, a principal's share...), and connections "     \
-      "closed at accept past twice --max-connections.")                                             \
+      "--max-handles, --max-tasks, --max-body, --max-headers, --max-json-nodes, a principal's "     \
+      "share...), and connections closed at accept past twice --max-connections.")                  \
     X(share_refusals_total, counter,                                                                \
       "Of those, refused because the principal held its share (--principal-share) of a cap.")       \
     X(principals_live, gauge, "Principals that hold or reference something (core/principal.c).")    \

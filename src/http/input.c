@@ -13,6 +13,12 @@
  *   - A bad chunked body: evhttp would answer 413 itself, or read a size where none is. The
  *     input is cut where the bad line begins and the end of a chunked body is put there
  *     (httpscan_body_end), so evhttp hands over the request, which is refused.
+ *   - A head over --max-headers, a body over --max-body (a Content-Length, or the chunk sizes
+ *     so far): cut the same way at the line that says so, with what ends the request there
+ *     (for a head, Transfer-Encoding: chunked and an empty body, which evhttp reads instead of
+ *     any Content-Length), so the endpoint answers 431 or 413 itself, counted as refusals by a
+ *     limit; evhttp would answer with its HTML, counted nowhere. evhttp's own head limit is set
+ *     a little above ours, for what the cut puts in (listener.c).
  * Either refusal closes the connection, so nothing after the faulty request is ever read; the
  * scanner stops there too. Every request evhttp parses reaches the endpoint's callbacks or
  * ends the connection (evhttp's own refusals close it; CONNECT, whose answer evhttp would not
@@ -103,15 +109,22 @@ static void scan_cut(hscan_t *h, struct evbuffer *in)
 {
     size_t len = evbuffer_get_length(in);
     uint64_t first = h->added - len; /* the stream offset of in's first byte */
-    if (h->s.line_at < first || h->s.line_at > h->added)
+    const char *end;
+    uint64_t at = httpscan_cut_at(&h->s, first, &end);
+    if (h->s.status == HTTPSCAN_HEAD_TOO_BIG || h->s.status == HTTPSCAN_BODY_TOO_BIG) {
+        /* counted here, once: the endpoint answers it (http_scan_fault), or, when evhttp has
+         * read its Content-Length line already (a head sent in pieces), evhttp does, with its
+         * HTML 413 */
+        STAT_INC(limit_refusals_total);
+    }
+    if (at < first || at > h->added)
         return; /* never: evhttp consumes only whole lines, and the line is not whole yet */
     struct evbuffer *keep = evbuffer_new();
     if (!keep)
         return;
-    evbuffer_remove_buffer(in, keep, (size_t)(h->s.line_at - first));
+    evbuffer_remove_buffer(in, keep, (size_t)(at - first));
     evbuffer_drain(in, evbuffer_get_length(in));
     evbuffer_add_buffer(in, keep);
-    const char *end = httpscan_body_end(&h->s);
     evbuffer_add(in, end, strlen(end));
     evbuffer_free(keep);
 }
@@ -140,7 +153,8 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
             off += k;
         }
     }
-    if (h->s.status == HTTPSCAN_BAD_CHUNK)
+    if (h->s.status == HTTPSCAN_BAD_CHUNK || h->s.status == HTTPSCAN_HEAD_TOO_BIG ||
+        h->s.status == HTTPSCAN_BODY_TOO_BIG)
         scan_cut(h, in);
     deadline_on_input(h);
 }
@@ -149,6 +163,8 @@ hscan_t *http_scan_attach(struct bufferevent *bev)
 {
     hscan_t *h = xcalloc(1, sizeof *h);
     httpscan_init(&h->s);
+    h->s.max_head = (uint64_t)g_cfg.max_headers;
+    h->s.max_body = (uint64_t)g_cfg.max_body;
     h->in = bufferevent_get_input(bev);
     h->cb = evbuffer_add_cb(h->in, on_input, h);
     if (!h->cb) {
@@ -166,8 +182,9 @@ void http_scan_detach(hscan_t *h)
     free(h);
 }
 
-const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req)
+const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req, int *status)
 {
+    *status = 400;
     hlink_t *l = ptrmap_get(&t->links, evhttp_request_get_connection(req));
     hscan_t *h = l ? l->scan : NULL;
     if (!h)
@@ -182,6 +199,13 @@ const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req)
     case HTTPSCAN_BAD_CHUNK:
         return "Bad Request: a malformed chunked body (a chunk-size line is hex digits and CRLF: "
                "no extension, sign or space; each chunk's data ends with CRLF)";
+    case HTTPSCAN_HEAD_TOO_BIG:
+        *status = 431;
+        return "Request Header Fields Too Large: the request line and header lines are longer "
+               "than --max-headers";
+    case HTTPSCAN_BODY_TOO_BIG:
+        *status = 413;
+        return "Payload Too Large: the body is longer than --max-body";
     default:
         return NULL;
     }

@@ -175,6 +175,10 @@ void http_reply_error_data(struct evhttp_request *req, const json_t *id, int sta
 /* A CONNECT, on any path: 405 with Allow and Connection: close, and the connection is closed
  * after it. */
 void http_refuse_connect(struct evhttp_request *req);
+/* A method the server does not serve (TRACE, one evhttp does not know): 501 with Connection:
+ * close (evhttp lets every method through so that this answer is the server's, counted). True
+ * when answered. */
+bool http_refuse_method(struct evhttp_request *req);
 hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *link);
 void http_hconn_free(hconn_t *c);
 conn_ref_t http_ref_of(const hconn_t *c);
@@ -226,9 +230,10 @@ principal_t *http_request_principal(struct evhttp_request *req, const char *who,
                                     const hlink_t *link);
 bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *p, pres_t r);
 /* input.c: counts req as the next request of its connection, handed over (its deadline is
- * met); when the input scanner found a fault in it, what is wrong (the request is then refused,
- * and its connection closed). */
-const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req);
+ * met); when the input scanner found a fault in it, what is wrong, and *status the answer's
+ * (400; 431 and 413 for --max-headers and --max-body): the request is then refused, and its
+ * connection closed. */
+const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req, int *status);
 /* input.c: a new connection's input scanner, on bev's input buffer (NULL: none); its removal. */
 hscan_t *http_scan_attach(struct bufferevent *bev);
 void http_scan_detach(hscan_t *h);

@@ -133,16 +133,17 @@ int http_init(int n, const char *host, int port, int *bound_port)
         t->http = evhttp_new(t->base);
         if (!t->base || !t->http || mq_init(&t->inbox) != 0)
             return -1;
-        /* CONNECT reaches the callbacks only to be refused at once (http_refuse_connect) */
-        evhttp_set_allowed_methods(t->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
-                                                EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
-                                                EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD |
-                                                EVHTTP_REQ_CONNECT);
+        /* every method reaches the callbacks, so that every answer is the server's, counted:
+         * CONNECT is refused at once (http_refuse_connect), TRACE and the methods evhttp does
+         * not know (its private bit 1 << 15) get 501 (http_refuse_method) */
+        evhttp_set_allowed_methods(t->http, 0xffff);
         /* bodiless replies (202, a DELETE's 200) carry no Content-Type rather than libevent's
          * default text/html; every reply with a body names its own */
         evhttp_set_default_content_type(t->http, NULL);
+        /* the input scanner refuses past these first (input.c); evhttp's own head limit leaves
+         * room for what its cut puts in */
         evhttp_set_max_body_size(t->http, g_cfg.max_body);
-        evhttp_set_max_headers_size(t->http, g_cfg.max_headers);
+        evhttp_set_max_headers_size(t->http, g_cfg.max_headers + HTTPSCAN_END_MAX);
         evhttp_set_timeout(t->http, (int)g_cfg.read_timeout_s); /* inactivity (input.c) */
         struct timeval rt = {g_cfg.read_timeout_s, 0};
         t->read_deadline = event_base_init_common_timeout(t->base, &rt);

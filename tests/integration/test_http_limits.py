@@ -305,5 +305,97 @@ class SlowReaders(unittest.TestCase):
         self.assertLess(after - before, 24 * mb, "what was queued for the slow readers is freed")
 
 
+def exchange(port, data, timeout=5):
+    """Sends raw bytes on a fresh connection and reads until the server closes it: (status,
+    {lower-case header: value}, body bytes, closed)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        try:
+            sock.sendall(data)
+        except OSError:
+            pass  # the server answered and closed while the rest was being sent
+        got, closed = b"", False
+        try:
+            while True:
+                d = sock.recv(65536)
+                if not d:
+                    closed = True
+                    break
+                got += d
+        except socket.timeout:
+            pass
+        except OSError:
+            closed = True
+    finally:
+        sock.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    lines = head.decode(errors="replace").split("\r\n")
+    headers = dict((k.strip().lower(), v.strip()) for k, _, v in (ln.partition(":") for ln in lines[1:]))
+    status = int(lines[0].split()[1]) if len(lines[0].split()) > 1 else 0
+    return status, headers, body[:int(headers.get("content-length", len(body)))], closed
+
+
+class RefusalsOfTheParser(unittest.TestCase):
+    """A body over --max-body, a head over --max-headers and a method the server does not serve
+    are answered by the server (JSON-RPC errors, counted), not by libevent's HTML."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server("--max-body", "4096", "--max-headers", "2048")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def counts(self):
+        st = self.srv.stats()
+        return st["limit_refusals_total"], st["http_responses_total"]
+
+    def check(self, data, status, limit_refusal):
+        refusals, responses = self.counts()
+        got, headers, body, closed = exchange(self.srv.port, data)
+        self.assertEqual(got, status, body[:200])
+        self.assertEqual(headers.get("content-type"), "application/json")
+        err = json.loads(body)
+        self.assertEqual(err["error"]["code"], -32000)
+        self.assertIsNone(err["id"])
+        self.assertEqual(headers.get("connection", "").lower(), "close")
+        self.assertTrue(closed, "the connection is closed after the refusal")
+        self.assertTrue(wait_until(lambda: self.counts()[1].get(str(status), 0) ==
+                                   responses.get(str(status), 0) + 1),
+                        f"http_responses_total counts the {status}")
+        self.assertEqual(self.counts()[0], refusals + (1 if limit_refusal else 0))
+        return err["error"]["message"]
+
+    def post(self, head, body=b""):
+        return (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                b"Accept: application/json, text/event-stream\r\n" % self.srv.port) + head + b"\r\n" + body
+
+    def test_a_content_length_over_max_body_gets_a_counted_json_413(self):
+        msg = self.check(self.post(b"Content-Length: 5000\r\n", b"{" * 5000), 413, True)
+        self.assertIn("--max-body", msg)
+
+    def test_a_chunked_body_over_max_body_gets_a_counted_json_413(self):
+        chunks = b"800\r\n" + b" " * 0x800 + b"\r\n"  # 2 KiB a chunk: the third is past 4 KiB
+        self.check(self.post(b"Transfer-Encoding: chunked\r\n", chunks * 3 + b"0\r\n\r\n"), 413, True)
+
+    def test_a_body_at_max_body_is_served(self):
+        body = json.dumps(INITIALIZE).encode()
+        body += b" " * (4096 - len(body))
+        status, _, _, _ = exchange(self.srv.port, self.post(b"Content-Length: 4096\r\nConnection: close\r\n", body))
+        self.assertEqual(status, 200)
+
+    def test_a_head_over_max_headers_gets_a_counted_json_431(self):
+        msg = self.check(self.post(b"X-Pad: " + b"a" * 3000 + b"\r\nContent-Length: 2\r\n", b"{}"), 431, True)
+        self.assertIn("--max-headers", msg)
+        # a request line longer than the limit alone
+        self.check(b"GET /mcp?" + b"a" * 3000 + b" HTTP/1.1\r\n\r\n", 431, True)
+
+    def test_trace_and_unknown_methods_get_a_counted_json_501(self):
+        for method in (b"TRACE", b"BREW"):
+            with self.subTest(method=method):
+                self.check(method + b" /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % self.srv.port, 501, False)
+
+
 if __name__ == "__main__":
     run()
