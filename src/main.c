@@ -34,6 +34,7 @@
 #include "actor/job.h"
 #include "mcp/registry.h"
 
+#include <errno.h>
 #include <event2/thread.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -41,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define SHUTDOWN_DEADLINE_S 4
@@ -200,11 +202,9 @@ typedef struct {
     int port, admin_port;
 } node_t;
 
-/* Process-wide settings before any thread starts. The stop signals are blocked in every thread
- * (each inherits the mask); the main thread alone takes them, in sigwait. */
-static void process_setup(sigset_t *stopset)
+/* The global caps the principals' shares are taken of (core/principal.h). */
+static void configure_caps(void)
 {
-    g_log_level = (log_level_t)g_cfg.log_level;
     const int64_t caps[PR__COUNT] = {[PR_SESSIONS] = g_cfg.max_sessions,
                                      [PR_HANDLES] = g_cfg.max_handles,
                                      [PR_TASKS] = g_cfg.max_tasks,
@@ -216,6 +216,66 @@ static void process_setup(sigset_t *stopset)
                                                            ? OAUTH_PARKED_MAX * g_cfg.http_threads
                                                            : ISSUER_WAITS_MAX};
     principals_configure(caps, (int)g_cfg.principal_share);
+}
+
+/* Descriptors the process needs besides its client connections: its loops and their eventfds,
+ * the listeners, the logs, cluster peers and key fetches (FD_RESERVE_BASE; 42 in all at an
+ * idle start), plus the store's table files (RocksDB's cap, per partition) and the gateway's
+ * processes (three pipes and a pidfd each). */
+#define FD_RESERVE_BASE 128
+#define FD_PER_UPSTREAM 4
+
+/* The soft RLIMIT_NOFILE (Debian's default: 1024) goes up to the hard limit: every client
+ * connection holds a descriptor from its accept. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == rl.rlim_max)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        log_warn("cannot raise RLIMIT_NOFILE from %llu to its hard limit: %s",
+                 (unsigned long long)was, strerror(errno));
+}
+
+/* Up to twice --max-connections are open at once (past that a new connection is closed as soon
+ * as it is accepted: http/conn.c), so they and the reserve must fit in RLIMIT_NOFILE, raised to
+ * its hard limit already: when they do not, --max-connections is lowered until they do. Else a
+ * client holding idle connections could use up the descriptors, and accept() would fail for
+ * every client. parts: the store's partitions. */
+static void fit_connections_to_fds(int parts)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return;
+    int64_t have = (int64_t)rl.rlim_cur;
+    int64_t gateway = g_cfg.n_upstreams > 0 ? FD_PER_UPSTREAM * g_cfg.upstream_max : 0;
+    int64_t reserve = FD_RESERVE_BASE + (int64_t)parts * STORE_MAX_OPEN_FILES + gateway;
+    if (2 * g_cfg.max_connections + reserve <= have)
+        return;
+    int64_t fit = (have - reserve) / 2;
+    if (fit < 1)
+        fit = 1;
+    log_warn("RLIMIT_NOFILE is %lld (raised to its hard limit at start; raise that with "
+             "`ulimit -Hn` or systemd's LimitNOFILE=): twice --max-connections and %lld "
+             "descriptors for the rest of the "
+             "process (%d for the store's %d partition(s), %lld for the gateway's processes) do "
+             "not fit. --max-connections %lld is lowered to %lld, so that client connections "
+             "cannot use up the descriptors",
+             (long long)have, (long long)reserve, parts * STORE_MAX_OPEN_FILES, parts,
+             (long long)gateway, (long long)g_cfg.max_connections, (long long)fit);
+    g_cfg.max_connections = fit;
+    configure_caps();
+}
+
+/* Process-wide settings before any thread starts. The stop signals are blocked in every thread
+ * (each inherits the mask); the main thread alone takes them, in sigwait. */
+static void process_setup(sigset_t *stopset)
+{
+    g_log_level = (log_level_t)g_cfg.log_level;
+    configure_caps();
+    raise_fd_limit();
     /* Blocks of 512 KiB and more (RocksDB's memtable arena blocks, up to 8 store partitions)
      * stay mmapped, so a flushed memtable goes back to the kernel. Left alone, glibc raises
      * this threshold after the first large free and later memtables stay resident after their
@@ -277,6 +337,7 @@ static int open_store(node_t *n)
                  g_cfg.data_dir, parts, (int)g_cfg.store_partitions);
     else if (parts > 1)
         log_info("store: %d partitions, each with its own write path", parts);
+    fit_connections_to_fds(parts);
     store_on_writable(n->store, on_store_writable); /* before any thread may write */
     char move_dir[1100];
     if (g_cfg.move_dir[0])

@@ -2,6 +2,7 @@
 /* The admin listener: its own thread. See admin.h. */
 #include "admin/admin.h"
 
+#include "core/acceptguard.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/shard.h"
@@ -30,6 +31,7 @@
 static struct {
     struct event_base *base;
     struct evhttp *http;
+    accept_guard_t guard; /* the listener pauses when accept() fails */
     pthread_t thread;
     store_t *store;
     bool running;
@@ -618,6 +620,8 @@ int admin_start(const char *host, int port, store_t *store, int *bound_port)
         log_error("cannot listen for admin on %s:%d", host, port);
         return -1;
     }
+    if (accept_guard_init(&A.guard, evhttp_bound_socket_get_listener(b), "admin") != 0)
+        return -1;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     getsockname(evhttp_bound_socket_get_fd(b), (struct sockaddr *)&ss, &sl);
@@ -652,6 +656,7 @@ void admin_stop(void)
     }
     event_base_once(A.base, -1, EV_TIMEOUT, on_stop, NULL, NULL);
     pthread_join(A.thread, NULL);
+    accept_guard_free(&A.guard); /* before its listener goes */
     evhttp_free(A.http);
     event_base_free(A.base);
     json_decref(MV.body); /* the loop that read it has ended */

@@ -132,22 +132,27 @@ static const flag_t FLAGS[] = {
     {"log-level", "LEVEL", K_LEVEL, OFF(log_level), 0, 0,
      "error, warn, info or debug (default info)"},
     {"max-body", "BYTES", K_INT, OFF(max_body), 1024, 1LL << 30,
-     "largest POST body (default 4194304); larger gets 413"},
+     "largest request body: its Content-Length, or its chunk sizes together (default 4194304); "
+     "larger gets 413"},
     {"max-json-nodes", "N", K_INT, OFF(max_json_nodes), 64, 1LL << 30,
      "JSON values (objects, arrays, strings, numbers, literals) one request body may hold; "
      "more gets 413 (default 100000)"},
     {"max-headers", "BYTES", K_INT, OFF(max_headers), 1024, 1LL << 20,
-     "largest request header block (default 16384); larger gets 400"},
+     "largest request head: request line, header lines and the empty line, line ends included "
+     "(default 16384); larger gets 431"},
     {"mailbox", "N", K_INT, OFF(mailbox), 1, 1 << 20,
      "messages queued per session before 503 + Retry-After (default 1024)"},
     {"max-connections", "N", K_INT, OFF(max_connections), 1, 1 << 24,
-     "open client connections before new ones get 503 (default 10000)"},
+     "open client connections before new ones get 503 (default 10000); lowered at start when "
+     "twice it and the process's other descriptors do not fit in RLIMIT_NOFILE (whose soft "
+     "limit is raised to the hard one)"},
     {"max-sessions", "N", K_INT, OFF(max_sessions), 1, 1LL << 40,
      "stored sessions (live or hibernated) before initialize gets 503 (default 1000000)"},
     {"max-streams", "N", K_INT, OFF(max_streams), 1, 1 << 20,
      "requests in flight per session (every request of a batch counts) before 429 (default 64)"},
     {"sse-buffer", "BYTES", K_INT, OFF(sse_buffer), 4096, 1LL << 32,
-     "unsent bytes on one SSE connection before it is ended; the client resumes (default 8388608)"},
+     "unsent bytes on one SSE connection before it is closed and they are dropped; the client "
+     "resumes with Last-Event-ID (default 8388608)"},
     {"session-log-bytes", "BYTES", K_INT, OFF(session_log_bytes), 4096, 1LL << 40,
      "event-log bytes per session; past it the oldest finished streams go (default 67108864)"},
     {"page-size", "N", K_INT, OFF(page_size), 1, 10000,
@@ -189,7 +194,9 @@ static const flag_t FLAGS[] = {
     {"sync", NULL, K_BOOL, OFF(sync), 0, 0,
      "fsync the write-ahead log (group commit): survives a machine crash"},
     {"read-timeout", "SECS", K_INT, OFF(read_timeout_s), 1, 3600,
-     "drop a connection that does not finish sending its request in time (default 30)"},
+     "drop a connection whose request has not arrived whole SECS after its start (accept, or "
+     "the first byte after the answer before), however it trickles in, or that stays silent "
+     "this long between requests (default 30)"},
     {"modern", NULL, K_BOOL, OFF(modern), 0, 0,
      "serve MCP 2026-07-28 (stateless: per-request _meta, server/discover) on /mcp beside the "
      "session era (the default)"},

@@ -57,13 +57,19 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(mailbox_full_total, counter,                                                                  \
       "Requests refused with 503 because a session mailbox was full.")                              \
     X(connections_open, gauge, "Client connections open on the MCP endpoint.")                      \
+    X(read_timeouts_total, counter,                                                                 \
+      "Connections dropped because a request had begun and not arrived whole --read-timeout "       \
+      "after its start (a client that sends slowly).")                                              \
+    X(accept_pauses_total, counter,                                                                 \
+      "Times a listener (MCP or admin) stopped accepting for 100 ms because accept() failed "       \
+      "(out of file descriptors: EMFILE, ENFILE).")                                                 \
     X(get_streams_idle_ended_total, counter,                                                        \
       "Standalone GET streams ended after --get-idle-timeout without a write (clients resume).")    \
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \
     X(limit_refusals_total, counter,                                                                \
       "Requests refused by a limit (--max-connections, --max-sessions, --max-streams, "             \
-      "--max-handles, --max-tasks, --max-json-nodes, a principal's share...), and connections "     \
-      "closed at accept past twice --max-connections.")                                             \
+      "--max-handles, --max-tasks, --max-body, --max-headers, --max-json-nodes, a principal's "     \
+      "share...), and connections closed at accept past twice --max-connections.")                  \
     X(share_refusals_total, counter,                                                                \
       "Of those, refused because the principal held its share (--principal-share) of a cap.")       \
     X(principals_live, gauge, "Principals that hold or reference something (core/principal.c).")    \

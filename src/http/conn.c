@@ -3,7 +3,7 @@
  * writer and the frames workers send. HTTP threads only (http_deliver: any thread).
  *
  * The replies (status lines, the Date header, JSON-RPC errors) and the memory trim after a big
- * body are in reply.c.
+ * body are in reply.c; a connection's input scanner and its requests' deadline in input.c.
  *
  * Every request to /mcp gets an hconn in the thread's slot table; its {thread, slot, gen} is
  * the conn_ref_t that travels to the actor. The slot's generation changes when the hconn is
@@ -133,106 +133,6 @@ void http_notify_ended(hconn_t *c)
     notify(c, true);
 }
 
-/* ---- the input scanner (wire/httpscan.h) ----
- *
- * evhttp parses a connection's bytes itself and calls the server only with a whole request, so
- * what it lets through or misreports in the framing (a NUL in a head, a malformed chunked body)
- * is found by scanning the bytes as they arrive: a callback on the bufferevent's input buffer
- * runs when the socket read has added them, before evhttp's read callback parses them.
- *   - A NUL in a head: evhttp still hands the request over (with a value cut at the NUL); the
- *     fault names the request by its number on the connection, and the endpoint refuses that
- *     request when it comes (http_scan_fault).
- *   - A bad chunked body: evhttp would answer 413 itself, or read a size where none is. The
- *     input is cut where the bad line begins and the end of a chunked body is put there
- *     (httpscan_body_end), so evhttp hands over the request, which is refused.
- * Either refusal closes the connection, so nothing after the faulty request is ever read; the
- * scanner stops there too. Every request evhttp parses reaches the endpoint's callbacks or
- * ends the connection (evhttp's own refusals close it; CONNECT, whose answer evhttp would not
- * close, stops the scanner), so counting the requests handed over keeps the numbers in step. */
-
-static void scan_cut(hscan_t *h, struct evbuffer *in)
-{
-    size_t len = evbuffer_get_length(in);
-    uint64_t first = h->added - len; /* the stream offset of in's first byte */
-    if (h->s.line_at < first || h->s.line_at > h->added)
-        return; /* never: evhttp consumes only whole lines, and the line is not whole yet */
-    struct evbuffer *keep = evbuffer_new();
-    if (!keep)
-        return;
-    evbuffer_remove_buffer(in, keep, (size_t)(h->s.line_at - first));
-    evbuffer_drain(in, evbuffer_get_length(in));
-    evbuffer_add_buffer(in, keep);
-    const char *end = httpscan_body_end(&h->s);
-    evbuffer_add(in, end, strlen(end));
-    evbuffer_free(keep);
-}
-
-static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
-{
-    hscan_t *h = arg;
-    size_t fresh = info->n_added; /* the buffer's last bytes: evhttp only drains the front */
-    h->added += fresh;
-    if (fresh == 0 || h->s.status != HTTPSCAN_RUNNING)
-        return; /* (scan_cut's own changes come here too, once the scan has ended) */
-    size_t off = evbuffer_get_length(in) - fresh; /* where the new bytes begin */
-    while (fresh > 0 && h->s.status == HTTPSCAN_RUNNING) {
-        /* usually evhttp has taken everything before them: they are the whole buffer */
-        struct evbuffer_ptr at;
-        if (off > 0 && evbuffer_ptr_set(in, &at, off, EVBUFFER_PTR_SET) != 0)
-            return;
-        struct evbuffer_iovec v[4];
-        int nv = evbuffer_peek(in, (ev_ssize_t)fresh, off > 0 ? &at : NULL, v, 4);
-        if (nv <= 0)
-            return;
-        for (int i = 0; i < nv && i < 4 && fresh > 0 && h->s.status == HTTPSCAN_RUNNING; i++) {
-            size_t k = v[i].iov_len < fresh ? v[i].iov_len : fresh;
-            httpscan_feed(&h->s, v[i].iov_base, k);
-            fresh -= k;
-            off += k;
-        }
-    }
-    if (h->s.status == HTTPSCAN_BAD_CHUNK)
-        scan_cut(h, in);
-}
-
-static hscan_t *scan_attach(struct bufferevent *bev)
-{
-    hscan_t *h = xcalloc(1, sizeof *h);
-    httpscan_init(&h->s);
-    h->in = bufferevent_get_input(bev);
-    h->cb = evbuffer_add_cb(h->in, on_input, h);
-    if (!h->cb) {
-        free(h);
-        return NULL;
-    }
-    return h;
-}
-
-static void scan_detach(hscan_t *h)
-{
-    if (!h)
-        return;
-    evbuffer_remove_cb_entry(h->in, h->cb);
-    free(h);
-}
-
-const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req)
-{
-    hlink_t *l = ptrmap_get(&t->links, evhttp_request_get_connection(req));
-    hscan_t *h = l ? l->scan : NULL;
-    if (!h || ++h->served != h->s.request)
-        return NULL;
-    switch (h->s.status) {
-    case HTTPSCAN_NUL:
-        return "Bad Request: a header line holds a NUL byte";
-    case HTTPSCAN_BAD_CHUNK:
-        return "Bad Request: a malformed chunked body (a chunk-size line is hex digits and CRLF: "
-               "no extension, sign or space; each chunk's data ends with CRLF)";
-    default:
-        return NULL;
-    }
-}
-
 static void on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
     hlink_t *l = arg;
@@ -251,7 +151,8 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
     principal_unref(l->principal);
-    scan_detach(l->scan); /* its bufferevent is freed after this callback */
+    http_deadline_free(l);
+    http_scan_detach(l->scan); /* its bufferevent is freed after this callback */
     http_fence_end(l);
     http_flush_forget(l);
     http_shadow_free(l);
@@ -365,6 +266,7 @@ static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hsc
     STAT_INC(connections_open);
     evhttp_connection_set_closecb(evcon, on_conn_close, l);
     http_shadow_start(l);
+    http_deadline_start(l);
     return l;
 }
 
@@ -392,7 +294,7 @@ static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hsc
                   over_share ? "its address has twice its share of --max-connections open"
                              : "twice --max-connections are open");
         principal_unref(p);
-        scan_detach(scan);
+        http_scan_detach(scan);
         evhttp_connection_free(evcon);
         return;
     }
@@ -410,7 +312,7 @@ void http_on_fresh(evutil_socket_t fd, short what, void *arg)
         if (evcon && !ptrmap_get(&t->links, evcon))
             link_accepted(t, evcon, t->fresh[i].scan);
         else
-            scan_detach(t->fresh[i].scan);
+            http_scan_detach(t->fresh[i].scan);
         bufferevent_decref(bev);
     }
     t->nfresh = 0;
@@ -419,7 +321,7 @@ void http_on_fresh(evutil_socket_t fd, short what, void *arg)
 void http_fresh_free(http_thread_t *t)
 {
     for (uint32_t i = 0; i < t->nfresh; i++) {
-        scan_detach(t->fresh[i].scan);
+        http_scan_detach(t->fresh[i].scan);
         bufferevent_decref(t->fresh[i].bev);
     }
     t->nfresh = 0;
@@ -444,7 +346,7 @@ struct bufferevent *http_on_new_bev(struct event_base *base, void *arg)
         t->fresh = xrealloc(t->fresh, t->capfresh * sizeof *t->fresh);
     }
     bufferevent_incref(bev);
-    t->fresh[t->nfresh++] = (hfresh_t){bev, scan_attach(bev)};
+    t->fresh[t->nfresh++] = (hfresh_t){bev, http_scan_attach(bev)};
     event_active(t->fresh_ev, EV_TIMEOUT, 1);
     return bev;
 }
@@ -518,13 +420,31 @@ static size_t pending_input(hconn_t *c)
 }
 
 /* Ends a stream the server cuts (a reader too slow, or sending too much): the answers its
- * connection held for its bytes go now (fence.c), since those bytes may never be read. */
-static void cut_stream(hconn_t *c)
+ * connection held for its bytes go now (fence.c), since those bytes may never be read. A slow
+ * reader's connection is closed at once, its unsent bytes (up to --sse-buffer) dropped: ended
+ * the ordinary way, they stayed queued until the 60 s write timeout, so a client with many such
+ * streams held many times --sse-buffer. Its client resumes from the event log (Last-Event-ID).
+ * The close is abortive (RST): the kernel drops what its socket buffer holds too. */
+static void cut_stream(hconn_t *c, bool slow_reader)
 {
     if (c->link)
         http_fence_end(c->link);
     http_notify_ended(c);
-    http_end_stream(c);
+    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
+    if (!slow_reader || !evcon) {
+        http_end_stream(c);
+        return;
+    }
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    struct evbuffer *out = bufferevent_get_output(bev);
+    evbuffer_drain(out, evbuffer_get_length(out));
+    struct linger abort_close = {1, 0};
+    setsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_LINGER, &abort_close, sizeof abort_close);
+    if (c->link)
+        c->link->sse = NULL; /* ended here: its close callback leaves c alone */
+    http_hconn_free(c);
+    evhttp_connection_free(evcon); /* the request with it */
+    http_trim_soon(g_http_self);   /* the drained pages go back to the kernel */
 }
 
 /* Writes SSE bytes; false when the stream was cut for a slow reader (c is freed). */
@@ -533,14 +453,15 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
     if (pending_input(c) >= SSE_INPUT_MAX) {
         log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream", c->sid,
                  pending_input(c));
-        cut_stream(c);
+        cut_stream(c, false);
         return false;
     }
     if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
         log_warn(
-            "session %.8s: SSE reader too slow (%zu bytes unsent), ending its stream; it can resume",
+            "session %.8s: SSE reader too slow (%zu bytes unsent): its connection is closed and "
+            "the bytes dropped; it can resume",
             c->sid, pending_output(c));
-        cut_stream(c);
+        cut_stream(c, true);
         return false;
     }
     /* straight into the connection's output, framed as evhttp_send_reply_chunk would (a hex

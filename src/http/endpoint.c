@@ -109,19 +109,21 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
 }
 
 /* A request whose body length is ambiguous, or whose bytes hold what evhttp misreads (a NUL
- * in its head, a malformed chunked body: the input scanner's find, counted here): 400 and the
+ * in its head, a malformed chunked body: the input scanner's find, counted here; 431 or 413 for
+ * a head or a body over its limit, counted as a refusal by the scanner): 400 and the
  * connection is closed, since what follows the body cannot be trusted as the next request
  * (nor the body: id null). evhttp refuses some of these itself, with its own reply. True when
  * refused. */
 static bool refuse_framing(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h)
 {
-    const char *why = http_scan_fault(t, req);
+    int status = 400;
+    const char *why = http_scan_fault(t, req, &status);
     if (!why)
         why = framing_problem(h->content_length, h->transfer_encoding, h->twice_framing);
     if (!why)
         return false;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-    http_reply_error(req, NULL, 400, MCP_ERR_BAD_REQUEST, why, NULL);
+    http_reply_error(req, NULL, status, MCP_ERR_BAD_REQUEST, why, NULL);
     return true;
 }
 
@@ -154,7 +156,7 @@ static void parse_body(struct evhttp_request *req, pbody_t *b)
     b->json = json_parse_buf_bounded(data, len, (size_t)g_cfg.max_json_nodes, &b->info, b->err,
                                      sizeof b->err, &b->pos);
     if (b->info.nodes >= HTTP_BIG_PARSE_NODES)
-        http_note_big_parse(g_http_self); /* its memory goes back once it is freed */
+        http_trim_soon(g_http_self); /* its memory goes back once it is freed */
     if (!b->json || json_is_array(b->json))
         return;
     b->kind = jsonrpc_classify_view(b->json, &b->why, &b->v);
@@ -580,7 +582,7 @@ void http_on_mcp(struct evhttp_request *req, void *arg)
     }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(arg, req, &h) || http_cors_preflight(req))
+    if (refuse_framing(arg, req, &h) || http_refuse_method(req) || http_cors_preflight(req))
         return;
     pbody_t b;
     parse_body(req, &b);
@@ -606,7 +608,7 @@ void http_on_other(struct evhttp_request *req, void *arg)
     }
     rhdr_t h;
     read_headers(req, &h);
-    if (refuse_framing(arg, req, &h) || http_cors_preflight(req))
+    if (refuse_framing(arg, req, &h) || http_refuse_method(req) || http_cors_preflight(req))
         return;
     if (http_serve_prm(req)) /* RFC 9728 metadata, without a token */
         return;

@@ -1,6 +1,7 @@
-/* What the three files of the HTTP layer share: conn.c (connections, replies, the SSE writer,
- * frames from the workers), endpoint.c (the /mcp request: checks, POST/GET/DELETE, submit to a
- * worker) and listener.c (sockets, threads, start and stop). HTTP threads only, except where a
+/* What the files of the HTTP layer share: conn.c (connections, replies, the SSE writer,
+ * frames from the workers), input.c (a connection's input scanner and its requests' deadline),
+ * endpoint.c (the /mcp request: checks, POST/GET/DELETE, submit to a worker) and listener.c
+ * (sockets, threads, start and stop), among others. HTTP threads only, except where a
  * comment says otherwise.
  *
  * Every request to /mcp gets an hconn in the thread's slot table; its {thread, slot, gen} is
@@ -29,6 +30,7 @@
 #include <stdint.h>
 
 #include "actor/msg.h"
+#include "core/acceptguard.h"
 #include "core/mq.h"
 #include "core/principal.h"
 #include "core/ptrmap.h"
@@ -55,14 +57,15 @@ typedef struct hconn hconn_t;
 typedef struct hfence hfence_t;
 
 /* A connection's input scanned as evhttp will frame it (wire/httpscan.h), by a callback on its
- * bufferevent's input buffer that runs before evhttp reads the bytes (conn.c). Owned by the
+ * bufferevent's input buffer that runs before evhttp reads the bytes (input.c). Owned by the
  * connection's hlink, or by its hfresh entry until the hlink is made. */
 typedef struct hscan {
     httpscan_t s;
     struct evbuffer *in;
     struct evbuffer_cb_entry *cb;
-    uint64_t added;  /* bytes ever added to in: the stream offset of its end */
-    uint64_t served; /* requests handed to the endpoint's callbacks so far */
+    uint64_t added;     /* bytes ever added to in: the stream offset of its end */
+    uint64_t served;    /* requests handed to the endpoint's callbacks so far */
+    struct hlink *link; /* its hlink once its deadline runs (input.c), else NULL */
 } hscan_t;
 
 /* One per accepted client connection: counts it in connections_open and against
@@ -82,6 +85,7 @@ typedef struct hlink {
     hfence_t *fence;        /* frames held until its output written so far is written (fence.c) */
     struct hlink *flush_next, **flush_pprev; /* noted for on_flush (flush.c); pprev NULL: not */
     struct event *shadow;   /* a second read event on the descriptor, NULL: none yet (flush.c) */
+    struct event *deadline; /* --read-timeout for the request under way (input.c); NULL: none */
     uint8_t shadow_strikes; /* its reports while evhttp did not read, since the last answer */
 } hlink_t;
 
@@ -115,6 +119,7 @@ struct http_thread {
     struct event_base *base;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
+    accept_guard_t guard; /* its listener pauses when accept() fails (core/acceptguard.h) */
     evutil_socket_t fd;
     mq_t inbox;
     struct event *inbox_ev;
@@ -129,7 +134,8 @@ struct http_thread {
     struct event *fresh_ev;
     hlink_t *flush_head; /* connections given an answer this loop iteration (flush.c) */
     struct event *flush_ev;
-    struct event *trim_ev; /* malloc_trim after a big body was parsed (http_note_big_parse) */
+    struct event *trim_ev; /* malloc_trim after a big body was parsed (http_trim_soon) */
+    const struct timeval *read_deadline; /* --read-timeout, a common timeout of base (input.c) */
     bool stopping;
     int64_t drain_until_us; /* http_stop: unsent output is written until then (0: not yet) */
 };
@@ -169,6 +175,10 @@ void http_reply_error_data(struct evhttp_request *req, const json_t *id, int sta
 /* A CONNECT, on any path: 405 with Allow and Connection: close, and the connection is closed
  * after it. */
 void http_refuse_connect(struct evhttp_request *req);
+/* A method the server does not serve (TRACE, one evhttp does not know): 501 with Connection:
+ * close (evhttp lets every method through so that this answer is the server's, counted). True
+ * when answered. */
+bool http_refuse_method(struct evhttp_request *req);
 hconn_t *http_hconn_new(http_thread_t *t, struct evhttp_request *req, hlink_t *link);
 void http_hconn_free(hconn_t *c);
 conn_ref_t http_ref_of(const hconn_t *c);
@@ -180,11 +190,11 @@ void http_notify_closed(hconn_t *c);
 void http_notify_ended(hconn_t *c);
 /* Ends the SSE response c carries and frees c. */
 void http_end_stream(hconn_t *c);
-/* A body of this many JSON values or more was parsed on thread t (NULL: not an HTTP thread):
- * a second later, once it is freed, the heap pages it took go back to the kernel (glibc keeps
- * them in the thread's arena otherwise). */
+/* A body of this many JSON values or more was parsed on thread t (NULL: not an HTTP thread),
+ * or a slow SSE reader's unsent bytes were dropped: a second later, once it is freed, the heap
+ * pages it took go back to the kernel (glibc keeps them in the thread's arena otherwise). */
 #define HTTP_BIG_PARSE_NODES 10000
-void http_note_big_parse(http_thread_t *t);
+void http_trim_soon(http_thread_t *t);
 /* The Date header's value now (reply.c; the thread's buffer, formatted once a second). */
 const char *http_date_now(void);
 /* oauth.c: 503 + Retry-After when the authorization server or the replay cache cannot answer
@@ -219,9 +229,18 @@ void http_reply_link_refused(http_thread_t *t, struct evhttp_request *req, const
 principal_t *http_request_principal(struct evhttp_request *req, const char *who,
                                     const hlink_t *link);
 bool http_take_share(struct evhttp_request *req, const json_t *id, principal_t *p, pres_t r);
-/* Counts req as the next request of its connection; when the input scanner found a fault in
- * it, what is wrong (the request is then refused, and its connection closed). */
-const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req);
+/* input.c: counts req as the next request of its connection, handed over (its deadline is
+ * met); when the input scanner found a fault in it, what is wrong, and *status the answer's
+ * (400; 431 and 413 for --max-headers and --max-body): the request is then refused, and its
+ * connection closed. */
+const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req, int *status);
+/* input.c: a new connection's input scanner, on bev's input buffer (NULL: none); its removal. */
+hscan_t *http_scan_attach(struct bufferevent *bev);
+void http_scan_detach(hscan_t *h);
+/* input.c: a tracked connection's first request has --read-timeout from now to arrive whole
+ * (nothing without a scanner); the deadline goes before the connection does. */
+void http_deadline_start(hlink_t *l);
+void http_deadline_free(hlink_t *l);
 /* Drops the connections accepted as the loop ended (after evhttp_free). */
 void http_fresh_free(http_thread_t *t);
 /* evhttp callbacks: a new connection's bufferevent, the connections picked up after it, the

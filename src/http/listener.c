@@ -133,17 +133,20 @@ int http_init(int n, const char *host, int port, int *bound_port)
         t->http = evhttp_new(t->base);
         if (!t->base || !t->http || mq_init(&t->inbox) != 0)
             return -1;
-        /* CONNECT reaches the callbacks only to be refused at once (http_refuse_connect) */
-        evhttp_set_allowed_methods(t->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE |
-                                                EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
-                                                EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD |
-                                                EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
+        /* every method reaches the callbacks, so that every answer is the server's, counted:
+         * CONNECT is refused at once (http_refuse_connect), TRACE gets 405 like PUT, and the
+         * methods evhttp does not know (its private bit 1 << 15) get 501 (http_refuse_method) */
+        evhttp_set_allowed_methods(t->http, 0xffff);
         /* bodiless replies (202, a DELETE's 200) carry no Content-Type rather than libevent's
          * default text/html; every reply with a body names its own */
         evhttp_set_default_content_type(t->http, NULL);
+        /* the input scanner refuses past these first (input.c); evhttp's own head limit leaves
+         * room for what its cut puts in */
         evhttp_set_max_body_size(t->http, g_cfg.max_body);
-        evhttp_set_max_headers_size(t->http, g_cfg.max_headers);
-        evhttp_set_timeout(t->http, (int)g_cfg.read_timeout_s);
+        evhttp_set_max_headers_size(t->http, g_cfg.max_headers + HTTPSCAN_END_MAX);
+        evhttp_set_timeout(t->http, (int)g_cfg.read_timeout_s); /* inactivity (input.c) */
+        struct timeval rt = {g_cfg.read_timeout_s, 0};
+        t->read_deadline = event_base_init_common_timeout(t->base, &rt);
         evhttp_set_cb(t->http, "/mcp", http_on_mcp, t);
         evhttp_set_gencb(t->http, http_on_other, t);
         evhttp_set_bevcb(t->http, http_on_new_bev, t);
@@ -152,7 +155,8 @@ int http_init(int n, const char *host, int port, int *bound_port)
         if (!t->fresh_ev || !t->flush_ev)
             return -1;
         t->bound = evhttp_accept_socket_with_handle(t->http, t->fd);
-        if (!t->bound)
+        if (!t->bound ||
+            accept_guard_init(&t->guard, evhttp_bound_socket_get_listener(t->bound), "MCP") != 0)
             return -1;
         t->inbox_ev = event_new(t->base, t->inbox.efd, EV_READ | EV_PERSIST | EV_ET, http_on_inbox,
                                 t);
@@ -221,6 +225,7 @@ static void on_quiesce_streams(evutil_socket_t fd, short what, void *arg)
     http_on_inbox(-1, 0, t);
     t->stopping = true;
     if (t->bound) {
+        accept_guard_free(&t->guard);
         evhttp_del_accept_socket(t->http, t->bound);
         t->bound = NULL;
     }
@@ -331,6 +336,7 @@ void http_free(void)
      * another thread's inbox (fence.c), so no inbox goes before every connection has */
     for (int i = 0; i < g_http_n; i++) {
         http_thread_t *t = &g_http[i];
+        accept_guard_free(&t->guard); /* before its listener goes */
         if (t->http)
             evhttp_free(t->http);
         else if (t->fd >= 0)

@@ -50,8 +50,12 @@ static const char *reason_of(int status)
         return "Unsupported Media Type";
     case 429:
         return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
     case 500:
         return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
     case 503:
         return "Service Unavailable";
     default:
@@ -174,7 +178,7 @@ static void on_trim(evutil_socket_t fd, short what, void *arg)
     blockcache_give_back();
 }
 
-void http_note_big_parse(http_thread_t *t)
+void http_trim_soon(http_thread_t *t)
 {
     if (!t)
         return;
@@ -183,6 +187,21 @@ void http_note_big_parse(http_thread_t *t)
     struct timeval tv = {1, 0}; /* pushed back by every further big body: one trim at the end */
     if (t->trim_ev)
         evtimer_add(t->trim_ev, &tv);
+}
+
+bool http_refuse_method(struct evhttp_request *req)
+{
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    if (m &
+        (EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+         EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT))
+        return false; /* a method HTTP defines: 405 where the path does not serve it */
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    http_reply_error(req, NULL, 501, MCP_ERR_BAD_REQUEST,
+                     "Not Implemented: this server serves GET, POST and DELETE (and OPTIONS for "
+                     "CORS preflights)",
+                     NULL);
+    return true;
 }
 
 void http_refuse_connect(struct evhttp_request *req)

@@ -41,6 +41,9 @@ store_t *store_open(const char *dir, bool sync, int64_t min_free_bytes, char *er
 store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, int *nparts,
                           char *err, size_t errlen);
 #define STORE_PARTITIONS_MAX 64
+/* The table files each partition's database keeps open at most (RocksDB's max_open_files): the
+ * descriptors the store may hold besides its logs. */
+#define STORE_MAX_OPEN_FILES 512
 /* The store's partition count. */
 int store_partitions(const store_t *s);
 /* With nparts partitions: a column family's memtable write buffer, and its arena block (0:

@@ -61,9 +61,30 @@ void httpscan_init(httpscan_t *s)
     s->state = ST_REQ;
 }
 
+/* Whether the state is in a head, after its first byte. */
+static bool in_head(const httpscan_t *s)
+{
+    return (s->state > ST_REQ && s->state < ST_CSIZE) || s->state == ST_LINE_REST ||
+           s->state == ST_SKIP_HEAD;
+}
+
 const char *httpscan_body_end(const httpscan_t *s)
 {
+    if (s->status == HTTPSCAN_HEAD_TOO_BIG && s->line_at == s->head_at)
+        return "GET / HTTP/1.1\r\n\r\n"; /* the request line itself: a stand-in */
+    if ((s->status == HTTPSCAN_HEAD_TOO_BIG || s->status == HTTPSCAN_BODY_TOO_BIG) && in_head(s))
+        return "\r\n";
     return s->flags & F_TRAILERS ? "\r\n" : "0\r\n\r\n";
+}
+
+uint64_t httpscan_cut_at(const httpscan_t *s, uint64_t held, const char **end)
+{
+    *end = httpscan_body_end(s);
+    bool limit = s->status == HTTPSCAN_HEAD_TOO_BIG || s->status == HTTPSCAN_BODY_TOO_BIG;
+    if (limit && in_head(s) && s->frame_at > s->head_at && s->frame_at >= held &&
+        s->frame_at < s->line_at)
+        return s->frame_at; /* the head ends before its framing: *end is its end already */
+    return s->line_at;
 }
 
 /* A method's bytes, big-endian in a word (at most 8). */
@@ -115,6 +136,8 @@ static void fault(httpscan_t *s, httpscan_status_t st)
 static void name_matched(httpscan_t *s, uint8_t h)
 {
     uint8_t seen = h == H_CL ? F_CL : F_TE;
+    if (!(s->flags & (F_CL | F_TE)))
+        s->frame_at = s->line_at;
     if (s->flags & seen)
         s->flags |= F_BAD; /* twice: framing_problem refuses it */
     s->flags |= seen;
@@ -145,6 +168,10 @@ static void value_end(httpscan_t *s)
 /* The empty line after a head: where its body, if any, ends. */
 static void head_end(httpscan_t *s)
 {
+    if (s->max_head && s->pos - s->head_at >= s->max_head) {
+        fault(s, HTTPSCAN_HEAD_TOO_BIG); /* its LF is the first byte past the limit */
+        return;
+    }
     uint8_t f = s->flags;
     s->flags = 0;
     if (s->method == M_END || (f & F_BAD) || ((f & F_CL) && (f & F_TE))) {
@@ -158,6 +185,9 @@ static void head_end(httpscan_t *s)
         s->line_at = s->pos + 1;
         s->n = 0;
         s->value = 0;
+        s->body = 0;
+    } else if ((f & F_CL) && s->max_body && s->left > s->max_body) {
+        fault(s, HTTPSCAN_BODY_TOO_BIG); /* line_at: the empty line; the state stays a head's */
     } else if ((f & F_CL) && s->left > 0) {
         s->state = ST_BODY;
     } else {
@@ -170,6 +200,8 @@ static void size_end(httpscan_t *s)
 {
     if (s->n == 0) {
         fault(s, HTTPSCAN_BAD_CHUNK); /* an empty line where a size belongs */
+    } else if (s->max_body && ((s->flags & F_HUGE) || s->value > s->max_body - s->body)) {
+        fault(s, HTTPSCAN_BODY_TOO_BIG); /* (evhttp's test: the data so far and this size) */
     } else if (s->flags & F_HUGE) {
         s->status = HTTPSCAN_STOPPED; /* evhttp: 413, and the connection closes */
     } else if (s->value == 0) {
@@ -178,6 +210,7 @@ static void size_end(httpscan_t *s)
         s->line_at = s->pos + 1;
     } else {
         s->left = s->value;
+        s->body += s->value;
         s->state = ST_CDATA;
     }
 }
@@ -196,7 +229,8 @@ static bool step_request_line(httpscan_t *s, unsigned char c)
     switch (s->state) {
     case ST_REQ:
         s->request++;
-        s->line_at = s->pos;
+        s->line_at = s->head_at = s->pos;
+        s->frame_at = 0;
         s->n = 0;
         s->value = 0;
         s->flags = 0;
@@ -491,7 +525,8 @@ static size_t request_line_fast(httpscan_t *s, const unsigned char *p, size_t n)
         v = v << 8 | p[i];
     }
     s->request++;
-    s->line_at = s->pos;
+    s->line_at = s->head_at = s->pos;
+    s->frame_at = 0;
     s->flags = 0;
     s->method = method_kind(v, (uint32_t)k);
     s->state = ST_LINE_REST;
@@ -536,6 +571,22 @@ static size_t header_line_fast(httpscan_t *s, const unsigned char *p, size_t n)
     return 0;
 }
 
+/* After `used` bytes were taken (s->pos is past them): a head past max_head is a fault at its
+ * first byte past the limit (pos goes back to it; line_at is where its line begins). Returns
+ * the bytes taken before it. */
+static size_t head_limit(httpscan_t *s, size_t used)
+{
+    if (!s->max_head || s->status != HTTPSCAN_RUNNING || !in_head(s) ||
+        s->pos - s->head_at <= s->max_head)
+        return used;
+    uint64_t over = s->pos - s->head_at - s->max_head; /* that byte and those after it */
+    s->pos -= over;
+    if (s->frame_at >= s->line_at)
+        s->frame_at = 0; /* the framing line is the one past it (read whole or not) */
+    fault(s, HTTPSCAN_HEAD_TOO_BIG);
+    return used - (size_t)over;
+}
+
 httpscan_status_t httpscan_feed(httpscan_t *s, const void *data, size_t n)
 {
     const unsigned char *p = data;
@@ -546,7 +597,7 @@ httpscan_status_t httpscan_feed(httpscan_t *s, const void *data, size_t n)
         if (s->state >= ST_BODY) {
             if (nul && nul < p) /* passed inside a body: the next one */
                 nul = memchr(p, 0, n);
-            used = bulk(s, p, n, nul);
+            used = head_limit(s, bulk(s, p, n, nul));
         } else {
             uint8_t before = s->state;
             if (before == ST_REQ)
@@ -561,6 +612,7 @@ httpscan_status_t httpscan_feed(httpscan_t *s, const void *data, size_t n)
                 used = 1;
                 s->pos++;
             }
+            used = head_limit(s, used);
         }
         p += used;
         n -= used;

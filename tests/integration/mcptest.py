@@ -52,9 +52,10 @@ def wait_until(pred, timeout=5, step=0.05):
 class Server:
     """One mcpactord process. Stop it with stop(); a restart keeps the data directory."""
 
-    def __init__(self, *flags, data_dir=None, log_path=None, env=None):
+    def __init__(self, *flags, data_dir=None, log_path=None, env=None, preexec=None):
         self.flags = list(flags)
         self.env = dict(env or {})  # extra environment of the process (set before start())
+        self.preexec = preexec  # run in the child before the exec (a resource limit)
         self.own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="mcpd-test-")
         self.proc = None
@@ -74,7 +75,8 @@ class Server:
         args = self.command()
         self.errlog = open(self.stderr_path, "ab")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.errlog,
-                                     env=dict(os.environ, **self.env) if self.env else None)
+                                     env=dict(os.environ, **self.env) if self.env else None,
+                                     preexec_fn=self.preexec)
         deadline = time.time() + 15
         line = b""
         while time.time() < deadline:

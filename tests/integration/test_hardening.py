@@ -237,7 +237,7 @@ class BadInputTable(unittest.TestCase):
             ("partial Accept", post(ping, dict(sh, Accept="application/json")), 406, -32000, None),
             ("wrong Content-Type", post(ping, dict(sh, **{"Content-Type": "text/plain"})), 415, -32000, None),
             ("body over the limit", post(dict(ping, params={"x": "a" * 5000})), 413, None, None),
-            ("headers over the limit", raw_big_headers, 400, None, None),
+            ("headers over the limit", raw_big_headers, 431, None, None),
             ("missing session id", post(ping, H), 400, -32000, None),
             ("unknown session id", post(ping, dict(sh, **{"Mcp-Session-Id": "f" * 32})), 404, -32001, None),
             ("session id with invalid characters", post(ping, dict(sh, **{"Mcp-Session-Id": "bad id\t"})),

@@ -1,0 +1,401 @@
+"""What one client can hold of the HTTP layer's resources, and what the others still get: file
+descriptors, connection places held by a request that never ends, memory queued for an SSE
+reader that does not read. Real binary, real sockets, loopback addresses only."""
+import json
+import os
+import resource
+import socket
+import threading
+import time
+import unittest
+
+from mcptest import ACCEPT_BOTH, From, Server, Session, run, wait_until
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "limits", "version": "1"}}}
+HEADERS = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
+
+
+def cpu_seconds(pid):
+    """The CPU time (user + system) the process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_over(pid, seconds):
+    before = cpu_seconds(pid)
+    time.sleep(seconds)
+    return cpu_seconds(pid) - before
+
+
+def log_size(srv):
+    return os.path.getsize(srv.stderr_path)
+
+
+def served_from(srv, source, timeout=3):
+    """The status of an initialize sent from the loopback address `source`, or the error."""
+    try:
+        return From(srv, source).request("POST", INITIALIZE, HEADERS, timeout=timeout).status
+    except OSError as e:
+        return repr(e)
+
+
+def own_fd_limit_at_least(n):
+    """Raises this process's soft descriptor limit to its hard one; False when it stays under n."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < n:
+        return False
+    if soft != resource.RLIM_INFINITY and soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return True
+
+
+def connect_many(port, n, source="127.0.0.1"):
+    """n idle TCP connections to the server from `source` (the kernel completes them whether or
+    not the server accepts them)."""
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind((source, 0))
+        s.settimeout(5)
+        s.connect(("127.0.0.1", port))
+        socks.append(s)
+    return socks
+
+
+class FileDescriptors(unittest.TestCase):
+    def start(self, *flags, preexec=None):
+        srv = Server(*flags, preexec=preexec)
+        self.addCleanup(srv.cleanup)
+        return srv
+
+    def test_out_of_descriptors_the_listener_pauses_without_spinning_and_serves_again(self):
+        srv = self.start()
+        pid = srv.proc.pid
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        # a few descriptors to spare, then none: accept() fails with EMFILE
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (len(os.listdir(f"/proc/{pid}/fd")) + 8, hard))
+        self.addCleanup(lambda: srv.proc and resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard)))
+        log0 = log_size(srv)
+        socks = connect_many(srv.port, 40) + connect_many(srv.admin_port, 5)  # both listeners
+        try:
+            time.sleep(0.5)
+            cpu = cpu_over(pid, 2)
+            self.assertLess(cpu, 0.5, f"a listener out of descriptors does not spin ({cpu:.2f} s of CPU in 2 s)")
+            grown = log_size(srv) - log0
+            self.assertLess(grown, 16 << 10, f"the log grew by {grown} bytes while out of descriptors")
+            with open(srv.stderr_path, "rb") as f:
+                f.seek(log0)
+                lines = [ln for ln in f.read().decode(errors="replace").splitlines() if "accept" in ln]
+            self.assertEqual(len(lines), 1, f"one line for the episode, not one per failure: {lines[:5]}")
+            self.assertIn("file descriptor", lines[0])
+        finally:
+            for s in socks:
+                s.close()
+        self.assertTrue(wait_until(lambda: served_from(srv, "127.0.0.2") == 200, 10),
+                        "another client is served once descriptors are free again")
+        self.assertGreaterEqual(srv.stats()["accept_pauses_total"], 1, "the pauses are counted")
+
+    def test_under_a_low_descriptor_limit_one_address_cannot_lock_out_another(self):
+        if not own_fd_limit_at_least(1300):
+            self.skipTest("this test process cannot open 1,100 sockets (RLIMIT_NOFILE)")
+
+        def low_limit():  # Debian's default soft limit, as a hard limit the server cannot raise
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        srv = self.start(preexec=low_limit)
+        pid = srv.proc.pid
+        warned = [ln for ln in srv.log_tail(20000).splitlines() if "RLIMIT_NOFILE" in ln]
+        self.assertEqual(len(warned), 1, srv.log_tail())
+        self.assertIn("--max-connections 10000 is lowered to", warned[0])
+        log0 = log_size(srv)
+        socks = connect_many(srv.port, 1100)  # the reviewer's script: 1,100 idle connections
+        try:
+            time.sleep(0.5)
+            cpu = cpu_over(pid, 2)
+            self.assertLess(cpu, 0.5, f"the server does not spin ({cpu:.2f} s of CPU in 2 s)")
+            self.assertEqual(served_from(srv, "127.0.0.2"), 200,
+                             "another address is served while the first holds its connections")
+            grown = log_size(srv) - log0
+            self.assertLess(grown, 256 << 10, f"the log grew by {grown} bytes")
+        finally:
+            for s in socks:
+                s.close()
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0, 10))
+
+
+class Trickler:
+    """Connections that send a request head one byte every `every` seconds (slowloris), on a
+    thread; each notes when the server closed it (monotonic seconds since its start)."""
+
+    def __init__(self, port, sources, every=0.5, limit=20):
+        self.head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 1000
+        self.socks, self.closed_after = [], {}
+        for src in sources:
+            s = socket.socket()
+            s.bind((src, 0))
+            s.connect(("127.0.0.1", port))
+            s.setblocking(False)
+            self.socks.append(s)
+        self.every, self.limit = every, limit
+        self.t0 = time.monotonic()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        i = 0
+        while not self.stop.is_set() and time.monotonic() - self.t0 < self.limit:
+            for s in self.socks:
+                if s in self.closed_after:
+                    continue
+                try:
+                    if s.recv(4096) == b"":
+                        self.closed_after[s] = time.monotonic() - self.t0
+                        continue
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self.closed_after[s] = time.monotonic() - self.t0
+                    continue
+                try:
+                    s.send(self.head[i:i + 1])
+                except OSError:
+                    self.closed_after[s] = time.monotonic() - self.t0
+            i += 1
+            self.stop.wait(self.every)
+
+    def all_closed(self):
+        return len(self.closed_after) == len(self.socks)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        for s in self.socks:
+            s.close()
+
+
+class SlowSenders(unittest.TestCase):
+    """--read-timeout is a deadline for a request to arrive whole, not a timeout of inactivity
+    that each byte starts again."""
+
+    def start(self, *flags):
+        srv = Server("--read-timeout", "2", *flags)
+        self.addCleanup(srv.cleanup)
+        return srv
+
+    def test_a_client_sending_a_byte_every_half_second_is_dropped_after_the_read_timeout(self):
+        srv = self.start()
+        t = Trickler(srv.port, ["127.0.0.1"], limit=15)
+        self.addCleanup(t.close)
+        self.assertTrue(wait_until(t.all_closed, 10), "still open after 10 s of a byte every 0.5 s")
+        took = list(t.closed_after.values())[0]
+        self.assertGreater(took, 1.5, f"dropped after {took:.1f} s, before --read-timeout 2")
+        self.assertEqual(srv.stats()["read_timeouts_total"], 1)
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
+
+    def test_trickling_clients_cannot_hold_every_connection_place(self):
+        # two addresses, each its share (2) of --max-connections 4: every place is held
+        srv = self.start("--max-connections", "4")
+        t = Trickler(srv.port, ["127.0.0.1", "127.0.0.1", "127.0.0.3", "127.0.0.3"], limit=20)
+        self.addCleanup(t.close)
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 4))
+        self.assertTrue(wait_until(lambda: served_from(srv, "127.0.0.2") == 200, 12, step=0.5),
+                        "a third client is served once the trickling requests miss their deadline")
+        self.assertTrue(t.all_closed(), t.closed_after)
+
+    def test_the_deadline_spares_slow_answers_streams_and_later_requests_on_the_connection(self):
+        srv = self.start("--json-window", "10000")  # a silent call answers JSON, however long
+        sess = Session(srv)
+        head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+
+        def post(sock, rid, args, stream):
+            body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                               "params": {"name": "slow", "arguments": args,
+                                          "_meta": {"progressToken": "p"} if stream else {}}}).encode()
+            sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                         f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            got = b""
+            while f"done after {args['steps']} steps".encode() not in got:
+                d = sock.recv(65536)
+                self.assertTrue(d, f"the connection was closed while request {rid} ran: {got[-300:]!r}")
+                got += d
+            if stream:  # to the end of the SSE response
+                while not got.endswith(b"0\r\n\r\n"):
+                    d = sock.recv(65536)
+                    self.assertTrue(d, "the stream was cut")
+                    got += d
+            return got
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        self.addCleanup(sock.close)
+        # an answer that takes longer than --read-timeout, then an SSE response that does, then
+        # a third request on the same connection sent in two halves a second apart
+        post(sock, 1, {"seconds": 3, "steps": 0}, False)
+        self.assertIn(b"text/event-stream", post(sock, 2, {"seconds": 3, "steps": 3}, True))
+        body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                           "params": {"name": "echo", "arguments": {"text": "third"}}}).encode()
+        req = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        sock.sendall(req[:40])
+        time.sleep(1)
+        sock.sendall(req[40:])
+        got = b""
+        while b"third" not in got:
+            d = sock.recv(65536)
+            self.assertTrue(d, "the third request's connection was closed")
+            got += d
+        self.assertEqual(srv.stats()["read_timeouts_total"], 0)
+
+
+def vm_rss(pid):
+    """The process's resident memory, bytes (/proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+class SlowReaders(unittest.TestCase):
+    """An SSE reader cut for not reading (--sse-buffer) takes its queued bytes with it."""
+
+    def test_the_memory_queued_for_slow_readers_goes_when_they_are_cut(self):
+        if any(os.environ.get(v) for v in ("ASAN_OPTIONS", "TSAN_OPTIONS")):
+            self.skipTest("RSS under a sanitizer measures the sanitizer (quarantine, shadow memory)")
+        srv = Server("--principal-share", "100")
+        self.addCleanup(srv.cleanup)
+        pid = srv.proc.pid
+
+        def own():  # RSS apart from RocksDB's buffers, which grow towards their own budgets
+            st = srv.stats()
+            return vm_rss(pid) - st["rocksdb"]["memtable_bytes"] - st["rocksdb"]["block_cache_bytes"]
+        sessions = [Session(srv) for _ in range(12)]
+        for sess in sessions:
+            sess.call("logging/setLevel", {"level": "debug"})
+        before = own()
+        socks = []
+        for sess in sessions:  # each call's SSE response goes to a client that never reads
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", srv.port))
+            self.addCleanup(s.close)
+            body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                               "params": {"name": "notify", "arguments": {"count": 100000}}}).encode()
+            head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+            s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                      f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            socks.append(s)
+        peak = [before]
+
+        def cut():
+            peak[0] = max(peak[0], own())
+            st = srv.stats()
+            return st["tool_threads_busy"] == 0 and st["tool_jobs_waiting"] == 0 and \
+                st["streams_open"]["post"] == 0
+        self.assertTrue(wait_until(cut, 120, step=0.2), "every call ran and every stream was cut")
+        time.sleep(3)  # the heap's free pages go back a second after the cuts
+        after = own()
+        mb = 1 << 20
+        print(f"RSS without RocksDB's buffers: before {before / mb:.1f} MiB, peak {peak[0] / mb:.1f} "
+              f"MiB, 3 s after the cuts {after / mb:.1f} MiB", flush=True)
+        with open(srv.stderr_path, "rb") as f:
+            cuts = f.read().count(b"SSE reader too slow")
+        self.assertEqual(cuts, len(sessions), "every stream was cut for its slow reader")
+        self.assertLess(after - before, 24 * mb, "what was queued for the slow readers is freed")
+
+
+def exchange(port, data, timeout=5):
+    """Sends raw bytes on a fresh connection and reads until the server closes it: (status,
+    {lower-case header: value}, body bytes, closed)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        try:
+            sock.sendall(data)
+        except OSError:
+            pass  # the server answered and closed while the rest was being sent
+        got, closed = b"", False
+        try:
+            while True:
+                d = sock.recv(65536)
+                if not d:
+                    closed = True
+                    break
+                got += d
+        except socket.timeout:
+            pass
+        except OSError:
+            closed = True
+    finally:
+        sock.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    lines = head.decode(errors="replace").split("\r\n")
+    headers = dict((k.strip().lower(), v.strip()) for k, _, v in (ln.partition(":") for ln in lines[1:]))
+    status = int(lines[0].split()[1]) if len(lines[0].split()) > 1 else 0
+    return status, headers, body[:int(headers.get("content-length", len(body)))], closed
+
+
+class RefusalsOfTheParser(unittest.TestCase):
+    """A body over --max-body, a head over --max-headers and a method the server does not serve
+    are answered by the server (JSON-RPC errors, counted), not by libevent's HTML."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server("--max-body", "4096", "--max-headers", "2048")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.cleanup()
+
+    def counts(self):
+        st = self.srv.stats()
+        return st["limit_refusals_total"], st["http_responses_total"]
+
+    def check(self, data, status, limit_refusal):
+        refusals, responses = self.counts()
+        got, headers, body, closed = exchange(self.srv.port, data)
+        self.assertEqual(got, status, body[:200])
+        self.assertEqual(headers.get("content-type"), "application/json")
+        err = json.loads(body)
+        self.assertEqual(err["error"]["code"], -32000)
+        self.assertIsNone(err["id"])
+        self.assertEqual(headers.get("connection", "").lower(), "close")
+        self.assertTrue(closed, "the connection is closed after the refusal")
+        self.assertTrue(wait_until(lambda: self.counts()[1].get(str(status), 0) ==
+                                   responses.get(str(status), 0) + 1),
+                        f"http_responses_total counts the {status}")
+        self.assertEqual(self.counts()[0], refusals + (1 if limit_refusal else 0))
+        return err["error"]["message"]
+
+    def post(self, head, body=b""):
+        return (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                b"Accept: application/json, text/event-stream\r\n" % self.srv.port) + head + b"\r\n" + body
+
+    def test_a_content_length_over_max_body_gets_a_counted_json_413(self):
+        msg = self.check(self.post(b"Content-Length: 5000\r\n", b"{" * 5000), 413, True)
+        self.assertIn("--max-body", msg)
+
+    def test_a_chunked_body_over_max_body_gets_a_counted_json_413(self):
+        chunks = b"800\r\n" + b" " * 0x800 + b"\r\n"  # 2 KiB a chunk: the third is past 4 KiB
+        self.check(self.post(b"Transfer-Encoding: chunked\r\n", chunks * 3 + b"0\r\n\r\n"), 413, True)
+
+    def test_a_body_at_max_body_is_served(self):
+        body = json.dumps(INITIALIZE).encode()
+        body += b" " * (4096 - len(body))
+        status, _, _, _ = exchange(self.srv.port, self.post(b"Content-Length: 4096\r\nConnection: close\r\n", body))
+        self.assertEqual(status, 200)
+
+    def test_a_head_over_max_headers_gets_a_counted_json_431(self):
+        msg = self.check(self.post(b"X-Pad: " + b"a" * 3000 + b"\r\nContent-Length: 2\r\n", b"{}"), 431, True)
+        self.assertIn("--max-headers", msg)
+        # a request line longer than the limit alone
+        self.check(b"GET /mcp?" + b"a" * 3000 + b" HTTP/1.1\r\n\r\n", 431, True)
+
+    def test_unknown_methods_get_a_counted_json_501(self):
+        for method in (b"BREW", b"FOO"):
+            with self.subTest(method=method):
+                self.check(method + b" /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % self.srv.port, 501, False)
+
+
+if __name__ == "__main__":
+    run()
