@@ -226,17 +226,20 @@ static void configure_caps(void)
 #define FD_PER_UPSTREAM 4
 
 /* The soft RLIMIT_NOFILE (Debian's default: 1024) goes up to the hard limit: every client
- * connection holds a descriptor from its accept. */
+ * connection holds a descriptor from its accept. The store's table files may then take a
+ * quarter of it (the rest is the connections' and the process's own). */
 static void raise_fd_limit(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == rl.rlim_max)
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return;
     rlim_t was = rl.rlim_cur;
     rl.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+    if (was != rl.rlim_max && setrlimit(RLIMIT_NOFILE, &rl) != 0)
         log_warn("cannot raise RLIMIT_NOFILE from %llu to its hard limit: %s",
                  (unsigned long long)was, strerror(errno));
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        store_set_open_files_budget((int64_t)(rl.rlim_cur / 4));
 }
 
 /* Up to twice --max-connections are open at once (past that a new connection is closed as soon
@@ -251,7 +254,8 @@ static void fit_connections_to_fds(int parts)
         return;
     int64_t have = (int64_t)rl.rlim_cur;
     int64_t gateway = g_cfg.n_upstreams > 0 ? FD_PER_UPSTREAM * g_cfg.upstream_max : 0;
-    int64_t reserve = FD_RESERVE_BASE + (int64_t)parts * STORE_MAX_OPEN_FILES + gateway;
+    int64_t store = (int64_t)parts * store_open_files_per_part(parts);
+    int64_t reserve = FD_RESERVE_BASE + store + gateway;
     if (2 * g_cfg.max_connections + reserve <= have)
         return;
     int64_t fit = (have - reserve) / 2;
@@ -263,8 +267,8 @@ static void fit_connections_to_fds(int parts)
              "process (%d for the store's %d partition(s), %lld for the gateway's processes) do "
              "not fit. --max-connections %lld is lowered to %lld, so that client connections "
              "cannot use up the descriptors",
-             (long long)have, (long long)reserve, parts * STORE_MAX_OPEN_FILES, parts,
-             (long long)gateway, (long long)g_cfg.max_connections, (long long)fit);
+             (long long)have, (long long)reserve, (int)store, parts, (long long)gateway,
+             (long long)g_cfg.max_connections, (long long)fit);
     g_cfg.max_connections = fit;
     configure_caps();
 }

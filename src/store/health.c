@@ -49,6 +49,22 @@
 
 static int64_t (*free_bytes_source)(const char *dir);
 
+static int64_t open_files_budget; /* 0: none (STORE_MAX_OPEN_FILES each) */
+
+void store_set_open_files_budget(int64_t files)
+{
+    open_files_budget = files;
+}
+
+int store_open_files_per_part(int nparts)
+{
+    int64_t each = open_files_budget > 0 ? open_files_budget / (nparts > 0 ? nparts : 1)
+                                         : STORE_MAX_OPEN_FILES;
+    return each < STORE_MIN_OPEN_FILES   ? STORE_MIN_OPEN_FILES
+           : each > STORE_MAX_OPEN_FILES ? STORE_MAX_OPEN_FILES
+                                         : (int)each;
+}
+
 void store_set_free_bytes_source(int64_t (*fn)(const char *dir))
 {
     free_bytes_source = fn;

@@ -314,7 +314,7 @@ static void make_options(store_t *s)
     rocksdb_options_increase_parallelism(s->opts, 2);
     /* the budget is the store's: the partitions share it */
     rocksdb_options_set_db_write_buffer_size(s->opts, MEMTABLE_BUDGET_BYTES / (size_t)s->nparts);
-    rocksdb_options_set_max_open_files(s->opts, STORE_MAX_OPEN_FILES);
+    rocksdb_options_set_max_open_files(s->opts, store_open_files_per_part(s->nparts));
     /* RocksDB preallocates each MANIFEST (4 MiB by default): the partitions share that too,
      * or a restart on a nearly full disk could not open them all */
     rocksdb_options_set_manifest_preallocation_size(s->opts, (4u << 20) / (size_t)s->nparts);

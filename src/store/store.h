@@ -42,8 +42,14 @@ store_t *store_open_parts(const char *dir, bool sync, int64_t min_free_bytes, in
                           char *err, size_t errlen);
 #define STORE_PARTITIONS_MAX 64
 /* The table files each partition's database keeps open at most (RocksDB's max_open_files): the
- * descriptors the store may hold besides its logs. */
+ * descriptors the store may hold besides its logs. A budget for all partitions together (set
+ * before store_open; the main thread) splits evenly, each partition given at least
+ * STORE_MIN_OPEN_FILES and at most STORE_MAX_OPEN_FILES (the default, with no budget): RocksDB
+ * closes and reopens table files past it, slower reads but no failure. */
 #define STORE_MAX_OPEN_FILES 512
+#define STORE_MIN_OPEN_FILES 32
+void store_set_open_files_budget(int64_t files);
+int store_open_files_per_part(int nparts);
 /* The store's partition count. */
 int store_partitions(const store_t *s);
 /* With nparts partitions: a column family's memtable write buffer, and its arena block (0:

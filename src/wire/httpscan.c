@@ -594,16 +594,21 @@ httpscan_status_t httpscan_feed(httpscan_t *s, const void *data, size_t n)
     const unsigned char *nul = n ? memchr(p, 0, n) : NULL;
     while (n > 0 && s->status == HTTPSCAN_RUNNING) {
         size_t used = 0;
+        /* a head is looked at up to its first byte past max_head, not beyond: a fault further
+         * on (a NUL) is not its first, whatever the pieces */
+        size_t m = n;
+        if (s->max_head && in_head(s) && s->head_at + s->max_head + 1 - s->pos < m)
+            m = (size_t)(s->head_at + s->max_head + 1 - s->pos);
         if (s->state >= ST_BODY) {
             if (nul && nul < p) /* passed inside a body: the next one */
                 nul = memchr(p, 0, n);
-            used = head_limit(s, bulk(s, p, n, nul));
+            used = head_limit(s, bulk(s, p, m, nul));
         } else {
             uint8_t before = s->state;
             if (before == ST_REQ)
-                used = request_line_fast(s, p, n);
+                used = request_line_fast(s, p, m);
             else if (before == ST_HLINE)
-                used = header_line_fast(s, p, n);
+                used = header_line_fast(s, p, m);
             if (used == 0 && s->state == before) {
                 if (!step(s, *p))
                     continue; /* the byte is looked at again in the new state */

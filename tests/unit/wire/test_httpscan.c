@@ -286,6 +286,20 @@ static void a_head_over_max_head_is_found_at_its_first_byte_past_the_limit(void 
     assert_int_equal(r.pos, whole - 1);
 }
 
+static void a_nul_past_max_head_is_not_the_heads_first_fault(void **state)
+{
+    /* (the fuzzer's: whole, the line's NUL was found first; a byte at a time, the limit) */
+    static const char s[] = POST("X-Pad: 0123456789\0abc\r\nContent-Length: 1\r\n") "x";
+    size_t pad = (size_t)(strstr(s, "X-Pad") - s);
+    const char *end;
+    result_t r = scan_limited(s, sizeof s - 1, pad + 5, 0, &end);
+    assert_int_equal(r.status, HTTPSCAN_HEAD_TOO_BIG);
+    assert_int_equal(r.line_at, pad);
+    assert_int_equal(r.pos, pad + 5);
+    r = scan_limited(s, sizeof s - 1, pad + 40, 0, &end); /* the NUL within it: the NUL */
+    assert_int_equal(r.status, HTTPSCAN_NUL);
+}
+
 /* ---- where the scan stops ---- */
 
 static void ambiguous_framing_stops_the_scan(void **state)
@@ -356,6 +370,7 @@ int main(void)
         cmocka_unit_test(a_content_length_over_max_body_is_found_at_the_heads_end),
         cmocka_unit_test(chunk_sizes_over_max_body_are_found_at_the_size_line),
         cmocka_unit_test(a_head_over_max_head_is_found_at_its_first_byte_past_the_limit),
+        cmocka_unit_test(a_nul_past_max_head_is_not_the_heads_first_fault),
         cmocka_unit_test(ambiguous_framing_stops_the_scan),
         cmocka_unit_test(methods_after_which_the_connection_ends_stop_the_scan),
         cmocka_unit_test(nothing_changes_after_the_scan_ends),
