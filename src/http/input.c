@@ -35,7 +35,12 @@
  * SSE stream (evhttp reads then only to see a close, and what the client sends is bounded
  * apart: conn.c's SSE_INPUT_MAX). A connection silent after an answer is left to evhttp's
  * timeout, as before. Every deadline of a thread has the same length: a common timeout of the
- * loop (a queue, not the timer heap), so arming and disarming it per request is cheap. */
+ * loop (a queue, not the timer heap). It is not armed and disarmed per request (a third of the
+ * scanner's cost per call, libevent's locks included): a request's start is noted, and the
+ * event, armed by the first request after it last fired, looks when it fires: a request under
+ * way past its deadline drops the connection, one begun later re-arms it for what it has left,
+ * and none leaves it unarmed until the next request begins. So a busy connection wakes once per
+ * --read-timeout, and a quiet one not at all after its last wake-up. */
 #include "http/internal.h"
 
 #include "core/config.h"
@@ -48,8 +53,17 @@
 #include <event2/http.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the deadline ---- */
+
+/* Milliseconds of a monotonic clock, coarse (a few ms; the vDSO's: no system call). */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* A request has begun that has not been handed over, and the deadline may run. */
 static bool request_under_way(const hlink_t *l)
@@ -61,7 +75,17 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     hlink_t *l = arg;
     STAT_INC(timer_wakeups_total);
-    if (l->scan->s.request > l->scan->served) { /* else silent since accept: evhttp's timeout */
+    l->deadline_armed = false;
+    bool silent = l->scan->s.request == 0; /* since accept: dropped too (evhttp's would) */
+    if (!silent && !request_under_way(l))
+        return; /* with the endpoint, between requests, or a stream: the next request arms it */
+    int64_t left = l->deadline_from + g_cfg.read_timeout_s * 1000 - mono_ms();
+    if (left > 0) { /* a request begun since it was armed */
+        struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
+        l->deadline_armed = evtimer_add(l->deadline, &tv) == 0;
+        return;
+    }
+    if (!silent) {
         STAT_INC(read_timeouts_total);
         log_debug("a request did not arrive whole within --read-timeout (%lld s) of its start: "
                   "its connection is dropped",
@@ -70,9 +94,12 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     evhttp_connection_free(l->evcon); /* on_conn_close frees l and this event */
 }
 
+/* The request deadline_req began now. */
 static void deadline_arm(hlink_t *l)
 {
-    evtimer_add(l->deadline, l->t->read_deadline);
+    l->deadline_from = mono_ms();
+    if (!l->deadline_armed)
+        l->deadline_armed = evtimer_add(l->deadline, l->t->read_deadline) == 0;
 }
 
 void http_deadline_start(hlink_t *l)
@@ -83,6 +110,7 @@ void http_deadline_start(hlink_t *l)
     if (!l->deadline)
         return;
     l->scan->link = l;
+    l->deadline_req = 1; /* the first request begins at the accept */
     deadline_arm(l);
 }
 
@@ -99,8 +127,10 @@ void http_deadline_free(hlink_t *l)
 static void deadline_on_input(hscan_t *h)
 {
     hlink_t *l = h->link;
-    if (l && l->deadline && request_under_way(l) && !evtimer_pending(l->deadline, NULL))
+    if (l && l->deadline && l->deadline_req != h->s.request && request_under_way(l)) {
+        l->deadline_req = h->s.request;
         deadline_arm(l);
+    }
 }
 
 /* ---- the scanner ---- */
@@ -189,8 +219,6 @@ const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req, int *s
     hscan_t *h = l ? l->scan : NULL;
     if (!h)
         return NULL;
-    if (l->deadline) /* handed over: its deadline is met */
-        evtimer_del(l->deadline);
     if (++h->served != h->s.request)
         return NULL;
     switch (h->s.status) {

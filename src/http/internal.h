@@ -86,6 +86,9 @@ typedef struct hlink {
     struct hlink *flush_next, **flush_pprev; /* noted for on_flush (flush.c); pprev NULL: not */
     struct event *shadow;   /* a second read event on the descriptor, NULL: none yet (flush.c) */
     struct event *deadline; /* --read-timeout for the request under way (input.c); NULL: none */
+    int64_t deadline_from;  /* when the request deadline_req began (monotonic ms) */
+    uint64_t deadline_req;  /* the request whose start is deadline_from (the scanner's count) */
+    bool deadline_armed;    /* the event is pending */
     uint8_t shadow_strikes; /* its reports while evhttp did not read, since the last answer */
 } hlink_t;
 

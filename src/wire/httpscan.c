@@ -592,17 +592,22 @@ httpscan_status_t httpscan_feed(httpscan_t *s, const void *data, size_t n)
     const unsigned char *p = data;
     /* the piece's first NUL not passed yet: one search serves every line that is skipped */
     const unsigned char *nul = n ? memchr(p, 0, n) : NULL;
+    /* whether a head may pass max_head in this piece (most pieces end well within it; a head
+     * begun in it starts later than head_at, so the test holds for it too) */
+    bool near = s->max_head && s->pos + n - s->head_at > s->max_head;
     while (n > 0 && s->status == HTTPSCAN_RUNNING) {
         size_t used = 0;
         /* a head is looked at up to its first byte past max_head, not beyond: a fault further
          * on (a NUL) is not its first, whatever the pieces */
         size_t m = n;
-        if (s->max_head && in_head(s) && s->head_at + s->max_head + 1 - s->pos < m)
+        if (near && in_head(s) && s->head_at + s->max_head + 1 - s->pos < m)
             m = (size_t)(s->head_at + s->max_head + 1 - s->pos);
         if (s->state >= ST_BODY) {
             if (nul && nul < p) /* passed inside a body: the next one */
                 nul = memchr(p, 0, n);
-            used = head_limit(s, bulk(s, p, m, nul));
+            used = bulk(s, p, m, nul);
+            if (near)
+                used = head_limit(s, used);
         } else {
             uint8_t before = s->state;
             if (before == ST_REQ)
@@ -617,7 +622,8 @@ httpscan_status_t httpscan_feed(httpscan_t *s, const void *data, size_t n)
                 used = 1;
                 s->pos++;
             }
-            used = head_limit(s, used);
+            if (near)
+                used = head_limit(s, used);
         }
         p += used;
         n -= used;

@@ -195,6 +195,36 @@ class SlowSenders(unittest.TestCase):
         self.assertEqual(srv.stats()["read_timeouts_total"], 1)
         self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
 
+    def test_a_later_request_on_the_connection_gets_its_own_deadline(self):
+        """A request begun 1.5 s after the connection's first answer is dropped --read-timeout
+        after its own start, not at the first request's deadline nor never."""
+        srv = self.start()
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        self.addCleanup(sock.close)
+        body = json.dumps(INITIALIZE).encode()
+        head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\nContent-Type: application/json\r\n"
+                f"Accept: {ACCEPT_BOTH}\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+        sock.sendall(head + body)
+        self.assertTrue(sock.recv(65536).startswith(b"HTTP/1.1 200"))
+        time.sleep(1.5)
+        start = time.monotonic()
+        sock.settimeout(0.25)
+        closed_after = None
+        for i in range(40):  # a byte every 0.25 s: 10 s at most
+            try:
+                sock.send(head[i:i + 1])
+                if sock.recv(4096) == b"":
+                    closed_after = time.monotonic() - start
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                closed_after = time.monotonic() - start
+                break
+        self.assertIsNotNone(closed_after, "the trickled second request was never dropped")
+        self.assertGreater(closed_after, 1.7, "dropped at the first request's deadline")
+        self.assertLess(closed_after, 3.0, "dropped long after its own deadline")
+
     def test_trickling_clients_cannot_hold_every_connection_place(self):
         # two addresses, each its share (2) of --max-connections 4: every place is held
         srv = self.start("--max-connections", "4")
