@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -218,12 +219,30 @@ static void configure_caps(void)
     principals_configure(caps, (int)g_cfg.principal_share);
 }
 
-/* Descriptors the process needs besides its client connections: its loops and their eventfds,
- * the listeners, the logs, cluster peers and key fetches (FD_RESERVE_BASE; 42 in all at an
- * idle start), plus the store's table files (RocksDB's cap, per partition) and the gateway's
- * processes (three pipes and a pidfd each). */
-#define FD_RESERVE_BASE 128
+/* Descriptors the process needs besides its client connections: those open once its threads
+ * and store have started (its loops and their eventfds, the listeners, the logs, the store's
+ * logs and the table files open so far), FD_RESERVE_MORE for what opens later (the admin
+ * listener, cluster peers, key fetches, a shard move's files), the store's table files (its
+ * budget, counted whole though some are open already) and the gateway's processes (three pipes
+ * and a pidfd each). Past that, fewer than FD_FIT_FLOOR connections is no server: it does not
+ * start. */
+#define FD_RESERVE_MORE 64
 #define FD_PER_UPSTREAM 4
+#define FD_FIT_FLOOR 16
+
+/* Descriptors open now, or -1. */
+static int64_t fds_open(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int64_t n = -1; /* the directory's own */
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
 
 /* The soft RLIMIT_NOFILE (Debian's default: 1024) goes up to the hard limit: every client
  * connection holds a descriptor from its accept. The store's table files may then take a
@@ -246,21 +265,29 @@ static void raise_fd_limit(void)
  * as it is accepted: http/conn.c), so they and the reserve must fit in RLIMIT_NOFILE, raised to
  * its hard limit already: when they do not, --max-connections is lowered until they do. Else a
  * client holding idle connections could use up the descriptors, and accept() would fail for
- * every client. parts: the store's partitions. */
-static void fit_connections_to_fds(int parts)
+ * every client. Run once the threads and the store have started, before the listeners serve.
+ * parts: the store's partitions. Returns -1 when too few connections would fit. */
+static int fit_connections_to_fds(int parts)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
-        return;
+    int64_t open_now = fds_open();
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || open_now < 0)
+        return 0;
     int64_t have = (int64_t)rl.rlim_cur;
     int64_t gateway = g_cfg.n_upstreams > 0 ? FD_PER_UPSTREAM * g_cfg.upstream_max : 0;
     int64_t store = (int64_t)parts * store_open_files_per_part(parts);
-    int64_t reserve = FD_RESERVE_BASE + store + gateway;
+    int64_t reserve = open_now + FD_RESERVE_MORE + store + gateway;
     if (2 * g_cfg.max_connections + reserve <= have)
-        return;
+        return 0;
     int64_t fit = (have - reserve) / 2;
-    if (fit < 1)
-        fit = 1;
+    if (fit < FD_FIT_FLOOR) {
+        log_error("RLIMIT_NOFILE is %lld: with %lld descriptors open already and %lld for the "
+                  "store's table files and the gateway, fewer than %d client connections fit. "
+                  "Raise the hard limit (`ulimit -Hn`, systemd's LimitNOFILE=) or run fewer "
+                  "threads, store partitions or --upstream-max",
+                  (long long)have, (long long)open_now, (long long)(store + gateway), FD_FIT_FLOOR);
+        return -1;
+    }
     log_warn("RLIMIT_NOFILE is %lld (raised to its hard limit at start; raise that with "
              "`ulimit -Hn` or systemd's LimitNOFILE=): twice --max-connections and %lld "
              "descriptors for the rest of the "
@@ -271,6 +298,7 @@ static void fit_connections_to_fds(int parts)
              (long long)g_cfg.max_connections, (long long)fit);
     g_cfg.max_connections = fit;
     configure_caps();
+    return 0;
 }
 
 /* Process-wide settings before any thread starts. The stop signals are blocked in every thread
@@ -341,7 +369,6 @@ static int open_store(node_t *n)
                  g_cfg.data_dir, parts, (int)g_cfg.store_partitions);
     else if (parts > 1)
         log_info("store: %d partitions, each with its own write path", parts);
-    fit_connections_to_fds(parts);
     store_on_writable(n->store, on_store_writable); /* before any thread may write */
     char move_dir[1100];
     if (g_cfg.move_dir[0])
@@ -527,6 +554,10 @@ int main(int argc, char **argv)
     }
     recover_state(&n);
     n.http_bound = false; /* from here stop_runtime frees the loops */
+    if (fit_connections_to_fds(store_partitions(n.store)) != 0) {
+        stop_runtime(n.colocated);
+        return start_failed(&n, 1);
+    }
     if ((rc = start_serving(&n)) != 0)
         return start_failed(&n, rc);
     log_ready(&n);

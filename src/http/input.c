@@ -49,6 +49,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_struct.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <stdlib.h>
@@ -65,6 +66,11 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A request whose bytes keep coming at this rate (bytes per second) or more is never cut: each
+ * byte adds to its deadline, so a big body on a slow but steady link arrives whole, while a
+ * trickle (a byte a second adds a quarter of a millisecond) still meets --read-timeout. */
+#define HTTP_READ_MIN_RATE 4096
+
 /* A request has begun that has not been handed over, and the deadline may run. */
 static bool request_under_way(const hlink_t *l)
 {
@@ -76,11 +82,25 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     hlink_t *l = arg;
     STAT_INC(timer_wakeups_total);
     l->deadline_armed = false;
+    if (l->cut_now) {
+        log_debug("a head over --max-headers came in pieces after its framing line: its "
+                  "connection is closed without an answer");
+        evhttp_connection_free(l->evcon); /* on_conn_close frees l and this event */
+        return;
+    }
     bool silent = l->scan->s.request == 0; /* since accept: dropped too (evhttp's would) */
     if (!silent && !request_under_way(l))
         return; /* with the endpoint, between requests, or a stream: the next request arms it */
-    int64_t left = l->deadline_from + g_cfg.read_timeout_s * 1000 - mono_ms();
-    if (left > 0) { /* a request begun since it was armed */
+    int64_t left = l->deadline_from + g_cfg.read_timeout_s * 1000 + l->deadline_more - mono_ms();
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
+    if (left <= 0 && !silent && (!bev || !event_pending(&bev->ev_read, EV_READ, NULL))) {
+        /* evhttp is not reading: the request under way waits in its buffer for the one before
+         * it (with the endpoint), not for the client: its time starts again */
+        l->deadline_from = mono_ms();
+        l->deadline_more = 0;
+        left = g_cfg.read_timeout_s * 1000;
+    }
+    if (left > 0) { /* a request begun since it was armed, or one still arriving */
         struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
         l->deadline_armed = evtimer_add(l->deadline, &tv) == 0;
         return;
@@ -98,6 +118,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 static void deadline_arm(hlink_t *l)
 {
     l->deadline_from = mono_ms();
+    l->deadline_more = 0;
     if (!l->deadline_armed)
         l->deadline_armed = evtimer_add(l->deadline, l->t->read_deadline) == 0;
 }
@@ -123,14 +144,19 @@ void http_deadline_free(hlink_t *l)
     l->deadline = NULL;
 }
 
-/* New bytes came: the first of a request after an answer starts its deadline. */
-static void deadline_on_input(hscan_t *h)
+/* fresh new bytes came: the first of a request after an answer starts its deadline, and the
+ * bytes of one under way add to it. */
+static void deadline_on_input(hscan_t *h, size_t fresh)
 {
     hlink_t *l = h->link;
-    if (l && l->deadline && l->deadline_req != h->s.request && request_under_way(l)) {
+    if (!l || !l->deadline || !request_under_way(l))
+        return;
+    if (l->deadline_req != h->s.request) {
         l->deadline_req = h->s.request;
         deadline_arm(l);
+        return;
     }
+    l->deadline_more += (int64_t)fresh * 1000 / HTTP_READ_MIN_RATE;
 }
 
 /* ---- the scanner ---- */
@@ -149,6 +175,17 @@ static void scan_cut(hscan_t *h, struct evbuffer *in)
     }
     if (at < first || at > h->added)
         return; /* never: evhttp consumes only whole lines, and the line is not whole yet */
+    hlink_t *l = h->link;
+    if (h->s.status == HTTPSCAN_HEAD_TOO_BIG && h->s.frame_at && h->s.frame_at < first && l &&
+        l->deadline) {
+        /* evhttp has read its Content-Length or Transfer-Encoding line already: cut here, it
+         * would wait for a body that never comes. The connection goes, at once (not from
+         * inside evhttp's read: at the loop's next turn), without an answer */
+        static const struct timeval now = {0, 0};
+        l->cut_now = true;
+        l->deadline_armed = evtimer_add(l->deadline, &now) == 0;
+        return;
+    }
     struct evbuffer *keep = evbuffer_new();
     if (!keep)
         return;
@@ -163,6 +200,7 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 {
     hscan_t *h = arg;
     size_t fresh = info->n_added; /* the buffer's last bytes: evhttp only drains the front */
+    size_t added = fresh;
     h->added += fresh;
     if (fresh == 0 || h->s.status != HTTPSCAN_RUNNING)
         return; /* (scan_cut's own changes come here too, once the scan has ended) */
@@ -186,7 +224,7 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
     if (h->s.status == HTTPSCAN_BAD_CHUNK || h->s.status == HTTPSCAN_HEAD_TOO_BIG ||
         h->s.status == HTTPSCAN_BODY_TOO_BIG)
         scan_cut(h, in);
-    deadline_on_input(h);
+    deadline_on_input(h, added);
 }
 
 hscan_t *http_scan_attach(struct bufferevent *bev)
@@ -219,7 +257,18 @@ const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req, int *s
     hscan_t *h = l ? l->scan : NULL;
     if (!h)
         return NULL;
-    if (++h->served != h->s.request)
+    ++h->served;
+    if (h->s.status == HTTPSCAN_STOPPED && h->served >= h->s.request) {
+        /* the scan stopped at this request (TRACE, CONNECT, a method HTTP does not define,
+         * ambiguous framing): whatever follows it is not framed as evhttp would frame it (evhttp
+         * reads no body after TRACE), so its answer ends the connection, and a request evhttp
+         * found after it (a body read as one: smuggled) is refused */
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        if (h->served > h->s.request)
+            return "Bad Request: a request after one that ends the connection";
+        return NULL;
+    }
+    if (h->served != h->s.request)
         return NULL;
     switch (h->s.status) {
     case HTTPSCAN_NUL:

@@ -71,6 +71,23 @@ class FileDescriptors(unittest.TestCase):
         self.addCleanup(srv.cleanup)
         return srv
 
+    def test_the_fit_counts_the_descriptors_the_threads_hold(self):
+        """Many threads hold descriptors of their own (loops, eventfds): the connections are
+        fitted to what is left once they run, not to a fixed reserve."""
+        import re
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (2048, 2048))
+        srv = self.start("--http-threads", "32", "--workers", "32", "--tool-threads", "64",
+                         "--store-partitions", "1", preexec=limit)
+        lowered = re.search(r"--max-connections 10000 is lowered to (\d+)", srv.log_tail(20000))
+        self.assertIsNotNone(lowered, srv.log_tail())
+        fit = int(lowered.group(1))
+        open_now = len(os.listdir(f"/proc/{srv.proc.pid}/fd"))
+        # twice the connections, what is open, and the store's budget (a quarter: 512) fit
+        self.assertLessEqual(2 * fit + open_now + 512, 2048, (fit, open_now))
+        self.assertGreater(fit, 100)
+
     def test_out_of_descriptors_the_listener_pauses_without_spinning_and_serves_again(self):
         srv = self.start()
         pid = srv.proc.pid
@@ -278,6 +295,52 @@ class SlowSenders(unittest.TestCase):
             got += d
         self.assertEqual(srv.stats()["read_timeouts_total"], 0)
 
+    def test_a_request_pipelined_behind_a_long_call_is_not_cut(self):
+        """Both requests came in one write: the second waits for evhttp, not for the client."""
+        srv = self.start("--json-window", "10000")
+        sess = Session(srv)
+        head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+
+        def req(rid, name, args):
+            body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                               "params": {"name": name, "arguments": args}}).encode()
+            return (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                    f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        self.addCleanup(sock.close)
+        sock.sendall(req(1, "slow", {"seconds": 4.5, "steps": 0}) + req(2, "echo", {"text": "second"}))
+        got = b""
+        while b"second" not in got:
+            d = sock.recv(65536)
+            self.assertTrue(d, f"the connection was cut: {got[-300:]!r}")
+            got += d
+        self.assertIn(b"done after", got)
+        self.assertEqual(srv.stats()["read_timeouts_total"], 0)
+
+    def test_a_big_body_on_a_slow_steady_link_arrives_whole(self):
+        """A body that keeps coming at 12 KB/s takes longer than --read-timeout and is served:
+        its bytes add to its deadline (a trickle's do not, by much)."""
+        srv = self.start()
+        sess = Session(srv)
+        head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                           "params": {"name": "echo", "arguments": {"text": "x" * 48000}}}).encode()
+        data = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        self.addCleanup(sock.close)
+        t0 = time.monotonic()
+        for i in range(0, len(data), 1200):  # 1,200 bytes every 0.1 s: 4 s in all
+            sock.sendall(data[i:i + 1200])
+            time.sleep(0.1)
+        self.assertGreater(time.monotonic() - t0, 3.0)
+        got = b""
+        while b"HTTP/1.1 200" not in got or not got.rstrip().endswith(b"}"):
+            d = sock.recv(65536)
+            self.assertTrue(d, "the connection was cut while its body was still arriving")
+            got += d
+        self.assertEqual(srv.stats()["read_timeouts_total"], 0)
+
 
 def vm_rss(pid):
     """The process's resident memory, bytes (/proc/PID/status)."""
@@ -421,6 +484,56 @@ class RefusalsOfTheParser(unittest.TestCase):
         self.assertIn("--max-headers", msg)
         # a request line longer than the limit alone
         self.check(b"GET /mcp?" + b"a" * 3000 + b" HTTP/1.1\r\n\r\n", 431, True)
+
+    def test_a_head_over_the_limit_in_pieces_after_its_length_is_closed_at_once(self):
+        """evhttp has read the Content-Length line before the line past --max-headers comes: the
+        connection is closed at once (it would wait for a body), not held to --read-timeout."""
+        port = self.srv.port
+        before = self.srv.stats()["read_timeouts_total"]
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        try:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 2\r\nX-Fill: %s\r\n"
+                         % (port, b"f" * 1500))
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            sock.sendall(b"X-Big: " + b"b" * 1000 + b"\r\n\r\n{}")
+            try:
+                while sock.recv(65536):
+                    pass
+            except ConnectionResetError:
+                pass
+            took = time.monotonic() - t0
+        finally:
+            sock.close()
+        self.assertLess(took, 2, "the connection was held to --read-timeout")
+        self.assertEqual(self.srv.stats()["read_timeouts_total"], before, "counted as a slow request too")
+
+    def test_a_body_sent_after_trace_is_not_served_as_a_request(self):
+        """evhttp reads no body after TRACE: a request hidden in one (smuggled past the scanner,
+        which stops at TRACE) must not be served, and the connection ends with the answer."""
+        port = self.srv.port
+        before = self.srv.stats()["sessions_stored"]
+        init = json.dumps(INITIALIZE).encode()
+        inner = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                 b"Accept: %s\r\nContent-Length: %d\r\n\r\n" % (port, ACCEPT_BOTH.encode(), len(init))) + init
+        for method in (b"TRACE", b"BREW"):
+            with self.subTest(method=method):
+                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+                try:
+                    sock.sendall(b"%s /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n\r\n"
+                                 % (method, port, len(inner)) + inner)
+                    got = b""
+                    while True:
+                        d = sock.recv(65536)
+                        if not d:
+                            break
+                        got += d
+                finally:
+                    sock.close()
+                answers = [ln for ln in got.split(b"\r\n") if ln.startswith(b"HTTP/1.1 ")]
+                self.assertEqual(len(answers), 1, got)
+                self.assertIn(b"Connection: close", got)
+        self.assertEqual(self.srv.stats()["sessions_stored"], before, "a smuggled initialize was served")
 
     def test_unknown_methods_get_a_counted_json_501(self):
         for method in (b"BREW", b"FOO"):
