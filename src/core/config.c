@@ -195,8 +195,9 @@ static const flag_t FLAGS[] = {
      "fsync the write-ahead log (group commit): survives a machine crash"},
     {"read-timeout", "SECS", K_INT, OFF(read_timeout_s), 1, 3600,
      "drop a connection whose request has not arrived whole SECS after its start (accept, or "
-     "the first byte after the answer before), plus a second per 4 KiB it sent, however it "
-     "trickles in, or that stays silent this long between requests (default 30)"},
+     "the first byte after the answer before), or again each SECS while it comes at 4 KiB/s "
+     "or more, however it trickles in, or that stays silent this long between requests "
+     "(default 30)"},
     {"modern", NULL, K_BOOL, OFF(modern), 0, 0,
      "serve MCP 2026-07-28 (stateless: per-request _meta, server/discover) on /mcp beside the "
      "session era (the default)"},

@@ -66,9 +66,10 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* A request whose bytes keep coming at this rate (bytes per second) or more is never cut: each
- * byte adds to its deadline, so a big body on a slow but steady link arrives whole, while a
- * trickle (a byte a second adds a quarter of a millisecond) still meets --read-timeout. */
+/* A request whose bytes keep coming at this rate (bytes per second) or more is never cut: at its
+ * deadline, one that got --read-timeout's worth at this rate since the last look gets another
+ * --read-timeout, so a big body on a slow but steady link arrives whole, while a trickle, or a
+ * burst then a trickle, is cut at the next look (2 x --read-timeout at most). */
 #define HTTP_READ_MIN_RATE 4096
 
 /* A request has begun that has not been handed over, and the deadline may run. */
@@ -83,6 +84,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     STAT_INC(timer_wakeups_total);
     l->deadline_armed = false;
     if (l->cut_now) {
+        STAT_INC(limit_refusals_total);
         log_debug("a head over --max-headers came in pieces after its framing line: its "
                   "connection is closed without an answer");
         evhttp_connection_free(l->evcon); /* on_conn_close frees l and this event */
@@ -91,14 +93,18 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     bool silent = l->scan->s.request == 0; /* since accept: dropped too (evhttp's would) */
     if (!silent && !request_under_way(l))
         return; /* with the endpoint, between requests, or a stream: the next request arms it */
-    int64_t left = l->deadline_from + g_cfg.read_timeout_s * 1000 + l->deadline_more - mono_ms();
+    int64_t now = mono_ms(), timeout = g_cfg.read_timeout_s * 1000;
+    int64_t left = l->deadline_from + timeout - now;
     struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
-    if (left <= 0 && !silent && (!bev || !event_pending(&bev->ev_read, EV_READ, NULL))) {
-        /* evhttp is not reading: the request under way waits in its buffer for the one before
-         * it (with the endpoint), not for the client: its time starts again */
-        l->deadline_from = mono_ms();
-        l->deadline_more = 0;
-        left = g_cfg.read_timeout_s * 1000;
+    bool waiting = !bev || !event_pending(&bev->ev_read, EV_READ, NULL);
+    if (left <= 0 && !silent &&
+        (waiting || l->deadline_bytes >= HTTP_READ_MIN_RATE * (now - l->deadline_from) / 1000)) {
+        /* evhttp is not reading (the request under way waits in its buffer for the one before
+         * it, with the endpoint, not for the client), or the request keeps coming at the
+         * minimum rate: its time starts again */
+        l->deadline_from = now;
+        l->deadline_bytes = 0;
+        left = timeout;
     }
     if (left > 0) { /* a request begun since it was armed, or one still arriving */
         struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
@@ -118,7 +124,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 static void deadline_arm(hlink_t *l)
 {
     l->deadline_from = mono_ms();
-    l->deadline_more = 0;
+    l->deadline_bytes = 0;
     if (!l->deadline_armed)
         l->deadline_armed = evtimer_add(l->deadline, l->t->read_deadline) == 0;
 }
@@ -156,7 +162,7 @@ static void deadline_on_input(hscan_t *h, size_t fresh)
         deadline_arm(l);
         return;
     }
-    l->deadline_more += (int64_t)fresh * 1000 / HTTP_READ_MIN_RATE;
+    l->deadline_bytes += (int64_t)fresh;
 }
 
 /* ---- the scanner ---- */
@@ -167,10 +173,12 @@ static void scan_cut(hscan_t *h, struct evbuffer *in)
     uint64_t first = h->added - len; /* the stream offset of in's first byte */
     const char *end;
     uint64_t at = httpscan_cut_at(&h->s, first, &end);
-    if (h->s.status == HTTPSCAN_HEAD_TOO_BIG || h->s.status == HTTPSCAN_BODY_TOO_BIG) {
-        /* counted here, once: the endpoint answers it (http_scan_fault), or, when evhttp has
-         * read its Content-Length line already (a head sent in pieces), evhttp does, with its
-         * HTML 413 */
+    if (h->s.status == HTTPSCAN_BODY_TOO_BIG && h->s.frame_at && h->s.frame_at < first &&
+        strcmp(end, "\r\n") == 0) {
+        /* a Content-Length over the limit (the fault at its head's end, not at a chunk's size
+         * line) whose line evhttp has read (a head sent in pieces): evhttp refuses it,
+         * with its HTML 413, which nothing else counts. Every other refusal by a limit is
+         * counted where it is answered (http_scan_fault) or dropped (on_deadline) */
         STAT_INC(limit_refusals_total);
     }
     if (at < first || at > h->added)
@@ -277,10 +285,12 @@ const char *http_scan_fault(http_thread_t *t, struct evhttp_request *req, int *s
         return "Bad Request: a malformed chunked body (a chunk-size line is hex digits and CRLF: "
                "no extension, sign or space; each chunk's data ends with CRLF)";
     case HTTPSCAN_HEAD_TOO_BIG:
+        STAT_INC(limit_refusals_total);
         *status = 431;
         return "Request Header Fields Too Large: the request line and header lines are longer "
                "than --max-headers";
     case HTTPSCAN_BODY_TOO_BIG:
+        STAT_INC(limit_refusals_total);
         *status = 413;
         return "Payload Too Large: the body is longer than --max-body";
     default:

@@ -87,7 +87,7 @@ typedef struct hlink {
     struct event *shadow;   /* a second read event on the descriptor, NULL: none yet (flush.c) */
     struct event *deadline; /* --read-timeout for the request under way (input.c); NULL: none */
     int64_t deadline_from;  /* when the request deadline_req began (monotonic ms) */
-    int64_t deadline_more;  /* ms its bytes so far add to it (HTTP_READ_MIN_RATE) */
+    int64_t deadline_bytes; /* its bytes since deadline_from (HTTP_READ_MIN_RATE) */
     uint64_t deadline_req;  /* the request whose start is deadline_from (the scanner's count) */
     bool deadline_armed;    /* the event is pending */
     bool cut_now;           /* a head past --max-headers evhttp cannot be told the end of: the

@@ -178,7 +178,13 @@ static void head_end(httpscan_t *s)
         s->status = HTTPSCAN_STOPPED; /* the connection ends with this request */
         return;
     }
-    if (s->method == M_HEAD) { /* no body, whatever the head says */
+    if (s->method == M_HEAD && ((f & F_TE) || ((f & F_CL) && s->left > 0))) {
+        /* evhttp reads no body after HEAD, but a proxy that frames by the head would send one:
+         * what follows is not framed alike, so the connection ends with this request */
+        s->status = HTTPSCAN_STOPPED;
+        return;
+    }
+    if (s->method == M_HEAD) { /* no body */
         s->state = ST_REQ;
     } else if (f & F_CHUNKED) {
         s->state = ST_CSIZE;
@@ -366,7 +372,9 @@ static bool step_chunk_framing(httpscan_t *s, unsigned char c)
     switch (s->state) {
     case ST_CSIZE: {
         int d = hexval(c);
-        if (d >= 0) {
+        if (d >= 0 && s->n >= HTTPSCAN_CSIZE_MAX) {
+            fault(s, HTTPSCAN_BAD_CHUNK); /* evhttp would buffer the line whole, rescanning it */
+        } else if (d >= 0) {
             if (s->value >> 60)
                 s->flags |= F_HUGE;
             else

@@ -55,6 +55,9 @@ typedef enum {
     HTTPSCAN_BODY_TOO_BIG, /* a body past max_body */
 } httpscan_status_t;
 
+/* Hex digits a chunk-size line may hold (leading zeros included): past them it is bad. */
+#define HTTPSCAN_CSIZE_MAX 16
+
 typedef struct httpscan {
     /* limits, set by the caller after httpscan_init (0: none) */
     uint64_t max_head; /* bytes of a head: request line, header lines, empty line, with line ends */

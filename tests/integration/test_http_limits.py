@@ -317,6 +317,30 @@ class SlowSenders(unittest.TestCase):
         self.assertIn(b"done after", got)
         self.assertEqual(srv.stats()["read_timeouts_total"], 0)
 
+    def test_a_burst_then_a_trickle_is_cut_at_the_next_look(self):
+        """400 KB at once, then a byte a second: the burst does not buy minutes of trickling."""
+        srv = self.start()
+        sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        self.addCleanup(sock.close)
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n" + b" " * 400000)
+        t0 = time.monotonic()
+        sock.settimeout(1)
+        closed_after = None
+        while time.monotonic() - t0 < 12:
+            try:
+                sock.send(b" ")
+                if sock.recv(4096) == b"":
+                    closed_after = time.monotonic() - t0
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                closed_after = time.monotonic() - t0
+                break
+        self.assertIsNotNone(closed_after, "a burst bought more than 12 s of a byte a second")
+        self.assertLess(closed_after, 5.5)  # two looks of --read-timeout 2, and slack
+        self.assertEqual(srv.stats()["read_timeouts_total"], 1)
+
     def test_a_big_body_on_a_slow_steady_link_arrives_whole(self):
         """A body that keeps coming at 12 KB/s takes longer than --read-timeout and is served:
         its bytes add to its deadline (a trickle's do not, by much)."""
@@ -508,6 +532,16 @@ class RefusalsOfTheParser(unittest.TestCase):
         self.assertLess(took, 2, "the connection was held to --read-timeout")
         self.assertEqual(self.srv.stats()["read_timeouts_total"], before, "counted as a slow request too")
 
+    def test_a_refusal_never_sent_is_not_counted(self):
+        """A head over the limit behind a request that closes the connection is never answered:
+        limit_refusals_total counts what is refused, not what the scanner saw."""
+        before = self.srv.stats()["limit_refusals_total"]
+        data = (b"GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+                b"GET /mcp HTTP/1.1\r\nX-Pad: " + b"a" * 3000 + b"\r\n\r\n")
+        got, _, _, _ = exchange(self.srv.port, data)
+        self.assertEqual(got, 404)
+        self.assertEqual(self.srv.stats()["limit_refusals_total"], before)
+
     def test_a_body_sent_after_trace_is_not_served_as_a_request(self):
         """evhttp reads no body after TRACE: a request hidden in one (smuggled past the scanner,
         which stops at TRACE) must not be served, and the connection ends with the answer."""
@@ -516,7 +550,7 @@ class RefusalsOfTheParser(unittest.TestCase):
         init = json.dumps(INITIALIZE).encode()
         inner = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
                  b"Accept: %s\r\nContent-Length: %d\r\n\r\n" % (port, ACCEPT_BOTH.encode(), len(init))) + init
-        for method in (b"TRACE", b"BREW"):
+        for method in (b"TRACE", b"BREW", b"HEAD"):
             with self.subTest(method=method):
                 sock = socket.create_connection(("127.0.0.1", port), timeout=5)
                 try:
