@@ -39,8 +39,8 @@ enum { M_BODY, M_HEAD, M_END };
 /* header bits: the candidates while a name is read, then the one it is */
 enum { H_OTHER = 0, H_CL = 1, H_TE = 2 };
 
-/* flags: per head (F_CL .. F_BAD), per value (F_TRAIL, F_JUNK), per chunked body (F_HUGE,
- * F_TRAILERS) */
+/* flags: per head (F_CL .. F_BAD), per value (F_TRAIL, F_JUNK), per chunked body
+ * (F_TRAILERS) */
 enum {
     F_CL = 1,         /* a Content-Length came (its value is in left) */
     F_TE = 2,         /* a Transfer-Encoding came */
@@ -48,7 +48,6 @@ enum {
     F_BAD = 8,        /* the framing is ambiguous: the server closes the connection after it */
     F_TRAIL = 16,     /* the value has had trailing blanks: anything else after them is junk */
     F_JUNK = 32,      /* the value is not a plain one */
-    F_HUGE = 64,      /* a chunk size past 2^60: evhttp refuses it (413) and closes */
     F_TRAILERS = 128, /* the chunked body's trailers are being read */
 };
 
@@ -206,10 +205,8 @@ static void size_end(httpscan_t *s)
 {
     if (s->n == 0) {
         fault(s, HTTPSCAN_BAD_CHUNK); /* an empty line where a size belongs */
-    } else if (s->max_body && ((s->flags & F_HUGE) || s->value > s->max_body - s->body)) {
+    } else if (s->max_body && s->value > s->max_body - s->body) {
         fault(s, HTTPSCAN_BODY_TOO_BIG); /* (evhttp's test: the data so far and this size) */
-    } else if (s->flags & F_HUGE) {
-        s->status = HTTPSCAN_STOPPED; /* evhttp: 413, and the connection closes */
     } else if (s->value == 0) {
         s->flags |= F_TRAILERS;
         s->state = ST_TRAILER;
@@ -375,10 +372,7 @@ static bool step_chunk_framing(httpscan_t *s, unsigned char c)
         if (d >= 0 && s->n >= HTTPSCAN_CSIZE_MAX) {
             fault(s, HTTPSCAN_BAD_CHUNK); /* evhttp would buffer the line whole, rescanning it */
         } else if (d >= 0) {
-            if (s->value >> 60)
-                s->flags |= F_HUGE;
-            else
-                s->value = s->value << 4 | (uint64_t)d;
+            s->value = s->value << 4 | (uint64_t)d; /* at most 16 digits: no overflow */
             s->n++;
         } else if (c == '\r') {
             s->state = ST_CSIZE_CR;
