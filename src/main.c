@@ -203,6 +203,14 @@ typedef struct {
     int port, admin_port;
 } node_t;
 
+/* The connections that may be far behind their SSE reader at once (http/backlog.c): each may
+ * hold up to --sse-buffer unsent, so --sse-backlog bounds what they hold together. */
+static int64_t sse_backlog_places(void)
+{
+    int64_t n = g_cfg.sse_backlog / g_cfg.sse_buffer;
+    return n < 1 ? 1 : n;
+}
+
 /* The global caps the principals' shares are taken of (core/principal.h). */
 static void configure_caps(void)
 {
@@ -212,6 +220,7 @@ static void configure_caps(void)
                                      [PR_RECORDS] = g_cfg.max_input_records,
                                      [PR_CONNECTIONS] = g_cfg.max_connections,
                                      [PR_UPSTREAMS] = g_cfg.upstream_max,
+                                     [PR_SSE_BACKLOG] = sse_backlog_places(),
                                      [PR_AUTH_WAITS] = OAUTH_PARKED_MAX * g_cfg.http_threads <
                                                                ISSUER_WAITS_MAX
                                                            ? OAUTH_PARKED_MAX * g_cfg.http_threads

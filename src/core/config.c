@@ -153,6 +153,11 @@ static const flag_t FLAGS[] = {
     {"sse-buffer", "BYTES", K_INT, OFF(sse_buffer), 4096, 1LL << 32,
      "unsent bytes on one SSE connection before it is closed and they are dropped; the client "
      "resumes with Last-Event-ID (default 8388608)"},
+    {"sse-backlog", "BYTES", K_INT, OFF(sse_backlog), 4096, 1LL << 44,
+     "unsent SSE bytes all slow readers together may hold: a connection more than 64 KiB "
+     "behind its reader holds one of --sse-backlog / --sse-buffer places (at least 1; a client "
+     "at most its --principal-share of them) until it is 16 KiB behind; one that finds none is "
+     "closed as for --sse-buffer (default 268435456)"},
     {"session-log-bytes", "BYTES", K_INT, OFF(session_log_bytes), 4096, 1LL << 40,
      "event-log bytes per session; past it the oldest finished streams go (default 67108864)"},
     {"page-size", "N", K_INT, OFF(page_size), 1, 10000,
@@ -228,8 +233,8 @@ static const flag_t FLAGS[] = {
      "the most one principal (the token's name or OAuth subject; without tokens the client's "
      "address, an IPv6 /64 as one) "
      "may hold of the tool threads and of --max-sessions, --max-connections, --max-handles, "
-     "--max-tasks, --max-input-records, --auth-dpop-jti-max and --upstream-max, and of each "
-     "--upstream-pool and its queue, in percent, at least 1 of each (default 50)"},
+     "--max-tasks, --max-input-records, --auth-dpop-jti-max, --upstream-max and --sse-backlog, "
+     "and of each --upstream-pool and its queue, in percent, at least 1 of each (default 50)"},
     {"max-handles", "N", K_INT, OFF(max_handles), 1, 1LL << 40,
      "state handles stored; past it (or past a principal's share) mcpd_ctx_handle_new fails "
      "(the demo's new_counter: a tool error) (default 100000)"},
@@ -267,6 +272,7 @@ void config_defaults(config_t *c)
     c->upstream_call_timeout_s = 300;
     c->upstream_pool = 2;
     c->sse_buffer = 8 * 1024 * 1024;
+    c->sse_backlog = 256 * 1024 * 1024;
     c->session_log_bytes = 64 * 1024 * 1024;
     c->page_size = 100;
     c->cache_ttl_ms = 60000;

@@ -75,6 +75,7 @@ typedef struct config {
     int64_t max_sessions;      /* stored sessions (live or hibernated) */
     int64_t max_streams;       /* requests in flight per session */
     int64_t sse_buffer;        /* unsent bytes on one SSE connection before it is cut */
+    int64_t sse_backlog;       /* unsent SSE bytes of every slow reader together: its places */
     int64_t session_log_bytes; /* event-log bytes per session before old streams are trimmed */
     int64_t page_size;         /* items per tools/list page */
     response_mode_t response_mode;

@@ -17,7 +17,7 @@
  *
  * Each principal counts what it holds of the resources the server caps globally
  * (--max-sessions, --max-handles, --max-tasks, --max-input-records, --max-connections,
- * --upstream-max):
+ * --upstream-max, the places of --sse-backlog):
  * principal_take takes one
  * unit when the global count is below the cap *and* the principal holds less than its share
  * (--principal-share percent of the cap, at least 1), under one lock, so the caps are exact
@@ -47,6 +47,7 @@ typedef enum {
     PR_AUTH_WAITS,   /* requests parked for the auth thread (a key fetch, an introspection) */
     PR_UPSTREAMS,    /* gateway processes running for its sessions (--upstream-max) */
     PR_RECORDS,      /* 2026-07-28 input-request records stored (--max-input-records) */
+    PR_SSE_BACKLOG,  /* SSE connections far behind their reader (--sse-backlog, http/backlog.c) */
     PR__COUNT
 } pres_t;
 

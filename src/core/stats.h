@@ -69,9 +69,19 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(limit_refusals_total, counter,                                                                \
       "Requests refused by a limit (--max-connections, --max-sessions, --max-streams, "             \
       "--max-handles, --max-tasks, --max-body, --max-headers, --max-json-nodes, a principal's "     \
-      "share...), and connections closed at accept past twice --max-connections.")                  \
+      "share...), connections closed at accept past twice --max-connections, and SSE streams "      \
+      "cut for want of an --sse-backlog place.")                                                    \
     X(share_refusals_total, counter,                                                                \
       "Of those, refused because the principal held its share (--principal-share) of a cap.")       \
+    X(sse_slow_reader_cuts_total, counter,                                                          \
+      "SSE streams cut because their reader fell behind: --sse-buffer bytes unsent, or more than "  \
+      "64 KiB with no --sse-backlog place for it (the client resumes with Last-Event-ID).")         \
+    X(sse_backlog_cuts_total, counter,                                                              \
+      "Of those, cut because --sse-backlog's places were all held or its client held its share "    \
+      "(also counted in limit_refusals_total).")                                                    \
+    X(sse_backlogged, tgauge,                                                                       \
+      "SSE connections more than 64 KiB behind their reader, each holding one of --sse-backlog's "  \
+      "places.")                                                                                    \
     X(principals_live, gauge, "Principals that hold or reference something (core/principal.c).")    \
     X(log_trims_total, counter,                                                                     \
       "Finished streams deleted early to keep a session under --session-log-bytes.")                \

@@ -153,6 +153,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     principal_unref(l->principal);
     http_deadline_free(l);
     http_scan_detach(l->scan); /* its bufferevent is freed after this callback */
+    http_backlog_give(l);
     http_fence_end(l);
     http_flush_forget(l);
     http_shadow_free(l);
@@ -407,24 +408,14 @@ void http_end_stream(hconn_t *c)
     http_hconn_free(c);
 }
 
-static size_t pending_output(hconn_t *c)
-{
-    struct bufferevent *bev = conn_bev(c);
-    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
-}
-
-static size_t pending_input(hconn_t *c)
-{
-    struct bufferevent *bev = conn_bev(c);
-    return bev ? evbuffer_get_length(bufferevent_get_input(bev)) : 0;
-}
-
-/* Ends a stream the server cuts (a reader too slow, or sending too much): the answers its
- * connection held for its bytes go now (fence.c), since those bytes may never be read. A slow
- * reader's connection is closed at once, its unsent bytes (up to --sse-buffer) dropped: ended
- * the ordinary way, they stayed queued until the 60 s write timeout, so a client with many such
- * streams held many times --sse-buffer. Its client resumes from the event log (Last-Event-ID).
- * The close is abortive (RST): the kernel drops what its socket buffer holds too. */
+/* Ends a stream the server cuts (a reader too slow: past --sse-buffer, or past the backlog mark
+ * with no --sse-backlog place; or sending too much): the answers its connection held for its
+ * bytes go now (fence.c), since those bytes may never be read. A slow reader's connection is
+ * closed at once, its unsent bytes (up to --sse-buffer) dropped (and its --sse-backlog place
+ * given back with them): ended the ordinary way, they stayed queued until the 60 s write
+ * timeout, so a client with many such streams held many times --sse-buffer. Its client resumes
+ * from the event log (Last-Event-ID). The close is abortive (RST): the kernel drops what its
+ * socket buffer holds too. */
 static void cut_stream(hconn_t *c, bool slow_reader)
 {
     if (c->link)
@@ -450,31 +441,41 @@ static void cut_stream(hconn_t *c, bool slow_reader)
 /* Writes SSE bytes; false when the stream was cut for a slow reader (c is freed). */
 static bool sse_write(hconn_t *c, const char *data, size_t len)
 {
-    if (pending_input(c) >= SSE_INPUT_MAX) {
+    struct bufferevent *bev = conn_bev(c);
+    if (!bev)
+        return true; /* the connection is going: evhttp would drop it too */
+    size_t input = evbuffer_get_length(bufferevent_get_input(bev));
+    if (input >= SSE_INPUT_MAX) {
         log_warn("session %.8s: client sent %zu bytes on its SSE stream, ending the stream", c->sid,
-                 pending_input(c));
+                 input);
         cut_stream(c, false);
         return false;
     }
-    if (pending_output(c) > (size_t)g_cfg.sse_buffer) {
+    struct evbuffer *out = bufferevent_get_output(bev);
+    size_t unsent = evbuffer_get_length(out);
+    if (unsent > (size_t)g_cfg.sse_buffer) {
+        STAT_INC(sse_slow_reader_cuts_total);
         log_warn(
             "session %.8s: SSE reader too slow (%zu bytes unsent): its connection is closed and "
             "the bytes dropped; it can resume",
-            c->sid, pending_output(c));
+            c->sid, unsent);
+        cut_stream(c, true);
+        return false;
+    }
+    /* far behind: the connection holds an --sse-backlog place, or is cut when none is free */
+    if (unsent > HTTP_BACKLOG_MARK && !http_backlog_take(c, out, unsent)) {
         cut_stream(c, true);
         return false;
     }
     /* straight into the connection's output, framed as evhttp_send_reply_chunk would (a hex
      * size line, the bytes, CRLF) but without its evbuffer_add_printf and a buffer per frame;
      * evhttp's write callback is already set from the reply's start */
-    struct bufferevent *bev = conn_bev(c);
-    if (!bev || !len)
-        return true; /* the connection is going: evhttp would drop it too */
+    if (!len)
+        return true;
     if (c->idle) {
         struct timeval tv = {g_cfg.get_idle_timeout_s, 0};
         evtimer_add(c->idle, &tv); /* it is not idle: the count starts again */
     }
-    struct evbuffer *out = bufferevent_get_output(bev);
     if (c->chunked) {
         char head[20];
         size_t n = hex_put(head, len, 0);

@@ -266,6 +266,8 @@ void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t 
     }
     hconn_t *c = http_hconn_new(t, req, link);
     memcpy(c->sid, m->sid, SESSION_ID_LEN + 1);
+    if (who && who[0])
+        str_copy(c->who, sizeof c->who, who);
     c->id = id ? json_deep_copy(id) : NULL;
     m->u.client.conn = http_ref_of(c);
     m->u.client.recv_us = now_mono_us();

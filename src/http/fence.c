@@ -14,9 +14,9 @@
  *
  * The hold is the connection's (its hlink), not the stream's: a stream that ends (replaced by a
  * new GET, idle, the server stopping) still has its last bytes to write. A reader that stops
- * reading holds the answers behind it until its bytes go, its stream is cut (--sse-buffer, or
- * too much input on it: cut_stream passes them on at once), or its connection closes (the 60 s
- * write timeout; closed by the client; the server stopping). Only answers whose own calls sent
+ * reading holds the answers behind it until its bytes go, its stream is cut (--sse-buffer or
+ * --sse-backlog, or too much input on it: cut_stream passes them on at once), or its connection
+ * closes (the 60 s write timeout; closed by the client; the server stopping). Only answers whose own calls sent
  * something on the stream wait (stream_t.diverted), and only for bytes the kernel's socket
  * buffers could not take: a client that reads its GET stream only after its POST returns waits
  * only when its calls sent more than those buffers hold.

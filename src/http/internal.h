@@ -93,6 +93,11 @@ typedef struct hlink {
     bool cut_now;           /* a head past --max-headers evhttp cannot be told the end of: the
                                event frees the connection at once (input.c) */
     uint8_t shadow_strikes; /* its reports while evhttp did not read, since the last answer */
+    principal_t *backlog;   /* its output is far behind its SSE reader: the principal (a
+                               reference) that holds one --sse-backlog place for it (backlog.c);
+                               NULL: none */
+    struct evbuffer *backlog_out;         /* its output, watched while backlog is set */
+    struct evbuffer_cb_entry *backlog_cb; /* the watch; NULL: none (backlog.c) */
 } hlink_t;
 
 /* A connection accepted in this loop iteration and not tracked yet (http_on_fresh). */
@@ -112,6 +117,7 @@ struct hconn {
     bool chunked; /* an SSE reply evhttp started with Transfer-Encoding: chunked */
     uint64_t stream;
     char sid[SESSION_ID_LEN + 1];
+    char who[64]; /* the request's token name ("" without one), for its principal (backlog.c) */
     struct event *keepalive;
     struct event *idle; /* a standalone GET stream without keepalive: ended when it has sent
                            nothing for --get-idle-timeout (the client resumes) */
@@ -280,6 +286,18 @@ void http_on_flush(evutil_socket_t fd, short what, void *arg);
  * (flush.c). */
 void http_shadow_start(hlink_t *l);
 void http_shadow_free(hlink_t *l);
+
+/* backlog.c: --sse-backlog. An SSE connection whose unsent output is past HTTP_BACKLOG_MARK
+ * before a write holds one place of PR_SSE_BACKLOG for its request's principal until its output
+ * is down to HTTP_BACKLOG_LOW or it closes. */
+#define HTTP_BACKLOG_MARK (64 * 1024)
+#define HTTP_BACKLOG_LOW (16 * 1024)
+/* Takes the place for c's connection (out: its output, `unsent` bytes long): true; false after
+ * logging and counting why none is free (the caller cuts the stream). */
+bool http_backlog_take(hconn_t *c, struct evbuffer *out, size_t unsent);
+/* l's place goes back and its output is no longer watched (nothing when it holds none): its
+ * output drained, or it closes (on_conn_close, before its bufferevent is freed). */
+void http_backlog_give(hlink_t *l);
 
 /* fence.c */
 /* Holds m (its `after` names a connection of t) until that connection's output queued so far is

@@ -423,6 +423,201 @@ class SlowReaders(unittest.TestCase):
         self.assertLess(after - before, 24 * mb, "what was queued for the slow readers is freed")
 
 
+MIB = 1 << 20
+
+
+def tcp_wmem_max():
+    """The most a TCP socket's send buffer grows to (net.ipv4.tcp_wmem), bytes."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_wmem") as f:
+            return int(f.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        return 4 * MIB
+
+
+# log messages of notify (~170 bytes each): more than the kernel's socket buffers take from an
+# unread stream (~2.4 MB of 4 MiB here), so over a MiB waits in the server's memory; at most
+# notify's 100,000 (~17 MB), under the tests' --sse-buffer
+BEHIND = min(100000, (tcp_wmem_max() + 3 * MIB // 2) // 170)
+
+
+class UnreadStream:
+    """A raw SSE request (a POST tools/call, or a GET) from a loopback address whose client
+    reads nothing until told: a small receive window, so the server's unsent output grows."""
+
+    def __init__(self, srv, source, request):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.sock.bind((source, 0))
+        self.sock.connect(("127.0.0.1", srv.port))
+        self.sock.sendall(request)
+        self.data = b""
+
+    @classmethod
+    def call(cls, srv, sess, source, count=BEHIND, target="request"):
+        body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                           "params": {"name": "notify",
+                                      "arguments": {"count": count, "target": target}}}).encode()
+        head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+        return cls(srv, source, f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                   f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    @classmethod
+    def get(cls, srv, sess, source):
+        return cls(srv, source, (f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
+                                 "Accept: text/event-stream\r\n"
+                                 f"Mcp-Session-Id: {sess.sid}\r\n"
+                                 f"MCP-Protocol-Version: {sess.version}\r\n\r\n").encode())
+
+    def read_until(self, needle, timeout=60):
+        """Reads (the window opened wide first) until needle, the end of the connection or
+        timeout; whether needle came."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        deadline = time.monotonic() + timeout
+        self.sock.settimeout(1)
+        while needle not in self.data[-4096:] and time.monotonic() < deadline:
+            try:
+                d = self.sock.recv(1 << 20)
+            except socket.timeout:
+                continue
+            except OSError:  # reset: the server cut the connection
+                return False
+            if not d:
+                return False
+            self.data += d
+            self.data = self.data[-8192:]  # the end is what the needles look for
+        return needle in self.data[-4096:]
+
+
+def backlog_flags(places, *more, buffer=32 * MIB):
+    """The flags of a server with `places` --sse-backlog places of --sse-buffer `buffer` (more
+    than an unread stream of notify's ever holds, so only --sse-backlog cuts)."""
+    return ("--sse-buffer", str(buffer), "--sse-backlog", str(places * buffer)) + more
+
+
+class SseBacklog(unittest.TestCase):
+    """--sse-backlog: an SSE connection far behind its reader (more than 64 KiB unsent) holds one
+    of --sse-backlog / --sse-buffer places, a client at most its --principal-share of them; one
+    that finds none is cut as a slow reader, and a place goes back when its reader catches up.
+    Without it one client could hold --sse-buffer on each of its share of --max-connections."""
+
+    def start(self, *flags):
+        srv = Server(*flags)
+        self.addCleanup(srv.cleanup)
+        return srv
+
+    def calls_done(self, srv, n, timeout=120):
+        """Whether n tool calls have been made and none runs or waits, twice 0.1 s apart."""
+        def idle():
+            st = srv.stats()
+            return (st["tool_calls_total"] >= n and st["tool_threads_busy"] == 0
+                    and st["tool_jobs_waiting"] == 0)
+        return wait_until(lambda: idle() and (time.sleep(0.1) or idle()), timeout)
+
+    def stream(self, srv, source, calls, sess=None):
+        """A slow reader's tools/call from source, in sess or a session of its own; waits until
+        it ran (calls: the calls made before it)."""
+        sess = sess or Session(srv)
+        sess.call("logging/setLevel", {"level": "debug"})
+        s = UnreadStream.call(srv, sess, source)
+        self.addCleanup(s.sock.close)
+        self.assertTrue(self.calls_done(srv, calls + 1), "the call ran to its end")
+        return s
+
+    def test_a_client_past_its_share_is_cut_while_another_clients_slow_stream_is_served(self):
+        srv = self.start(*backlog_flags(4))  # 4 places, 2 a client
+        a1 = self.stream(srv, "127.0.0.3", 0)
+        a2 = self.stream(srv, "127.0.0.3", 1)
+        st = srv.stats()
+        self.assertEqual(st["sse_backlogged"], 2, "both of the client's streams hold a place")
+        self.assertEqual(st["sse_slow_reader_cuts_total"], 0, "neither was cut")
+        a3 = self.stream(srv, "127.0.0.3", 2)
+        st = srv.stats()
+        self.assertEqual(st["sse_backlog_cuts_total"], 1, "the third is cut: the client holds its share")
+        self.assertEqual(st["sse_slow_reader_cuts_total"], 1)
+        self.assertEqual(st["share_refusals_total"], 1, "a refusal by the client's share")
+        self.assertEqual(st["sse_backlogged"], 2)
+        self.assertFalse(a3.read_until(b'"sent %d"' % BEHIND), "the cut stream never got its answer")
+        self.assertIn("its share of --sse-backlog", srv.log_tail(200000))
+        b1 = self.stream(srv, "127.0.0.4", 3)  # another client falls behind too
+        st = srv.stats()
+        self.assertEqual(st["sse_backlogged"], 3, "another client's stream holds a place of its own")
+        self.assertEqual(st["sse_backlog_cuts_total"], 1, "and is not cut")
+        self.assertTrue(b1.read_until(b'"sent %d"' % BEHIND), "it is served to its end when read")
+        self.assertTrue(a1.read_until(b'"sent %d"' % BEHIND), "so is the first client's first")
+        self.assertTrue(wait_until(lambda: srv.stats()["sse_backlogged"] == 1, 10),
+                        "the streams read to their end give their places back")
+        self.assertTrue(a2.read_until(b'"sent %d"' % BEHIND))
+        self.assertTrue(wait_until(lambda: srv.stats()["sse_backlogged"] == 0, 10))
+        self.assertEqual(srv.stats()["sse_slow_reader_cuts_total"], 1, "only the one was cut")
+
+    def test_a_full_backlog_cuts_a_new_slow_reader_of_any_client(self):
+        srv = self.start(*backlog_flags(1, "--principal-share", "100"))
+        a = self.stream(srv, "127.0.0.3", 0)
+        b = self.stream(srv, "127.0.0.4", 1)
+        st = srv.stats()
+        self.assertEqual(st["sse_backlogged"], 1, "the one place is held")
+        self.assertEqual(st["sse_backlog_cuts_total"], 1, "the second slow reader is cut")
+        self.assertEqual(st["share_refusals_total"], 0, "by the cap, not a share")
+        self.assertGreaterEqual(st["limit_refusals_total"], 1)
+        self.assertIn("--sse-backlog is full", srv.log_tail(200000))
+        self.assertFalse(b.read_until(b'"sent %d"' % BEHIND), "the cut stream never got its answer")
+        a.sock.close()  # a client that goes away unread gives the place back with its connection
+        self.assertTrue(wait_until(lambda: srv.stats()["sse_backlogged"] == 0, 10))
+        c = self.stream(srv, "127.0.0.5", 2)
+        st = srv.stats()
+        self.assertEqual(st["sse_backlogged"], 1, "a later slow reader takes the place")
+        self.assertEqual(st["sse_backlog_cuts_total"], 1, "and is not cut")
+        self.assertTrue(c.read_until(b'"sent %d"' % BEHIND), "it is served to its end when read")
+
+    def test_with_tokens_the_share_is_the_tokens_whatever_the_address(self):
+        import tempfile
+        fd, path = tempfile.mkstemp(prefix="mcpd-tokens-")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"alice:{'a' * 40}\nbob:{'b' * 40}\n")
+        os.chmod(path, 0o600)
+        self.addCleanup(os.unlink, path)
+        srv = self.start(*backlog_flags(2, "--auth-tokens", path))  # 2 places, 1 a token
+        alice = [Session(srv, token="a" * 40) for _ in range(2)]
+        bob = Session(srv, token="b" * 40)
+        self.stream(srv, "127.0.0.3", 0, alice[0])
+        self.stream(srv, "127.0.0.4", 1, alice[1])  # another address, the same token
+        st = srv.stats()
+        self.assertEqual(st["sse_backlog_cuts_total"], 1, "alice's second is cut: her share")
+        self.assertEqual(st["share_refusals_total"], 1)
+        self.stream(srv, "127.0.0.3", 2, bob)  # alice's address, another token
+        st = srv.stats()
+        self.assertEqual(st["sse_backlogged"], 2, "bob's stream holds a place of his own")
+        self.assertEqual(st["sse_backlog_cuts_total"], 1, "and is not cut")
+
+    def test_a_reader_that_catches_up_gives_its_place_back_and_may_fall_behind_again(self):
+        # 2 places, 1 a client. Once read, the stream's window stays open wider than it was (the
+        # kernel does not take back a window it announced): each round sends twice as much, past
+        # what the socket buffers take then
+        srv = self.start(*backlog_flags(2))
+        count = min(100000, 2 * BEHIND)
+        sess = Session(srv)
+        g = UnreadStream.get(srv, sess, "127.0.0.3")  # its session-level messages: unread
+        self.addCleanup(g.sock.close)
+        self.assertTrue(wait_until(lambda: srv.stats()["streams_open"]["get"] == 1, 10))
+        for rnd in range(1, 3):
+            g.data = b""  # the last round's last message is this round's too
+            done = threading.Event()
+            threading.Thread(target=lambda: (sess.tool("notify", {"count": count, "target": "session"},
+                                                       timeout=120), done.set()), daemon=True).start()
+            self.assertTrue(self.calls_done(srv, rnd), "the call ran to its end")
+            st = srv.stats()
+            self.assertEqual(st["sse_backlogged"], 1, f"round {rnd}: the stream holds the client's one place")
+            self.assertEqual(st["sse_slow_reader_cuts_total"], 0, f"round {rnd}: not cut")
+            last = b'{"n":%d,"of":%d}' % (count, count)
+            self.assertTrue(g.read_until(last), f"round {rnd}: the reader catches up")
+            g.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # and stops reading
+            self.assertTrue(wait_until(lambda: srv.stats()["sse_backlogged"] == 0, 10),
+                            f"round {rnd}: caught up, the stream gives its place back")
+            self.assertTrue(done.wait(30), "the call was answered")
+        self.assertEqual(srv.stats()["streams_open"]["get"], 1, "the stream is still open")
+
+
 def exchange(port, data, timeout=5):
     """Sends raw bytes on a fresh connection and reads until the server closes it: (status,
     {lower-case header: value}, body bytes, closed)."""
