@@ -240,6 +240,18 @@ class Prompts(ServerTest):
         self.assertEqual(m["error"]["code"], -32602)
 
 
+    def test_a_prompt_argument_that_is_not_a_string_is_32602(self):
+        # GetPromptRequest's arguments map names to strings; a 5 reached the handler as ""
+        # and a null passed for a required argument
+        s = Session(self.server)
+        for args, bad in (({"arg1": "x", "arg2": 5}, "arg2"), ({"arg1": None, "arg2": "y"}, "arg1"),
+                          ({"arg1": "x", "arg2": {"v": "y"}}, "arg2"), ({"arg1": "x", "arg2": "y", "z": []}, "z")):
+            with self.subTest(args):
+                _, m = s.call("prompts/get", {"name": "test_prompt_with_arguments", "arguments": args})
+                self.assertEqual(m.get("error", {}).get("code"), -32602, m)
+                self.assertIn(bad, m["error"]["message"])
+
+
 class Completion(ServerTest):
     SERVER_FLAGS = ("--toolset", "conformance")
 
