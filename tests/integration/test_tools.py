@@ -121,6 +121,18 @@ class DemoTools(ServerTest):
         _, m = s.tool("add", {"a": 0.5, "b": 0.25})
         self.assertEqual(float(text_of(m)), 0.75)
 
+    def test_add_past_64_bits_or_past_a_double_does_not_wrap(self):
+        # two integers whose sum leaves int64 wrapped around (signed overflow: undefined in C)
+        s = Session(self.server)
+        _, m = s.tool("add", {"a": 2**63 - 1, "b": 1})
+        self.assertEqual(float(text_of(m)), 2.0**63, m)
+        _, m = s.tool("add", {"a": -2**63, "b": -1})
+        self.assertEqual(float(text_of(m)), -2.0**63 - 1, m)
+        # a sum past the largest double is no number JSON or a model can read: an error result
+        _, m = s.tool("add", {"a": 1e308, "b": 1e308})
+        self.assertTrue(m["result"].get("isError"), m)
+        self.assertNotIn("inf", text_of(m).split())
+
     def test_counter_adds_per_session(self):
         a, b = Session(self.server), Session(self.server)
         self.assertEqual(text_of(a.tool("counter")[1]), "1")
