@@ -639,6 +639,29 @@ class NulInStrings(ServerTest):
         st.close()
 
 
+class LongNamesInErrors(ServerTest):
+    """A schema error quotes the client's property name, cut to fit its message: a cut inside a
+    character must not cost the message (jansson refuses a string that is not UTF-8, and the
+    text or the error's message was left out)."""
+    SERVER_FLAGS = ("--toolset", "demo,conformance")
+
+    def test_a_long_non_ascii_property_name_keeps_the_tool_error_text(self):
+        s = Session(self.server)
+        for name in ("é" * 200, "a" + "é" * 200, "ab" + "€" * 200):
+            with self.subTest(len(name)):
+                _, m = s.tool("json_schema_2020_12_tool", {"name": "x", "phone": "1", name: 1})
+                self.assertTrue(m["result"].get("isError"), m)
+                self.assertIn("unexpected property", m["result"]["content"][0].get("text", ""), m)
+
+    def test_a_long_non_ascii_property_name_keeps_the_error_message_on_2025_06_18(self):
+        s = Session(self.server, version="2025-06-18")
+        for name in ("é" * 200, "a" + "é" * 200, "ab" + "€" * 200):
+            with self.subTest(len(name)):
+                _, m = s.tool("json_schema_2020_12_tool", {"name": "x", "phone": "1", name: 1})
+                self.assertEqual(m["error"]["code"], -32602, m)
+                self.assertIn("unexpected property", m["error"].get("message", ""), m)
+
+
 def data_dir_bytes(path):
     total = 0
     for root, _, files in os.walk(path):
