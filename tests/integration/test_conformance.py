@@ -107,6 +107,25 @@ class Fixtures(ServerTest):
         self.assertEqual(text_of(st.next_message(5)["message"]), "LLM response: hello")
         st.close()
 
+    def test_a_request_of_a_tool_that_names_its_input_key_is_plain_json_rpc_in_a_session(self):
+        # the key a handler names for 2026-07-28's inputRequests (mcpd_ctx_input_key) went out
+        # as a member of the session's elicitation/create: the official SDK's client refuses a
+        # request with a member JSON-RPC does not define (unrecognized_keys), so the call hung
+        for tool, answer, want in (
+                ("test_input_required_result_elicitation",
+                 {"action": "accept", "content": {"name": "Ada"}}, "Hello, Ada!"),
+                ("test_input_required_result_sampling",
+                 {"role": "assistant", "model": "m", "content": {"type": "text", "text": "Paris"}}, "Paris")):
+            with self.subTest(tool):
+                s = Session(self.server, capabilities={"elicitation": {}, "sampling": {}})
+                rid, st = s.stream_post("tools/call", {"name": tool, "arguments": {}})
+                req = answer_server_request(s, st, answer)
+                self.assertEqual(set(req), {"jsonrpc", "id", "method", "params"}, req)
+                final = st.next_message(5)["message"]
+                self.assertEqual(final["id"], rid)
+                self.assertIn(want, text_of(final))
+                st.close()
+
     def test_sampling_without_the_capability_is_a_tool_error(self):
         s = Session(self.server)
         _, m = s.tool("test_sampling", {"prompt": "hi"})
