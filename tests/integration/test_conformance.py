@@ -126,6 +126,16 @@ class Fixtures(ServerTest):
                 self.assertIn(want, text_of(final))
                 st.close()
 
+    def test_a_sampling_answer_without_role_or_content_fails_the_handlers_request(self):
+        s = Session(self.server, capabilities={"sampling": {}})
+        rid, st = s.stream_post("tools/call", {"name": "test_sampling", "arguments": {"prompt": "hi"}})
+        answer_server_request(s, st, {"model": "m", "content": {"type": "text", "text": "x"}})
+        final = st.next_message(5)["message"]
+        self.assertEqual(final["id"], rid)
+        self.assertIs(final["result"].get("isError"), True, final)
+        self.assertIn("CreateMessageResult", text_of(final))
+        st.close()
+
     def test_sampling_without_the_capability_is_a_tool_error(self):
         s = Session(self.server)
         _, m = s.tool("test_sampling", {"prompt": "hi"})
