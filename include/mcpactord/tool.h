@@ -148,7 +148,8 @@ int mcpd_register_resource(mcpd_registry_t *reg, const mcpd_resource_def_t *def)
 
 /* ---- prompts ------------------------------------------------------------------------ */
 
-/* Returns a GetPromptResult ({"messages":[...]}) or NULL after mcpd_ctx_set_error. */
+/* Returns a GetPromptResult ({"messages":[...]}) or NULL after mcpd_ctx_set_error. args is an
+ * object of strings holding every argument the definition marks required. */
 typedef json_t *(*mcpd_prompt_fn)(mcpd_ctx_t *ctx, json_t *args, void *userdata);
 
 typedef struct mcpd_prompt_def {
@@ -205,8 +206,10 @@ int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, j
 /* A server->client request (elicitation/create, sampling/createMessage, roots/list...). Blocks
  * the handler until the client answers or timeout_ms passes (<= 0: the server default).
  * Returns the client's result (new reference), or NULL with mcpd_ctx_last_error() set: the
- * client lacks the capability, no stream can carry it, the client answered with an error, the
- * call was cancelled, or the wait timed out. params stolen. */
+ * client lacks the capability, no stream can carry it, the client answered with an error or
+ * with a result that is not its method's (an elicitation's action not accept, decline or
+ * cancel, a sampling answer without role and content, roots not an array), the call was
+ * cancelled, or the wait timed out. params stolen. */
 json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params,
                          int timeout_ms);
 /* elicitation/create with a message and a requestedSchema (stolen). */

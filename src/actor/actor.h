@@ -82,6 +82,7 @@ typedef struct pending { /* a server->client request waiting for the client's an
     uint64_t num; /* the JSON-RPC id we sent */
     job_t *job;
     uint32_t wait_seq; /* the job's wait the answer is for */
+    char method[48];   /* what was asked (elicitation/create, ...): its answer's shape is checked */
 } pending_t;
 
 typedef struct actor {

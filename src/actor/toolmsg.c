@@ -116,6 +116,7 @@ void actor_send_tool_request(actor_t *a, job_t *j, const wmsg_t *m, const char *
     actor_persist_meta(a); /* the counter goes to the store with this turn's events */
     p->job = j;
     p->wait_seq = m->u.tool.wait_seq;
+    str_copy(p->method, sizeof p->method, method);
     p->next = a->pending;
     a->pending = p;
     json_t *req = json_object();

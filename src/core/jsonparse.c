@@ -67,8 +67,10 @@ static int hex4(const char *s)
     int v = 0;
     for (int i = 0; i < 4; i++) {
         char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                               : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (d < 0)
             return -1;
         v = (v << 4) | d;
@@ -173,14 +175,30 @@ static bool parse_string(parser_t *ps, const char **out, size_t *len)
             char e = p[1];
             p += 2;
             switch (e) {
-            case '"': ps->scratch[sl++] = '"'; break;
-            case '\\': ps->scratch[sl++] = '\\'; break;
-            case '/': ps->scratch[sl++] = '/'; break;
-            case 'b': ps->scratch[sl++] = '\b'; break;
-            case 'f': ps->scratch[sl++] = '\f'; break;
-            case 'n': ps->scratch[sl++] = '\n'; break;
-            case 'r': ps->scratch[sl++] = '\r'; break;
-            case 't': ps->scratch[sl++] = '\t'; break;
+            case '"':
+                ps->scratch[sl++] = '"';
+                break;
+            case '\\':
+                ps->scratch[sl++] = '\\';
+                break;
+            case '/':
+                ps->scratch[sl++] = '/';
+                break;
+            case 'b':
+                ps->scratch[sl++] = '\b';
+                break;
+            case 'f':
+                ps->scratch[sl++] = '\f';
+                break;
+            case 'n':
+                ps->scratch[sl++] = '\n';
+                break;
+            case 'r':
+                ps->scratch[sl++] = '\r';
+                break;
+            case 't':
+                ps->scratch[sl++] = '\t';
+                break;
             case 'u': {
                 int v = ps->end - p >= 4 ? hex4(p) : -1;
                 if (v < 0) {
@@ -515,4 +533,38 @@ size_t json_pick(const json_t *obj, const jkey_t *keys, size_t n, json_t **out)
         }
     }
     return found;
+}
+
+json_t *json_stringn_lossy(const char *s, size_t len)
+{
+    json_t *v = s ? json_stringn(s, len) : NULL;
+    if (v || !s)
+        return v;
+    /* the rare case (a header's obs-text, a name cut to fit inside a character): each byte
+     * that starts no valid sequence becomes U+FFFD, 3 bytes */
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    char *out = malloc(len * 3 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    while (p < end) {
+        size_t n = utf8_seq(p, end);
+        if (n) {
+            memcpy(out + o, p, n);
+            p += n;
+            o += n;
+        } else {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            p++;
+            o += 3;
+        }
+    }
+    v = json_stringn_nocheck(out, o);
+    free(out);
+    return v;
+}
+
+json_t *json_string_lossy(const char *s)
+{
+    return s ? json_stringn_lossy(s, strlen(s)) : NULL;
 }

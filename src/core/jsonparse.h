@@ -26,12 +26,24 @@ typedef struct json_parse_info {
 json_t *json_parse_buf_bounded(const char *buf, size_t len, size_t max_nodes,
                                json_parse_info_t *info, char *err, size_t errlen, size_t *err_pos);
 
+/* json_stringn(s, len), or, when s is not UTF-8, a string of it with every byte that starts no
+ * valid sequence replaced by U+FFFD: for the text of a message the server writes (an error
+ * quoting a header's bytes, a name cut to fit inside a character), which json_stringn would
+ * refuse, leaving the member out (an error without "message", a text content without "text").
+ * NULL only for s NULL (or no memory). U+0000 is kept. */
+json_t *json_stringn_lossy(const char *s, size_t len);
+/* The same for a NUL-terminated s. */
+json_t *json_string_lossy(const char *s);
+
 /* A key for json_pick: its text and length (JKEY("id") for a literal). */
 typedef struct {
     const char *s;
     size_t n;
 } jkey_t;
-#define JKEY(lit) {(lit), sizeof(lit) - 1}
+#define JKEY(lit)              \
+    {                          \
+        (lit), sizeof(lit) - 1 \
+    }
 
 /* Looks up n keys of one object at once: out[i] = the value of keys[i] (borrowed), or NULL.
  * Each json_object_get hashes its key (~170 instructions); a request's objects have a handful

@@ -338,6 +338,18 @@ static void mcp_on_prompts_get(actor_t *a, call_t *c, json_t *params)
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "params.arguments must be an object", NULL);
         return;
     }
+    /* GetPromptRequest: arguments map names to strings; a handler reads them as strings, so a
+     * 5 or a null would reach it as "" (and a null would pass for a required one) */
+    const char *key;
+    json_t *val;
+    json_object_foreach(args, key, val) {
+        if (!json_is_string(val)) {
+            char msg[200]; /* (a key never holds U+0000: the parser refuses it) */
+            snprintf(msg, sizeof msg, "params.arguments.%.100s must be a string", key);
+            mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
+            return;
+        }
+    }
     /* required arguments are checked here, so handlers can rely on them */
     size_t i;
     json_t *pa;

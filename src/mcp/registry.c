@@ -2,6 +2,7 @@
 /* The registry: main thread while building, read-only afterwards (any thread). */
 #include "mcp/registry.h"
 
+#include "core/jsonparse.h"
 #include "core/log.h"
 #include "core/util.h"
 
@@ -50,12 +51,12 @@ void registry_free(mcpd_registry_t *reg)
     free(reg);
 }
 
-#define GROW(arr, n, cap)                                                                  \
-    do {                                                                                   \
-        if ((n) == (cap)) {                                                                \
-            (cap) = (cap) ? (cap) * 2 : 8;                                                 \
-            (arr) = xrealloc((arr), (cap) * sizeof *(arr));                                \
-        }                                                                                  \
+#define GROW(arr, n, cap)                                   \
+    do {                                                    \
+        if ((n) == (cap)) {                                 \
+            (cap) = (cap) ? (cap)*2 : 8;                    \
+            (arr) = xrealloc((arr), (cap) * sizeof *(arr)); \
+        }                                                   \
     } while (0)
 
 static json_t *parse_json_text(const char *what, const char *name, const char *text)
@@ -107,8 +108,9 @@ int mcpd_register_tool(mcpd_registry_t *reg, const mcpd_tool_def_t *def)
         log_error("registry: tool %s is registered twice", def->name);
         return -EEXIST;
     }
-    json_t *schema = def->input_schema ? parse_json_text("input schema", def->name, def->input_schema)
-                                       : json_pack("{s:s}", "type", "object");
+    json_t *schema = def->input_schema
+                         ? parse_json_text("input schema", def->name, def->input_schema)
+                         : json_pack("{s:s}", "type", "object");
     if (!schema)
         return -EINVAL;
     if (!json_is_object(schema)) {
@@ -135,9 +137,15 @@ int mcpd_register_tool(mcpd_registry_t *reg, const mcpd_tool_def_t *def)
         json_object_set_new(listing, extra_keys[i], v);
     }
     GROW(reg->tools, reg->n_tools, reg->cap_tools);
-    reg->tools[reg->n_tools++] = (tool_t){xstrdup(def->name), schema, listing, def->handler,
-                                          def->userdata, flags, names_param_header(schema, 0),
-                                          def->scopes && *def->scopes ? xstrdup(def->scopes) : NULL};
+    reg->tools[reg->n_tools++] = (tool_t){xstrdup(def->name),
+                                          schema,
+                                          listing,
+                                          def->handler,
+                                          def->userdata,
+                                          flags,
+                                          names_param_header(schema, 0),
+                                          def->scopes && *def->scopes ? xstrdup(def->scopes)
+                                                                      : NULL};
     return 0;
 }
 
@@ -163,8 +171,11 @@ int mcpd_register_resource(mcpd_registry_t *reg, const mcpd_resource_def_t *def)
     set_opt_str(listing, "description", def->description);
     set_opt_str(listing, "mimeType", def->mime_type);
     resource_t r = {def->uri ? xstrdup(def->uri) : NULL,
-                    def->uri_template ? xstrdup(def->uri_template) : NULL, def->subscribable,
-                    listing, def->read, def->userdata};
+                    def->uri_template ? xstrdup(def->uri_template) : NULL,
+                    def->subscribable,
+                    listing,
+                    def->read,
+                    def->userdata};
     if (def->uri) {
         GROW(reg->resources, reg->n_resources, reg->cap_resources);
         reg->resources[reg->n_resources++] = r;
@@ -264,8 +275,7 @@ bool uri_template_match(const char *tmpl, const char *uri, json_t *vars)
     return *u == '\0';
 }
 
-const resource_t *registry_find_resource(const mcpd_registry_t *reg, const char *uri,
-                                         json_t **vars)
+const resource_t *registry_find_resource(const mcpd_registry_t *reg, const char *uri, json_t **vars)
 {
     *vars = NULL;
     for (size_t i = 0; i < reg->n_resources; i++) {
@@ -289,10 +299,22 @@ json_t *registry_list(const mcpd_registry_t *reg, list_kind_t kind, const char *
     size_t offset = 0, n = 0;
     const char *key = "tools";
     switch (kind) {
-    case LIST_TOOLS: n = reg->n_tools; key = "tools"; break;
-    case LIST_RESOURCES: n = reg->n_resources; key = "resources"; break;
-    case LIST_TEMPLATES: n = reg->n_templates; key = "resourceTemplates"; break;
-    case LIST_PROMPTS: n = reg->n_prompts; key = "prompts"; break;
+    case LIST_TOOLS:
+        n = reg->n_tools;
+        key = "tools";
+        break;
+    case LIST_RESOURCES:
+        n = reg->n_resources;
+        key = "resources";
+        break;
+    case LIST_TEMPLATES:
+        n = reg->n_templates;
+        key = "resourceTemplates";
+        break;
+    case LIST_PROMPTS:
+        n = reg->n_prompts;
+        key = "prompts";
+        break;
     }
     if (cursor) {
         int64_t v;
@@ -306,10 +328,18 @@ json_t *registry_list(const mcpd_registry_t *reg, list_kind_t kind, const char *
     for (size_t i = offset; i < end; i++) {
         const json_t *item = NULL;
         switch (kind) {
-        case LIST_TOOLS: item = reg->tools[i].listing; break;
-        case LIST_RESOURCES: item = reg->resources[i].listing; break;
-        case LIST_TEMPLATES: item = reg->templates[i].listing; break;
-        case LIST_PROMPTS: item = reg->prompts[i].listing; break;
+        case LIST_TOOLS:
+            item = reg->tools[i].listing;
+            break;
+        case LIST_RESOURCES:
+            item = reg->resources[i].listing;
+            break;
+        case LIST_TEMPLATES:
+            item = reg->templates[i].listing;
+            break;
+        case LIST_PROMPTS:
+            item = reg->prompts[i].listing;
+            break;
         }
         /* a deep copy: registry objects are never shared with another thread's tree */
         json_array_append_new(items, json_deep_copy(item));
@@ -353,7 +383,8 @@ json_t *mcpd_text_content(const char *text)
     /* built directly: json_pack parses its format string on every call (a hot path) */
     json_t *c = json_object();
     json_object_set_new_nocheck(c, "type", json_string_nocheck("text"));
-    json_object_set_new_nocheck(c, "text", json_string(text ? text : ""));
+    /* a text that is not UTF-8 (a message cut inside a character) keeps its member */
+    json_object_set_new_nocheck(c, "text", json_string_lossy(text ? text : ""));
     return c;
 }
 
@@ -361,7 +392,7 @@ json_t *mcpd_text_contentn(const char *text, size_t len)
 {
     json_t *c = json_object();
     json_object_set_new_nocheck(c, "type", json_string_nocheck("text"));
-    json_object_set_new_nocheck(c, "text", text ? json_stringn(text, len) : json_string(""));
+    json_object_set_new_nocheck(c, "text", text ? json_stringn_lossy(text, len) : json_string(""));
     return c;
 }
 

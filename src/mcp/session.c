@@ -13,6 +13,7 @@
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
+#include "wire/stateless.h"
 
 #include <string.h>
 
@@ -147,9 +148,15 @@ static void handle_response(actor_t *a, json_t *msg)
                              : "");
                 job_reply(p->job, p->wait_seq, NULL, why);
             } else {
-                /* a copy: the body stays with this worker, the result goes to the tool thread */
-                job_reply(p->job, p->wait_seq, json_deep_copy(json_object_get(msg, "result")),
-                          NULL);
+                /* checked as a 2026-07-28 retry's answer is (a handler may trust "action" to
+                 * be a string); a copy: the body stays with this worker, the result goes to the
+                 * tool thread */
+                json_t *res = json_object_get(msg, "result");
+                const char *bad = stateless_answer_problem(p->method, res);
+                char why[200];
+                if (bad)
+                    snprintf(why, sizeof why, "the client's answer to %s %s", p->method, bad);
+                job_reply(p->job, p->wait_seq, bad ? NULL : json_deep_copy(res), bad ? why : NULL);
             }
             free(p);
             return;

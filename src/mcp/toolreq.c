@@ -92,5 +92,9 @@ void mcp_tool_request(actor_t *a, job_t *j, wmsg_t *m)
         modern_input_request(j, m, method);
         return;
     }
+    /* the key names an inputRequests member of a 2026-07-28 answer; on a stream the request
+     * is plain JSON-RPC (a client that validates strictly, as the official SDK's does, drops a
+     * request with a member JSON-RPC does not define, and the call waited out its timeout) */
+    json_object_del(m->u.tool.payload, "key");
     actor_send_tool_request(a, j, m, method);
 }

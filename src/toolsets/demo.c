@@ -33,13 +33,18 @@ static json_t *add(mcpd_ctx_t *ctx, json_t *args, void *ud)
 {
     (void)ctx;
     (void)ud;
-    double a = json_number_value(json_object_get(args, "a"));
-    double b = json_number_value(json_object_get(args, "b"));
-    double sum = a + b;
-    if (json_is_integer(json_object_get(args, "a")) && json_is_integer(json_object_get(args, "b")))
-        return mcpd_text_resultf("%lld",
-                                 (long long)json_integer_value(json_object_get(args, "a")) +
-                                     (long long)json_integer_value(json_object_get(args, "b")));
+    json_t *ja = json_object_get(args, "a"), *jb = json_object_get(args, "b");
+    long long isum;
+    /* two integers add exactly while the sum fits in 64 bits; past it, as doubles (a signed
+     * overflow is undefined, and wrapped to a sum of the wrong sign) */
+    if (json_is_integer(ja) && json_is_integer(jb) &&
+        !__builtin_add_overflow((long long)json_integer_value(ja),
+                                (long long)json_integer_value(jb), &isum))
+        return mcpd_text_resultf("%lld", isum);
+    double sum = json_number_value(ja) + json_number_value(jb);
+    if (!isfinite(sum))
+        return mcpd_error_result("the sum of %.17g and %.17g is beyond the largest double",
+                                 json_number_value(ja), json_number_value(jb));
     return mcpd_text_resultf("%.17g", sum);
 }
 

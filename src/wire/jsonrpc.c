@@ -165,7 +165,8 @@ json_t *jsonrpc_error(const json_t *id, int code, const char *message, json_t *d
 {
     json_t *err = json_object();
     json_object_set_new(err, "code", json_integer(code));
-    json_object_set_new(err, "message", json_string(message));
+    /* it may quote what the client sent: kept whatever its bytes (JSON-RPC requires it) */
+    json_object_set_new(err, "message", json_string_lossy(message ? message : ""));
     if (data)
         json_object_set_new(err, "data", data);
     json_t *m = json_object();

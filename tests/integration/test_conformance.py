@@ -107,6 +107,35 @@ class Fixtures(ServerTest):
         self.assertEqual(text_of(st.next_message(5)["message"]), "LLM response: hello")
         st.close()
 
+    def test_a_request_of_a_tool_that_names_its_input_key_is_plain_json_rpc_in_a_session(self):
+        # the key a handler names for 2026-07-28's inputRequests (mcpd_ctx_input_key) went out
+        # as a member of the session's elicitation/create: the official SDK's client refuses a
+        # request with a member JSON-RPC does not define (unrecognized_keys), so the call hung
+        for tool, answer, want in (
+                ("test_input_required_result_elicitation",
+                 {"action": "accept", "content": {"name": "Ada"}}, "Hello, Ada!"),
+                ("test_input_required_result_sampling",
+                 {"role": "assistant", "model": "m", "content": {"type": "text", "text": "Paris"}}, "Paris")):
+            with self.subTest(tool):
+                s = Session(self.server, capabilities={"elicitation": {}, "sampling": {}})
+                rid, st = s.stream_post("tools/call", {"name": tool, "arguments": {}})
+                req = answer_server_request(s, st, answer)
+                self.assertEqual(set(req), {"jsonrpc", "id", "method", "params"}, req)
+                final = st.next_message(5)["message"]
+                self.assertEqual(final["id"], rid)
+                self.assertIn(want, text_of(final))
+                st.close()
+
+    def test_a_sampling_answer_without_role_or_content_fails_the_handlers_request(self):
+        s = Session(self.server, capabilities={"sampling": {}})
+        rid, st = s.stream_post("tools/call", {"name": "test_sampling", "arguments": {"prompt": "hi"}})
+        answer_server_request(s, st, {"model": "m", "content": {"type": "text", "text": "x"}})
+        final = st.next_message(5)["message"]
+        self.assertEqual(final["id"], rid)
+        self.assertIs(final["result"].get("isError"), True, final)
+        self.assertIn("CreateMessageResult", text_of(final))
+        st.close()
+
     def test_sampling_without_the_capability_is_a_tool_error(self):
         s = Session(self.server)
         _, m = s.tool("test_sampling", {"prompt": "hi"})
@@ -238,6 +267,18 @@ class Prompts(ServerTest):
         self.assertIn("arg2", m["error"]["message"])
         _, m = s.call("prompts/get", {"name": "no_such_prompt"})
         self.assertEqual(m["error"]["code"], -32602)
+
+
+    def test_a_prompt_argument_that_is_not_a_string_is_32602(self):
+        # GetPromptRequest's arguments map names to strings; a 5 reached the handler as ""
+        # and a null passed for a required argument
+        s = Session(self.server)
+        for args, bad in (({"arg1": "x", "arg2": 5}, "arg2"), ({"arg1": None, "arg2": "y"}, "arg1"),
+                          ({"arg1": "x", "arg2": {"v": "y"}}, "arg2"), ({"arg1": "x", "arg2": "y", "z": []}, "z")):
+            with self.subTest(args):
+                _, m = s.call("prompts/get", {"name": "test_prompt_with_arguments", "arguments": args})
+                self.assertEqual(m.get("error", {}).get("code"), -32602, m)
+                self.assertIn(bad, m["error"]["message"])
 
 
 class Completion(ServerTest):

@@ -281,6 +281,51 @@ class BadInputTable(unittest.TestCase):
                 self.assertEqual(m["result"]["content"][0]["text"], name)
 
 
+class ErrorTextsAreUTF8(unittest.TestCase):
+    """An error message quotes what the client sent. A header value that is not UTF-8 (HTTP
+    allows any byte from 0x80 up) or one cut to fit inside a character still gives a message:
+    JSON-RPC requires one, and jansson left the member out of a string that is not UTF-8."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.cleanup()
+
+    def post_with(self, sid, header):
+        body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+        head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                b"Accept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\n%s\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n"
+                % (self.server.port, sid.encode(), header, len(body)))
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        sock.sendall(head + body)
+        data = b""
+        while True:
+            d = sock.recv(65536)
+            if not d:
+                break
+            data += d
+        sock.close()
+        head, _, text = data.partition(b"\r\n\r\n")
+        return int(head.split()[1]), json.loads(text.decode("utf-8"))
+
+    def test_a_header_that_is_not_utf8_is_quoted_with_a_message(self):
+        s = Session(self.server)
+        for header, status in ((b"Origin: http://\xff\xfe.example", 403),
+                               (b"MCP-Protocol-Version: 2025-\xe9", 400),
+                               (b"MCP-Protocol-Version: 2" + "\u00e9".encode() * 30, 400)):
+            with self.subTest(header):
+                got, body = self.post_with(s.sid, header)
+                self.assertEqual(got, status, body)
+                self.assertEqual(body["id"], 1)
+                self.assertTrue(body["error"].get("message"), body)
+        _, m = s.call("ping")
+        self.assertEqual(m["result"], {})
+
+
 class RawStatus:
     def __init__(self, status, data):
         self.status = status

@@ -121,6 +121,18 @@ class DemoTools(ServerTest):
         _, m = s.tool("add", {"a": 0.5, "b": 0.25})
         self.assertEqual(float(text_of(m)), 0.75)
 
+    def test_add_past_64_bits_or_past_a_double_does_not_wrap(self):
+        # two integers whose sum leaves int64 wrapped around (signed overflow: undefined in C)
+        s = Session(self.server)
+        _, m = s.tool("add", {"a": 2**63 - 1, "b": 1})
+        self.assertEqual(float(text_of(m)), 2.0**63, m)
+        _, m = s.tool("add", {"a": -2**63, "b": -1})
+        self.assertEqual(float(text_of(m)), -2.0**63 - 1, m)
+        # a sum past the largest double is no number JSON or a model can read: an error result
+        _, m = s.tool("add", {"a": 1e308, "b": 1e308})
+        self.assertTrue(m["result"].get("isError"), m)
+        self.assertNotIn("inf", text_of(m).split())
+
     def test_counter_adds_per_session(self):
         a, b = Session(self.server), Session(self.server)
         self.assertEqual(text_of(a.tool("counter")[1]), "1")
@@ -222,6 +234,22 @@ class DemoTools(ServerTest):
         s.post({"jsonrpc": "2.0", "id": req["message"]["id"], "result": {"action": "decline"}})
         self.assertEqual(text_of(st.next_message(5)["message"]), "declined")
         st.close()
+
+    def test_an_answer_that_is_not_an_elicit_result_fails_the_handlers_request(self):
+        # the client's answer reached the handler unchecked (a 2026-07-28 retry's is checked:
+        # -32602); a handler that trusts "action" to be a string read NULL
+        s = Session(self.server, capabilities={"elicitation": {}})
+        for answer in (5, {"action": "maybe"}, {"content": {"name": "Ada"}}, [1]):
+            with self.subTest(answer):
+                rid, st = s.stream_post("tools/call", {"name": "elicit_name", "arguments": {}})
+                req = st.next_message(5)
+                r = s.post({"jsonrpc": "2.0", "id": req["message"]["id"], "result": answer})
+                self.assertEqual(r.status, 202)
+                final = st.next_message(5)["message"]
+                self.assertEqual(final["id"], rid)
+                self.assertTrue(final["result"].get("isError"), final)
+                self.assertIn("the client's answer to elicitation/create", text_of(final))
+                st.close()
 
     def test_elicitation_on_2025_03_26_fails_at_once_even_with_the_capability(self):
         s = Session(self.server, version="2025-03-26", capabilities={"elicitation": {}})
@@ -623,8 +651,31 @@ class NulInStrings(ServerTest):
         req = st.next_message(5)
         s.post({"jsonrpc": "2.0", "id": req["message"]["id"],
                 "result": {"action": "accept\u0000x", "content": {"name": "Ada"}}})
-        self.assertEqual(text_of(st.next_message(5)["message"]), "declined")
+        self.assertNotEqual(text_of(st.next_message(5)["message"]), "Hello, Ada!")
         st.close()
+
+
+class LongNamesInErrors(ServerTest):
+    """A schema error quotes the client's property name, cut to fit its message: a cut inside a
+    character must not cost the message (jansson refuses a string that is not UTF-8, and the
+    text or the error's message was left out)."""
+    SERVER_FLAGS = ("--toolset", "demo,conformance")
+
+    def test_a_long_non_ascii_property_name_keeps_the_tool_error_text(self):
+        s = Session(self.server)
+        for name in ("é" * 200, "a" + "é" * 200, "ab" + "€" * 200):
+            with self.subTest(len(name)):
+                _, m = s.tool("json_schema_2020_12_tool", {"name": "x", "phone": "1", name: 1})
+                self.assertTrue(m["result"].get("isError"), m)
+                self.assertIn("unexpected property", m["result"]["content"][0].get("text", ""), m)
+
+    def test_a_long_non_ascii_property_name_keeps_the_error_message_on_2025_06_18(self):
+        s = Session(self.server, version="2025-06-18")
+        for name in ("é" * 200, "a" + "é" * 200, "ab" + "€" * 200):
+            with self.subTest(len(name)):
+                _, m = s.tool("json_schema_2020_12_tool", {"name": "x", "phone": "1", name: 1})
+                self.assertEqual(m["error"]["code"], -32602, m)
+                self.assertIn("unexpected property", m["error"].get("message", ""), m)
 
 
 def data_dir_bytes(path):

@@ -66,12 +66,51 @@ static void escapes_and_unicode_match(void **state)
 static void invalid_documents_are_refused(void **state)
 {
     const char *bad[] = {
-        "", " ", "{", "}", "[", "[1,]", "[1 2]", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{a:1}",
-        "'single'", "tru", "nul", "falsey", "01", "1.", ".5", "-", "1e", "1e+", "+1", "0x10",
-        "NaN", "Infinity", "\"unterminated", "\"bad \\x escape\"", "\"\\u12\"", "\"\\uZZZZ\"",
-        "\"\\ud83d\"", "\"\\ude00\"", "\"\\ud83d\\u0041\"", "\"tab\tinside\"", "\"nl\ninside\"",
-        "1 2", "{} []", "[1]x", "9223372036854775808", "-9223372036854775809", "1e400",
-        "\"\xc3\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xf5\x80\x80\x80\"", "\"\xff\"",
+        "",
+        " ",
+        "{",
+        "}",
+        "[",
+        "[1,]",
+        "[1 2]",
+        "{\"a\"}",
+        "{\"a\":}",
+        "{\"a\":1,}",
+        "{a:1}",
+        "'single'",
+        "tru",
+        "nul",
+        "falsey",
+        "01",
+        "1.",
+        ".5",
+        "-",
+        "1e",
+        "1e+",
+        "+1",
+        "0x10",
+        "NaN",
+        "Infinity",
+        "\"unterminated",
+        "\"bad \\x escape\"",
+        "\"\\u12\"",
+        "\"\\uZZZZ\"",
+        "\"\\ud83d\"",
+        "\"\\ude00\"",
+        "\"\\ud83d\\u0041\"",
+        "\"tab\tinside\"",
+        "\"nl\ninside\"",
+        "1 2",
+        "{} []",
+        "[1]x",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "1e400",
+        "\"\xc3\"",
+        "\"\xc0\xaf\"",
+        "\"\xed\xa0\x80\"",
+        "\"\xf5\x80\x80\x80\"",
+        "\"\xff\"",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         agrees_with_jansson(bad[i], strlen(bad[i]));
@@ -142,8 +181,9 @@ static void long_keys_and_strings_round_trip(void **state)
 static void pick_agrees_with_object_get(void **state)
 {
     (void)state;
-    static const char *const POOL[] = {"jsonrpc", "id", "method", "params", "result", "error",
-                                       "i", "idx", "", "_meta", "name", "arguments", "a", "b"};
+    static const char *const POOL[] = {"jsonrpc", "id",        "method", "params", "result",
+                                       "error",   "i",         "idx",    "",       "_meta",
+                                       "name",    "arguments", "a",      "b"};
     const size_t npool = sizeof POOL / sizeof *POOL;
     srand(7);
     for (int round = 0; round < 400; round++) {
@@ -200,6 +240,38 @@ static void pick_agrees_with_object_get(void **state)
     json_decref(arr);
 }
 
+/* json_stringn_lossy keeps valid UTF-8 as it is (U+0000 included) and replaces each byte that
+ * starts no valid sequence (a cut character, obs-text, a surrogate's encoding) by U+FFFD */
+static void lossy_strings_are_always_utf8(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *want;
+        size_t want_len;
+    } CASES[] = {
+        {"abc", 3, "abc", 3},
+        {"a\0b", 3, "a\0b", 3},
+        {"\xc3\xa9", 2, "\xc3\xa9", 2},
+        {"a\xc3", 2, "a\xef\xbf\xbd", 4},
+        {"\xff\xfe", 2, "\xef\xbf\xbd\xef\xbf\xbd", 6},
+        {"\xe2\x82x", 3, "\xef\xbf\xbd\xef\xbf\xbdx", 7},
+        {"\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 9},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        json_t *v = json_stringn_lossy(CASES[i].in, CASES[i].len);
+        assert_non_null(v);
+        assert_int_equal(json_string_length(v), CASES[i].want_len);
+        assert_memory_equal(json_string_value(v), CASES[i].want, CASES[i].want_len);
+        json_decref(v);
+    }
+    json_t *v = json_string_lossy("x\x80");
+    assert_string_equal(json_string_value(v), "x\xef\xbf\xbd");
+    json_decref(v);
+    assert_null(json_string_lossy(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +283,7 @@ int main(void)
         cmocka_unit_test(the_node_bound_counts_every_value),
         cmocka_unit_test(long_keys_and_strings_round_trip),
         cmocka_unit_test(pick_agrees_with_object_get),
+        cmocka_unit_test(lossy_strings_are_always_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
