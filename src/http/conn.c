@@ -462,11 +462,6 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
         cut_stream(c, true);
         return false;
     }
-    /* far behind: the connection holds an --sse-backlog place, or is cut when none is free */
-    if (unsent > HTTP_BACKLOG_MARK && !http_backlog_take(c, out, unsent)) {
-        cut_stream(c, true);
-        return false;
-    }
     /* straight into the connection's output, framed as evhttp_send_reply_chunk would (a hex
      * size line, the bytes, CRLF) but without its evbuffer_add_printf and a buffer per frame;
      * evhttp's write callback is already set from the reply's start */
@@ -486,6 +481,24 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
         evbuffer_add(out, "\r\n", 2);
     } else {
         evbuffer_add(out, data, len); /* HTTP/1.0: the body runs to the connection's close */
+    }
+    /* far behind: the connection holds an --sse-backlog place, or is cut when none is free.
+     * Judged after the frame went in, so that a stream's last frame counts too, and after the
+     * socket has taken what it will: the loop writes at most 16 KiB a turn (libevent's max
+     * single write), so what waits before that is not a reader behind */
+    unsent = evbuffer_get_length(out);
+    if (unsent > HTTP_BACKLOG_MARK && c->link && !c->link->backlog) {
+        evutil_socket_t fd = bufferevent_getfd(bev);
+        if (fd >= 0) { /* as flush.c: the front is frozen but while it writes */
+            evbuffer_unfreeze(out, 1);
+            evbuffer_write(out, fd);
+            evbuffer_freeze(out, 1);
+        }
+        unsent = evbuffer_get_length(out);
+        if (unsent > HTTP_BACKLOG_MARK && !http_backlog_take(c, out, unsent)) {
+            cut_stream(c, true);
+            return false;
+        }
     }
     return true;
 }

@@ -617,6 +617,36 @@ class SseBacklog(unittest.TestCase):
             self.assertTrue(done.wait(30), "the call was answered")
         self.assertEqual(srv.stats()["streams_open"]["get"], 1, "the stream is still open")
 
+    def test_a_stream_the_socket_takes_whole_holds_no_place(self):
+        # ~510 KB of notifications: less than the kernel's socket buffers take, so its reader is
+        # never behind, though they come faster than the loop writes (16 KiB a turn)
+        srv = self.start(*backlog_flags(2))  # 2 places, 1 a client
+        self.stream(srv, "127.0.0.3", 0)  # the client's one place: held by a stream it never reads
+        self.assertEqual(srv.stats()["sse_backlogged"], 1)
+        sess = Session(srv)
+        for i in range(3):
+            s = UnreadStream.call(srv, sess, "127.0.0.3", count=3000)
+            self.addCleanup(s.sock.close)
+            self.assertTrue(s.read_until(b'"sent 3000"'), f"stream {i} is served to its end")
+        self.assertEqual(srv.stats()["sse_backlog_cuts_total"], 0, "none was cut")
+
+    def test_a_streams_last_frame_counts(self):
+        # a result of 6 MiB ends its stream: the socket takes a part, the rest waits unread
+        srv = self.start(*backlog_flags(1, "--response-mode", "sse", "--max-body", str(8 * MIB)))
+        sess = Session(srv)
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                           "params": {"name": "echo", "arguments": {"text": "x" * (6 * MIB)}}}).encode()
+        head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+        req = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        for i in range(2):
+            s = UnreadStream(srv, "127.0.0.%d" % (3 + i), req)
+            self.addCleanup(s.sock.close)
+            self.assertTrue(self.calls_done(srv, i + 1), "the call ran to its end")
+        st = srv.stats()
+        self.assertEqual(st["sse_backlogged"], 1, "the first holds the one place")
+        self.assertEqual(st["sse_backlog_cuts_total"], 1, "the second finds none and is cut")
+
 
 def exchange(port, data, timeout=5):
     """Sends raw bytes on a fresh connection and reads until the server closes it: (status,
