@@ -189,7 +189,7 @@ static inline void stats_bump(atomic_llong *c, long long n)
 #define STATS_KIND_gauge 1
 #define STATS_KIND_counter 0
 #define STATS_KIND_tgauge 0 /* a gauge kept like a counter: see STATS_PROM_tgauge */
-/* The Prometheus type of each kind. A "tgauge" goes up and down once per request, while the
+/* The Prometheus type of each kind. A "tgauge" goes up and down often (per request, per backlogged connection), while the
  * server runs always on the thread that raised it (modern_requests_live: the request's worker
  * adds and removes its actor; at shutdown the main thread may lower it), so it is kept per
  * thread like a counter and summed on read: no shared line per request. */

@@ -2,15 +2,18 @@
 /* --sse-backlog: what slow SSE readers hold together.
  *
  * evhttp_send_reply_chunk gives no backpressure, so the SSE writer (conn.c, sse_write) looks at
- * its connection's unsent output before each write, and --sse-buffer bounds one connection:
+ * its connection's unsent output at each write, and --sse-buffer bounds one connection:
  * past it the stream is cut (closed at once, the bytes dropped; the client resumes with
  * Last-Event-ID). That bounds a connection, not the process: one client holding its share of
  * --max-connections (5,000 by default) in streams it never reads would hold up to 8 MiB on
  * each, tens of GB in all.
  *
- * So a connection far behind its reader holds a place. A reader that keeps up has about nothing
- * unsent before each write (the kernel's socket buffers take what it has not read yet); one
- * with more than HTTP_BACKLOG_MARK (64 KiB) unsent before a write is *backlogged*, and takes one
+ * So a connection far behind its reader holds a place. It is judged once a frame went in, so a
+ * stream's last frame counts too, and after the socket took what it will (sse_write writes to
+ * it there, past the mark only: the loop writes at most 16 KiB a turn, libevent's max single
+ * write, so a burst of frames handed over in one turn waits without its reader being behind).
+ * A reader that keeps up then has about nothing unsent (the kernel's socket buffers take what
+ * it has not read yet); one with more than HTTP_BACKLOG_MARK (64 KiB) is *backlogged*, and takes one
  * place of PR_SSE_BACKLOG for its request's principal (principal_take: --sse-backlog /
  * --sse-buffer places, at least 1, of which a principal holds at most its --principal-share, a
  * check and a take under one lock). When none is free, for the server or for that client, the

@@ -288,7 +288,7 @@ void http_shadow_start(hlink_t *l);
 void http_shadow_free(hlink_t *l);
 
 /* backlog.c: --sse-backlog. An SSE connection whose unsent output is past HTTP_BACKLOG_MARK
- * before a write holds one place of PR_SSE_BACKLOG for its request's principal until its output
+ * after a write (once the socket took what it would) holds one place of PR_SSE_BACKLOG for its request's principal until its output
  * is down to HTTP_BACKLOG_LOW or it closes. */
 #define HTTP_BACKLOG_MARK (64 * 1024)
 #define HTTP_BACKLOG_LOW (16 * 1024)
