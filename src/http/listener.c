@@ -202,6 +202,23 @@ int http_run(void)
     return 0;
 }
 
+/* The thread's listening socket closes (its loop's thread, or main before the loop runs). */
+static void unlisten(http_thread_t *t)
+{
+    if (!t->bound)
+        return;
+    accept_guard_free(&t->guard);
+    evhttp_del_accept_socket(t->http, t->bound);
+    t->bound = NULL;
+}
+
+void http_unlisten(void)
+{
+    for (int i = 0; i < g_http_n; i++)
+        if (!g_http[i].started)
+            unlisten(&g_http[i]);
+}
+
 static pthread_mutex_t quiesce_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t quiesce_cv = PTHREAD_COND_INITIALIZER;
 static int quiesced;
@@ -224,11 +241,7 @@ static void on_quiesce_streams(evutil_socket_t fd, short what, void *arg)
      * before the streams end */
     http_on_inbox(-1, 0, t);
     t->stopping = true;
-    if (t->bound) {
-        accept_guard_free(&t->guard);
-        evhttp_del_accept_socket(t->http, t->bound);
-        t->bound = NULL;
-    }
+    unlisten(t);
     for (uint32_t i = 0; i < t->nslots; i++)
         if (t->slots[i] && t->slots[i]->state == H_SSE)
             http_end_stream(t->slots[i]);

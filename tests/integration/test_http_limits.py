@@ -4,12 +4,15 @@ reader that does not read. Real binary, real sockets, loopback addresses only.""
 import json
 import os
 import resource
+import shutil
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, From, Server, Session, run, wait_until
+from mcptest import ACCEPT_BOTH, BINARY, From, Server, Session, run, wait_until
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -87,6 +90,39 @@ class FileDescriptors(unittest.TestCase):
         # twice the connections, what is open, and the store's budget (a quarter: 512) fit
         self.assertLessEqual(2 * fit + open_now + 512, 2048, (fit, open_now))
         self.assertGreater(fit, 100)
+
+    def run_under_limit(self, limit, *flags):
+        """Runs the server under a hard descriptor limit it cannot raise; the finished process
+        (stdout and stderr as text), or the test fails when it is still running after 30 s."""
+        data = tempfile.mkdtemp(prefix="mcpd-test-")
+        self.addCleanup(shutil.rmtree, data, ignore_errors=True)
+        try:
+            return subprocess.run([BINARY, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+                                   "--data-dir", data, *flags], capture_output=True, text=True,
+                                  timeout=30,
+                                  preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                        (limit, limit)))
+        except subprocess.TimeoutExpired as e:
+            self.fail(f"still running 30 s after its start under RLIMIT_NOFILE {limit} ({flags}): "
+                      f"{(e.stderr or b'').decode(errors='replace')[-2000:]}")
+
+    def test_a_start_refused_for_too_few_descriptors_exits_instead_of_hanging(self):
+        """64 partitions under 1024 descriptors leave no room for client connections: the
+        server says so and exits 1, with its actors on the HTTP threads (the default) or on
+        workers of their own."""
+        for flags in ((), ("--workers", "2")):
+            r = self.run_under_limit(1024, "--store-partitions", "64", *flags)
+            self.assertEqual(r.returncode, 1, (flags, r.stderr[-2000:]))
+            self.assertNotIn("READY", r.stdout, flags)
+            self.assertIn("fewer than 16 client connections fit", r.stderr, flags)
+
+    def test_a_limit_too_low_for_the_store_itself_is_named_at_its_refusal(self):
+        """Under 256 descriptors 64 partitions cannot all open (each holds its log, MANIFEST,
+        LOCK, info log and directories): the server exits 1 and names the limit."""
+        r = self.run_under_limit(256, "--store-partitions", "64")
+        self.assertEqual(r.returncode, 1, r.stderr[-2000:])
+        self.assertIn("Too many open files", r.stderr)
+        self.assertIn("RLIMIT_NOFILE is 256: too few descriptors for the store alone", r.stderr)
 
     def test_out_of_descriptors_the_listener_pauses_without_spinning_and_serves_again(self):
         srv = self.start()
