@@ -152,7 +152,7 @@ int http_init(int n, const char *host, int port, int *bound_port)
         evhttp_set_bevcb(t->http, http_on_new_bev, t);
         t->fresh_ev = event_new(t->base, -1, 0, http_on_fresh, t);
         t->flush_ev = event_new(t->base, -1, 0, http_on_flush, t);
-        if (!t->fresh_ev || !t->flush_ev)
+        if (!t->fresh_ev || !t->flush_ev || http_gate_init(t) != 0)
             return -1;
         t->bound = evhttp_accept_socket_with_handle(t->http, t->fd);
         if (!t->bound ||
@@ -368,6 +368,7 @@ void http_free(void)
             event_free(t->fresh_ev);
         if (t->flush_ev)
             event_free(t->flush_ev);
+        http_gate_free(t);
         if (t->trim_ev)
             event_free(t->trim_ev);
         http_oauth_thread_end(t);
