@@ -370,6 +370,12 @@ static int open_store(node_t *n)
                                 sizeof err);
     if (!n->store) {
         log_error("%s", err);
+        struct rlimit rl;
+        if (strstr(err, "Too many open files") && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+            log_error("RLIMIT_NOFILE is %lld: too few descriptors for the store alone (each "
+                      "partition holds about 8 besides its table files). Raise the hard limit "
+                      "(`ulimit -Hn`, systemd's LimitNOFILE=)",
+                      rl.rlim_cur == RLIM_INFINITY ? -1LL : (long long)rl.rlim_cur);
         return 1;
     }
     if (g_cfg.store_partitions && parts != g_cfg.store_partitions)
@@ -435,6 +441,17 @@ static void recover_state(node_t *n)
     alarms_start(n->store);
 }
 
+/* The HTTP threads start. When one cannot, the process exits at once: co-located workers
+ * live on the loops, and the stop waits for turns on every one (on a loop that never ran, for
+ * ever); the threads that run leave no orderly teardown. */
+static void run_http_loops(void)
+{
+    if (http_run() != 0) {
+        log_error("cannot start the HTTP threads");
+        _exit(1);
+    }
+}
+
 /* The HTTP loops run and the admin listener opens (with the shard steps main wires in). */
 static int start_serving(node_t *n)
 {
@@ -448,8 +465,9 @@ static int start_serving(node_t *n)
                                    .record = shardmove_record,
                                    .export_path = shardmove_export_path};
     admin_set_shard_ops(&shard_ops);
-    if (http_run() != 0 || (g_cfg.admin_enabled && admin_start(g_cfg.admin_host, g_cfg.admin_port,
-                                                               n->store, &n->admin_port) != 0)) {
+    run_http_loops();
+    if (g_cfg.admin_enabled &&
+        admin_start(g_cfg.admin_host, g_cfg.admin_port, n->store, &n->admin_port) != 0) {
         stop_runtime(n->colocated);
         return 1;
     }
@@ -495,6 +513,17 @@ static int start_failed(node_t *n, int exit_code)
     gateway_free();
     config_free(&g_cfg);
     return exit_code;
+}
+
+/* A start refused once the threads run (too few descriptors): nothing was served. The HTTP
+ * loops run, their listeners closed, for the stop in its usual order (stop_runtime), which
+ * co-located workers need. */
+static int refuse_start(node_t *n)
+{
+    http_unlisten();
+    run_http_loops();
+    stop_runtime(n->colocated);
+    return start_failed(n, 1);
 }
 
 /* The workers' loops have stopped: no upstream process outlives them. */
@@ -563,10 +592,8 @@ int main(int argc, char **argv)
     }
     recover_state(&n);
     n.http_bound = false; /* from here stop_runtime frees the loops */
-    if (fit_connections_to_fds(store_partitions(n.store)) != 0) {
-        stop_runtime(n.colocated);
-        return start_failed(&n, 1);
-    }
+    if (fit_connections_to_fds(store_partitions(n.store)) != 0)
+        return refuse_start(&n);
     if ((rc = start_serving(&n)) != 0)
         return start_failed(&n, rc);
     log_ready(&n);

@@ -36,7 +36,8 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 {
     accept_guard_t *g = arg;
     STAT_INC(timer_wakeups_total);
-    evconnlistener_enable(g->lev);
+    if (!g->held)
+        evconnlistener_enable(g->lev);
 }
 
 static void log_episode(const accept_guard_t *g, int err)
@@ -87,6 +88,23 @@ int accept_guard_init(accept_guard_t *g, struct evconnlistener *lev, const char 
     pthread_mutex_unlock(&g_mu);
     evconnlistener_set_error_cb(lev, on_accept_error);
     return 0;
+}
+
+void accept_guard_hold(accept_guard_t *g)
+{
+    if (!g->lev)
+        return;
+    g->held = true;
+    evconnlistener_disable(g->lev);
+}
+
+void accept_guard_release(accept_guard_t *g)
+{
+    if (!g->lev || !g->held)
+        return;
+    g->held = false;
+    if (!evtimer_pending(g->resume, NULL)) /* else the pause's end enables it */
+        evconnlistener_enable(g->lev);
 }
 
 void accept_guard_free(accept_guard_t *g)

@@ -10,10 +10,15 @@
  * on any listener of the process. Every pause counts in accept_pauses_total. New connections
  * wait in the kernel's backlog meanwhile. Only the thread running the listener's loop touches
  * a guard (the HTTP threads, the admin thread); the episode's clock is shared (atomic). It does
- * not know what the listener serves. */
+ * not know what the listener serves.
+ *
+ * Its owner may also hold the listener (a limit of its own reached: http/gate.c): it accepts
+ * nothing until released, whatever a pause does meanwhile; a release during a pause leaves the
+ * enable to the pause's end. */
 #ifndef MCPD_CORE_ACCEPTGUARD_H
 #define MCPD_CORE_ACCEPTGUARD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct evconnlistener;
@@ -26,11 +31,16 @@ typedef struct accept_guard {
     struct evconnlistener *lev; /* not owned; NULL: not set */
     struct event *resume;       /* owned: re-enables lev */
     const char *name;           /* the listener, in the log ("MCP", "admin"); static */
+    bool held;                  /* accept_guard_hold: disabled until accept_guard_release */
     struct accept_guard *next;  /* the guards set (acceptguard.c) */
 } accept_guard_t;
 
 /* Sets lev's error callback. 0, or -1 (out of memory: the guard is not set). */
 int accept_guard_init(accept_guard_t *g, struct evconnlistener *lev, const char *name);
+/* The listener stops accepting until accept_guard_release (the thread running its loop; a
+ * guard not set or freed: nothing). */
+void accept_guard_hold(accept_guard_t *g);
+void accept_guard_release(accept_guard_t *g);
 /* Before lev is freed (a pause in progress is dropped; lev is left as it is). Idempotent. */
 void accept_guard_free(accept_guard_t *g);
 

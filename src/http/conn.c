@@ -150,6 +150,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     principal_give(l->principal, PR_OPEN);
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
+    http_gate_closed(l->t);
     principal_unref(l->principal);
     http_deadline_free(l);
     http_scan_detach(l->scan); /* its bufferevent is freed after this callback */
@@ -273,11 +274,12 @@ static hlink_t *link_make(http_thread_t *t, struct evhttp_connection *evcon, hsc
 
 /* A connection accepted past --max-connections is kept, so that its request gets the 503
  * answer (or is served, if a place was freed meanwhile); a silent one is dropped by
- * --read-timeout. At twice the limit a new connection is closed at once instead, so that
- * silent connections cannot pile up descriptors. So is one from an address that has twice its
- * share of the places open already (held or not): one address alone cannot reach twice the
- * limit and get every other client's new connections closed. */
-static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hscan_t *scan)
+ * --read-timeout. At twice the limit the listeners stop (gate.c), so that silent connections
+ * cannot pile up descriptors; one accepted past it anyway (threads accepting at the same
+ * moment) is closed at once. So is one from an address that has twice its share of the places
+ * open already (held or not): one address alone cannot reach twice the limit and stop the
+ * listeners for every other client. */
+static bool link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hscan_t *scan)
 {
     bool trusted;
     principal_t *p = conn_principal(evcon, &trusted);
@@ -297,12 +299,14 @@ static void link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hsc
         principal_unref(p);
         http_scan_detach(scan);
         evhttp_connection_free(evcon);
-        return;
+        return false;
     }
     link_make(t, evcon, scan, p, trusted);
+    return true;
 }
 
-/* Picks up the connections accepted in this loop iteration (see http_on_new_bev). */
+/* Picks up the connections accepted in this loop iteration (see http_on_new_bev). One that is
+ * not tracked now (closed, or tracked at its request already) ends its count at accept. */
 void http_on_fresh(evutil_socket_t fd, short what, void *arg)
 {
     http_thread_t *t = arg;
@@ -310,11 +314,14 @@ void http_on_fresh(evutil_socket_t fd, short what, void *arg)
         struct bufferevent *bev = t->fresh[i].bev;
         void *evcon = NULL;
         bufferevent_getcb(bev, NULL, NULL, NULL, &evcon); /* NULL: evhttp freed it already */
+        bool tracked = false;
         if (evcon && !ptrmap_get(&t->links, evcon))
-            link_accepted(t, evcon, t->fresh[i].scan);
+            tracked = link_accepted(t, evcon, t->fresh[i].scan);
         else
             http_scan_detach(t->fresh[i].scan);
         bufferevent_decref(bev);
+        if (!tracked)
+            http_gate_closed(t);
     }
     t->nfresh = 0;
 }
@@ -324,6 +331,7 @@ void http_fresh_free(http_thread_t *t)
     for (uint32_t i = 0; i < t->nfresh; i++) {
         http_scan_detach(t->fresh[i].scan);
         bufferevent_decref(t->fresh[i].bev);
+        http_gate_closed(t);
     }
     t->nfresh = 0;
     free(t->fresh);
@@ -349,6 +357,7 @@ struct bufferevent *http_on_new_bev(struct event_base *base, void *arg)
     bufferevent_incref(bev);
     t->fresh[t->nfresh++] = (hfresh_t){bev, http_scan_attach(bev)};
     event_active(t->fresh_ev, EV_TIMEOUT, 1);
+    http_gate_accepted(t); /* at the mark, libevent's accept loop stops after this one */
     return bev;
 }
 
@@ -362,6 +371,7 @@ hlink_t *http_link_of(http_thread_t *t, struct evhttp_request *req)
         bool trusted;
         principal_t *p = conn_principal(evcon, &trusted);
         principal_take(p, PR_OPEN); /* no bound: it counts what the address has open */
+        http_gate_counted();
         l = link_make(t, evcon, NULL, p, trusted);
     }
     if (!l->admitted)

@@ -131,7 +131,11 @@ struct http_thread {
     struct event_base *base;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
-    accept_guard_t guard; /* its listener pauses when accept() fails (core/acceptguard.h) */
+    accept_guard_t guard;    /* its listener pauses when accept() fails (core/acceptguard.h) */
+    struct event *gate_ev;   /* releases the listener the gate held (gate.c) */
+    struct event *settle_ev; /* the loop's next turn: closes leave the gate's count (gate.c) */
+    uint32_t gate_closed;    /* connections closed this turn, still in the gate's count */
+    atomic_bool gate_held;   /* the gate holds its listener (read by other HTTP threads) */
     evutil_socket_t fd;
     mq_t inbox;
     struct event *inbox_ev;
@@ -160,6 +164,19 @@ extern hostcheck_t g_hostcheck;
 /* The HTTP thread the calling thread is (NULL on any other): debug builds assert that only an
  * HTTP thread handles its own connections' frames. */
 extern _Thread_local http_thread_t *g_http_self;
+
+/* gate.c: the listeners stop at twice --max-connections client connections, counted from
+ * accept (see its file comment). */
+int http_gate_init(http_thread_t *t);
+void http_gate_free(http_thread_t *t);
+/* A connection accepted on t (inside the accept loop): counted; t's listener is held at the
+ * mark. */
+void http_gate_accepted(http_thread_t *t);
+/* A connection evhttp made without our bufferevent, seen at its request: counted. */
+void http_gate_counted(void);
+/* A counted connection of t closes (on t's thread): it leaves the count in the loop's next
+ * turn, once its descriptor is closed. */
+void http_gate_closed(http_thread_t *t);
 
 /* conn.c */
 void http_send_reply(struct evhttp_request *req, int status, const char *ctype, const char *body,

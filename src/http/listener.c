@@ -152,7 +152,7 @@ int http_init(int n, const char *host, int port, int *bound_port)
         evhttp_set_bevcb(t->http, http_on_new_bev, t);
         t->fresh_ev = event_new(t->base, -1, 0, http_on_fresh, t);
         t->flush_ev = event_new(t->base, -1, 0, http_on_flush, t);
-        if (!t->fresh_ev || !t->flush_ev)
+        if (!t->fresh_ev || !t->flush_ev || http_gate_init(t) != 0)
             return -1;
         t->bound = evhttp_accept_socket_with_handle(t->http, t->fd);
         if (!t->bound ||
@@ -202,6 +202,23 @@ int http_run(void)
     return 0;
 }
 
+/* The thread's listening socket closes (its loop's thread, or main before the loop runs). */
+static void unlisten(http_thread_t *t)
+{
+    if (!t->bound)
+        return;
+    accept_guard_free(&t->guard);
+    evhttp_del_accept_socket(t->http, t->bound);
+    t->bound = NULL;
+}
+
+void http_unlisten(void)
+{
+    for (int i = 0; i < g_http_n; i++)
+        if (!g_http[i].started)
+            unlisten(&g_http[i]);
+}
+
 static pthread_mutex_t quiesce_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t quiesce_cv = PTHREAD_COND_INITIALIZER;
 static int quiesced;
@@ -224,11 +241,7 @@ static void on_quiesce_streams(evutil_socket_t fd, short what, void *arg)
      * before the streams end */
     http_on_inbox(-1, 0, t);
     t->stopping = true;
-    if (t->bound) {
-        accept_guard_free(&t->guard);
-        evhttp_del_accept_socket(t->http, t->bound);
-        t->bound = NULL;
-    }
+    unlisten(t);
     for (uint32_t i = 0; i < t->nslots; i++)
         if (t->slots[i] && t->slots[i]->state == H_SSE)
             http_end_stream(t->slots[i]);
@@ -355,6 +368,7 @@ void http_free(void)
             event_free(t->fresh_ev);
         if (t->flush_ev)
             event_free(t->flush_ev);
+        http_gate_free(t);
         if (t->trim_ev)
             event_free(t->trim_ev);
         http_oauth_thread_end(t);

@@ -19,6 +19,10 @@ int http_init(int n, const char *host, int port, int *bound_port);
 struct event_base *http_base(int i);
 /* Main thread: starts the HTTP threads. */
 int http_run(void);
+/* Main thread, before http_run: the listening sockets close, so that loops started only to
+ * stop (a start refused once the threads run: co-located workers live on these loops, and the
+ * stop waits for turns they take) accept nothing meanwhile. */
+void http_unlisten(void);
 /* Any thread: hands a chain of hmsg_t to HTTP thread `thread`. */
 void http_deliver(uint32_t thread, mq_node_t *first, mq_node_t *last, size_t n);
 /* Main thread: stop accepting, end every open stream, answer pending requests with 503. The

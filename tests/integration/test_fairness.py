@@ -416,7 +416,7 @@ class RecordCaps(unittest.TestCase):
 class ConnectionShares(ServerTest):
     """--max-connections 4: one address holds at most 2 of them; past twice that its new
     connections are closed at once (so one address never reaches the twice-the-limit that
-    closes every client's new connections), while another address still gets in."""
+    stops the listeners for every client), while another address still gets in."""
     SERVER_FLAGS = ("--max-connections", "4")
 
     def test_an_address_past_twice_its_share_is_closed_at_once_and_another_gets_in(self):

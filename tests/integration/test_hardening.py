@@ -488,18 +488,29 @@ class Limits(unittest.TestCase):
         self.assertEqual([r[0] for r in responses], [405], responses)  # served: a GET needs a session
         late.close()
 
-    def test_at_twice_the_limit_a_new_connection_is_closed_at_accept(self):
+    def test_at_twice_the_limit_a_new_connection_waits_in_the_backlog_until_one_closes(self):
+        """At twice --max-connections open the listeners stop accepting (before, a new
+        connection was accepted and closed at once, and a burst took every descriptor first):
+        the connection waits unanswered, and is served once one of the others closes."""
         srv = self.server("--max-connections", "2")
-        socks = self.connect_counted(srv, 4)
-        refusals = srv.stats()["limit_refusals_total"]
+        socks = self.connect_counted(srv, 4)  # the first two hold the places
+        holds = srv.stats()["accept_holds_total"]
+        self.assertGreaterEqual(holds, 1, "the listeners stopped at the fourth")
         extra = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
-        self.assertTrue(closed_within(extra, 3), "closed without a request")
-        extra.close()
+        self.addCleanup(extra.close)
+        extra.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n"
+                      % srv.port)
+        extra.settimeout(1)
+        with self.assertRaises(socket.timeout, msg="neither answered nor closed while the others are open"):
+            extra.recv(1)
         self.assertEqual(srv.stats()["connections_open"], 4)
-        self.assertEqual(srv.stats()["limit_refusals_total"], refusals + 1)
-        for s in socks:
+        socks[0].close()  # a place and a descriptor free again
+        extra.settimeout(5)
+        head = extra.recv(65536)
+        self.assertIn(b" 405 ", head.split(b"\r\n")[0], "accepted, given the freed place: a GET needs a session")
+        for s in socks[1:]:
             s.close()
-        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] <= 1))
         Session(srv).tool("echo", {"text": "room again"})
 
     def test_a_silent_connection_is_dropped_after_the_read_timeout_and_uncounted(self):

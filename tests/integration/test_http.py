@@ -881,7 +881,8 @@ class ErrorsEchoTheRequestId(unittest.TestCase):
         srv = self.one_connection
         # The place must be this connection's: one closed just before (the previous row's) may
         # still hold it until its server thread has seen the close, and then this one is only
-        # kept to be answered 503 (or, at twice the limit, closed at once). Its answer says which:
+        # kept to be answered 503 (or, at twice the limit, left in the backlog until one closes).
+        # Its answer says which:
         # 405 (a GET without a session) when it holds the place.
         deadline = time.time() + 10
         while True:

@@ -4,12 +4,16 @@ reader that does not read. Real binary, real sockets, loopback addresses only.""
 import json
 import os
 import resource
+import shutil
+import signal
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, From, Server, Session, run, wait_until
+from mcptest import ACCEPT_BOTH, BINARY, From, Server, Session, run, wait_until
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -88,6 +92,39 @@ class FileDescriptors(unittest.TestCase):
         self.assertLessEqual(2 * fit + open_now + 512, 2048, (fit, open_now))
         self.assertGreater(fit, 100)
 
+    def run_under_limit(self, limit, *flags):
+        """Runs the server under a hard descriptor limit it cannot raise; the finished process
+        (stdout and stderr as text), or the test fails when it is still running after 30 s."""
+        data = tempfile.mkdtemp(prefix="mcpd-test-")
+        self.addCleanup(shutil.rmtree, data, ignore_errors=True)
+        try:
+            return subprocess.run([BINARY, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+                                   "--data-dir", data, *flags], capture_output=True, text=True,
+                                  timeout=30,
+                                  preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                        (limit, limit)))
+        except subprocess.TimeoutExpired as e:
+            self.fail(f"still running 30 s after its start under RLIMIT_NOFILE {limit} ({flags}): "
+                      f"{(e.stderr or b'').decode(errors='replace')[-2000:]}")
+
+    def test_a_start_refused_for_too_few_descriptors_exits_instead_of_hanging(self):
+        """64 partitions under 1024 descriptors leave no room for client connections: the
+        server says so and exits 1, with its actors on the HTTP threads (the default) or on
+        workers of their own."""
+        for flags in ((), ("--workers", "2")):
+            r = self.run_under_limit(1024, "--store-partitions", "64", *flags)
+            self.assertEqual(r.returncode, 1, (flags, r.stderr[-2000:]))
+            self.assertNotIn("READY", r.stdout, flags)
+            self.assertIn("fewer than 16 client connections fit", r.stderr, flags)
+
+    def test_a_limit_too_low_for_the_store_itself_is_named_at_its_refusal(self):
+        """Under 256 descriptors 64 partitions cannot all open (each holds its log, MANIFEST,
+        LOCK, info log and directories): the server exits 1 and names the limit."""
+        r = self.run_under_limit(256, "--store-partitions", "64")
+        self.assertEqual(r.returncode, 1, r.stderr[-2000:])
+        self.assertIn("Too many open files", r.stderr)
+        self.assertIn("RLIMIT_NOFILE is 256: too few descriptors for the store alone", r.stderr)
+
     def test_out_of_descriptors_the_listener_pauses_without_spinning_and_serves_again(self):
         srv = self.start()
         pid = srv.proc.pid
@@ -140,6 +177,60 @@ class FileDescriptors(unittest.TestCase):
             for s in socks:
                 s.close()
         self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0, 10))
+
+    def test_a_burst_of_connections_never_takes_the_descriptors_the_store_needs(self):
+        """A burst waiting in the backlog was accepted whole before the connections past the
+        limits were closed: accept() ran until EMFILE, and a log or table file the store opened
+        then would have failed. The listeners stop at twice --max-connections (counted from
+        accept) instead: the process keeps the store's descriptors, and after the burst the
+        store and other clients work."""
+        import re
+        if not own_fd_limit_at_least(3000):
+            self.skipTest("this test process cannot open 1,400 sockets (RLIMIT_NOFILE)")
+
+        def low_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        srv = self.start(preexec=low_limit)
+        pid = srv.proc.pid
+        fit = int(re.search(r"--max-connections 10000 is lowered to (\d+)", srv.log_tail(20000)).group(1))
+        store_budget = 1024 // 4  # one partition: a quarter of the limit
+        # the flooding address holds its share (--principal-share 50) twice over, open
+        held = 2 * max(1, fit // 2)
+        socks = connect_many(srv.port, held, source="127.0.0.3")
+        self.addCleanup(lambda: [s.close() for s in socks])
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == held, 10))
+        log0 = log_size(srv)
+        peak = 0
+        for _ in range(5):
+            os.kill(pid, signal.SIGSTOP)  # the burst waits in the backlog, all at once
+            try:
+                # 1,000: within one listener's backlog (one HTTP thread), past the 650 or so
+                # descriptors left free
+                burst = connect_many(srv.port, 800, source="127.0.0.3") + \
+                    connect_many(srv.port, 200, source="127.0.0.4")
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 0.3:
+                peak = max(peak, len(os.listdir(f"/proc/{pid}/fd")))
+            for s in burst:
+                s.close()
+        st = srv.stats()
+        self.assertEqual(st["accept_pauses_total"], 0, "accept() never failed: the process never "
+                         "ran out of descriptors")
+        self.assertLessEqual(peak + store_budget, 1024, f"{peak} descriptors open at the burst's peak")
+        self.assertGreaterEqual(st["accept_holds_total"], 1, "the holds are counted")
+        with open(srv.stderr_path, "rb") as f:
+            f.seek(log0)
+            lines = [ln for ln in f.read().decode(errors="replace").splitlines()
+                     if "stop accepting" in ln]
+        self.assertEqual(len(lines), 1, f"one line for the episode: {lines[:3]}")
+        self.assertEqual(served_from(srv, "127.0.0.2", timeout=10), 200, "another client is served")
+        sess = Session(srv)  # a new session: a store write
+        r, m = sess.tool("counter", {})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(m["result"]["content"][0]["text"], "1", m)
+        self.assertEqual(srv.stats()["store_errors_total"], 0, "the store never failed")
 
 
 class Trickler:
