@@ -293,7 +293,8 @@ static int fit_connections_to_fds(int parts)
         log_error("RLIMIT_NOFILE is %lld: with %lld descriptors open already and %lld for the "
                   "store's table files and the gateway, fewer than %d client connections fit. "
                   "Raise the hard limit (`ulimit -Hn`, systemd's LimitNOFILE=) or run fewer "
-                  "threads, store partitions or --upstream-max",
+                  "threads or --upstream-max (or fewer --store-partitions for a new data "
+                  "directory: an existing one keeps its count)",
                   (long long)have, (long long)open_now, (long long)(store + gateway), FD_FIT_FLOOR);
         return -1;
     }
