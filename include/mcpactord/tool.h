@@ -74,7 +74,9 @@ json_t *mcpd_text_contentn(const char *text, size_t len);
 /* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error.
  * args satisfy the tool's input_schema. Where the schema says "integer", a whole number sent as
  * a real (2.0, which JSON Schema counts as an integer) arrives as a JSON integer, so
- * json_integer_value reads 2; one past the 64-bit range is refused before the handler runs. */
+ * json_integer_value reads 2. A whole number past the 64-bit range (1e19, or the literal
+ * 10000000000000000000, which is read as a real) is refused there before the handler runs, as
+ * the call's tool error; where the schema says "number", it arrives as a real. */
 typedef json_t *(*mcpd_tool_fn)(mcpd_ctx_t *ctx, json_t *args, void *userdata);
 
 enum {

@@ -112,7 +112,7 @@ jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *
         if (!id)
             return JR_NOTIFICATION;
         if (!jsonrpc_id_valid(id)) {
-            *why = "a request \"id\" must be an integer or " ID_BOUND;
+            *why = "a request \"id\" must be a 64-bit integer or " ID_BOUND;
             return JR_INVALID;
         }
         return JR_REQUEST;
@@ -133,13 +133,13 @@ jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *
             return JR_INVALID;
         }
         if (!id || !(jsonrpc_id_valid(id) || json_is_null(id))) {
-            *why = "an error response \"id\" must be an integer, null or " ID_BOUND;
+            *why = "an error response \"id\" must be a 64-bit integer, null or " ID_BOUND;
             return JR_INVALID;
         }
         return JR_RESPONSE;
     }
     if (!jsonrpc_id_valid(id)) {
-        *why = "a response \"id\" must be an integer or " ID_BOUND;
+        *why = "a response \"id\" must be a 64-bit integer or " ID_BOUND;
         return JR_INVALID;
     }
     return JR_RESPONSE;

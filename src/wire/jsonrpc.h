@@ -66,7 +66,9 @@ jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *
 /* The method, id and params of a message in one walk over its members (no validation). */
 void jsonrpc_view(const json_t *msg, jr_view_t *v);
 /* A request id is a string of at most JSONRPC_MAX_ID_BYTES bytes or an integer (never null, a
- * bool, a real, an object). */
+ * bool, a real, an object). An integer literal past the 64-bit range is parsed as a real
+ * (core/jsonparse.h), so it is refused as 1.5 is: the answer must echo the id exactly, and a
+ * double cannot hold 9223372036854775809. */
 bool jsonrpc_id_valid(const json_t *id);
 /* The id an error about msg echoes: msg's id when msg is one valid request, else NULL (a
  * notification, a response, a batch, an invalid message). Borrowed from msg. */

@@ -108,6 +108,27 @@ class HttpErrors(ServerTest):
         r = s.post({"jsonrpc": "2.0", "id": None, "method": "ping"})
         self.assertError(r, 400, -32600)
 
+    def test_a_request_id_past_64_bits_is_an_invalid_request_with_a_null_id(self):
+        # valid JSON (it was a -32700 parse error), but an id a double cannot echo exactly:
+        # refused as a fractional id is
+        s = Session(self.server)
+        for rid in (2**63, -(2**63) - 1, 10**19):
+            r = s.post({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+            self.assertError(r, 400, -32600)
+            self.assertIn("64-bit integer", r.json()["error"]["message"])
+        r = s.post({"jsonrpc": "2.0", "id": 2**63 - 1, "method": "ping"})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(r.messages()[0]["id"], 2**63 - 1)
+
+    def test_a_batch_item_with_an_id_past_64_bits_gets_its_error_with_a_null_id(self):
+        s = Session(self.server, version="2025-03-26")
+        r = s.post([{"jsonrpc": "2.0", "id": 2**64, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 9, "method": "ping"}])
+        self.assertEqual(r.status, 200, r.text)
+        body = sorted(r.json(), key=lambda m: str(m["id"]))
+        self.assertEqual([m["id"] for m in body], [9, None], body)
+        self.assertEqual(body[1]["error"]["code"], -32600, body)
+
     def test_an_object_request_id_is_an_invalid_request(self):
         s = Session(self.server)
         r = s.post({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"})

@@ -540,6 +540,19 @@ class IntegralRealArguments(ServerTest):
         self.assertIn("64-bit", text_of(m))
         self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), "0")
 
+    def test_an_integer_literal_past_64_bits_is_a_number(self):
+        # JSON.stringify(1e19) is "10000000000000000000": valid JSON, once a -32700 parse error
+        # of the whole request; now a real, which "number" takes and "integer" refuses
+        s = Session(self.server)
+        _, m = s.tool("add", {"a": 10**19, "b": -(10**20)})
+        self.assertEqual(float(text_of(m)), -9e19, m)
+        _, m = s.tool("counter", {"by": 10**19})
+        self.assertTrue(m["result"]["isError"], m)
+        self.assertIn("arguments.by: is outside the 64-bit integer range", text_of(m))
+        # JSON.stringify(-(2**63)) is "-9223372036854776000": the integer -2^63 it stands for
+        _, m = s.tool("counter", {"by": -9223372036854776000})
+        self.assertEqual(text_of(m), str(-(2**63)), m)
+
     def test_bounds_hold_for_integral_reals(self):
         s = Session(self.server)
         _, m = s.tool("notify", {"count": 100001.0})

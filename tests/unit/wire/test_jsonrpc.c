@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "core/buf.h"
+#include "core/jsonparse.h"
 #include "wire/jsonrpc.h"
 
 /* Classifies the JSON text; *why is set only on JR_INVALID (NULL otherwise). */
@@ -141,6 +142,33 @@ static void a_request_id_that_is_null_bool_real_or_object_is_invalid(void **stat
     assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"m\"}");
     assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"m\"}");
     assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"m\"}");
+}
+
+/* The request parser reads an integer literal past 64 bits as a real (core/jsonparse.h): as
+ * an id it is invalid, as 1.5 is (a double cannot echo 9223372036854775809 exactly), and no
+ * answer echoes it */
+static void a_request_id_past_64_bits_is_invalid_and_not_echoed(void **state)
+{
+    (void)state;
+    static const char *const TEXTS[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775808,\"method\":\"m\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775809,\"method\":\"m\"}",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        json_t *msg = json_parse_buf(TEXTS[i], strlen(TEXTS[i]), NULL, 0, NULL);
+        assert_non_null(msg);
+        const char *why = NULL;
+        assert_int_equal(jsonrpc_classify(msg, &why), JR_INVALID);
+        assert_string_equal(why, "a request \"id\" must be a 64-bit integer or a string of at "
+                                 "most 256 bytes");
+        assert_null(jsonrpc_request_id(msg));
+        json_decref(msg);
+    }
+    const char *edge = "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"m\"}";
+    json_t *msg = json_parse_buf(edge, strlen(edge), NULL, 0, NULL);
+    const char *why = NULL;
+    assert_int_equal(jsonrpc_classify(msg, &why), JR_REQUEST);
+    json_decref(msg);
 }
 
 static void a_method_together_with_result_or_error_is_invalid(void **state)
@@ -508,6 +536,7 @@ int main(void)
         cmocka_unit_test(a_non_string_or_empty_method_is_invalid),
         cmocka_unit_test(params_that_are_not_an_object_are_invalid),
         cmocka_unit_test(a_request_id_that_is_null_bool_real_or_object_is_invalid),
+        cmocka_unit_test(a_request_id_past_64_bits_is_invalid_and_not_echoed),
         cmocka_unit_test(a_method_together_with_result_or_error_is_invalid),
         cmocka_unit_test(a_response_with_both_result_and_error_is_invalid),
         cmocka_unit_test(a_message_with_neither_method_nor_result_nor_error_is_invalid),
