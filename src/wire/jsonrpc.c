@@ -6,6 +6,7 @@
 #include "core/jsonparse.h"
 #include "core/util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *jsonrpc_cstr(const json_t *v)
@@ -58,6 +59,37 @@ bool jsonrpc_id_valid(const json_t *id)
 {
     return json_is_integer(id) ||
            (json_is_string(id) && json_string_length(id) <= JSONRPC_MAX_ID_BYTES);
+}
+
+size_t jsonrpc_batch_repeats(const json_t *batch, signed char *kinds)
+{
+    size_t n = json_array_size(batch), found = 0;
+    json_t *seen = json_object(); /* an id's compact text -> true */
+    for (size_t i = 0; i < n; i++) {
+        if (kinds[i] != JR_REQUEST)
+            continue;
+        size_t len;
+        char *key = json_dump_compact(json_object_get(json_array_get(batch, i), "id"), &len);
+        if (json_object_getn(seen, key, len)) {
+            kinds[i] = JR_INVALID;
+            found++;
+        } else {
+            /* the text of a parsed id: UTF-8, U+0000 written as \u0000 */
+            json_object_setn_new_nocheck(seen, key, len, json_true());
+        }
+        free(key);
+    }
+    json_decref(seen);
+    return found;
+}
+
+const char *jsonrpc_batch_item_why(const json_t *msg)
+{
+    const char *why;
+    if (jsonrpc_classify(msg, &why) == JR_INVALID)
+        return why;
+    return "duplicate id (an earlier request of the batch has it; the ids of requests in flight "
+           "must be unique)";
 }
 
 void jsonrpc_view(const json_t *msg, jr_view_t *v)

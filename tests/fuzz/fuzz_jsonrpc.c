@@ -7,7 +7,8 @@
  * equal value of the same kind. The replies the server builds for it (result, error,
  * notification) must classify as what they are. jsonrpc_dump of the whole value
  * (any JSON) must also give exactly the text of json_dumps(JSON_COMPACT | JSON_ENCODE_ANY), which
- * is what its writer (src/core/jsondump.c) promises.
+ * is what its writer (src/core/jsondump.c) promises. For a batch, jsonrpc_batch_repeats marks
+ * exactly the requests whose id an earlier request of it has.
  */
 #include "fuzz.h"
 
@@ -115,6 +116,35 @@ static void check_dump_matches_jansson(const json_t *v)
     free(ours);
 }
 
+/* jsonrpc_batch_repeats marks exactly the requests whose id (json_equal) an earlier request
+ * has, against a plain quadratic scan, and jsonrpc_batch_item_why says so for them. */
+static void check_repeats(const json_t *batch)
+{
+    size_t n = json_array_size(batch);
+    if (n == 0 || n > 512)
+        return;
+    signed char *kinds = malloc(n), *before = malloc(n);
+    const char *why;
+    for (size_t i = 0; i < n; i++)
+        kinds[i] = before[i] = (signed char)jsonrpc_classify(json_array_get(batch, i), &why);
+    size_t marked = jsonrpc_batch_repeats(batch, kinds), want = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool repeat = false;
+        const json_t *id = json_object_get(json_array_get(batch, i), "id");
+        for (size_t k = 0; k < i && before[i] == JR_REQUEST && !repeat; k++)
+            repeat = before[k] == JR_REQUEST &&
+                     json_equal(json_object_get(json_array_get(batch, k), "id"), (json_t *)id);
+        want += repeat;
+        FUZZ_CHECK(kinds[i] == (repeat ? JR_INVALID : before[i]));
+        if (repeat)
+            FUZZ_CHECK(
+                strncmp(jsonrpc_batch_item_why(json_array_get(batch, i)), "duplicate id", 12) == 0);
+    }
+    FUZZ_CHECK(marked == want);
+    free(kinds);
+    free(before);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_t *body = json_parse_buf((const char *)data, size, NULL, 0, NULL);
@@ -127,6 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *m;
         json_array_foreach(body, i, m)
             check_message(m);
+        check_repeats(body);
     }
     json_decref(body);
     return 0;

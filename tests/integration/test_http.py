@@ -185,6 +185,28 @@ class HttpErrors(ServerTest):
             self.assertEqual(e["error"]["code"], -32600)
             self.assertIn("batch item", e["error"]["message"])
 
+    def test_a_repeated_id_in_a_batch_is_refused_and_the_first_is_served(self):
+        # the requests of a batch share one in-flight index key per id: a repeat is -32600
+        s = Session(self.server, version="2025-03-26")
+        echo = {"name": "echo", "arguments": {"text": "first"}}
+        r = s.post([{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": echo},
+                    {"jsonrpc": "2.0", "id": "7", "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 7, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": "7", "method": "ping"}])
+        self.assertEqual(r.status, 200, r.text)
+        body = r.json()
+        self.assertEqual(len(body), 4, body)
+        with_int = [m for m in body if m["id"] == 7]
+        with_str = [m for m in body if m["id"] == "7"]
+        self.assertEqual(with_int[0]["result"]["content"][0]["text"], "first", body)
+        self.assertEqual(with_str[0]["result"], {}, body)  # 7 and "7" are different ids
+        for dup in (with_int[1], with_str[1]):
+            self.assertEqual(dup["error"]["code"], -32600, body)
+            self.assertIn("duplicate id", dup["error"]["message"])
+        # an id in flight on another POST's stream is another request: served
+        r = s.post([{"jsonrpc": "2.0", "id": 7, "method": "ping"}])
+        self.assertEqual(r.json()[0]["result"], {})
+
     def test_a_batch_of_only_notifications_gets_202(self):
         s = Session(self.server, version="2025-03-26")
         r = s.post([{"jsonrpc": "2.0", "method": "notifications/initialized"}])

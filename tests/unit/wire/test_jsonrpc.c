@@ -171,6 +171,42 @@ static void a_request_id_past_64_bits_is_invalid_and_not_echoed(void **state)
     json_decref(msg);
 }
 
+/* a repeat is a request whose id (by value and type: 7 is not "7") an earlier request of the
+ * batch has; it becomes JR_INVALID and says why. Notifications, responses and invalid items
+ * neither repeat nor count. */
+static void a_batch_repeat_is_a_later_request_with_an_earlier_requests_id(void **state)
+{
+    (void)state;
+    const char *text = "[{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}},"
+                       "{\"jsonrpc\":\"1.0\",\"id\":8,\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"b\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"n\"}]";
+    json_t *batch = json_parse_buf(text, strlen(text), NULL, 0, NULL);
+    assert_non_null(batch);
+    size_t n = json_array_size(batch);
+    signed char kinds[16], before[16];
+    const char *why;
+    for (size_t i = 0; i < n; i++)
+        before[i] = kinds[i] = (signed char)jsonrpc_classify(json_array_get(batch, i), &why);
+    static const bool WANT[] = {false, false, false, false, false, true, false, false, true, false};
+    assert_int_equal(n, sizeof WANT / sizeof WANT[0]);
+    assert_int_equal(jsonrpc_batch_repeats(batch, kinds), 2);
+    for (size_t i = 0; i < n; i++) {
+        signed char want = WANT[i] ? (signed char)JR_INVALID : before[i];
+        if (kinds[i] != want)
+            fail_msg("item %zu: kind %d, want %d", i, kinds[i], want);
+    }
+    assert_non_null(strstr(jsonrpc_batch_item_why(json_array_get(batch, 5)), "duplicate id"));
+    assert_non_null(strstr(jsonrpc_batch_item_why(json_array_get(batch, 3)), "\"jsonrpc\""));
+    json_decref(batch);
+}
+
 static void a_method_together_with_result_or_error_is_invalid(void **state)
 {
     assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"result\":{}}");
@@ -537,6 +573,7 @@ int main(void)
         cmocka_unit_test(params_that_are_not_an_object_are_invalid),
         cmocka_unit_test(a_request_id_that_is_null_bool_real_or_object_is_invalid),
         cmocka_unit_test(a_request_id_past_64_bits_is_invalid_and_not_echoed),
+        cmocka_unit_test(a_batch_repeat_is_a_later_request_with_an_earlier_requests_id),
         cmocka_unit_test(a_method_together_with_result_or_error_is_invalid),
         cmocka_unit_test(a_response_with_both_result_and_error_is_invalid),
         cmocka_unit_test(a_message_with_neither_method_nor_result_nor_error_is_invalid),
