@@ -65,7 +65,7 @@ ninja -C "$build" fuzz >/dev/null
 out=$build/fuzz-out
 dict_for() {
   case $1 in
-    jsonrpc | keys | records | schema | shardmove | upstream_lines) echo tests/fuzz/dict/json.dict ;;
+    json | jsonrpc | keys | records | schema | shardmove | upstream_lines) echo tests/fuzz/dict/json.dict ;;
     *) echo tests/fuzz/dict/http.dict ;;
   esac
 }

@@ -74,7 +74,9 @@ json_t *mcpd_text_contentn(const char *text, size_t len);
 /* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error.
  * args satisfy the tool's input_schema. Where the schema says "integer", a whole number sent as
  * a real (2.0, which JSON Schema counts as an integer) arrives as a JSON integer, so
- * json_integer_value reads 2; one past the 64-bit range is refused before the handler runs. */
+ * json_integer_value reads 2. A whole number past the 64-bit range (1e19, or the literal
+ * 10000000000000000000, which is read as a real) is refused there before the handler runs, as
+ * the call's tool error; where the schema says "number", it arrives as a real. */
 typedef json_t *(*mcpd_tool_fn)(mcpd_ctx_t *ctx, json_t *args, void *userdata);
 
 enum {
@@ -190,7 +192,10 @@ bool mcpd_ctx_cancelled(const mcpd_ctx_t *ctx);
 bool mcpd_ctx_sleep_ms(mcpd_ctx_t *ctx, long ms);
 
 /* True when the call carried a progressToken; mcpd_ctx_progress is a no-op otherwise.
- * total < 0 means "unknown"; message may be NULL. Progress must increase. */
+ * total < 0 means "unknown"; message may be NULL. Progress must increase.
+ * Texts given to these calls (a progress message, a log text or logger, an elicitation's
+ * message) are sent whatever their bytes: a byte that starts no valid UTF-8 sequence becomes
+ * U+FFFD. */
 bool mcpd_ctx_has_progress(const mcpd_ctx_t *ctx);
 int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char *message);
 
@@ -200,16 +205,17 @@ int mcpd_ctx_log(mcpd_ctx_t *ctx, const char *level, const char *logger, json_t 
 int mcpd_ctx_logf(mcpd_ctx_t *ctx, const char *level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Any server notification; params stolen (may be NULL). */
+/* Any server notification; params stolen (may be NULL). -EINVAL for a method that is empty or
+ * not UTF-8 (nothing is sent). */
 int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params);
 
 /* A server->client request (elicitation/create, sampling/createMessage, roots/list...). Blocks
  * the handler until the client answers or timeout_ms passes (<= 0: the server default).
  * Returns the client's result (new reference), or NULL with mcpd_ctx_last_error() set: the
- * client lacks the capability, no stream can carry it, the client answered with an error or
- * with a result that is not its method's (an elicitation's action not accept, decline or
- * cancel, a sampling answer without role and content, roots not an array), the call was
- * cancelled, or the wait timed out. params stolen. */
+ * method is empty or not UTF-8, the client lacks the capability, no stream can carry it, the
+ * client answered with an error or with a result that is not its method's (an elicitation's
+ * action not accept, decline or cancel, a sampling answer without role and content, roots not
+ * an array), the call was cancelled, or the wait timed out. params stolen. */
 json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params,
                          int timeout_ms);
 /* elicitation/create with a message and a requestedSchema (stolen). */

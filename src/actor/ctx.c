@@ -305,8 +305,8 @@ int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char
     json_object_set_new(params, "progress", json_number_of(progress));
     if (total >= 0)
         json_object_set_new(params, "total", json_number_of(total));
-    if (message)
-        json_object_set_new(params, "message", json_string(message));
+    if (message) /* a handler's text: kept whatever its bytes, as every text below */
+        json_object_set_new(params, "message", json_string_lossy(message));
     return send_out(ctx, MCPD_TARGET_REQUEST,
                     jsonrpc_notification("notifications/progress", params));
 }
@@ -330,7 +330,7 @@ int mcpd_ctx_log(mcpd_ctx_t *ctx, const char *level, const char *logger, json_t 
     json_t *params = json_object();
     json_object_set_new(params, "level", json_string(level));
     if (logger)
-        json_object_set_new(params, "logger", json_string(logger));
+        json_object_set_new(params, "logger", json_string_lossy(logger));
     json_object_set_new(params, "data", data ? data : json_null());
     return send_out(ctx, MCPD_TARGET_REQUEST,
                     jsonrpc_notification("notifications/message", params));
@@ -345,33 +345,44 @@ int mcpd_ctx_logf(mcpd_ctx_t *ctx, const char *level, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return -ENOMEM;
-    int rc = mcpd_ctx_log(ctx, level, NULL, json_string(s));
+    int rc = mcpd_ctx_log(ctx, level, NULL, json_string_lossy(s));
     free(s);
     return rc;
 }
 
+/* A method name as a JSON string, or NULL when it is empty or not UTF-8: a name is not a text
+ * to repair (one with U+FFFD is another method), and without it the message is no message. */
+static json_t *method_string(const char *method)
+{
+    return method && *method ? json_string(method) : NULL;
+}
+
 int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params)
 {
-    if (!method || !*method) {
+    json_t *name = method_string(method);
+    if (!name) {
         json_decref(params);
         return -EINVAL;
     }
+    json_decref(name);
     return send_out(ctx, target, jsonrpc_notification(method, params));
 }
 
 json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params,
                          int timeout_ms)
 {
-    if (!method || !*method) {
+    json_t *name = method_string(method);
+    if (!name) { /* the protocol layer reads the method as a C string: it is always there */
         json_decref(params);
-        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "a request needs a method");
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL,
+                           "a request's method must be a non-empty UTF-8 string");
         return NULL;
     }
     wmsg_t *m = wmsg_new(WM_TOOL_REQ);
     m->u.tool.job = ctx;
     m->u.tool.target = (int)target;
     m->u.tool.payload = json_object();
-    json_object_set_new(m->u.tool.payload, "method", json_string(method));
+    json_object_set_new(m->u.tool.payload, "method", name);
     if (ctx->input_key) {
         json_object_set_new(m->u.tool.payload, "key", json_string(ctx->input_key));
         free(ctx->input_key);
@@ -483,7 +494,7 @@ json_t *mcpd_ctx_elicit(mcpd_ctx_t *ctx, const char *message, json_t *requested_
                         int timeout_ms)
 {
     json_t *params = json_object();
-    json_object_set_new(params, "message", json_string(message ? message : ""));
+    json_object_set_new(params, "message", json_string_lossy(message ? message : ""));
     json_object_set_new(params, "requestedSchema",
                         requested_schema ? requested_schema
                                          : json_pack("{s:s,s:{}}", "type", "object", "properties"));

@@ -113,6 +113,9 @@ void wmsg_classify(wmsg_t *m, jr_kind_t kind, const jr_view_t *v, size_t nodes)
         const char *why;
         m->u.post.kinds[i] = (signed char)jsonrpc_classify(json_array_get(body, i), &why);
     }
+    /* a request repeating an earlier one's id is answered as invalid: one stream's calls are
+     * keyed by id in the in-flight index (stream.c) */
+    jsonrpc_batch_repeats(body, m->u.post.kinds);
 }
 
 void wmsg_parse_raw(wmsg_t *m)

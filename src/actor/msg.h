@@ -152,7 +152,8 @@ _Static_assert(sizeof(wmsg_t) > 232,
 wmsg_t *wmsg_new(wmsg_type_t type);
 void wmsg_free(wmsg_t *m);
 /* Sets a WM_POST's kinds, view and node count for its body: kind and v are a single message's
- * (jsonrpc_classify_view); a batch's members are classified here. */
+ * (jsonrpc_classify_view); a batch's members are classified here, a request whose id an
+ * earlier request of the batch has as JR_INVALID (jsonrpc_batch_repeats). */
 void wmsg_classify(wmsg_t *m, jr_kind_t kind, const jr_view_t *v, size_t nodes);
 /* A WM_POST that carries its body's text (raw): parses and classifies it on the receiving
  * thread, so the tree is made, read and freed by one thread. The HTTP thread parsed and

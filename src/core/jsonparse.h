@@ -8,9 +8,12 @@
 
 /* Parses one JSON value (any type) filling the whole buffer. Returns a new reference, or
  * NULL with a message in err and the byte offset of the problem in *err_pos (both optional).
- * Accepts and refuses what json_loadb(JSON_DECODE_ANY | JSON_ALLOW_NUL) does, with one
- * difference: jansson accepts a raw NUL byte right after a number ("[1\0]"), which is not
- * JSON; this parser refuses it (tests/fuzz/fuzz_json.c checks the rest, input by input). */
+ * Accepts and refuses what json_loadb(JSON_DECODE_ANY | JSON_ALLOW_NUL) does, with two
+ * differences: an integer literal beyond the 64-bit range (9223372036854775808, which jansson
+ * refuses as "too big integer") is a real, the nearest double, as with JSON_DECODE_INT_AS_REAL;
+ * a number beyond double (1e400, or an integer of 309 digits) is still refused. And jansson
+ * accepts a raw NUL byte right after a number ("[1\0]"), which is not JSON; this parser
+ * refuses it. tests/fuzz/fuzz_json.c checks the rest, input by input. */
 json_t *json_parse_buf(const char *buf, size_t len, char *err, size_t errlen, size_t *err_pos);
 
 /* What json_parse_buf_bounded saw: the values it counted (only when bounded), and whether it

@@ -13,8 +13,9 @@
 #include <stddef.h>
 
 /* True when value satisfies schema; otherwise err holds "<path>: <reason>".
- * Numbers compare by value: "integer" admits 2.0 (within the 64-bit range: 1e19 is refused,
- * as the parser refuses an integer literal that large), enum [2] and const 2 admit 2.0. */
+ * Numbers compare by value: "integer" admits 2.0 within the 64-bit range; a whole real past it
+ * (1e19, or the literal 10000000000000000000, which the request parser reads as a real) fails
+ * with "is outside the 64-bit integer range". enum [2] and const 2 admit 2.0. */
 bool schema_validate(const json_t *schema, const json_t *value, char *err, size_t errlen);
 
 /* schema_validate for a tool's arguments, which it then normalizes: every integral real that a

@@ -253,12 +253,12 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
         json_t *msg = batch ? json_array_get(body, i) : body;
         if (kinds[i] == JR_INVALID) {
             /* JSON-RPC 2.0: an invalid item of a batch is answered with -32600 (its id, or
-             * null where it cannot be read), and the rest of the batch is served (only a batch can get here: the HTTP thread
-             * refuses an invalid single message) */
-            const char *why;
-            jsonrpc_classify(msg, &why);
+             * null where it cannot be read), and the rest of the batch is served (only a batch
+             * can get here: the HTTP thread refuses an invalid single message). A request that
+             * repeats an earlier one's id is such an item (wmsg_classify). */
             char text[300];
-            snprintf(text, sizeof text, "Invalid Request: batch item %zu: %s", i, why);
+            snprintf(text, sizeof text, "Invalid Request: batch item %zu: %s", i,
+                     jsonrpc_batch_item_why(msg));
             mcp_answer_error(a, calls[i], JSONRPC_INVALID_REQUEST, text, NULL);
         } else if (kinds[i] == JR_REQUEST) {
             jr_view_t v = v1; /* a single request's, from the loop above */

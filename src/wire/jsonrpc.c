@@ -6,6 +6,7 @@
 #include "core/jsonparse.h"
 #include "core/util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *jsonrpc_cstr(const json_t *v)
@@ -60,6 +61,37 @@ bool jsonrpc_id_valid(const json_t *id)
            (json_is_string(id) && json_string_length(id) <= JSONRPC_MAX_ID_BYTES);
 }
 
+size_t jsonrpc_batch_repeats(const json_t *batch, signed char *kinds)
+{
+    size_t n = json_array_size(batch), found = 0;
+    json_t *seen = json_object(); /* an id's compact text -> true */
+    for (size_t i = 0; i < n; i++) {
+        if (kinds[i] != JR_REQUEST)
+            continue;
+        size_t len;
+        char *key = json_dump_compact(json_object_get(json_array_get(batch, i), "id"), &len);
+        if (json_object_getn(seen, key, len)) {
+            kinds[i] = JR_INVALID;
+            found++;
+        } else {
+            /* the text of a parsed id: UTF-8, U+0000 written as \u0000 */
+            json_object_setn_new_nocheck(seen, key, len, json_true());
+        }
+        free(key);
+    }
+    json_decref(seen);
+    return found;
+}
+
+const char *jsonrpc_batch_item_why(const json_t *msg)
+{
+    const char *why;
+    if (jsonrpc_classify(msg, &why) == JR_INVALID)
+        return why;
+    return "duplicate id (an earlier request of the batch has it; the ids of requests in flight "
+           "must be unique)";
+}
+
 void jsonrpc_view(const json_t *msg, jr_view_t *v)
 {
     static const jkey_t KEYS[] = {JKEY("method"), JKEY("id"), JKEY("params")};
@@ -112,7 +144,7 @@ jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *
         if (!id)
             return JR_NOTIFICATION;
         if (!jsonrpc_id_valid(id)) {
-            *why = "a request \"id\" must be an integer or " ID_BOUND;
+            *why = "a request \"id\" must be a 64-bit integer or " ID_BOUND;
             return JR_INVALID;
         }
         return JR_REQUEST;
@@ -133,13 +165,13 @@ jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *
             return JR_INVALID;
         }
         if (!id || !(jsonrpc_id_valid(id) || json_is_null(id))) {
-            *why = "an error response \"id\" must be an integer, null or " ID_BOUND;
+            *why = "an error response \"id\" must be a 64-bit integer, null or " ID_BOUND;
             return JR_INVALID;
         }
         return JR_RESPONSE;
     }
     if (!jsonrpc_id_valid(id)) {
-        *why = "a response \"id\" must be an integer or " ID_BOUND;
+        *why = "a response \"id\" must be a 64-bit integer or " ID_BOUND;
         return JR_INVALID;
     }
     return JR_RESPONSE;

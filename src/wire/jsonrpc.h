@@ -66,8 +66,20 @@ jr_kind_t jsonrpc_classify_view(const json_t *msg, const char **why, jr_view_t *
 /* The method, id and params of a message in one walk over its members (no validation). */
 void jsonrpc_view(const json_t *msg, jr_view_t *v);
 /* A request id is a string of at most JSONRPC_MAX_ID_BYTES bytes or an integer (never null, a
- * bool, a real, an object). */
+ * bool, a real, an object). An integer literal past the 64-bit range is parsed as a real
+ * (core/jsonparse.h), so it is refused as 1.5 is: the answer must echo the id exactly, and a
+ * double cannot hold 9223372036854775809. */
 bool jsonrpc_id_valid(const json_t *id);
+/* Marks as JR_INVALID each request of a batch (an array whose items' kinds are kinds[]) whose
+ * id an earlier request of the batch has (7 and "7" differ). JSON-RPC asks for unique ids, and
+ * the in-flight index keys a request by its stream and id (actor/stream.c): the requests of a
+ * batch share a stream, so two with one id would share a key and, after a crash, one would go
+ * unanswered. Such an item is then answered like any invalid one (-32600, its id echoed).
+ * Linear: ids are hashed by their JSON text. Returns how many it marked. */
+size_t jsonrpc_batch_repeats(const json_t *batch, signed char *kinds);
+/* Why a batch item that is JR_INVALID is: jsonrpc_classify's reason, or, for a request that
+ * is valid alone, that its id repeats (jsonrpc_batch_repeats). A static string. */
+const char *jsonrpc_batch_item_why(const json_t *msg);
 /* The id an error about msg echoes: msg's id when msg is one valid request, else NULL (a
  * notification, a response, a batch, an invalid message). Borrowed from msg. */
 const json_t *jsonrpc_request_id(const json_t *msg);

@@ -1,15 +1,18 @@
 /* libFuzzer harness: JSON-RPC message validation (src/wire/jsonrpc.c). One thread: libFuzzer's.
  *
- * The input is a POST body. It is parsed the way the HTTP thread parses it (json_loadb with
- * JSON_ALLOW_NUL); the value and, for a batch, each element go through jsonrpc_classify and
- * jsonrpc_id_valid. A valid message must survive jsonrpc_dump: one line (an SSE data line), and
- * parsing it back gives an equal value of the same kind. The replies the server builds for it
- * (result, error, notification) must classify as what they are. jsonrpc_dump of the whole value
+ * The input is a POST body. It is parsed the way the HTTP thread parses it (json_parse_buf: an
+ * integer literal past the 64-bit range arrives as a real, an id that must be refused); the
+ * value and, for a batch, each element go through jsonrpc_classify and jsonrpc_id_valid. A valid
+ * message must survive jsonrpc_dump: one line (an SSE data line), and parsing it back gives an
+ * equal value of the same kind. The replies the server builds for it (result, error,
+ * notification) must classify as what they are. jsonrpc_dump of the whole value
  * (any JSON) must also give exactly the text of json_dumps(JSON_COMPACT | JSON_ENCODE_ANY), which
- * is what its writer (src/core/jsondump.c) promises.
+ * is what its writer (src/core/jsondump.c) promises. For a batch, jsonrpc_batch_repeats marks
+ * exactly the requests whose id an earlier request of it has.
  */
 #include "fuzz.h"
 
+#include "core/jsonparse.h"
 #include "wire/jsonrpc.h"
 
 static jr_kind_t classify(const json_t *m)
@@ -71,8 +74,8 @@ static void check_message(const json_t *m)
     jr_kind_t k = classify(m);
     const json_t *id = json_is_object(m) ? json_object_get(m, "id") : NULL;
     bool id_ok = jsonrpc_id_valid(id);
-    FUZZ_CHECK(id_ok == (json_is_integer(id) || (json_is_string(id) &&
-                                                 json_string_length(id) <= JSONRPC_MAX_ID_BYTES)));
+    FUZZ_CHECK(id_ok == (json_is_integer(id) ||
+                         (json_is_string(id) && json_string_length(id) <= JSONRPC_MAX_ID_BYTES)));
     FUZZ_CHECK(!jsonrpc_id_valid(NULL));
     switch (k) {
     case JR_REQUEST:
@@ -113,10 +116,38 @@ static void check_dump_matches_jansson(const json_t *v)
     free(ours);
 }
 
+/* jsonrpc_batch_repeats marks exactly the requests whose id (json_equal) an earlier request
+ * has, against a plain quadratic scan, and jsonrpc_batch_item_why says so for them. */
+static void check_repeats(const json_t *batch)
+{
+    size_t n = json_array_size(batch);
+    if (n == 0 || n > 512)
+        return;
+    signed char *kinds = malloc(n), *before = malloc(n);
+    const char *why;
+    for (size_t i = 0; i < n; i++)
+        kinds[i] = before[i] = (signed char)jsonrpc_classify(json_array_get(batch, i), &why);
+    size_t marked = jsonrpc_batch_repeats(batch, kinds), want = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool repeat = false;
+        const json_t *id = json_object_get(json_array_get(batch, i), "id");
+        for (size_t k = 0; k < i && before[i] == JR_REQUEST && !repeat; k++)
+            repeat = before[k] == JR_REQUEST &&
+                     json_equal(json_object_get(json_array_get(batch, k), "id"), (json_t *)id);
+        want += repeat;
+        FUZZ_CHECK(kinds[i] == (repeat ? JR_INVALID : before[i]));
+        if (repeat)
+            FUZZ_CHECK(
+                strncmp(jsonrpc_batch_item_why(json_array_get(batch, i)), "duplicate id", 12) == 0);
+    }
+    FUZZ_CHECK(marked == want);
+    free(kinds);
+    free(before);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    json_error_t e;
-    json_t *body = json_loadb((const char *)data, size, JSON_ALLOW_NUL, &e);
+    json_t *body = json_parse_buf((const char *)data, size, NULL, 0, NULL);
     if (!body)
         return 0;
     check_dump_matches_jansson(body);
@@ -126,6 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_t *m;
         json_array_foreach(body, i, m)
             check_message(m);
+        check_repeats(body);
     }
     json_decref(body);
     return 0;

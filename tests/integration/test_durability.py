@@ -5,7 +5,7 @@ import os
 import time
 import unittest
 
-from mcptest import Server, Session, run
+from mcptest import Server, Session, SSEStream, run
 
 
 def text_of(msg):
@@ -183,6 +183,34 @@ class Crash(ServerCase):
         self.assertIn("restarted", final["error"]["message"])
         seqs = [seq_of(e["id"]) for e in events]
         self.assertEqual(seqs, sorted(set(seqs)))
+        g.close()
+
+    def test_every_request_of_a_batch_is_answered_after_kill_9(self):
+        # two requests of one batch with one id shared one in-flight index key: after a crash
+        # only one got the restart error; now the repeat is refused at once
+        s = Session(self.server, version="2025-03-26")
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "slow", "arguments": {"seconds": 6, "steps": 6},
+                           "_meta": {"progressToken": "a"}}}
+        other = dict(call, id=8)
+        st = SSEStream(self.server.port, "POST", s.headers(), [call, call, other])
+        got = [st.next_event(5) for _ in range(3)]
+        before = [json.loads(e["data"]) for e in got]
+        self.assertEqual(before[0]["id"], 7, before)
+        self.assertEqual(before[0]["error"]["code"], -32600, before)
+        self.assertIn("duplicate id", before[0]["error"]["message"])
+        self.assertEqual([m.get("method") for m in before[1:]], ["notifications/progress"] * 2)
+        self.server.kill9()
+        st.close()
+        self.server.start()
+        g = s.open_get(last_event_id=got[-1]["id"])
+        msgs = [json.loads(e["data"]) for e in g.read_until_end(5) if e.get("data")]
+        self.assertTrue(g.ended)
+        finals = sorted(m["id"] for m in msgs if "id" in m)
+        self.assertEqual(finals, [7, 8], msgs)
+        for m in msgs:
+            if "id" in m:
+                self.assertIn("restarted", m["error"]["message"])
         g.close()
 
     def test_a_standalone_backlog_survives_kill_9(self):

@@ -287,6 +287,22 @@ class GatewayTest(unittest.TestCase):
             self.assertEqual(final[0]["id"], rid)
         s.delete()
 
+    def test_a_repeated_id_in_a_batch_is_refused_and_the_first_is_forwarded(self):
+        # the calls of a batch share a stream, keyed by id in the in-flight index
+        s = self.session()
+        call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "a"}}}
+        r = s.post([call, call])
+        self.assertEqual(r.status, 200, r.text)
+        finals = [m for m in r.messages() if "result" in m or "error" in m]
+        self.assertEqual(len(finals), 2, finals)
+        ok = [m for m in finals if "result" in m]
+        bad = [m for m in finals if "error" in m]
+        self.assertEqual(ok[0]["id"], 5, finals)
+        self.assertEqual(bad[0]["error"]["code"], -32600, finals)
+        self.assertIn("batch item 1: duplicate id", bad[0]["error"]["message"])
+        s.delete()
+
     def test_two_sessions_two_processes(self):
         a, b = self.session(), self.session()
         pa = int(a.init_result["serverInfo"]["version"])

@@ -108,6 +108,27 @@ class HttpErrors(ServerTest):
         r = s.post({"jsonrpc": "2.0", "id": None, "method": "ping"})
         self.assertError(r, 400, -32600)
 
+    def test_a_request_id_past_64_bits_is_an_invalid_request_with_a_null_id(self):
+        # valid JSON (it was a -32700 parse error), but an id a double cannot echo exactly:
+        # refused as a fractional id is
+        s = Session(self.server)
+        for rid in (2**63, -(2**63) - 1, 10**19):
+            r = s.post({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+            self.assertError(r, 400, -32600)
+            self.assertIn("64-bit integer", r.json()["error"]["message"])
+        r = s.post({"jsonrpc": "2.0", "id": 2**63 - 1, "method": "ping"})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(r.messages()[0]["id"], 2**63 - 1)
+
+    def test_a_batch_item_with_an_id_past_64_bits_gets_its_error_with_a_null_id(self):
+        s = Session(self.server, version="2025-03-26")
+        r = s.post([{"jsonrpc": "2.0", "id": 2**64, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 9, "method": "ping"}])
+        self.assertEqual(r.status, 200, r.text)
+        body = sorted(r.json(), key=lambda m: str(m["id"]))
+        self.assertEqual([m["id"] for m in body], [9, None], body)
+        self.assertEqual(body[1]["error"]["code"], -32600, body)
+
     def test_an_object_request_id_is_an_invalid_request(self):
         s = Session(self.server)
         r = s.post({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"})
@@ -163,6 +184,28 @@ class HttpErrors(ServerTest):
         for e in errors:
             self.assertEqual(e["error"]["code"], -32600)
             self.assertIn("batch item", e["error"]["message"])
+
+    def test_a_repeated_id_in_a_batch_is_refused_and_the_first_is_served(self):
+        # the requests of a batch share one in-flight index key per id: a repeat is -32600
+        s = Session(self.server, version="2025-03-26")
+        echo = {"name": "echo", "arguments": {"text": "first"}}
+        r = s.post([{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": echo},
+                    {"jsonrpc": "2.0", "id": "7", "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 7, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": "7", "method": "ping"}])
+        self.assertEqual(r.status, 200, r.text)
+        body = r.json()
+        self.assertEqual(len(body), 4, body)
+        with_int = [m for m in body if m["id"] == 7]
+        with_str = [m for m in body if m["id"] == "7"]
+        self.assertEqual(with_int[0]["result"]["content"][0]["text"], "first", body)
+        self.assertEqual(with_str[0]["result"], {}, body)  # 7 and "7" are different ids
+        for dup in (with_int[1], with_str[1]):
+            self.assertEqual(dup["error"]["code"], -32600, body)
+            self.assertIn("duplicate id", dup["error"]["message"])
+        # an id in flight on another POST's stream is another request: served
+        r = s.post([{"jsonrpc": "2.0", "id": 7, "method": "ping"}])
+        self.assertEqual(r.json()[0]["result"], {})
 
     def test_a_batch_of_only_notifications_gets_202(self):
         s = Session(self.server, version="2025-03-26")

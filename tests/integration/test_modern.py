@@ -130,6 +130,21 @@ class ModernPath(ServerTest):
         self.assertEqual(r.status, 200, r.text)
         self.assertEqual(msg["result"]["content"][0]["text"], "x")
 
+    def test_an_integer_literal_past_64_bits_is_a_number_and_never_an_id(self):
+        # what JSON.stringify writes for 1e19 (once a -32700 parse error of the whole request)
+        r, m, _ = self.c.result("tools/call", {"name": "add",
+                                               "arguments": {"a": 10**19, "b": 1}})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(float(m["result"]["content"][0]["text"]), 1e19, m)
+        r, m, _ = self.c.result("tools/call", {"name": "counter", "arguments": {"by": 10**19}})
+        self.assertEqual(r.status, 200, r.text)
+        self.assertTrue(m["result"]["isError"], m)
+        self.assertIn("arguments.by: is outside the 64-bit integer range",
+                      m["result"]["content"][0]["text"])
+        r, _ = self.c.request("tools/list", rid=2**63)
+        self.assertError(r, 400, -32600, None)
+        self.assertIn("64-bit integer", r.json()["error"]["message"])
+
     def test_a_tool_error_is_a_200_answer(self):
         r, m, _ = self.c.result("tools/call", {"name": "no_such_tool", "arguments": {}})
         self.assertEqual(r.status, 200, r.text)

@@ -500,6 +500,42 @@ class ToolContext(ServerTest):
             time.sleep(0.1)
         self.assertEqual(text_of(m), "7")
 
+    def test_a_request_or_notification_whose_method_is_not_utf8_is_refused_not_fatal(self):
+        # the method reached strcmp as NULL (the server died); a notification went out without
+        # its "method"
+        s = Session(self.server, capabilities={"roots": {}})
+        _, m = s.tool("not_utf8", {"what": "request"})
+        self.assertTrue(m["result"]["isError"], m)
+        self.assertIn("a request's method must be a non-empty UTF-8 string", text_of(m))
+        r, m = s.tool("not_utf8", {"what": "notify"})
+        self.assertEqual(text_of(m), "notify -22", m)  # -EINVAL
+        for x in r.messages():
+            self.assertTrue("method" in x or "id" in x, x)
+        self.assertServerHealthy()
+
+    def test_texts_that_are_not_utf8_reach_the_client_with_u_fffd(self):
+        # a log text, a logger, a progress message, an elicitation message: each was left out
+        # (data: null, an elicitation/create without "message")
+        s = Session(self.server, capabilities={"elicitation": {}})
+        rid, st = s.stream_post("tools/call", {"name": "not_utf8", "arguments": {"what": "texts"},
+                                               "_meta": {"progressToken": "p"}})
+        msgs, elicit = [], None
+        while not msgs or msgs[-1].get("id") != rid:
+            m = st.next_message(5)["message"]
+            if m.get("method") == "elicitation/create":
+                elicit = m
+                s.post({"jsonrpc": "2.0", "id": m["id"], "result": {"action": "decline"}})
+            else:
+                msgs.append(m)
+        st.close()
+        logs = [x["params"] for x in msgs if x.get("method") == "notifications/message"]
+        self.assertEqual(logs[0]["data"], "caf\ufffd \ufffd", logs)
+        self.assertEqual(logs[1].get("logger"), "kit\ufffd", logs)
+        progress = [x["params"] for x in msgs if x.get("method") == "notifications/progress"]
+        self.assertEqual(progress[0].get("message"), "half\ufffd", progress)
+        self.assertEqual(elicit["params"].get("message"), "ok\ufffd?", elicit)
+        self.assertEqual(text_of(msgs[-1]), "logf 0, log 0, progress 0, elicit decline")
+
     def cancel_and_wait(self, s, rid, st):
         r = s.notify("notifications/cancelled", {"requestId": rid})
         self.assertEqual(r.status, 202)
@@ -539,6 +575,19 @@ class IntegralRealArguments(ServerTest):
         self.assertTrue(m["result"]["isError"])
         self.assertIn("64-bit", text_of(m))
         self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), "0")
+
+    def test_an_integer_literal_past_64_bits_is_a_number(self):
+        # JSON.stringify(1e19) is "10000000000000000000": valid JSON, once a -32700 parse error
+        # of the whole request; now a real, which "number" takes and "integer" refuses
+        s = Session(self.server)
+        _, m = s.tool("add", {"a": 10**19, "b": -(10**20)})
+        self.assertEqual(float(text_of(m)), -9e19, m)
+        _, m = s.tool("counter", {"by": 10**19})
+        self.assertTrue(m["result"]["isError"], m)
+        self.assertIn("arguments.by: is outside the 64-bit integer range", text_of(m))
+        # JSON.stringify(-(2**63)) is "-9223372036854776000": the integer -2^63 it stands for
+        _, m = s.tool("counter", {"by": -9223372036854776000})
+        self.assertEqual(text_of(m), str(-(2**63)), m)
 
     def test_bounds_hold_for_integral_reals(self):
         s = Session(self.server)

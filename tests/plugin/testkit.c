@@ -15,6 +15,12 @@
  *   confirm_slow {item, ms}     2026-07-28: the same without MCPD_TOOL_INPUT_ONCE; once
  *                               confirmed it works ms milliseconds, then returns
  *                               "confirmed <item>" (concurrent retries of one round);
+ *   not_utf8 {what}             hands the tool API text that is not UTF-8: "request" asks the
+ *                               client "roots/list\xff" (returns why it failed), "notify" sends
+ *                               "notifications/\xff" (returns the rc), "texts" logs
+ *                               "caf\xe9 \xff" by mcpd_ctx_logf, logs with the logger "kit\xff",
+ *                               reports progress with the message "half\xff" (with a token) and
+ *                               elicits with the message "ok\xff?" (returns the action);
  *   arg_refs {...}              returns how many references its arguments object has when it
  *                               runs on a tool thread (1: the handler's alone; another is one
  *                               the worker may drop meanwhile, a count shared across threads);
@@ -63,6 +69,35 @@ static json_t *session_request(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     json_t *out = mcpd_text_result(text);
     free(text);
     return out;
+}
+
+static json_t *not_utf8_texts(mcpd_ctx_t *ctx)
+{
+    int rc = mcpd_ctx_logf(ctx, "info", "caf\xe9 %s", "\xff");
+    int rc2 = mcpd_ctx_log(ctx, "info", "kit\xff", json_string("from a bad logger"));
+    int rc3 = mcpd_ctx_progress(ctx, 1, 2, "half\xff");
+    json_t *r = mcpd_ctx_elicit(ctx, "ok\xff?", NULL, 5000);
+    const char *action = json_string_value(json_object_get(r, "action"));
+    json_t *out = mcpd_text_resultf("logf %d, log %d, progress %d, elicit %s", rc, rc2, rc3,
+                                    action ? action : mcpd_ctx_last_error(ctx));
+    json_decref(r);
+    return out;
+}
+
+static json_t *not_utf8(mcpd_ctx_t *ctx, json_t *args, void *userdata)
+{
+    (void)userdata;
+    const char *what = json_string_value(json_object_get(args, "what"));
+    if (what && strcmp(what, "request") == 0) {
+        json_t *r = mcpd_ctx_request(ctx, MCPD_TARGET_REQUEST, "roots/list\xff", NULL, 2000);
+        json_decref(r);
+        return r ? mcpd_text_result("answered")
+                 : mcpd_error_result("refused: %s", mcpd_ctx_last_error(ctx));
+    }
+    if (what && strcmp(what, "notify") == 0)
+        return mcpd_text_resultf("notify %d", mcpd_ctx_notify(ctx, MCPD_TARGET_REQUEST,
+                                                              "notifications/\xff", NULL));
+    return not_utf8_texts(ctx);
 }
 
 static json_t *ask_twice(mcpd_ctx_t *ctx, json_t *args, void *userdata)
@@ -251,6 +286,10 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
          .input_schema = "{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"}},"
                          "\"required\":[\"method\"]}",
          .handler = session_request},
+        {.name = "not_utf8",
+         .description = "Test only: text that is not UTF-8 handed to the tool API.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"what\":{\"type\":\"string\"}}}",
+         .handler = not_utf8},
         {.name = "arg_refs",
          .description = "Test only: the reference count of its arguments object.",
          .input_schema = "{\"type\":\"object\"}",

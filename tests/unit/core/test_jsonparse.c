@@ -1,5 +1,6 @@
 /* Unit tests: the buffer JSON parser accepts and builds what json_loadb does, and refuses what
- * it refuses (src/mcp/jsonparse.c). */
+ * it refuses (src/core/jsonparse.c), but for an integer literal beyond the 64-bit range, which
+ * it reads as a real. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -103,9 +104,8 @@ static void invalid_documents_are_refused(void **state)
         "1 2",
         "{} []",
         "[1]x",
-        "9223372036854775808",
-        "-9223372036854775809",
         "1e400",
+        "-1e400",
         "\"\xc3\"",
         "\"\xc0\xaf\"",
         "\"\xed\xa0\x80\"",
@@ -115,6 +115,61 @@ static void invalid_documents_are_refused(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         agrees_with_jansson(bad[i], strlen(bad[i]));
     agrees_with_jansson("\"a\0b\"", 5); /* a raw NUL byte is a control character */
+}
+
+/* text holds one number: we read it as jansson reads it with JSON_DECODE_INT_AS_REAL (a real,
+ * the nearest double of its digits), and plain jansson refuses it ("too big integer") */
+static void is_the_real_jansson_reads(const char *text)
+{
+    json_error_t e;
+    assert_null(json_loadb(text, strlen(text), JSON_DECODE_ANY, &e));
+    json_t *want = json_loadb(text, strlen(text), JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &e);
+    assert_non_null(want);
+    char err[160];
+    json_t *got = json_parse_buf(text, strlen(text), err, sizeof err, NULL);
+    if (!got)
+        fail_msg("[%s] is valid JSON, but refused: %s", text, err);
+    if (!json_is_real(got))
+        fail_msg("[%s] should be a real", text);
+    assert_true(json_real_value(got) == json_real_value(want));
+    json_decref(want);
+    json_decref(got);
+}
+
+/* An integer literal past the 64-bit range is valid JSON (what JSON.stringify writes for 1e19):
+ * a real, where jansson says "too big integer"; within the range it stays an exact integer, and
+ * a number past double is refused as before */
+static void integers_beyond_64_bits_are_reals(void **state)
+{
+    (void)state;
+    is_the_real_jansson_reads("9223372036854775808");
+    is_the_real_jansson_reads("-9223372036854775809");
+    is_the_real_jansson_reads("10000000000000000000");
+    is_the_real_jansson_reads("-99999999999999999999999999999999999999");
+    is_the_real_jansson_reads("123456789012345678901234567890123456789012345678901234567890");
+    const char *doc = "[9223372036854775807,9223372036854775808,-9223372036854775808,"
+                      "-9223372036854775809,{\"n\":10000000000000000000}]";
+    json_t *v = json_parse_buf(doc, strlen(doc), NULL, 0, NULL);
+    assert_non_null(v);
+    assert_true(json_is_integer(json_array_get(v, 0)));
+    assert_true(json_integer_value(json_array_get(v, 0)) == INT64_MAX);
+    assert_true(json_is_real(json_array_get(v, 1)));
+    assert_true(json_real_value(json_array_get(v, 1)) == 9223372036854775808.0);
+    assert_true(json_is_integer(json_array_get(v, 2)));
+    assert_true(json_integer_value(json_array_get(v, 2)) == INT64_MIN);
+    assert_true(json_is_real(json_array_get(v, 3)));
+    assert_true(json_real_value(json_object_get(json_array_get(v, 4), "n")) == 1e19);
+    json_decref(v);
+    /* 310 digits (about 1e310) is beyond double, as 1e400 is; and so is -1e310 */
+    char big[320];
+    memset(big, '9', 311);
+    big[311] = '\0';
+    char err[160] = "";
+    assert_null(json_parse_buf(big + 1, 310, err, sizeof err, NULL));
+    assert_string_equal(err, "real number overflow");
+    big[0] = '-';
+    assert_null(json_parse_buf(big, 311, err, sizeof err, NULL));
+    assert_string_equal(err, "real number overflow");
 }
 
 static void nesting_is_bounded_like_jansson(void **state)
@@ -278,6 +333,7 @@ int main(void)
         cmocka_unit_test(valid_documents_build_the_same_values),
         cmocka_unit_test(escapes_and_unicode_match),
         cmocka_unit_test(invalid_documents_are_refused),
+        cmocka_unit_test(integers_beyond_64_bits_are_reals),
         cmocka_unit_test(nesting_is_bounded_like_jansson),
         cmocka_unit_test(an_error_points_at_the_problem),
         cmocka_unit_test(the_node_bound_counts_every_value),

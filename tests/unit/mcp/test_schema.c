@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 
+#include "core/jsonparse.h"
 #include "mcp/schema.h"
 
 static char g_err[512];
@@ -55,9 +56,8 @@ static void each_type_accepts_its_own_kind_only(void **state)
     const char *types[] = {"object", "array", "string", "integer", "number", "boolean", "null"};
     /* accept[t][v]: whether type t admits value v */
     static const bool accept[7][7] = {
-        {1, 0, 0, 0, 0, 0, 0}, {0, 1, 0, 0, 0, 0, 0}, {0, 0, 1, 0, 0, 0, 0},
-        {0, 0, 0, 1, 0, 0, 0}, {0, 0, 0, 1, 1, 0, 0}, {0, 0, 0, 0, 0, 1, 0},
-        {0, 0, 0, 0, 0, 0, 1},
+        {1, 0, 0, 0, 0, 0, 0}, {0, 1, 0, 0, 0, 0, 0}, {0, 0, 1, 0, 0, 0, 0}, {0, 0, 0, 1, 0, 0, 0},
+        {0, 0, 0, 1, 1, 0, 0}, {0, 0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0, 1},
     };
     char schema[64];
     for (int t = 0; t < 7; t++) {
@@ -121,7 +121,8 @@ static void properties_are_validated_with_their_path(void **state)
 
 static void additional_properties_false_rejects_unknown_keys(void **state)
 {
-    const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{}},\"additionalProperties\":false}";
+    const char *s =
+        "{\"type\":\"object\",\"properties\":{\"a\":{}},\"additionalProperties\":false}";
     assert_ok(s, "{\"a\":1}");
     assert_ok(s, "{}");
     assert_bad(s, "{\"a\":1,\"b\":2}");
@@ -266,11 +267,11 @@ static void any_of_needs_at_least_one_match(void **state)
 static void one_of_needs_exactly_one_match(void **state)
 {
     const char *s = "{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":5}]}";
-    assert_ok(s, "2");      /* integer only */
-    assert_ok(s, "7.5");    /* minimum only */
-    assert_bad(s, "7");     /* both */
+    assert_ok(s, "2");   /* integer only */
+    assert_ok(s, "7.5"); /* minimum only */
+    assert_bad(s, "7");  /* both */
     assert_non_null(strstr(g_err, "oneOf"));
-    assert_bad(s, "2.5");   /* neither */
+    assert_bad(s, "2.5"); /* neither */
 }
 
 static void all_of_needs_every_match(void **state)
@@ -373,7 +374,8 @@ static void the_error_is_truncated_to_the_buffer(void **state)
 static void a_recursive_schema_that_would_take_exponential_time_fails_quickly(void **state)
 {
     json_t *schema = json_loads("{\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}", 0, NULL);
-    json_t *notted = json_loads("{\"not\":{\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}}", 0, NULL);
+    json_t *notted = json_loads("{\"not\":{\"anyOf\":[{\"$ref\":\"#\"},{\"$ref\":\"#\"}]}}", 0,
+                                NULL);
     json_t *value = json_object();
     char err[256];
     assert_false(schema_validate(schema, value, err, sizeof err));
@@ -389,14 +391,16 @@ static void a_recursive_schema_that_would_take_exponential_time_fails_quickly(vo
 static void a_large_plain_array_is_checked_in_full(void **state)
 {
     json_t *schema = json_loads("{\"type\":\"object\",\"properties\":{\"xs\":{\"type\":\"array\","
-                                "\"items\":{\"type\":\"integer\"}}}}", 0, NULL);
+                                "\"items\":{\"type\":\"integer\"}}}}",
+                                0, NULL);
     json_t *xs = json_array();
     for (int i = 0; i < 200000; i++)
         json_array_append_new(xs, json_integer(i));
     json_t *value = json_pack("{s:o}", "xs", xs);
     char err[256];
     assert_true(schema_validate(schema, value, err, sizeof err));
-    json_array_append_new(xs, json_string("not a number")); /* and the last one is still looked at */
+    json_array_append_new(xs,
+                          json_string("not a number")); /* and the last one is still looked at */
     assert_false(schema_validate(schema, value, err, sizeof err));
     assert_non_null(strstr(err, "arguments.xs[200000]"));
     json_decref(schema);
@@ -467,19 +471,22 @@ static void expect_normalized(const char *schema, const char *value, const char 
 
 static void validated_arguments_get_integers_where_the_schema_says_integer(void **state)
 {
-    const char *s = "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"},"
-                    "\"x\":{\"type\":\"number\"},\"u\":{},"
-                    "\"xs\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}},"
-                    "\"r\":{\"$ref\":\"#/$defs/i\"},"
-                    "\"o\":{\"type\":\"object\",\"properties\":{\"deep\":{\"type\":[\"string\",\"integer\"]}}}},"
-                    "\"additionalProperties\":{\"type\":\"integer\"},"
-                    "\"$defs\":{\"i\":{\"type\":\"integer\"}}}";
-    expect_normalized(s, "{\"n\":2.0,\"x\":2.0,\"u\":2.0,\"xs\":[1.0,-0.0,3],\"r\":-4.0,"
-                         "\"o\":{\"deep\":5.0},\"extra\":6.0}",
+    const char *s =
+        "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"},"
+        "\"x\":{\"type\":\"number\"},\"u\":{},"
+        "\"xs\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}},"
+        "\"r\":{\"$ref\":\"#/$defs/i\"},"
+        "\"o\":{\"type\":\"object\",\"properties\":{\"deep\":{\"type\":[\"string\",\"integer\"]}}}},"
+        "\"additionalProperties\":{\"type\":\"integer\"},"
+        "\"$defs\":{\"i\":{\"type\":\"integer\"}}}";
+    expect_normalized(s,
+                      "{\"n\":2.0,\"x\":2.0,\"u\":2.0,\"xs\":[1.0,-0.0,3],\"r\":-4.0,"
+                      "\"o\":{\"deep\":5.0},\"extra\":6.0}",
                       "{\"extra\":6,\"n\":2,\"o\":{\"deep\":5},\"r\":-4,\"u\":2.0,\"x\":2.0,"
                       "\"xs\":[1,0,3]}");
-    expect_normalized("{\"type\":\"array\",\"items\":{\"allOf\":[{\"type\":\"integer\"},{\"type\":\"integer\"}]}}",
-                      "[1.0,9.2e18]", "[1,9200000000000000000]");
+    expect_normalized(
+        "{\"type\":\"array\",\"items\":{\"allOf\":[{\"type\":\"integer\"},{\"type\":\"integer\"}]}}",
+        "[1.0,9.2e18]", "[1,9200000000000000000]");
     expect_normalized(s, "{\"n\":7}", "{\"n\":7}");
 }
 
@@ -494,8 +501,8 @@ static void a_real_that_only_a_failing_subschema_took_for_an_integer_stays_a_rea
     const char *not = "{\"properties\":{\"v\":{\"not\":{\"type\":\"integer\",\"maximum\":0}}}}";
     expect_normalized(not, "{\"v\":2.0}", "{\"v\":2.0}");
     /* a real past 64 bits is a number, not an integer */
-    expect_normalized("{\"properties\":{\"v\":{\"type\":[\"integer\",\"number\"]}}}", "{\"v\":1e19}",
-                      "{\"v\":1e19}");
+    expect_normalized("{\"properties\":{\"v\":{\"type\":[\"integer\",\"number\"]}}}",
+                      "{\"v\":1e19}", "{\"v\":1e19}");
 }
 
 static void arguments_that_fail_are_left_as_they_came(void **state)
@@ -505,9 +512,38 @@ static void arguments_that_fail_are_left_as_they_came(void **state)
     assert_false(normalize(s, "{\"a\":2.0,\"b\":1}", &got));
     assert_string_equal(got, "{\"a\":2.0,\"b\":1}");
     free(got);
-    assert_false(normalize("{\"properties\":{\"by\":{\"type\":\"integer\"}}}", "{\"by\":1e19}", &got));
+    assert_false(
+        normalize("{\"properties\":{\"by\":{\"type\":\"integer\"}}}", "{\"by\":1e19}", &got));
     assert_string_equal(g_err, "arguments.by: is outside the 64-bit integer range");
     free(got);
+}
+
+/* What a request brings: an integer literal past 64 bits (what JSON.stringify writes for 1e19)
+ * is a real from the request parser, so an "integer" argument reports the range, a "number"
+ * takes it, and JSON.stringify's text for -2^63 ("-9223372036854776000", itself past the
+ * range) is the integer -2^63 it stands for */
+static void an_integer_literal_past_64_bits_is_a_number_not_an_integer(void **state)
+{
+    (void)state;
+    const char *in = "{\"i\":10000000000000000000}", *num = "{\"n\":10000000000000000000}";
+    const char *low = "{\"i\":-9223372036854776000}";
+    json_t *schema = json_loads("{\"properties\":{\"i\":{\"type\":\"integer\"},"
+                                "\"n\":{\"type\":\"number\"}}}",
+                                0, NULL);
+    json_t *v = json_parse_buf(in, strlen(in), NULL, 0, NULL);
+    assert_false(schema_validate_args(schema, v, g_err, sizeof g_err));
+    assert_string_equal(g_err, "arguments.i: is outside the 64-bit integer range");
+    json_decref(v);
+    v = json_parse_buf(num, strlen(num), NULL, 0, NULL);
+    assert_true(schema_validate_args(schema, v, g_err, sizeof g_err));
+    assert_true(json_real_value(json_object_get(v, "n")) == 1e19);
+    json_decref(v);
+    v = json_parse_buf(low, strlen(low), NULL, 0, NULL);
+    assert_true(schema_validate_args(schema, v, g_err, sizeof g_err));
+    assert_true(json_is_integer(json_object_get(v, "i")));
+    assert_true(json_integer_value(json_object_get(v, "i")) == INT64_MIN);
+    json_decref(v);
+    json_decref(schema);
 }
 
 int main(void)
@@ -551,6 +587,7 @@ int main(void)
         cmocka_unit_test(validated_arguments_get_integers_where_the_schema_says_integer),
         cmocka_unit_test(a_real_that_only_a_failing_subschema_took_for_an_integer_stays_a_real),
         cmocka_unit_test(arguments_that_fail_are_left_as_they_came),
+        cmocka_unit_test(an_integer_literal_past_64_bits_is_a_number_not_an_integer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "core/buf.h"
+#include "core/jsonparse.h"
 #include "wire/jsonrpc.h"
 
 /* Classifies the JSON text; *why is set only on JR_INVALID (NULL otherwise). */
@@ -141,6 +142,69 @@ static void a_request_id_that_is_null_bool_real_or_object_is_invalid(void **stat
     assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"m\"}");
     assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"m\"}");
     assert_invalid("{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"m\"}");
+}
+
+/* The request parser reads an integer literal past 64 bits as a real (core/jsonparse.h): as
+ * an id it is invalid, as 1.5 is (a double cannot echo 9223372036854775809 exactly), and no
+ * answer echoes it */
+static void a_request_id_past_64_bits_is_invalid_and_not_echoed(void **state)
+{
+    (void)state;
+    static const char *const TEXTS[] = {
+        "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775808,\"method\":\"m\"}",
+        "{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775809,\"method\":\"m\"}",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        json_t *msg = json_parse_buf(TEXTS[i], strlen(TEXTS[i]), NULL, 0, NULL);
+        assert_non_null(msg);
+        const char *why = NULL;
+        assert_int_equal(jsonrpc_classify(msg, &why), JR_INVALID);
+        assert_string_equal(why, "a request \"id\" must be a 64-bit integer or a string of at "
+                                 "most 256 bytes");
+        assert_null(jsonrpc_request_id(msg));
+        json_decref(msg);
+    }
+    const char *edge = "{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"m\"}";
+    json_t *msg = json_parse_buf(edge, strlen(edge), NULL, 0, NULL);
+    const char *why = NULL;
+    assert_int_equal(jsonrpc_classify(msg, &why), JR_REQUEST);
+    json_decref(msg);
+}
+
+/* a repeat is a request whose id (by value and type: 7 is not "7") an earlier request of the
+ * batch has; it becomes JR_INVALID and says why. Notifications, responses and invalid items
+ * neither repeat nor count. */
+static void a_batch_repeat_is_a_later_request_with_an_earlier_requests_id(void **state)
+{
+    (void)state;
+    const char *text = "[{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"7\",\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}},"
+                       "{\"jsonrpc\":\"1.0\",\"id\":8,\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"b\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"a\"},"
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"n\"}]";
+    json_t *batch = json_parse_buf(text, strlen(text), NULL, 0, NULL);
+    assert_non_null(batch);
+    size_t n = json_array_size(batch);
+    signed char kinds[16], before[16];
+    const char *why;
+    for (size_t i = 0; i < n; i++)
+        before[i] = kinds[i] = (signed char)jsonrpc_classify(json_array_get(batch, i), &why);
+    static const bool WANT[] = {false, false, false, false, false, true, false, false, true, false};
+    assert_int_equal(n, sizeof WANT / sizeof WANT[0]);
+    assert_int_equal(jsonrpc_batch_repeats(batch, kinds), 2);
+    for (size_t i = 0; i < n; i++) {
+        signed char want = WANT[i] ? (signed char)JR_INVALID : before[i];
+        if (kinds[i] != want)
+            fail_msg("item %zu: kind %d, want %d", i, kinds[i], want);
+    }
+    assert_non_null(strstr(jsonrpc_batch_item_why(json_array_get(batch, 5)), "duplicate id"));
+    assert_non_null(strstr(jsonrpc_batch_item_why(json_array_get(batch, 3)), "\"jsonrpc\""));
+    json_decref(batch);
 }
 
 static void a_method_together_with_result_or_error_is_invalid(void **state)
@@ -508,6 +572,8 @@ int main(void)
         cmocka_unit_test(a_non_string_or_empty_method_is_invalid),
         cmocka_unit_test(params_that_are_not_an_object_are_invalid),
         cmocka_unit_test(a_request_id_that_is_null_bool_real_or_object_is_invalid),
+        cmocka_unit_test(a_request_id_past_64_bits_is_invalid_and_not_echoed),
+        cmocka_unit_test(a_batch_repeat_is_a_later_request_with_an_earlier_requests_id),
         cmocka_unit_test(a_method_together_with_result_or_error_is_invalid),
         cmocka_unit_test(a_response_with_both_result_and_error_is_invalid),
         cmocka_unit_test(a_message_with_neither_method_nor_result_nor_error_is_invalid),
