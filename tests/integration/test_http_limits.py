@@ -125,6 +125,23 @@ class FileDescriptors(unittest.TestCase):
         self.assertIn("Too many open files", r.stderr)
         self.assertIn("RLIMIT_NOFILE is 256: too few descriptors for the store alone", r.stderr)
 
+    def test_the_store_refusal_says_how_many_descriptors_a_partition_holds(self):
+        """The refusal's count of a partition's descriptors besides its table files is what one
+        more partition opens (a new data directory has no table file): its log, MANIFEST, LOCK,
+        info log and a directory handle per column family. It said 8 where a partition holds 13."""
+        import re
+        opened = {}
+        for parts in (1, 4):
+            srv = self.start("--store-partitions", str(parts), "--http-threads", "1")
+            opened[parts] = len(os.listdir(f"/proc/{srv.proc.pid}/fd"))
+            srv.cleanup()
+        per_part = (opened[4] - opened[1]) / 3
+        r = self.run_under_limit(256, "--store-partitions", "64")
+        stated = re.search(r"each partition holds about (\d+) besides its table files", r.stderr)
+        self.assertIsNotNone(stated, r.stderr[-2000:])
+        self.assertLessEqual(abs(int(stated.group(1)) - per_part), 2,
+                             f"the refusal says {stated.group(1)}, a partition opens {per_part}")
+
     def test_out_of_descriptors_the_listener_pauses_without_spinning_and_serves_again(self):
         srv = self.start()
         pid = srv.proc.pid
