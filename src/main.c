@@ -270,8 +270,9 @@ static void raise_fd_limit(void)
         store_set_open_files_budget((int64_t)(rl.rlim_cur / 4));
 }
 
-/* Up to twice --max-connections are open at once (past that a new connection is closed as soon
- * as it is accepted: http/conn.c), so they and the reserve must fit in RLIMIT_NOFILE, raised to
+/* Up to twice --max-connections are open at once (there the listeners stop accepting:
+ * http/gate.c; threads accepting at the same moment may each take one past it, and
+ * FD_RESERVE_MORE has room for those), so they and the reserve must fit in RLIMIT_NOFILE, raised to
  * its hard limit already: when they do not, --max-connections is lowered until they do. Else a
  * client holding idle connections could use up the descriptors, and accept() would fail for
  * every client. Run once the threads and the store have started, before the listeners serve.
@@ -374,7 +375,7 @@ static int open_store(node_t *n)
         struct rlimit rl;
         if (strstr(err, "Too many open files") && getrlimit(RLIMIT_NOFILE, &rl) == 0)
             log_error("RLIMIT_NOFILE is %lld: too few descriptors for the store alone (each "
-                      "partition holds about 8 besides its table files). Raise the hard limit "
+                      "partition holds about 13 besides its table files). Raise the hard limit "
                       "(`ulimit -Hn`, systemd's LimitNOFILE=)",
                       rl.rlim_cur == RLIM_INFINITY ? -1LL : (long long)rl.rlim_cur);
         return 1;

@@ -64,8 +64,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
       "Times a listener (MCP or admin) stopped accepting for 100 ms because accept() failed "       \
       "(out of file descriptors: EMFILE, ENFILE).")                                                 \
     X(accept_holds_total, counter,                                                                  \
-      "Times an MCP listener stopped accepting because twice --max-connections client "             \
-      "connections were open, counted from accept (it accepts again once one closes).")             \
+      "Times the MCP listeners were stopped: an accept brought the client connections open "        \
+      "(counted from accept) to twice --max-connections (they accept again once one "               \
+      "closes). One per stop, however many listeners it holds.")                                    \
     X(get_streams_idle_ended_total, counter,                                                        \
       "Standalone GET streams ended after --get-idle-timeout without a write (clients resume).")    \
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \

@@ -7,6 +7,7 @@ import resource
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -125,6 +126,23 @@ class FileDescriptors(unittest.TestCase):
         self.assertIn("Too many open files", r.stderr)
         self.assertIn("RLIMIT_NOFILE is 256: too few descriptors for the store alone", r.stderr)
 
+    def test_the_store_refusal_says_how_many_descriptors_a_partition_holds(self):
+        """The refusal's count of a partition's descriptors besides its table files is what one
+        more partition opens (a new data directory has no table file): its log, MANIFEST, LOCK,
+        info log and a directory handle per column family. It said 8 where a partition holds 13."""
+        import re
+        opened = {}
+        for parts in (1, 4):
+            srv = self.start("--store-partitions", str(parts), "--http-threads", "1")
+            opened[parts] = len(os.listdir(f"/proc/{srv.proc.pid}/fd"))
+            srv.cleanup()
+        per_part = (opened[4] - opened[1]) / 3
+        r = self.run_under_limit(256, "--store-partitions", "64")
+        stated = re.search(r"each partition holds about (\d+) besides its table files", r.stderr)
+        self.assertIsNotNone(stated, r.stderr[-2000:])
+        self.assertLessEqual(abs(int(stated.group(1)) - per_part), 2,
+                             f"the refusal says {stated.group(1)}, a partition opens {per_part}")
+
     def test_out_of_descriptors_the_listener_pauses_without_spinning_and_serves_again(self):
         srv = self.start()
         pid = srv.proc.pid
@@ -231,6 +249,74 @@ class FileDescriptors(unittest.TestCase):
         self.assertEqual(r.status, 200, r.text)
         self.assertEqual(m["result"]["content"][0]["text"], "1", m)
         self.assertEqual(srv.stats()["store_errors_total"], 0, "the store never failed")
+
+
+class AcceptGate(unittest.TestCase):
+    """The listeners stop at twice --max-connections (http/gate.c), counted from accept until
+    the descriptor is closed. Every way a connection ends takes it off the count: were one
+    missed, the listeners would stop ever earlier, and at last for good; and with a listening
+    socket per HTTP thread (SO_REUSEPORT), one left stopped would leave the clients the kernel
+    hashes to it unanswered while the others serve."""
+
+    def test_every_way_a_connection_ends_leaves_the_count_and_every_listener_serves_again(self):
+        srv = Server("--http-threads", "3", "--max-connections", "4", "--principal-share", "100",
+                     "--read-timeout", "2", "--log-level", "info")
+        self.addCleanup(srv.cleanup)
+        host = b"Host: 127.0.0.1:%d\r\n" % srv.port
+        init = json.dumps(INITIALIZE).encode()
+        post = (b"POST /mcp HTTP/1.1\r\n" + host + b"Content-Type: application/json\r\n"
+                b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n"
+                % len(init) + init)
+
+        def one(source, kind):
+            s = socket.socket()
+            s.bind((source, 0))
+            s.settimeout(0.5)
+            try:
+                s.connect(("127.0.0.1", srv.port))
+                data = [b"", b"", post[:60], b"BAD\r\n\r\n",
+                        b"GET /mcp HTTP/1.0\r\n" + host + b"\r\n", post, post][kind]
+                if data:
+                    s.sendall(data)
+                if kind >= 3:  # an answer (400, 406, 200 or 503), or the wait runs out
+                    s.recv(65536)
+                if kind in (1, 6):  # RST
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+            finally:
+                s.close()
+
+        def client(i):  # many at once: the mark is reached and left again and again
+            for n in range(40):
+                one(f"127.0.0.{2 + i}", (i + n) % 7)
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertGreaterEqual(srv.stats()["accept_holds_total"], 1, "the mark was reached")
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0, 10))
+        time.sleep(0.5)  # the loops' next turns: the closes leave the count
+        # the count is back to nothing: eight silent connections are all accepted, a ninth waits
+        silent = [connect_many(srv.port, 1, source=f"127.0.0.{30 + i}")[0] for i in range(8)]
+        self.addCleanup(lambda: [s.close() for s in silent])
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 8, 5),
+                        f"{srv.stats()['connections_open']} of 8 accepted: the count kept some")
+        late = connect_many(srv.port, 1, source="127.0.0.40")[0]
+        self.addCleanup(late.close)
+        late.sendall(b"GET /x HTTP/1.1\r\n" + host + b"\r\n")
+        late.settimeout(1)
+        with self.assertRaises(socket.timeout, msg="the ninth waits in the backlog"):
+            late.recv(1)
+        for s in silent:
+            s.close()
+        late.settimeout(5)
+        self.assertIn(b" 404 ", late.recv(65536).split(b"\r\n")[0], "served once they closed")
+        # every listening socket accepts again: clients from many ports (the kernel spreads
+        # them over the three sockets) are all answered
+        for i in range(24):
+            self.assertEqual(served_from(srv, f"127.0.0.{50 + i}", timeout=3), 200, i)
 
 
 class Trickler:
