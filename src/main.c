@@ -271,8 +271,8 @@ static void raise_fd_limit(void)
 }
 
 /* Up to twice --max-connections are open at once (there the listeners stop accepting:
- * http/gate.c; threads accepting at the same moment may each take one past it, and
- * FD_RESERVE_MORE has room for those), so they and the reserve must fit in RLIMIT_NOFILE, raised to
+ * http/gate.c; threads accepting at the same moment may each take one past it: the reserve
+ * counts one per HTTP thread for those), so they and the reserve must fit in RLIMIT_NOFILE, raised to
  * its hard limit already: when they do not, --max-connections is lowered until they do. Else a
  * client holding idle connections could use up the descriptors, and accept() would fail for
  * every client. Run once the threads and the store have started, before the listeners serve.
@@ -286,7 +286,7 @@ static int fit_connections_to_fds(int parts)
     int64_t have = (int64_t)rl.rlim_cur;
     int64_t gateway = g_cfg.n_upstreams > 0 ? FD_PER_UPSTREAM * g_cfg.upstream_max : 0;
     int64_t store = (int64_t)parts * store_open_files_per_part(parts);
-    int64_t reserve = open_now + FD_RESERVE_MORE + store + gateway;
+    int64_t reserve = open_now + FD_RESERVE_MORE + g_cfg.http_threads + store + gateway;
     if (2 * g_cfg.max_connections + reserve <= have)
         return 0;
     int64_t fit = (have - reserve) / 2;
