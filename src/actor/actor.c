@@ -109,7 +109,9 @@ static void meta_undirty(actor_t *a)
     a->meta_dirty = false;
 }
 
-void actor_write_meta(actor_t *a)
+/* rest: the actor leaves memory with everything stored (hibernation, shutdown), so "lb" is
+ * exact and a wake may take it instead of summing the stream records. */
+static void write_meta(actor_t *a, bool rest)
 {
     meta_undirty(a);
     if (actor_one_request(a))
@@ -133,6 +135,8 @@ void actor_write_meta(actor_t *a)
     jobj_int(&m, "ns", (json_int_t)a->next_stream);
     jobj_int(&m, "lb", (json_int_t)a->log_bytes);
     jobj_int(&m, "rq", (json_int_t)a->next_req_num);
+    if (rest) /* before "p", which ends a session's record (fast_owner) */
+        jobj_bool(&m, "lx", true);
     ops->meta_put(a, &m, ACTOR_META_MIDDLE); /* a session's subscriptions */
     if (a->owner)
         jobj_str(&m, "p", principal_name(a->owner));
@@ -149,6 +153,12 @@ void actor_write_meta(actor_t *a)
     sessionrec_put_meta(actor_batch(a), a->sid, b.p, b.len);
     buf_free(&b);
     a->touched_stored_ms = a->touched_ms;
+    a->meta_at_rest = rest;
+}
+
+void actor_write_meta(actor_t *a)
+{
+    write_meta(a, false);
 }
 
 const char *actor_kind_name(const actor_t *a)
@@ -286,10 +296,21 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     owner_of(m, owner, sizeof owner);
     a->owner = principal_get(owner);
     a->share_given_back = json_is_false(json_object_get(m, "hs"));
+    a->meta_at_rest = json_is_true(json_object_get(m, "lx"));
     json_decref(m);
 
-    /* POST stream numbers continue after the newest stored stream */
-    uint64_t next = eventlog_next_stream(worker_store(w), sid);
+    /* POST stream numbers continue after the newest stored stream. "lb" is exact only in a
+     * metadata written at rest: one written while the actor lived (an alarm moved, a touch)
+     * is followed by turns that put or evict events without writing it, so after a crash or a
+     * refused turn the stream records are summed (O(its streams)) */
+    uint64_t next, bytes;
+    bool all_known = true;
+    if (a->meta_at_rest) {
+        next = eventlog_next_stream(worker_store(w), sid);
+    } else {
+        next = eventlog_stream_totals(worker_store(w), sid, &bytes, &all_known);
+        a->log_bytes = all_known || bytes > a->log_bytes ? bytes : a->log_bytes;
+    }
     if (next > a->next_stream)
         a->next_stream = next;
     STAT_INC(wakes_total);
@@ -620,7 +641,7 @@ static void destroy_one(actor_t *a, void *arg)
     orphan_jobs(a);
     for (stream_t *s = a->streams; s; s = s->next)
         actor_stream_undirty(s, true);
-    actor_write_meta(a); /* shutdown: the latest touch and counters, like a hibernation */
+    write_meta(a, true); /* shutdown: the latest touch and counters, like a hibernation */
     worker_remove_actor(a->w, a);
     actor_free(a);
 }
@@ -654,7 +675,7 @@ void actor_hibernate(actor_t *a)
     worker_t *w = a->w;
     REQUIRE(actor_is_idle(a));
     /* everything else is already in the store; the metadata gets the latest touch */
-    actor_write_meta(a);
+    write_meta(a, true);
     while (a->streams)
         actor_free_stream(a, a->streams, true);
     STAT_INC(hibernations_total);

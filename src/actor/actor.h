@@ -129,6 +129,9 @@ typedef struct actor {
     uint64_t next_stream;
     uint64_t next_req_num;
     uint64_t log_bytes; /* payload bytes kept in its event log (--session-log-bytes) */
+    bool meta_at_rest;  /* its stored metadata was written at rest (hibernation, shutdown), so
+                           its "lb" is what the stream records hold: until the first change of
+                           log_bytes writes it again (actor_log_changing) */
     stream_t *streams;
     stream_t *get; /* the standalone stream, loaded on first use */
     call_t *calls;
@@ -212,8 +215,17 @@ actor_t *actor_find_or_load(worker_t *w, const char *sid);
 void actor_recover_after_reset(actor_t *a);
 /* The metadata changed: it is written once, at the end of the turn. */
 void actor_persist_meta(actor_t *a);
-/* Writes the metadata into the batch now (hibernation). */
+/* Writes the metadata into the batch now. */
 void actor_write_meta(actor_t *a);
+/* log_bytes is about to change (events put or deleted): a metadata written at rest must not
+ * stay stored beside stream records that no longer add up to its "lb", so it is written again
+ * (once a wake) in the same commit. A wake reads "lb" only from a metadata written at rest, and
+ * otherwise sums the stream records (after a crash, or a refused turn). */
+static inline void actor_log_changing(actor_t *a)
+{
+    if (a->meta_at_rest)
+        actor_persist_meta(a);
+}
 stream_t *actor_new_post_stream(actor_t *a, conn_ref_t conn);
 call_t *actor_add_call(actor_t *a, stream_t *s, const json_t *id, stats_method_t method);
 /* Answers a call: response stolen. Frees the call. */

@@ -344,6 +344,7 @@ static void emit_event(actor_t *a, stream_t *s, const char *text, size_t len, bu
         id = eid;
         uint64_t old = 0; /* the evicted event's size, for the byte budget */
         bool post = s->num != STREAM_GET;
+        actor_log_changing(a);
         eventlog_append(worker_store(a->w), actor_batch(a), a->sid, s->num, s->seq, text, len, 0,
                         &old);
         fresh_note(s, s->seq, len);

@@ -135,6 +135,7 @@ static void sweep_standalone(actor_t *a, int64_t now)
         return;
     if (g->last_write_ms + g_cfg.event_ttl_s * 1000 > now)
         return;
+    actor_log_changing(a);
     eventlog_delete_events(actor_batch(a), a->sid, STREAM_GET);
     g_tombstones++;
     worker_stat_add(a->w, DS_STREAMS_EXPIRED, 1);

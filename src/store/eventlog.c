@@ -140,6 +140,31 @@ uint64_t eventlog_next_stream(store_t *s, const char *sid)
     return next;
 }
 
+uint64_t eventlog_stream_totals(store_t *s, const char *sid, uint64_t *bytes, bool *all_known)
+{
+    unsigned char lo[KEY_STREAM_LEN], hi[KEY_STREAM_LEN];
+    key_stream(lo, sid, 0);
+    key_stream(hi, sid, UINT64_MAX);
+    store_iter_t *it = store_iter_new(s, CF_STREAMS, lo, sizeof lo, hi, sizeof hi);
+    uint64_t next = 1;
+    *bytes = 0;
+    *all_known = true;
+    for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
+        size_t kl, vl;
+        uint64_t num, b;
+        bool known;
+        const unsigned char *key = store_iter_key(it, &kl);
+        const char *v = store_iter_value(it, &vl);
+        if (key_stream_decode(key, kl, &num) == 0 && num + 1 > next)
+            next = num + 1;
+        if (streamrec_bytes(v, vl, &b, &known) == 0)
+            *bytes += b;
+        *all_known = *all_known && known;
+    }
+    store_iter_free(it);
+    return next;
+}
+
 /* ---- finished streams by expiry ---- */
 
 void eventlog_index_expiry(store_batch_t *b, const char *sid, int64_t expiry_ms, uint64_t stream)

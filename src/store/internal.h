@@ -18,6 +18,8 @@
 #define BLOCK_CACHE_BYTES (32ULL << 20)
 #define MEMTABLE_BUDGET_BYTES (64ULL << 20)
 #define CF_WRITE_BUFFER_BYTES (16ULL << 20)
+/* the MANIFESTs together before each is rewritten with the live files only (store.c) */
+#define MANIFEST_MAX_BYTES (64ULL << 20)
 /* a file writer's buffer at most (store.c: make_options) */
 #define FILE_BUFFER_BYTES (64ULL << 10)
 

@@ -16,7 +16,8 @@
 char *streamrec_encode(const streamrec_t *r, size_t *len)
 {
     size_t idlen = 0;
-    char *ids = r->req_ids && json_array_size(r->req_ids) ? json_dump_compact(r->req_ids, &idlen) : NULL;
+    char *ids = r->req_ids && json_array_size(r->req_ids) ? json_dump_compact(r->req_ids, &idlen)
+                                                          : NULL;
     unsigned char *v = xmalloc(STREAMREC_HDR + idlen);
     v[0] = 'T';
     v[1] = (unsigned char)((r->finished ? 1 : 0) | (r->is_get ? 2 : 0) | (r->delivered ? 4 : 0));
@@ -52,5 +53,19 @@ int streamrec_decode(const char *v, size_t len, streamrec_t *r)
             return -1;
         }
     }
+    return 0;
+}
+
+int streamrec_bytes(const char *v, size_t len, uint64_t *bytes, bool *known)
+{
+    const unsigned char *u = (const unsigned char *)v;
+    *bytes = 0;
+    *known = false;
+    if (len >= STREAMREC_HDR_S && u[0] == 'S')
+        return 0;
+    if (len < STREAMREC_HDR || u[0] != 'T')
+        return -1;
+    *bytes = key_get_u64(u + 18);
+    *known = true;
     return 0;
 }

@@ -29,5 +29,8 @@ typedef struct streamrec {
 char *streamrec_encode(const streamrec_t *r, size_t *len);
 /* 0, or -1 when malformed. r->req_ids is a new reference (or NULL). */
 int streamrec_decode(const char *v, size_t len, streamrec_t *r);
+/* The bytes field alone, without the request ids' parse: 0 with *known true when it is there,
+ * -1 when the record is malformed; an older 'S' record has none (*known false, 0 bytes). */
+int streamrec_bytes(const char *v, size_t len, uint64_t *bytes, bool *known);
 
 #endif

@@ -57,6 +57,9 @@ int store_partitions(const store_t *s);
  * the unit test of their bounds. */
 size_t store_write_buffer_bytes(int nparts);
 size_t store_arena_block_bytes(int nparts);
+/* Each partition's MANIFEST past which RocksDB starts a new one (64 MiB split between the
+ * partitions, at least 1 MiB). Pure. */
+size_t store_manifest_max_bytes(int nparts);
 /* The partition of an id (its first len bytes; the shard in them) among nparts: the shard
  * modulo nparts, or 0 for an id that carries no shard. Pure, any thread. */
 int store_part_of_id(const char *id, size_t len, int nparts);

@@ -656,6 +656,41 @@ class Limits(unittest.TestCase):
                                         "Last-Event-ID": old_b})
         self.assertNotEqual(r.status, 200, r.text[:200])
 
+    def test_after_a_crash_the_budget_counts_every_stored_stream(self):
+        # the session's byte count was read back from its metadata, which a turn that only
+        # adds events does not write: after kill -9 it lacked the streams stored since, and
+        # the session kept more than --session-log-bytes until they expired
+        budget = 8192
+        srv = self.server("--session-log-bytes", str(budget), "--idle-timeout", "1")
+        s = Session(srv)
+        firsts = []
+
+        def call():  # a stream of ~1.2 KB: ten notifications and the result
+            r, _ = s.tool("notify", {"count": 10, "target": "request"})
+            firsts.append(r.events()[0]["id"])
+
+        def kept():
+            total = 0
+            for eid in firsts:
+                r = srv.request("GET", headers={"Accept": "text/event-stream",
+                                                "Mcp-Session-Id": s.sid, "Last-Event-ID": eid})
+                if r.status == 200:
+                    total += sum(len(e["data"].encode()) for e in r.events() if e.get("data"))
+            return total
+
+        for _ in range(2):
+            call()
+        # hibernated: its metadata holds the exact count; the calls after the wake change it
+        self.assertTrue(wait_until(lambda: srv.stats()["hibernations_total"] >= 1, 10))
+        for _ in range(3):
+            call()
+        self.assertLess(kept(), budget, "five streams fit")
+        srv.kill9()
+        srv.start()
+        for _ in range(8):
+            call()
+            self.assertLessEqual(kept(), budget, f"{len(firsts)} streams made")
+
     def test_a_slow_sse_reader_is_cut_and_resumes_without_loss(self):
         srv = self.server("--sse-buffer", "4096", "--stream-cap", "100000")
         s = Session(srv)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store/eventlog.h"
+#include "store/keys.h"
 #include "store/sessionrec.h"
 
 static const char SID_A[] = "0123456789abcdef0123456789abcdef";
@@ -174,8 +175,12 @@ static void a_stream_record_round_trips_and_numbers_continue_after_the_newest(vo
     fixture_t *f = *state;
     assert_int_equal(eventlog_next_stream(f->s, SID_A), 1);
     json_t *ids = json_pack("[i,s]", 7, "x");
-    streamrec_t r = {.finished = true, .delivered = false, .seq = 9, .last_write_ms = 1234,
-                     .bytes = 77, .req_ids = ids};
+    streamrec_t r = {.finished = true,
+                     .delivered = false,
+                     .seq = 9,
+                     .last_write_ms = 1234,
+                     .bytes = 77,
+                     .req_ids = ids};
     eventlog_put_stream(f->b, SID_A, 5, &r);
     eventlog_put_stream(f->b, SID_A, 2, &r);
     commit(f);
@@ -190,6 +195,36 @@ static void a_stream_record_round_trips_and_numbers_continue_after_the_newest(vo
     assert_int_equal(eventlog_get_stream(f->s, SID_A, 3, &back), 1);
     assert_int_equal(eventlog_next_stream(f->s, SID_A), 6);
     assert_int_equal(eventlog_next_stream(f->s, SID_B), 1);
+}
+
+static void the_stream_totals_are_the_next_number_and_the_bytes_the_records_keep(void **state)
+{
+    fixture_t *f = *state;
+    uint64_t bytes = 1;
+    bool known = false;
+    assert_int_equal(eventlog_stream_totals(f->s, SID_A, &bytes, &known), 1);
+    assert_int_equal(bytes, 0);
+    assert_true(known);
+    streamrec_t r = {.finished = true, .seq = 3, .bytes = 100};
+    eventlog_put_stream(f->b, SID_A, 0, &r); /* the standalone stream counts too */
+    r.bytes = 20;
+    eventlog_put_stream(f->b, SID_A, 4, &r);
+    r.bytes = 3;
+    eventlog_put_stream(f->b, SID_A, 9, &r);
+    r.bytes = 5000;
+    eventlog_put_stream(f->b, SID_B, 1, &r); /* the next session's */
+    commit(f);
+    assert_int_equal(eventlog_stream_totals(f->s, SID_A, &bytes, &known), 10);
+    assert_int_equal(bytes, 123);
+    assert_true(known);
+    /* a record of an older server ('S': no bytes field) counts 0 and says so */
+    unsigned char k[KEY_STREAM_LEN], old[18] = {'S', 1};
+    key_stream(k, SID_A, 11);
+    store_batch_put(f->b, CF_STREAMS, k, sizeof k, old, sizeof old);
+    commit(f);
+    assert_int_equal(eventlog_stream_totals(f->s, SID_A, &bytes, &known), 12);
+    assert_int_equal(bytes, 123);
+    assert_false(known);
 }
 
 typedef struct expiries {
@@ -348,6 +383,7 @@ int main(void)
         T(the_cap_evicts_the_oldest_and_a_replay_from_before_shows_the_gap),
         T(an_empty_event_is_replayed_to_the_caller_who_skips_it),
         T(a_stream_record_round_trips_and_numbers_continue_after_the_newest),
+        T(the_stream_totals_are_the_next_number_and_the_bytes_the_records_keep),
         T(the_expiry_index_is_walked_in_expiry_order_up_to_a_bound),
         T(deleting_a_stream_takes_its_events_record_and_index_key),
         T(the_in_flight_index_lists_a_session_and_groups_them_all_at_startup),

@@ -554,6 +554,10 @@ static void partitions_keep_one_stores_buffers(void **state)
         options_lines(path, "writable_file_max_buffer_size", "65536", &lines, &matching);
         assert_int_equal(lines, 1);
         assert_int_equal(matching, 1);
+        /* a MANIFEST is rewritten at 8 MiB, not RocksDB's 1 GiB */
+        options_lines(path, "max_manifest_file_size", "8388608", &lines, &matching);
+        assert_int_equal(lines, 1);
+        assert_int_equal(matching, 1);
     }
     rm_tree(dir);
 }
@@ -637,6 +641,9 @@ static void memtable_sizes_hold_for_every_count(void **state)
         assert_true((CF__COUNT + 2) * (block + 4096 + 2048) < wb * 4 / 8 * 7);
         if (wb / 4 >= MALLOC_MMAP_THRESHOLD)
             assert_true(block >= MALLOC_MMAP_THRESHOLD);
+        /* the MANIFESTs together stay within 64 MiB (1 MiB each at the most partitions) */
+        assert_true(store_manifest_max_bytes(n) * (size_t)n <= (64u << 20));
+        assert_true(store_manifest_max_bytes(n) >= (1u << 20));
     }
 }
 
