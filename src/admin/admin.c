@@ -1,6 +1,7 @@
 /* Threads: the admin thread (its loop); the shard-move thread (a step); main thread starts it. */
 /* The admin listener: its own thread. See admin.h. */
 #include "admin/admin.h"
+#include "admin/conns.h"
 
 #include "core/acceptguard.h"
 #include "core/config.h"
@@ -620,7 +621,8 @@ int admin_start(const char *host, int port, store_t *store, int *bound_port)
         log_error("cannot listen for admin on %s:%d", host, port);
         return -1;
     }
-    if (accept_guard_init(&A.guard, evhttp_bound_socket_get_listener(b), "admin") != 0)
+    if (accept_guard_init(&A.guard, evhttp_bound_socket_get_listener(b), "admin") != 0 ||
+        admin_conns_init(A.http, A.base, &A.guard) != 0)
         return -1;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
@@ -657,6 +659,7 @@ void admin_stop(void)
     event_base_once(A.base, -1, EV_TIMEOUT, on_stop, NULL, NULL);
     pthread_join(A.thread, NULL);
     accept_guard_free(&A.guard); /* before its listener goes */
+    admin_conns_free();
     evhttp_free(A.http);
     event_base_free(A.base);
     json_decref(MV.body); /* the loop that read it has ended */

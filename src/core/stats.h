@@ -67,6 +67,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
       "Times the MCP listeners were stopped: an accept brought the client connections open "        \
       "(counted from accept) to twice --max-connections (they accept again once one "               \
       "closes). One per stop, however many listeners it holds.")                                    \
+    X(admin_accept_holds_total, counter,                                                            \
+      "Times the admin listener stopped accepting: 32 connections were open on it (it accepts "     \
+      "again once one closes).")                                                                    \
     X(get_streams_idle_ended_total, counter,                                                        \
       "Standalone GET streams ended after --get-idle-timeout without a write (clients resume).")    \
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \

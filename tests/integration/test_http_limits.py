@@ -319,6 +319,41 @@ class AcceptGate(unittest.TestCase):
             self.assertEqual(served_from(srv, f"127.0.0.{50 + i}", timeout=3), 200, i)
 
 
+class AdminConnections(unittest.TestCase):
+    """The admin listener (admin/conns.c) holds at most 32 connections: a flood of silent ones
+    waits in the kernel's backlog instead of taking the descriptors the store and the MCP
+    endpoint need, and the count comes back whole once they close."""
+
+    def test_a_flood_of_silent_admin_connections_waits_at_the_cap(self):
+        if not own_fd_limit_at_least(1000):
+            self.skipTest("this test process cannot open 200 sockets (RLIMIT_NOFILE)")
+        srv = Server("--log-level", "info")
+        self.addCleanup(srv.cleanup)
+        pid = srv.proc.pid
+        fds0 = len(os.listdir(f"/proc/{pid}/fd"))
+        log0 = log_size(srv)
+        flood = connect_many(srv.admin_port, 150)  # within the backlog (128) past the cap
+        self.addCleanup(lambda: [s.close() for s in flood])
+        time.sleep(1)  # the admin loop accepts what it will
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        self.assertLessEqual(fds - fds0, 33, f"{fds - fds0} descriptors taken by 150 admin connections")
+        self.assertEqual(served_from(srv, "127.0.0.2"), 200, "the MCP endpoint serves meanwhile")
+        for s in flood:
+            s.close()
+        self.assertTrue(wait_until(lambda: srv.admin("/healthz").status == 200, 10))
+        self.assertGreaterEqual(srv.stats()["admin_accept_holds_total"], 1)
+        with open(srv.stderr_path, "rb") as f:
+            f.seek(log0)
+            lines = [ln for ln in f.read().decode(errors="replace").splitlines()
+                     if "admin listener stops accepting" in ln]
+        self.assertEqual(len(lines), 1, f"one line for the episode: {lines[:3]}")
+        # every place is free again: 31 silent connections and a request on the 32nd
+        again = connect_many(srv.admin_port, 31)
+        self.addCleanup(lambda: [s.close() for s in again])
+        self.assertTrue(wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) >= fds0 + 31, 5))
+        self.assertEqual(srv.admin("/healthz").status, 200, "the 32nd place is free")
+
+
 class Trickler:
     """Connections that send a request head one byte every `every` seconds (slowloris), on a
     thread; each notes when the server closed it (monotonic seconds since its start)."""
