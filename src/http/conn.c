@@ -150,7 +150,8 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     principal_give(l->principal, PR_OPEN);
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
-    http_gate_closed(l->t);
+    if (!http_linger_start(l))
+        http_gate_closed(l->t);
     principal_unref(l->principal);
     http_deadline_free(l);
     http_scan_detach(l->scan); /* its bufferevent is freed after this callback */

@@ -123,6 +123,7 @@ static bool refuse_framing(http_thread_t *t, struct evhttp_request *req, const r
     if (!why)
         return false;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    http_linger_mark(t, req); /* its client may still be sending: it must read this first */
     http_reply_error(req, NULL, status, MCP_ERR_BAD_REQUEST, why, NULL);
     return true;
 }

@@ -98,6 +98,7 @@ typedef struct hlink {
                                NULL: none */
     struct evbuffer *backlog_out;         /* its output, watched while backlog is set */
     struct evbuffer_cb_entry *backlog_cb; /* the watch; NULL: none (backlog.c) */
+    bool linger; /* refused while its client may still send: lingers at its close (linger.c) */
 } hlink_t;
 
 /* A connection accepted in this loop iteration and not tracked yet (http_on_fresh). */
@@ -131,11 +132,13 @@ struct http_thread {
     struct event_base *base;
     struct evhttp *http;
     struct evhttp_bound_socket *bound;
-    accept_guard_t guard;    /* its listener pauses when accept() fails (core/acceptguard.h) */
-    struct event *gate_ev;   /* releases the listener the gate held (gate.c) */
-    struct event *settle_ev; /* the loop's next turn: closes leave the gate's count (gate.c) */
-    uint32_t gate_closed;    /* connections closed this turn, still in the gate's count */
-    atomic_bool gate_held;   /* the gate holds its listener (read by other HTTP threads) */
+    accept_guard_t guard;      /* its listener pauses when accept() fails (core/acceptguard.h) */
+    struct event *gate_ev;     /* releases the listener the gate held (gate.c) */
+    struct event *settle_ev;   /* the loop's next turn: closes leave the gate's count (gate.c) */
+    uint32_t gate_closed;      /* connections closed this turn, still in the gate's count */
+    atomic_bool gate_held;     /* the gate holds its listener (read by other HTTP threads) */
+    struct hlinger *lingering; /* closed refused connections still read (linger.c) */
+    uint32_t nlinger;
     evutil_socket_t fd;
     mq_t inbox;
     struct event *inbox_ev;
@@ -177,6 +180,19 @@ void http_gate_counted(void);
 /* A counted connection of t closes (on t's thread): it leaves the count in the loop's next
  * turn, once its descriptor is closed. */
 void http_gate_closed(http_thread_t *t);
+
+/* linger.c: a refused connection's socket is read to its end after the refusal, so that the
+ * client reads the refusal rather than a reset (see its file comment). */
+#define LINGER_PER_THREAD 64
+#define LINGER_IDLE_MS 2000
+#define LINGER_MAX_MS 10000
+/* req's connection lingers at its close. */
+void http_linger_mark(http_thread_t *t, struct evhttp_request *req);
+/* At l's close (its close callback, on its thread): true when its socket lingers, and leaves the
+ * gate's count when that ends; false: the caller closes as usual. */
+bool http_linger_start(hlink_t *l);
+/* At the stop, once the loop has ended: every lingering socket closes. */
+void http_linger_free(http_thread_t *t);
 
 /* conn.c */
 void http_send_reply(struct evhttp_request *req, int status, const char *ctype, const char *body,

@@ -368,6 +368,7 @@ void http_free(void)
             event_free(t->fresh_ev);
         if (t->flush_ev)
             event_free(t->flush_ev);
+        http_linger_free(t); /* before the gate: each leaves its count */
         http_gate_free(t);
         if (t->trim_ev)
             event_free(t->trim_ev);

@@ -14,7 +14,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, BINARY, From, Server, Session, run, wait_until
+from mcptest import ACCEPT_BOTH, BINARY, From, Server, Session, read_to_close, run, wait_until
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -935,6 +935,34 @@ class RefusalsOfTheParser(unittest.TestCase):
     def test_a_chunked_body_over_max_body_gets_a_counted_json_413(self):
         chunks = b"800\r\n" + b" " * 0x800 + b"\r\n"  # 2 KiB a chunk: the third is past 4 KiB
         self.check(self.post(b"Transfer-Encoding: chunked\r\n", chunks * 3 + b"0\r\n\r\n"), 413, True)
+
+    def test_a_client_still_sending_its_body_reads_the_413_not_a_reset(self):
+        """The 413 goes out as soon as the head says the body is too long; the server then reads
+        and drops the rest (linger.c). Closed at once, the socket answered the body still coming
+        with a reset, and the client saw EPIPE or ECONNRESET instead of the 413."""
+        body = b"x" * 2_000_000
+        head = self.post(b"Content-Length: %d\r\n" % len(body))
+        for i in range(5):
+            with socket.create_connection(("127.0.0.1", self.srv.port), timeout=10) as s:
+                s.sendall(head)
+                s.sendall(body)  # as http.client and fetch do: the whole body, then the answer
+                answer = read_to_close(s)
+            self.assertTrue(answer.startswith(b"HTTP/1.1 413 "), f"round {i}: {answer[:80]!r}")
+            self.assertIn(b"--max-body", answer)
+
+    def test_a_refused_client_that_goes_quiet_is_closed_after_the_linger(self):
+        pid = self.srv.proc.pid
+        fds0 = len(os.listdir(f"/proc/{pid}/fd"))
+        s = socket.create_connection(("127.0.0.1", self.srv.port), timeout=10)
+        self.addCleanup(s.close)
+        s.sendall(self.post(b"Content-Length: 100000\r\n", b"{" * 5000))
+        answer = b""
+        while b"--max-body" not in answer:
+            answer += s.recv(65536)
+        self.assertEqual(s.recv(1), b"", "the refusal ends with the server's FIN")
+        # the client neither sends nor closes: its socket goes after 2 s without a byte
+        self.assertTrue(wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) <= fds0, 6),
+                        "the lingering socket is closed")
 
     def test_a_body_at_max_body_is_served(self):
         body = json.dumps(INITIALIZE).encode()
