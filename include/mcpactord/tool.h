@@ -75,8 +75,10 @@ json_t *mcpd_text_contentn(const char *text, size_t len);
  * args satisfy the tool's input_schema. Where the schema says "integer", a whole number sent as
  * a real (2.0, which JSON Schema counts as an integer) arrives as a JSON integer, so
  * json_integer_value reads 2. A whole number past the 64-bit range (1e19, or the literal
- * 10000000000000000000, which is read as a real) is refused there before the handler runs, as
- * the call's tool error; where the schema says "number", it arrives as a real. */
+ * 10000000000000000000, which is read as a real, the nearest double) is refused there before
+ * the handler runs, as the call's tool error; where the schema says "number", it arrives as a
+ * real. (A literal from -9223372036854775809 to -9223372036854776832 is read as -2^63, which
+ * is in the range: it arrives as -9223372036854775808.) */
 typedef json_t *(*mcpd_tool_fn)(mcpd_ctx_t *ctx, json_t *args, void *userdata);
 
 enum {

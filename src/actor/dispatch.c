@@ -12,6 +12,7 @@
 #include "core/shard.h"
 #include "wire/jsonrpc.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* A POST that uses its session: one carrying a request or a response (notifications alone,
@@ -117,6 +118,36 @@ static void on_tool(worker_t *w, wmsg_t *m)
         worker_note_activity(w, a);
 }
 
+/* A POST body no session serves, whichever protocol runs it (mcp's, or a gateway's on
+ * /mcp/NAME): a batch where the session's version has none (2025-06-18 removed them), or one
+ * carrying more requests than --max-streams could ever admit at once (final, unlike the 429 for
+ * the requests in flight, and refused whole, its notifications too). True: answered. */
+static bool batch_refused(worker_t *w, const actor_t *a, const wmsg_t *m)
+{
+    if (!json_is_array(m->u.post.body))
+        return false;
+    char msg[240];
+    if (!a->proto->batches) {
+        snprintf(msg, sizeof msg,
+                 "Invalid Request: JSON-RPC batches are not supported in protocol version %s",
+                 a->proto->version);
+        actor_reply_error(w, m->u.client.conn, NULL, 400, JSONRPC_INVALID_REQUEST, msg);
+        return true;
+    }
+    int requests = 0;
+    for (size_t i = 0; i < m->u.post.n; i++) /* an invalid item gets an answer: it counts */
+        requests += m->u.post.kinds[i] == JR_REQUEST || m->u.post.kinds[i] == JR_INVALID;
+    if (requests <= g_cfg.max_streams)
+        return false;
+    snprintf(msg, sizeof msg,
+             "Invalid Request: this batch carries %d requests and a session may have at most "
+             "%lld in flight (--max-streams); split it",
+             requests, (long long)g_cfg.max_streams);
+    STAT_INC(limit_refusals_total);
+    actor_reply_error(w, m->u.client.conn, NULL, 413, JSONRPC_INVALID_REQUEST, msg);
+    return true;
+}
+
 static void on_post(worker_t *w, wmsg_t *m)
 {
     if (misdirected(w, m))
@@ -137,7 +168,8 @@ static void on_post(worker_t *w, wmsg_t *m)
     a->touched_ms = now_wall_ms();
     if (!a->used && post_uses(m))
         actor_mark_used(a);
-    worker_ops(w)->on_post(a, m);
+    if (!batch_refused(w, a, m))
+        worker_ops(w)->on_post(a, m);
     settle(w, a);
 }
 

@@ -304,13 +304,14 @@ static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
     for (size_t i = 0; i < m->u.post.n; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
         if (m->u.post.kinds[i] == JR_INVALID) { /* a repeated id included (wmsg_classify) */
+            const json_t *id = jsonrpc_batch_item_id(msg); /* echoed where readable, as mcp's */
             json_t *null_id = json_null();
-            call_t *c = actor_add_call(a, s, null_id, SM_other);
+            call_t *c = actor_add_call(a, s, id ? id : null_id, SM_other);
             json_decref(null_id);
             char text[300];
             snprintf(text, sizeof text, "Invalid Request: batch item %zu: %s", i,
                      jsonrpc_batch_item_why(msg));
-            actor_complete_call(a, c, jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST, text, NULL));
+            actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INVALID_REQUEST, text, NULL));
         } else if (m->u.post.kinds[i] == JR_REQUEST) {
             jr_view_t v;
             jsonrpc_view(msg, &v);

@@ -48,14 +48,21 @@ static bool fail(vctx_t *c, const char *path, const char *fmt, ...)
 static const char *type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "number";
     case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    case JSON_NULL: return "null";
+    case JSON_FALSE:
+        return "boolean";
+    case JSON_NULL:
+        return "null";
     }
     return "unknown";
 }
@@ -67,15 +74,23 @@ static bool real_is_int64(double d)
 }
 
 /* "integer" admits 2.0 (JSON Schema compares numbers by value) as long as it fits in 64 bits:
- * the parser refuses integer literals past json_int_t, and a handler reads json_int_t. */
+ * a handler reads json_int_t. The parser reads an integer literal past json_int_t as a real,
+ * the nearest double, so this is where such a literal is refused; one whose nearest double is
+ * -2^63 itself (-9223372036854775809 to -9223372036854776832) is -2^63 here. */
 static bool is_type(const json_t *v, const char *t)
 {
-    if (strcmp(t, "object") == 0) return json_is_object(v);
-    if (strcmp(t, "array") == 0) return json_is_array(v);
-    if (strcmp(t, "string") == 0) return json_is_string(v);
-    if (strcmp(t, "boolean") == 0) return json_is_boolean(v);
-    if (strcmp(t, "null") == 0) return json_is_null(v);
-    if (strcmp(t, "number") == 0) return json_is_number(v);
+    if (strcmp(t, "object") == 0)
+        return json_is_object(v);
+    if (strcmp(t, "array") == 0)
+        return json_is_array(v);
+    if (strcmp(t, "string") == 0)
+        return json_is_string(v);
+    if (strcmp(t, "boolean") == 0)
+        return json_is_boolean(v);
+    if (strcmp(t, "null") == 0)
+        return json_is_null(v);
+    if (strcmp(t, "number") == 0)
+        return json_is_number(v);
     if (strcmp(t, "integer") == 0) {
         if (json_is_integer(v))
             return true;
@@ -162,33 +177,70 @@ static void gather(const json_t *schema, kw_t *k)
     json_object_foreach((json_t *)schema, key, val) {
         const json_t **slot = NULL;
         switch (key[0]) {
-        case '$': if (strcmp(key, "$ref") == 0) slot = &k->ref; break;
-        case 't': if (strcmp(key, "type") == 0) slot = &k->type; break;
+        case '$':
+            if (strcmp(key, "$ref") == 0)
+                slot = &k->ref;
+            break;
+        case 't':
+            if (strcmp(key, "type") == 0)
+                slot = &k->type;
+            break;
         case 'e':
-            if (strcmp(key, "enum") == 0) slot = &k->enum_;
-            else if (strcmp(key, "exclusiveMinimum") == 0) slot = &k->ex_min;
-            else if (strcmp(key, "exclusiveMaximum") == 0) slot = &k->ex_max;
+            if (strcmp(key, "enum") == 0)
+                slot = &k->enum_;
+            else if (strcmp(key, "exclusiveMinimum") == 0)
+                slot = &k->ex_min;
+            else if (strcmp(key, "exclusiveMaximum") == 0)
+                slot = &k->ex_max;
             break;
-        case 'c': if (strcmp(key, "const") == 0) slot = &k->const_; break;
+        case 'c':
+            if (strcmp(key, "const") == 0)
+                slot = &k->const_;
+            break;
         case 'm':
-            if (strcmp(key, "minLength") == 0) slot = &k->min_len;
-            else if (strcmp(key, "maxLength") == 0) slot = &k->max_len;
-            else if (strcmp(key, "minimum") == 0) slot = &k->minimum;
-            else if (strcmp(key, "maximum") == 0) slot = &k->maximum;
-            else if (strcmp(key, "minItems") == 0) slot = &k->min_items;
-            else if (strcmp(key, "maxItems") == 0) slot = &k->max_items;
+            if (strcmp(key, "minLength") == 0)
+                slot = &k->min_len;
+            else if (strcmp(key, "maxLength") == 0)
+                slot = &k->max_len;
+            else if (strcmp(key, "minimum") == 0)
+                slot = &k->minimum;
+            else if (strcmp(key, "maximum") == 0)
+                slot = &k->maximum;
+            else if (strcmp(key, "minItems") == 0)
+                slot = &k->min_items;
+            else if (strcmp(key, "maxItems") == 0)
+                slot = &k->max_items;
             break;
-        case 'p': if (strcmp(key, "properties") == 0) slot = &k->props; break;
-        case 'r': if (strcmp(key, "required") == 0) slot = &k->required; break;
+        case 'p':
+            if (strcmp(key, "properties") == 0)
+                slot = &k->props;
+            break;
+        case 'r':
+            if (strcmp(key, "required") == 0)
+                slot = &k->required;
+            break;
         case 'a':
-            if (strcmp(key, "additionalProperties") == 0) slot = &k->addl;
-            else if (strcmp(key, "allOf") == 0) slot = &k->all_of;
-            else if (strcmp(key, "anyOf") == 0) slot = &k->any_of;
+            if (strcmp(key, "additionalProperties") == 0)
+                slot = &k->addl;
+            else if (strcmp(key, "allOf") == 0)
+                slot = &k->all_of;
+            else if (strcmp(key, "anyOf") == 0)
+                slot = &k->any_of;
             break;
-        case 'i': if (strcmp(key, "items") == 0) slot = &k->items; break;
-        case 'o': if (strcmp(key, "oneOf") == 0) slot = &k->one_of; break;
-        case 'n': if (strcmp(key, "not") == 0) slot = &k->not_; break;
-        default: break;
+        case 'i':
+            if (strcmp(key, "items") == 0)
+                slot = &k->items;
+            break;
+        case 'o':
+            if (strcmp(key, "oneOf") == 0)
+                slot = &k->one_of;
+            break;
+        case 'n':
+            if (strcmp(key, "not") == 0)
+                slot = &k->not_;
+            break;
+        default:
+            break;
         }
         if (slot)
             *slot = val;
@@ -240,13 +292,11 @@ static bool check_number(vctx_t *c, const kw_t *kw, const json_t *v, const char 
         snprintf(lim, sizeof lim, "%g", json_number_value(k));
         return fail(c, path, "must be <= %s", lim);
     }
-    if ((k = kw->ex_min) && json_is_number(k) &&
-        d <= json_number_value(k)) {
+    if ((k = kw->ex_min) && json_is_number(k) && d <= json_number_value(k)) {
         snprintf(lim, sizeof lim, "%g", json_number_value(k));
         return fail(c, path, "must be > %s", lim);
     }
-    if ((k = kw->ex_max) && json_is_number(k) &&
-        d >= json_number_value(k)) {
+    if ((k = kw->ex_max) && json_is_number(k) && d >= json_number_value(k)) {
         snprintf(lim, sizeof lim, "%g", json_number_value(k));
         return fail(c, path, "must be < %s", lim);
     }
@@ -289,11 +339,9 @@ static bool check_array(vctx_t *c, const kw_t *kw, const json_t *v, const char *
 {
     const json_t *k;
     size_t n = json_array_size(v);
-    if ((k = kw->min_items) && json_is_integer(k) &&
-        (json_int_t)n < json_integer_value(k))
+    if ((k = kw->min_items) && json_is_integer(k) && (json_int_t)n < json_integer_value(k))
         return fail(c, path, "has too few items");
-    if ((k = kw->max_items) && json_is_integer(k) &&
-        (json_int_t)n > json_integer_value(k))
+    if ((k = kw->max_items) && json_is_integer(k) && (json_int_t)n > json_integer_value(k))
         return fail(c, path, "has too many items");
     const json_t *items = kw->items;
     if (json_is_object(items)) {
@@ -335,8 +383,8 @@ static bool check_type(vctx_t *c, const json_t *k, const json_t *v, const char *
         note_int(c, v);
     if (match)
         return true;
-    if (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v) &&
-        json_is_string(k) && strcmp(json_string_value(k), "integer") == 0)
+    if (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v) && json_is_string(k) &&
+        strcmp(json_string_value(k), "integer") == 0)
         return fail(c, path, "is outside the 64-bit integer range");
     if (json_is_string(k))
         return fail(c, path, "expected %s, got %s", json_string_value(k), type_name(v));
@@ -393,13 +441,11 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
     }
     if (json_is_string(v)) {
         size_t n = utf8_len(json_string_value(v), json_string_length(v));
-        if ((k = kw.min_len) && json_is_integer(k) &&
-            (json_int_t)n < json_integer_value(k)) {
+        if ((k = kw.min_len) && json_is_integer(k) && (json_int_t)n < json_integer_value(k)) {
             fail(c, path, "is too short");
             goto out;
         }
-        if ((k = kw.max_len) && json_is_integer(k) &&
-            (json_int_t)n > json_integer_value(k)) {
+        if ((k = kw.max_len) && json_is_integer(k) && (json_int_t)n > json_integer_value(k)) {
             fail(c, path, "is too long");
             goto out;
         }
@@ -431,7 +477,8 @@ static bool validate(vctx_t *c, const json_t *schema, const json_t *v, const cha
             }
             snprintf(c->err, c->errlen, "%s", saved);
             if (matches == 0 || (a == 1 && matches > 1)) {
-                fail(c, path, "%s", a == 0 ? "matches none of anyOf" : "must match exactly one of oneOf");
+                fail(c, path, "%s",
+                     a == 0 ? "matches none of anyOf" : "must match exactly one of oneOf");
                 goto out;
             }
         }
@@ -478,7 +525,8 @@ static bool run(vctx_t *c, const json_t *schema, const json_t *value)
     bool ok = validate(c, schema, value, "arguments");
     if (c->steps > c->max_steps) {
         /* out of budget somewhere (perhaps under a "not"): fail closed, whatever came back */
-        snprintf(c->err, c->errlen, "arguments: the schema is too complex to check these arguments");
+        snprintf(c->err, c->errlen,
+                 "arguments: the schema is too complex to check these arguments");
         return false;
     }
     return ok;
@@ -492,7 +540,8 @@ bool schema_validate(const json_t *schema, const json_t *value, char *err, size_
 
 static int ptr_cmp(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)*(const json_t *const *)a, y = (uintptr_t)*(const json_t *const *)b;
+    uintptr_t x = (uintptr_t) * (const json_t *const *)a,
+              y = (uintptr_t) * (const json_t *const *)b;
     return x < y ? -1 : x > y;
 }
 
@@ -509,7 +558,8 @@ static void replace_ints(const vctx_t *c, json_t *v)
         json_t *item;
         json_object_foreach(v, key, item) {
             if (noted(c, item)) /* replacing the value of an existing key keeps the iteration */
-                json_object_set_new_nocheck(v, key, json_integer((json_int_t)json_real_value(item)));
+                json_object_set_new_nocheck(v, key,
+                                            json_integer((json_int_t)json_real_value(item)));
             else
                 replace_ints(c, item);
         }
@@ -526,8 +576,8 @@ static void replace_ints(const vctx_t *c, json_t *v)
 
 bool schema_validate_args(const json_t *schema, json_t *value, char *err, size_t errlen)
 {
-    vctx_t c = {.root = schema, .err = err, .errlen = errlen, .max_steps = MAX_STEPS,
-                .collect = true};
+    vctx_t c = {
+        .root = schema, .err = err, .errlen = errlen, .max_steps = MAX_STEPS, .collect = true};
     bool ok = run(&c, schema, value);
     if (ok && c.n_ints) {
         qsort(c.ints, c.n_ints, sizeof *c.ints, ptr_cmp);

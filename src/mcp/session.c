@@ -170,15 +170,8 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
 {
     json_t *body = m->u.post.body;
     bool batch = json_is_array(body);
-    if (batch && !a->proto->batches) {
-        char msg[160];
-        snprintf(msg, sizeof msg,
-                 "Invalid Request: JSON-RPC batches are not supported in protocol version %s",
-                 a->proto->version);
-        actor_reply_error(a->w, m->u.client.conn, NULL, 400, JSONRPC_INVALID_REQUEST,
-                          msg); /* a batch: no id */
-        return;
-    }
+    /* (a batch the session's version lacks, or one past --max-streams, was refused before:
+     * actor/dispatch.c) */
     size_t n = m->u.post.n;
     int requests = 0;
     /* the HTTP thread validated every message and classified it once: the kind travels with
@@ -186,18 +179,6 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
     const signed char *kinds = m->u.post.kinds;
     for (size_t i = 0; i < n; i++) /* an invalid batch item gets an error answer: it counts */
         requests += kinds[i] == JR_REQUEST || kinds[i] == JR_INVALID;
-    if (requests > g_cfg.max_streams) {
-        /* more than --max-streams could ever admit at once (only a batch carries more than
-         * one): final, unlike the 429 below, and refused whole, its notifications too */
-        char msg[240];
-        snprintf(msg, sizeof msg,
-                 "Invalid Request: this batch carries %d requests and a session may have at most "
-                 "%lld in flight (--max-streams); split it",
-                 requests, (long long)g_cfg.max_streams);
-        STAT_INC(limit_refusals_total);
-        actor_reply_error(a->w, m->u.client.conn, NULL, 413, JSONRPC_INVALID_REQUEST, msg);
-        return;
-    }
     for (size_t i = 0; i < n; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
         jr_kind_t k = (jr_kind_t)kinds[i];
@@ -231,11 +212,10 @@ static void mcp_handle_post(actor_t *a, wmsg_t *m)
         json_t *msg = batch ? json_array_get(body, i) : body;
         calls[i] = NULL;
         if (kinds[i] == JR_INVALID) {
-            /* its answer echoes a request's id where that can be read, else null (a message
-             * without "method" is a response: its id is one of the server's requests) */
-            json_t *id = json_object_get(msg, "method") ? json_object_get(msg, "id") : NULL;
+            /* its answer echoes a request's id where that can be read, else null */
+            const json_t *id = jsonrpc_batch_item_id(msg);
             json_t *null_id = json_null();
-            calls[i] = actor_add_call(a, s, jsonrpc_id_valid(id) ? id : null_id, SM_other);
+            calls[i] = actor_add_call(a, s, id ? id : null_id, SM_other);
             json_decref(null_id);
         } else if (kinds[i] == JR_REQUEST) {
             /* a method name holding U+0000 is "other": unknown, never the method it starts with */

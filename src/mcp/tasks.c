@@ -142,8 +142,8 @@ static void set_status(actor_t *task, const char *status, const char *message)
     json_t *st = mcp_task_status(task);
     json_object_set_new(st, "st", json_string(status));
     json_object_set_new(st, "ua", json_integer(now_wall_ms()));
-    if (message)
-        json_object_set_new(st, "sm", json_string(message));
+    if (message) /* it may quote a handler's text: kept whatever its bytes, as an error's */
+        json_object_set_new(st, "sm", json_string_lossy(message));
     else
         json_object_del(st, "sm");
     if (strcmp(status, "input_required") != 0)
@@ -154,7 +154,11 @@ static void set_status(actor_t *task, const char *status, const char *message)
 static void task_fail(actor_t *task, int code, const char *msg, json_t *data,
                       const char *status_msg)
 {
-    json_t *err = json_pack("{s:i,s:s}", "code", code, "message", msg);
+    json_t *err = json_object();
+    json_object_set_new(err, "code", json_integer(code));
+    /* a handler's text, as a call's error keeps it (jsonrpc_error): json_pack would refuse one
+     * that is not UTF-8, and the task would fail as -32603 "failed" */
+    json_object_set_new(err, "message", json_string_lossy(msg));
     if (data)
         json_object_set_new(err, "data", data);
     json_object_set_new(mcp_task_status(task), "err", err);

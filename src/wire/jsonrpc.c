@@ -92,6 +92,12 @@ const char *jsonrpc_batch_item_why(const json_t *msg)
            "must be unique)";
 }
 
+const json_t *jsonrpc_batch_item_id(const json_t *msg)
+{
+    const json_t *id = json_object_get(msg, "method") ? json_object_get(msg, "id") : NULL;
+    return jsonrpc_id_valid(id) ? id : NULL;
+}
+
 void jsonrpc_view(const json_t *msg, jr_view_t *v)
 {
     static const jkey_t KEYS[] = {JKEY("method"), JKEY("id"), JKEY("params")};

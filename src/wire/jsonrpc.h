@@ -80,6 +80,10 @@ size_t jsonrpc_batch_repeats(const json_t *batch, signed char *kinds);
 /* Why a batch item that is JR_INVALID is: jsonrpc_classify's reason, or, for a request that
  * is valid alone, that its id repeats (jsonrpc_batch_repeats). A static string. */
 const char *jsonrpc_batch_item_why(const json_t *msg);
+/* The id the -32600 answer to an invalid batch item echoes: the item's id where a request's can
+ * be read (it has "method" and a string or integer id), else NULL (null). A message without
+ * "method" is a response, whose id is one of the server's own requests. Borrowed from msg. */
+const json_t *jsonrpc_batch_item_id(const json_t *msg);
 /* The id an error about msg echoes: msg's id when msg is one valid request, else NULL (a
  * notification, a response, a batch, an invalid message). Borrowed from msg. */
 const json_t *jsonrpc_request_id(const json_t *msg);

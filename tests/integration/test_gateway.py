@@ -259,8 +259,8 @@ class GatewayTest(unittest.TestCase):
         cls.server.cleanup()
         shutil.rmtree(cls.dir, ignore_errors=True)
 
-    def session(self):
-        return Session(self.server, path="/mcp/py")
+    def session(self, version=None):
+        return Session(self.server, path="/mcp/py", **({"version": version} if version else {}))
 
     def test_initialize_and_call(self):
         s = self.session()
@@ -289,7 +289,7 @@ class GatewayTest(unittest.TestCase):
 
     def test_a_repeated_id_in_a_batch_is_refused_and_the_first_is_forwarded(self):
         # the calls of a batch share a stream, keyed by id in the in-flight index
-        s = self.session()
+        s = self.session("2025-03-26")
         call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
                 "params": {"name": "echo", "arguments": {"text": "a"}}}
         r = s.post([call, call])
@@ -301,7 +301,46 @@ class GatewayTest(unittest.TestCase):
         self.assertEqual(ok[0]["id"], 5, finals)
         self.assertEqual(bad[0]["error"]["code"], -32600, finals)
         self.assertIn("batch item 1: duplicate id", bad[0]["error"]["message"])
+        self.assertEqual(bad[0]["id"], 5, finals)  # readable: echoed, as /mcp does
         s.delete()
+
+    def test_a_batch_item_that_is_invalid_echoes_its_id_where_it_can_be_read(self):
+        # as on /mcp (protocol.md): its id when it has a method and a string or integer id
+        s = self.session("2025-03-26")
+        r = s.post([{"jsonrpc": "1.0", "id": 8, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 9, "method": "ping", "params": [1]},
+                    {"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 10, "result": {}, "error": {"code": 1}},
+                    {"jsonrpc": "2.0", "id": 11, "method": "ping"}])
+        self.assertEqual(r.status, 200, r.text)
+        by_id = {}
+        for m in r.messages():
+            by_id.setdefault(json.dumps(m.get("id")), []).append(m)
+        self.assertEqual(by_id["8"][0]["error"]["code"], -32600, by_id)
+        self.assertEqual(by_id["9"][0]["error"]["code"], -32600, by_id)
+        self.assertEqual(len(by_id["null"]), 2, by_id)  # 1.5, and a response's id
+        self.assertEqual(by_id["11"][0]["result"], {}, by_id)
+        s.delete()
+
+    def test_a_batch_is_refused_where_the_version_has_none_or_past_max_streams(self):
+        # as on /mcp: 2025-06-18 removed batches (400); a batch carrying more requests than
+        # --max-streams could ever admit is refused whole (413), not 429 (a retry never fits)
+        s = self.session()
+        r = s.post([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
+        self.assertEqual(r.status, 400, r.text)
+        self.assertEqual(r.json()["error"]["code"], -32600)
+        self.assertIn("batches are not supported in protocol version 2025-11-25",
+                      r.json()["error"]["message"])
+        old = self.session("2025-03-26")
+        r = old.post([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(65)])
+        self.assertEqual(r.status, 413, r.text)
+        self.assertIsNone(r.header("retry-after"))
+        self.assertEqual(r.json()["error"]["code"], -32600)
+        self.assertIn("--max-streams", r.json()["error"]["message"])
+        for x in (s, old):
+            r, msg = x.call("tools/list")
+            self.assertEqual(r.status, 200, r.text)
+            x.delete()
 
     def test_two_sessions_two_processes(self):
         a, b = self.session(), self.session()

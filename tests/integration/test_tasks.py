@@ -295,6 +295,25 @@ class Tasks(ServerTest):
                          "Hello, Alice! (from the task)")
 
 
+class ErrorTexts(ServerTest):
+    """A failed task's error and statusMessage keep a handler's text that is not UTF-8, as the
+    call's error does (each bad byte as U+FFFD)."""
+    SERVER_FLAGS = ("--plugin", os.path.abspath(
+        os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")))
+
+    def test_a_failed_tasks_error_text_that_is_not_utf8_keeps_its_code_and_text(self):
+        # the error object was built with json_pack, which refuses such a text: the task
+        # failed with {"code": -32603, "message": "failed"} and no statusMessage
+        c = TaskClient(self.server)
+        r, m = c.call("tools/call", {"name": "not_utf8_task", "arguments": {"what": "fail"}},
+                      caps={})
+        self.assertEqual(m["error"], {"code": -32602, "message": "no such caf\ufffd"}, m)
+        t = c.wait(c.tool("not_utf8_task", {"what": "fail"})["taskId"])
+        self.assertEqual(t["status"], "failed", t)
+        self.assertEqual(t["error"], {"code": -32602, "message": "no such caf\ufffd"}, t)
+        self.assertEqual(t.get("statusMessage"), "Tool execution failed: no such caf\ufffd", t)
+
+
 class CancelFreesThePool(ServerTest):
     SERVER_FLAGS = ("--toolset", "conformance", "--tool-threads", "1")
 

@@ -20,7 +20,10 @@
  *                               "notifications/\xff" (returns the rc), "texts" logs
  *                               "caf\xe9 \xff" by mcpd_ctx_logf, logs with the logger "kit\xff",
  *                               reports progress with the message "half\xff" (with a token) and
- *                               elicits with the message "ok\xff?" (returns the action);
+ *                               elicits with the message "ok\xff?" (returns the action),
+ *                               "fail" fails with -32602 and the error text "no such caf\xc3" (a
+ *                               text cut inside a character); not_utf8_task is the same tool
+ *                               flagged MCPD_TOOL_TASK;
  *   arg_refs {...}              returns how many references its arguments object has when it
  *                               runs on a tool thread (1: the handler's alone; another is one
  *                               the worker may drop meanwhile, a count shared across threads);
@@ -93,6 +96,10 @@ static json_t *not_utf8(mcpd_ctx_t *ctx, json_t *args, void *userdata)
         json_decref(r);
         return r ? mcpd_text_result("answered")
                  : mcpd_error_result("refused: %s", mcpd_ctx_last_error(ctx));
+    }
+    if (what && strcmp(what, "fail") == 0) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS, "no such caf\xc3");
+        return NULL;
     }
     if (what && strcmp(what, "notify") == 0)
         return mcpd_text_resultf("notify %d", mcpd_ctx_notify(ctx, MCPD_TARGET_REQUEST,
@@ -290,6 +297,11 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
          .description = "Test only: text that is not UTF-8 handed to the tool API.",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"what\":{\"type\":\"string\"}}}",
          .handler = not_utf8},
+        {.name = "not_utf8_task",
+         .description = "Test only: not_utf8, which may run as a task.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"what\":{\"type\":\"string\"}}}",
+         .handler = not_utf8,
+         .flags = MCPD_TOOL_TASK},
         {.name = "arg_refs",
          .description = "Test only: the reference count of its arguments object.",
          .input_schema = "{\"type\":\"object\"}",

@@ -204,6 +204,11 @@ static void a_batch_repeat_is_a_later_request_with_an_earlier_requests_id(void *
     }
     assert_non_null(strstr(jsonrpc_batch_item_why(json_array_get(batch, 5)), "duplicate id"));
     assert_non_null(strstr(jsonrpc_batch_item_why(json_array_get(batch, 3)), "\"jsonrpc\""));
+    /* the id their -32600 echoes: a request's where it can be read, never a response's */
+    assert_int_equal(json_integer_value(jsonrpc_batch_item_id(json_array_get(batch, 5))), 7);
+    assert_int_equal(json_integer_value(jsonrpc_batch_item_id(json_array_get(batch, 3))), 8);
+    assert_null(jsonrpc_batch_item_id(json_array_get(batch, 2)));
+    assert_null(jsonrpc_batch_item_id(json_array_get(batch, 9)));
     json_decref(batch);
 }
 
