@@ -194,7 +194,8 @@ bool mcpd_ctx_cancelled(const mcpd_ctx_t *ctx);
 bool mcpd_ctx_sleep_ms(mcpd_ctx_t *ctx, long ms);
 
 /* True when the call carried a progressToken; mcpd_ctx_progress is a no-op otherwise.
- * total < 0 means "unknown"; message may be NULL. Progress must increase.
+ * total < 0 (or not finite) means "unknown"; message may be NULL. Progress must increase and be
+ * finite (else -EINVAL).
  * Texts given to these calls (a progress message, a log text or logger, an elicitation's
  * message) are sent whatever their bytes: a byte that starts no valid UTF-8 sequence becomes
  * U+FFFD. */

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -287,7 +288,7 @@ static int send_out(mcpd_ctx_t *ctx, mcpd_target_t target, json_t *msg)
 /* Integral values as JSON integers ("3", not "3.0"). */
 static json_t *json_number_of(double v)
 {
-    if (v == (double)(json_int_t)v && v > -9e15 && v < 9e15)
+    if (v > -9e15 && v < 9e15 && v == (double)(json_int_t)v) /* the cast only where defined */
         return json_integer((json_int_t)v);
     return json_real(v);
 }
@@ -296,14 +297,14 @@ int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char
 {
     if (!ctx->progress_token)
         return 0;
-    if (progress <= ctx->last_progress)
-        return -EINVAL; /* progress must increase */
+    if (!isfinite(progress) || progress <= ctx->last_progress)
+        return -EINVAL; /* progress must increase, and JSON has no NaN or infinity */
     ctx->last_progress = progress;
     json_t *params = json_object();
     /* a copy: the message goes to the worker, the token stays with this thread */
     json_object_set_new(params, "progressToken", json_deep_copy(ctx->progress_token));
     json_object_set_new(params, "progress", json_number_of(progress));
-    if (total >= 0)
+    if (isfinite(total) && total >= 0)
         json_object_set_new(params, "total", json_number_of(total));
     if (message) /* a handler's text: kept whatever its bytes, as every text below */
         json_object_set_new(params, "message", json_string_lossy(message));

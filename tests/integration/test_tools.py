@@ -536,6 +536,21 @@ class ToolContext(ServerTest):
         self.assertEqual(elicit["params"].get("message"), "ok\ufffd?", elicit)
         self.assertEqual(text_of(msgs[-1]), "logf 0, log 0, progress 0, elicit decline")
 
+    def test_a_progress_that_is_not_a_finite_number_is_refused(self):
+        # NaN went out as a notifications/progress without "progress" (jansson has no NaN),
+        # and every later value passed the "must increase" check against NaN
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "not_utf8", "arguments": {"what": "progress"},
+                                               "_meta": {"progressToken": "p"}})
+        msgs = []
+        while not msgs or msgs[-1].get("id") != rid:
+            msgs.append(st.next_message(5)["message"])
+        st.close()
+        self.assertEqual(text_of(msgs[-1]), "nan -22, inf -22, 1e19 0, 2e19 0")
+        progress = [x["params"] for x in msgs if x.get("method") == "notifications/progress"]
+        self.assertEqual([(p["progress"], p.get("total")) for p in progress],
+                         [(1e19, None), (2e19, 4e19)], progress)
+
     def cancel_and_wait(self, s, rid, st):
         r = s.notify("notifications/cancelled", {"requestId": rid})
         self.assertEqual(r.status, 202)

@@ -38,6 +38,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -100,6 +101,14 @@ static json_t *not_utf8(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     if (what && strcmp(what, "fail") == 0) {
         mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS, "no such caf\xc3");
         return NULL;
+    }
+    if (what && strcmp(what, "progress") == 0) { /* values no notification can carry */
+        int nan_rc = mcpd_ctx_progress(ctx, NAN, -1, NULL);
+        int inf_rc = mcpd_ctx_progress(ctx, INFINITY, -1, NULL);
+        int big_rc = mcpd_ctx_progress(ctx, 1e19, NAN, NULL);
+        int next_rc = mcpd_ctx_progress(ctx, 2e19, 4e19, NULL);
+        return mcpd_text_resultf("nan %d, inf %d, 1e19 %d, 2e19 %d", nan_rc, inf_rc, big_rc,
+                                 next_rc);
     }
     if (what && strcmp(what, "notify") == 0)
         return mcpd_text_resultf("notify %d", mcpd_ctx_notify(ctx, MCPD_TARGET_REQUEST,
