@@ -14,6 +14,8 @@ json_t *mcp_server_info(void);
 void mcp_answer(actor_t *a, call_t *c, json_t *result);
 /* Answers call c with an error (data stolen, may be NULL). */
 void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data);
+/* resources/subscribe (on) and resources/unsubscribe: state.c. */
+void mcp_subscribe(actor_t *a, call_t *c, json_t *params, bool on);
 /* A method's handler: answers call c (now, or when its job ends); params borrowed (a handler
  * may take members out of it). */
 typedef void mcp_method_fn(actor_t *a, call_t *c, json_t *params);

@@ -290,38 +290,6 @@ static void mcp_on_resources_read(actor_t *a, call_t *c, json_t *params)
     start_job(a, c, j, false);
 }
 
-static void do_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
-{
-    json_t *uri = json_object_get(params, "uri");
-    if (!json_is_string(uri)) {
-        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "params.uri must be a string", NULL);
-        return;
-    }
-    json_t *vars;
-    const resource_t *r = find_resource(jsonrpc_cstr(uri), &vars);
-    json_decref(vars);
-    if (!r) {
-        mcp_answer_error(a, c, MCP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
-                         json_pack("{s:O}", "uri", uri));
-        return;
-    }
-    if (on && !r->subscribable) {
-        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
-                         "this resource does not support subscriptions",
-                         json_pack("{s:O}", "uri", uri));
-        return;
-    }
-    struct proto_state *ps = mcp_state(a);
-    if (!ps->subscriptions)
-        ps->subscriptions = json_object();
-    if (on)
-        json_object_set_new(ps->subscriptions, json_string_value(uri), json_true());
-    else
-        json_object_del(ps->subscriptions, json_string_value(uri));
-    actor_persist_meta(a);
-    mcp_answer(a, c, json_object());
-}
-
 static void mcp_on_prompts_get(actor_t *a, call_t *c, json_t *params)
 {
     json_t *name = json_object_get(params, "name");
@@ -499,12 +467,12 @@ static void mcp_on_resources_templates_list(actor_t *a, call_t *c, json_t *param
 
 static void mcp_on_resources_subscribe(actor_t *a, call_t *c, json_t *params)
 {
-    do_subscribe(a, c, params, true);
+    mcp_subscribe(a, c, params, true);
 }
 
 static void mcp_on_resources_unsubscribe(actor_t *a, call_t *c, json_t *params)
 {
-    do_subscribe(a, c, params, false);
+    mcp_subscribe(a, c, params, false);
 }
 
 static void mcp_on_prompts_list(actor_t *a, call_t *c, json_t *params)

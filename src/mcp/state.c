@@ -1,7 +1,10 @@
 /* Threads: worker threads (each actor's state on its worker). */
 /* The protocol layer's state of an actor (state.h) and what the actor layer asks of it through
  * actor_ops_t: freeing it, its part of the stored metadata, the log threshold, and the delivery
- * of broadcasts (subscriptions/listen filters, resources/subscribe). Worker thread only. */
+ * of broadcasts (subscriptions/listen filters, resources/subscribe); and the session era's
+ * resources/subscribe and unsubscribe themselves. Worker thread only. */
+#include "mcp/internal.h"
+#include "mcp/registry.h"
 #include "mcp/state.h"
 
 #include "core/util.h"
@@ -195,4 +198,63 @@ void mcp_end_listen(actor_t *a)
     json_t *r = json_pack("{s:s,s:{s:O}}", "resultType", "complete", "_meta",
                           "io.modelcontextprotocol/subscriptionId", ps->modern.listen_id);
     actor_complete_call(a, c, jsonrpc_result(c->id, r));
+}
+
+/* ---- resources/subscribe and unsubscribe (session era) ---- */
+
+/* A session's subscriptions go into its metadata, which every turn that changes the session
+ * rewrites whole: a template marked subscribable matches URIs without end, so their bytes are
+ * bounded. */
+#define SUBSCRIPTIONS_MAX_BYTES 65536
+
+static size_t subscriptions_bytes(const json_t *subs)
+{
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)subs, k, v)
+        n += strlen(k);
+    return n;
+}
+
+void mcp_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
+{
+    json_t *uri = json_object_get(params, "uri");
+    if (!json_is_string(uri)) {
+        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, "params.uri must be a string", NULL);
+        return;
+    }
+    json_t *vars = NULL;
+    const char *u = jsonrpc_cstr(uri); /* NULL: it holds U+0000, and names nothing */
+    const resource_t *r = u ? registry_find_resource(mcp_reg(), u, &vars) : NULL;
+    json_decref(vars);
+    if (!r) {
+        mcp_answer_error(a, c, MCP_ERR_RESOURCE_NOT_FOUND, "Resource not found",
+                         json_pack("{s:O}", "uri", uri));
+        return;
+    }
+    if (on && !r->subscribable) {
+        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS,
+                         "this resource does not support subscriptions",
+                         json_pack("{s:O}", "uri", uri));
+        return;
+    }
+    struct proto_state *ps = mcp_state(a);
+    if (on && !json_object_get(ps->subscriptions, json_string_value(uri)) &&
+        subscriptions_bytes(ps->subscriptions) + json_string_length(uri) >
+            SUBSCRIPTIONS_MAX_BYTES) {
+        mcp_answer_error(a, c, MCP_ERR_OVERLOADED,
+                         "this session's resource subscriptions hold their most (64 KiB of URIs): "
+                         "unsubscribe from one first",
+                         json_pack("{s:O}", "uri", uri));
+        return;
+    }
+    if (!ps->subscriptions)
+        ps->subscriptions = json_object();
+    if (on)
+        json_object_set_new(ps->subscriptions, json_string_value(uri), json_true());
+    else
+        json_object_del(ps->subscriptions, json_string_value(uri));
+    actor_persist_meta(a);
+    mcp_answer(a, c, json_object());
 }

@@ -551,6 +551,26 @@ class ToolContext(ServerTest):
         self.assertEqual([(p["progress"], p.get("total")) for p in progress],
                          [(1e19, None), (2e19, 4e19)], progress)
 
+    def test_a_sessions_subscriptions_to_a_subscribable_template_are_bounded(self):
+        # each URI a template matches went into the session's metadata, rewritten whole by
+        # every turn: 64 KiB of URIs at most
+        s = Session(self.server)
+        uri = lambda i: "kit://watch/%04d-%s" % (i, "x" * 1000)
+        taken = 0
+        for i in range(80):
+            _, m = s.call("resources/subscribe", {"uri": uri(i)})
+            if "error" in m:
+                break
+            taken += 1
+        self.assertEqual(taken, 64, "64 subscriptions of about 1 KiB fit in 64 KiB")
+        self.assertEqual(m["error"]["code"], -32003, m)
+        self.assertEqual(m["error"]["data"], {"uri": uri(64)}, m)
+        _, m = s.call("resources/subscribe", {"uri": uri(3)})
+        self.assertEqual(m.get("result"), {}, "a URI already subscribed takes no more room")
+        _, m = s.call("resources/unsubscribe", {"uri": uri(3)})
+        _, m = s.call("resources/subscribe", {"uri": uri(64)})
+        self.assertEqual(m.get("result"), {}, "room again after an unsubscribe")
+
     def cancel_and_wait(self, s, rid, st):
         r = s.notify("notifications/cancelled", {"requestId": rid})
         self.assertEqual(r.status, 202)
