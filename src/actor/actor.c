@@ -241,14 +241,17 @@ static void give_share(actor_t *a, bool now)
         worker_give_at_commit(a->w, a->owner, r, GIVE_BOTH);
 }
 
-/* Wakes a session from the store; NULL when it does not exist. */
-static actor_t *actor_load(worker_t *w, const char *sid)
+/* Wakes a session from the store; NULL when it does not exist (*err 0) or when its record could
+ * not be read (*err -EIO: store_get logged and counted it; the session may well exist). */
+static actor_t *actor_load(worker_t *w, const char *sid, int *err)
 {
     worker_commit(w); /* a delete earlier in this turn must be visible */
     char *v;
     size_t vl;
-    if (sessionrec_get_meta(worker_store(w), sid, &v, &vl) != 0)
+    if ((*err = sessionrec_get_meta(worker_store(w), sid, &v, &vl)) != 0) {
+        *err = *err < 0 ? *err : 0;
         return NULL;
+    }
     /* our own writer's text: it may hold U+0000 (a client's strings), which jansson refuses */
     json_t *m = json_parse_buf(v, vl, NULL, 0, NULL);
     free(v);
@@ -404,10 +407,11 @@ void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign
     sessionrec_scan_meta(s, prefix, plen, account_one, &ac);
 }
 
-actor_t *actor_find_or_load(worker_t *w, const char *sid)
+actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err)
 {
     actor_t *a = worker_find_actor(w, sid);
-    return a ? a : actor_load(w, sid);
+    *err = 0;
+    return a ? a : actor_load(w, sid, err);
 }
 
 void actor_recover_after_reset(actor_t *a)

@@ -207,8 +207,9 @@ int actor_meta_kind(const char *meta, size_t len);
  * NULL): at startup, and when a shard leaves or comes (shardmove.c). */
 void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
                            uint64_t by_kind[STORED__KINDS]);
-/* The actor sid names on w, woken from the store when it hibernates; NULL when there is none. */
-actor_t *actor_find_or_load(worker_t *w, const char *sid);
+/* The actor sid names on w, woken from the store when it hibernates; NULL when there is none
+ * (*err 0) or when the store failed to read it (*err -EIO: not an absence, never a 404). */
+actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err);
 /* A failed turn reset a (and its in-flight requests lost their jobs): once the store takes
  * writes again, they are answered as after a crash, with a stored error a resuming client
  * finds. While it refuses, reads and replays go on and this waits. */

@@ -22,12 +22,18 @@
 
 static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out);
 
+/* A replay whose scan failed: nothing of it is sent and the stream is not attached, so the
+ * client retries from where it was (a partial replay would skip what the scan missed). */
+static void replay_failed(actor_t *a, conn_ref_t conn, buf_t *b)
+{
+    buf_free(b);
+    if (conn.gen)
+        worker_send_http(a->w, refuse_read_failed(conn, NULL, READ_FAILED_EVENTS));
+}
+
 static void open_standalone(actor_t *a, conn_ref_t conn)
 {
     stream_t *g = actor_get_stream(a, true);
-    if (g->conn.gen)
-        actor_send_sse_end(a, g->conn, g->num); /* a new GET replaces the previous one */
-    g->conn = conn;
     buf_t b = {0};
     long backlog = 0;
     bool after_end = g->server_ended && g->seq > g->ended_seq;
@@ -40,9 +46,16 @@ static void open_standalone(actor_t *a, conn_ref_t conn)
         if (a->proto->priming)
             sse_frame_retry(&b, g_cfg.retry_ms);
         backlog = replay_after(a, STREAM_GET, after_end ? g->ended_seq : 0, &b);
+        if (backlog < 0) {
+            replay_failed(a, conn, &b);
+            return;
+        }
         if (backlog == 0)
             buf_free(&b);
     }
+    if (g->conn.gen)
+        actor_send_sse_end(a, g->conn, g->num); /* a new GET replaces the previous one */
+    g->conn = conn;
     g->server_ended = false;
     if (backlog == 0)
         actor_stream_prime(a, g, &b);
@@ -73,7 +86,8 @@ static void replay_one(void *arg, uint64_t seq, const char *data, size_t len)
     r->sent++;
 }
 
-/* Appends every stored event of stream num after `after` to out; returns the count. */
+/* Appends every stored event of stream num after `after` to out; returns the count, or -EIO
+ * when the store failed to read them all (out then holds part of them). */
 static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
 {
     worker_commit(a->w); /* this turn's events too */
@@ -86,6 +100,8 @@ static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
         log_info("session %.8s: resume after seq %llu finds the oldest kept event at %llu", a->sid,
                  (unsigned long long)after, (unsigned long long)first);
     }
+    if (found < 0)
+        return found;
     STAT_ADD(events_replayed_total, r.sent);
     return r.sent;
 }
@@ -130,6 +146,10 @@ static void resume(actor_t *a, wmsg_t *m)
         sse_frame_event(&b, eid, "", 0);
     }
     long n = replay_after(a, num, m->u.get.seq, &b);
+    if (n < 0) {
+        replay_failed(a, m->u.client.conn, &b);
+        return;
+    }
     log_debug("session %.8s: resumed stream %llu after %llu, %ld events replayed", a->sid,
               (unsigned long long)num, (unsigned long long)m->u.get.seq, n);
     if (finished) {

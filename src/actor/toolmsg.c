@@ -248,8 +248,16 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
                        "this state handle's shard is moving to another node; retry");
         return;
     }
-    actor_t *h = actor_find_or_load(w, m->sid);
+    int err;
+    actor_t *h = actor_find_or_load(w, m->sid, &err);
     int64_t now = now_wall_ms();
+    if (err < 0) {
+        /* not an absence: a new handle would overwrite a record that may exist, an unknown
+         * one would tell the tool its state is gone */
+        job_reply_code(j, seq, NULL, MCPD_ERR_INTERNAL,
+                       "the store failed to read this state handle (a read error); retry");
+        return;
+    }
     if (j->state_op == HANDLE_NEW) {
         if (h) {
             worker_note_activity(w, h);

@@ -8,6 +8,12 @@
 #include "mcp/state.h"
 #include "wire/jsonrpc.h"
 
+/* The -32603 message of a call whose task or input record the store failed to read (not an
+ * unknown one: it may be there, and a retry may read it). */
+#define STORE_READ_FAILED                                                                 \
+    "Storage unavailable: the server could not read this request's stored state (a read " \
+    "error). Retry later."
+
 const mcpd_registry_t *mcp_reg(void);
 json_t *mcp_server_info(void);
 /* Answers call c with result (stolen). */

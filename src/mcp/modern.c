@@ -343,7 +343,13 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
                                "Invalid params: requestState belongs to another request "
                                "(method, name, arguments or principal differ)");
         }
-        actor_t *rec = worker_for_session(rid) == a->w ? actor_find_or_load(a->w, rid) : NULL;
+        int err = 0;
+        actor_t *rec = worker_for_session(rid) == a->w ? actor_find_or_load(a->w, rid, &err) : NULL;
+        if (err < 0) { /* not a replay: the record may be there, and a retry may read it */
+            json_decref(p);
+            mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, STORE_READ_FAILED, NULL);
+            return false;
+        }
         if (!rec || rec->kind != ACTOR_RECORD ||
             json_integer_value(json_object_get(mcp_record_rec(rec), "n")) != n) {
             json_decref(p);
@@ -401,7 +407,10 @@ static actor_t *live_record(actor_t *a)
     const char *rid = json_string_value(json_object_get(mrtr, "r"));
     if (!rid || !json_is_true(json_object_get(mrtr, "live")))
         return NULL;
-    actor_t *rec = actor_find_or_load(a->w, rid);
+    /* one the store failed to read is taken for gone: a new round makes a new record, and
+     * the unread one goes at its expiry alarm */
+    int err;
+    actor_t *rec = actor_find_or_load(a->w, rid, &err);
     return rec && rec->kind == ACTOR_RECORD ? rec : NULL;
 }
 

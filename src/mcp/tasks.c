@@ -352,12 +352,13 @@ void tasks_job_done(actor_t *task, job_t *j)
 /* ---- tasks/get, tasks/update, tasks/cancel ---- */
 
 /* The task id names, on this worker, if it is the principal's; a stored task that was working
- * when its job was lost is marked failed here. */
-static actor_t *find_task(actor_t *a, const char *id)
+ * when its job was lost is marked failed here. NULL with *err -EIO: the store failed to read it. */
+static actor_t *find_task(actor_t *a, const char *id, int *err)
 {
+    *err = 0;
     if (!id || !session_id_valid(id) || worker_for_session(id) != a->w)
         return NULL;
-    actor_t *t = actor_find_or_load(a->w, id);
+    actor_t *t = actor_find_or_load(a->w, id, err);
     if (t && (t->kind != ACTOR_TASK || strcmp(t->auth_name, a->auth_name) != 0)) {
         worker_note_activity(a->w, t);
         return NULL;
@@ -472,7 +473,12 @@ void tasks_handle_request(actor_t *a, call_t *c, json_t *params)
         return;
     }
     /* the same answer for an unknown, expired or another principal's task */
-    actor_t *task = find_task(a, jsonrpc_cstr(idv));
+    int err;
+    actor_t *task = find_task(a, jsonrpc_cstr(idv), &err);
+    if (err < 0) { /* not an unknown task: it may be there, and a retry may read it */
+        mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, STORE_READ_FAILED, NULL);
+        return;
+    }
     if (!task) {
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, TASK_NOT_FOUND, NULL);
         return;

@@ -395,6 +395,21 @@ const char *store_iter_value(store_iter_t *it, size_t *len)
     return rocksdb_iter_value(it->it[it->cur], len);
 }
 
+int store_iter_error(store_iter_t *it)
+{
+    for (int i = 0; i < it->n; i++) {
+        char *err = NULL;
+        rocksdb_iter_get_error(it->it[i], &err);
+        if (!err)
+            continue;
+        log_error("store: a scan stopped on a read error: %s", err);
+        rocksdb_free(err);
+        STAT_INC(store_errors_total);
+        return -EIO;
+    }
+    return 0;
+}
+
 void store_iter_free(store_iter_t *it)
 {
     if (!it)

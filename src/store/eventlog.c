@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "store/keys.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -62,6 +63,8 @@ long eventlog_replay_after(store_t *s, const char *sid, uint64_t stream, uint64_
         fn(arg, seq, v, vl);
         n++;
     }
+    if (store_iter_error(it) != 0)
+        n = -EIO;
     store_iter_free(it);
     return n;
 }

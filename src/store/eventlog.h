@@ -44,7 +44,8 @@ uint64_t eventlog_evict(store_t *s, store_batch_t *b, const char *sid, uint64_t 
 typedef void (*eventlog_event_fn)(void *arg, uint64_t seq, const char *data, size_t len);
 /* Replays a stream's events after `after`; returns how many it found (priming events
  * included). *first_seq gets the first seq found (0 when none): a gap when it is not
- * after + 1 (the cap evicted the ones between). Nothing can follow UINT64_MAX. */
+ * after + 1 (the cap evicted the ones between). Nothing can follow UINT64_MAX. -EIO when a
+ * read error ended the scan early: fn saw only part of them, and the replay is incomplete. */
 long eventlog_replay_after(store_t *s, const char *sid, uint64_t stream, uint64_t after,
                            eventlog_event_fn fn, void *arg, uint64_t *first_seq);
 /* The newest stored seq of a stream (0 when it has no event). */

@@ -134,6 +134,10 @@ bool store_iter_valid(store_iter_t *it);
 void store_iter_next(store_iter_t *it);
 const unsigned char *store_iter_key(store_iter_t *it, size_t *len);
 const char *store_iter_value(store_iter_t *it, size_t *len);
+/* 0, or -EIO when a read error (I/O, a corrupt block) made the iterator invalid before the end
+ * of its range: a loop that stopped at !store_iter_valid did not see everything. Logs and
+ * counts it (store_errors_total): call it once, after the loop. */
+int store_iter_error(store_iter_t *it);
 void store_iter_free(store_iter_t *it);
 
 /* Counts the keys of a column family (startup only: O(keys)). */

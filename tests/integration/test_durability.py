@@ -367,5 +367,64 @@ class Ttl(ServerCase):
         g2.close()
 
 
+def corrupt_tables(data_dir, needle):
+    """Overwrites four bytes just after needle in each table file (.sst) of data_dir that holds
+    it, in place: the table stays open with its index and filter cached, so the next read of
+    that data block fails its checksum (a Corruption status) where the open did not look.
+    Returns the files changed."""
+    changed = []
+    for root, _, files in os.walk(data_dir):
+        for name in files:
+            if not name.endswith(".sst"):
+                continue
+            path = os.path.join(root, name)
+            with open(path, "r+b") as f:
+                data = f.read()
+                at = data.find(needle)
+                if at < 0:
+                    continue
+                f.seek(at + len(needle))
+                f.write(bytes(b ^ 0xFF for b in data[at + len(needle):at + len(needle) + 4]))
+            changed.append(path)
+    return changed
+
+
+class ReadErrors(ServerCase):
+    """A read error is not an absence. The data goes to table files at the graceful stop (the
+    store is flushed), the restart opens them (its startup scans do not fill the block cache),
+    then a data block is damaged on disk while the server runs."""
+
+    def test_a_session_whose_record_cannot_be_read_gets_503_and_retry_after_not_404(self):
+        s = Session(self.server)
+        self.server.restart()
+        errors = self.stats()["store_errors_total"]
+        self.assertTrue(corrupt_tables(self.server.data_dir, s.sid.encode()),
+                        "the session's record is in a table file after a graceful stop")
+        r, m = s.call("ping")
+        self.assertEqual(r.status, 503, "a read error answers 503, not 404: " + r.text)
+        self.assertEqual(r.header("Retry-After"), "5")
+        self.assertEqual(m["error"]["code"], -32603, "the id is echoed with a -32603 error")
+        self.assertIn("Storage unavailable", m["error"]["message"])
+        self.assertEqual(self.stats()["store_errors_total"], errors + 1, "counted once")
+        self.assertEqual(self.server.log_tail().count("block checksum mismatch"), 1,
+                         "logged once")
+
+    def test_a_resume_whose_replay_cannot_be_read_gets_503_not_a_partial_replay(self):
+        s = Session(self.server)
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.close()
+        s.tool("notify", {"count": 3, "target": "session"})
+        self.server.restart()
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"notifications/message"),
+                        "the stream's events are in a table file after a graceful stop")
+        errors = self.stats()["store_errors_total"]
+        g2 = s.open_get(last_event_id=priming["id"])
+        self.assertEqual(g2.status, 503, "the replay failed: no stream is attached")
+        g2.close()
+        self.assertEqual(self.stats()["store_errors_total"], errors + 1)
+        self.assertIn("a scan stopped on a read error", self.server.log_tail())
+
+
 if __name__ == "__main__":
     run()

@@ -335,8 +335,10 @@ static void a_task_round_trips_through_its_metadata_and_goes_whole(void **state)
     assert_int_equal(actor_meta_kind(meta, len), STORED_TASK);
     free(meta);
 
-    t = actor_find_or_load(f->w, TID);
+    int err;
+    t = actor_find_or_load(f->w, TID, &err);
     assert_non_null(t);
+    assert_int_equal(err, 0);
     assert_int_equal(t->kind, ACTOR_TASK);
     assert_false(actor_one_request(t));
     assert_ptr_equal(t->proto, proto_modern());

@@ -316,7 +316,8 @@ static void a_sessions_level_and_subscriptions_survive_hibernation(void **state)
     worker_turn_end(f->w);
     f->a = NULL;
     assert_null(worker_find_actor(f->w, SID));
-    f->a = actor_find_or_load(f->w, SID);
+    int err;
+    f->a = actor_find_or_load(f->w, SID, &err);
     assert_non_null(f->a);
     assert_int_equal(mcp_log_level(f->a), log_level_index("error"));
     assert_non_null(json_object_get(mcp_subscriptions(f->a), "test://fixed"));
