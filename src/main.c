@@ -594,6 +594,11 @@ int main(int argc, char **argv)
     }
     recover_state(&n);
     n.http_bound = false; /* from here stop_runtime frees the loops */
+    if (store_scan_failures(n.store) != 0) {
+        log_error("store: a startup scan stopped on a read error (above): the counts, shares "
+                  "and recovered requests would be wrong; not starting");
+        return refuse_start(&n);
+    }
     if (fit_connections_to_fds(store_partitions(n.store)) != 0)
         return refuse_start(&n);
     if ((rc = start_serving(&n)) != 0)

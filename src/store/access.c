@@ -279,6 +279,7 @@ static void iter_open(store_t *s, store_iter_t *it, store_cf_t cf, const void *l
     int from = all ? 0 : store_part_of_key(s, cf, lo, lol);
     it->n = all ? s->nparts : 1;
     it->cur = -1;
+    it->s = s;
     for (int i = 0; i < it->n; i++)
         it->it[i] = rocksdb_create_iterator_cf(s->part[from + i].db, it->ro,
                                                part_cfh(s, from + i, cf));
@@ -395,9 +396,12 @@ const char *store_iter_value(store_iter_t *it, size_t *len)
     return rocksdb_iter_value(it->it[it->cur], len);
 }
 
+/* Every iterator is checked, by its caller (store_iter_error) or at the latest when it is freed:
+ * a loop that stopped at !store_iter_valid may have stopped on a read error (an I/O error, a
+ * corrupt block), and a partition's error leaves the merge to go on with the others. */
 int store_iter_error(store_iter_t *it)
 {
-    for (int i = 0; i < it->n; i++) {
+    for (int i = 0; i < it->n && !it->failed; i++) {
         char *err = NULL;
         rocksdb_iter_get_error(it->it[i], &err);
         if (!err)
@@ -405,15 +409,22 @@ int store_iter_error(store_iter_t *it)
         log_error("store: a scan stopped on a read error: %s", err);
         rocksdb_free(err);
         STAT_INC(store_errors_total);
-        return -EIO;
+        atomic_fetch_add(&it->s->scan_failures, 1);
+        it->failed = true;
     }
-    return 0;
+    return it->failed ? -EIO : 0;
+}
+
+uint64_t store_scan_failures(store_t *s)
+{
+    return atomic_load(&s->scan_failures);
 }
 
 void store_iter_free(store_iter_t *it)
 {
     if (!it)
         return;
+    store_iter_error(it);
     for (int i = 0; i < it->n; i++)
         rocksdb_iter_destroy(it->it[i]);
     rocksdb_readoptions_destroy(it->ro);

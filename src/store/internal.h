@@ -65,9 +65,10 @@ struct store {
      * filesystem */
     char *dir;
     int64_t min_free;
-    atomic_llong space_budget;  /* bytes that may be written before statvfs is asked again */
-    atomic_llong space_checked; /* monotonic ms of the last statvfs */
-    bool refused_by_guard;      /* under mu: the last refusal was the guard's, not RocksDB's */
+    atomic_llong space_budget;   /* bytes that may be written before statvfs is asked again */
+    atomic_llong space_checked;  /* monotonic ms of the last statvfs */
+    bool refused_by_guard;       /* under mu: the last refusal was the guard's, not RocksDB's */
+    atomic_ullong scan_failures; /* iterators a read error stopped early (store_scan_failures) */
 };
 
 /* A batch keeps one RocksDB write batch per partition it writes to (created on first use). */
@@ -82,6 +83,8 @@ struct store_iter {
     int n;   /* partitions read */
     int cur; /* the one whose key is the current one; -1: none */
     bool after_last;
+    bool failed; /* its read error is logged and counted (once) */
+    store_t *s;
     rocksdb_iterator_t *it[STORE_PARTITIONS_MAX];
     rocksdb_readoptions_t *ro;
     char *lo, *hi;
