@@ -22,6 +22,7 @@
 #include "wire/jsonrpc.h"
 #include "wire/sse.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,8 +242,7 @@ static void give_share(actor_t *a, bool now)
         worker_give_at_commit(a->w, a->owner, r, GIVE_BOTH);
 }
 
-/* Wakes a session from the store; NULL when it does not exist (*err 0) or when its record could
- * not be read (*err -EIO: store_get logged and counted it; the session may well exist). */
+/* Wakes a session from the store; NULL when it does not exist (*err 0) or is unreadable (-EIO). */
 static actor_t *actor_load(worker_t *w, const char *sid, int *err)
 {
     worker_commit(w); /* a delete earlier in this turn must be visible */
@@ -264,6 +264,18 @@ static actor_t *actor_load(worker_t *w, const char *sid, int *err)
     if (!json_is_object(m) || !p) {
         log_error("session %.8s: unreadable metadata, treating it as unknown", sid);
         json_decref(m);
+        return NULL;
+    }
+    /* POST stream numbers continue after the newest stored stream. "lb" is exact only in a
+     * metadata written at rest: one written while the actor lived (an alarm moved, a touch)
+     * is followed by turns that put or evict events without writing it, so after a crash or a
+     * refused turn the stream records are summed (O(its streams)) */
+    uint64_t next, bytes = 0;
+    bool all_known = true, at_rest = json_is_true(json_object_get(m, "lx"));
+    if ((next = at_rest ? eventlog_next_stream(worker_store(w), sid)
+                        : eventlog_stream_totals(worker_store(w), sid, &bytes, &all_known)) == 0) {
+        json_decref(m);
+        *err = -EIO; /* a read error: a stream number taken again would overwrite a stored one */
         return NULL;
     }
     actor_t *a = actor_create_kind(w, sid,
@@ -299,21 +311,10 @@ static actor_t *actor_load(worker_t *w, const char *sid, int *err)
     owner_of(m, owner, sizeof owner);
     a->owner = principal_get(owner);
     a->share_given_back = json_is_false(json_object_get(m, "hs"));
-    a->meta_at_rest = json_is_true(json_object_get(m, "lx"));
+    a->meta_at_rest = at_rest;
     json_decref(m);
-
-    /* POST stream numbers continue after the newest stored stream. "lb" is exact only in a
-     * metadata written at rest: one written while the actor lived (an alarm moved, a touch)
-     * is followed by turns that put or evict events without writing it, so after a crash or a
-     * refused turn the stream records are summed (O(its streams)) */
-    uint64_t next, bytes;
-    bool all_known = true;
-    if (a->meta_at_rest) {
-        next = eventlog_next_stream(worker_store(w), sid);
-    } else {
-        next = eventlog_stream_totals(worker_store(w), sid, &bytes, &all_known);
+    if (!at_rest)
         a->log_bytes = all_known || bytes > a->log_bytes ? bytes : a->log_bytes;
-    }
     if (next > a->next_stream)
         a->next_stream = next;
     STAT_INC(wakes_total);

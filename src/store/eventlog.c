@@ -139,6 +139,8 @@ uint64_t eventlog_next_stream(store_t *s, const char *sid)
         if (key_stream_decode(key, kl, &num) == 0 && num + 1 > next)
             next = num + 1;
     }
+    if (store_iter_error(it) != 0)
+        next = 0;
     store_iter_free(it);
     return next;
 }
@@ -164,6 +166,8 @@ uint64_t eventlog_stream_totals(store_t *s, const char *sid, uint64_t *bytes, bo
             *bytes += b;
         *all_known = *all_known && known;
     }
+    if (store_iter_error(it) != 0)
+        next = 0;
     store_iter_free(it);
     return next;
 }

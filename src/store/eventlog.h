@@ -58,12 +58,13 @@ void eventlog_delete_events(store_batch_t *b, const char *sid, uint64_t stream);
 void eventlog_put_stream(store_batch_t *b, const char *sid, uint64_t stream, const streamrec_t *r);
 /* 0 found (r->req_ids a new reference or NULL), 1 absent or unreadable, negative errno. */
 int eventlog_get_stream(store_t *s, const char *sid, uint64_t stream, streamrec_t *r);
-/* The number after the session's newest stored stream (1 when it has none). */
+/* The number after the session's newest stored stream (1 when it has none; 0: a read error). */
 uint64_t eventlog_next_stream(store_t *s, const char *sid);
 /* What a wake needs of the session's stream records, in one walk over them: the number after
  * the newest (1 when it has none) and the payload bytes they say their streams keep (the
  * session's event-log budget counts them). *all_known false: an older record without that
- * figure was among them (counted as 0). O(streams of the session). */
+ * figure was among them (counted as 0). O(streams of the session). 0: a read error stopped
+ * the walk (the number is not known). */
 uint64_t eventlog_stream_totals(store_t *s, const char *sid, uint64_t *bytes, bool *all_known);
 
 /* ---- finished streams by expiry ---- */

@@ -367,11 +367,12 @@ class Ttl(ServerCase):
         g2.close()
 
 
-def corrupt_tables(data_dir, needle):
+def corrupt_tables(data_dir, needle, family=None):
     """Overwrites four bytes just after needle in each table file (.sst) of data_dir that holds
-    it, in place: the table stays open with its index and filter cached, so the next read of
-    that data block fails its checksum (a Corruption status) where the open did not look.
-    Returns the files changed."""
+    it (and names the column family `family` in its properties, when given), in place: the
+    table stays open with its index and filter cached, so the next read of that data block
+    fails its checksum (a Corruption status) where the open did not look. Returns the files
+    changed."""
     changed = []
     for root, _, files in os.walk(data_dir):
         for name in files:
@@ -381,7 +382,7 @@ def corrupt_tables(data_dir, needle):
             with open(path, "r+b") as f:
                 data = f.read()
                 at = data.find(needle)
-                if at < 0:
+                if at < 0 or (family and family not in data):
                     continue
                 f.seek(at + len(needle))
                 f.write(bytes(b ^ 0xFF for b in data[at + len(needle):at + len(needle) + 4]))
@@ -408,6 +409,17 @@ class ReadErrors(ServerCase):
         self.assertEqual(self.stats()["store_errors_total"], errors + 1, "counted once")
         self.assertEqual(self.server.log_tail().count("block checksum mismatch"), 1,
                          "logged once")
+
+    def test_a_session_whose_stream_records_cannot_be_read_gets_503_not_a_reused_stream(self):
+        s = Session(self.server)
+        s.tool("notify", {"count": 1, "target": "request"})  # a stored POST stream
+        self.server.restart()
+        self.assertTrue(corrupt_tables(self.server.data_dir, s.sid.encode(), b"streams"),
+                        "the stream record is in a table file after a graceful stop")
+        r, m = s.call("ping")
+        self.assertEqual(r.status, 503, "its next stream number is not known: " + r.text)
+        self.assertEqual(m["error"]["code"], -32603)
+        self.assertIn("a scan stopped on a read error", self.server.log_tail())
 
     def test_a_resume_whose_replay_cannot_be_read_gets_503_not_a_partial_replay(self):
         s = Session(self.server)
