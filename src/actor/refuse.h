@@ -31,13 +31,14 @@
 #define READ_FAILED_MESSAGE                                                               \
     "Storage unavailable: the server could not read this session from its store (a read " \
     "error); the session is not known to be gone. Retry later."
+/* A resume whose replay the store failed to read gets it too: nothing of it is sent. */
+#define READ_FAILED_EVENTS                                                                \
+    "Storage unavailable: the server could not read this stream's stored events (a read " \
+    "error), so nothing was replayed. Retry with the same Last-Event-ID later."
 
 /* The 503 (Retry-After, -32603 msg, id echoed: may be NULL) of a request the store failed to
  * read for: a session's record, a stream's events to replay. */
 hmsg_t *refuse_read_failed(conn_ref_t conn, const json_t *id, const char *msg);
-#define READ_FAILED_EVENTS                                                                \
-    "Storage unavailable: the server could not read this stream's stored events (a read " \
-    "error), so nothing was replayed. Retry with the same Last-Event-ID later."
 
 /* The JSON-RPC error a refused request gets (new reference); id may be NULL. */
 json_t *refuse_error(const json_t *id);
