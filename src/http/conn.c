@@ -498,12 +498,7 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
      * single write), so what waits before that is not a reader behind */
     unsent = evbuffer_get_length(out);
     if (unsent > HTTP_BACKLOG_MARK && c->link && !c->link->backlog) {
-        evutil_socket_t fd = bufferevent_getfd(bev);
-        if (fd >= 0) { /* as flush.c: the front is frozen but while it writes */
-            evbuffer_unfreeze(out, 1);
-            evbuffer_write(out, fd);
-            evbuffer_freeze(out, 1);
-        }
+        http_write_now(bev);
         unsent = evbuffer_get_length(out);
         if (unsent > HTTP_BACKLOG_MARK && !http_backlog_take(c, out, unsent)) {
             cut_stream(c, true);

@@ -130,6 +130,20 @@ void http_shadow_free(hlink_t *l)
 
 /* ---- the flush ---- */
 
+int http_write_now(struct bufferevent *bev)
+{
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    if (fd < 0)
+        return -1;
+    /* a socket bufferevent keeps its output's front frozen but while it writes (a new one's
+     * setfd leaves it thawed): the same around this write */
+    struct evbuffer *out = bufferevent_get_output(bev);
+    evbuffer_unfreeze(out, 1);
+    int n = evbuffer_write(out, fd);
+    evbuffer_freeze(out, 1);
+    return n;
+}
+
 static void flush_one(hlink_t *l)
 {
     struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
@@ -138,14 +152,7 @@ static void flush_one(hlink_t *l)
     struct evbuffer *out = bufferevent_get_output(bev);
     if (!evbuffer_get_length(out))
         return;
-    evutil_socket_t fd = bufferevent_getfd(bev);
-    if (fd < 0)
-        return;
-    /* a socket bufferevent keeps its output's front frozen but while it writes (a new one's
-     * setfd leaves it thawed): the same around this write */
-    evbuffer_unfreeze(out, 1);
-    int n = evbuffer_write(out, fd);
-    evbuffer_freeze(out, 1);
+    int n = http_write_now(bev);
     if (n <= 0 || evbuffer_get_length(out))
         return; /* the bufferevent's write event, enabled already, does the rest */
     /* all written: evhttp's write callback (the answer done; the next request read) runs as

@@ -298,6 +298,9 @@ void http_on_other(struct evhttp_request *req, void *arg);
 void http_flush_soon(struct evhttp_connection *evcon);
 void http_flush_forget(hlink_t *l);
 void http_on_flush(evutil_socket_t fd, short what, void *arg);
+/* Writes what bev's output holds to its socket now, as its own write event would: the bytes
+ * written, or -1 (no descriptor, or the write failed; the bufferevent sees that itself). */
+int http_write_now(struct bufferevent *bev);
 /* A connection is tracked: its shadow read event comes in when evhttp reads it already (at
  * accept; else after its first answer). The connection closes: its shadow goes first
  * (flush.c). */

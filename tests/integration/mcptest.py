@@ -49,6 +49,17 @@ def wait_until(pred, timeout=5, step=0.05):
     return bool(pred())
 
 
+def read_to_close(sock):
+    """Reads a raw socket until the server closes it, then closes it: every byte received."""
+    data = b""
+    while True:
+        d = sock.recv(65536)
+        if not d:
+            break
+        data += d
+    sock.close()
+    return data
+
 class Server:
     """One mcpactord process. Stop it with stop(); a restart keeps the data directory."""
 

@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, BINARY, SSEStream, Server, Session, wait_until
+from mcptest import ACCEPT_BOTH, BINARY, SSEStream, Server, Session, read_to_close, wait_until
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 PAGE = "http://127.0.0.1:9999"        # an allowed page's origin
@@ -302,13 +302,7 @@ class Shutdown(CorsCase):
             self.assertTrue(wait_until(lambda: srv.stats()["tool_threads_busy"] == 1, 5))
             rc, _ = srv.stop()
             self.assertEqual(rc, 0)
-            data = b""
-            while True:
-                d = sock.recv(65536)
-                if not d:
-                    break
-                data += d
-            sock.close()
+            data = read_to_close(sock)
             head, _, payload = data.partition(b"\r\n\r\n")
             lines = head.decode().split("\r\n")
             self.assertIn(" 503 ", lines[0], data)

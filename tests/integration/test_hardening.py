@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, BINARY, Server, Session, run, wait_until
+from mcptest import ACCEPT_BOTH, BINARY, Server, Session, read_to_close, run, wait_until
 
 TOKEN_A = "alpha-token-0123456789abcdef"
 TOKEN_B = "bravo-token-fedcba9876543210"
@@ -302,13 +302,7 @@ class ErrorTextsAreUTF8(unittest.TestCase):
                 % (self.server.port, sid.encode(), header, len(body)))
         sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
         sock.sendall(head + body)
-        data = b""
-        while True:
-            d = sock.recv(65536)
-            if not d:
-                break
-            data += d
-        sock.close()
+        data = read_to_close(sock)
         head, _, text = data.partition(b"\r\n\r\n")
         return int(head.split()[1]), json.loads(text.decode("utf-8"))
 

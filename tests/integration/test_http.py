@@ -11,7 +11,7 @@ import time
 import unittest
 import zlib
 
-from mcptest import ACCEPT_BOTH, Response, Server, ServerTest, Session, parse_sse, run, wait_until
+from mcptest import ACCEPT_BOTH, Response, Server, ServerTest, Session, parse_sse, read_to_close, run, wait_until
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 TOKEN_A = "alpha-token-0123456789abcdef"
@@ -1027,13 +1027,7 @@ class ShutdownAnswers(unittest.TestCase):
                     self.assertTrue(wait_until(lambda: srv.stats()["tool_threads_busy"] == 1, 5))
                     rc, _ = srv.stop()
                     self.assertEqual(rc, 0)
-                    data = b""
-                    while True:
-                        d = sock.recv(65536)
-                        if not d:
-                            break
-                        data += d
-                    sock.close()
+                    data = read_to_close(sock)
                     head, _, payload = data.partition(b"\r\n\r\n")
                     self.assertIn(b" 503 ", head.split(b"\r\n")[0], data)
                     msg = json.loads(payload)

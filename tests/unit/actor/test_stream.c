@@ -14,6 +14,7 @@
 #include <ftw.h>
 
 #include "core/config.h"
+#include "core/principal.h"
 #include "fake_worker.h"
 #include "mcp/mcp.h"
 #include "mcp/state.h"
@@ -360,6 +361,98 @@ static void a_task_round_trips_through_its_metadata_and_goes_whole(void **state)
     json_decref(st);
 }
 
+/* The stored metadata of SID, checked: it ends with the owner (the start-up count reads it
+ * without a parse only then: actor.c fast_owner), and says it was written at rest ("lx") or
+ * not; its "lb" is returned. */
+static json_int_t check_meta(fixture_t *f, bool at_rest)
+{
+    char *v;
+    size_t vl;
+    assert_int_equal(sessionrec_get_meta(f->store, SID, &v, &vl), 0);
+    static const char tail[] = ",\"p\":\"a:192.0.2.7\"}";
+    assert_true(vl > sizeof tail);
+    assert_memory_equal(v + vl - (sizeof tail - 1), tail, sizeof tail - 1);
+    json_t *m = json_loadb(v, vl, 0, NULL);
+    assert_non_null(m);
+    assert_int_equal(json_is_true(json_object_get(m, "lx")), at_rest);
+    assert_non_null(json_object_get(m, "sub")); /* written between "lx" and "p" */
+    json_int_t lb = json_integer_value(json_object_get(m, "lb"));
+    json_decref(m);
+    free(v);
+    return lb;
+}
+
+/* The bytes the session's stream records say they keep. */
+static uint64_t records_bytes(fixture_t *f)
+{
+    uint64_t bytes;
+    bool known;
+    eventlog_stream_totals(f->store, SID, &bytes, &known);
+    assert_true(known);
+    return bytes;
+}
+
+/* A session's record ends with its owner whether it was written while the actor lived or at
+ * rest, with "lx" (at rest only) before it; the first change of the event log's byte count
+ * after a wake writes it again without the mark in the same commit; a reload that finds no
+ * mark takes the count from the stream records; the start-up count finds the owner. */
+static void a_session_record_ends_with_its_owner_and_says_when_it_was_written_at_rest(void **state)
+{
+    fixture_t *f = *state;
+    principal_t *owner = principal_get("a:192.0.2.7");
+    f->a->owner = principal_ref(owner);
+    /* what a client sent may hold a "p" member of its own */
+    f->a->client_info = json_pack("{s:s,s:{s:s}}", "name", "x", "inner", "p", "mallory");
+    mcp_state_set(&mcp_state(f->a)->subscriptions, json_pack("{s:{}}", "file:///p"));
+    actor_write_meta(f->a);
+    worker_turn_end(f->w);
+    check_meta(f, false);
+
+    actor_hibernate(f->a);
+    worker_turn_end(f->w);
+    assert_int_equal(check_meta(f, true), 0);
+
+    int err;
+    f->a = actor_find_or_load(f->w, SID, &err);
+    assert_non_null(f->a);
+    assert_true(f->a->meta_at_rest);
+    stream_t *s;
+    json_t *id = json_integer(1);
+    call_t *c = post_one(f, id, &s);
+    actor_stream_send(f->a, s, note(1)); /* SSE: stored */
+    s->dispatching = false;
+    worker_turn_end(f->w);
+    assert_false(f->a->meta_at_rest);
+    uint64_t kept = f->a->log_bytes;
+    assert_true(kept > 0);
+    check_meta(f, false); /* "lb" stale from here on: events come without a metadata write */
+    actor_stream_send(f->a, s, note(2));
+    actor_complete_call(f->a, c, jsonrpc_result(id, json_object()));
+    worker_turn_end(f->w);
+    kept = f->a->log_bytes;
+    assert_int_equal(records_bytes(f), kept);
+
+    /* a crash (or a refused turn) drops the actor without a metadata write */
+    actor_reset(f->a);
+    worker_turn_end(f->w);
+    f->a = actor_find_or_load(f->w, SID, &err);
+    assert_non_null(f->a);
+    assert_false(f->a->meta_at_rest);
+    assert_int_equal(f->a->log_bytes, kept);
+    actor_hibernate(f->a);
+    worker_turn_end(f->w);
+    assert_int_equal(check_meta(f, true), (json_int_t)kept);
+    f->a = actor_find_or_load(f->w, SID, &err);
+    assert_int_equal(f->a->log_bytes, kept);
+
+    long long held = principal_held(owner, PR_SESSIONS);
+    actors_account_stored(f->store, NULL, 0, 1, NULL);
+    assert_int_equal(principal_held(owner, PR_SESSIONS), held + 1);
+    actors_account_stored(f->store, NULL, 0, -1, NULL);
+    principal_unref(owner);
+    json_decref(id);
+}
+
 static void a_stream_without_priming_that_turns_sse_indexes_its_call(void **state)
 {
     fixture_t *f = *state;
@@ -407,6 +500,7 @@ int main(void)
         T(the_cap_keeps_the_newest_events_and_their_bytes),
         T(in_json_mode_a_message_for_a_pending_post_goes_to_the_standalone_stream),
         T(a_task_round_trips_through_its_metadata_and_goes_whole),
+        T(a_session_record_ends_with_its_owner_and_says_when_it_was_written_at_rest),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
