@@ -242,9 +242,8 @@ int store_get(store_t *s, store_cf_t cf, const void *k, size_t kl, char **val, s
     int p = store_part_of_key(s, cf, k, kl);
     char *v = rocksdb_get_cf(s->part[p].db, s->ropts, part_cfh(s, p, cf), k, kl, &len, &err);
     if (err) {
-        log_error("store: read failed: %s", err);
+        store_read_failed(s, "read failed", err);
         rocksdb_free(err);
-        STAT_INC(store_errors_total);
         return -EIO;
     }
     if (!v)
@@ -406,9 +405,8 @@ int store_iter_error(store_iter_t *it)
         rocksdb_iter_get_error(it->it[i], &err);
         if (!err)
             continue;
-        log_error("store: a scan stopped on a read error: %s", err);
+        store_read_failed(it->s, "a scan stopped on a read error", err);
         rocksdb_free(err);
-        STAT_INC(store_errors_total);
         atomic_fetch_add(&it->s->scan_failures, 1);
         it->failed = true;
     }

@@ -371,8 +371,8 @@ def corrupt_tables(data_dir, needle, family=None):
     """Overwrites four bytes just after needle in each table file (.sst) of data_dir that holds
     it (and names the column family `family` in its properties, when given), in place: the
     table stays open with its index and filter cached, so the next read of that data block
-    fails its checksum (a Corruption status) where the open did not look. Returns the files
-    changed."""
+    fails its checksum (a Corruption status) where the open did not look. Returns what it
+    changed, (path, offset, the bytes that were there) each, for restore_tables."""
     changed = []
     for root, _, files in os.walk(data_dir):
         for name in files:
@@ -384,10 +384,20 @@ def corrupt_tables(data_dir, needle, family=None):
                 at = data.find(needle)
                 if at < 0 or (family and family not in data):
                     continue
-                f.seek(at + len(needle))
-                f.write(bytes(b ^ 0xFF for b in data[at + len(needle):at + len(needle) + 4]))
-            changed.append(path)
+                at += len(needle)
+                f.seek(at)
+                f.write(bytes(b ^ 0xFF for b in data[at:at + 4]))
+            changed.append((path, at, data[at:at + 4]))
     return changed
+
+
+def restore_tables(changed):
+    """Puts back what corrupt_tables changed: the disk heals. A block whose read failed was not
+    cached, so the next read of it reads the file again, and succeeds."""
+    for path, at, orig in changed:
+        with open(path, "r+b") as f:
+            f.seek(at)
+            f.write(orig)
 
 
 class ReadErrors(ServerCase):
@@ -409,6 +419,16 @@ class ReadErrors(ServerCase):
         self.assertEqual(self.stats()["store_errors_total"], errors + 1, "counted once")
         self.assertEqual(self.server.log_tail().count("block checksum mismatch"), 1,
                          "logged once")
+        # the client retries as Retry-After asks: each failed read is counted, and the log
+        # says it once for the episode, as a refused write is (not a line per retry)
+        for _ in range(3):
+            r, _ = s.call("ping")
+            self.assertEqual(r.status, 503)
+        self.assertEqual(self.stats()["store_errors_total"], errors + 4, "each one counted")
+        log = self.server.log_tail(20000)
+        errors_logged = [ln for ln in log.splitlines() if " ERROR " in ln]
+        self.assertEqual(len(errors_logged), 1, "one ERROR line for the episode: " + log[-2000:])
+        self.assertEqual(log.count("block checksum mismatch"), 4, "each at debug level")
 
     def test_a_session_whose_stream_records_cannot_be_read_gets_503_not_a_reused_stream(self):
         s = Session(self.server)
