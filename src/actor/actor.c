@@ -401,11 +401,11 @@ static void account_one(void *arg, const char *sid, const char *meta, size_t len
         principal_add_global((pres_t)r, ac->sign); /* an older server's cancelled task */
 }
 
-void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
-                           uint64_t by_kind[STORED__KINDS])
+int actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
+                          uint64_t by_kind[STORED__KINDS])
 {
     struct account ac = {sign, by_kind, prefix == NULL};
-    sessionrec_scan_meta(s, prefix, plen, account_one, &ac);
+    return sessionrec_scan_meta(s, prefix, plen, account_one, &ac);
 }
 
 actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err)

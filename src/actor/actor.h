@@ -204,9 +204,10 @@ enum { STORED_SESSION = 0, STORED_RECORD, STORED_HANDLE, STORED_TASK, STORED__KI
 int actor_meta_kind(const char *meta, size_t len);
 /* Adds sign (+1, -1) times what the stored records of ids starting with prefix (plen 0: all)
  * hold of their owners' shares (principal_add), and counts them by kind into by_kind (may be
- * NULL): at startup, and when a shard leaves or comes (shardmove.c). */
-void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
-                           uint64_t by_kind[STORED__KINDS]);
+ * NULL): at startup, and when a shard leaves or comes (shardmove.c). 0, or -EIO when a read
+ * error stopped the walk: the counts and shares are short. */
+int actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
+                          uint64_t by_kind[STORED__KINDS]);
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none
  * (*err 0) or when the store failed to read it (*err -EIO: not an absence, never a 404). */
 actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err);
@@ -413,7 +414,8 @@ json_t *actor_inflight(actor_t *a);
  * now when the run hit its limit (`more`) or something already due was left. */
 int64_t sweep_next_due(int64_t now, bool more, int64_t session_expiry,
                        int64_t first_finished_expiry, int64_t standalone_expiry);
-/* Main thread, at startup: finds in-flight requests in the store and sends WM_RECOVER. */
+/* Main thread, at startup: finds in-flight requests in the store and sends WM_RECOVER; returns
+ * how many, or -EIO when a read error stopped the walk (some were not found). */
 long actors_recover_all(store_t *store);
 /* A shard came in (adopt, reclaim): the in-flight requests of the ids under prefix, read
  * before they are served ({sid: [[stream, id], ...]}, new), so none of this node's own is

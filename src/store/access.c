@@ -407,15 +407,9 @@ int store_iter_error(store_iter_t *it)
             continue;
         store_read_failed(it->s, "a scan stopped on a read error", err);
         rocksdb_free(err);
-        atomic_fetch_add(&it->s->scan_failures, 1);
         it->failed = true;
     }
     return it->failed ? -EIO : 0;
-}
-
-uint64_t store_scan_failures(store_t *s)
-{
-    return atomic_load(&s->scan_failures);
 }
 
 void store_iter_free(store_iter_t *it)

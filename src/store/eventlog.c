@@ -333,6 +333,8 @@ static long inflight_scan(store_iter_t *it, eventlog_inflight_fn fn, void *arg)
     }
     if (list)
         fn(arg, sid, list);
+    if (store_iter_error(it) != 0)
+        n = -EIO;
     store_iter_free(it);
     return n;
 }

@@ -91,7 +91,8 @@ json_t *eventlog_inflight_list(store_t *s, const char *sid);
 /* How many puts and deletes of in-flight keys were batched so far, process-wide (tests). */
 long eventlog_inflight_writes(void);
 /* Startup: fn gets every session with entries, once, with its list (stolen: fn owns it, so it
- * can hand it to another thread whole). Returns the number of entries. */
+ * can hand it to another thread whole). Returns the number of entries, or -EIO when a read
+ * error stopped the walk (fn got only part of them). */
 typedef void (*eventlog_inflight_fn)(void *arg, const char *sid, json_t *list);
 long eventlog_inflight_scan_all(store_t *s, eventlog_inflight_fn fn, void *arg);
 /* The same for the sessions whose ids start with prefix (plen bytes: a shard's, after an

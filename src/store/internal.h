@@ -65,10 +65,9 @@ struct store {
      * filesystem */
     char *dir;
     int64_t min_free;
-    atomic_llong space_budget;   /* bytes that may be written before statvfs is asked again */
-    atomic_llong space_checked;  /* monotonic ms of the last statvfs */
-    bool refused_by_guard;       /* under mu: the last refusal was the guard's, not RocksDB's */
-    atomic_ullong scan_failures; /* iterators a read error stopped early (store_scan_failures) */
+    atomic_llong space_budget;  /* bytes that may be written before statvfs is asked again */
+    atomic_llong space_checked; /* monotonic ms of the last statvfs */
+    bool refused_by_guard;      /* under mu: the last refusal was the guard's, not RocksDB's */
     /* under mu: the failed reads of the current episode (store_read_failed) and the monotonic
      * ms of the last one (0: none yet) */
     long long read_failures;

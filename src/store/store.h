@@ -136,13 +136,11 @@ const unsigned char *store_iter_key(store_iter_t *it, size_t *len);
 const char *store_iter_value(store_iter_t *it, size_t *len);
 /* 0, or -EIO when a read error (I/O, a corrupt block) made the iterator invalid before the end
  * of its range: a loop that stopped at !store_iter_valid did not see everything. The error is
- * logged and counted (store_errors_total, store_scan_failures) once per iterator, here or, for
- * a caller that does not ask, when it is freed. */
+ * counted (store_errors_total) and logged (once per episode) once per iterator, here or, for a
+ * caller that does not ask, when it is freed. A caller that cannot use a partial walk asks,
+ * and answers -EIO itself. */
 int store_iter_error(store_iter_t *it);
 void store_iter_free(store_iter_t *it);
-/* Iterators stopped early by a read error since the open: the startup counts and recovery
- * scans, which cannot tell a partial result, refuse the start when it is not 0. */
-uint64_t store_scan_failures(store_t *s);
 
 /* Counts the keys of a column family (startup only: O(keys)). */
 uint64_t store_count_keys(store_t *s, store_cf_t cf);

@@ -2,10 +2,12 @@
 Real binary, real sockets, RocksDB on disk."""
 import json
 import os
+import socket
+import subprocess
 import time
 import unittest
 
-from mcptest import Server, Session, SSEStream, run
+from mcptest import BINARY, Server, Session, SSEStream, run
 
 
 def text_of(msg):
@@ -400,6 +402,20 @@ def restore_tables(changed):
             f.write(orig)
 
 
+def tables_from_log(data_dir):
+    """After a kill -9 what was written is in the write-ahead log: a start that opens the store
+    (RocksDB writes the log's contents to table files) and fails before anything runs (its
+    listen address is taken) puts it in table files, as it was at the crash: nothing is
+    recovered."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        r = subprocess.run([BINARY, "--listen", "127.0.0.1:%d" % busy.getsockname()[1],
+                            "--admin-listen", "off", "--data-dir", data_dir],
+                           capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "address already in use" in r.stderr, r.stderr[-2000:]
+
+
 class ReadErrors(ServerCase):
     """A read error is not an absence. The data goes to table files at the graceful stop (the
     store is flushed), the restart opens them (its startup scans do not fill the block cache),
@@ -458,6 +474,28 @@ class ReadErrors(ServerCase):
         self.assertGreater(self.stats()["store_errors_total"], errors, "counted")
         self.assertIn("a scan stopped on a read error", self.server.log_tail())
 
+    def test_a_session_whose_interrupted_request_cannot_be_recovered_does_not_refuse_the_start(
+            self):
+        # --workers 0: the startup recovery wakes the session on the main thread before the
+        # start is decided. That its stream records cannot be read is its own read error (its
+        # requests get 503), not a startup scan's: the node starts, whatever the timing.
+        s = Session(self.server)
+        _, st = s.stream_post("tools/call", {"name": "slow",
+                                             "arguments": {"seconds": 20, "steps": 20},
+                                             "_meta": {"progressToken": "k"}})
+        st.next_message(5)  # in flight: its stream and its in-flight key are stored
+        self.server.kill9()
+        st.close()
+        tables_from_log(self.server.data_dir)
+        self.assertTrue(corrupt_tables(self.server.data_dir, s.sid.encode(), b"streams"),
+                        "the stream records are in a table file")
+        self.server.flags += ["--workers", "0"]
+        self.server.start()  # raised before: a startup scan stopped on a read error
+        r, m = s.call("ping")
+        self.assertEqual(r.status, 503, r.text)
+        self.assertEqual(m["error"]["code"], -32603)
+        self.assertNotIn("a startup scan stopped", self.server.log_tail(20000))
+
     def test_a_startup_scan_stopped_by_a_read_error_refuses_the_start(self):
         s = Session(self.server)
         self.server.stop()
@@ -470,7 +508,9 @@ class ReadErrors(ServerCase):
         self.server.errlog.close()
         self.server.proc = None
         self.assertEqual(rc, 1, "a refused start exits 1")
-        self.assertIn("a startup scan stopped on a read error", self.server.log_tail())
+        log = self.server.log_tail()
+        self.assertIn("a startup scan stopped on a read error", log)
+        self.assertIn("restore --data-dir from a backup", log, "the refusal names the remedy")
 
 
 if __name__ == "__main__":
