@@ -435,11 +435,11 @@ uint64_t store_count_keys(store_t *s, store_cf_t cf)
     return n;
 }
 
-bool store_cf_any(store_t *s, store_cf_t cf)
+int store_cf_any(store_t *s, store_cf_t cf)
 {
     store_iter_t *it = store_iter_new_scan(s, cf);
     store_iter_seek_first(it);
-    bool any = store_iter_valid(it);
+    int any = store_iter_valid(it) ? 1 : store_iter_error(it);
     store_iter_free(it);
     return any;
 }

@@ -144,8 +144,9 @@ void store_iter_free(store_iter_t *it);
 
 /* Counts the keys of a column family (startup only: O(keys)). */
 uint64_t store_count_keys(store_t *s, store_cf_t cf);
-/* Whether a column family holds any key (one seek per partition). */
-bool store_cf_any(store_t *s, store_cf_t cf);
+/* Whether a column family holds any key (one seek per partition): 1, 0, or -EIO when a read
+ * error hid the answer. */
+int store_cf_any(store_t *s, store_cf_t cf);
 /* Sum of an integer property over all column families ("rocksdb.cur-size-all-mem-tables"). */
 uint64_t store_property_sum(store_t *s, const char *prop);
 /* The store's background work now, over all partitions: memtables waiting to be flushed, and
@@ -173,8 +174,9 @@ void store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t ke
  * hold them once, compressed where they compress) and a margin for each file's own blocks. An
  * O(keys) scan, as the export. */
 uint64_t store_export_estimate(store_t *s, const char *prefix, size_t plen);
-/* Whether family cf holds any key of an id starting with prefix (one seek; not the alarms). */
-bool store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);
+/* Whether family cf holds any key of an id starting with prefix (one seek; not the alarms): 1,
+ * 0, or -EIO when a read error hid the answer. */
+int store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);
 /* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms). */
 int store_delete_prefix(store_t *s, const char *prefix, size_t plen);
 /* Ingests dir/<family>.sst for each family with present[cf], the keys of ids starting with

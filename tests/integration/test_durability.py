@@ -496,18 +496,46 @@ class ReadErrors(ServerCase):
         self.assertEqual(m["error"]["code"], -32603)
         self.assertNotIn("a startup scan stopped", self.server.log_tail(20000))
 
-    def test_a_startup_scan_stopped_by_a_read_error_refuses_the_start(self):
-        s = Session(self.server)
-        self.server.stop()
-        self.assertTrue(corrupt_tables(self.server.data_dir, s.sid.encode()),
-                        "the session's record is in a table file after a graceful stop")
-        with self.assertRaises(RuntimeError, msg="the counts would be wrong: no start"):
+    def refused_start(self):
+        """Starts the server, which must refuse to: returns its exit code."""
+        with self.assertRaises(RuntimeError, msg="the start is refused"):
             self.server.start()
         rc = self.server.proc.wait(10)
         self.server.proc.stdout.close()
         self.server.errlog.close()
         self.server.proc = None
-        self.assertEqual(rc, 1, "a refused start exits 1")
+        return rc
+
+    def test_a_first_cluster_start_that_cannot_read_the_store_records_nothing(self):
+        # the first start with --cluster tells a new data directory (it waits for its
+        # bootstrap) from one older than the records (the file's shards are its data) by whether
+        # it holds any id: a read error there is neither, and a "new" recorded from it would
+        # leave the node serving none of its data for good
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        self.server.stop()
+        changed = corrupt_tables(self.server.data_dir, s.sid.encode(), b"sessions")
+        self.assertTrue(changed, "the session's record is in a table file after a graceful stop")
+        cluster = os.path.join(self.server.data_dir, "cluster.json")  # removed with it
+        with open(cluster, "w") as f:
+            json.dump({"shards": 4096, "assign": {"n1": ["000-fff"]},
+                       "nodes": [{"name": "n1", "listen": "127.0.0.1:1",
+                                  "admin": "127.0.0.1:2"}]}, f)
+        self.server.flags += ["--cluster", cluster, "--node", "n1"]
+        self.assertEqual(self.refused_start(), 1)
+        self.assertIn("cannot read", self.server.log_tail())
+        restore_tables(changed)  # the disk heals (a backup is restored)
+        self.server.start()
+        shards = json.loads(self.server.admin("/shards").text)
+        self.assertTrue(shards["bootstrapped"], shards)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6", "its data, served")
+
+    def test_a_startup_scan_stopped_by_a_read_error_refuses_the_start(self):
+        s = Session(self.server)
+        self.server.stop()
+        self.assertTrue(corrupt_tables(self.server.data_dir, s.sid.encode()),
+                        "the session's record is in a table file after a graceful stop")
+        self.assertEqual(self.refused_start(), 1, "the counts would be wrong: exit 1")
         log = self.server.log_tail()
         self.assertIn("a startup scan stopped on a read error", log)
         self.assertIn("restore --data-dir from a backup", log, "the refusal names the remedy")
