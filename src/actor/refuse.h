@@ -36,6 +36,12 @@
     "Storage unavailable: the server could not read this stream's stored events (a read " \
     "error), so nothing was replayed. Retry with the same Last-Event-ID later."
 
+/* A call that needs stored state the store failed to read (a tool's state, a handle, a task,
+ * an input record) changes nothing and gets it, as a refused write's 503 (JERR_STORAGE). */
+#define READ_FAILED_STATE                                                                 \
+    "Storage unavailable: the server could not read this request's stored state (a read " \
+    "error), so nothing of it was changed. Retry later."
+
 /* The 503 (Retry-After, -32603 msg, id echoed: may be NULL) of a request the store failed to
  * read for: a session's record, a stream's events to replay. */
 hmsg_t *refuse_read_failed(conn_ref_t conn, const json_t *id, const char *msg);

@@ -165,7 +165,8 @@ static void handle_tool_close(actor_t *a, job_t *j)
 }
 
 /* Applies a state get/put/update of job j to owner's state (a session's or a handle's) and
- * answers the handler once the change is stored. */
+ * answers the handler once the change is stored. A value the store fails to read is not an
+ * absent one: nothing is written over it, and the call gets the retryable storage error. */
 static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
 {
     json_t *cur = NULL;
@@ -173,7 +174,12 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
         worker_commit(owner->w);
         char *v;
         size_t vl;
-        if (sessionrec_get_state(worker_store(owner->w), owner->sid, j->state_key, &v, &vl) == 0) {
+        int rc = sessionrec_get_state(worker_store(owner->w), owner->sid, j->state_key, &v, &vl);
+        if (rc == -EIO) {
+            job_reply_fail(j, wait_seq, MCPD_ERR_INTERNAL, JERR_STORAGE, READ_FAILED_STATE);
+            return;
+        }
+        if (rc == 0) {
             cur = json_parse_buf(v, vl, NULL, 0, NULL);
             free(v);
         }
@@ -254,8 +260,7 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
     if (err < 0) {
         /* not an absence: a new handle would overwrite a record that may exist, an unknown
          * one would tell the tool its state is gone */
-        job_reply_code(j, seq, NULL, MCPD_ERR_INTERNAL,
-                       "the store failed to read this state handle (a read error); retry");
+        job_reply_fail(j, seq, MCPD_ERR_INTERNAL, JERR_STORAGE, READ_FAILED_STATE);
         return;
     }
     if (j->state_op == HANDLE_NEW) {

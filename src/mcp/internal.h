@@ -8,18 +8,16 @@
 #include "mcp/state.h"
 #include "wire/jsonrpc.h"
 
-/* The -32603 message of a call whose task or input record the store failed to read (not an
- * unknown one: it may be there, and a retry may read it). */
-#define STORE_READ_FAILED                                                                 \
-    "Storage unavailable: the server could not read this request's stored state (a read " \
-    "error). Retry later."
-
 const mcpd_registry_t *mcp_reg(void);
 json_t *mcp_server_info(void);
 /* Answers call c with result (stolen). */
 void mcp_answer(actor_t *a, call_t *c, json_t *result);
 /* Answers call c with an error (data stolen, may be NULL). */
 void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data);
+/* Answers call c as a refused turn answers (actor/refuse.h): 503 + Retry-After and a -32603
+ * error with msg while the response has not started and answers c alone, else the error in
+ * its place. For a write the store refused, or a read it failed: nothing was changed. */
+void mcp_answer_unavailable(actor_t *a, call_t *c, const char *msg);
 /* A method's handler: answers call c (now, or when its job ends); params borrowed (a handler
  * may take members out of it). */
 typedef void mcp_method_fn(actor_t *a, call_t *c, json_t *params);

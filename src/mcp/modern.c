@@ -12,6 +12,7 @@
  * reads, the caching hints (--cache-ttl-ms, --cache-private): modern_decorate. */
 #include "mcp/internal.h"
 
+#include "actor/refuse.h"
 #include "core/config.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
@@ -347,7 +348,7 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
         actor_t *rec = worker_for_session(rid) == a->w ? actor_find_or_load(a->w, rid, &err) : NULL;
         if (err < 0) { /* not a replay: the record may be there, and a retry may read it */
             json_decref(p);
-            mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR, STORE_READ_FAILED, NULL);
+            mcp_answer_unavailable(a, c, READ_FAILED_STATE);
             return false;
         }
         if (!rec || rec->kind != ACTOR_RECORD ||

@@ -496,6 +496,49 @@ class ReadErrors(ServerCase):
         self.assertEqual(m["error"]["code"], -32603)
         self.assertNotIn("a startup scan stopped", self.server.log_tail(20000))
 
+    def test_a_tool_state_that_cannot_be_read_is_not_written_over(self):
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        self.server.restart()
+        changed = corrupt_tables(self.server.data_dir, b"counter", b"state")
+        self.assertTrue(changed, "the state is in a table file after a graceful stop")
+        for _ in range(2):  # the update fails and writes nothing: its retry fails the same
+            r, m = s.tool("counter", {"by": 1})
+            self.assertEqual(r.status, 503, r.text)  # before: 200 "1", then "2"
+            self.assertEqual(r.header("Retry-After"), "5")
+            self.assertEqual(m["error"]["code"], -32603)
+            self.assertIn("Storage unavailable", m["error"]["message"])
+        restore_tables(changed)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6", "the stored 5, kept")
+
+    def test_a_task_whose_stored_state_cannot_be_read_is_neither_failed_nor_shown_empty(self):
+        from test_tasks import TaskClient
+        self.server.flags += ["--toolset", "conformance"]
+        self.server.restart()
+        c = TaskClient(self.server)
+        done = c.wait(c.tool("slow_compute", {"seconds": 0, "label": "r"})["taskId"])
+        self.assertEqual(done["status"], "completed", done)
+        asking = c.tool("confirm_delete", {"filename": "a.txt"})["taskId"]
+        self.assertEqual(c.wait(asking, ("input_required",))["status"], "input_required")
+        self.server.restart()
+        changed = []
+        for tid in (done["taskId"], asking):  # its result; its arguments
+            changed += corrupt_tables(self.server.data_dir, tid.encode(), b"state")
+        self.assertTrue(changed, "the tasks' state is in a table file after a graceful stop")
+        r, m = c.call("tasks/get", {"taskId": done["taskId"]})
+        self.assertEqual(r.status, 503, r.text)  # before: 200, completed without its result
+        self.assertEqual(r.header("Retry-After"), "5")
+        answer = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+        r, m = c.call("tasks/update", {"taskId": asking, "inputResponses": answer})
+        self.assertEqual(r.status, 503, r.text)  # before: 200, and the task failed
+        self.assertEqual(c.get(asking)["status"], "input_required", "nothing applied")
+        for change in reversed(changed):
+            restore_tables([change])
+        self.assertEqual(c.get(done["taskId"])["result"]["content"][0]["text"],
+                         'Computation "r" completed after 0 s. Result: 42.')
+        c.ok("tasks/update", {"taskId": asking, "inputResponses": answer})
+        self.assertEqual(c.wait(asking)["result"]["content"][0]["text"], "Deleted a.txt")
+
     def refused_start(self):
         """Starts the server, which must refuse to: returns its exit code."""
         with self.assertRaises(RuntimeError, msg="the start is refused"):
