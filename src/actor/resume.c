@@ -33,8 +33,13 @@ static void replay_failed(actor_t *a, conn_ref_t conn, buf_t *b)
 
 static void open_standalone(actor_t *a, conn_ref_t conn)
 {
-    stream_t *g = actor_get_stream(a, true);
     buf_t b = {0};
+    int err;
+    stream_t *g = actor_get_stream(a, true, &err);
+    if (!g) { /* its record could not be read: a new stream would reuse its event ids */
+        replay_failed(a, conn, &b);
+        return;
+    }
     long backlog = 0;
     bool after_end = g->server_ended && g->seq > g->ended_seq;
     if (((!g->delivered && g->seq > 0) || after_end) && g_cfg.event_store) {
@@ -118,24 +123,23 @@ static void resume(actor_t *a, wmsg_t *m)
         return;
     }
     uint64_t num = m->u.get.stream;
-    stream_t *s = num == STREAM_GET ? actor_get_stream(a, false) : actor_find_stream(a, num);
-    bool finished = false;
-    if (!s && num != STREAM_GET) {
-        streamrec_t r;
-        if (actor_load_stream_rec(a, num, &r) == 0) {
-            finished = true; /* not live: every response was written (or the process restarted) */
-            json_decref(r.req_ids);
-        } else {
-            actor_reply_error(a->w, m->u.client.conn, NULL, 400, MCP_ERR_BAD_REQUEST,
-                              "Last-Event-ID names a stream this session does not have");
-            return;
-        }
-    } else if (!s || !s->sse) {
+    int rc = 0;
+    stream_t *s = num == STREAM_GET ? actor_get_stream(a, false, &rc) : actor_find_stream(a, num);
+    streamrec_t r;
+    if (!s && num != STREAM_GET && (rc = actor_load_stream_rec(a, num, &r)) == 0)
+        json_decref(r.req_ids);
+    /* a POST stream not live: every response was written (or the process restarted) */
+    bool finished = !s && num != STREAM_GET && rc == 0;
+    buf_t b = {0};
+    if (rc < 0) { /* unreadable, not one it does not have: the client retries from the same id */
+        replay_failed(a, m->u.client.conn, &b);
+        return;
+    }
+    if (!finished && (!s || !s->sse)) {
         actor_reply_error(a->w, m->u.client.conn, NULL, 400, MCP_ERR_BAD_REQUEST,
                           "Last-Event-ID names a stream this session does not have");
         return;
     }
-    buf_t b = {0};
     if (a->proto->priming) {
         /* The priming event of a resumed connection re-asserts the client's own position: a
          * fresh id here, ahead of the replay, would make a drop before the first replayed

@@ -95,7 +95,7 @@ void actor_send_tool_request(actor_t *a, job_t *j, const wmsg_t *m, const char *
     if (m->u.tool.target == MCPD_TARGET_REQUEST && j->call && !json_only) {
         route = j->call->stream;
     } else {
-        stream_t *g = actor_get_stream(a, false);
+        stream_t *g = actor_get_stream(a, false, NULL); /* unreadable: not attached either */
         int n = 0;
         if (g && g->conn.gen)
             route = g;
@@ -143,7 +143,8 @@ static void handle_tool_out(actor_t *a, job_t *j, wmsg_t *m)
         /* SEP-2663: no progress or log messages for a task (no stream carries them) */
         json_decref(msg);
     } else if (m->u.tool.target == MCPD_TARGET_SESSION) {
-        actor_send_session(a, msg);
+        if (actor_send_session(a, msg) != 0)
+            worker_fail_turn(a->w, a); /* not stored: the call is not acknowledged either */
     } else if (j->call) {
         actor_stream_send(a, j->call->stream, msg);
     } else {

@@ -69,22 +69,30 @@ long eventlog_replay_after(store_t *s, const char *sid, uint64_t stream, uint64_
     return n;
 }
 
-uint64_t eventlog_newest_seq(store_t *s, const char *sid, uint64_t stream)
+int eventlog_newest(store_t *s, const char *sid, uint64_t stream, uint64_t *seq)
 {
     unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
     key_event(lo, sid, stream, 0);
     key_event(hi, sid, stream, UINT64_MAX);
     store_iter_t *it = store_iter_new(s, CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
     store_iter_seek_last(it);
-    uint64_t seq = 0, st;
+    uint64_t st;
+    *seq = 0;
     if (store_iter_valid(it)) {
         size_t kl;
         const unsigned char *k = store_iter_key(it, &kl);
-        if (key_event_decode(k, kl, &st, &seq) != 0)
-            seq = 0;
+        if (key_event_decode(k, kl, &st, seq) != 0)
+            *seq = 0;
     }
+    int rc = store_iter_error(it);
     store_iter_free(it);
-    return seq;
+    return rc;
+}
+
+uint64_t eventlog_newest_seq(store_t *s, const char *sid, uint64_t stream)
+{
+    uint64_t seq;
+    return eventlog_newest(s, sid, stream, &seq) == 0 ? seq : 0;
 }
 
 void eventlog_delete_events(store_batch_t *b, const char *sid, uint64_t stream)

@@ -11,8 +11,9 @@
  *                                      not answered yet (what a crash interrupted)
  *
  * Errors follow the store's convention: reads return 0 / 1 (absent) / negative errno; a read
- * error is logged and counted by the store and treated like "absent" here where a value is
- * returned (a newest seq of 0, no first expiry).
+ * error is logged and counted by the store. Where a value is returned without a status (a
+ * newest seq of 0, no first expiry) a read error reads as "absent"; what numbers or replays
+ * from it has the checked form (eventlog_newest, eventlog_replay_after's -EIO).
  */
 #ifndef MCPD_STORE_EVENTLOG_H
 #define MCPD_STORE_EVENTLOG_H
@@ -48,7 +49,10 @@ typedef void (*eventlog_event_fn)(void *arg, uint64_t seq, const char *data, siz
  * read error ended the scan early: fn saw only part of them, and the replay is incomplete. */
 long eventlog_replay_after(store_t *s, const char *sid, uint64_t stream, uint64_t after,
                            eventlog_event_fn fn, void *arg, uint64_t *first_seq);
-/* The newest stored seq of a stream (0 when it has no event). */
+/* The newest stored seq of a stream into *seq (0 when it has no event): 0, or -EIO when a read
+ * error hid it. */
+int eventlog_newest(store_t *s, const char *sid, uint64_t stream, uint64_t *seq);
+/* The same, 0 also for a read error (the sweep's use: nothing is numbered from it). */
 uint64_t eventlog_newest_seq(store_t *s, const char *sid, uint64_t stream);
 /* Deletes every event of a stream (its record stays). */
 void eventlog_delete_events(store_batch_t *b, const char *sid, uint64_t stream);

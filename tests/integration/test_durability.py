@@ -457,6 +457,40 @@ class ReadErrors(ServerCase):
         self.assertEqual(m["error"]["code"], -32603)
         self.assertIn("a scan stopped on a read error", self.server.log_tail())
 
+    def test_a_standalone_stream_whose_record_cannot_be_read_is_not_made_again(self):
+        s = Session(self.server)
+        g = s.open_get()
+        g.next_event(5)  # the priming event, get:1
+        s.tool("notify", {"count": 3, "target": "session"})
+        last = [g.next_message(5) for _ in range(3)][-1]["id"]
+        g.close()
+        self.assertEqual(seq_of(last), 4)
+        for _ in range(150):  # stream records enough for more than one block: the wake's scan
+            s.tool("notify", {"count": 1, "target": "request"})  # reads the last one only
+        self.server.restart()
+        changed = corrupt_tables(self.server.data_dir, s.sid.encode(), b"streams")
+        self.assertTrue(changed, "the stream records are in a table file after a graceful stop")
+        # its standalone stream's record (the first of the session's) cannot be read: a new
+        # stream would number from 1 again, over the stored events
+        r, m = s.tool("notify", {"count": 1, "target": "session"})
+        self.assertEqual(r.status, 503, r.text)  # before: 200, stored as get:1
+        self.assertEqual(r.header("Retry-After"), "5")
+        self.assertEqual(m["error"]["code"], -32603)
+        g2 = s.open_get(last_event_id=last)
+        self.assertEqual(g2.status, 503, "not 400: the stream may well be there")
+        g2.close()
+        g3 = s.open_get()
+        self.assertEqual(g3.status, 503, "no new stream over the stored one")
+        g3.close()
+        restore_tables(changed)
+        r, _ = s.tool("notify", {"count": 1, "target": "session"})  # the client's retry
+        self.assertEqual(r.status, 200, r.text)
+        g4 = s.open_get(last_event_id=last)
+        got = g4.next_message(5)
+        self.assertEqual(seq_of(got["id"]), 5, "the next id of the stored stream")
+        self.assertEqual(got["message"]["params"]["data"], {"n": 1, "of": 1})
+        g4.close()
+
     def test_a_resume_whose_replay_cannot_be_read_gets_503_not_a_partial_replay(self):
         s = Session(self.server)
         g = s.open_get()
