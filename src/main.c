@@ -420,11 +420,10 @@ static int start_protocol(node_t *n)
 
 /* What the store holds before the first request: the gauges, each principal's share of
  * --max-sessions, --max-handles and --max-tasks, the calls a crash interrupted (answered), the
- * DPoP replay cache, then the alarms. */
-/* The stored counts and shares, the in-flight recovery, the alarms. -EIO when a read error
- * stopped one of their scans: a partial result would be taken for the whole (counts and shares
- * short, interrupted requests never answered). A read error of one session's own records (its
- * wake for the recovery) is that session's, answered 503 at its requests: not this. */
+ * DPoP replay cache, then the alarms. -EIO when a read error stopped one of their scans: a
+ * partial result would be taken for the whole (counts and shares short, interrupted requests
+ * never answered). A read error of one session's own records (its wake for the recovery) is
+ * that session's, answered 503 at its requests: not this. */
 static int recover_state(node_t *n)
 {
     uint64_t stored[STORED__KINDS] = {0};
