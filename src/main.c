@@ -420,27 +420,34 @@ static int start_protocol(node_t *n)
 
 /* What the store holds before the first request: the gauges, each principal's share of
  * --max-sessions, --max-handles and --max-tasks, the calls a crash interrupted (answered), the
- * DPoP replay cache, then the alarms. */
-static void recover_state(node_t *n)
+ * DPoP replay cache, then the alarms. -EIO when a read error stopped one of their scans: a
+ * partial result would be taken for the whole (counts and shares short, interrupted requests
+ * never answered). A read error of one session's own records (its wake for the recovery) is
+ * that session's, answered 503 at its requests: not this. */
+static int recover_state(node_t *n)
 {
     uint64_t stored[STORED__KINDS] = {0};
-    actors_account_stored(n->store, NULL, 0, 1, stored);
+    if (actors_account_stored(n->store, NULL, 0, 1, stored) != 0)
+        return -EIO;
     STAT_SET(sessions_stored, (long long)stored[STORED_SESSION]);
     STAT_SET(input_records_stored, (long long)stored[STORED_RECORD]);
     STAT_SET(handles_stored, (long long)stored[STORED_HANDLE]);
     STAT_SET(tasks_stored, (long long)stored[STORED_TASK]);
     log_info("store: %lld sessions in %s", (long long)STAT_GET(sessions_stored), g_cfg.data_dir);
     long interrupted = actors_recover_all(n->store);
+    if (interrupted < 0)
+        return -EIO;
     if (interrupted)
         log_info("recovery: %ld requests were in flight when the process stopped", interrupted);
     if (n->colocated)
         workers_drain_now(); /* their loops are not running yet: recovery goes first */
     if (g_authz.on) {        /* its keys from before a restart, its sweep on the alarm thread */
-        jti_open(n->store, DPOP_MAX_AGE_S + g_authz.leeway, g_cfg.auth_dpop_jti_max,
-                 (int)g_cfg.principal_share);
+        if (jti_open(n->store, DPOP_MAX_AGE_S + g_authz.leeway, g_cfg.auth_dpop_jti_max,
+                     (int)g_cfg.principal_share) != 0)
+            return -EIO;
         alarms_node_fn(jti_sweep);
     }
-    alarms_start(n->store);
+    return alarms_start(n->store) == -EIO ? -EIO : 0;
 }
 
 /* The HTTP threads start. When one cannot, the process exits at once: co-located workers
@@ -592,8 +599,16 @@ int main(int argc, char **argv)
         log_error("cannot start threads");
         return 1; /* threads may be running: no orderly teardown from here */
     }
-    recover_state(&n);
+    rc = recover_state(&n);
     n.http_bound = false; /* from here stop_runtime frees the loops */
+    if (rc != 0) {
+        log_error("store: a startup scan stopped on a read error (above): the stored counts, "
+                  "shares and in-flight requests would be wrong, so the server does not start. "
+                  "The disk of --data-dir failed a read or a table file is damaged: check the "
+                  "disk (dmesg, smartctl), then restore --data-dir from a backup, or move the "
+                  "damaged directory aside (a new one starts empty)");
+        return refuse_start(&n);
+    }
     if (fit_connections_to_fds(store_partitions(n.store)) != 0)
         return refuse_start(&n);
     if ((rc = start_serving(&n)) != 0)

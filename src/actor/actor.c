@@ -22,6 +22,7 @@
 #include "wire/jsonrpc.h"
 #include "wire/sse.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,14 +242,16 @@ static void give_share(actor_t *a, bool now)
         worker_give_at_commit(a->w, a->owner, r, GIVE_BOTH);
 }
 
-/* Wakes a session from the store; NULL when it does not exist. */
-static actor_t *actor_load(worker_t *w, const char *sid)
+/* Wakes a session from the store; NULL when it does not exist (*err 0) or is unreadable (-EIO). */
+static actor_t *actor_load(worker_t *w, const char *sid, int *err)
 {
     worker_commit(w); /* a delete earlier in this turn must be visible */
     char *v;
     size_t vl;
-    if (sessionrec_get_meta(worker_store(w), sid, &v, &vl) != 0)
+    if ((*err = sessionrec_get_meta(worker_store(w), sid, &v, &vl)) != 0) {
+        *err = *err < 0 ? *err : 0;
         return NULL;
+    }
     /* our own writer's text: it may hold U+0000 (a client's strings), which jansson refuses */
     json_t *m = json_parse_buf(v, vl, NULL, 0, NULL);
     free(v);
@@ -261,6 +264,18 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     if (!json_is_object(m) || !p) {
         log_error("session %.8s: unreadable metadata, treating it as unknown", sid);
         json_decref(m);
+        return NULL;
+    }
+    /* POST stream numbers continue after the newest stored stream. "lb" is exact only in a
+     * metadata written at rest: one written while the actor lived (an alarm moved, a touch)
+     * is followed by turns that put or evict events without writing it, so after a crash or a
+     * refused turn the stream records are summed (O(its streams)) */
+    uint64_t next, bytes = 0;
+    bool all_known = true, at_rest = json_is_true(json_object_get(m, "lx"));
+    if ((next = at_rest ? eventlog_next_stream(worker_store(w), sid)
+                        : eventlog_stream_totals(worker_store(w), sid, &bytes, &all_known)) == 0) {
+        json_decref(m);
+        *err = -EIO; /* a read error: a stream number taken again would overwrite a stored one */
         return NULL;
     }
     actor_t *a = actor_create_kind(w, sid,
@@ -296,21 +311,10 @@ static actor_t *actor_load(worker_t *w, const char *sid)
     owner_of(m, owner, sizeof owner);
     a->owner = principal_get(owner);
     a->share_given_back = json_is_false(json_object_get(m, "hs"));
-    a->meta_at_rest = json_is_true(json_object_get(m, "lx"));
+    a->meta_at_rest = at_rest;
     json_decref(m);
-
-    /* POST stream numbers continue after the newest stored stream. "lb" is exact only in a
-     * metadata written at rest: one written while the actor lived (an alarm moved, a touch)
-     * is followed by turns that put or evict events without writing it, so after a crash or a
-     * refused turn the stream records are summed (O(its streams)) */
-    uint64_t next, bytes;
-    bool all_known = true;
-    if (a->meta_at_rest) {
-        next = eventlog_next_stream(worker_store(w), sid);
-    } else {
-        next = eventlog_stream_totals(worker_store(w), sid, &bytes, &all_known);
+    if (!at_rest)
         a->log_bytes = all_known || bytes > a->log_bytes ? bytes : a->log_bytes;
-    }
     if (next > a->next_stream)
         a->next_stream = next;
     STAT_INC(wakes_total);
@@ -397,17 +401,18 @@ static void account_one(void *arg, const char *sid, const char *meta, size_t len
         principal_add_global((pres_t)r, ac->sign); /* an older server's cancelled task */
 }
 
-void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
-                           uint64_t by_kind[STORED__KINDS])
+int actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
+                          uint64_t by_kind[STORED__KINDS])
 {
     struct account ac = {sign, by_kind, prefix == NULL};
-    sessionrec_scan_meta(s, prefix, plen, account_one, &ac);
+    return sessionrec_scan_meta(s, prefix, plen, account_one, &ac);
 }
 
-actor_t *actor_find_or_load(worker_t *w, const char *sid)
+actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err)
 {
     actor_t *a = worker_find_actor(w, sid);
-    return a ? a : actor_load(w, sid);
+    *err = 0;
+    return a ? a : actor_load(w, sid, err);
 }
 
 void actor_recover_after_reset(actor_t *a)

@@ -204,11 +204,13 @@ enum { STORED_SESSION = 0, STORED_RECORD, STORED_HANDLE, STORED_TASK, STORED__KI
 int actor_meta_kind(const char *meta, size_t len);
 /* Adds sign (+1, -1) times what the stored records of ids starting with prefix (plen 0: all)
  * hold of their owners' shares (principal_add), and counts them by kind into by_kind (may be
- * NULL): at startup, and when a shard leaves or comes (shardmove.c). */
-void actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
-                           uint64_t by_kind[STORED__KINDS]);
-/* The actor sid names on w, woken from the store when it hibernates; NULL when there is none. */
-actor_t *actor_find_or_load(worker_t *w, const char *sid);
+ * NULL): at startup, and when a shard leaves or comes (shardmove.c). 0, or -EIO when a read
+ * error stopped the walk: the counts and shares are short. */
+int actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
+                          uint64_t by_kind[STORED__KINDS]);
+/* The actor sid names on w, woken from the store when it hibernates; NULL when there is none
+ * (*err 0) or when the store failed to read it (*err -EIO: not an absence, never a 404). */
+actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err);
 /* A failed turn reset a (and its in-flight requests lost their jobs): once the store takes
  * writes again, they are answered as after a crash, with a stored error a resuming client
  * finds. While it refuses, reads and replays go on and this waits. */
@@ -239,10 +241,13 @@ void actor_complete_result(actor_t *a, call_t *c, json_t *result, const char *ex
 void actor_drop_call(actor_t *a, call_t *c);
 /* Sends a message on a stream (stored first when the stream is SSE). msg stolen. */
 void actor_stream_send(actor_t *a, stream_t *s, json_t *msg);
-/* Session-level message (no related request): standalone stream, or stored for it. */
-void actor_send_session(actor_t *a, json_t *msg);
+/* Session-level message (no related request): standalone stream, or stored for it. msg stolen.
+ * 0, or -EIO when the store failed to read the standalone stream's record: msg is dropped
+ * (stored on a new stream it would take the stored one's event ids), and the caller decides
+ * what the turn acknowledges (worker_fail_turn: nothing). */
+int actor_send_session(actor_t *a, json_t *msg);
 /* A message of a call on POST stream s that s cannot carry (JSON-only mode): session-level, and
- * s's answer goes out after it (stream_t.diverted). */
+ * s's answer goes out after it (stream_t.diverted). One that cannot be stored fails the turn. */
 void actor_send_diverted(actor_t *a, stream_t *s, json_t *msg);
 /* Ends the POST exchange when nothing is outstanding. true when s was freed. */
 bool actor_stream_settle(actor_t *a, stream_t *s);
@@ -347,7 +352,8 @@ void actor_send_sse_start(actor_t *a, stream_t *s, buf_t *body, bool keepalive);
 void actor_send_sse_end(actor_t *a, conn_ref_t conn, uint64_t num);
 /* Takes s off the turn's dirty list, writing its record first when `write`. */
 void actor_stream_undirty(stream_t *s, bool write);
-/* Reads a stream record (commits the turn first); 0 found, 1 absent. */
+/* Reads a stream record (commits the turn first), its seq raised to the newest stored event's:
+ * 0 found, 1 absent, -EIO when the store failed to read the record or its newest event. */
 int actor_load_stream_rec(actor_t *a, uint64_t num, streamrec_t *r);
 /* actor.c: writes the metadata of every actor marked this turn into the batch. */
 void actor_flush_meta(void);
@@ -369,12 +375,15 @@ void actor_send_tool_request(actor_t *a, job_t *j, const wmsg_t *m, const char *
 /* Jobs that never got a place go to the pool regardless (cancelled: they end at once). */
 void actor_release_queued_jobs(actor_t *a);
 
-/* The standalone stream (loaded on first use; created when `create`). */
-stream_t *actor_get_stream(actor_t *a, bool create);
+/* The standalone stream (loaded on first use; created when `create` and none is stored). NULL
+ * when there is none and not `create`, or when the store failed to read its record (*err
+ * -EIO; err may be NULL where unreadable may count as none): none is made then. */
+stream_t *actor_get_stream(actor_t *a, bool create, int *err);
 /* A stream in memory, or NULL. */
 stream_t *actor_find_stream(actor_t *a, uint64_t num);
-/* A POST stream from its stored record, put in memory; NULL when the session has no such stream. */
-stream_t *actor_load_stream(actor_t *a, uint64_t num);
+/* A POST stream from its stored record, put in memory; NULL when the session has no such stream
+ * (*err 0) or the store failed to read it (*err -EIO). */
+stream_t *actor_load_stream(actor_t *a, uint64_t num, int *err);
 void actor_free_stream(actor_t *a, stream_t *s, bool write_meta);
 /* Its metadata is written at the end of the turn. */
 void actor_stream_dirty(stream_t *s);
@@ -412,7 +421,8 @@ json_t *actor_inflight(actor_t *a);
  * now when the run hit its limit (`more`) or something already due was left. */
 int64_t sweep_next_due(int64_t now, bool more, int64_t session_expiry,
                        int64_t first_finished_expiry, int64_t standalone_expiry);
-/* Main thread, at startup: finds in-flight requests in the store and sends WM_RECOVER. */
+/* Main thread, at startup: finds in-flight requests in the store and sends WM_RECOVER; returns
+ * how many, or -EIO when a read error stopped the walk (some were not found). */
 long actors_recover_all(store_t *store);
 /* A shard came in (adopt, reclaim): the in-flight requests of the ids under prefix, read
  * before they are served ({sid: [[stream, id], ...]}, new), so none of this node's own is

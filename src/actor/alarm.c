@@ -171,6 +171,8 @@ int alarms_start(store_t *store)
      * adopt's leftover, deleted before an adopt) counts once it is served (take() adds what
      * it holds then, a release takes away what went) */
     long long count = (long long)sessionrec_count_alarms(store, shard_owns_id);
+    if (count < 0)
+        return (int)count;
     STAT_SET(alarms_pending, count);
     S.floor_ms = 0;
     arm_next();

@@ -23,7 +23,8 @@
 
 #include "store/store.h"
 
-/* Main thread, after the workers started: counts the stored alarms and arms the timer. */
+/* Main thread, after the workers started: counts the stored alarms and arms the timer. 0; -EIO
+ * when a read error stopped the count (nothing is started); -1 when the thread cannot start. */
 int alarms_start(store_t *store);
 /* Main thread, before the workers stop: no more dispatches; hints are ignored from then on. */
 void alarms_stop(void);

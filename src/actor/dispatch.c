@@ -6,6 +6,7 @@
  * Worker thread only (worker.c calls actor_dispatch for every message of a turn).
  */
 #include "actor/actor.h"
+#include "actor/refuse.h"
 
 #include "core/config.h"
 #include "core/log.h"
@@ -49,11 +50,29 @@ static bool misdirected(worker_t *w, const wmsg_t *m)
     return true;
 }
 
+/* The store failed to read the session's record (store_get logged and counted it): 503 with
+ * Retry-After, as a refused turn gets, so the client retries rather than starts over. */
+static void answer_read_failed(worker_t *w, const wmsg_t *m)
+{
+    if (m->u.client.conn.gen)
+        worker_send_http(w,
+                         refuse_read_failed(m->u.client.conn,
+                                            m->type == WM_POST ? jsonrpc_request_id(m->u.post.body)
+                                                               : NULL,
+                                            READ_FAILED_MESSAGE));
+}
+
 /* The session a client's message is for, in memory or woken from the store, ready to run it;
- * NULL after answering 404 (none, a record's id, another path's or another token's session). */
+ * NULL after answering 404 (none, a record's id, another path's or another token's session)
+ * or 503 (its record could not be read). */
 static actor_t *client_actor(worker_t *w, const wmsg_t *m)
 {
-    actor_t *a = actor_find_or_load(w, m->sid);
+    int err;
+    actor_t *a = actor_find_or_load(w, m->sid, &err);
+    if (err < 0) {
+        answer_read_failed(w, m); /* its recover mark stays: the request may come again */
+        return NULL;
+    }
     if (a && a->kind != ACTOR_SESSION) {
         /* a record's id is not a session id, whoever learned it */
         worker_note_activity(w, a);
@@ -88,9 +107,11 @@ static actor_t *scheduled_actor(worker_t *w, const wmsg_t *m)
 {
     if (!shard_owns_id(m->sid))
         return NULL;
-    actor_t *a = actor_find_or_load(w, m->sid);
+    int err;
+    actor_t *a = actor_find_or_load(w, m->sid, &err);
     if (!a) {
-        worker_take_recover_mark(w, m->sid); /* never stored, or deleted: nothing to recover */
+        if (err == 0) /* never stored, or deleted: nothing to recover */
+            worker_take_recover_mark(w, m->sid);
         return NULL;
     }
     actor_recover_after_reset(a);

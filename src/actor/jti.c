@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "store/keys.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -287,7 +288,10 @@ int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct)
         share_add(who, wl, 1, 0);
         n++;
     }
+    bool unread = store_iter_error(it) != 0; /* the count and the shares would be short */
     store_iter_free(it);
+    if (unread)
+        return -EIO;
     atomic_store(&J.count, n);
     int64_t iat = first_iat();
     if (iat >= 0) {

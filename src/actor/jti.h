@@ -62,7 +62,7 @@ typedef enum {
 /* Main thread, after store_open and before alarms_start: window_s is how long a proof stays
  * acceptable after its iat; max the bound; share_pct the percent of max one principal may
  * hold. Sweeps what expired while the server was down, counts the rest (per principal too), and
- * hints the node alarm at the next expiry. 0, or -1 (store error). */
+ * hints the node alarm at the next expiry. 0, or -EIO when a read error stopped the count. */
 int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct);
 /* Main thread, after the HTTP threads and the alarm thread stopped. */
 void jti_close(void);

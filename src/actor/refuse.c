@@ -98,6 +98,18 @@ static hmsg_t *refused_reply(hmsg_t *m)
     return r;
 }
 
+hmsg_t *refuse_read_failed(conn_ref_t conn, const json_t *id, const char *msg)
+{
+    json_t *err = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, msg, NULL);
+    hmsg_t *r = hmsg_new(HM_REPLY, conn);
+    r->status = 503;
+    r->content_type = "application/json";
+    r->retry_after = REFUSE_RETRY_AFTER;
+    r->body = jsonrpc_dump(err, &r->len);
+    json_decref(err);
+    return r;
+}
+
 /* An SSE continuation: an id-less error event per response it carried, nothing else. */
 static hmsg_t *refused_sse_data(hmsg_t *m)
 {

@@ -21,9 +21,30 @@
 
 /* Seconds a refused client is asked to wait (RocksDB looks at the free space every 5 s). */
 #define REFUSE_RETRY_AFTER "5"
-#define REFUSE_MESSAGE                                                                      \
+#define REFUSE_MESSAGE                                                                     \
     "Storage unavailable: the server could not store this request's effects (its disk is " \
     "full or failing), so nothing of it was kept. Retry later."
+
+/* What a request for a session whose record the store failed to read gets (503, Retry-After:
+ * REFUSE_RETRY_AFTER, -32603): not the 404 of an absent session, which would make the client
+ * give up a session that may well exist. */
+#define READ_FAILED_MESSAGE                                                               \
+    "Storage unavailable: the server could not read this session from its store (a read " \
+    "error); the session is not known to be gone. Retry later."
+/* A resume whose replay the store failed to read gets it too: nothing of it is sent. */
+#define READ_FAILED_EVENTS                                                                \
+    "Storage unavailable: the server could not read this stream's stored events (a read " \
+    "error), so nothing was replayed. Retry with the same Last-Event-ID later."
+
+/* A call that needs stored state the store failed to read (a tool's state, a handle, a task,
+ * an input record) changes nothing and gets it, as a refused write's 503 (JERR_STORAGE). */
+#define READ_FAILED_STATE                                                                 \
+    "Storage unavailable: the server could not read this request's stored state (a read " \
+    "error), so nothing of it was changed. Retry later."
+
+/* The 503 (Retry-After, -32603 msg, id echoed: may be NULL) of a request the store failed to
+ * read for: a session's record, a stream's events to replay. */
+hmsg_t *refuse_read_failed(conn_ref_t conn, const json_t *id, const char *msg);
 
 /* The JSON-RPC error a refused request gets (new reference); id may be NULL. */
 json_t *refuse_error(const json_t *id);

@@ -22,13 +22,24 @@
 
 static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out);
 
+/* A replay whose scan failed: nothing of it is sent and the stream is not attached, so the
+ * client retries from where it was (a partial replay would skip what the scan missed). */
+static void replay_failed(actor_t *a, conn_ref_t conn, buf_t *b)
+{
+    buf_free(b);
+    if (conn.gen)
+        worker_send_http(a->w, refuse_read_failed(conn, NULL, READ_FAILED_EVENTS));
+}
+
 static void open_standalone(actor_t *a, conn_ref_t conn)
 {
-    stream_t *g = actor_get_stream(a, true);
-    if (g->conn.gen)
-        actor_send_sse_end(a, g->conn, g->num); /* a new GET replaces the previous one */
-    g->conn = conn;
     buf_t b = {0};
+    int err;
+    stream_t *g = actor_get_stream(a, true, &err);
+    if (!g) { /* its record could not be read: a new stream would reuse its event ids */
+        replay_failed(a, conn, &b);
+        return;
+    }
     long backlog = 0;
     bool after_end = g->server_ended && g->seq > g->ended_seq;
     if (((!g->delivered && g->seq > 0) || after_end) && g_cfg.event_store) {
@@ -40,9 +51,16 @@ static void open_standalone(actor_t *a, conn_ref_t conn)
         if (a->proto->priming)
             sse_frame_retry(&b, g_cfg.retry_ms);
         backlog = replay_after(a, STREAM_GET, after_end ? g->ended_seq : 0, &b);
+        if (backlog < 0) {
+            replay_failed(a, conn, &b);
+            return;
+        }
         if (backlog == 0)
             buf_free(&b);
     }
+    if (g->conn.gen)
+        actor_send_sse_end(a, g->conn, g->num); /* a new GET replaces the previous one */
+    g->conn = conn;
     g->server_ended = false;
     if (backlog == 0)
         actor_stream_prime(a, g, &b);
@@ -73,7 +91,8 @@ static void replay_one(void *arg, uint64_t seq, const char *data, size_t len)
     r->sent++;
 }
 
-/* Appends every stored event of stream num after `after` to out; returns the count. */
+/* Appends every stored event of stream num after `after` to out; returns the count, or -EIO
+ * when the store failed to read them all (out then holds part of them). */
 static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
 {
     worker_commit(a->w); /* this turn's events too */
@@ -86,6 +105,8 @@ static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
         log_info("session %.8s: resume after seq %llu finds the oldest kept event at %llu", a->sid,
                  (unsigned long long)after, (unsigned long long)first);
     }
+    if (found < 0)
+        return found;
     STAT_ADD(events_replayed_total, r.sent);
     return r.sent;
 }
@@ -102,24 +123,23 @@ static void resume(actor_t *a, wmsg_t *m)
         return;
     }
     uint64_t num = m->u.get.stream;
-    stream_t *s = num == STREAM_GET ? actor_get_stream(a, false) : actor_find_stream(a, num);
-    bool finished = false;
-    if (!s && num != STREAM_GET) {
-        streamrec_t r;
-        if (actor_load_stream_rec(a, num, &r) == 0) {
-            finished = true; /* not live: every response was written (or the process restarted) */
-            json_decref(r.req_ids);
-        } else {
-            actor_reply_error(a->w, m->u.client.conn, NULL, 400, MCP_ERR_BAD_REQUEST,
-                              "Last-Event-ID names a stream this session does not have");
-            return;
-        }
-    } else if (!s || !s->sse) {
+    int rc = 0;
+    stream_t *s = num == STREAM_GET ? actor_get_stream(a, false, &rc) : actor_find_stream(a, num);
+    streamrec_t r;
+    if (!s && num != STREAM_GET && (rc = actor_load_stream_rec(a, num, &r)) == 0)
+        json_decref(r.req_ids);
+    /* a POST stream not live: every response was written (or the process restarted) */
+    bool finished = !s && num != STREAM_GET && rc == 0;
+    buf_t b = {0};
+    if (rc < 0) { /* unreadable, not one it does not have: the client retries from the same id */
+        replay_failed(a, m->u.client.conn, &b);
+        return;
+    }
+    if (!finished && (!s || !s->sse)) {
         actor_reply_error(a->w, m->u.client.conn, NULL, 400, MCP_ERR_BAD_REQUEST,
                           "Last-Event-ID names a stream this session does not have");
         return;
     }
-    buf_t b = {0};
     if (a->proto->priming) {
         /* The priming event of a resumed connection re-asserts the client's own position: a
          * fresh id here, ahead of the replay, would make a drop before the first replayed
@@ -130,6 +150,10 @@ static void resume(actor_t *a, wmsg_t *m)
         sse_frame_event(&b, eid, "", 0);
     }
     long n = replay_after(a, num, m->u.get.seq, &b);
+    if (n < 0) {
+        replay_failed(a, m->u.client.conn, &b);
+        return;
+    }
     log_debug("session %.8s: resumed stream %llu after %llu, %ld events replayed", a->sid,
               (unsigned long long)num, (unsigned long long)m->u.get.seq, n);
     if (finished) {

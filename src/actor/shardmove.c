@@ -194,11 +194,12 @@ static void log_ranges(const char *const why[SHARD_COUNT], bool refused)
 }
 
 /* Whether any id-keyed family holds a key of the shard (a seek each; alarms go with the
- * metadata in one batch, so they never outlive it). */
+ * metadata in one batch, so they never outlive it); one that a read error hides counts (the
+ * delete that follows reads nothing). */
 static bool local_copy_left(store_t *store, const char *prefix)
 {
     for (int cf = 0; cf < CF__COUNT; cf++)
-        if (cf != CF_ALARMS && store_prefix_any(store, (store_cf_t)cf, prefix, SHARD_HEX))
+        if (cf != CF_ALARMS && store_prefix_any(store, (store_cf_t)cf, prefix, SHARD_HEX) != 0)
             return true;
     return false;
 }
@@ -236,18 +237,22 @@ int shardmove_init(store_t *store, const char *move_dir)
     if (make_move_dir() != 0)
         return -1;
     static bool bad[SHARD_COUNT];
-    if (shardrec_load_all(store, SM_REC, bad) != 0)
+    int rc = shardrec_load_all(store, SM_REC, bad);
+    if (rc == -EINVAL)
         log_error("cluster: some shard ownership records do not decode; those shards are refused");
-    int boot = shardrec_bootstrapped(store);
-    if (boot < 0) {
-        log_error("cluster: cannot read the shard ownership records");
-        return -1;
-    }
+    int boot = rc == -EIO ? rc : shardrec_bootstrapped(store);
     /* a first start on a store without ids is a new data directory: it claims nothing until
      * bootstrapped (a wiped directory, or a file that gives it a shard another node holds, look
      * the same from here); one on a store with ids is older than the records: the file's
-     * shards are the data it holds */
-    bool fresh = boot == SHARDREC_BOOT_NONE && !store_cf_any(store, CF_SESSIONS);
+     * shards are the data it holds. A read error is neither: nothing is recorded from it. */
+    int any = boot == SHARDREC_BOOT_NONE ? store_cf_any(store, CF_SESSIONS) : 1;
+    if (boot < 0 || any < 0) {
+        log_error("cluster: cannot read the shard ownership records or the ids held here (a read "
+                  "error, above): not starting. Check the disk of --data-dir; restore it from a "
+                  "backup or move it aside");
+        return -1;
+    }
+    bool fresh = any == 0;
     SM_BOOT = fresh ? SHARDREC_BOOT_PENDING : (shardrec_boot_t)boot;
     static bool mine[SHARD_COUNT];
     static char *refused[SHARD_COUNT], *notes[SHARD_COUNT];

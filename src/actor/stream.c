@@ -35,6 +35,7 @@
 #include "wire/jsonrpc.h"
 #include "wire/sse.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,24 +242,36 @@ uint64_t actor_newest_seq(actor_t *a, uint64_t num)
     return eventlog_newest_seq(worker_store(a->w), a->sid, num);
 }
 
-/* Reads a stream record; 0 found, 1 absent. */
 int actor_load_stream_rec(actor_t *a, uint64_t num, streamrec_t *r)
 {
     worker_commit(a->w);
-    if (eventlog_get_stream(worker_store(a->w), a->sid, num, r) != 0)
-        return 1;
-    uint64_t newest = actor_newest_seq(a, num);
+    int rc = eventlog_get_stream(worker_store(a->w), a->sid, num, r);
+    if (rc != 0)
+        return rc == -EIO ? rc : 1;
+    uint64_t newest;
+    if (eventlog_newest(worker_store(a->w), a->sid, num, &newest) != 0) {
+        json_decref(r->req_ids);
+        return -EIO; /* its seq may be behind the events: an id would be issued twice */
+    }
     if (newest > r->seq)
         r->seq = newest; /* an id is never issued twice */
     return 0;
 }
 
-stream_t *actor_get_stream(actor_t *a, bool create)
+stream_t *actor_get_stream(actor_t *a, bool create, int *err)
 {
+    int rc = 1;
+    if (err)
+        *err = 0;
     if (a->get)
         return a->get;
     streamrec_t r;
-    bool found = actor_stores(a) && actor_load_stream_rec(a, STREAM_GET, &r) == 0;
+    if (actor_stores(a) && (rc = actor_load_stream_rec(a, STREAM_GET, &r)) < 0) {
+        if (err)
+            *err = rc;
+        return NULL; /* not made: it would number its events from 1 over the stored ones */
+    }
+    bool found = rc == 0;
     if (!found && !create)
         return NULL;
     stream_t *s = stream_new(a, STREAM_GET);
@@ -282,14 +295,17 @@ stream_t *actor_find_stream(actor_t *a, uint64_t num)
     return NULL;
 }
 
-stream_t *actor_load_stream(actor_t *a, uint64_t num)
+stream_t *actor_load_stream(actor_t *a, uint64_t num, int *err)
 {
     stream_t *s = actor_find_stream(a, num);
+    *err = 0;
     if (s)
         return s;
     streamrec_t r;
-    if (!actor_stores(a) || actor_load_stream_rec(a, num, &r) != 0)
+    if (!actor_stores(a) || (*err = actor_load_stream_rec(a, num, &r)) != 0) {
+        *err = *err < 0 ? *err : 0;
         return NULL;
+    }
     s = stream_new(a, num);
     s->sse = true;
     s->seq = r.seq;
@@ -500,13 +516,20 @@ void actor_stream_send(actor_t *a, stream_t *s, json_t *msg)
 void actor_send_diverted(actor_t *a, stream_t *s, json_t *msg)
 {
     s->diverted = true;
-    actor_send_session(a, msg);
+    if (actor_send_session(a, msg) != 0)
+        worker_fail_turn(a->w, a); /* the call's message was not stored: nor is its answer */
 }
 
-void actor_send_session(actor_t *a, json_t *msg)
+int actor_send_session(actor_t *a, json_t *msg)
 {
-    stream_t *g = actor_get_stream(a, true);
+    int err;
+    stream_t *g = actor_get_stream(a, true, &err);
+    if (!g) {
+        json_decref(msg);
+        return err;
+    }
     actor_stream_send(a, g, msg);
+    return 0;
 }
 
 bool actor_stream_settle(actor_t *a, stream_t *s)

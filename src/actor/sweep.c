@@ -127,10 +127,11 @@ static bool sweep_finished(actor_t *a, int64_t now, long *deleted)
     return r.more;
 }
 
-/* The standalone stream's events, when it has had no write for --event-ttl. */
+/* The standalone stream's events, when it has had no write for --event-ttl (one whose record
+ * cannot be read is left: its last write is not known). */
 static void sweep_standalone(actor_t *a, int64_t now)
 {
-    stream_t *g = actor_get_stream(a, false);
+    stream_t *g = actor_get_stream(a, false, NULL);
     if (!g || g->conn.gen || !actor_newest_seq(a, STREAM_GET))
         return;
     if (g->last_write_ms + g_cfg.event_ttl_s * 1000 > now)
@@ -163,7 +164,7 @@ int64_t sweep_next_due(int64_t now, bool more, int64_t session_expiry,
 /* The next due time: the earliest of what is left. */
 static int64_t next_due(actor_t *a, int64_t now, bool more)
 {
-    stream_t *g = actor_get_stream(a, false);
+    stream_t *g = actor_get_stream(a, false, NULL); /* unreadable: the session's expiry decides */
     int64_t ge = 0;
     if (g && actor_newest_seq(a, STREAM_GET)) {
         ge = g->last_write_ms + g_cfg.event_ttl_s * 1000;
@@ -305,13 +306,14 @@ void actor_recover(actor_t *a, json_t *list, const char *why)
     json_array_foreach(list, i, item) {
         uint64_t num = (uint64_t)json_integer_value(json_array_get(item, 0));
         json_t *id = json_array_get(item, 1);
+        int err = 0;
+        stream_t *s = num == STREAM_GET ? NULL : actor_load_stream(a, num, &err);
+        if (err < 0)
+            continue; /* its stream cannot be read: the key stays for a later recovery */
         /* the key goes whether or not its stream is still there */
         eventlog_inflight_delete(actor_batch(a), a->sid, id, num);
-        if (num == STREAM_GET)
-            continue;
-        stream_t *s = actor_load_stream(a, num);
         if (!s || s->outstanding)
-            continue; /* gone, or live (never at startup) */
+            continue; /* the standalone stream, gone, or live (never at startup) */
         actor_stream_send(a, s, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, why, NULL));
     }
     /* every POST stream loaded above is over: finish it so the sweep can expire it */

@@ -95,7 +95,7 @@ void actor_send_tool_request(actor_t *a, job_t *j, const wmsg_t *m, const char *
     if (m->u.tool.target == MCPD_TARGET_REQUEST && j->call && !json_only) {
         route = j->call->stream;
     } else {
-        stream_t *g = actor_get_stream(a, false);
+        stream_t *g = actor_get_stream(a, false, NULL); /* unreadable: not attached either */
         int n = 0;
         if (g && g->conn.gen)
             route = g;
@@ -143,7 +143,8 @@ static void handle_tool_out(actor_t *a, job_t *j, wmsg_t *m)
         /* SEP-2663: no progress or log messages for a task (no stream carries them) */
         json_decref(msg);
     } else if (m->u.tool.target == MCPD_TARGET_SESSION) {
-        actor_send_session(a, msg);
+        if (actor_send_session(a, msg) != 0)
+            worker_fail_turn(a->w, a); /* not stored: the call is not acknowledged either */
     } else if (j->call) {
         actor_stream_send(a, j->call->stream, msg);
     } else {
@@ -165,7 +166,8 @@ static void handle_tool_close(actor_t *a, job_t *j)
 }
 
 /* Applies a state get/put/update of job j to owner's state (a session's or a handle's) and
- * answers the handler once the change is stored. */
+ * answers the handler once the change is stored. A value the store fails to read is not an
+ * absent one: nothing is written over it, and the call gets the retryable storage error. */
 static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
 {
     json_t *cur = NULL;
@@ -173,7 +175,12 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
         worker_commit(owner->w);
         char *v;
         size_t vl;
-        if (sessionrec_get_state(worker_store(owner->w), owner->sid, j->state_key, &v, &vl) == 0) {
+        int rc = sessionrec_get_state(worker_store(owner->w), owner->sid, j->state_key, &v, &vl);
+        if (rc == -EIO) {
+            job_reply_fail(j, wait_seq, MCPD_ERR_INTERNAL, JERR_STORAGE, READ_FAILED_STATE);
+            return;
+        }
+        if (rc == 0) {
             cur = json_parse_buf(v, vl, NULL, 0, NULL);
             free(v);
         }
@@ -248,8 +255,15 @@ void actor_handle_handle_op(worker_t *w, wmsg_t *m)
                        "this state handle's shard is moving to another node; retry");
         return;
     }
-    actor_t *h = actor_find_or_load(w, m->sid);
+    int err;
+    actor_t *h = actor_find_or_load(w, m->sid, &err);
     int64_t now = now_wall_ms();
+    if (err < 0) {
+        /* not an absence: a new handle would overwrite a record that may exist, an unknown
+         * one would tell the tool its state is gone */
+        job_reply_fail(j, seq, MCPD_ERR_INTERNAL, JERR_STORAGE, READ_FAILED_STATE);
+        return;
+    }
     if (j->state_op == HANDLE_NEW) {
         if (h) {
             worker_note_activity(w, h);

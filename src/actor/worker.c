@@ -217,6 +217,12 @@ void worker_touch(worker_t *w, struct actor *a)
     memcpy(w->touched[w->ntouched++], a->sid, SESSION_ID_LEN + 1);
 }
 
+void worker_fail_turn(worker_t *w, struct actor *a)
+{
+    worker_touch(w, a);
+    w->turn_failed = true; /* fail_turn at the turn's end; worker_commit keeps nothing more */
+}
+
 void worker_defer_reply(worker_t *w, job_t *j, uint32_t wait_seq, json_t *value)
 {
     if (w->ndeferred == w->cap_deferred) {

@@ -429,7 +429,7 @@ static stream_t *route_for(actor_t *a, gw_sess_t *gs, const json_t *msg, bool re
         (jsonrpc_str_is(method, "notifications/progress") ||
          jsonrpc_str_is(method, "notifications/message")))
         c->stream->diverted = true; /* a call's own: not a list change or the like */
-    stream_t *g = actor_get_stream(a, !request);
+    stream_t *g = actor_get_stream(a, !request, NULL); /* NULL too: its record is unreadable */
     return request && !(g && g->conn.gen) ? NULL : g;
 }
 
@@ -558,6 +558,7 @@ static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
         return;
     bool has_method = json_is_string(json_object_get(msg, "method"));
     bool has_id = json_object_get(msg, "id") != NULL;
+    stream_t *route = NULL;
     if (has_method && !has_id)
         gw_progress_seen(gs, msg);
     if (!has_method && has_id)
@@ -566,8 +567,10 @@ static void up_one(actor_t *a, gw_sess_t *gs, json_t *msg)
         up_request(a, gs, msg);
     else if (has_method && up_cancel(gs, msg))
         ; /* an upstream request the client never got an answer to: nothing to tell it */
-    else if (has_method)
-        actor_stream_send(a, route_for(a, gs, msg, false), json_incref(msg));
+    else if (has_method && (route = route_for(a, gs, msg, false)))
+        actor_stream_send(a, route, json_incref(msg));
+    else if (has_method) /* not stored on a new stream over the unreadable one */
+        log_info("%s: a notification was dropped: its stream's record cannot be read", gs->tag);
     else
         log_warn("%s: a message that is not JSON-RPC was dropped", gs->tag);
 }

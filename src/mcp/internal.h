@@ -16,6 +16,10 @@ void mcp_answer(actor_t *a, call_t *c, json_t *result);
 void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *data);
 /* resources/subscribe (on) and resources/unsubscribe: state.c. */
 void mcp_subscribe(actor_t *a, call_t *c, json_t *params, bool on);
+/* Answers call c as a refused turn answers (actor/refuse.h): 503 + Retry-After and a -32603
+ * error with msg while the response has not started and answers c alone, else the error in
+ * its place. For a write the store refused, or a read it failed: nothing was changed. */
+void mcp_answer_unavailable(actor_t *a, call_t *c, const char *msg);
 /* A method's handler: answers call c (now, or when its job ends); params borrowed (a handler
  * may take members out of it). */
 typedef void mcp_method_fn(actor_t *a, call_t *c, json_t *params);

@@ -84,15 +84,12 @@ void mcp_answer_error(actor_t *a, call_t *c, int code, const char *msg, json_t *
     actor_complete_call(a, c, jsonrpc_error(c->id, code, msg, data));
 }
 
-/* The store refused a write the handler waited for (a state handle's, on its own worker's
- * turn): what a refused turn answers (refuse.h), 503 + Retry-After while the response has not
- * started and answers this request alone, else the error in its place. */
-static void answer_refused(actor_t *a, call_t *c)
+void mcp_answer_unavailable(actor_t *a, call_t *c, const char *msg)
 {
     stream_t *s = c->stream;
     if (!s->sse && !s->batch)
         stream_set_reply_status(s, 503, REFUSE_RETRY_AFTER);
-    actor_complete_call(a, c, refuse_error(c->id));
+    actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, msg, NULL));
 }
 
 /* Built once at start; each thread that answers takes its own copy, once (json_pack parsed its
@@ -577,8 +574,8 @@ void mcp_job_done(actor_t *a, job_t *j)
     j->result = NULL;
     if (!r && j->kind == JOB_TOOL && j->err_kind == JERR_INPUT)
         r = mcpd_error_result("%s", j->err); /* the model can fix its arguments */
-    if (!r && j->err_kind == JERR_STORAGE) {
-        answer_refused(a, c);
+    if (!r && j->err_kind == JERR_STORAGE) { /* a write the store refused, a read it failed */
+        mcp_answer_unavailable(a, c, j->err[0] ? j->err : REFUSE_MESSAGE);
         return;
     }
     if (!r) {

@@ -12,10 +12,13 @@
  * reads, the caching hints (--cache-ttl-ms, --cache-private): modern_decorate. */
 #include "mcp/internal.h"
 
+#include "actor/refuse.h"
 #include "core/config.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "core/principal.h"
+#include "store/eventlog.h"
+#include "store/sessionrec.h"
 #include "wire/jsonrpc.h"
 #include "wire/reqstate.h"
 #include "wire/stateless.h"
@@ -343,7 +346,13 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
                                "Invalid params: requestState belongs to another request "
                                "(method, name, arguments or principal differ)");
         }
-        actor_t *rec = worker_for_session(rid) == a->w ? actor_find_or_load(a->w, rid) : NULL;
+        int err = 0;
+        actor_t *rec = worker_for_session(rid) == a->w ? actor_find_or_load(a->w, rid, &err) : NULL;
+        if (err < 0) { /* not a replay: the record may be there, and a retry may read it */
+            json_decref(p);
+            mcp_answer_unavailable(a, c, READ_FAILED_STATE);
+            return false;
+        }
         if (!rec || rec->kind != ACTOR_RECORD ||
             json_integer_value(json_object_get(mcp_record_rec(rec), "n")) != n) {
             json_decref(p);
@@ -381,6 +390,10 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
             actor_delete(rec); /* consumed: the state works at most once */
         } else {
             json_object_set_new(mrtr, "live", json_true());
+            /* what deletes it unread should the store fail to read it at the call's end */
+            json_object_set_new(mrtr, "e", json_integer(rec->alarm_due));
+            if (rec->owner && !rec->share_given_back)
+                json_object_set_new(mrtr, "po", json_string(principal_name(rec->owner)));
             worker_note_activity(a->w, rec);
         }
         json_decref(p);
@@ -394,14 +407,41 @@ static bool take_input(actor_t *a, call_t *c, json_t *params)
     return true;
 }
 
-/* The record the call continues, when it is still there. */
+/* The live record the call continues, which the store failed to read: deleted unread (a
+ * delete reads nothing), with its alarm key and its owner's place as take_input read them, so
+ * its requestState is good no more (else it could be redeemed until it expires). */
+static void delete_unread(actor_t *a, const char *rid, const json_t *mrtr)
+{
+    worker_t *w = a->w;
+    store_batch_t *b = actor_batch(a);     /* the worker's: rid is on a's worker (take_input) */
+    eventlog_delete_session(b, rid, true); /* a record has its metadata only */
+    int64_t due = json_integer_value(json_object_get(mrtr, "e"));
+    if (due) {
+        sessionrec_delete_alarm(b, due, rid);
+        worker_stat_add(w, DS_ALARMS_PENDING, -1);
+    }
+    worker_stat_add(w, DS_INPUT_RECORDS_STORED, -1);
+    const char *owner = json_string_value(json_object_get(mrtr, "po"));
+    if (owner) {
+        principal_t *p = principal_get(owner);
+        worker_give_at_commit(w, p, PR_RECORDS, GIVE_BOTH); /* once the delete is stored */
+        principal_unref(p);
+    }
+    log_info("input record %.8s: unreadable at the end of its exchange, deleted unread", rid);
+}
+
+/* The record the call continues, when it is still there (NULL too when the store failed to
+ * read it: it is deleted unread, and a new round makes a new one). */
 static actor_t *live_record(actor_t *a)
 {
     json_t *mrtr = mcp_modern_mrtr(a);
     const char *rid = json_string_value(json_object_get(mrtr, "r"));
     if (!rid || !json_is_true(json_object_get(mrtr, "live")))
         return NULL;
-    actor_t *rec = actor_find_or_load(a->w, rid);
+    int err;
+    actor_t *rec = actor_find_or_load(a->w, rid, &err);
+    if (err < 0)
+        delete_unread(a, rid, mrtr);
     return rec && rec->kind == ACTOR_RECORD ? rec : NULL;
 }
 

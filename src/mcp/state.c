@@ -185,7 +185,9 @@ void mcp_on_broadcast(actor_t *a, wmsg_t *m)
     }
     if (a->kind == ACTOR_SESSION && m->u.bcast.what == BC_RESOURCE_UPDATED && uri &&
         json_object_get(mcp_subscriptions(a), uri))
-        actor_send_session(a, json_deep_copy(m->u.bcast.note));
+        /* dropped for a session whose standalone stream's record cannot be read (a new one
+         * would reuse its event ids): a notification, and the others' go on */
+        (void)actor_send_session(a, json_deep_copy(m->u.bcast.note));
 }
 
 void mcp_end_listen(actor_t *a)

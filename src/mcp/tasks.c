@@ -36,6 +36,7 @@
  * refused turn: a task with a job never hibernates): it is marked failed when next read. */
 #include "mcp/internal.h"
 
+#include "actor/refuse.h"
 #include "core/config.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
@@ -191,17 +192,21 @@ static void start_run(actor_t *task, job_t *j, const json_t *answers)
     actor_submit_job(task, j);
 }
 
-/* The task's stored state value `name`, parsed (new reference), or NULL. */
-static json_t *load_state(actor_t *task, const char *name)
+/* The task's stored state value `name`, parsed into *out (new reference; NULL when absent or
+ * not JSON): 0, or -EIO when the store failed to read it (not an absence: the caller changes
+ * nothing and answers the retryable storage error). */
+static int load_state(actor_t *task, const char *name, json_t **out)
 {
     worker_commit(task->w); /* this turn's writes must be visible */
     char *v;
     size_t vl;
-    if (sessionrec_get_state(worker_store(task->w), task->sid, name, &v, &vl) != 0)
-        return NULL;
-    json_t *r = json_parse_buf(v, vl, NULL, 0, NULL);
+    *out = NULL;
+    int rc = sessionrec_get_state(worker_store(task->w), task->sid, name, &v, &vl);
+    if (rc != 0)
+        return rc == -EIO ? rc : 0;
+    *out = json_parse_buf(v, vl, NULL, 0, NULL);
     free(v);
-    return r;
+    return 0;
 }
 
 /* false when value cannot be written as JSON (a string with bad UTF-8 made by a *_nocheck
@@ -216,14 +221,15 @@ static bool put_state(actor_t *task, const char *name, const json_t *value)
     return true;
 }
 
-/* Every outstanding request is answered: the handler runs again with all the answers. */
-static void run_again(actor_t *task)
+/* Every outstanding request is answered: the handler runs again with all the answers and the
+ * stored arguments (args, stolen; NULL: not stored). */
+static void run_again(actor_t *task, json_t *args)
 {
     json_t *st = mcp_task_status(task);
     const char *name = json_string_value(json_object_get(st, "tool"));
     const tool_t *t = name ? registry_find_tool(mcp_reg(), name) : NULL;
-    json_t *args = t ? load_state(task, TASK_STATE_ARGS) : NULL;
-    if (!args) {
+    if (!t || !args) {
+        json_decref(args);
         task_fail(task, JSONRPC_INTERNAL_ERROR,
                   t ? "the task's arguments are lost" : "the task's tool is no longer served", NULL,
                   NULL);
@@ -356,12 +362,13 @@ void tasks_job_done(actor_t *task, job_t *j)
 /* ---- tasks/get, tasks/update, tasks/cancel ---- */
 
 /* The task id names, on this worker, if it is the principal's; a stored task that was working
- * when its job was lost is marked failed here. */
-static actor_t *find_task(actor_t *a, const char *id)
+ * when its job was lost is marked failed here. NULL with *err -EIO: the store failed to read it. */
+static actor_t *find_task(actor_t *a, const char *id, int *err)
 {
+    *err = 0;
     if (!id || !session_id_valid(id) || worker_for_session(id) != a->w)
         return NULL;
-    actor_t *t = actor_find_or_load(a->w, id);
+    actor_t *t = actor_find_or_load(a->w, id, err);
     if (t && (t->kind != ACTOR_TASK || strcmp(t->auth_name, a->auth_name) != 0)) {
         worker_note_activity(a->w, t);
         return NULL;
@@ -371,22 +378,36 @@ static actor_t *find_task(actor_t *a, const char *id)
     return t;
 }
 
-/* The stored result of a completed task (borrowed; cached), or NULL. */
-static const json_t *result_of(actor_t *task)
+/* The stored result of a completed task into *r (borrowed; cached; NULL: none): 0, or -EIO. */
+static int result_of(actor_t *task, const json_t **r)
 {
-    json_t *r = mcp_task_result(task);
-    if (!r && strcmp(status_of(mcp_task_status(task)), "completed") == 0) {
-        r = load_state(task, TASK_STATE_RESULT);
-        if (r)
-            mcp_state_set(&mcp_state(task)->task.result, r);
+    json_t *v = mcp_task_result(task);
+    if (!v && strcmp(status_of(mcp_task_status(task)), "completed") == 0) {
+        if (load_state(task, TASK_STATE_RESULT, &v) != 0)
+            return -EIO;
+        if (v)
+            mcp_state_set(&mcp_state(task)->task.result, v);
     }
-    return r;
+    *r = v;
+    return 0;
+}
+
+/* Outstanding keys (ir) that responses does not answer. */
+static size_t left_after(json_t *ir, json_t *responses)
+{
+    size_t left = json_object_size(ir);
+    const char *key;
+    json_t *answer;
+    json_object_foreach(responses, key, answer)
+        left -= json_object_get(ir, key) != NULL;
+    return left;
 }
 
 /* tasks/update: answers for outstanding keys are checked (one bad answer refuses them all),
- * then applied; other keys are ignored. Nothing outstanding left: the handler runs again.
- * NULL when done, else the error message (in why). */
-static const char *update(actor_t *task, json_t *responses, char *why, size_t whylen)
+ * then applied; other keys are ignored. Nothing outstanding left: the handler runs again, with
+ * the stored arguments read before anything is applied. NULL when done, else the error message
+ * (in why; *unread: the store failed to read the arguments, and nothing was applied). */
+static const char *update(actor_t *task, json_t *responses, char *why, size_t whylen, bool *unread)
 {
     json_t *st = mcp_task_status(task);
     if (strcmp(status_of(st), "input_required") != 0)
@@ -403,6 +424,10 @@ static const char *update(actor_t *task, json_t *responses, char *why, size_t wh
             return why;
         }
     }
+    json_t *args = NULL;
+    if (json_object_size(ir) && !left_after(ir, responses) &&
+        (*unread = load_state(task, TASK_STATE_ARGS, &args) != 0))
+        return READ_FAILED_STATE;
     json_t *ans = json_object_get(st, "ans");
     if (!json_is_object(ans)) {
         ans = json_object();
@@ -416,16 +441,17 @@ static const char *update(actor_t *task, json_t *responses, char *why, size_t wh
         json_object_del(ir, key);
         changed = true;
     }
-    if (!changed)
-        return NULL;
-    if (json_object_size(ir)) {
+    if (!changed || json_object_size(ir)) {
+        json_decref(args); /* NULL: read only when none would be left */
+        if (!changed)
+            return NULL;
         /* partly answered: still input_required, the rest outstanding */
         json_object_set_new(st, "ua", json_integer(now_wall_ms()));
         actor_persist_meta(task);
         return NULL;
     }
     set_status(task, "working", NULL);
-    run_again(task);
+    run_again(task, args);
     return NULL;
 }
 
@@ -476,17 +502,30 @@ void tasks_handle_request(actor_t *a, call_t *c, json_t *params)
         return;
     }
     /* the same answer for an unknown, expired or another principal's task */
-    actor_t *task = find_task(a, jsonrpc_cstr(idv));
+    int err;
+    actor_t *task = find_task(a, jsonrpc_cstr(idv), &err);
+    if (err < 0) { /* not an unknown task: it may be there, and a retry may read it */
+        mcp_answer_unavailable(a, c, READ_FAILED_STATE);
+        return;
+    }
     if (!task) {
         mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, TASK_NOT_FOUND, NULL);
         return;
     }
     char why[200];
     const char *bad = NULL;
-    if (c->method == SM_tasks_get) {
-        mcp_answer(a, c, tasks_detailed(task->sid, mcp_task_status(task), result_of(task)));
-    } else if (c->method == SM_tasks_update && (bad = update(task, responses, why, sizeof why))) {
-        mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, bad, NULL);
+    const json_t *result = NULL;
+    bool unread = false;
+    if (c->method == SM_tasks_get && result_of(task, &result) != 0) {
+        mcp_answer_unavailable(a, c, READ_FAILED_STATE); /* not a completed task without one */
+    } else if (c->method == SM_tasks_get) {
+        mcp_answer(a, c, tasks_detailed(task->sid, mcp_task_status(task), result));
+    } else if (c->method == SM_tasks_update &&
+               (bad = update(task, responses, why, sizeof why, &unread))) {
+        if (unread)
+            mcp_answer_unavailable(a, c, bad);
+        else
+            mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, bad, NULL);
     } else {
         if (c->method == SM_tasks_cancel)
             cancel(task);

@@ -242,9 +242,8 @@ int store_get(store_t *s, store_cf_t cf, const void *k, size_t kl, char **val, s
     int p = store_part_of_key(s, cf, k, kl);
     char *v = rocksdb_get_cf(s->part[p].db, s->ropts, part_cfh(s, p, cf), k, kl, &len, &err);
     if (err) {
-        log_error("store: read failed: %s", err);
+        store_read_failed(s, "read failed", err);
         rocksdb_free(err);
-        STAT_INC(store_errors_total);
         return -EIO;
     }
     if (!v)
@@ -279,6 +278,7 @@ static void iter_open(store_t *s, store_iter_t *it, store_cf_t cf, const void *l
     int from = all ? 0 : store_part_of_key(s, cf, lo, lol);
     it->n = all ? s->nparts : 1;
     it->cur = -1;
+    it->s = s;
     for (int i = 0; i < it->n; i++)
         it->it[i] = rocksdb_create_iterator_cf(s->part[from + i].db, it->ro,
                                                part_cfh(s, from + i, cf));
@@ -395,10 +395,28 @@ const char *store_iter_value(store_iter_t *it, size_t *len)
     return rocksdb_iter_value(it->it[it->cur], len);
 }
 
+/* Every iterator is checked, by its caller (store_iter_error) or at the latest when it is freed:
+ * a loop that stopped at !store_iter_valid may have stopped on a read error (an I/O error, a
+ * corrupt block), and a partition's error leaves the merge to go on with the others. */
+int store_iter_error(store_iter_t *it)
+{
+    for (int i = 0; i < it->n && !it->failed; i++) {
+        char *err = NULL;
+        rocksdb_iter_get_error(it->it[i], &err);
+        if (!err)
+            continue;
+        store_read_failed(it->s, "a scan stopped on a read error", err);
+        rocksdb_free(err);
+        it->failed = true;
+    }
+    return it->failed ? -EIO : 0;
+}
+
 void store_iter_free(store_iter_t *it)
 {
     if (!it)
         return;
+    store_iter_error(it);
     for (int i = 0; i < it->n; i++)
         rocksdb_iter_destroy(it->it[i]);
     rocksdb_readoptions_destroy(it->ro);
@@ -417,11 +435,11 @@ uint64_t store_count_keys(store_t *s, store_cf_t cf)
     return n;
 }
 
-bool store_cf_any(store_t *s, store_cf_t cf)
+int store_cf_any(store_t *s, store_cf_t cf)
 {
     store_iter_t *it = store_iter_new_scan(s, cf);
     store_iter_seek_first(it);
-    bool any = store_iter_valid(it);
+    int any = store_iter_valid(it) ? 1 : store_iter_error(it);
     store_iter_free(it);
     return any;
 }

@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "store/keys.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -62,26 +63,36 @@ long eventlog_replay_after(store_t *s, const char *sid, uint64_t stream, uint64_
         fn(arg, seq, v, vl);
         n++;
     }
+    if (store_iter_error(it) != 0)
+        n = -EIO;
     store_iter_free(it);
     return n;
 }
 
-uint64_t eventlog_newest_seq(store_t *s, const char *sid, uint64_t stream)
+int eventlog_newest(store_t *s, const char *sid, uint64_t stream, uint64_t *seq)
 {
     unsigned char lo[KEY_EVENT_LEN], hi[KEY_EVENT_LEN];
     key_event(lo, sid, stream, 0);
     key_event(hi, sid, stream, UINT64_MAX);
     store_iter_t *it = store_iter_new(s, CF_EVENTS, lo, sizeof lo, hi, sizeof hi);
     store_iter_seek_last(it);
-    uint64_t seq = 0, st;
+    uint64_t st;
+    *seq = 0;
     if (store_iter_valid(it)) {
         size_t kl;
         const unsigned char *k = store_iter_key(it, &kl);
-        if (key_event_decode(k, kl, &st, &seq) != 0)
-            seq = 0;
+        if (key_event_decode(k, kl, &st, seq) != 0)
+            *seq = 0;
     }
+    int rc = store_iter_error(it);
     store_iter_free(it);
-    return seq;
+    return rc;
+}
+
+uint64_t eventlog_newest_seq(store_t *s, const char *sid, uint64_t stream)
+{
+    uint64_t seq;
+    return eventlog_newest(s, sid, stream, &seq) == 0 ? seq : 0;
 }
 
 void eventlog_delete_events(store_batch_t *b, const char *sid, uint64_t stream)
@@ -136,6 +147,8 @@ uint64_t eventlog_next_stream(store_t *s, const char *sid)
         if (key_stream_decode(key, kl, &num) == 0 && num + 1 > next)
             next = num + 1;
     }
+    if (store_iter_error(it) != 0)
+        next = 0;
     store_iter_free(it);
     return next;
 }
@@ -161,6 +174,8 @@ uint64_t eventlog_stream_totals(store_t *s, const char *sid, uint64_t *bytes, bo
             *bytes += b;
         *all_known = *all_known && known;
     }
+    if (store_iter_error(it) != 0)
+        next = 0;
     store_iter_free(it);
     return next;
 }
@@ -326,6 +341,8 @@ static long inflight_scan(store_iter_t *it, eventlog_inflight_fn fn, void *arg)
     }
     if (list)
         fn(arg, sid, list);
+    if (store_iter_error(it) != 0)
+        n = -EIO;
     store_iter_free(it);
     return n;
 }

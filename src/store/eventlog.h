@@ -11,8 +11,9 @@
  *                                      not answered yet (what a crash interrupted)
  *
  * Errors follow the store's convention: reads return 0 / 1 (absent) / negative errno; a read
- * error is logged and counted by the store and treated like "absent" here where a value is
- * returned (a newest seq of 0, no first expiry).
+ * error is logged and counted by the store. Where a value is returned without a status (a
+ * newest seq of 0, no first expiry) a read error reads as "absent"; what numbers or replays
+ * from it has the checked form (eventlog_newest, eventlog_replay_after's -EIO).
  */
 #ifndef MCPD_STORE_EVENTLOG_H
 #define MCPD_STORE_EVENTLOG_H
@@ -44,10 +45,14 @@ uint64_t eventlog_evict(store_t *s, store_batch_t *b, const char *sid, uint64_t 
 typedef void (*eventlog_event_fn)(void *arg, uint64_t seq, const char *data, size_t len);
 /* Replays a stream's events after `after`; returns how many it found (priming events
  * included). *first_seq gets the first seq found (0 when none): a gap when it is not
- * after + 1 (the cap evicted the ones between). Nothing can follow UINT64_MAX. */
+ * after + 1 (the cap evicted the ones between). Nothing can follow UINT64_MAX. -EIO when a
+ * read error ended the scan early: fn saw only part of them, and the replay is incomplete. */
 long eventlog_replay_after(store_t *s, const char *sid, uint64_t stream, uint64_t after,
                            eventlog_event_fn fn, void *arg, uint64_t *first_seq);
-/* The newest stored seq of a stream (0 when it has no event). */
+/* The newest stored seq of a stream into *seq (0 when it has no event): 0, or -EIO when a read
+ * error hid it. */
+int eventlog_newest(store_t *s, const char *sid, uint64_t stream, uint64_t *seq);
+/* The same, 0 also for a read error (the sweep's use: nothing is numbered from it). */
 uint64_t eventlog_newest_seq(store_t *s, const char *sid, uint64_t stream);
 /* Deletes every event of a stream (its record stays). */
 void eventlog_delete_events(store_batch_t *b, const char *sid, uint64_t stream);
@@ -57,12 +62,13 @@ void eventlog_delete_events(store_batch_t *b, const char *sid, uint64_t stream);
 void eventlog_put_stream(store_batch_t *b, const char *sid, uint64_t stream, const streamrec_t *r);
 /* 0 found (r->req_ids a new reference or NULL), 1 absent or unreadable, negative errno. */
 int eventlog_get_stream(store_t *s, const char *sid, uint64_t stream, streamrec_t *r);
-/* The number after the session's newest stored stream (1 when it has none). */
+/* The number after the session's newest stored stream (1 when it has none; 0: a read error). */
 uint64_t eventlog_next_stream(store_t *s, const char *sid);
 /* What a wake needs of the session's stream records, in one walk over them: the number after
  * the newest (1 when it has none) and the payload bytes they say their streams keep (the
  * session's event-log budget counts them). *all_known false: an older record without that
- * figure was among them (counted as 0). O(streams of the session). */
+ * figure was among them (counted as 0). O(streams of the session). 0: a read error stopped
+ * the walk (the number is not known). */
 uint64_t eventlog_stream_totals(store_t *s, const char *sid, uint64_t *bytes, bool *all_known);
 
 /* ---- finished streams by expiry ---- */
@@ -89,7 +95,8 @@ json_t *eventlog_inflight_list(store_t *s, const char *sid);
 /* How many puts and deletes of in-flight keys were batched so far, process-wide (tests). */
 long eventlog_inflight_writes(void);
 /* Startup: fn gets every session with entries, once, with its list (stolen: fn owns it, so it
- * can hand it to another thread whole). Returns the number of entries. */
+ * can hand it to another thread whole). Returns the number of entries, or -EIO when a read
+ * error stopped the walk (fn got only part of them). */
 typedef void (*eventlog_inflight_fn)(void *arg, const char *sid, json_t *list);
 long eventlog_inflight_scan_all(store_t *s, eventlog_inflight_fn fn, void *arg);
 /* The same for the sessions whose ids start with prefix (plen bytes: a shard's, after an

@@ -158,15 +158,15 @@ uint64_t store_export_estimate(store_t *s, const char *prefix, size_t plen)
     return bytes;
 }
 
-bool store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen)
+int store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen)
 {
     if (plen == 0 || plen > 32 || cf == CF_ALARMS)
-        return false;
+        return 0;
     char upper[32];
     prefix_upper(upper, prefix, plen);
     store_iter_t *it = store_iter_new(s, cf, prefix, plen, upper, plen);
     store_iter_seek_first(it);
-    bool any = store_iter_valid(it);
+    int any = store_iter_valid(it) ? 1 : store_iter_error(it);
     store_iter_free(it);
     return any;
 }

@@ -1,7 +1,8 @@
-/* Threads: any thread (commits); its own watcher thread (store-probe). */
+/* Threads: any thread (commits, reads); its own watcher thread (store-probe). */
 /* The store's write health: RocksDB's background errors, the free-space guard, and the watcher
- * that probes a refusing store until it heals. Any thread (commits run on the workers and tool
- * threads); the watcher is a thread of its own ("store-probe"), started at the first refusal.
+ * that probes a refusing store until it heals; and the log of failed reads. Any thread (commits
+ * and reads run on the workers and tool threads); the watcher is a thread of its own
+ * ("store-probe"), started at the first refusal.
  *
  * A full disk (or any write error). RocksDB's answer to a failed write-ahead-log append is a
  * background error: every later write is refused at once, without touching the log, until its
@@ -43,6 +44,8 @@
 /* How often the watcher probes a refusing store, and the free-space guard looks again. */
 #define PROBE_INTERVAL_MS 1000
 #define SPACE_RECHECK_MS 1000
+/* A run of failed reads with no gap this long is one episode: logged once. */
+#define READ_EPISODE_QUIET_MS (60 * 1000)
 /* RocksDB resumes after ENOSPC only with a memtable's worth free (its SstFileManager): a
  * store's, or more than a partition's. */
 #define ROCKSDB_RESUME_FREE_BYTES ((int64_t)CF_WRITE_BUFFER_BYTES)
@@ -275,4 +278,31 @@ void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
     }
     s->refused++;
     pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- read errors ---- */
+
+/* A failed read is counted every time and logged once per episode, as refused writes are: a
+ * client that gets 503 + Retry-After for it retries, and each retry reads again. The episode
+ * ends once none has failed for READ_EPISODE_QUIET_MS (the next one is logged again). */
+void store_read_failed(store_t *s, const char *what, const char *err)
+{
+    STAT_INC(store_errors_total);
+    int64_t now = now_mono_ms();
+    pthread_mutex_lock(&s->mu);
+    bool first = !s->read_failed_ms || now - s->read_failed_ms >= READ_EPISODE_QUIET_MS;
+    long long before = s->read_failures;
+    s->read_failures = first ? 1 : s->read_failures + 1;
+    s->read_failed_ms = now;
+    pthread_mutex_unlock(&s->mu);
+    if (!first) {
+        log_debug("store: %s: %s", what, err);
+        return;
+    }
+    char earlier[64] = "";
+    if (before)
+        snprintf(earlier, sizeof earlier, "; %lld in the episode before", before);
+    log_error("store: %s: %s (each failed read counts in store_errors_total; more are logged at "
+              "debug level until none fails for %d s%s)",
+              what, err, READ_EPISODE_QUIET_MS / 1000, earlier);
 }

@@ -68,6 +68,10 @@ struct store {
     atomic_llong space_budget;  /* bytes that may be written before statvfs is asked again */
     atomic_llong space_checked; /* monotonic ms of the last statvfs */
     bool refused_by_guard;      /* under mu: the last refusal was the guard's, not RocksDB's */
+    /* under mu: the failed reads of the current episode (store_read_failed) and the monotonic
+     * ms of the last one (0: none yet) */
+    long long read_failures;
+    int64_t read_failed_ms;
 };
 
 /* A batch keeps one RocksDB write batch per partition it writes to (created on first use). */
@@ -82,6 +86,8 @@ struct store_iter {
     int n;   /* partitions read */
     int cur; /* the one whose key is the current one; -1: none */
     bool after_last;
+    bool failed; /* its read error is logged and counted (once) */
+    store_t *s;
     rocksdb_iterator_t *it[STORE_PARTITIONS_MAX];
     rocksdb_readoptions_t *ro;
     char *lo, *hi;
@@ -129,5 +135,8 @@ void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard);
 /* Writes to partition `part` succeed again: once none refuses, logged once and
  * store_on_writable's callback run. */
 void store_mark_writable(store_t *s, int part, const char *how);
+/* A read failed (what: "read failed", "a scan stopped on a read error"; err: RocksDB's
+ * reason): counted in store_errors_total every time, logged once per episode. */
+void store_read_failed(store_t *s, const char *what, const char *err);
 
 #endif

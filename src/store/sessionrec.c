@@ -54,12 +54,12 @@ uint64_t sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen,
                        nkinds);
 }
 
-void sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionrec_meta_fn fn,
-                          void *arg)
+int sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionrec_meta_fn fn,
+                         void *arg)
 {
     char upper[SESSION_ID_LEN];
     if (plen > sizeof upper)
-        return;
+        return 0;
     store_iter_t *it;
     if (plen == 0) {
         it = store_iter_new_scan(s, CF_SESSIONS);
@@ -79,7 +79,9 @@ void sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionre
         sid[SESSION_ID_LEN] = '\0';
         fn(arg, sid, v, vl);
     }
+    int rc = store_iter_error(it);
     store_iter_free(it);
+    return rc;
 }
 
 uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen, int64_t *earliest)
@@ -159,20 +161,20 @@ long sessionrec_scan_alarms(store_t *s, int64_t from_ms, int64_t until_ms, sessi
     return n;
 }
 
-uint64_t sessionrec_count_alarms(store_t *s, bool (*keep)(const char *sid))
+int64_t sessionrec_count_alarms(store_t *s, bool (*keep)(const char *sid))
 {
-    if (!keep)
-        return store_count_keys(s, CF_ALARMS);
     store_iter_t *it = store_iter_new_scan(s, CF_ALARMS);
-    uint64_t n = 0;
+    int64_t n = 0;
     for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
         size_t kl;
         int64_t due;
         char sid[SESSION_ID_LEN + 1];
         const unsigned char *key = store_iter_key(it, &kl); /* sets kl first */
-        if (key_alarm_decode(key, kl, &due, sid) == 0 && keep(sid))
+        if (!keep || (key_alarm_decode(key, kl, &due, sid) == 0 && keep(sid)))
             n++;
     }
+    if (store_iter_error(it) != 0)
+        n = -EIO;
     store_iter_free(it);
     return n;
 }

@@ -26,10 +26,11 @@ uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind
 uint64_t sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen,
                                  sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds);
 /* Calls fn for every stored metadata record whose id starts with prefix (plen 0: every
- * record): startup and shard moves only, O(records). */
+ * record): startup and shard moves only, O(records). 0, or -EIO when a read error stopped the
+ * walk (fn saw only part of them). */
 typedef void (*sessionrec_meta_fn)(void *arg, const char *sid, const char *meta, size_t len);
-void sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionrec_meta_fn fn,
-                          void *arg);
+int sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionrec_meta_fn fn,
+                         void *arg);
 /* The alarms of ids starting with prefix: how many, and the earliest due (0: none). */
 uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen,
                                      int64_t *earliest);
@@ -42,8 +43,9 @@ int64_t sessionrec_first_alarm(store_t *s, int64_t floor_ms);
 typedef void (*sessionrec_alarm_fn)(void *arg, int64_t due_ms, const char *sid);
 long sessionrec_scan_alarms(store_t *s, int64_t from_ms, int64_t until_ms, sessionrec_alarm_fn fn,
                             void *arg);
-/* Counts the stored alarms (startup only): those whose id keep() accepts (NULL: all). */
-uint64_t sessionrec_count_alarms(store_t *s, bool (*keep)(const char *sid));
+/* Counts the stored alarms (startup only): those whose id keep() accepts (NULL: all); -EIO
+ * when a read error stopped the count. */
+int64_t sessionrec_count_alarms(store_t *s, bool (*keep)(const char *sid));
 
 /* State names are 1..200 bytes: -EINVAL otherwise. get: 0 found (*text malloc'd), 1 absent,
  * negative errno. */

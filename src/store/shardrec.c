@@ -184,6 +184,8 @@ int shardrec_load_all(store_t *s, shardrec_t recs[SHARD_COUNT], bool bad[SHARD_C
             rc = -EINVAL;
         }
     }
+    if (store_iter_error(it) != 0)
+        rc = -EIO;
     store_iter_free(it);
     return rc;
 }

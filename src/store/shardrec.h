@@ -59,7 +59,8 @@ int shardrec_mark_pending(store_t *s);
 /* The store's marker: a shardrec_boot_t, or -EIO. */
 int shardrec_bootstrapped(store_t *s);
 /* Every record (absent ones zeroed): 0; -EINVAL when some record does not decode (bad[shard]
- * set for each, the others read). */
+ * set for each, the others read); -EIO when a read error stopped the walk (the records after
+ * it are not known). */
 int shardrec_load_all(store_t *s, shardrec_t recs[SHARD_COUNT], bool bad[SHARD_COUNT]);
 
 #endif

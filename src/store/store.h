@@ -134,12 +134,19 @@ bool store_iter_valid(store_iter_t *it);
 void store_iter_next(store_iter_t *it);
 const unsigned char *store_iter_key(store_iter_t *it, size_t *len);
 const char *store_iter_value(store_iter_t *it, size_t *len);
+/* 0, or -EIO when a read error (I/O, a corrupt block) made the iterator invalid before the end
+ * of its range: a loop that stopped at !store_iter_valid did not see everything. The error is
+ * counted (store_errors_total) and logged (once per episode) once per iterator, here or, for a
+ * caller that does not ask, when it is freed. A caller that cannot use a partial walk asks,
+ * and answers -EIO itself. */
+int store_iter_error(store_iter_t *it);
 void store_iter_free(store_iter_t *it);
 
 /* Counts the keys of a column family (startup only: O(keys)). */
 uint64_t store_count_keys(store_t *s, store_cf_t cf);
-/* Whether a column family holds any key (one seek per partition). */
-bool store_cf_any(store_t *s, store_cf_t cf);
+/* Whether a column family holds any key (one seek per partition): 1, 0, or -EIO when a read
+ * error hid the answer. */
+int store_cf_any(store_t *s, store_cf_t cf);
 /* Sum of an integer property over all column families ("rocksdb.cur-size-all-mem-tables"). */
 uint64_t store_property_sum(store_t *s, const char *prop);
 /* The store's background work now, over all partitions: memtables waiting to be flushed, and
@@ -167,8 +174,9 @@ void store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t ke
  * hold them once, compressed where they compress) and a margin for each file's own blocks. An
  * O(keys) scan, as the export. */
 uint64_t store_export_estimate(store_t *s, const char *prefix, size_t plen);
-/* Whether family cf holds any key of an id starting with prefix (one seek; not the alarms). */
-bool store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);
+/* Whether family cf holds any key of an id starting with prefix (one seek; not the alarms): 1,
+ * 0, or -EIO when a read error hid the answer. */
+int store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);
 /* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms). */
 int store_delete_prefix(store_t *s, const char *prefix, size_t plen);
 /* Ingests dir/<family>.sst for each family with present[cf], the keys of ids starting with

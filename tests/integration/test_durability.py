@@ -2,10 +2,12 @@
 Real binary, real sockets, RocksDB on disk."""
 import json
 import os
+import socket
+import subprocess
 import time
 import unittest
 
-from mcptest import Server, Session, SSEStream, run
+from mcptest import BINARY, Server, Session, SSEStream, run
 
 
 def text_of(msg):
@@ -365,6 +367,255 @@ class Ttl(ServerCase):
         g2 = s.open_get(last_event_id=priming["id"])
         self.assertIsNone(g2.next_message(1), "nothing left to replay")
         g2.close()
+
+
+def corrupt_tables(data_dir, family):
+    """Damages the first data block of each table file (.sst) of column family `family` in
+    data_dir, in place: four bytes at the file's start. The table stays open with its index and
+    filter cached, so the next read of that block fails its checksum (a Corruption status) where
+    the open did not look. A test's server holds the few ids the test makes, whose keys come
+    first in their family's file: in that block. (A file is known by its family's name in its
+    properties block, which is not compressed; a key may have no literal copy in a compressed
+    data block.) Returns what it changed, (path, offset, the bytes that were there) each, for
+    restore_tables."""
+    name = b"\x16\x04" + bytes([len(family)]) + b"name" + family  # rocksdb.column.family.name
+    changed = []
+    for root, _, files in os.walk(data_dir):
+        for f_name in files:
+            if not f_name.endswith(".sst"):
+                continue
+            path = os.path.join(root, f_name)
+            with open(path, "r+b") as f:
+                data = f.read()
+                if name not in data:
+                    continue
+                f.seek(0)
+                f.write(bytes(b ^ 0xFF for b in data[:4]))
+            changed.append((path, 0, data[:4]))
+    return changed
+
+
+def restore_tables(changed):
+    """Puts back what corrupt_tables changed: the disk heals. A block whose read failed was not
+    cached, so the next read of it reads the file again, and succeeds."""
+    for path, at, orig in changed:
+        with open(path, "r+b") as f:
+            f.seek(at)
+            f.write(orig)
+
+
+def tables_from_log(data_dir):
+    """After a kill -9 what was written is in the write-ahead log: a start that opens the store
+    (RocksDB writes the log's contents to table files) and fails before anything runs (its
+    listen address is taken) puts it in table files, as it was at the crash: nothing is
+    recovered."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        r = subprocess.run([BINARY, "--listen", "127.0.0.1:%d" % busy.getsockname()[1],
+                            "--admin-listen", "off", "--data-dir", data_dir],
+                           capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "address already in use" in r.stderr, r.stderr[-2000:]
+
+
+class ReadErrors(ServerCase):
+    """A read error is not an absence. The data goes to table files at the graceful stop (the
+    store is flushed), the restart opens them (its startup scans do not fill the block cache),
+    then a data block is damaged on disk while the server runs."""
+
+    def test_a_session_whose_record_cannot_be_read_gets_503_and_retry_after_not_404(self):
+        s = Session(self.server)
+        self.server.restart()
+        errors = self.stats()["store_errors_total"]
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"sessions"),
+                        "the session's record is in a table file after a graceful stop")
+        r, m = s.call("ping")
+        self.assertEqual(r.status, 503, "a read error answers 503, not 404: " + r.text)
+        self.assertEqual(r.header("Retry-After"), "5")
+        self.assertEqual(m["error"]["code"], -32603, "the id is echoed with a -32603 error")
+        self.assertIn("Storage unavailable", m["error"]["message"])
+        self.assertEqual(self.stats()["store_errors_total"], errors + 1, "counted once")
+        self.assertEqual(self.server.log_tail().count("block checksum mismatch"), 1,
+                         "logged once")
+        # the client retries as Retry-After asks: each failed read is counted, and the log
+        # says it once for the episode, as a refused write is (not a line per retry)
+        for _ in range(3):
+            r, _ = s.call("ping")
+            self.assertEqual(r.status, 503)
+        self.assertEqual(self.stats()["store_errors_total"], errors + 4, "each one counted")
+        log = self.server.log_tail(20000)
+        errors_logged = [ln for ln in log.splitlines() if " ERROR " in ln]
+        self.assertEqual(len(errors_logged), 1, "one ERROR line for the episode: " + log[-2000:])
+        self.assertEqual(log.count("block checksum mismatch"), 4, "each at debug level")
+
+    def test_a_session_whose_stream_records_cannot_be_read_gets_503_not_a_reused_stream(self):
+        s = Session(self.server)
+        s.tool("notify", {"count": 1, "target": "request"})  # a stored POST stream
+        self.server.restart()
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"streams"),
+                        "the stream record is in a table file after a graceful stop")
+        r, m = s.call("ping")
+        self.assertEqual(r.status, 503, "its next stream number is not known: " + r.text)
+        self.assertEqual(m["error"]["code"], -32603)
+        self.assertIn("a scan stopped on a read error", self.server.log_tail())
+
+    def test_a_standalone_stream_whose_record_cannot_be_read_is_not_made_again(self):
+        s = Session(self.server)
+        g = s.open_get()
+        g.next_event(5)  # the priming event, get:1
+        s.tool("notify", {"count": 3, "target": "session"})
+        last = [g.next_message(5) for _ in range(3)][-1]["id"]
+        g.close()
+        self.assertEqual(seq_of(last), 4)
+        for _ in range(150):  # stream records enough for more than one block: the wake's scan
+            s.tool("notify", {"count": 1, "target": "request"})  # reads the last one only
+        self.server.restart()
+        changed = corrupt_tables(self.server.data_dir, b"streams")
+        self.assertTrue(changed, "the stream records are in a table file after a graceful stop")
+        # its standalone stream's record (the first of the session's) cannot be read: a new
+        # stream would number from 1 again, over the stored events
+        r, m = s.tool("notify", {"count": 1, "target": "session"})
+        self.assertEqual(r.status, 503, r.text)  # before: 200, stored as get:1
+        self.assertEqual(r.header("Retry-After"), "5")
+        self.assertEqual(m["error"]["code"], -32603)
+        g2 = s.open_get(last_event_id=last)
+        self.assertEqual(g2.status, 503, "not 400: the stream may well be there")
+        g2.close()
+        g3 = s.open_get()
+        self.assertEqual(g3.status, 503, "no new stream over the stored one")
+        g3.close()
+        restore_tables(changed)
+        r, _ = s.tool("notify", {"count": 1, "target": "session"})  # the client's retry
+        self.assertEqual(r.status, 200, r.text)
+        g4 = s.open_get(last_event_id=last)
+        got = g4.next_message(5)
+        self.assertEqual(seq_of(got["id"]), 5, "the next id of the stored stream")
+        self.assertEqual(got["message"]["params"]["data"], {"n": 1, "of": 1})
+        g4.close()
+
+    def test_a_resume_whose_replay_cannot_be_read_gets_503_not_a_partial_replay(self):
+        s = Session(self.server)
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.close()
+        s.tool("notify", {"count": 3, "target": "session"})
+        self.server.restart()
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"events"),
+                        "the stream's events are in a table file after a graceful stop")
+        errors = self.stats()["store_errors_total"]
+        g2 = s.open_get(last_event_id=priming["id"])
+        self.assertEqual(g2.status, 503, "the replay failed: no stream is attached")
+        g2.close()
+        # the replay's scan, and the one that looks for the stream's newest event id
+        self.assertGreater(self.stats()["store_errors_total"], errors, "counted")
+        self.assertIn("a scan stopped on a read error", self.server.log_tail())
+
+    def test_a_session_whose_interrupted_request_cannot_be_recovered_does_not_refuse_the_start(
+            self):
+        # --workers 0: the startup recovery wakes the session on the main thread before the
+        # start is decided. That its stream records cannot be read is its own read error (its
+        # requests get 503), not a startup scan's: the node starts, whatever the timing.
+        s = Session(self.server)
+        _, st = s.stream_post("tools/call", {"name": "slow",
+                                             "arguments": {"seconds": 20, "steps": 20},
+                                             "_meta": {"progressToken": "k"}})
+        st.next_message(5)  # in flight: its stream and its in-flight key are stored
+        self.server.kill9()
+        st.close()
+        tables_from_log(self.server.data_dir)
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"streams"),
+                        "the stream records are in a table file")
+        self.server.flags += ["--workers", "0"]
+        self.server.start()  # raised before: a startup scan stopped on a read error
+        r, m = s.call("ping")
+        self.assertEqual(r.status, 503, r.text)
+        self.assertEqual(m["error"]["code"], -32603)
+        self.assertNotIn("a startup scan stopped", self.server.log_tail(20000))
+
+    def test_a_tool_state_that_cannot_be_read_is_not_written_over(self):
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        self.server.restart()
+        changed = corrupt_tables(self.server.data_dir, b"state")
+        self.assertTrue(changed, "the state is in a table file after a graceful stop")
+        for _ in range(2):  # the update fails and writes nothing: its retry fails the same
+            r, m = s.tool("counter", {"by": 1})
+            self.assertEqual(r.status, 503, r.text)  # before: 200 "1", then "2"
+            self.assertEqual(r.header("Retry-After"), "5")
+            self.assertEqual(m["error"]["code"], -32603)
+            self.assertIn("Storage unavailable", m["error"]["message"])
+        restore_tables(changed)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6", "the stored 5, kept")
+
+    def test_a_task_whose_stored_state_cannot_be_read_is_neither_failed_nor_shown_empty(self):
+        from test_tasks import TaskClient
+        self.server.flags += ["--toolset", "conformance"]
+        self.server.restart()
+        c = TaskClient(self.server)
+        done = c.wait(c.tool("slow_compute", {"seconds": 0, "label": "r"})["taskId"])
+        self.assertEqual(done["status"], "completed", done)
+        asking = c.tool("confirm_delete", {"filename": "a.txt"})["taskId"]
+        self.assertEqual(c.wait(asking, ("input_required",))["status"], "input_required")
+        self.server.restart()
+        # the two tasks' state (the first's result, the second's arguments): one block
+        changed = corrupt_tables(self.server.data_dir, b"state")
+        self.assertTrue(changed, "the tasks' state is in a table file after a graceful stop")
+        r, m = c.call("tasks/get", {"taskId": done["taskId"]})
+        self.assertEqual(r.status, 503, r.text)  # before: 200, completed without its result
+        self.assertEqual(r.header("Retry-After"), "5")
+        answer = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+        r, m = c.call("tasks/update", {"taskId": asking, "inputResponses": answer})
+        self.assertEqual(r.status, 503, r.text)  # before: 200, and the task failed
+        self.assertEqual(c.get(asking)["status"], "input_required", "nothing applied")
+        restore_tables(changed)
+        self.assertEqual(c.get(done["taskId"])["result"]["content"][0]["text"],
+                         'Computation "r" completed after 0 s. Result: 42.')
+        c.ok("tasks/update", {"taskId": asking, "inputResponses": answer})
+        self.assertEqual(c.wait(asking)["result"]["content"][0]["text"], "Deleted a.txt")
+
+    def refused_start(self):
+        """Starts the server, which must refuse to: returns its exit code."""
+        with self.assertRaises(RuntimeError, msg="the start is refused"):
+            self.server.start()
+        rc = self.server.proc.wait(10)
+        self.server.proc.stdout.close()
+        self.server.errlog.close()
+        self.server.proc = None
+        return rc
+
+    def test_a_first_cluster_start_that_cannot_read_the_store_records_nothing(self):
+        # the first start with --cluster tells a new data directory (it waits for its
+        # bootstrap) from one older than the records (the file's shards are its data) by whether
+        # it holds any id: a read error there is neither, and a "new" recorded from it would
+        # leave the node serving none of its data for good
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        self.server.stop()
+        changed = corrupt_tables(self.server.data_dir, b"sessions")
+        self.assertTrue(changed, "the session's record is in a table file after a graceful stop")
+        cluster = os.path.join(self.server.data_dir, "cluster.json")  # removed with it
+        with open(cluster, "w") as f:
+            json.dump({"shards": 4096, "assign": {"n1": ["000-fff"]},
+                       "nodes": [{"name": "n1", "listen": "127.0.0.1:1",
+                                  "admin": "127.0.0.1:2"}]}, f)
+        self.server.flags += ["--cluster", cluster, "--node", "n1"]
+        self.assertEqual(self.refused_start(), 1)
+        self.assertIn("cannot read", self.server.log_tail())
+        restore_tables(changed)  # the disk heals (a backup is restored)
+        self.server.start()
+        shards = json.loads(self.server.admin("/shards").text)
+        self.assertTrue(shards["bootstrapped"], shards)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6", "its data, served")
+
+    def test_a_startup_scan_stopped_by_a_read_error_refuses_the_start(self):
+        s = Session(self.server)
+        self.server.stop()
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"sessions"),
+                        "the session's record is in a table file after a graceful stop")
+        self.assertEqual(self.refused_start(), 1, "the counts would be wrong: exit 1")
+        log = self.server.log_tail()
+        self.assertIn("a startup scan stopped on a read error", log)
+        self.assertIn("restore --data-dir from a backup", log, "the refusal names the remedy")
 
 
 if __name__ == "__main__":

@@ -336,8 +336,10 @@ static void a_task_round_trips_through_its_metadata_and_goes_whole(void **state)
     assert_int_equal(actor_meta_kind(meta, len), STORED_TASK);
     free(meta);
 
-    t = actor_find_or_load(f->w, TID);
+    int err;
+    t = actor_find_or_load(f->w, TID, &err);
     assert_non_null(t);
+    assert_int_equal(err, 0);
     assert_int_equal(t->kind, ACTOR_TASK);
     assert_false(actor_one_request(t));
     assert_ptr_equal(t->proto, proto_modern());
@@ -410,7 +412,8 @@ static void a_session_record_ends_with_its_owner_and_says_when_it_was_written_at
     worker_turn_end(f->w);
     assert_int_equal(check_meta(f, true), 0);
 
-    f->a = actor_find_or_load(f->w, SID);
+    int err;
+    f->a = actor_find_or_load(f->w, SID, &err);
     assert_non_null(f->a);
     assert_true(f->a->meta_at_rest);
     stream_t *s;
@@ -432,14 +435,14 @@ static void a_session_record_ends_with_its_owner_and_says_when_it_was_written_at
     /* a crash (or a refused turn) drops the actor without a metadata write */
     actor_reset(f->a);
     worker_turn_end(f->w);
-    f->a = actor_find_or_load(f->w, SID);
+    f->a = actor_find_or_load(f->w, SID, &err);
     assert_non_null(f->a);
     assert_false(f->a->meta_at_rest);
     assert_int_equal(f->a->log_bytes, kept);
     actor_hibernate(f->a);
     worker_turn_end(f->w);
     assert_int_equal(check_meta(f, true), (json_int_t)kept);
-    f->a = actor_find_or_load(f->w, SID);
+    f->a = actor_find_or_load(f->w, SID, &err);
     assert_int_equal(f->a->log_bytes, kept);
 
     long long held = principal_held(owner, PR_SESSIONS);

@@ -13,12 +13,16 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 #include <ftw.h>
 
 #include "../actor/fake_worker.h"
 #include "core/config.h"
+#include "core/principal.h"
 #include "core/stats.h"
+#include "core/util.h"
 #include "mcp/internal.h"
+#include "store/sessionrec.h"
 #include "mcp/registry.h"
 #include "wire/jsonrpc.h"
 #include "wire/proto.h"
@@ -316,7 +320,8 @@ static void a_sessions_level_and_subscriptions_survive_hibernation(void **state)
     worker_turn_end(f->w);
     f->a = NULL;
     assert_null(worker_find_actor(f->w, SID));
-    f->a = actor_find_or_load(f->w, SID);
+    int err;
+    f->a = actor_find_or_load(f->w, SID, &err);
     assert_non_null(f->a);
     assert_int_equal(mcp_log_level(f->a), log_level_index("error"));
     assert_non_null(json_object_get(mcp_subscriptions(f->a), "test://fixed"));
@@ -485,6 +490,108 @@ static void initialize_results_are_the_catalogues_for_each_version(void **state)
     expect_initialize_results(f->reg);
 }
 
+/* Four bytes of a data block of a table file, damaged in place (where they were, and what). */
+typedef struct damage {
+    char path[300];
+    long at;
+    unsigned char orig[4];
+} damage_t;
+
+/* Damages the first data block (four bytes at the file's start) of the table file (.sst) of dir
+ * of column family `family`, known by its name in its properties block: the next read of that
+ * block fails its checksum (RocksDB's Corruption), as on a failing disk. The test's few keys
+ * are in that block. 0, or -1 when there is no such file. */
+static int damage_table(const char *dir, const char *family, damage_t *d)
+{
+    char name[64]; /* rocksdb.column.family.name's entry: 22 bytes shared, "name", the value */
+    int nl = snprintf(name, sizeof name, "\x16\x04%cname%s", (char)strlen(family), family);
+    DIR *dp = opendir(dir);
+    struct dirent *e;
+    int rc = -1;
+    while (dp && rc != 0 && (e = readdir(dp))) {
+        size_t fl = strlen(e->d_name);
+        if (fl < 4 || strcmp(e->d_name + fl - 4, ".sst") != 0)
+            continue;
+        snprintf(d->path, sizeof d->path, "%s/%s", dir, e->d_name);
+        FILE *fp = fopen(d->path, "r+b");
+        assert_non_null(fp);
+        fseek(fp, 0, SEEK_END);
+        long len = ftell(fp);
+        char *data = xmalloc((size_t)len);
+        fseek(fp, 0, SEEK_SET);
+        assert_int_equal(fread(data, 1, (size_t)len, fp), (size_t)len);
+        if (len > 4 && memmem(data, (size_t)len, name, (size_t)nl)) {
+            d->at = 0;
+            unsigned char bad[4];
+            for (int i = 0; i < 4; i++)
+                bad[i] = (unsigned char)(d->orig[i] = (unsigned char)data[i]) ^ 0xff;
+            fseek(fp, 0, SEEK_SET);
+            assert_int_equal(fwrite(bad, 1, 4, fp), 4);
+            rc = 0;
+        }
+        free(data);
+        fclose(fp);
+    }
+    if (dp)
+        closedir(dp);
+    return rc;
+}
+
+/* The disk heals: the block reads again (a block whose read failed was not cached). */
+static void put_back(const damage_t *d)
+{
+    FILE *fp = fopen(d->path, "r+b");
+    assert_non_null(fp);
+    fseek(fp, d->at, SEEK_SET);
+    assert_int_equal(fwrite(d->orig, 1, 4, fp), 4);
+    fclose(fp);
+}
+
+/* A live input-request exchange (2026-07-28) whose record the store cannot read when its call
+ * ends: the record is deleted unread (a delete reads nothing), with its alarm key and the place
+ * of its owner's share, so its requestState cannot be redeemed again until it expires. */
+static void an_input_record_unreadable_at_the_calls_end_is_deleted_unread(void **state)
+{
+    fixture_t *f = *state;
+    static const char RID[] = "5f3a9c7e1b2d48a6c0e9f7b3d1a5c8e2";
+    principal_t *owner = principal_get("a:192.0.2.9");
+    assert_int_equal(principal_take_counted(owner, PR_RECORDS), 0);
+    long long held = principal_held(owner, PR_RECORDS);
+    actor_t *rec = actor_create_kind(f->w, RID, ACTOR_RECORD); /* as record_new makes it */
+    rec->proto = proto_modern();
+    rec->owner = principal_ref(owner);
+    mcp_state_set(&mcp_state(rec)->record.rec,
+                  json_pack("{s:i,s:{},s:i,s:s,s:b,s:{}}", "n", 1, "a", "m", (int)SM_tools_call,
+                            "d", "digest", "o", 0, "k"));
+    int64_t due = now_wall_ms() + 600000;
+    actor_alarm_set(rec, due);
+    actor_persist_meta(rec);
+    worker_turn_end(f->w);
+    actor_hibernate(rec); /* out of memory meanwhile (its idle timeout) */
+    worker_turn_end(f->w);
+    assert_null(worker_find_actor(f->w, RID));
+    assert_int_equal(store_flush(f->store), 0);
+    damage_t d;
+    assert_int_equal(damage_table(f->dir, "sessions", &d), 0);
+
+    /* the retry read it (take_input: the exchange goes on, "live", and keeps its alarm's due
+     * time and its owner) and now completes */
+    actor_t *a = modern_actor(f);
+    mcp_state_set(&mcp_state(a)->modern.mrtr,
+                  json_pack("{s:s,s:b,s:I,s:s}", "r", RID, "live", 1, "e", (json_int_t)due, "po",
+                            principal_name(owner)));
+    modern_call_complete(a);
+    worker_turn_end(f->w);
+    put_back(&d);
+
+    int err;
+    assert_null(actor_find_or_load(f->w, RID, &err)); /* before: there, redeemable */
+    assert_int_equal(err, 0);
+    assert_int_equal(sessionrec_count_alarms(f->store, NULL), 0);
+    assert_int_equal(principal_held(owner, PR_RECORDS), held - 1);
+    principal_unref(owner);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -506,6 +613,7 @@ int main(void)
         T(a_2026_list_answer_carries_the_server_and_the_cache_hints),
         T(server_discover_is_served_in_2026_with_the_versions),
         T(a_session_only_method_is_not_found_in_2026_with_404),
+        T(an_input_record_unreadable_at_the_calls_end_is_deleted_unread),
         cmocka_unit_test(every_method_has_a_handler_in_its_eras_and_none_elsewhere),
     };
 #undef T
