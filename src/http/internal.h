@@ -188,8 +188,8 @@ void http_gate_closed(http_thread_t *t);
 #define LINGER_MAX_MS 10000
 /* req's connection lingers at its close. */
 void http_linger_mark(http_thread_t *t, struct evhttp_request *req);
-/* At l's close (its close callback, on its thread): true when its socket lingers, and leaves the
- * gate's count when that ends; false: the caller closes as usual. */
+/* At l's close (its close callback, on its thread): true when its socket lingers (and keeps its
+ * PR_OPEN unit and gate count until it ends); false: the caller closes as usual. */
 bool http_linger_start(hlink_t *l);
 /* At the stop, once the loop has ended: every lingering socket closes. */
 void http_linger_free(http_thread_t *t);

@@ -11,10 +11,14 @@
  * So such a connection's socket outlives evhttp's connection: its close callback (conn.c's
  * on_conn_close, after the refusal was written) takes a duplicate of the descriptor, sends the
  * FIN (shutdown for writing), and reads and drops what still comes until the client closes, it
- * sends nothing for LINGER_IDLE_MS, or LINGER_MAX_MS have passed; then it closes. The
- * descriptor stays in the accept gate's count until then (gate.c). A thread lingers on at most
- * LINGER_PER_THREAD connections at once; past that a refused connection closes at once, as
- * before. Nothing lingers at the stop. */
+ * sends nothing for LINGER_IDLE_MS, or LINGER_MAX_MS have passed; then it closes.
+ *
+ * Until it closes, the socket stays in the accept gate's count (gate.c) and in its address's
+ * open connections (PR_OPEN, which conn.c bounds at twice an address's share of
+ * --max-connections): else one address, refused again and again and trickling into each
+ * lingering socket, held the gate's twice --max-connections alone, and the listeners stopped
+ * for every other client. A thread lingers on at most LINGER_PER_THREAD connections at once;
+ * past that a refused connection closes at once, as before. Nothing lingers at the stop. */
 #include "http/internal.h"
 
 #include "core/log.h"
@@ -32,6 +36,7 @@
 typedef struct hlinger {
     http_thread_t *t;
     int fd;
+    principal_t *principal; /* a reference: its address's PR_OPEN unit is held until the end */
     struct event *ev;
     int64_t until; /* now_mono_ms past which it closes whatever comes */
     struct hlinger *next, **pprev;
@@ -46,6 +51,8 @@ static void end(hlinger_t *g)
         g->next->pprev = g->pprev;
     *g->pprev = g->next;
     t->nlinger--;
+    principal_give(g->principal, PR_OPEN);
+    principal_unref(g->principal);
     free(g);
     http_gate_closed(t); /* counted from its accept until now */
 }
@@ -92,6 +99,7 @@ bool http_linger_start(hlink_t *l)
     hlinger_t *g = xcalloc(1, sizeof *g);
     g->t = t;
     g->fd = dup_fd;
+    g->principal = principal_ref(l->principal);
     g->until = now_mono_ms() + LINGER_MAX_MS;
     g->ev = event_new(t->base, dup_fd, EV_READ | EV_PERSIST, on_read, g);
     struct timeval idle = {LINGER_IDLE_MS / 1000, (LINGER_IDLE_MS % 1000) * 1000};
