@@ -303,7 +303,7 @@ static bool link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hsc
         evhttp_connection_free(evcon);
         return false;
     }
-    link_make(t, evcon, scan, p, trusted);
+    link_make(t, evcon, scan, p, trusted)->own_bev = true;
     return true;
 }
 

@@ -1042,6 +1042,29 @@ class RefusalsOfTheParser(unittest.TestCase):
                 self.check(method + b" /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % self.srv.port, 501, False)
 
 
+def epoll_registrations_astray(pid):
+    """The registrations in the process's epoll sets whose descriptor number is closed, or now
+    names another file (/proc/PID/fdinfo): a socket watched under a number it no longer has."""
+    import re
+    astray = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:[eventpoll]":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = f.read()
+        except OSError:
+            continue
+        for m in re.finditer(r"tfd:\s*(\d+)\s+events:\s*(\w+).*?ino:(\w+)", info):
+            tfd, ino = int(m.group(1)), int(m.group(3), 16)
+            try:
+                if os.stat(f"/proc/{pid}/fd/{tfd}").st_ino != ino:
+                    astray.append((tfd, "the number names another file now"))
+            except FileNotFoundError:
+                astray.append((tfd, "the number is closed"))
+    return astray
+
+
 class LingeringRefusals(unittest.TestCase):
     """A refusal that closes the connection lingers (http/linger.c): its socket is read and
     dropped after the answer. What a lingering socket holds, and what it must not disturb."""
@@ -1105,6 +1128,29 @@ class LingeringRefusals(unittest.TestCase):
         self.assertEqual(served_from(srv, "127.0.0.2", timeout=3), 200,
                          "another address is served while the first one's refusals linger")
         self.assertLessEqual(len(socks), 16, "twice its share (8) lingers at most")
+
+    def test_a_lingering_socket_is_watched_under_its_own_number(self):
+        """The linger keeps the connection's own descriptor. It took a duplicate (dup), and the
+        loops batch their epoll changes (libevent's change list, unsafe with dup'd descriptors):
+        the original number was closed before its removal from epoll was made, and the kernel
+        kept that registration while the duplicate held the socket open, reporting the
+        lingering socket's events under a closed number, or under the next connection's."""
+        srv = Server("--http-threads", "1", "--max-body", "4096")
+        self.addCleanup(srv.cleanup)
+        self.assertEqual(epoll_registrations_astray(srv.proc.pid), [])
+        socks = [self.refused(srv.port) for _ in range(3)]
+        self.addCleanup(lambda: [s.close() for s in socks if s])
+        self.assertNotIn(None, socks)
+        time.sleep(0.3)  # the loop's next turns: its epoll changes are made
+        self.assertEqual(epoll_registrations_astray(srv.proc.pid), [], "while they linger")
+        fresh = connect_many(srv.port, 1)[0]  # may take a number a refused connection had
+        self.addCleanup(fresh.close)
+        time.sleep(0.3)
+        self.assertEqual(epoll_registrations_astray(srv.proc.pid), [], "with a new connection")
+        for s in socks:
+            s.close()
+        pid = srv.proc.pid
+        self.assertTrue(wait_until(lambda: epoll_registrations_astray(pid) == [], 5))
 
 
 if __name__ == "__main__":
