@@ -147,11 +147,12 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
     }
     if (l->admitted)
         principal_give(l->principal, PR_CONNECTIONS);
-    principal_give(l->principal, PR_OPEN);
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
-    if (!http_linger_start(l))
+    if (!http_linger_start(l)) { /* a lingering socket keeps both until it closes (linger.c) */
+        principal_give(l->principal, PR_OPEN);
         http_gate_closed(l->t);
+    }
     principal_unref(l->principal);
     http_deadline_free(l);
     http_scan_detach(l->scan); /* its bufferevent is freed after this callback */
@@ -302,7 +303,7 @@ static bool link_accepted(http_thread_t *t, struct evhttp_connection *evcon, hsc
         evhttp_connection_free(evcon);
         return false;
     }
-    link_make(t, evcon, scan, p, trusted);
+    link_make(t, evcon, scan, p, trusted)->own_bev = true;
     return true;
 }
 

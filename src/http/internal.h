@@ -98,7 +98,8 @@ typedef struct hlink {
                                NULL: none */
     struct evbuffer *backlog_out;         /* its output, watched while backlog is set */
     struct evbuffer_cb_entry *backlog_cb; /* the watch; NULL: none (backlog.c) */
-    bool linger; /* refused while its client may still send: lingers at its close (linger.c) */
+    bool linger;  /* refused while its client may still send: lingers at its close (linger.c) */
+    bool own_bev; /* its bufferevent is http_on_new_bev's (BEV_OPT_CLOSE_ON_FREE): seen at accept */
 } hlink_t;
 
 /* A connection accepted in this loop iteration and not tracked yet (http_on_fresh). */
@@ -188,8 +189,9 @@ void http_gate_closed(http_thread_t *t);
 #define LINGER_MAX_MS 10000
 /* req's connection lingers at its close. */
 void http_linger_mark(http_thread_t *t, struct evhttp_request *req);
-/* At l's close (its close callback, on its thread): true when its socket lingers, and leaves the
- * gate's count when that ends; false: the caller closes as usual. */
+/* At l's close (its close callback, on its thread): true when its socket lingers (the linger takes
+ * its descriptor, and its PR_OPEN unit and gate count until it ends); false: the caller closes
+ * as usual. */
 bool http_linger_start(hlink_t *l);
 /* At the stop, once the loop has ended: every lingering socket closes. */
 void http_linger_free(http_thread_t *t);

@@ -9,19 +9,31 @@
  * (Node's fetch: one time in three for a 5 MB body).
  *
  * So such a connection's socket outlives evhttp's connection: its close callback (conn.c's
- * on_conn_close, after the refusal was written) takes a duplicate of the descriptor, sends the
- * FIN (shutdown for writing), and reads and drops what still comes until the client closes, it
- * sends nothing for LINGER_IDLE_MS, or LINGER_MAX_MS have passed; then it closes. The
- * descriptor stays in the accept gate's count until then (gate.c). A thread lingers on at most
- * LINGER_PER_THREAD connections at once; past that a refused connection closes at once, as
- * before. Nothing lingers at the stop. */
+ * on_conn_close, after the refusal was written) takes the descriptor over from the connection's
+ * bufferevent (bufferevent_setfd -1: freed after the callback, it closes nothing, and evhttp
+ * only shuts the descriptor for writing, since the bufferevent is ours, made with
+ * BEV_OPT_CLOSE_ON_FREE), sends the FIN (shutdown for writing), and reads and drops what still
+ * comes until the client closes, it sends nothing for LINGER_IDLE_MS, or LINGER_MAX_MS have
+ * passed; then it closes. A duplicate (dup) would not do: the loops batch their epoll changes
+ * (libevent's change list, which its documentation says is unsafe with duplicated
+ * descriptors), so the original number would be closed before its removal from epoll is made,
+ * and the kernel keeps that registration while the duplicate holds the socket open, reporting
+ * the lingering socket's events under a closed number, or under the next connection's that
+ * takes it.
+ *
+ * Until it closes, the socket stays in the accept gate's count (gate.c) and in its address's
+ * open connections (PR_OPEN, which conn.c bounds at twice an address's share of
+ * --max-connections): else one address, refused again and again and trickling into each
+ * lingering socket, could hold the gate's twice --max-connections alone, and the listeners
+ * would stop for every other client. A thread lingers on at most LINGER_PER_THREAD connections at once;
+ * past that a refused connection closes at once, as does one whose bufferevent evhttp made
+ * (not seen at accept: evhttp closes its descriptor itself). Nothing lingers at the stop. */
 #include "http/internal.h"
 
 #include "core/log.h"
 #include "core/util.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -32,6 +44,7 @@
 typedef struct hlinger {
     http_thread_t *t;
     int fd;
+    principal_t *principal; /* a reference: its address's PR_OPEN unit is held until the end */
     struct event *ev;
     int64_t until; /* now_mono_ms past which it closes whatever comes */
     struct hlinger *next, **pprev;
@@ -46,6 +59,8 @@ static void end(hlinger_t *g)
         g->next->pprev = g->pprev;
     *g->pprev = g->next;
     t->nlinger--;
+    principal_give(g->principal, PR_OPEN);
+    principal_unref(g->principal);
     free(g);
     http_gate_closed(t); /* counted from its accept until now */
 }
@@ -81,27 +96,26 @@ void http_linger_mark(http_thread_t *t, struct evhttp_request *req)
 bool http_linger_start(hlink_t *l)
 {
     http_thread_t *t = l->t;
-    if (!l->linger || g_http_self != t || t->nlinger >= LINGER_PER_THREAD)
+    if (!l->linger || !l->own_bev || g_http_self != t || t->nlinger >= LINGER_PER_THREAD)
         return false;
     struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
-    int fd = bev ? (int)bufferevent_getfd(bev) : -1;
-    int dup_fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-    if (dup_fd < 0)
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0)
         return false;
-    shutdown(dup_fd, SHUT_WR); /* the refusal is written: the FIN follows it */
     hlinger_t *g = xcalloc(1, sizeof *g);
-    g->t = t;
-    g->fd = dup_fd;
-    g->until = now_mono_ms() + LINGER_MAX_MS;
-    g->ev = event_new(t->base, dup_fd, EV_READ | EV_PERSIST, on_read, g);
+    g->ev = event_new(t->base, fd, EV_READ | EV_PERSIST, on_read, g);
     struct timeval idle = {LINGER_IDLE_MS / 1000, (LINGER_IDLE_MS % 1000) * 1000};
-    if (!g->ev || event_add(g->ev, &idle) != 0) {
+    if (!g->ev || event_add(g->ev, &idle) != 0 || bufferevent_setfd(bev, -1) != 0) {
         if (g->ev)
             event_free(g->ev);
-        close(dup_fd);
         free(g);
         return false;
     }
+    shutdown(fd, SHUT_WR); /* the refusal is written: the FIN follows it */
+    g->t = t;
+    g->fd = (int)fd;
+    g->principal = principal_ref(l->principal);
+    g->until = now_mono_ms() + LINGER_MAX_MS;
     g->next = t->lingering;
     if (g->next)
         g->next->pprev = &g->next;

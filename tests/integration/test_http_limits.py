@@ -1044,5 +1044,116 @@ class RefusalsOfTheParser(unittest.TestCase):
                 self.check(method + b" /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % self.srv.port, 501, False)
 
 
+def epoll_registrations_astray(pid):
+    """The registrations in the process's epoll sets whose descriptor number is closed, or now
+    names another file (/proc/PID/fdinfo): a socket watched under a number it no longer has."""
+    import re
+    astray = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:[eventpoll]":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = f.read()
+        except OSError:
+            continue
+        for m in re.finditer(r"tfd:\s*(\d+)\s+events:\s*(\w+).*?ino:(\w+)", info):
+            tfd, ino = int(m.group(1)), int(m.group(3), 16)
+            try:
+                if os.stat(f"/proc/{pid}/fd/{tfd}").st_ino != ino:
+                    astray.append((tfd, "the number names another file now"))
+            except FileNotFoundError:
+                astray.append((tfd, "the number is closed"))
+    return astray
+
+
+class LingeringRefusals(unittest.TestCase):
+    """A refusal that closes the connection lingers (http/linger.c): its socket is read and
+    dropped after the answer. What a lingering socket holds, and what it must not disturb."""
+
+    def refused(self, port, source="127.0.0.1", timeout=3):
+        """A connection from `source` whose head announces a body over --max-body (4096), left
+        open after the answer; None when the server closed it without one, or gave none within
+        `timeout` seconds."""
+        s = socket.socket()
+        s.bind((source, 0))
+        s.settimeout(timeout)
+        try:
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                      b"Accept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n"
+                      % port + b"{" * 100)
+            answer = b""
+            while b"--max-body" not in answer:
+                d = s.recv(65536)
+                if not d:
+                    break
+                answer += d
+        except OSError:
+            answer = b""
+        if b"--max-body" not in answer:
+            s.close()
+            return None
+        return s
+
+    def test_one_address_cannot_stop_the_listeners_with_lingering_refusals(self):
+        """A lingering socket counts for its address as an open connection until it closes, as
+        it counts in the accept gate. Else one address, refused again and again and trickling a
+        byte into each refused socket within the linger's 2 s, held twice --max-connections (32)
+        with lingering sockets alone, and the listeners stopped for every other client (the
+        share that keeps one address from filling the gate counted only connections not yet
+        closed)."""
+        srv = Server("--http-threads", "1", "--max-connections", "16", "--max-body", "4096")
+        self.addCleanup(srv.cleanup)
+        socks, lock, stop = [], threading.Lock(), threading.Event()
+
+        def trickle():  # within the linger's 2 s of silence
+            while not stop.wait(0.3):
+                with lock:
+                    now = list(socks)
+                for s in now:
+                    try:
+                        s.send(b"x")
+                    except OSError:
+                        pass
+        th = threading.Thread(target=trickle)
+        th.start()
+        self.addCleanup(lambda: [s.close() for s in socks])
+        self.addCleanup(th.join)
+        self.addCleanup(stop.set)
+        for _ in range(40):  # (all within the linger's 10 s at most)
+            s = self.refused(srv.port, timeout=1)
+            if not s:  # closed at once (its address holds twice its share), or not accepted
+                break
+            with lock:
+                socks.append(s)
+        self.assertEqual(served_from(srv, "127.0.0.2", timeout=3), 200,
+                         "another address is served while the first one's refusals linger")
+        self.assertLessEqual(len(socks), 16, "twice its share (8) lingers at most")
+
+    def test_a_lingering_socket_is_watched_under_its_own_number(self):
+        """The linger keeps the connection's own descriptor. It took a duplicate (dup), and the
+        loops batch their epoll changes (libevent's change list, unsafe with dup'd descriptors):
+        the original number was closed before its removal from epoll was made, and the kernel
+        kept that registration while the duplicate held the socket open, reporting the
+        lingering socket's events under a closed number, or under the next connection's."""
+        srv = Server("--http-threads", "1", "--max-body", "4096")
+        self.addCleanup(srv.cleanup)
+        self.assertEqual(epoll_registrations_astray(srv.proc.pid), [])
+        socks = [self.refused(srv.port) for _ in range(3)]
+        self.addCleanup(lambda: [s.close() for s in socks if s])
+        self.assertNotIn(None, socks)
+        time.sleep(0.3)  # the loop's next turns: its epoll changes are made
+        self.assertEqual(epoll_registrations_astray(srv.proc.pid), [], "while they linger")
+        fresh = connect_many(srv.port, 1)[0]  # may take a number a refused connection had
+        self.addCleanup(fresh.close)
+        time.sleep(0.3)
+        self.assertEqual(epoll_registrations_astray(srv.proc.pid), [], "with a new connection")
+        for s in socks:
+            s.close()
+        pid = srv.proc.pid
+        self.assertTrue(wait_until(lambda: epoll_registrations_astray(pid) == [], 5))
+
+
 if __name__ == "__main__":
     run()
