@@ -115,8 +115,3 @@ void admin_conns_free(void)
         event_free(C.fresh_ev);
     C.fresh_ev = NULL;
 }
-
-int admin_conns_open(void)
-{
-    return C.open;
-}

@@ -14,7 +14,5 @@ struct event_base;
 int admin_conns_init(struct evhttp *http, struct event_base *base, accept_guard_t *guard);
 /* Once the loop has ended, before evhttp_free. */
 void admin_conns_free(void);
-/* Connections open now (admin thread). */
-int admin_conns_open(void);
 
 #endif
