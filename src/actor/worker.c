@@ -220,7 +220,9 @@ void worker_touch(worker_t *w, struct actor *a)
 void worker_fail_turn(worker_t *w, struct actor *a)
 {
     worker_touch(w, a);
-    w->turn_failed = true; /* fail_turn at the turn's end; worker_commit keeps nothing more */
+    w->turn_failed = true;  /* worker_commit keeps nothing more of it */
+    w->fail_message = true; /* fail_turn once the message is handled (on_message), else at the
+                               turn's end */
 }
 
 void worker_defer_reply(worker_t *w, job_t *j, uint32_t wait_seq, json_t *value)
@@ -390,8 +392,21 @@ static void fail_turn(worker_t *w)
     if (w->nafters)
         run_afters(w, false);
     w->alarm_hint = 0;
-    w->turn_failed = false;
+    w->turn_failed = w->fail_message = false;
     w->epoch++;
+}
+
+/* A message that worker_fail_turn failed ends its failure before the worker's next message, not
+ * at the turn's end: what others queued before it was committed (the read that failed came
+ * after a commit), and what the next ones queue is theirs. The refusals go out with the turn;
+ * the alarm hints stay (of keys committed before; one more costs a re-arm). */
+static void end_failed_message(worker_t *w)
+{
+    int64_t hint = w->alarm_hint;
+    fail_turn(w);
+    w->alarm_hint = hint;
+    for (int i = 0; i < w->n_http; i++)
+        w->out[i].safe = w->out[i].last;
 }
 
 void worker_send_http(worker_t *w, hmsg_t *m)
@@ -459,6 +474,8 @@ static void on_message(mq_node_t *n, void *arg)
     wmsg_parse_raw(m);
     w->turn_messages += 1 + (m->type == WM_POST ? m->u.post.nodes / 16 : 0);
     handle(w, m);
+    if (w->fail_message)
+        end_failed_message(w);
 }
 
 static void on_inbox(evutil_socket_t fd, short what, void *arg)

@@ -145,11 +145,13 @@ int worker_commit(worker_t *w);
  * writing and reloaded from the store at its next message), so memory never runs ahead of
  * the disk. */
 void worker_touch(worker_t *w, struct actor *a);
-/* The turn cannot go on as it should (a read failed where a write would build on what was not
- * read: a message for a stream whose record is unreadable): it ends as a refused turn does.
- * Nothing it queued since its last good commit goes out as it was (503 + Retry-After, or the
- * storage error in place), nothing more of it is written, and a (and every actor it touched)
- * is reset and reloaded at its next message. */
+/* The message being handled cannot go on as it should (a read failed where a write would build
+ * on what was not read: a message for a stream whose record is unreadable, read right after a
+ * good commit): it ends as a refused turn does, when its handling returns. Nothing it queued
+ * since the last good commit goes out as it was (503 + Retry-After, or the storage error in
+ * place), nothing more of it is written, and a (and every actor it touched) is reset and
+ * reloaded at its next message. The turn's other messages (other sessions') go on: a read
+ * error of one session fails no other's request. */
 void worker_fail_turn(worker_t *w, struct actor *a);
 /* The answer to a state operation, handed to the waiting handler only after the turn's
  * commit (value stolen); if the commit fails the handler gets an error instead. */

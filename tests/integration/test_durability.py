@@ -4,10 +4,13 @@ import json
 import os
 import socket
 import subprocess
+import threading
 import time
 import unittest
 
-from mcptest import BINARY, Server, Session, SSEStream, run
+from mcptest import BINARY, Server, Session, SSEStream, run, wait_until
+
+TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 
 
 def text_of(msg):
@@ -492,6 +495,39 @@ class ReadErrors(ServerCase):
         self.assertEqual(seq_of(got["id"]), 5, "the next id of the stored stream")
         self.assertEqual(got["message"]["params"]["data"], {"n": 1, "of": 1})
         g4.close()
+
+    def test_a_stream_record_one_session_cannot_read_fails_no_other_sessions_request(self):
+        # one worker; JSON-only responses, so a progress notification goes to the standalone
+        # stream, whose record cannot be read: that message fails. The worker is stalled while
+        # the progress and then another session's ping queue up: one turn runs both.
+        self.server.flags += ["--plugin", os.path.abspath(TESTKIT), "--workers", "1"]
+        self.server.restart()
+        a = Session(self.server)
+        g = a.open_get()
+        g.next_event(5)
+        g.close()
+        for _ in range(150):  # stream records enough for more than one block (the wake's scan
+            a.tool("notify", {"count": 1, "target": "request"})  # reads the last one only)
+        self.server.flags += ["--response-mode", "json"]
+        self.server.restart()
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"streams"))
+        b, c = Session(self.server), Session(self.server)
+        got = {}
+        slow = threading.Thread(target=lambda: got.setdefault("a", a.tool(
+            "slow", {"seconds": 0.5, "steps": 1}, meta={"progressToken": "p"})))
+        slow.start()
+        time.sleep(0.1)
+        calls = self.stats()["tool_calls_total"]
+        stall = threading.Thread(target=lambda: c.tool("stall", {"ms": 1500}))
+        stall.start()  # the worker sleeps in it; the progress comes at 0.5 s
+        self.assertTrue(wait_until(lambda: self.stats()["tool_calls_total"] > calls, 5))
+        time.sleep(0.8)
+        r, m = b.call("ping")
+        slow.join()
+        stall.join()
+        self.assertEqual(got["a"][0].status, 503, "the call whose progress was not stored")
+        self.assertEqual(r.status, 200, "another session's ping, in the same turn: " + r.text)
+        self.assertEqual(m["result"], {})
 
     def test_a_resume_whose_replay_cannot_be_read_gets_503_not_a_partial_replay(self):
         s = Session(self.server)
