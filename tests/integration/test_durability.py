@@ -546,6 +546,21 @@ class ReadErrors(ServerCase):
         self.assertGreater(self.stats()["store_errors_total"], errors, "counted")
         self.assertIn("a scan stopped on a read error", self.server.log_tail())
 
+    def test_a_replay_a_read_error_stopped_is_not_a_gap(self):
+        s = Session(self.server)
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.close()
+        # events for more than one block: the stream's newest reads, its first ones do not
+        s.tool("notify", {"count": 300, "target": "session"})
+        self.server.restart()
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"events"))
+        g2 = s.open_get(last_event_id=priming["id"])
+        self.assertEqual(g2.status, 503, "the replay failed")
+        g2.close()
+        self.assertEqual(self.stats()["replay_gaps_total"], 0, "no event was evicted")
+        self.assertNotIn("finds the oldest kept event", self.server.log_tail(20000))
+
     def test_a_session_whose_interrupted_request_cannot_be_recovered_does_not_refuse_the_start(
             self):
         # --workers 0: the startup recovery wakes the session on the main thread before the
