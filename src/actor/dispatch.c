@@ -109,11 +109,14 @@ static actor_t *scheduled_actor(worker_t *w, const wmsg_t *m)
         return NULL;
     int err;
     actor_t *a = actor_find_or_load(w, m->sid, &err);
-    if (!a) {
-        if (err == 0) /* never stored, or deleted: nothing to recover */
-            worker_take_recover_mark(w, m->sid);
-        return NULL;
+    if (!a && err == 0) {
+        worker_take_recover_mark(w, m->sid); /* never stored, or deleted: nothing to recover */
+    } else if (!a && m->type == WM_RECOVER) {
+        /* unreadable: its interrupted requests are answered at its next load (the mark) */
+        worker_mark_recover(w, m->sid, m->u.recover.why);
     }
+    if (!a)
+        return NULL;
     actor_recover_after_reset(a);
     return a;
 }

@@ -267,10 +267,15 @@ static void *recover_key(const char *sid)
     return (void *)(uintptr_t)(hash_id(sid, SESSION_ID_LEN) | 1);
 }
 
-bool worker_take_recover_mark(worker_t *w, const char *sid)
+void worker_mark_recover(worker_t *w, const char *sid, const char *why)
+{
+    ptrmap_put(&w->recover, recover_key(sid), (void *)(uintptr_t)why);
+}
+
+const char *worker_take_recover_mark(worker_t *w, const char *sid)
 {
     /* a hash collision only costs a needless scan of an empty range */
-    return w->recover.n && ptrmap_del(&w->recover, recover_key(sid)) != NULL;
+    return w->recover.n ? ptrmap_del(&w->recover, recover_key(sid)) : NULL;
 }
 
 void worker_after_commit(worker_t *w, after_commit_fn fn, void *arg)
@@ -375,7 +380,7 @@ static void fail_turn(worker_t *w)
     for (size_t i = 0; i < n; i++) {
         /* marked even when it is gone from memory (a refused DELETE freed it): its requests
          * still in flight in the store are answered at its next load */
-        ptrmap_put(&w->recover, recover_key(touched[i]), (void *)1);
+        worker_mark_recover(w, touched[i], REFUSE_MESSAGE);
         struct actor *a = worker_find_actor(w, touched[i]);
         if (a)
             actor_reset(a);

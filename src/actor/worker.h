@@ -186,9 +186,12 @@ void worker_stat_add(worker_t *w, dstat_t which, long long n);
 struct principal;
 typedef enum { GIVE_BOTH = 0, GIVE_GLOBAL } give_mode_t;
 void worker_give_at_commit(worker_t *w, struct principal *p, int r, give_mode_t mode);
-/* A session reset by a failed turn has interrupted requests to answer when it is next loaded:
- * true (and forgotten) when sid is such a session. */
-bool worker_take_recover_mark(worker_t *w, const char *sid);
+/* Session sid has interrupted requests to answer when it is next loaded, with the error message
+ * why (static): one a failed turn reset (REFUSE_MESSAGE), or one whose recovery could not read
+ * it (a read error: its in-flight keys stay). */
+void worker_mark_recover(worker_t *w, const char *sid, const char *why);
+/* The mark's message, taken (forgotten); NULL when sid has none. */
+const char *worker_take_recover_mark(worker_t *w, const char *sid);
 /* Queues m for its HTTP thread; sent after the turn's commit. */
 void worker_send_http(worker_t *w, hmsg_t *m);
 struct event_base *worker_base(worker_t *w);

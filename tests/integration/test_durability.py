@@ -583,6 +583,34 @@ class ReadErrors(ServerCase):
         self.assertEqual(m["error"]["code"], -32603)
         self.assertNotIn("a startup scan stopped", self.server.log_tail(20000))
 
+    def test_an_interrupted_request_the_recovery_could_not_read_is_answered_once_it_reads(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "slow",
+                                               "arguments": {"seconds": 20, "steps": 20},
+                                               "_meta": {"progressToken": "k"}})
+        priming = st.next_event(5)
+        st.next_message(5)  # in flight: its stream and its in-flight key are stored
+        self.server.kill9()
+        st.close()
+        tables_from_log(self.server.data_dir)
+        changed = corrupt_tables(self.server.data_dir, b"streams")
+        self.assertTrue(changed, "the stream records are in a table file")
+        self.server.start()  # the startup recovery cannot wake the session
+        r, _ = s.call("ping")  # after the recovery's message, on the session's worker
+        self.assertEqual(r.status, 503, r.text)
+        restore_tables(changed)  # the disk heals
+        r, _ = s.call("ping")
+        self.assertEqual(r.status, 200, r.text)
+        g = s.open_get(last_event_id=priming["id"])
+        got = [g.next_message(5) for _ in range(2)]
+        g.close()
+        self.assertEqual(got[0]["message"]["method"], "notifications/progress")
+        self.assertIsNotNone(got[1], "before: the stream ended without the request's answer")
+        self.assertEqual(got[1]["message"]["id"], rid)
+        self.assertEqual(got[1]["message"]["error"]["code"], -32603)
+        self.assertIn("restarted while this request was in flight",
+                      got[1]["message"]["error"]["message"])
+
     def test_a_tool_state_that_cannot_be_read_is_not_written_over(self):
         s = Session(self.server)
         self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
