@@ -6,6 +6,7 @@
  * Worker thread only (worker.c calls actor_dispatch for every message of a turn).
  */
 #include "actor/actor.h"
+#include "actor/alarm.h"
 #include "actor/refuse.h"
 
 #include "core/config.h"
@@ -114,6 +115,8 @@ static actor_t *scheduled_actor(worker_t *w, const wmsg_t *m)
     } else if (!a && m->type == WM_RECOVER) {
         /* unreadable: its interrupted requests are answered at its next load (the mark) */
         worker_mark_recover(w, m->sid, m->u.recover.why);
+    } else if (!a) {
+        alarms_retry(m->u.alarm.due); /* unreadable: its alarm goes again later */
     }
     if (!a)
         return NULL;

@@ -2,6 +2,7 @@
 Real binary, real sockets, RocksDB on disk."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -11,6 +12,7 @@ import unittest
 from mcptest import BINARY, Server, Session, SSEStream, run, wait_until
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
+EIO_PRELOAD = os.environ.get("MCPD_EIO_PRELOAD", "build/tests/plugin/libmcpd_eio.so")
 
 
 def text_of(msg):
@@ -651,6 +653,36 @@ class ReadErrors(ServerCase):
                          'Computation "r" completed after 0 s. Result: 42.')
         c.ok("tasks/update", {"taskId": asking, "inputResponses": answer})
         self.assertEqual(c.wait(asking)["result"]["content"][0]["text"], "Deleted a.txt")
+
+    def test_alarms_a_read_error_left_run_once_the_disk_reads_again(self):
+        # reads of the table files fail while the flag file exists (tests/plugin/eio_preload.c)
+        flag = os.path.join(self.server.data_dir, "..", os.path.basename(self.server.data_dir)
+                            + ".eio")
+        self.addCleanup(lambda: os.path.exists(flag) and os.unlink(flag))
+        self.server.env.update({"LD_PRELOAD": os.path.abspath(EIO_PRELOAD), "MCPD_EIO_FLAG": flag,
+                                "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "")
+                                + ":verify_asan_link_order=0"})
+        self.server.flags += ["--session-ttl", "8", "--unused-session-ttl", "8"]
+        self.server.restart()
+        t0 = time.time()
+        for _ in range(400):  # their alarm keys: more than one block
+            Session(self.server)
+        self.server.restart()  # the keys in a table file; the start reads the first block
+        self.assertEqual(self.stats()["alarms_pending"], 400)
+        self.assertLess(time.time() - t0, 7, "set up before the first is due")
+        open(flag, "w").close()  # the disk fails reads
+        # the alarm thread wakes once they are all due: its scan reads past the first block
+        os.kill(self.server.proc.pid, signal.SIGSTOP)
+        time.sleep(max(0.0, t0 + 9 - time.time()))
+        os.kill(self.server.proc.pid, signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: "a scan stopped on a read error" in
+                                 self.server.log_tail(100000), 5))
+        os.unlink(flag)  # the disk heals
+        # before: the scan's floor had moved past the keys it did not read, and an alarm whose
+        # session could not be read was dropped: none of them expired until a restart
+        self.assertTrue(wait_for(lambda: self.stats()["sessions_stored"] == 0, 15),
+                        self.stats()["sessions_stored"])
+        self.assertEqual(self.stats()["alarms_pending"], 0)
 
     def refused_start(self):
         """Starts the server, which must refuse to: returns its exit code."""
