@@ -415,16 +415,6 @@ actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err)
     return a ? a : actor_load(w, sid, err);
 }
 
-void actor_recover_after_reset(actor_t *a)
-{
-    if (!store_writable(worker_store(a->w)) || !worker_take_recover_mark(a->w, a->sid))
-        return;
-    json_t *list = actor_inflight(a);
-    if (json_array_size(list))
-        actor_recover(a, list, REFUSE_MESSAGE);
-    json_decref(list);
-}
-
 static void actor_free(actor_t *a)
 {
     REQUIRE(!a->meta_dirty); /* a freed actor on the turn's dirty list would be written later */

@@ -211,9 +211,10 @@ int actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none
  * (*err 0) or when the store failed to read it (*err -EIO: not an absence, never a 404). */
 actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err);
-/* A failed turn reset a (and its in-flight requests lost their jobs): once the store takes
- * writes again, they are answered as after a crash, with a stored error a resuming client
- * finds. While it refuses, reads and replays go on and this waits. */
+/* A failed turn reset a (and its in-flight requests lost their jobs), or a recovery could not
+ * read it (worker_mark_recover): once the store takes writes again, they are answered as after
+ * a crash, with a stored error a resuming client finds (sweep.c). While it refuses, reads and
+ * replays go on and this waits. */
 void actor_recover_after_reset(actor_t *a);
 /* The metadata changed: it is written once, at the end of the turn. */
 void actor_persist_meta(actor_t *a);

@@ -28,8 +28,11 @@ static struct {
     int64_t armed_ms;    /* 0 = no timer (scheduler thread) */
     atomic_bool running; /* read by workers (hints), written by the main thread */
     int64_t (*node_fn)(int64_t now_ms);
-    int64_t node_due;  /* the node alarm's due time, 0: none (scheduler thread) */
-    int64_t node_hint; /* lowest node hint since the last re-arm (under mu) */
+    int64_t node_due;    /* the node alarm's due time, 0: none (scheduler thread) */
+    int64_t node_hint;   /* lowest node hint since the last re-arm (under mu) */
+    int64_t retry_hint;  /* lowest due an actor could not be read for since the last re-arm (mu) */
+    int64_t retry_ms;    /* when the keys from retry_floor on go again, 0 = none (scheduler) */
+    int64_t retry_floor; /* the lowest due a read error left unread or unrun (scheduler thread) */
     /* armed_ms while the timer is armed and the store is not being read for it, else 0: a hint
      * due at or after it needs no wake-up (alarms_hint) */
     _Atomic int64_t armed_pub;
@@ -43,13 +46,33 @@ static void unpublish(void)
     atomic_exchange_explicit(&S.armed_pub, 0, memory_order_acq_rel);
 }
 
+/* How long keys that a read error left wait to be read and dispatched again: a damaged block
+ * fails each read of it, a client's retry is asked to wait as long (Retry-After). */
+#define READ_RETRY_MS 5000
+
+/* Scheduler thread: a read failed (a scan, the next key, an actor's wake): the keys due from
+ * due_ms on are read and dispatched again at the retry (on_due lowers the floor to them). */
+static void retry_from(int64_t due_ms)
+{
+    if (!S.retry_ms || due_ms < S.retry_floor)
+        S.retry_floor = due_ms;
+    if (!S.retry_ms)
+        S.retry_ms = now_wall_ms() + READ_RETRY_MS;
+}
+
 /* Arms the timer for the first key at or after the floor, or disarms it. */
 static void arm_next(void)
 {
     unpublish();
     int64_t due = sessionrec_first_alarm(S.store, S.floor_ms);
+    if (due < 0) { /* a read error hid it: not "none" */
+        retry_from(S.floor_ms);
+        due = 0;
+    }
     if (S.node_due && (!due || S.node_due < due))
         due = S.node_due;
+    if (S.retry_ms && (!due || S.retry_ms < due))
+        due = S.retry_ms;
     evtimer_del(S.timer);
     S.armed_ms = due;
     if (!due)
@@ -65,9 +88,10 @@ static void arm_next(void)
         atomic_store_explicit(&S.armed_pub, due, memory_order_release);
 }
 
+/* arg: the due time of the last key dispatched (int64_t) */
 static void dispatch_one(void *arg, int64_t due, const char *sid)
 {
-    (void)arg;
+    *(int64_t *)arg = due;
     wmsg_t *m = wmsg_new(WM_ALARM);
     memcpy(m->sid, sid, SESSION_ID_LEN + 1);
     m->u.alarm.due = due;
@@ -79,9 +103,17 @@ static void on_due(evutil_socket_t fd, short what, void *arg)
     STAT_INC(timer_wakeups_total);
     unpublish(); /* before the scan: a key skipped by its hinter is due by now or found next */
     int64_t now = now_wall_ms();
-    long n = sessionrec_scan_alarms(S.store, S.floor_ms, now, dispatch_one, NULL);
-    if (n)
+    if (S.retry_ms && S.retry_ms <= now) { /* what read errors left goes again */
+        if (S.retry_floor < S.floor_ms)
+            S.floor_ms = S.retry_floor;
+        S.retry_ms = 0;
+    }
+    int64_t last = S.floor_ms; /* from the last key dispatched: more may have its due time */
+    long n = sessionrec_scan_alarms(S.store, S.floor_ms, now, dispatch_one, &last);
+    if (n > 0)
         log_debug("alarms: %ld due at %lld, dispatched", n, (long long)now);
+    if (n < 0) /* a read error stopped the scan: not the last key due */
+        retry_from(last);
     S.floor_ms = now + 1;
     if (S.node_due && S.node_due <= now)
         S.node_due = S.node_fn ? S.node_fn(now) : 0;
@@ -92,10 +124,13 @@ static void on_rearm(evutil_socket_t fd, short what, void *arg)
 {
     STAT_INC(alarm_rearms_total);
     pthread_mutex_lock(&S.mu);
-    int64_t hint = S.hint_ms, node = S.node_hint;
+    int64_t hint = S.hint_ms, node = S.node_hint, retry = S.retry_hint;
     S.hint_ms = 0;
     S.node_hint = 0;
+    S.retry_hint = 0;
     pthread_mutex_unlock(&S.mu);
+    if (retry)
+        retry_from(retry);
     if (hint && hint < S.floor_ms)
         S.floor_ms = hint;
     if (node && (!S.node_due || node < S.node_due))
@@ -103,7 +138,8 @@ static void on_rearm(evutil_socket_t fd, short what, void *arg)
     else
         node = 0;
     if ((hint && (!S.armed_ms || hint < S.armed_ms)) ||
-        (node && (!S.armed_ms || node < S.armed_ms)))
+        (node && (!S.armed_ms || node < S.armed_ms)) ||
+        (S.retry_ms && (!S.armed_ms || S.retry_ms < S.armed_ms)))
         arm_next();
 }
 
@@ -147,6 +183,17 @@ void alarms_node_hint(int64_t due_ms)
     bool wake = !S.node_hint || due_ms < S.node_hint;
     if (wake)
         S.node_hint = due_ms;
+    if (wake && atomic_load(&S.running))
+        event_active(S.rearm, EV_READ, 0);
+    pthread_mutex_unlock(&S.mu);
+}
+
+void alarms_retry(int64_t due_ms)
+{
+    pthread_mutex_lock(&S.mu);
+    bool wake = !S.retry_hint || due_ms < S.retry_hint;
+    if (wake)
+        S.retry_hint = due_ms;
     if (wake && atomic_load(&S.running))
         event_active(S.rearm, EV_READ, 0);
     pthread_mutex_unlock(&S.mu);

@@ -9,7 +9,10 @@
  *
  * Keys it has dispatched are not dispatched again (a floor moves past them), unless an actor
  * hints a due time below the floor; the actor ignores a WM_ALARM whose due time is not its
- * current alarm, so a duplicate is harmless.
+ * current alarm, so a duplicate is harmless. A read error is not the end of the keys: a scan
+ * it stopped, a next key it hid, or an actor whose wake it failed (alarms_retry) leaves the
+ * keys from there to be read and dispatched again 5 s later (the timer fires then), and again
+ * until they read.
  *
  * Beside the sessions' alarms the same timer serves one node alarm: a function (the DPoP replay
  * cache's sweep, actor/jti.h, which writes its own deletes) that runs on this thread when its
@@ -38,5 +41,8 @@ void alarms_hint(int64_t due_ms);
 void alarms_node_fn(int64_t (*fn)(int64_t now_ms));
 /* Any thread: the node alarm is due at due_ms (kept when later than one already armed). */
 void alarms_node_hint(int64_t due_ms);
+/* A worker: the actor of an alarm due at due_ms could not be read (a read error): the keys from
+ * due_ms on are dispatched again READ_RETRY_MS later. */
+void alarms_retry(int64_t due_ms);
 
 #endif

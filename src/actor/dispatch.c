@@ -6,6 +6,7 @@
  * Worker thread only (worker.c calls actor_dispatch for every message of a turn).
  */
 #include "actor/actor.h"
+#include "actor/alarm.h"
 #include "actor/refuse.h"
 
 #include "core/config.h"
@@ -109,11 +110,16 @@ static actor_t *scheduled_actor(worker_t *w, const wmsg_t *m)
         return NULL;
     int err;
     actor_t *a = actor_find_or_load(w, m->sid, &err);
-    if (!a) {
-        if (err == 0) /* never stored, or deleted: nothing to recover */
-            worker_take_recover_mark(w, m->sid);
-        return NULL;
+    if (!a && err == 0) {
+        worker_take_recover_mark(w, m->sid); /* never stored, or deleted: nothing to recover */
+    } else if (!a && m->type == WM_RECOVER) {
+        /* unreadable: its interrupted requests are answered at its next load (the mark) */
+        worker_mark_recover(w, m->sid, m->u.recover.why);
+    } else if (!a) {
+        alarms_retry(m->u.alarm.due); /* unreadable: its alarm goes again later */
     }
+    if (!a)
+        return NULL;
     actor_recover_after_reset(a);
     return a;
 }

@@ -100,13 +100,13 @@ static long replay_after(actor_t *a, uint64_t num, uint64_t after, buf_t *out)
     uint64_t first;
     long found = eventlog_replay_after(worker_store(a->w), a->sid, num, after, replay_one, &r,
                                        &first);
+    if (found < 0)
+        return found; /* not a gap: what it found first may not be the oldest kept */
     if (found && first != after + 1) {
         STAT_INC(replay_gaps_total); /* evicted by the cap: replay from the oldest kept */
         log_info("session %.8s: resume after seq %llu finds the oldest kept event at %llu", a->sid,
                  (unsigned long long)after, (unsigned long long)first);
     }
-    if (found < 0)
-        return found;
     STAT_ADD(events_replayed_total, r.sent);
     return r.sent;
 }

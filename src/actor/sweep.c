@@ -299,6 +299,17 @@ json_t *actor_inflight(actor_t *a)
     return eventlog_inflight_list(worker_store(a->w), a->sid);
 }
 
+void actor_recover_after_reset(actor_t *a)
+{
+    const char *why;
+    if (!store_writable(worker_store(a->w)) || !(why = worker_take_recover_mark(a->w, a->sid)))
+        return;
+    json_t *list = actor_inflight(a);
+    if (json_array_size(list))
+        actor_recover(a, list, why);
+    json_decref(list);
+}
+
 void actor_recover(actor_t *a, json_t *list, const char *why)
 {
     size_t i;
@@ -308,8 +319,10 @@ void actor_recover(actor_t *a, json_t *list, const char *why)
         json_t *id = json_array_get(item, 1);
         int err = 0;
         stream_t *s = num == STREAM_GET ? NULL : actor_load_stream(a, num, &err);
-        if (err < 0)
-            continue; /* its stream cannot be read: the key stays for a later recovery */
+        if (err < 0) { /* its stream cannot be read: the key stays for the next load's recovery */
+            worker_mark_recover(a->w, a->sid, why);
+            continue;
+        }
         /* the key goes whether or not its stream is still there */
         eventlog_inflight_delete(actor_batch(a), a->sid, id, num);
         if (!s || s->outstanding)

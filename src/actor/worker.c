@@ -220,7 +220,9 @@ void worker_touch(worker_t *w, struct actor *a)
 void worker_fail_turn(worker_t *w, struct actor *a)
 {
     worker_touch(w, a);
-    w->turn_failed = true; /* fail_turn at the turn's end; worker_commit keeps nothing more */
+    w->turn_failed = true;  /* worker_commit keeps nothing more of it */
+    w->fail_message = true; /* fail_turn once the message is handled (on_message), else at the
+                               turn's end */
 }
 
 void worker_defer_reply(worker_t *w, job_t *j, uint32_t wait_seq, json_t *value)
@@ -265,10 +267,15 @@ static void *recover_key(const char *sid)
     return (void *)(uintptr_t)(hash_id(sid, SESSION_ID_LEN) | 1);
 }
 
-bool worker_take_recover_mark(worker_t *w, const char *sid)
+void worker_mark_recover(worker_t *w, const char *sid, const char *why)
+{
+    ptrmap_put(&w->recover, recover_key(sid), (void *)(uintptr_t)why);
+}
+
+const char *worker_take_recover_mark(worker_t *w, const char *sid)
 {
     /* a hash collision only costs a needless scan of an empty range */
-    return w->recover.n && ptrmap_del(&w->recover, recover_key(sid)) != NULL;
+    return w->recover.n ? ptrmap_del(&w->recover, recover_key(sid)) : NULL;
 }
 
 void worker_after_commit(worker_t *w, after_commit_fn fn, void *arg)
@@ -373,7 +380,7 @@ static void fail_turn(worker_t *w)
     for (size_t i = 0; i < n; i++) {
         /* marked even when it is gone from memory (a refused DELETE freed it): its requests
          * still in flight in the store are answered at its next load */
-        ptrmap_put(&w->recover, recover_key(touched[i]), (void *)1);
+        worker_mark_recover(w, touched[i], REFUSE_MESSAGE);
         struct actor *a = worker_find_actor(w, touched[i]);
         if (a)
             actor_reset(a);
@@ -390,8 +397,21 @@ static void fail_turn(worker_t *w)
     if (w->nafters)
         run_afters(w, false);
     w->alarm_hint = 0;
-    w->turn_failed = false;
+    w->turn_failed = w->fail_message = false;
     w->epoch++;
+}
+
+/* A message that worker_fail_turn failed ends its failure before the worker's next message, not
+ * at the turn's end: what others queued before it was committed (the read that failed came
+ * after a commit), and what the next ones queue is theirs. The refusals go out with the turn;
+ * the alarm hints stay (of keys committed before; one more costs a re-arm). */
+static void end_failed_message(worker_t *w)
+{
+    int64_t hint = w->alarm_hint;
+    fail_turn(w);
+    w->alarm_hint = hint;
+    for (int i = 0; i < w->n_http; i++)
+        w->out[i].safe = w->out[i].last;
 }
 
 void worker_send_http(worker_t *w, hmsg_t *m)
@@ -459,6 +479,8 @@ static void on_message(mq_node_t *n, void *arg)
     wmsg_parse_raw(m);
     w->turn_messages += 1 + (m->type == WM_POST ? m->u.post.nodes / 16 : 0);
     handle(w, m);
+    if (w->fail_message)
+        end_failed_message(w);
 }
 
 static void on_inbox(evutil_socket_t fd, short what, void *arg)

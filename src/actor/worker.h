@@ -145,11 +145,13 @@ int worker_commit(worker_t *w);
  * writing and reloaded from the store at its next message), so memory never runs ahead of
  * the disk. */
 void worker_touch(worker_t *w, struct actor *a);
-/* The turn cannot go on as it should (a read failed where a write would build on what was not
- * read: a message for a stream whose record is unreadable): it ends as a refused turn does.
- * Nothing it queued since its last good commit goes out as it was (503 + Retry-After, or the
- * storage error in place), nothing more of it is written, and a (and every actor it touched)
- * is reset and reloaded at its next message. */
+/* The message being handled cannot go on as it should (a read failed where a write would build
+ * on what was not read: a message for a stream whose record is unreadable, read right after a
+ * good commit): it ends as a refused turn does, when its handling returns. Nothing it queued
+ * since the last good commit goes out as it was (503 + Retry-After, or the storage error in
+ * place), nothing more of it is written, and a (and every actor it touched) is reset and
+ * reloaded at its next message. The turn's other messages (other sessions') go on: a read
+ * error of one session fails no other's request. */
 void worker_fail_turn(worker_t *w, struct actor *a);
 /* The answer to a state operation, handed to the waiting handler only after the turn's
  * commit (value stolen); if the commit fails the handler gets an error instead. */
@@ -184,9 +186,12 @@ void worker_stat_add(worker_t *w, dstat_t which, long long n);
 struct principal;
 typedef enum { GIVE_BOTH = 0, GIVE_GLOBAL } give_mode_t;
 void worker_give_at_commit(worker_t *w, struct principal *p, int r, give_mode_t mode);
-/* A session reset by a failed turn has interrupted requests to answer when it is next loaded:
- * true (and forgotten) when sid is such a session. */
-bool worker_take_recover_mark(worker_t *w, const char *sid);
+/* Session sid has interrupted requests to answer when it is next loaded, with the error message
+ * why (static): one a failed turn reset (REFUSE_MESSAGE), or one whose recovery could not read
+ * it (a read error: its in-flight keys stay). */
+void worker_mark_recover(worker_t *w, const char *sid, const char *why);
+/* The mark's message, taken (forgotten); NULL when sid has none. */
+const char *worker_take_recover_mark(worker_t *w, const char *sid);
 /* Queues m for its HTTP thread; sent after the turn's commit. */
 void worker_send_http(worker_t *w, hmsg_t *m);
 struct event_base *worker_base(worker_t *w);

@@ -64,7 +64,8 @@ struct worker {
     bool colocated; /* runs on an HTTP thread's event_base, no thread of its own */
     /* a failed turn (see worker_commit): what it must undo */
     bool turn_failed;
-    uint64_t epoch; /* advances at every good commit: actors' touch marks expire */
+    bool fail_message; /* worker_fail_turn's: the failure ends with the message (on_message) */
+    uint64_t epoch;    /* advances at every good commit: actors' touch marks expire */
     char (*touched)[SESSION_ID_LEN + 1]; /* actors touched since the last good commit */
     size_t ntouched, cap_touched;
     deferred_t *deferred; /* state answers waiting for the commit */

@@ -133,6 +133,8 @@ int64_t sessionrec_first_alarm(store_t *s, int64_t floor_ms)
         if (key_alarm_decode(key, kl, &due, sid) != 0)
             due = 0;
     }
+    if (store_iter_error(it) != 0)
+        due = -EIO;
     store_iter_free(it);
     return due;
 }
@@ -157,6 +159,8 @@ long sessionrec_scan_alarms(store_t *s, int64_t from_ms, int64_t until_ms, sessi
         fn(arg, due, sid);
         n++;
     }
+    if (store_iter_error(it) != 0)
+        n = -EIO;
     store_iter_free(it);
     return n;
 }

@@ -37,9 +37,10 @@ uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen
 
 void sessionrec_put_alarm(store_batch_t *b, int64_t due_ms, const char *sid);
 void sessionrec_delete_alarm(store_batch_t *b, int64_t due_ms, const char *sid);
-/* The first alarm key due at or after floor_ms; 0 when none. */
+/* The first alarm key due at or after floor_ms; 0 when none, -EIO when a read error hid it. */
 int64_t sessionrec_first_alarm(store_t *s, int64_t floor_ms);
-/* Called for each alarm due in [from_ms, until_ms], in due order. */
+/* Called for each alarm due in [from_ms, until_ms], in due order. Returns how many, or -EIO when
+ * a read error stopped the scan (fn saw the ones before it). */
 typedef void (*sessionrec_alarm_fn)(void *arg, int64_t due_ms, const char *sid);
 long sessionrec_scan_alarms(store_t *s, int64_t from_ms, int64_t until_ms, sessionrec_alarm_fn fn,
                             void *arg);

@@ -2,12 +2,17 @@
 Real binary, real sockets, RocksDB on disk."""
 import json
 import os
+import signal
 import socket
 import subprocess
+import threading
 import time
 import unittest
 
-from mcptest import BINARY, Server, Session, SSEStream, run
+from mcptest import BINARY, Server, Session, SSEStream, run, wait_until
+
+TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
+EIO_PRELOAD = os.environ.get("MCPD_EIO_PRELOAD", "build/tests/plugin/libmcpd_eio.so")
 
 
 def text_of(msg):
@@ -493,6 +498,39 @@ class ReadErrors(ServerCase):
         self.assertEqual(got["message"]["params"]["data"], {"n": 1, "of": 1})
         g4.close()
 
+    def test_a_stream_record_one_session_cannot_read_fails_no_other_sessions_request(self):
+        # one worker; JSON-only responses, so a progress notification goes to the standalone
+        # stream, whose record cannot be read: that message fails. The worker is stalled while
+        # the progress and then another session's ping queue up: one turn runs both.
+        self.server.flags += ["--plugin", os.path.abspath(TESTKIT), "--workers", "1"]
+        self.server.restart()
+        a = Session(self.server)
+        g = a.open_get()
+        g.next_event(5)
+        g.close()
+        for _ in range(150):  # stream records enough for more than one block (the wake's scan
+            a.tool("notify", {"count": 1, "target": "request"})  # reads the last one only)
+        self.server.flags += ["--response-mode", "json"]
+        self.server.restart()
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"streams"))
+        b, c = Session(self.server), Session(self.server)
+        got = {}
+        slow = threading.Thread(target=lambda: got.setdefault("a", a.tool(
+            "slow", {"seconds": 0.5, "steps": 1}, meta={"progressToken": "p"})))
+        slow.start()
+        time.sleep(0.1)
+        calls = self.stats()["tool_calls_total"]
+        stall = threading.Thread(target=lambda: c.tool("stall", {"ms": 1500}))
+        stall.start()  # the worker sleeps in it; the progress comes at 0.5 s
+        self.assertTrue(wait_until(lambda: self.stats()["tool_calls_total"] > calls, 5))
+        time.sleep(0.8)
+        r, m = b.call("ping")
+        slow.join()
+        stall.join()
+        self.assertEqual(got["a"][0].status, 503, "the call whose progress was not stored")
+        self.assertEqual(r.status, 200, "another session's ping, in the same turn: " + r.text)
+        self.assertEqual(m["result"], {})
+
     def test_a_resume_whose_replay_cannot_be_read_gets_503_not_a_partial_replay(self):
         s = Session(self.server)
         g = s.open_get()
@@ -509,6 +547,21 @@ class ReadErrors(ServerCase):
         # the replay's scan, and the one that looks for the stream's newest event id
         self.assertGreater(self.stats()["store_errors_total"], errors, "counted")
         self.assertIn("a scan stopped on a read error", self.server.log_tail())
+
+    def test_a_replay_a_read_error_stopped_is_not_a_gap(self):
+        s = Session(self.server)
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.close()
+        # events for more than one block: the stream's newest reads, its first ones do not
+        s.tool("notify", {"count": 300, "target": "session"})
+        self.server.restart()
+        self.assertTrue(corrupt_tables(self.server.data_dir, b"events"))
+        g2 = s.open_get(last_event_id=priming["id"])
+        self.assertEqual(g2.status, 503, "the replay failed")
+        g2.close()
+        self.assertEqual(self.stats()["replay_gaps_total"], 0, "no event was evicted")
+        self.assertNotIn("finds the oldest kept event", self.server.log_tail(20000))
 
     def test_a_session_whose_interrupted_request_cannot_be_recovered_does_not_refuse_the_start(
             self):
@@ -531,6 +584,34 @@ class ReadErrors(ServerCase):
         self.assertEqual(r.status, 503, r.text)
         self.assertEqual(m["error"]["code"], -32603)
         self.assertNotIn("a startup scan stopped", self.server.log_tail(20000))
+
+    def test_an_interrupted_request_the_recovery_could_not_read_is_answered_once_it_reads(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "slow",
+                                               "arguments": {"seconds": 20, "steps": 20},
+                                               "_meta": {"progressToken": "k"}})
+        priming = st.next_event(5)
+        st.next_message(5)  # in flight: its stream and its in-flight key are stored
+        self.server.kill9()
+        st.close()
+        tables_from_log(self.server.data_dir)
+        changed = corrupt_tables(self.server.data_dir, b"streams")
+        self.assertTrue(changed, "the stream records are in a table file")
+        self.server.start()  # the startup recovery cannot wake the session
+        r, _ = s.call("ping")  # after the recovery's message, on the session's worker
+        self.assertEqual(r.status, 503, r.text)
+        restore_tables(changed)  # the disk heals
+        r, _ = s.call("ping")
+        self.assertEqual(r.status, 200, r.text)
+        g = s.open_get(last_event_id=priming["id"])
+        got = [g.next_message(5) for _ in range(2)]
+        g.close()
+        self.assertEqual(got[0]["message"]["method"], "notifications/progress")
+        self.assertIsNotNone(got[1], "before: the stream ended without the request's answer")
+        self.assertEqual(got[1]["message"]["id"], rid)
+        self.assertEqual(got[1]["message"]["error"]["code"], -32603)
+        self.assertIn("restarted while this request was in flight",
+                      got[1]["message"]["error"]["message"])
 
     def test_a_tool_state_that_cannot_be_read_is_not_written_over(self):
         s = Session(self.server)
@@ -572,6 +653,36 @@ class ReadErrors(ServerCase):
                          'Computation "r" completed after 0 s. Result: 42.')
         c.ok("tasks/update", {"taskId": asking, "inputResponses": answer})
         self.assertEqual(c.wait(asking)["result"]["content"][0]["text"], "Deleted a.txt")
+
+    def test_alarms_a_read_error_left_run_once_the_disk_reads_again(self):
+        # reads of the table files fail while the flag file exists (tests/plugin/eio_preload.c)
+        flag = os.path.join(self.server.data_dir, "..", os.path.basename(self.server.data_dir)
+                            + ".eio")
+        self.addCleanup(lambda: os.path.exists(flag) and os.unlink(flag))
+        self.server.env.update({"LD_PRELOAD": os.path.abspath(EIO_PRELOAD), "MCPD_EIO_FLAG": flag,
+                                "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "")
+                                + ":verify_asan_link_order=0"})
+        self.server.flags += ["--session-ttl", "8", "--unused-session-ttl", "8"]
+        self.server.restart()
+        t0 = time.time()
+        for _ in range(400):  # their alarm keys: more than one block
+            Session(self.server)
+        self.server.restart()  # the keys in a table file; the start reads the first block
+        self.assertEqual(self.stats()["alarms_pending"], 400)
+        self.assertLess(time.time() - t0, 7, "set up before the first is due")
+        open(flag, "w").close()  # the disk fails reads
+        # the alarm thread wakes once they are all due: its scan reads past the first block
+        os.kill(self.server.proc.pid, signal.SIGSTOP)
+        time.sleep(max(0.0, t0 + 9 - time.time()))
+        os.kill(self.server.proc.pid, signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: "a scan stopped on a read error" in
+                                 self.server.log_tail(100000), 5))
+        os.unlink(flag)  # the disk heals
+        # before: the scan's floor had moved past the keys it did not read, and an alarm whose
+        # session could not be read was dropped: none of them expired until a restart
+        self.assertTrue(wait_for(lambda: self.stats()["sessions_stored"] == 0, 15),
+                        self.stats()["sessions_stored"])
+        self.assertEqual(self.stats()["alarms_pending"], 0)
 
     def refused_start(self):
         """Starts the server, which must refuse to: returns its exit code."""

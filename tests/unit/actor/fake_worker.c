@@ -172,9 +172,12 @@ void worker_give_at_commit(worker_t *w, struct principal *p, int r, give_mode_t 
     else
         principal_give_global((pres_t)r);
 }
-bool worker_take_recover_mark(worker_t *w, const char *sid)
+void worker_mark_recover(worker_t *w, const char *sid, const char *why)
 {
-    return false;
+}
+const char *worker_take_recover_mark(worker_t *w, const char *sid)
+{
+    return NULL;
 }
 void worker_send_http(worker_t *w, hmsg_t *m)
 {
