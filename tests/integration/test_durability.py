@@ -613,6 +613,39 @@ class ReadErrors(ServerCase):
         self.assertIn("restarted while this request was in flight",
                       got[1]["message"]["error"]["message"])
 
+    def test_a_recovery_that_cannot_read_one_stream_leaves_live_requests_in_flight(self):
+        s = Session(self.server)
+        slow = {"name": "slow", "arguments": {"seconds": 20, "steps": 20},
+                "_meta": {"progressToken": "k"}}
+        _, st = s.stream_post("tools/call", slow)
+        st.next_message(5)  # in flight, with an event stored
+        self.server.kill9()
+        st.close()
+        tables_from_log(self.server.data_dir)
+        changed = corrupt_tables(self.server.data_dir, b"events")
+        self.assertTrue(changed, "the events are in a table file")
+        # the recovery wakes the session but cannot read the stream's newest event: the
+        # interrupted request waits for the session's next message
+        self.server.start()
+        rid, live = s.stream_post("tools/call", slow)  # a request in flight now
+        priming = live.next_event(5)
+        live.next_message(5)
+        r, _ = s.call("ping")  # the session's next message: the recovery goes again
+        self.assertEqual(r.status, 200, r.text)
+        self.server.kill9()
+        live.close()
+        restore_tables(changed)
+        self.server.start()
+        g = s.open_get(last_event_id=priming["id"])
+        got = g.next_message(5)  # its progress, then its answer
+        while got is not None and "id" not in got["message"]:
+            got = g.next_message(5)
+        g.close()
+        self.assertIsNotNone(got, "before: the live request's in-flight key was deleted")
+        self.assertEqual(got["message"]["id"], rid)
+        self.assertIn("restarted while this request was in flight",
+                      got["message"]["error"]["message"])
+
     def test_a_tool_state_that_cannot_be_read_is_not_written_over(self):
         s = Session(self.server)
         self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
