@@ -413,7 +413,9 @@ void actor_trim_log(actor_t *a);
 /* Handles the alarm due at `due`. Returns false when the session was deleted (a is freed). */
 bool actor_on_alarm(actor_t *a, int64_t due);
 /* Writes an error for requests that were in flight when the process died (or when a failed
- * turn reset the actor): list is [[stream, id], ...], why the error message. */
+ * turn reset the actor): list is [[stream, id], ...], why the error message. A request whose
+ * stream is live in memory (outstanding: one that came after a read error left the recovery for
+ * a later message) is not one of them: its key stays. */
 void actor_recover(actor_t *a, json_t *list, const char *why);
 /* The session's requests in the in-flight index ([[stream, id], ...]; new array). */
 json_t *actor_inflight(actor_t *a);

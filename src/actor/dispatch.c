@@ -74,6 +74,8 @@ static actor_t *client_actor(worker_t *w, const wmsg_t *m)
         answer_read_failed(w, m); /* its recover mark stays: the request may come again */
         return NULL;
     }
+    if (!a)
+        worker_take_recover_mark(w, m->sid); /* never stored, or deleted: nothing to recover */
     if (a && a->kind != ACTOR_SESSION) {
         /* a record's id is not a session id, whoever learned it */
         worker_note_activity(w, a);
@@ -90,8 +92,7 @@ static actor_t *client_actor(worker_t *w, const wmsg_t *m)
         worker_note_activity(w, a);
         a = NULL;
     }
-    if (!a) {
-        worker_take_recover_mark(w, m->sid); /* never stored, or deleted: nothing to recover */
+    if (!a) { /* one that is not this client's keeps its mark for its own next message */
         actor_reply_error(w, m->u.client.conn,
                           m->type == WM_POST ? jsonrpc_request_id(m->u.post.body) : NULL, 404,
                           MCP_ERR_SESSION_NOT_FOUND, "Session not found");

@@ -312,7 +312,7 @@ void actor_recover_after_reset(actor_t *a)
 
 void actor_recover(actor_t *a, json_t *list, const char *why)
 {
-    size_t i;
+    size_t i, n = 0;
     json_t *item;
     json_array_foreach(list, i, item) {
         uint64_t num = (uint64_t)json_integer_value(json_array_get(item, 0));
@@ -323,10 +323,16 @@ void actor_recover(actor_t *a, json_t *list, const char *why)
             worker_mark_recover(a->w, a->sid, why);
             continue;
         }
+        /* live: a request that came after a recovery's read error, which left the mark for the
+         * session's next message (never at startup, nor after a reset): it runs, and its key
+         * stays until its answer */
+        if (s && s->outstanding)
+            continue;
         /* the key goes whether or not its stream is still there */
         eventlog_inflight_delete(actor_batch(a), a->sid, id, num);
-        if (!s || s->outstanding)
-            continue; /* the standalone stream, gone, or live (never at startup) */
+        n++;
+        if (!s)
+            continue; /* the standalone stream, or gone */
         actor_stream_send(a, s, jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, why, NULL));
     }
     /* every POST stream loaded above is over: finish it so the sweep can expire it */
@@ -342,8 +348,9 @@ void actor_recover(actor_t *a, json_t *list, const char *why)
         }
         s = next;
     }
-    log_info("session %.8s: %zu interrupted requests answered with an error (%.60s...)", a->sid,
-             json_array_size(list), why);
+    if (n)
+        log_info("session %.8s: %zu interrupted requests answered with an error (%.60s...)", a->sid,
+                 n, why);
 }
 
 /* arg: the error's message (static) */

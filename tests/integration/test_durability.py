@@ -613,6 +613,76 @@ class ReadErrors(ServerCase):
         self.assertIn("restarted while this request was in flight",
                       got[1]["message"]["error"]["message"])
 
+    def test_a_recovery_that_cannot_read_one_stream_leaves_live_requests_in_flight(self):
+        s = Session(self.server)
+        slow = {"name": "slow", "arguments": {"seconds": 20, "steps": 20},
+                "_meta": {"progressToken": "k"}}
+        _, st = s.stream_post("tools/call", slow)
+        st.next_message(5)  # in flight, with an event stored
+        self.server.kill9()
+        st.close()
+        tables_from_log(self.server.data_dir)
+        changed = corrupt_tables(self.server.data_dir, b"events")
+        self.assertTrue(changed, "the events are in a table file")
+        # the recovery wakes the session but cannot read the stream's newest event: the
+        # interrupted request waits for the session's next message
+        self.server.start()
+        rid, live = s.stream_post("tools/call", slow)  # a request in flight now
+        priming = live.next_event(5)
+        live.next_message(5)
+        r, _ = s.call("ping")  # the session's next message: the recovery goes again
+        self.assertEqual(r.status, 200, r.text)
+        self.server.kill9()
+        live.close()
+        restore_tables(changed)
+        self.server.start()
+        g = s.open_get(last_event_id=priming["id"])
+        got = g.next_message(5)  # its progress, then its answer
+        while got is not None and "id" not in got["message"]:
+            got = g.next_message(5)
+        g.close()
+        self.assertIsNotNone(got, "before: the live request's in-flight key was deleted")
+        self.assertEqual(got["message"]["id"], rid)
+        self.assertIn("restarted while this request was in flight",
+                      got["message"]["error"]["message"])
+
+    def test_another_tokens_request_leaves_a_sessions_recovery_to_its_own_client(self):
+        tokens = os.path.join(self.server.data_dir, "..",
+                              os.path.basename(self.server.data_dir) + ".tokens")
+        with open(tokens, "w") as f:
+            f.write("a:alpha-token-0123456789abcdef\nb:bravo-token-fedcba9876543210\n")
+        os.chmod(tokens, 0o600)
+        self.addCleanup(lambda: os.path.exists(tokens) and os.unlink(tokens))
+        self.server.flags += ["--auth-tokens", tokens]
+        self.server.restart()
+        s = Session(self.server, token="alpha-token-0123456789abcdef")
+        rid, st = s.stream_post("tools/call", {"name": "slow",
+                                               "arguments": {"seconds": 20, "steps": 20},
+                                               "_meta": {"progressToken": "k"}})
+        priming = st.next_event(5)
+        st.next_message(5)  # in flight, with an event stored
+        self.server.kill9()
+        st.close()
+        tables_from_log(self.server.data_dir)
+        changed = corrupt_tables(self.server.data_dir, b"events")
+        self.assertTrue(changed, "the events are in a table file")
+        self.server.start()  # the recovery wakes the session but cannot read its stream's events
+        other = s.headers({"Authorization": "Bearer bravo-token-fedcba9876543210"})
+        r = self.server.request("POST", {"jsonrpc": "2.0", "id": 9, "method": "ping"}, other)
+        self.assertEqual(r.status, 404, "another token sees no session")
+        restore_tables(changed)  # the disk heals
+        r, _ = s.call("ping")
+        self.assertEqual(r.status, 200, r.text)
+        g = s.open_get(last_event_id=priming["id"])
+        got = g.next_message(5)  # its progress, then its answer
+        while got is not None and "id" not in got["message"]:
+            got = g.next_message(5)
+        g.close()
+        self.assertIsNotNone(got, "before: the other token's request dropped the recovery")
+        self.assertEqual(got["message"]["id"], rid)
+        self.assertIn("restarted while this request was in flight",
+                      got["message"]["error"]["message"])
+
     def test_a_tool_state_that_cannot_be_read_is_not_written_over(self):
         s = Session(self.server)
         self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
