@@ -19,6 +19,7 @@
 #include <event2/thread.h>
 
 #include "core/acceptguard.h"
+#include "core/util.h"
 
 typedef struct fixture {
     struct event_base *base;
@@ -130,12 +131,15 @@ static void a_release_during_a_pause_leaves_the_enable_to_the_pause_s_end(void *
 {
     fixture_t *f = *state;
     connect_one(f);
+    int64_t paused_at = now_mono_ms(); /* at the latest */
     run_out_of_descriptors(f, 20);
     assert_int_equal(f->accepted, 0);
     accept_guard_hold(&f->guard);
     accept_guard_release(&f->guard);
     run_for(f, ACCEPT_PAUSE_MS / 2);
-    assert_int_equal(f->accepted, 0); /* still paused */
+    /* still paused: unless the process was descheduled past the pause's end (a loaded machine) */
+    if (now_mono_ms() - paused_at < ACCEPT_PAUSE_MS - 10)
+        assert_int_equal(f->accepted, 0);
     run_for(f, ACCEPT_PAUSE_MS);
     assert_int_equal(f->accepted, 1);
 }
