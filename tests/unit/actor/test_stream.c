@@ -112,7 +112,9 @@ static stored_t stored_of(fixture_t *f, uint64_t stream)
 
 static size_t inflight_count(fixture_t *f)
 {
-    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    int err;
+    json_t *inflight = eventlog_inflight_list(f->store, SID, &err);
+    assert_int_equal(err, 0);
     size_t n = json_array_size(inflight);
     json_decref(inflight);
     return n;
@@ -473,7 +475,9 @@ static void a_batch_stream_indexes_only_its_unanswered_call(void **state)
     actor_complete_call(f->a, c1, jsonrpc_result(i1, json_object()));
     s->dispatching = false;
     worker_turn_end(f->w);
-    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    int err;
+    json_t *inflight = eventlog_inflight_list(f->store, SID, &err);
+    assert_int_equal(err, 0);
     assert_int_equal(json_array_size(inflight), 1);
     assert_true(json_equal(json_array_get(json_array_get(inflight, 0), 1), i2));
     json_decref(inflight);
