@@ -308,8 +308,9 @@ void actor_stream_start_sse(actor_t *a, stream_t *s);
 void actor_delete(actor_t *a);
 /* The turn's writes were refused (worker.h): the client side of every stream is told (an
  * error for each request still open, 503 for a response not started), its jobs are cancelled,
- * and a is freed without writing; its next message reloads it from the store. */
-void actor_reset(actor_t *a);
+ * and a is freed without writing; its next message reloads it from the store. why: the error's
+ * message (refuse.h: REFUSE_MESSAGE, READ_FAILED_TURN). */
+void actor_reset(actor_t *a, const char *why);
 /* The worker's turn batch, for writes on behalf of a (marks a touched: worker_touch). */
 store_batch_t *actor_batch(actor_t *a);
 /* Replies on a connection the actor does not keep (errors, 202s, DELETE). */

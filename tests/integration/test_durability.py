@@ -483,6 +483,8 @@ class ReadErrors(ServerCase):
         self.assertEqual(r.status, 503, r.text)  # before: 200, stored as get:1
         self.assertEqual(r.header("Retry-After"), "5")
         self.assertEqual(m["error"]["code"], -32603)
+        self.assertIn("could not read this session's stored data", m["error"]["message"],
+                      "a read failed the call, not a refused write")
         g2 = s.open_get(last_event_id=last)
         self.assertEqual(g2.status, 503, "not 400: the stream may well be there")
         g2.close()

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <ftw.h>
 
+#include "actor/refuse.h"
 #include "core/config.h"
 #include "core/principal.h"
 #include "fake_worker.h"
@@ -435,7 +436,7 @@ static void a_session_record_ends_with_its_owner_and_says_when_it_was_written_at
     assert_int_equal(records_bytes(f), kept);
 
     /* a crash (or a refused turn) drops the actor without a metadata write */
-    actor_reset(f->a);
+    actor_reset(f->a, REFUSE_MESSAGE);
     worker_turn_end(f->w);
     f->a = actor_find_or_load(f->w, SID, &err);
     assert_non_null(f->a);
