@@ -603,7 +603,8 @@ int main(int argc, char **argv)
     n.http_bound = false; /* from here stop_runtime frees the loops */
     if (rc != 0) {
         log_error("store: a startup scan stopped on a read error (above): the stored counts, "
-                  "shares and in-flight requests would be wrong, so the server does not start. "
+                  "shares, in-flight requests or DPoP replay cutoff would be wrong, so the server "
+                  "does not start. "
                   "The disk of --data-dir failed a read or a table file is damaged: check the "
                   "disk (dmesg, smartctl), then restore --data-dir from a backup, or move the "
                   "damaged directory aside (a new one starts empty)");

@@ -519,7 +519,7 @@ void actor_delete(actor_t *a)
 /* The client side of a refused turn: every request still open on an attached stream gets the
  * storage error (an SSE event without an id: it is not stored), a response that has not
  * started gets 503. */
-static void refuse_connections(actor_t *a)
+static void refuse_connections(actor_t *a, const char *why)
 {
     for (stream_t *s = a->streams; s; s = s->next) {
         if (!s->conn.gen)
@@ -531,7 +531,7 @@ static void refuse_connections(actor_t *a)
             h->status = 503;
             h->content_type = "application/json";
             h->retry_after = REFUSE_RETRY_AFTER;
-            json_t *err = refuse_error(id);
+            json_t *err = refuse_error(id, why);
             h->body = jsonrpc_dump(err, &h->len);
             json_decref(err);
             worker_send_http(a->w, h);
@@ -540,7 +540,7 @@ static void refuse_connections(actor_t *a)
             for (call_t *c = a->calls; c; c = c->next) {
                 if (c->stream != s)
                     continue;
-                json_t *err = refuse_error(c->id);
+                json_t *err = refuse_error(c->id, why);
                 size_t len;
                 char *text = jsonrpc_dump(err, &len);
                 sse_frame_event(&b, NULL, text, len);
@@ -559,7 +559,7 @@ static void refuse_connections(actor_t *a)
     }
 }
 
-void actor_reset(actor_t *a)
+void actor_reset(actor_t *a, const char *why)
 {
     if (share_of(a->kind) >= 0) {
         char *v = NULL;
@@ -570,7 +570,7 @@ void actor_reset(actor_t *a)
         else if (rc == 1)
             give_share(a, true); /* created in the refused turn: it was never stored */
     }
-    refuse_connections(a);
+    refuse_connections(a, why);
     orphan_jobs(a);
     for (stream_t *s = a->streams; s; s = s->next)
         actor_stream_undirty(s, false);

@@ -308,8 +308,9 @@ void actor_stream_start_sse(actor_t *a, stream_t *s);
 void actor_delete(actor_t *a);
 /* The turn's writes were refused (worker.h): the client side of every stream is told (an
  * error for each request still open, 503 for a response not started), its jobs are cancelled,
- * and a is freed without writing; its next message reloads it from the store. */
-void actor_reset(actor_t *a);
+ * and a is freed without writing; its next message reloads it from the store. why: the error's
+ * message (refuse.h: REFUSE_MESSAGE, READ_FAILED_TURN). */
+void actor_reset(actor_t *a, const char *why);
 /* The worker's turn batch, for writes on behalf of a (marks a touched: worker_touch). */
 store_batch_t *actor_batch(actor_t *a);
 /* Replies on a connection the actor does not keep (errors, 202s, DELETE). */
@@ -417,8 +418,10 @@ bool actor_on_alarm(actor_t *a, int64_t due);
  * stream is live in memory (outstanding: one that came after a read error left the recovery for
  * a later message) is not one of them: its key stays. */
 void actor_recover(actor_t *a, json_t *list, const char *why);
-/* The session's requests in the in-flight index ([[stream, id], ...]; new array). */
-json_t *actor_inflight(actor_t *a);
+/* The session's requests in the in-flight index ([[stream, id], ...]; new array). NULL when a
+ * read error stopped the scan: the keys stay, and the session is marked (worker_mark_recover,
+ * with why) so that its next message reads them again. */
+json_t *actor_inflight(actor_t *a, const char *why);
 /* The sweep's re-arm decision (pure): the earliest of the session's expiry, the first
  * finished-stream expiry and the standalone stream's expiry (0 = none); SWEEP_SOON_MS after
  * now when the run hit its limit (`more`) or something already due was left. */
@@ -430,7 +433,8 @@ long actors_recover_all(store_t *store);
 /* A shard came in (adopt, reclaim): the in-flight requests of the ids under prefix, read
  * before they are served ({sid: [[stream, id], ...]}, new), so none of this node's own is
  * among them: what its last holder left unanswered (an answer its store refused, whose reset
- * actor was remembered only in that process's memory). */
+ * actor was remembered only in that process's memory). NULL when a read error stopped the
+ * scan: the rest is unread, not absent. */
 json_t *actors_inflight_of_prefix(store_t *store, const char *prefix, size_t plen);
 /* Once they are served: WM_RECOVER for each (a stored -32603 error, as at startup); takes
  * by_sid. Returns the number of requests. */

@@ -249,7 +249,11 @@ static void on_recover(worker_t *w, wmsg_t *m)
     actor_t *a = scheduled_actor(w, m);
     if (!a)
         return;
-    json_t *stored = actor_inflight(a);
+    json_t *stored = actor_inflight(a, m->u.recover.why);
+    if (!stored) { /* unreadable: the mark answers them at the session's next message */
+        settle(w, a);
+        return;
+    }
     json_t *left = json_array();
     size_t i, k;
     json_t *item, *have;

@@ -272,7 +272,10 @@ int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct)
     size_t vl = 0;
     int64_t cutoff = now_wall_ms() / 1000 - window_s - JTI_SWEEP_MARGIN_S;
     atomic_store(&J.cutoff, cutoff);
-    if (store_get(s, CF_NODE, HW_KEY, sizeof HW_KEY - 1, &v, &vl) == 0 && vl == 8)
+    int rc = store_get(s, CF_NODE, HW_KEY, sizeof HW_KEY - 1, &v, &vl);
+    if (rc < 0) /* unread, not absent: a clock stepped back could readmit swept proofs */
+        return -EIO;
+    if (rc == 0 && vl == 8)
         cutoff_max((int64_t)key_get_u64((const unsigned char *)v));
     free(v);
     /* what expired while the server was down goes now; the rest is counted */
@@ -332,7 +335,7 @@ jti_result_t jti_check(const char *who, const char *jkt, const char *jti, size_t
     jti_result_t r;
     int e = store_exists(J.store, CF_NODE, k, kl);
     if (e < 0) {
-        r = JTI_ERROR;
+        r = JTI_UNREAD;
     } else if (e) {
         r = JTI_REPLAY;
     } else if (!share_add(who, wl, 1, J.share)) {

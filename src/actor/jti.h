@@ -56,13 +56,16 @@ typedef enum {
     JTI_SHARE,     /* the proof's principal holds its share: not recorded */
     JTI_FULL,      /* the cache holds its maximum: not recorded */
     JTI_STALE,     /* issued before the last sweep's cutoff: its record may be gone */
-    JTI_ERROR,     /* the store refused the read or the write: not recorded */
+    JTI_ERROR,     /* the store refused the write (or the check was malformed): not recorded */
+    JTI_UNREAD,    /* the store failed to read whether it was seen (a read error): not
+                      recorded, neither fresh nor a replay */
 } jti_result_t;
 
 /* Main thread, after store_open and before alarms_start: window_s is how long a proof stays
  * acceptable after its iat; max the bound; share_pct the percent of max one principal may
  * hold. Sweeps what expired while the server was down, counts the rest (per principal too), and
- * hints the node alarm at the next expiry. 0, or -EIO when a read error stopped the count. */
+ * hints the node alarm at the next expiry. 0, or -EIO when a read error stopped the count or
+ * hid the stored cutoff (a cutoff taken as absent could readmit a swept proof). */
 int jti_open(store_t *s, int64_t window_s, int64_t max, int share_pct);
 /* Main thread, after the HTTP threads and the alarm thread stopped. */
 void jti_close(void);

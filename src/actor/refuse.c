@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-json_t *refuse_error(const json_t *id)
+json_t *refuse_error(const json_t *id, const char *msg)
 {
-    return jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, REFUSE_MESSAGE, NULL);
+    return jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, msg, NULL);
 }
 
 static bool is_response(const json_t *msg)
@@ -82,10 +82,10 @@ static json_t *single_id(const hmsg_t *m)
     return id;
 }
 
-static hmsg_t *refused_reply(hmsg_t *m)
+static hmsg_t *refused_reply(hmsg_t *m, const char *msg)
 {
     json_t *id = single_id(m);
-    json_t *err = refuse_error(id);
+    json_t *err = refuse_error(id, msg);
     json_decref(id);
     hmsg_t *r = hmsg_new(HM_REPLY, m->conn);
     r->after = m->after; /* it stays in the queue it was taken from (fail_turn) */
@@ -111,14 +111,14 @@ hmsg_t *refuse_read_failed(conn_ref_t conn, const json_t *id, const char *msg)
 }
 
 /* An SSE continuation: an id-less error event per response it carried, nothing else. */
-static hmsg_t *refused_sse_data(hmsg_t *m)
+static hmsg_t *refused_sse_data(hmsg_t *m, const char *msg)
 {
     json_t *ids = refuse_response_ids_in_sse(m->body ? m->body : "", m->len);
     buf_t out = {0};
     size_t i;
     json_t *id;
     json_array_foreach(ids, i, id) {
-        json_t *err = refuse_error(id);
+        json_t *err = refuse_error(id, msg);
         size_t len;
         char *text = jsonrpc_dump(err, &len);
         sse_frame_event(&out, NULL, text, len);
@@ -136,14 +136,14 @@ static hmsg_t *refused_sse_data(hmsg_t *m)
     return m;
 }
 
-hmsg_t *refuse_frame(hmsg_t *m)
+hmsg_t *refuse_frame(hmsg_t *m, const char *msg)
 {
     switch (m->type) {
     case HM_REPLY:
     case HM_SSE_START:
-        return refused_reply(m);
+        return refused_reply(m, msg);
     case HM_SSE_DATA:
-        return refused_sse_data(m);
+        return refused_sse_data(m, msg);
     case HM_SSE_END:
         return m;
     }

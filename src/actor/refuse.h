@@ -25,6 +25,12 @@
     "Storage unavailable: the server could not store this request's effects (its disk is " \
     "full or failing), so nothing of it was kept. Retry later."
 
+/* What a turn that worker_fail_turn failed (a read error, not a refused write) answers in its
+ * place, and its interrupted requests get: its cause is known to be a read. */
+#define READ_FAILED_TURN                                                                   \
+    "Storage unavailable: the server could not read this session's stored data (its disk " \
+    "is failing), so nothing of this request was kept. Retry later."
+
 /* What a request for a session whose record the store failed to read gets (503, Retry-After:
  * REFUSE_RETRY_AFTER, -32603): not the 404 of an absent session, which would make the client
  * give up a session that may well exist. */
@@ -46,10 +52,12 @@
  * read for: a session's record, a stream's events to replay. */
 hmsg_t *refuse_read_failed(conn_ref_t conn, const json_t *id, const char *msg);
 
-/* The JSON-RPC error a refused request gets (new reference); id may be NULL. */
-json_t *refuse_error(const json_t *id);
-/* Replaces m (which it frees) by what the client gets instead; NULL when nothing is sent. */
-hmsg_t *refuse_frame(hmsg_t *m);
+/* The JSON-RPC error a refused request gets (new reference); id may be NULL; msg: why
+ * (REFUSE_MESSAGE, or READ_FAILED_TURN when a read failed it). */
+json_t *refuse_error(const json_t *id, const char *msg);
+/* Replaces m (which it frees) by what the client gets instead, saying msg (as refuse_error);
+ * NULL when nothing is sent. */
+hmsg_t *refuse_frame(hmsg_t *m, const char *msg);
 /* The ids of the JSON-RPC responses carried in SSE text (new array). */
 json_t *refuse_response_ids_in_sse(const char *text, size_t len);
 

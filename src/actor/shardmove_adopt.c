@@ -130,7 +130,22 @@ static int take(int shard, const char *prefix, uint32_t epoch, const char *from,
     shardrec_t was = SM_REC[shard];
     shardrec_t own = {.state = SHARDREC_OWNED, .epoch = epoch, .declined = was.declined};
     snprintf(own.peer, sizeof own.peer, "%s", from);
+    /* requests its last holder left in flight: their answers were never stored there (a
+     * refused turn resets its actors and remembers them in that process only). Read before
+     * the shard is recorded and served, so no request of this node's is among them; answered
+     * once served (the workers run only owned shards' recoveries). A scan a read error
+     * stopped would leave the rest unanswered for good: the move fails instead, and nothing
+     * of it stays */
+    json_t *inflight = actors_inflight_of_prefix(SM_STORE, prefix, SHARD_HEX);
+    if (!inflight) {
+        snprintf(why, whylen,
+                 "cannot read the shard's in-flight requests after ingesting it (a read error, "
+                 "logged); nothing of it is kept here: retry the move");
+        store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
+        return -EIO;
+    }
     if (sm_put_record(shard, &own) != 0) {
+        json_decref(inflight);
         snprintf(why, whylen, "cannot record the adoption (the store refuses writes)");
         store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
         return -EIO;
@@ -144,11 +159,6 @@ static int take(int shard, const char *prefix, uint32_t epoch, const char *from,
     }
     sm_adjust_gauges(prefix, 1);
     STAT_ADD(alarms_pending, json_integer_value(json_object_get(what, "alarms")));
-    /* requests its last holder left in flight: their answers were never stored there (a
-     * refused turn resets its actors and remembers them in that process only). Read before
-     * the shard is served, so no request of this node's is among them; answered once served
-     * (the workers run only owned shards' recoveries) */
-    json_t *inflight = actors_inflight_of_prefix(SM_STORE, prefix, SHARD_HEX);
     sm_set_refused(shard, NULL);
     shard_set_owned(shard, true);
     long n = actors_recover_moved(inflight);

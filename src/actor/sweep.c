@@ -293,10 +293,15 @@ void actor_trim_log(actor_t *a)
 
 /* ---- crash recovery ---- */
 
-json_t *actor_inflight(actor_t *a)
+json_t *actor_inflight(actor_t *a, const char *why)
 {
     worker_commit(a->w);
-    return eventlog_inflight_list(worker_store(a->w), a->sid);
+    int err;
+    json_t *list = eventlog_inflight_list(worker_store(a->w), a->sid, &err);
+    if (err < 0) /* unread, not absent: the keys stay, and the session's next message reads
+                  * them again */
+        worker_mark_recover(a->w, a->sid, why);
+    return list;
 }
 
 void actor_recover_after_reset(actor_t *a)
@@ -304,7 +309,7 @@ void actor_recover_after_reset(actor_t *a)
     const char *why;
     if (!store_writable(worker_store(a->w)) || !(why = worker_take_recover_mark(a->w, a->sid)))
         return;
-    json_t *list = actor_inflight(a);
+    json_t *list = actor_inflight(a, why);
     if (json_array_size(list))
         actor_recover(a, list, why);
     json_decref(list);
@@ -378,7 +383,10 @@ static void collect_inflight(void *arg, const char *sid, json_t *list)
 json_t *actors_inflight_of_prefix(store_t *store, const char *prefix, size_t plen)
 {
     json_t *by_sid = json_object();
-    eventlog_inflight_scan_prefix(store, prefix, plen, collect_inflight, by_sid);
+    if (eventlog_inflight_scan_prefix(store, prefix, plen, collect_inflight, by_sid) < 0) {
+        json_decref(by_sid); /* a read error stopped it: the rest is unread, not absent */
+        return NULL;
+    }
     return by_sid;
 }
 

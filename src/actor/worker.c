@@ -220,7 +220,8 @@ void worker_touch(worker_t *w, struct actor *a)
 void worker_fail_turn(worker_t *w, struct actor *a)
 {
     worker_touch(w, a);
-    w->turn_failed = true;  /* worker_commit keeps nothing more of it */
+    w->fail_read = !w->turn_failed; /* the read is its cause, not an earlier refused write */
+    w->turn_failed = true;          /* worker_commit keeps nothing more of it */
     w->fail_message = true; /* fail_turn once the message is handled (on_message), else at the
                                turn's end */
 }
@@ -355,6 +356,7 @@ int worker_commit(worker_t *w)
 static void fail_turn(worker_t *w)
 {
     STAT_INC(turns_refused_total);
+    const char *why = w->fail_read ? READ_FAILED_TURN : REFUSE_MESSAGE;
     for (int i = 0; i < w->n_http; i++) {
         outq_t *q = &w->out[i];
         mq_node_t *n = q->safe ? q->safe->next : q->first;
@@ -366,7 +368,7 @@ static void fail_turn(worker_t *w)
         while (n) {
             mq_node_t *next = n->next;
             q->n--;
-            hmsg_t *r = refuse_frame((hmsg_t *)n);
+            hmsg_t *r = refuse_frame((hmsg_t *)n, why);
             if (r)
                 worker_send_http(w, r);
             n = next;
@@ -380,16 +382,16 @@ static void fail_turn(worker_t *w)
     for (size_t i = 0; i < n; i++) {
         /* marked even when it is gone from memory (a refused DELETE freed it): its requests
          * still in flight in the store are answered at its next load */
-        worker_mark_recover(w, touched[i], REFUSE_MESSAGE);
+        worker_mark_recover(w, touched[i], why);
         struct actor *a = worker_find_actor(w, touched[i]);
         if (a)
-            actor_reset(a);
+            actor_reset(a, why);
     }
     free(touched);
     for (size_t i = 0; i < w->ndeferred; i++) {
         json_decref(w->deferred[i].value);
         job_reply_fail(w->deferred[i].job, w->deferred[i].wait_seq, MCPD_ERR_INTERNAL, JERR_STORAGE,
-                       REFUSE_MESSAGE);
+                       why);
     }
     w->ndeferred = 0;
     memset(w->dstats, 0, sizeof w->dstats);
@@ -397,7 +399,7 @@ static void fail_turn(worker_t *w)
     if (w->nafters)
         run_afters(w, false);
     w->alarm_hint = 0;
-    w->turn_failed = w->fail_message = false;
+    w->turn_failed = w->fail_message = w->fail_read = false;
     w->epoch++;
 }
 

@@ -65,6 +65,7 @@ struct worker {
     /* a failed turn (see worker_commit): what it must undo */
     bool turn_failed;
     bool fail_message; /* worker_fail_turn's: the failure ends with the message (on_message) */
+    bool fail_read;    /* worker_fail_turn's, first: a read failed the turn (READ_FAILED_TURN) */
     uint64_t epoch;    /* advances at every good commit: actors' touch marks expire */
     char (*touched)[SESSION_ID_LEN + 1]; /* actors touched since the last good commit */
     size_t ntouched, cap_touched;

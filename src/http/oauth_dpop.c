@@ -225,6 +225,12 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
                               retry);
         return false;
     }
+    case JTI_UNREAD:
+        http_auth_unavailable(req, id,
+                              "the DPoP proof cannot be checked for a replay (the store failed to "
+                              "read its replay cache: its disk is failing)",
+                              "5");
+        return false;
     default:
         http_auth_unavailable(req, id,
                               "the DPoP proof cannot be recorded (the store refuses writes)", "5");

@@ -297,7 +297,7 @@ static json_t *inflight_entry(const unsigned char *k, size_t kl)
     return id ? json_pack("[I,o]", (json_int_t)key_get_u64(k + kl - 8), id) : NULL;
 }
 
-json_t *eventlog_inflight_list(store_t *s, const char *sid)
+json_t *eventlog_inflight_list(store_t *s, const char *sid, int *err)
 {
     unsigned char hi[SESSION_ID_LEN];
     key_session_upper(hi, sid);
@@ -310,7 +310,12 @@ json_t *eventlog_inflight_list(store_t *s, const char *sid)
         if (e)
             json_array_append_new(list, e);
     }
+    *err = store_iter_error(it);
     store_iter_free(it);
+    if (*err != 0) { /* a read error stopped it: the rest is unread, not absent */
+        json_decref(list);
+        list = NULL;
+    }
     return list;
 }
 

@@ -90,8 +90,9 @@ uint64_t eventlog_delete_stream(store_t *s, store_batch_t *b, const char *sid, u
 
 void eventlog_inflight_put(store_batch_t *b, const char *sid, const json_t *id, uint64_t stream);
 void eventlog_inflight_delete(store_batch_t *b, const char *sid, const json_t *id, uint64_t stream);
-/* The session's entries as [[stream, id], ...] (new array). */
-json_t *eventlog_inflight_list(store_t *s, const char *sid);
+/* The session's entries as [[stream, id], ...] (new array); NULL with *err -EIO when a read
+ * error stopped the scan (the entries after it are unread, not absent). */
+json_t *eventlog_inflight_list(store_t *s, const char *sid, int *err);
 /* How many puts and deletes of in-flight keys were batched so far, process-wide (tests). */
 long eventlog_inflight_writes(void);
 /* Startup: fn gets every session with entries, once, with its list (stolen: fn owns it, so it

@@ -483,6 +483,8 @@ class ReadErrors(ServerCase):
         self.assertEqual(r.status, 503, r.text)  # before: 200, stored as get:1
         self.assertEqual(r.header("Retry-After"), "5")
         self.assertEqual(m["error"]["code"], -32603)
+        self.assertIn("could not read this session's stored data", m["error"]["message"],
+                      "a read failed the call, not a refused write")
         g2 = s.open_get(last_event_id=last)
         self.assertEqual(g2.status, 503, "not 400: the stream may well be there")
         g2.close()
@@ -610,6 +612,38 @@ class ReadErrors(ServerCase):
         self.assertIsNotNone(got[1], "before: the stream ended without the request's answer")
         self.assertEqual(got[1]["message"]["id"], rid)
         self.assertEqual(got[1]["message"]["error"]["code"], -32603)
+        self.assertIn("restarted while this request was in flight",
+                      got[1]["message"]["error"]["message"])
+
+    def test_a_recovery_whose_in_flight_keys_cannot_be_read_goes_again_once_they_read(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "slow",
+                                               "arguments": {"seconds": 20, "steps": 20},
+                                               "_meta": {"progressToken": "k"}})
+        priming = st.next_event(5)
+        st.next_message(5)  # in flight: its stream and its in-flight key are stored
+        self.server.kill9()
+        st.close()
+        tables_from_log(self.server.data_dir)
+        streams = corrupt_tables(self.server.data_dir, b"streams")
+        self.assertTrue(streams, "the stream records are in a table file")
+        self.server.start()  # the startup recovery cannot wake the session: it is marked
+        r, _ = s.call("ping")
+        self.assertEqual(r.status, 503, r.text)
+        restore_tables(streams)
+        keys = corrupt_tables(self.server.data_dir, b"reqmap")
+        self.assertTrue(keys, "the in-flight keys are in a table file")
+        r, _ = s.call("ping")  # the session wakes; its recovery cannot read the in-flight keys
+        self.assertEqual(r.status, 200, r.text)
+        restore_tables(keys)  # the disk heals
+        r, _ = s.call("ping")  # the recovery goes again
+        self.assertEqual(r.status, 200, r.text)
+        g = s.open_get(last_event_id=priming["id"])
+        got = [g.next_message(5) for _ in range(2)]
+        g.close()
+        self.assertEqual(got[0]["message"]["method"], "notifications/progress")
+        self.assertIsNotNone(got[1], "before: the failed scan looked empty, and the mark went")
+        self.assertEqual(got[1]["message"]["id"], rid)
         self.assertIn("restarted while this request was in flight",
                       got[1]["message"]["error"]["message"])
 

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
 #include <event2/thread.h>
 #include <ftw.h>
 #include <stdatomic.h>
@@ -226,6 +228,91 @@ static void a_clock_stepped_back_does_not_readmit_a_swept_proof(void **state)
     assert_int_equal(check(JKT, "b", now + 3600), JTI_FRESH);
 }
 
+/* ---- read errors ---- */
+
+static void damage_file(const char *path)
+{
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    unsigned char head[4];
+    assert_int_equal(fread(head, 1, sizeof head, fp), sizeof head);
+    for (size_t i = 0; i < sizeof head; i++)
+        head[i] ^= 0xFF;
+    assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
+    assert_int_equal(fwrite(head, 1, sizeof head, fp), sizeof head);
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* Damages the first data block of the newest table file (.sst) in dir, or of every one (all):
+ * its first 4 bytes, in place, as a failing disk would. The next read of that block fails its
+ * checksum (a Corruption status); blocks already in the block cache are not read again. */
+static void damage_tables(const char *dir, bool all)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    char newest[300] = "";
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".sst") != 0)
+            continue;
+        if (all || strcmp(e->d_name, newest) > 0) /* same width: numbered with leading 0s */
+            snprintf(newest, sizeof newest, "%s", e->d_name);
+        if (!all)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        damage_file(path);
+    }
+    closedir(d);
+    assert_true(newest[0]);
+    if (!all) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, newest);
+        damage_file(path);
+    }
+}
+
+static void a_stored_cutoff_that_cannot_be_read_refuses_the_open(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), 0); /* stores the cutoff */
+    assert_int_equal(check(JKT, "a", now), JTI_FRESH);
+    /* keys that sort between the cutoff's ("dpop-cutoff") and the proofs' ("dpop/..."): the
+     * first block holds the cutoff and none of the proofs, whose count reads on */
+    store_batch_t *b = store_batch_new(f->s);
+    char pad[200];
+    memset(pad, 'x', sizeof pad);
+    for (int i = 0; i < 400; i++) {
+        char k[32];
+        int kl = snprintf(k, sizeof k, "dpop.%04d", i);
+        store_batch_put(b, CF_NODE, k, (size_t)kl, pad, sizeof pad);
+    }
+    assert_int_equal(store_commit(f->s, b), 0);
+    store_batch_free(b);
+    jti_close();
+    assert_int_equal(store_flush(f->s), 0);
+    store_close(f->s);
+    damage_tables(f->dir, true);
+    f->s = open_in(f->dir);
+    assert_non_null(f->s);
+    /* before: 0, the cutoff taken as absent (a clock stepped back would readmit swept proofs) */
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), -EIO);
+}
+
+static void a_replay_check_that_cannot_read_is_neither_fresh_nor_a_write_refusal(void **state)
+{
+    fixture_t *f = *state;
+    int64_t now = now_wall_ms() / 1000;
+    assert_int_equal(jti_open(f->s, WINDOW, 1000, 100), 0);
+    assert_int_equal(check(JKT, "a", now), JTI_FRESH);
+    assert_int_equal(store_flush(f->s), 0); /* its record in a table file of its own */
+    damage_tables(f->dir, false);
+    assert_int_equal(check(JKT, "a", now), JTI_UNREAD); /* before: JTI_ERROR (refused write) */
+    assert_int_equal(jti_count(), 1);
+}
+
 /* ---- the node alarm (actor/alarm.c) that runs the sweep ---- */
 
 static atomic_int g_calls;
@@ -302,6 +389,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(the_node_alarm_runs_at_its_due_time_and_only_then, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_stored_cutoff_that_cannot_be_read_refuses_the_open, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            a_replay_check_that_cannot_read_is_neither_fresh_nor_a_write_refusal, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,7 +33,9 @@ static json_t *body_of(const hmsg_t *m)
 
 static void a_json_reply_becomes_503_with_retry_after_and_its_id(void **state)
 {
-    hmsg_t *m = refuse_frame(frame(HM_REPLY, "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"result\":{\"n\":8}}"));
+    hmsg_t *m = refuse_frame(frame(HM_REPLY,
+                                   "{\"jsonrpc\":\"2.0\",\"id\":\"r1\",\"result\":{\"n\":8}}"),
+                             REFUSE_MESSAGE);
     assert_non_null(m);
     assert_int_equal(m->type, HM_REPLY);
     assert_int_equal(m->status, 503);
@@ -41,7 +43,8 @@ static void a_json_reply_becomes_503_with_retry_after_and_its_id(void **state)
     assert_true(m->conn.slot == CONN.slot && m->conn.gen == CONN.gen);
     json_t *b = body_of(m);
     assert_string_equal(json_string_value(json_object_get(b, "id")), "r1");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "error"), "code")), -32603);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "error"), "code")),
+                     -32603);
     assert_null(json_object_get(b, "result"));
     assert_null(strstr(m->body, "\"n\":8"));
     json_decref(b);
@@ -52,7 +55,7 @@ static void a_202_becomes_503_with_a_null_id(void **state)
 {
     hmsg_t *m = frame(HM_REPLY, NULL);
     m->status = 202;
-    m = refuse_frame(m);
+    m = refuse_frame(m, REFUSE_MESSAGE);
     assert_int_equal(m->status, 503);
     json_t *b = body_of(m);
     assert_true(json_is_null(json_object_get(b, "id")));
@@ -64,7 +67,7 @@ static void a_session_header_is_not_kept(void **state)
 {
     hmsg_t *m = frame(HM_REPLY, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}");
     strcpy(m->session_id, "0123456789abcdef0123456789abcdef");
-    m = refuse_frame(m);
+    m = refuse_frame(m, REFUSE_MESSAGE);
     assert_string_equal(m->session_id, "");
     hmsg_free(m);
 }
@@ -73,7 +76,7 @@ static void an_sse_start_becomes_503_echoing_the_id_it_carries(void **state)
 {
     hmsg_t *m = frame(HM_SSE_START, "retry: 1000\nid: t-p1:01\ndata: \n\n");
     m->req_id = strdup("42");
-    m = refuse_frame(m);
+    m = refuse_frame(m, REFUSE_MESSAGE);
     assert_int_equal(m->type, HM_REPLY);
     assert_int_equal(m->status, 503);
     json_t *b = body_of(m);
@@ -84,10 +87,11 @@ static void an_sse_start_becomes_503_echoing_the_id_it_carries(void **state)
 
 static void more_sse_bytes_keep_only_an_unnumbered_error_per_response(void **state)
 {
-    hmsg_t *m = frame(HM_SSE_DATA,
-                      "id: t-p1:02\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n"
-                      "id: t-p1:03\ndata: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"secret\":1}}\n\n");
-    m = refuse_frame(m);
+    hmsg_t *m =
+        frame(HM_SSE_DATA,
+              "id: t-p1:02\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n"
+              "id: t-p1:03\ndata: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"secret\":1}}\n\n");
+    m = refuse_frame(m, REFUSE_MESSAGE);
     assert_non_null(m);
     assert_int_equal(m->type, HM_SSE_DATA);
     assert_null(strstr(m->body, "id: "));
@@ -104,13 +108,13 @@ static void more_sse_bytes_keep_only_an_unnumbered_error_per_response(void **sta
 static void sse_bytes_without_a_response_are_dropped(void **state)
 {
     hmsg_t *m = frame(HM_SSE_DATA, "id: t-p1:02\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n");
-    assert_null(refuse_frame(m));
+    assert_null(refuse_frame(m, REFUSE_MESSAGE));
 }
 
 static void the_end_of_a_stream_is_kept(void **state)
 {
     hmsg_t *m = frame(HM_SSE_END, NULL);
-    hmsg_t *r = refuse_frame(m);
+    hmsg_t *r = refuse_frame(m, REFUSE_MESSAGE);
     assert_ptr_equal(r, m);
     hmsg_free(r);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include <ftw.h>
 
+#include "actor/refuse.h"
 #include "core/config.h"
 #include "core/principal.h"
 #include "fake_worker.h"
@@ -112,7 +113,9 @@ static stored_t stored_of(fixture_t *f, uint64_t stream)
 
 static size_t inflight_count(fixture_t *f)
 {
-    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    int err;
+    json_t *inflight = eventlog_inflight_list(f->store, SID, &err);
+    assert_int_equal(err, 0);
     size_t n = json_array_size(inflight);
     json_decref(inflight);
     return n;
@@ -433,7 +436,7 @@ static void a_session_record_ends_with_its_owner_and_says_when_it_was_written_at
     assert_int_equal(records_bytes(f), kept);
 
     /* a crash (or a refused turn) drops the actor without a metadata write */
-    actor_reset(f->a);
+    actor_reset(f->a, REFUSE_MESSAGE);
     worker_turn_end(f->w);
     f->a = actor_find_or_load(f->w, SID, &err);
     assert_non_null(f->a);
@@ -473,7 +476,9 @@ static void a_batch_stream_indexes_only_its_unanswered_call(void **state)
     actor_complete_call(f->a, c1, jsonrpc_result(i1, json_object()));
     s->dispatching = false;
     worker_turn_end(f->w);
-    json_t *inflight = eventlog_inflight_list(f->store, SID);
+    int err;
+    json_t *inflight = eventlog_inflight_list(f->store, SID, &err);
+    assert_int_equal(err, 0);
     assert_int_equal(json_array_size(inflight), 1);
     assert_true(json_equal(json_array_get(json_array_get(inflight, 0), 1), i2));
     json_decref(inflight);

@@ -292,12 +292,14 @@ static void the_in_flight_index_lists_a_session_and_groups_them_all_at_startup(v
     eventlog_inflight_put(f->b, SID_A, ix, 2);
     eventlog_inflight_put(f->b, SID_B, i7, 3);
     commit(f);
-    json_t *list = eventlog_inflight_list(f->s, SID_A);
+    int err = -1;
+    json_t *list = eventlog_inflight_list(f->s, SID_A, &err);
+    assert_int_equal(err, 0);
     assert_int_equal(json_array_size(list), 2);
     json_decref(list);
     eventlog_inflight_delete(f->b, SID_A, ix, 2);
     commit(f);
-    list = eventlog_inflight_list(f->s, SID_A);
+    list = eventlog_inflight_list(f->s, SID_A, &err);
     assert_int_equal(json_array_size(list), 1);
     assert_int_equal(json_integer_value(json_array_get(json_array_get(list, 0), 0)), 1);
     assert_int_equal(json_integer_value(json_array_get(json_array_get(list, 0), 1)), 7);
@@ -351,7 +353,9 @@ static void deleting_a_session_leaves_nothing_of_it_and_everything_of_the_next(v
     assert_int_equal(sessionrec_get_state(f->s, SID_A, "counter", &v, &vl), 1);
     assert_int_equal(eventlog_newest_seq(f->s, SID_A, 1), 0);
     assert_int_equal(eventlog_first_expiry(f->s, SID_A), 0);
-    json_t *list = eventlog_inflight_list(f->s, SID_A);
+    int err = -1;
+    json_t *list = eventlog_inflight_list(f->s, SID_A, &err);
+    assert_int_equal(err, 0);
     assert_int_equal(json_array_size(list), 0);
     json_decref(list);
     assert_int_equal(eventlog_newest_seq(f->s, SID_B, 1), 3);
