@@ -220,8 +220,10 @@ void worker_touch(worker_t *w, struct actor *a)
 void worker_fail_turn(worker_t *w, struct actor *a)
 {
     worker_touch(w, a);
-    w->fail_read = !w->turn_failed; /* the read is its cause, not an earlier refused write */
-    w->turn_failed = true;          /* worker_commit keeps nothing more of it */
+    if (!w->turn_failed) /* the read is its cause, not an earlier refused write (a second read
+                          * error of the same message leaves the first one's verdict) */
+        w->fail_read = true;
+    w->turn_failed = true;  /* worker_commit keeps nothing more of it */
     w->fail_message = true; /* fail_turn once the message is handled (on_message), else at the
                                turn's end */
 }
