@@ -587,7 +587,9 @@ class ReadErrors(ServerCase):
         self.assertEqual(m["error"]["code"], -32603)
         self.assertNotIn("a startup scan stopped", self.server.log_tail(20000))
 
-    def test_an_interrupted_request_the_recovery_could_not_read_is_answered_once_it_reads(self):
+    def interrupted_call_with_unreadable_streams(self):
+        """A slow call in flight at a kill -9, its stream records then unreadable: the session,
+        the call's id, its priming event and the damaged tables."""
         s = Session(self.server)
         rid, st = s.stream_post("tools/call", {"name": "slow",
                                                "arguments": {"seconds": 20, "steps": 20},
@@ -599,6 +601,10 @@ class ReadErrors(ServerCase):
         tables_from_log(self.server.data_dir)
         changed = corrupt_tables(self.server.data_dir, b"streams")
         self.assertTrue(changed, "the stream records are in a table file")
+        return s, rid, priming, changed
+
+    def test_an_interrupted_request_the_recovery_could_not_read_is_answered_once_it_reads(self):
+        s, rid, priming, changed = self.interrupted_call_with_unreadable_streams()
         self.server.start()  # the startup recovery cannot wake the session
         r, _ = s.call("ping")  # after the recovery's message, on the session's worker
         self.assertEqual(r.status, 503, r.text)
@@ -616,17 +622,7 @@ class ReadErrors(ServerCase):
                       got[1]["message"]["error"]["message"])
 
     def test_a_recovery_whose_in_flight_keys_cannot_be_read_goes_again_once_they_read(self):
-        s = Session(self.server)
-        rid, st = s.stream_post("tools/call", {"name": "slow",
-                                               "arguments": {"seconds": 20, "steps": 20},
-                                               "_meta": {"progressToken": "k"}})
-        priming = st.next_event(5)
-        st.next_message(5)  # in flight: its stream and its in-flight key are stored
-        self.server.kill9()
-        st.close()
-        tables_from_log(self.server.data_dir)
-        streams = corrupt_tables(self.server.data_dir, b"streams")
-        self.assertTrue(streams, "the stream records are in a table file")
+        s, rid, priming, streams = self.interrupted_call_with_unreadable_streams()
         self.server.start()  # the startup recovery cannot wake the session: it is marked
         r, _ = s.call("ping")
         self.assertEqual(r.status, 503, r.text)

@@ -1022,17 +1022,9 @@ class RefusalsOfTheParser(unittest.TestCase):
         for method in (b"TRACE", b"BREW", b"HEAD"):
             with self.subTest(method=method):
                 sock = socket.create_connection(("127.0.0.1", port), timeout=5)
-                try:
-                    sock.sendall(b"%s /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n\r\n"
-                                 % (method, port, len(inner)) + inner)
-                    got = b""
-                    while True:
-                        d = sock.recv(65536)
-                        if not d:
-                            break
-                        got += d
-                finally:
-                    sock.close()
+                sock.sendall(b"%s /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n\r\n"
+                             % (method, port, len(inner)) + inner)
+                got = read_to_close(sock)
                 answers = [ln for ln in got.split(b"\r\n") if ln.startswith(b"HTTP/1.1 ")]
                 self.assertEqual(len(answers), 1, got)
                 self.assertIn(b"Connection: close", got)
