@@ -2,6 +2,7 @@
 import http.client
 import json
 import os
+import sys
 import threading
 import time
 import unittest
@@ -550,6 +551,23 @@ class ToolContext(ServerTest):
         progress = [x["params"] for x in msgs if x.get("method") == "notifications/progress"]
         self.assertEqual([(p["progress"], p.get("total")) for p in progress],
                          [(1e19, None), (2e19, 4e19)], progress)
+
+    def test_a_result_nested_past_2048_levels_reaches_the_client_whole(self):
+        # the reply writer stops at 2048 levels: the result went out cut there and closed with
+        # "}", no JSON at all ('...[[[[}'), while a notification that deep went out whole
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(20000)  # Python's own parser recurses once a level
+        self.addCleanup(sys.setrecursionlimit, old)
+        s = Session(self.server)
+        r, m = s.tool("misbehave", {"what": "deep", "n": 3000})
+        self.assertEqual(r.status, 200)
+        self.assertIsNotNone(m, f"no parsable response: {r.data[-60:]!r}")
+        v = m["result"]["structuredContent"]["v"]
+        for _ in range(3000):
+            self.assertIsInstance(v, list)
+            v = v[0]
+        self.assertEqual(v, 0)
+        self.assertServerHealthy()
 
     def test_a_sessions_subscriptions_to_a_subscribable_template_are_bounded(self):
         # each URI a template matches went into the session's metadata, rewritten whole by
