@@ -546,16 +546,16 @@ static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, c
     ctx->state_value = value;
     ctx->state_fn = fn;
     ctx->state_arg = arg;
-    wmsg_t *m = wmsg_new(WM_TOOL_STATE);
+    if (handle && !shard_owns_id(handle)) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_MOVED,
+                           "this state handle belongs to a shard another node serves; retry");
+        return NULL;
+    }
+    wmsg_t *m = wmsg_new(WM_TOOL_STATE); /* only once it is sent: it is the worker's to free */
     m->u.tool.job = ctx;
     if (!handle) {
         ctx->state_on_handle = false;
         return send_and_wait(ctx, m, -1, true);
-    }
-    if (!shard_owns_id(handle)) {
-        mcpd_ctx_set_error(ctx, MCPD_ERR_MOVED,
-                           "this state handle belongs to a shard another node serves; retry");
-        return NULL;
     }
     /* the handle's worker, not the call's: the message carries the handle's id */
     ctx->state_on_handle = true;
