@@ -71,7 +71,9 @@ json_t *mcpd_text_contentn(const char *text, size_t len);
 
 /* ---- tools -------------------------------------------------------------------------- */
 
-/* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error.
+/* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error. A result
+ * that is not an object with a "content" array (as a resource read's needs "contents" and a
+ * prompt's "messages") is the handler's error: the call is answered -32603 saying so (logged).
  * args satisfy the tool's input_schema. Where the schema says "integer", a whole number sent as
  * a real (2.0, which JSON Schema counts as an integer) arrives as a JSON integer, so
  * json_integer_value reads 2. A whole number past the 64-bit range (1e19, or the literal

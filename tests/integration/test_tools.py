@@ -569,6 +569,20 @@ class ToolContext(ServerTest):
         self.assertEqual(v, 0)
         self.assertServerHealthy()
 
+    def test_a_result_that_is_not_a_call_tool_result_is_an_internal_error(self):
+        # a handler's string went out as "result":"not an object", an object without content
+        # as it was: responses no client accepts (a result is an object; content is required)
+        s = Session(self.server)
+        for what, type_ in (("string", "a string"), ("no_content", "an object")):
+            r, m = s.tool("misbehave", {"what": what})
+            self.assertEqual(r.status, 200)
+            self.assertNotIn("result", m, m)
+            self.assertEqual(m["error"]["code"], -32603, m)
+            self.assertEqual(m["error"]["message"],
+                             f"the handler of misbehave returned {type_}, not a CallToolResult "
+                             "(an object with a \"content\" array)")
+        self.assertServerHealthy()
+
     def test_a_sessions_subscriptions_to_a_subscribable_template_are_bounded(self):
         # each URI a template matches went into the session's metadata, rewritten whole by
         # every turn: 64 KiB of URIs at most

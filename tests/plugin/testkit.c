@@ -35,7 +35,9 @@
  *   resource kit://item/{id}    reads "item <id>" for the id "here"; any other id is reported
  *                               not found by the handler (MCPD_ERR_RESOURCE_NOT_FOUND);
  *   misbehave {what, n}         results and calls at the edges of what the API allows: "deep"
- *                               returns a result whose structuredContent.v nests n arrays. */
+ *                               returns a result whose structuredContent.v nests n arrays;
+ *                               "string" returns a JSON string and "no_content" an object
+ *                               without content, neither a CallToolResult. */
 #include <mcpactord/tool.h>
 
 #include <stdio.h>
@@ -319,6 +321,10 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
         json_object_set_new(r, "structuredContent", json_pack("{s:o}", "v", nested(n)));
         return r;
     }
+    if (strcmp(what, "string") == 0)
+        return json_string("not an object");
+    if (strcmp(what, "no_content") == 0)
+        return json_pack("{s:s}", "text", "no content array");
     return mcpd_error_result("unknown misbehaviour %s", what);
 }
 
