@@ -298,8 +298,8 @@ int mcpd_ctx_handle_delete(mcpd_ctx_t *ctx, const char *handle);
 /* Change notifications, for every client listening (any thread of a handler). */
 /* The resource at uri changed: notifications/resources/updated goes to each session in memory
  * that subscribed to it (resources/subscribe; a hibernated session is not woken for it) and to
- * each 2026-07-28 subscriptions/listen stream whose resourceSubscriptions name it. 0 or
- * -EINVAL. */
+ * each 2026-07-28 subscriptions/listen stream whose resourceSubscriptions name it. 0, or
+ * -EINVAL for a uri that is NULL, empty or not UTF-8 (nothing is sent). */
 int mcpd_ctx_resource_updated(mcpd_ctx_t *ctx, const char *uri);
 /* A list changed (what: "tools", "prompts" or "resources"): notifications/<what>/list_changed
  * goes to each subscriptions/listen stream that asked for it. 0 or -EINVAL. */

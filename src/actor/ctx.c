@@ -398,10 +398,13 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
 int mcpd_ctx_resource_updated(mcpd_ctx_t *ctx, const char *uri)
 {
     (void)ctx;
-    if (!uri || !*uri)
+    /* a URI that is not UTF-8 has no JSON string: the notification would go out without it */
+    json_t *juri = uri && *uri ? json_string(uri) : NULL;
+    if (!juri)
         return -EINVAL;
-    workers_broadcast(jsonrpc_notification("notifications/resources/updated",
-                                           json_pack("{s:s}", "uri", uri)),
+    json_t *params = json_object();
+    json_object_set_new(params, "uri", juri);
+    workers_broadcast(jsonrpc_notification("notifications/resources/updated", params),
                       BC_RESOURCE_UPDATED);
     return 0;
 }

@@ -583,6 +583,13 @@ class ToolContext(ServerTest):
                              "(an object with a \"content\" array)")
         self.assertServerHealthy()
 
+    def test_a_resource_update_for_a_uri_that_is_not_utf8_is_refused(self):
+        # it returned 0 although the notification it broadcast had no params (json_pack
+        # refused the URI), so nobody could receive it
+        s = Session(self.server)
+        _, m = s.tool("misbehave", {"what": "bad_uri"})
+        self.assertEqual(text_of(m), "updated -22")
+
     def test_a_sessions_subscriptions_to_a_subscribable_template_are_bounded(self):
         # each URI a template matches went into the session's metadata, rewritten whole by
         # every turn: 64 KiB of URIs at most

@@ -37,7 +37,8 @@
  *   misbehave {what, n}         results and calls at the edges of what the API allows: "deep"
  *                               returns a result whose structuredContent.v nests n arrays;
  *                               "string" returns a JSON string and "no_content" an object
- *                               without content, neither a CallToolResult. */
+ *                               without content, neither a CallToolResult; "bad_uri" reports
+ *                               kit://watch/\xff updated (not UTF-8) and returns the rc. */
 #include <mcpactord/tool.h>
 
 #include <stdio.h>
@@ -310,7 +311,6 @@ static json_t *nested(long n)
 
 static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
 {
-    (void)ctx;
     (void)userdata;
     const char *what = json_string_value(json_object_get(args, "what"));
     long n = (long)json_integer_value(json_object_get(args, "n"));
@@ -325,6 +325,8 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
         return json_string("not an object");
     if (strcmp(what, "no_content") == 0)
         return json_pack("{s:s}", "text", "no content array");
+    if (strcmp(what, "bad_uri") == 0)
+        return mcpd_text_resultf("updated %d", mcpd_ctx_resource_updated(ctx, "kit://watch/\xff"));
     return mcpd_error_result("unknown misbehaviour %s", what);
 }
 
