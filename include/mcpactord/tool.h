@@ -71,7 +71,9 @@ json_t *mcpd_text_contentn(const char *text, size_t len);
 
 /* ---- tools -------------------------------------------------------------------------- */
 
-/* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error.
+/* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error. A result
+ * that is not an object with a "content" array (as a resource read's needs "contents" and a
+ * prompt's "messages") is the handler's error: the call is answered -32603 saying so (logged).
  * args satisfy the tool's input_schema. Where the schema says "integer", a whole number sent as
  * a real (2.0, which JSON Schema counts as an integer) arrives as a JSON integer, so
  * json_integer_value reads 2. A whole number past the 64-bit range (1e19, or the literal
@@ -296,8 +298,8 @@ int mcpd_ctx_handle_delete(mcpd_ctx_t *ctx, const char *handle);
 /* Change notifications, for every client listening (any thread of a handler). */
 /* The resource at uri changed: notifications/resources/updated goes to each session in memory
  * that subscribed to it (resources/subscribe; a hibernated session is not woken for it) and to
- * each 2026-07-28 subscriptions/listen stream whose resourceSubscriptions name it. 0 or
- * -EINVAL. */
+ * each 2026-07-28 subscriptions/listen stream whose resourceSubscriptions name it. 0, or
+ * -EINVAL for a uri that is NULL, empty or not UTF-8 (nothing is sent). */
 int mcpd_ctx_resource_updated(mcpd_ctx_t *ctx, const char *uri);
 /* A list changed (what: "tools", "prompts" or "resources"): notifications/<what>/list_changed
  * goes to each subscriptions/listen stream that asked for it. 0 or -EINVAL. */

@@ -398,10 +398,13 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
 int mcpd_ctx_resource_updated(mcpd_ctx_t *ctx, const char *uri)
 {
     (void)ctx;
-    if (!uri || !*uri)
+    /* a URI that is not UTF-8 has no JSON string: the notification would go out without it */
+    json_t *juri = uri && *uri ? json_string(uri) : NULL;
+    if (!juri)
         return -EINVAL;
-    workers_broadcast(jsonrpc_notification("notifications/resources/updated",
-                                           json_pack("{s:s}", "uri", uri)),
+    json_t *params = json_object();
+    json_object_set_new(params, "uri", juri);
+    workers_broadcast(jsonrpc_notification("notifications/resources/updated", params),
                       BC_RESOURCE_UPDATED);
     return 0;
 }
@@ -546,16 +549,16 @@ static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, c
     ctx->state_value = value;
     ctx->state_fn = fn;
     ctx->state_arg = arg;
-    wmsg_t *m = wmsg_new(WM_TOOL_STATE);
+    if (handle && !shard_owns_id(handle)) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_MOVED,
+                           "this state handle belongs to a shard another node serves; retry");
+        return NULL;
+    }
+    wmsg_t *m = wmsg_new(WM_TOOL_STATE); /* only once it is sent: it is the worker's to free */
     m->u.tool.job = ctx;
     if (!handle) {
         ctx->state_on_handle = false;
         return send_and_wait(ctx, m, -1, true);
-    }
-    if (!shard_owns_id(handle)) {
-        mcpd_ctx_set_error(ctx, MCPD_ERR_MOVED,
-                           "this state handle belongs to a shard another node serves; retry");
-        return NULL;
     }
     /* the handle's worker, not the call's: the message carries the handle's id */
     ctx->state_on_handle = true;

@@ -640,7 +640,7 @@ static void complete_text(actor_t *a, call_t *c, buf_t *text)
 void actor_complete_call(actor_t *a, call_t *c, json_t *response)
 {
     buf_t text = {0};
-    json_dump_into(&text, response);
+    json_dump_whole_into(&text, response);
     json_decref(response);
     complete_text(a, c, &text);
 }

@@ -170,6 +170,18 @@ bool json_dump_into(buf_t *out, const json_t *v)
     return v && dump(out, v, 0);
 }
 
+void json_dump_whole_into(buf_t *out, const json_t *v)
+{
+    size_t mark = out->len;
+    if (json_dump_into(out, v))
+        return;
+    out->len = mark; /* too deep for us: jansson's text */
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    REQUIRE(t != NULL);
+    buf_adds(out, t);
+    free(t);
+}
+
 char *json_dump_compact(const json_t *v, size_t *len)
 {
     buf_t b = {0};
@@ -241,14 +253,7 @@ void jobj_json(jobj_t *o, const char *key, const json_t *v)
     if (!v)
         return;
     jobj_key(o, key);
-    size_t mark = o->out->len;
-    if (json_dump_into(o->out, v))
-        return;
-    o->out->len = mark; /* too deep for us: jansson's text */
-    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    REQUIRE(t != NULL);
-    buf_adds(o->out, t);
-    free(t);
+    json_dump_whole_into(o->out, v);
 }
 
 void jobj_end(jobj_t *o)

@@ -15,6 +15,9 @@
 
 /* Appends v; false (with nothing sensible appended) when v nests deeper than 2048. */
 bool json_dump_into(buf_t *out, const json_t *v);
+/* Appends v (not NULL) whole at any depth: past 2048, jansson's text (slower, the same). For a
+ * value nobody bounded, such as a handler's result: a partial text would be no JSON at all. */
+void json_dump_whole_into(buf_t *out, const json_t *v);
 /* The text of v (caller frees) and its length. */
 char *json_dump_compact(const json_t *v, size_t *len);
 

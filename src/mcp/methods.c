@@ -35,22 +35,42 @@ const mcpd_registry_t *mcp_reg(void)
 
 /* ---- what jobs run (tool threads, or the worker for inline tools) ---- */
 
+/* A handler's result as the method's result object: one that is no object, or lacks the array
+ * every such result has (CallToolResult.content...), is the handler's error, answered -32603,
+ * instead of a response no client accepts. */
+static json_t *result_checked(job_t *j, json_t *r, const char *member, const char *what,
+                              const char *name)
+{
+    if (!r || (json_is_object(r) && json_is_array(json_object_get(r, member))))
+        return r;
+    static const char *const TYPES[] = {"an object", "an array", "a string", "an integer",
+                                        "a real",    "true",     "false",    "null"};
+    const char *type = TYPES[json_typeof(r)];
+    json_decref(r);
+    mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL,
+                       "the handler of %s returned %s, not a %s (an object with a \"%s\" array)",
+                       name, type, what, member);
+    log_warn("%s", j->err);
+    return NULL;
+}
+
 static json_t *run_tool(job_t *j)
 {
     const tool_t *t = j->target;
-    return t->fn(j, j->args, t->ud);
+    return result_checked(j, t->fn(j, j->args, t->ud), "content", "CallToolResult", t->name);
 }
 
 static json_t *run_resource(job_t *j)
 {
     const resource_t *r = j->target;
-    return r->read(j, j->uri, j->args, r->ud);
+    return result_checked(j, r->read(j, j->uri, j->args, r->ud), "contents", "ReadResourceResult",
+                          j->uri);
 }
 
 static json_t *run_prompt(job_t *j)
 {
     const prompt_t *p = j->target;
-    return p->get(j, j->args, p->ud);
+    return result_checked(j, p->get(j, j->args, p->ud), "messages", "GetPromptResult", p->name);
 }
 
 static json_t *run_complete(job_t *j)

@@ -2,6 +2,7 @@
 import http.client
 import json
 import os
+import sys
 import threading
 import time
 import unittest
@@ -550,6 +551,44 @@ class ToolContext(ServerTest):
         progress = [x["params"] for x in msgs if x.get("method") == "notifications/progress"]
         self.assertEqual([(p["progress"], p.get("total")) for p in progress],
                          [(1e19, None), (2e19, 4e19)], progress)
+
+    def test_a_result_nested_past_2048_levels_reaches_the_client_whole(self):
+        # the reply writer stops at 2048 levels: the result went out cut there and closed with
+        # "}", no JSON at all ('...[[[[}'), while a notification that deep went out whole
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(20000)  # Python's own parser recurses once a level
+        self.addCleanup(sys.setrecursionlimit, old)
+        s = Session(self.server)
+        r, m = s.tool("misbehave", {"what": "deep", "n": 3000})
+        self.assertEqual(r.status, 200)
+        self.assertIsNotNone(m, f"no parsable response: {r.data[-60:]!r}")
+        v = m["result"]["structuredContent"]["v"]
+        for _ in range(3000):
+            self.assertIsInstance(v, list)
+            v = v[0]
+        self.assertEqual(v, 0)
+        self.assertServerHealthy()
+
+    def test_a_result_that_is_not_a_call_tool_result_is_an_internal_error(self):
+        # a handler's string went out as "result":"not an object", an object without content
+        # as it was: responses no client accepts (a result is an object; content is required)
+        s = Session(self.server)
+        for what, type_ in (("string", "a string"), ("no_content", "an object")):
+            r, m = s.tool("misbehave", {"what": what})
+            self.assertEqual(r.status, 200)
+            self.assertNotIn("result", m, m)
+            self.assertEqual(m["error"]["code"], -32603, m)
+            self.assertEqual(m["error"]["message"],
+                             f"the handler of misbehave returned {type_}, not a CallToolResult "
+                             "(an object with a \"content\" array)")
+        self.assertServerHealthy()
+
+    def test_a_resource_update_for_a_uri_that_is_not_utf8_is_refused(self):
+        # it returned 0 although the notification it broadcast had no params (json_pack
+        # refused the URI), so nobody could receive it
+        s = Session(self.server)
+        _, m = s.tool("misbehave", {"what": "bad_uri"})
+        self.assertEqual(text_of(m), "updated -22")
 
     def test_a_sessions_subscriptions_to_a_subscribable_template_are_bounded(self):
         # each URI a template matches went into the session's metadata, rewritten whole by

@@ -33,7 +33,12 @@
  *   resource kit://ask          2026-07-28: asks the client (input request "pick") and reads
  *                               as the answer's content.choice;
  *   resource kit://item/{id}    reads "item <id>" for the id "here"; any other id is reported
- *                               not found by the handler (MCPD_ERR_RESOURCE_NOT_FOUND). */
+ *                               not found by the handler (MCPD_ERR_RESOURCE_NOT_FOUND);
+ *   misbehave {what, n}         results and calls at the edges of what the API allows: "deep"
+ *                               returns a result whose structuredContent.v nests n arrays;
+ *                               "string" returns a JSON string and "no_content" an object
+ *                               without content, neither a CallToolResult; "bad_uri" reports
+ *                               kit://watch/\xff updated (not UTF-8) and returns the rc. */
 #include <mcpactord/tool.h>
 
 #include <stdio.h>
@@ -293,6 +298,38 @@ static int register_resources(mcpd_registry_t *reg)
     return 0;
 }
 
+static json_t *nested(long n)
+{
+    json_t *v = json_integer(0);
+    for (long i = 0; i < n; i++) {
+        json_t *a = json_array();
+        json_array_append_new(a, v);
+        v = a;
+    }
+    return v;
+}
+
+static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
+{
+    (void)userdata;
+    const char *what = json_string_value(json_object_get(args, "what"));
+    long n = (long)json_integer_value(json_object_get(args, "n"));
+    if (!what)
+        what = "";
+    if (strcmp(what, "deep") == 0) {
+        json_t *r = mcpd_text_result("deep");
+        json_object_set_new(r, "structuredContent", json_pack("{s:o}", "v", nested(n)));
+        return r;
+    }
+    if (strcmp(what, "string") == 0)
+        return json_string("not an object");
+    if (strcmp(what, "no_content") == 0)
+        return json_pack("{s:s}", "text", "no content array");
+    if (strcmp(what, "bad_uri") == 0)
+        return mcpd_text_resultf("updated %d", mcpd_ctx_resource_updated(ctx, "kit://watch/\xff"));
+    return mcpd_error_result("unknown misbehaviour %s", what);
+}
+
 int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
 {
     if (api_version != MCPD_API_VERSION)
@@ -346,6 +383,11 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
          .input_schema = "{\"type\":\"object\",\"properties\":{\"item\":{\"type\":\"string\"},"
                          "\"ms\":{\"type\":\"integer\"}},\"required\":[\"item\"]}",
          .handler = confirm_slow},
+        {.name = "misbehave",
+         .description = "Test only: a handler that breaks the tool API's rules.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"what\":{\"type\":\"string\"},"
+                         "\"n\":{\"type\":\"integer\"}}}",
+         .handler = misbehave},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         int rc = mcpd_register_tool(reg, &defs[i]);
