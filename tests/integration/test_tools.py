@@ -546,10 +546,10 @@ class ToolContext(ServerTest):
         while not msgs or msgs[-1].get("id") != rid:
             msgs.append(st.next_message(5)["message"])
         st.close()
-        self.assertEqual(text_of(msgs[-1]), "nan -22, inf -22, 1e19 0, 2e19 0")
+        self.assertEqual(text_of(msgs[-1]), "-1e301 0, nan -22, inf -22, 1e19 0, 2e19 0")
         progress = [x["params"] for x in msgs if x.get("method") == "notifications/progress"]
         self.assertEqual([(p["progress"], p.get("total")) for p in progress],
-                         [(1e19, None), (2e19, 4e19)], progress)
+                         [(-1e301, None), (1e19, None), (2e19, 4e19)], progress)
 
     def test_a_sessions_subscriptions_to_a_subscribable_template_are_bounded(self):
         # each URI a template matches went into the session's metadata, rewritten whole by
