@@ -28,7 +28,7 @@ job_t *job_new(job_kind_t kind, struct worker *w, const char *sid, const proto_t
     j->w = w;
     memcpy(j->sid, sid, SESSION_ID_LEN + 1);
     j->proto = proto;
-    j->last_progress = -1e300;
+    j->last_progress = -INFINITY;                   /* any finite first value is taken */
     atomic_init(&j->cancelled, workers_stopping()); /* shutdown: it must end soon */
     pthread_mutex_init(&j->mu, NULL);
     pthread_condattr_t ca;

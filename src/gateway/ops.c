@@ -312,6 +312,23 @@ gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid)
     return gs;
 }
 
+gw_out_t *gw_add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t *client_id,
+                     const json_t *params)
+{
+    gw_out_t *o = xcalloc(1, sizeof *o);
+    o->up_id = up_id;
+    o->stream = stream;
+    o->client_id = client_id ? json_deep_copy(client_id) : NULL;
+    json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    o->progress = token ? json_deep_copy(token) : NULL;
+    o->later = gs->stopping;
+    o->touched_us = now_mono_us();
+    o->next = gs->out;
+    gs->out = o;
+    gw_call_timer_arm(gs);
+    return o;
+}
+
 void out_free(gw_out_t *o)
 {
     json_decref(o->client_id);

@@ -105,23 +105,6 @@ static json_t *request_to_up(gw_sess_t *gs, const char *method, json_t *params, 
     return r;
 }
 
-static gw_out_t *add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t *client_id,
-                         const json_t *params)
-{
-    gw_out_t *o = xcalloc(1, sizeof *o);
-    o->up_id = up_id;
-    o->stream = stream;
-    o->client_id = client_id ? json_deep_copy(client_id) : NULL;
-    json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
-    o->progress = token ? json_deep_copy(token) : NULL;
-    o->later = gs->stopping;
-    o->touched_us = now_mono_us();
-    o->next = gs->out;
-    gs->out = o;
-    gw_call_timer_arm(gs);
-    return o;
-}
-
 static void on_message(upstream_t *u, json_t *msg, void *arg);
 static void on_exit_cb(upstream_t *u, const upstream_exit_t *how, void *arg);
 
@@ -180,7 +163,7 @@ static bool gs_ensure(gw_sess_t *gs, bool *full, char *err, size_t errlen)
         return false;
     uint64_t id;
     json_t *r = request_to_up(gs, "initialize", gs->init, &id);
-    add_out(gs, id, 0, NULL, NULL)->init = true;
+    gw_add_out(gs, id, 0, NULL, NULL)->init = true;
     gs->noted = true; /* gs_became_ready sends notifications/initialized: the client's is late */
     gs_write(gs, r);
     json_decref(r);
@@ -249,7 +232,7 @@ void gw_initialize(worker_t *w, wmsg_t *m)
     stream_add_call(a, s, id, SM_initialize, m->u.client.recv_us);
     uint64_t up_id;
     json_t *r = request_to_up(gs, "initialize", params, &up_id);
-    add_out(gs, up_id, s->num, id, params)->init = true;
+    gw_add_out(gs, up_id, s->num, id, params)->init = true;
     gs_write(gs, r); /* straight: the queue waits for this answer */
     json_decref(r);
     stream_settle(a, s, false);
@@ -318,8 +301,13 @@ static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
             call_t *c = stream_add_call(a, s, v.id, jsonrpc_method_slot(v.method),
                                         m->u.client.recv_us);
             STAT_INC(requests_total[c->method]);
+            const char *method = jsonrpc_cstr(v.method); /* NULL: it holds U+0000 */
+            if (!method) {                               /* names no method, as on /mcp */
+                actor_complete_call(a, c, jsonrpc_method_not_found(c->id, v.method));
+                continue;
+            }
             uint64_t up_id;
-            json_t *r = request_to_up(gs, jsonrpc_cstr(v.method), v.params, &up_id);
+            json_t *r = request_to_up(gs, method, v.params, &up_id);
             if (gs_send(gs, r) != 0) {
                 char why[200];
                 snprintf(why, sizeof why,
@@ -329,7 +317,7 @@ static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
                 actor_complete_call(a, c, jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, why, NULL));
                 continue;
             }
-            add_out(gs, up_id, s->num, v.id, v.params);
+            gw_add_out(gs, up_id, s->num, v.id, v.params);
             if (c->method == SM_logging_setLevel) { /* sent again to a restarted process */
                 json_decref(gs->level);
                 gs->level = json_deep_copy(v.params);
@@ -445,7 +433,7 @@ static void gs_became_ready(gw_sess_t *gs, bool restarted)
         if (gs->level) { /* the client's log level, which the new process does not know */
             uint64_t id;
             json_t *r = request_to_up(gs, "logging/setLevel", gs->level, &id);
-            add_out(gs, id, 0, NULL, NULL); /* its answer is dropped, as initialize's */
+            gw_add_out(gs, id, 0, NULL, NULL); /* its answer is dropped, as initialize's */
             gs_write(gs, r);
             json_decref(r);
         }

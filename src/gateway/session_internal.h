@@ -64,6 +64,10 @@ typedef struct gw_sess {
 gw_sess_t *gs_of(const actor_t *a);
 const char *gw_name(const gw_sess_t *gs);
 gw_sess_t *gs_new(worker_t *w, int index, const char *name, const char *sid);
+/* ops.c: a message sent to the upstream under up_id, awaited (for stream and the client's id;
+ * params' progressToken is mapped back), with the call timer armed. */
+gw_out_t *gw_add_out(gw_sess_t *gs, uint64_t up_id, uint64_t stream, const json_t *client_id,
+                     const json_t *params);
 /* ops.c: frees one awaited message; forgets every awaited message, upstream request and
  * queued message */
 void out_free(gw_out_t *o);

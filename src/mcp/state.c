@@ -7,6 +7,8 @@
 #include "mcp/registry.h"
 #include "mcp/state.h"
 
+#include "core/buf.h"
+#include "core/jsondump.h"
 #include "core/util.h"
 #include "wire/jsonrpc.h"
 
@@ -205,17 +207,18 @@ void mcp_end_listen(actor_t *a)
 /* ---- resources/subscribe and unsubscribe (session era) ---- */
 
 /* A session's subscriptions go into its metadata, which every turn that changes the session
- * rewrites whole: a template marked subscribable matches URIs without end, so their bytes are
- * bounded. */
+ * rewrites whole: a template marked subscribable matches URIs without end, so the text they are
+ * stored as is bounded (escapes included: a control character takes six bytes there). */
 #define SUBSCRIPTIONS_MAX_BYTES 65536
 
-static size_t subscriptions_bytes(const json_t *subs)
+/* The length of v's compact JSON text, as the metadata stores it (0 for NULL). */
+static size_t stored_len(const json_t *v)
 {
-    size_t n = 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)subs, k, v)
-        n += strlen(k);
+    if (!v)
+        return 0;
+    buf_t b = {0};
+    size_t n = json_dump_into(&b, v) ? b.len : SUBSCRIPTIONS_MAX_BYTES + 1;
+    buf_free(&b);
     return n;
 }
 
@@ -243,10 +246,10 @@ void mcp_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
     }
     struct proto_state *ps = mcp_state(a);
     if (on && !json_object_get(ps->subscriptions, json_string_value(uri)) &&
-        subscriptions_bytes(ps->subscriptions) + json_string_length(uri) >
-            SUBSCRIPTIONS_MAX_BYTES) {
+        /* the object's text grows by the key's text, a colon, "true" and a comma */
+        stored_len(ps->subscriptions) + stored_len(uri) + 6 > SUBSCRIPTIONS_MAX_BYTES) {
         mcp_answer_error(a, c, MCP_ERR_OVERLOADED,
-                         "this session's resource subscriptions hold their most (64 KiB of URIs): "
+                         "this session's resource subscriptions hold their most (64 KiB stored): "
                          "unsubscribe from one first",
                          json_pack("{s:O}", "uri", uri));
         return;

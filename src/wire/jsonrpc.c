@@ -6,6 +6,7 @@
 #include "core/jsonparse.h"
 #include "core/util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,14 @@ void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen)
         o--;
     }
     out[o] = '\0';
+}
+
+json_t *jsonrpc_method_not_found(const json_t *id, const json_t *method)
+{
+    char quoted[201], m[300];
+    jsonrpc_quote_name(method, quoted, sizeof quoted);
+    snprintf(m, sizeof m, "Method not found: %s", quoted);
+    return jsonrpc_error(id, JSONRPC_METHOD_NOT_FOUND, m, NULL);
 }
 
 #define STR_(x) #x

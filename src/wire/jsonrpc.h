@@ -53,6 +53,8 @@ stats_method_t jsonrpc_method_slot(const json_t *method);
 /* The string v for an error message: at most outlen - 1 bytes, cut between UTF-8 characters
  * (the message must stay valid UTF-8), a U+0000 written as \u0000. */
 void jsonrpc_quote_name(const json_t *v, char *out, size_t outlen);
+/* -32601 "Method not found: <method, quoted>" answering id. */
+json_t *jsonrpc_method_not_found(const json_t *id, const json_t *method);
 
 /* Classifies one message; on JR_INVALID, *why says what is wrong (a static string). */
 jr_kind_t jsonrpc_classify(const json_t *msg, const char **why);

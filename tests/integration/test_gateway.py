@@ -322,6 +322,16 @@ class GatewayTest(unittest.TestCase):
         self.assertEqual(by_id["11"][0]["result"], {}, by_id)
         s.delete()
 
+    def test_a_method_holding_u0000_is_not_found_as_on_mcp(self):
+        # no upstream can be sent such a name (it was -32603 "cannot take this request")
+        s = self.session()
+        _, msg = s.call("tools/li\u0000st")
+        self.assertEqual(msg["error"]["code"], -32601, msg)
+        self.assertEqual(msg["error"]["message"], "Method not found: tools/li\\u0000st", msg)
+        r, msg = s.call("tools/list")  # the session and its upstream serve on
+        self.assertEqual(len(msg["result"]["tools"]), 3, msg)
+        s.delete()
+
     def test_a_batch_is_refused_where_the_version_has_none_or_past_max_streams(self):
         # as on /mcp: 2025-06-18 removed batches (400); a batch carrying more requests than
         # --max-streams could ever admit is refused whole (413), not 429 (a retry never fits)

@@ -547,10 +547,10 @@ class ToolContext(ServerTest):
         while not msgs or msgs[-1].get("id") != rid:
             msgs.append(st.next_message(5)["message"])
         st.close()
-        self.assertEqual(text_of(msgs[-1]), "nan -22, inf -22, 1e19 0, 2e19 0")
+        self.assertEqual(text_of(msgs[-1]), "-1e301 0, nan -22, inf -22, 1e19 0, 2e19 0")
         progress = [x["params"] for x in msgs if x.get("method") == "notifications/progress"]
         self.assertEqual([(p["progress"], p.get("total")) for p in progress],
-                         [(1e19, None), (2e19, 4e19)], progress)
+                         [(-1e301, None), (1e19, None), (2e19, 4e19)], progress)
 
     def test_a_result_nested_past_2048_levels_reaches_the_client_whole(self):
         # the reply writer stops at 2048 levels: the result went out cut there and closed with
@@ -592,9 +592,9 @@ class ToolContext(ServerTest):
 
     def test_a_sessions_subscriptions_to_a_subscribable_template_are_bounded(self):
         # each URI a template matches went into the session's metadata, rewritten whole by
-        # every turn: 64 KiB of URIs at most
+        # every turn: 64 KiB of stored text at most (a URI of 1,007 bytes takes 1,015 there)
         s = Session(self.server)
-        uri = lambda i: "kit://watch/%04d-%s" % (i, "x" * 1000)
+        uri = lambda i: "kit://watch/%04d-%s" % (i, "x" * 990)
         taken = 0
         for i in range(80):
             _, m = s.call("resources/subscribe", {"uri": uri(i)})
@@ -609,6 +609,19 @@ class ToolContext(ServerTest):
         _, m = s.call("resources/unsubscribe", {"uri": uri(3)})
         _, m = s.call("resources/subscribe", {"uri": uri(64)})
         self.assertEqual(m.get("result"), {}, "room again after an unsubscribe")
+
+    def test_a_subscription_is_counted_as_the_text_the_session_stores(self):
+        # a control character is one byte of a URI and six of its stored JSON (\u0001)
+        s = Session(self.server)
+        uri = lambda i: "kit://watch/%04d-%s" % (i, "\u0001" * 1000)
+        taken = 0
+        for i in range(80):
+            _, m = s.call("resources/subscribe", {"uri": uri(i)})
+            if "error" in m:
+                break
+            taken += 1
+        self.assertEqual(taken, 10, "ten URIs of 6 KiB stored each fit in 64 KiB")
+        self.assertEqual(m["error"]["code"], -32003, m)
 
     def cancel_and_wait(self, s, rid, st):
         r = s.notify("notifications/cancelled", {"requestId": rid})

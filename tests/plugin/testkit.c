@@ -108,12 +108,13 @@ static json_t *not_utf8(mcpd_ctx_t *ctx, json_t *args, void *userdata)
         return NULL;
     }
     if (what && strcmp(what, "progress") == 0) { /* values no notification can carry */
+        int low_rc = mcpd_ctx_progress(ctx, -1e301, -1, NULL); /* any first value is taken */
         int nan_rc = mcpd_ctx_progress(ctx, NAN, -1, NULL);
         int inf_rc = mcpd_ctx_progress(ctx, INFINITY, -1, NULL);
         int big_rc = mcpd_ctx_progress(ctx, 1e19, NAN, NULL);
         int next_rc = mcpd_ctx_progress(ctx, 2e19, 4e19, NULL);
-        return mcpd_text_resultf("nan %d, inf %d, 1e19 %d, 2e19 %d", nan_rc, inf_rc, big_rc,
-                                 next_rc);
+        return mcpd_text_resultf("-1e301 %d, nan %d, inf %d, 1e19 %d, 2e19 %d", low_rc, nan_rc,
+                                 inf_rc, big_rc, next_rc);
     }
     if (what && strcmp(what, "notify") == 0)
         return mcpd_text_resultf("notify %d", mcpd_ctx_notify(ctx, MCPD_TARGET_REQUEST,
