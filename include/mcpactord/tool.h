@@ -211,13 +211,13 @@ int mcpd_ctx_logf(mcpd_ctx_t *ctx, const char *level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Any server notification; params stolen (may be NULL). -EINVAL for a method that is empty or
- * not UTF-8 (nothing is sent). */
+ * not UTF-8, or params that are neither an object nor an array (nothing is sent). */
 int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params);
 
 /* A server->client request (elicitation/create, sampling/createMessage, roots/list...). Blocks
  * the handler until the client answers or timeout_ms passes (<= 0: the server default).
  * Returns the client's result (new reference), or NULL with mcpd_ctx_last_error() set: the
- * method is empty or not UTF-8, the client lacks the capability, no stream can carry it, the
+ * method is empty or not UTF-8, params are neither an object nor an array, the client lacks the capability, no stream can carry it, the
  * client answered with an error or with a result that is not its method's (an elicitation's
  * action not accept, decline or cancel, a sampling answer without role and content, roots not
  * an array), the call was cancelled, or the wait timed out. params stolen. */

@@ -361,7 +361,9 @@ static json_t *method_string(const char *method)
 int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params)
 {
     json_t *name = method_string(method);
-    if (!name) {
+    /* JSON-RPC's params are structured: an object or an array, or none */
+    if (!name || (params && !json_is_object(params) && !json_is_array(params))) {
+        json_decref(name);
         json_decref(params);
         return -EINVAL;
     }
@@ -377,6 +379,12 @@ json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *meth
         json_decref(params);
         mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL,
                            "a request's method must be a non-empty UTF-8 string");
+        return NULL;
+    }
+    if (params && !json_is_object(params) && !json_is_array(params)) {
+        json_decref(name);
+        json_decref(params);
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "a request's params are an object or an array");
         return NULL;
     }
     wmsg_t *m = wmsg_new(WM_TOOL_REQ);

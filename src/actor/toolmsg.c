@@ -203,8 +203,15 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
         job_reply(j, wait_seq, NULL, "not a state operation");
         return;
     }
+    char *text = out ? json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    if (out && !text) { /* a string not UTF-8 (jansson's _nocheck calls made it): no JSON text */
+        json_decref(out);
+        job_reply_code(j, wait_seq, NULL, MCPD_ERR_INVALID_PARAMS,
+                       "the state value has no JSON text (a string in it is not UTF-8): "
+                       "nothing was stored");
+        return;
+    }
     if (out) {
-        char *text = json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY);
         owner->stored_more = true;
         sessionrec_put_state(actor_batch(owner), owner->sid, j->state_key, text, strlen(text));
         free(text);

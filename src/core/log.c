@@ -3,6 +3,7 @@
 #include "core/log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -43,8 +44,8 @@ void log_write(log_level_t level, const char *fmt, ...)
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
     int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s [%s] ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, tags[level], t_name);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, tags[level], t_name);
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
@@ -55,4 +56,15 @@ void log_write(log_level_t level, const char *fmt, ...)
     line[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+bool log_due(_Atomic long long *last_us, long long period_us)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 + period_us; /* > 0 */
+    long long last = atomic_load_explicit(last_us, memory_order_relaxed);
+    return now - last >= period_us &&
+           atomic_compare_exchange_strong_explicit(last_us, &last, now, memory_order_relaxed,
+                                                   memory_order_relaxed);
 }

@@ -581,6 +581,9 @@ class ToolContext(ServerTest):
             self.assertEqual(m["error"]["message"],
                              f"the handler of misbehave returned {type_}, not a CallToolResult "
                              "(an object with a \"content\" array)")
+        with open(self.server.stderr_path, "rb") as f:
+            said = f.read().decode(errors="replace").count("the handler of misbehave returned")
+        self.assertEqual(said, 1, "the log says it once a minute, not once a call")
         self.assertServerHealthy()
 
     def test_a_resource_update_for_a_uri_that_is_not_utf8_is_refused(self):
@@ -589,6 +592,22 @@ class ToolContext(ServerTest):
         s = Session(self.server)
         _, m = s.tool("misbehave", {"what": "bad_uri"})
         self.assertEqual(text_of(m), "updated -22")
+
+    def test_a_state_value_without_json_text_is_refused_and_the_old_one_stays(self):
+        # a string that is not UTF-8 has no JSON text: the worker stored strlen(NULL) (it died)
+        s = Session(self.server)
+        _, m = s.tool("misbehave", {"what": "bad_state"})
+        self.assertEqual(text_of(m), "put -5, k before")
+        self.assertServerHealthy()
+
+    def test_a_notification_whose_params_are_not_structured_is_refused(self):
+        # JSON-RPC's params are an object or an array: a string went out as it was
+        s = Session(self.server, capabilities={"roots": {}})
+        r, m = s.tool("misbehave", {"what": "bad_params"})
+        self.assertEqual(text_of(m), "notify -22, request a request's params are an object or "
+                         "an array")
+        self.assertEqual([x for x in r.messages() if x.get("method") in
+                          ("notifications/kit", "roots/list")], [])
 
     def test_a_sessions_subscriptions_to_a_subscribable_template_are_bounded(self):
         # each URI a template matches went into the session's metadata, rewritten whole by

@@ -38,7 +38,11 @@
  *                               returns a result whose structuredContent.v nests n arrays;
  *                               "string" returns a JSON string and "no_content" an object
  *                               without content, neither a CallToolResult; "bad_uri" reports
- *                               kit://watch/\xff updated (not UTF-8) and returns the rc. */
+ *                               kit://watch/\xff updated (not UTF-8) and returns the rc;
+ *                               "bad_state" stores a string that is not UTF-8 (made with
+ *                               jansson's _nocheck) and returns the rc and the stored "k";
+ *                               "bad_params" sends a notification whose params are a string
+ *                               and a roots/list whose params are 1, and says what came. */
 #include <mcpactord/tool.h>
 
 #include <stdio.h>
@@ -328,6 +332,23 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
         return json_pack("{s:s}", "text", "no content array");
     if (strcmp(what, "bad_uri") == 0)
         return mcpd_text_resultf("updated %d", mcpd_ctx_resource_updated(ctx, "kit://watch/\xff"));
+    if (strcmp(what, "bad_state") == 0) {
+        mcpd_ctx_state_put(ctx, "k", json_string("before"));
+        int rc = mcpd_ctx_state_put(ctx, "k", json_stringn_nocheck("caf\xc3", 4));
+        json_t *now = mcpd_ctx_state_get(ctx, "k");
+        json_t *r = mcpd_text_resultf("put %d, k %s", rc, json_string_value(now));
+        json_decref(now);
+        return r;
+    }
+    if (strcmp(what, "bad_params") == 0) {
+        int rc = mcpd_ctx_notify(ctx, MCPD_TARGET_REQUEST, "notifications/kit",
+                                 json_string("not structured"));
+        json_t *answer = mcpd_ctx_request(ctx, MCPD_TARGET_REQUEST, "roots/list", json_integer(1),
+                                          2000);
+        json_decref(answer);
+        return mcpd_text_resultf("notify %d, request %s", rc,
+                                 answer ? "answered" : mcpd_ctx_last_error(ctx));
+    }
     return mcpd_error_result("unknown misbehaviour %s", what);
 }
 
