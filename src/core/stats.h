@@ -43,9 +43,14 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(events_replayed_total, counter, "Events replayed to resuming clients.")                       \
     X(events_evicted_total, counter, "Events evicted by the per-stream cap.")                       \
     X(replay_gaps_total, counter, "Resumes from an id older than the oldest kept event.")           \
-    X(hibernations_total, counter, "Sessions hibernated (freed from memory).")                      \
-    X(wakes_total, counter, "Sessions woken from the store.")                                       \
-    X(alarms_pending, gauge, "Sessions holding a durable alarm.")                                   \
+    X(hibernations_total, counter,                                                                  \
+      "Actors hibernated (freed from memory): sessions, and the state handles, tasks and "          \
+      "2026-07-28 input records that are kept as actors.")                                          \
+    X(wakes_total, counter,                                                                         \
+      "Actors woken from the store: sessions, state handles, tasks and input records.")             \
+    X(alarms_pending, gauge,                                                                        \
+      "Durable alarms stored: each session, state handle, task and 2026-07-28 input record "        \
+      "holds one.")                                                                                 \
     X(sweeps_total, counter, "Sweep alarms run.")                                                   \
     X(alarm_rearms_total, counter,                                                                  \
       "Wake-ups of the alarm scheduler by a hint (a new alarm due before the armed one, or set "    \
