@@ -80,9 +80,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \
     X(limit_refusals_total, counter,                                                                \
       "Requests refused by a limit (--max-connections, --max-sessions, --max-streams, "             \
-      "--max-handles, --max-tasks, --max-body, --max-headers, --max-json-nodes, a principal's "     \
-      "share...), connections closed at accept past twice --max-connections, and SSE streams "      \
-      "cut for want of an --sse-backlog place.")                                                    \
+      "--max-handles, --max-tasks, --max-body, --max-headers, --max-json-nodes, "                   \
+      "--auth-dpop-jti-max, a principal's share...), connections closed at accept past twice "      \
+      "--max-connections, and SSE streams cut for want of an --sse-backlog place.")                 \
     X(share_refusals_total, counter,                                                                \
       "Of those, refused because the principal held its share (--principal-share) of a cap.")       \
     X(sse_slow_reader_cuts_total, counter,                                                          \
