@@ -142,7 +142,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(auth_rejected_total, counter,                                                                 \
       "Requests refused by authorization: 401 (no or invalid token) and 403 (insufficient scope).") \
     X(auth_unavailable_total, counter,                                                              \
-      "Requests with a JWT answered 503 because no signing key set could be had yet.")              \
+      "Requests answered 503 by authorization: no signing key for their JWT could be had yet, "     \
+      "their opaque token's introspection got no answer, or their DPoP proof could not be "         \
+      "recorded or checked (--auth-dpop-jti-max or the client's share of it, the store).")          \
     X(jwks_fetches_total, counter, "Key set fetches from the issuer that succeeded.")               \
     X(jwks_fetch_failures_total, counter,                                                           \
       "Key set fetches (the issuer's metadata, then its jwks_uri) that failed.")                    \
