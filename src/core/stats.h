@@ -35,7 +35,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
 #define STATS_SCALARS(X)                                                                            \
     X(sessions_live, gauge, "Sessions in memory (not hibernated).")                                 \
     X(sessions_created_total, counter, "Sessions created by initialize.")                           \
-    X(sessions_deleted_total, counter, "Sessions deleted (DELETE or session TTL).")                 \
+    X(sessions_deleted_total, counter,                                                              \
+      "Sessions deleted (DELETE, --session-ttl or --unused-session-ttl).")                          \
     X(sessions_stored, gauge, "Sessions stored (live or hibernated).")                              \
     X(sessions_unused_expired_total, counter,                                                       \
       "Sessions deleted because no request came after initialize (--unused-session-ttl).")          \
