@@ -182,8 +182,9 @@ extern int64_t g_stats_started_ms;
  * thread and down on another: a connection, a session, a job) are one shared atomic each, in
  * g_stats_gauges: a sum of per-thread parts read at different moments can show a value the
  * gauge never had, and the limit checks read them on hot paths. They change per connection,
- * session or job, not per request; the two that change per request and go down on the thread
- * that raised them are per thread (STATS_PROM_tgauge). */
+ * session or job, not per request; the ones that change per request or stream (the "tgauge"
+ * rows: modern_requests_live, sse_backlogged, upstream_pool_waiting; and streams_open_post) are
+ * per thread (STATS_PROM_tgauge). */
 extern _Thread_local stats_t *stats_tls;
 extern stats_t g_stats_gauges;
 stats_t *stats_attach(void);
