@@ -176,7 +176,9 @@ static void metrics_text(struct evbuffer *b)
     stats_snapshot(snap);
     metric_value(b, "uptime_seconds", "gauge", "Seconds since the server started.",
                  (now_mono_ms() - g_stats_started_ms) / 1000);
-    metric_head(b, "requests_total", "counter", "JSON-RPC messages received, by method.");
+    metric_head(b, "requests_total", "counter",
+                "JSON-RPC messages served, by method (not those refused before their session or "
+                "request took them: an unknown session, an HTTP check, a limit).");
     for (int m = 0; m < SM__COUNT; m++)
         evbuffer_add_printf(b, "mcpactord_requests_total{method=\"%s\"} %lld\n",
                             stats_method_name((stats_method_t)m), SNAP(requests_total[m]));

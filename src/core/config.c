@@ -40,7 +40,7 @@ static const flag_t FLAGS[] = {
     {"listen", "HOST:PORT", K_HOSTPORT, OFF(listen_host), 0, 0,
      "MCP endpoint address (default 127.0.0.1:8080); the endpoint path is /mcp"},
     {"admin-listen", "HOST:PORT", K_ADMIN, OFF(admin_host), 0, 0,
-     "admin listener for /healthz and /stats (default 127.0.0.1:8081; 'off' disables)"},
+     "admin listener for /healthz, /stats, /metrics and /shards (default 127.0.0.1:8081; 'off' disables)"},
     {"data-dir", "DIR", K_STR, OFF(data_dir), 0, 0,
      "RocksDB data directory, created if missing (default ./mcpactord-data)"},
     {"auth-tokens", "FILE", K_STR, OFF(auth_tokens), 0, 0,
@@ -74,7 +74,7 @@ static const flag_t FLAGS[] = {
      "--principal-share percent of it; a new proof beyond either gets 503"},
     {"cluster", "FILE", K_STR, OFF(cluster_file), 0, 0,
      "run as one node of a cluster: FILE (JSON) lists the nodes and which of the 4096 shards each "
-     "owns; this node serves and mints ids only in its shards (README: Run a cluster)"},
+     "owns; this node serves and mints ids only in its shards (docs/usage/cluster.md)"},
     {"node", "NAME", K_STR, OFF(node_name), 0, 0,
      "this node's name in --cluster FILE (its listen, admin and data_dir there are the defaults)"},
     {"move-dir", "DIR", K_STR, OFF(move_dir), 0, 0,

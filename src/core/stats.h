@@ -35,7 +35,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
 #define STATS_SCALARS(X)                                                                            \
     X(sessions_live, gauge, "Sessions in memory (not hibernated).")                                 \
     X(sessions_created_total, counter, "Sessions created by initialize.")                           \
-    X(sessions_deleted_total, counter, "Sessions deleted (DELETE or session TTL).")                 \
+    X(sessions_deleted_total, counter,                                                              \
+      "Sessions deleted (DELETE, --session-ttl or --unused-session-ttl).")                          \
     X(sessions_stored, gauge, "Sessions stored (live or hibernated).")                              \
     X(sessions_unused_expired_total, counter,                                                       \
       "Sessions deleted because no request came after initialize (--unused-session-ttl).")          \
@@ -43,9 +44,14 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(events_replayed_total, counter, "Events replayed to resuming clients.")                       \
     X(events_evicted_total, counter, "Events evicted by the per-stream cap.")                       \
     X(replay_gaps_total, counter, "Resumes from an id older than the oldest kept event.")           \
-    X(hibernations_total, counter, "Sessions hibernated (freed from memory).")                      \
-    X(wakes_total, counter, "Sessions woken from the store.")                                       \
-    X(alarms_pending, gauge, "Sessions holding a durable alarm.")                                   \
+    X(hibernations_total, counter,                                                                  \
+      "Actors hibernated (freed from memory): sessions, and the state handles, tasks and "          \
+      "2026-07-28 input records that are kept as actors.")                                          \
+    X(wakes_total, counter,                                                                         \
+      "Actors woken from the store: sessions, state handles, tasks and input records.")             \
+    X(alarms_pending, gauge,                                                                        \
+      "Durable alarms stored: each session, state handle, task and 2026-07-28 input record "        \
+      "holds one.")                                                                                 \
     X(sweeps_total, counter, "Sweep alarms run.")                                                   \
     X(alarm_rearms_total, counter,                                                                  \
       "Wake-ups of the alarm scheduler by a hint (a new alarm due before the armed one, or set "    \
@@ -75,9 +81,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \
     X(limit_refusals_total, counter,                                                                \
       "Requests refused by a limit (--max-connections, --max-sessions, --max-streams, "             \
-      "--max-handles, --max-tasks, --max-body, --max-headers, --max-json-nodes, a principal's "     \
-      "share...), connections closed at accept past twice --max-connections, and SSE streams "      \
-      "cut for want of an --sse-backlog place.")                                                    \
+      "--max-handles, --max-tasks, --max-body, --max-headers, --max-json-nodes, "                   \
+      "--auth-dpop-jti-max, a principal's share...), connections closed at accept past twice "      \
+      "--max-connections, and SSE streams cut for want of an --sse-backlog place.")                 \
     X(share_refusals_total, counter,                                                                \
       "Of those, refused because the principal held its share (--principal-share) of a cap.")       \
     X(sse_slow_reader_cuts_total, counter,                                                          \
@@ -137,7 +143,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(auth_rejected_total, counter,                                                                 \
       "Requests refused by authorization: 401 (no or invalid token) and 403 (insufficient scope).") \
     X(auth_unavailable_total, counter,                                                              \
-      "Requests with a JWT answered 503 because no signing key set could be had yet.")              \
+      "Requests answered 503 by authorization: no signing key for their JWT could be had yet, "     \
+      "their opaque token's introspection got no answer, or their DPoP proof could not be "         \
+      "recorded or checked (--auth-dpop-jti-max or the client's share of it, the store).")          \
     X(jwks_fetches_total, counter, "Key set fetches from the issuer that succeeded.")               \
     X(jwks_fetch_failures_total, counter,                                                           \
       "Key set fetches (the issuer's metadata, then its jwks_uri) that failed.")                    \
@@ -174,8 +182,9 @@ extern int64_t g_stats_started_ms;
  * thread and down on another: a connection, a session, a job) are one shared atomic each, in
  * g_stats_gauges: a sum of per-thread parts read at different moments can show a value the
  * gauge never had, and the limit checks read them on hot paths. They change per connection,
- * session or job, not per request; the two that change per request and go down on the thread
- * that raised them are per thread (STATS_PROM_tgauge). */
+ * session or job, not per request; the ones that change per request or stream (the "tgauge"
+ * rows: modern_requests_live, sse_backlogged, upstream_pool_waiting; and streams_open_post) are
+ * per thread (STATS_PROM_tgauge). */
 extern _Thread_local stats_t *stats_tls;
 extern stats_t g_stats_gauges;
 stats_t *stats_attach(void);

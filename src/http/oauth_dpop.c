@@ -215,6 +215,10 @@ bool http_dpop_gate(http_thread_t *t, struct evhttp_request *req, const json_t *
         return false;
     case JTI_SHARE:
     case JTI_FULL: {
+        /* a limit (--auth-dpop-jti-max) and its share, counted as every other's */
+        STAT_INC(limit_refusals_total);
+        if (r == JTI_SHARE)
+            STAT_INC(share_refusals_total);
         char retry[24];
         snprintf(retry, sizeof retry, "%lld", (long long)jti_retry_after());
         http_auth_unavailable(req, id,

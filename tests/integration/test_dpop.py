@@ -337,6 +337,10 @@ class Dpop(unittest.TestCase):
             self.assertIn("this client's share", doc["error"]["message"])
             self.assertEqual([use(self.other_key, "mallory", 6 + i)[0] for i in range(5)], [503] * 5,
                              "another key of the same principal counts in the same share")
+            st = srv.stats()
+            self.assertEqual((st["limit_refusals_total"], st["share_refusals_total"]), (6, 6),
+                             "each proof refused past the share counts as a refusal by a limit, "
+                             "of a share")
             self.assertEqual(use(third, "alice", 11)[0], 200, "another principal still gets in")
             self.assertEqual(use(self.other_key, "bob", 12)[0], 200,
                              "a key is not the principal: another principal's token bound to it")
