@@ -9,6 +9,7 @@
 
 #include "core/buf.h"
 #include "core/jsondump.h"
+#include "core/stats.h"
 #include "core/util.h"
 #include "wire/jsonrpc.h"
 
@@ -248,6 +249,7 @@ void mcp_subscribe(actor_t *a, call_t *c, json_t *params, bool on)
     if (on && !json_object_get(ps->subscriptions, json_string_value(uri)) &&
         /* the object's text grows by the key's text, a colon, "true" and a comma */
         stored_len(ps->subscriptions) + stored_len(uri) + 6 > SUBSCRIPTIONS_MAX_BYTES) {
+        STAT_INC(limit_refusals_total);
         mcp_answer_error(a, c, MCP_ERR_OVERLOADED,
                          "this session's resource subscriptions hold their most (64 KiB stored): "
                          "unsubscribe from one first",

@@ -614,6 +614,7 @@ class ToolContext(ServerTest):
         # every turn: 64 KiB of stored text at most (a URI of 1,007 bytes takes 1,015 there)
         s = Session(self.server)
         uri = lambda i: "kit://watch/%04d-%s" % (i, "x" * 990)
+        refused = self.server.stats()["limit_refusals_total"]
         taken = 0
         for i in range(80):
             _, m = s.call("resources/subscribe", {"uri": uri(i)})
@@ -623,6 +624,8 @@ class ToolContext(ServerTest):
         self.assertEqual(taken, 64, "64 subscriptions of about 1 KiB fit in 64 KiB")
         self.assertEqual(m["error"]["code"], -32003, m)
         self.assertEqual(m["error"]["data"], {"uri": uri(64)}, m)
+        self.assertEqual(self.server.stats()["limit_refusals_total"], refused + 1,
+                         "a refusal by a limit, counted as the others")
         _, m = s.call("resources/subscribe", {"uri": uri(3)})
         self.assertEqual(m.get("result"), {}, "a URI already subscribed takes no more room")
         _, m = s.call("resources/unsubscribe", {"uri": uri(3)})
