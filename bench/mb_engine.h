@@ -86,6 +86,7 @@ struct mb_engine {
     mb_stats_t total;
     mb_stats_t cls[MB_MAX_CLASSES];
     struct event *tick;
+    struct event *due; /* open loop: fires when the next operation is due */
     int64_t last_progress;
     uint64_t last_progress_ok;
 };
@@ -105,6 +106,10 @@ void mb_engine_finish(mb_engine_t *e);
 void mb_engine_kick(mb_engine_t *e);
 
 double mb_engine_elapsed_s(const mb_engine_t *e);
+
+/* The event loop for a run. precise_timers (open loop): timers fire to the microsecond instead
+ * of the backend's millisecond (epoll's timeout), at one timerfd_settime per loop turn. */
+struct event_base *mb_event_base_new(bool precise_timers);
 
 /* Runs the loop for `us` microseconds (idle connections keep being serviced). */
 void mb_sleep_loop(struct event_base *base, int64_t us);

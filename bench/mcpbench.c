@@ -475,7 +475,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     raise_nofile();
     mb_progress_tty = isatty(STDOUT_FILENO) && !c.quiet && !c.json;
-    c.base = event_base_new();
+    c.base = mb_event_base_new(c.rate > 0); /* open loop: start each operation when due */
     if (!c.base) {
         fprintf(stderr, "mcpbench: cannot create an event loop\n");
         return 1;
