@@ -155,6 +155,7 @@ static void slot_fill(mb_slot_t *s)
         } else {
             op->t_start = now;
         }
+        op->t_began = now;
         op->deadline = now + e->cfg.timeout_us;
         s->op = op;
         e->started++;
@@ -200,7 +201,7 @@ void mb_engine_op_done(mb_op_t *op, mb_err_t err, int64_t latency_us)
     mb_engine_t *e = op->e;
     mb_slot_t *s = op->slot;
     int64_t now = mb_now_us();
-    int64_t lat = latency_us >= 0 ? latency_us : now - op->t_start;
+    int64_t lat = latency_us >= 0 ? latency_us + (op->t_began - op->t_start) : now - op->t_start;
     record(&e->total, err, op->status, lat);
     if (op->cls >= 0 && op->cls < MB_MAX_CLASSES)
         record(&e->cls[op->cls], err, op->status, lat);

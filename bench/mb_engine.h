@@ -38,6 +38,7 @@ struct mb_op {
     mb_engine_t *e;
     mb_slot_t *slot;
     int64_t t_start; /* when it was due (open loop) or started (closed loop) */
+    int64_t t_began; /* when a slot started it (open loop: t_start or later) */
     int64_t deadline;
     int cls;    /* class for per-class figures (mixed) */
     int status; /* the HTTP status to count with MB_E_STATUS */
@@ -98,7 +99,10 @@ void mb_engine_free(mb_engine_t *e);
 
 /* Initializes the common fields of a new operation. */
 void mb_op_init(mb_op_t *op, void (*start)(mb_op_t *), void (*destroy)(mb_op_t *));
-/* Ends op: records it (latency_us < 0: now - t_start) and frees it through its destroy. */
+/* Ends op: records it and frees it through its destroy. latency_us < 0: now - t_start. A latency
+ * of the operation's own (from a later point: a stream's POST, a resume's GET) is charged the
+ * time the operation waited past its due time for a free slot, so an open loop behind its rate
+ * shows the queueing there too. */
 void mb_engine_op_done(mb_op_t *op, mb_err_t err, int64_t latency_us);
 /* No more operations will be offered (the scenario ran out of work). */
 void mb_engine_finish(mb_engine_t *e);

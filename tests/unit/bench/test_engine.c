@@ -70,10 +70,11 @@ typedef struct test_op {
 } test_op_t;
 
 static int64_t work_us;
+static int64_t own_latency_us = -1; /* what the operation reports as its own latency */
 
 static void test_op_end(evutil_socket_t fd, short what, void *arg)
 {
-    mb_engine_op_done(arg, MB_OK, -1);
+    mb_engine_op_done(arg, MB_OK, own_latency_us);
 }
 
 static void test_op_start(mb_op_t *op)
@@ -148,6 +149,38 @@ static void an_open_loop_behind_its_rate_counts_the_queueing(void **state)
     finish_engine(&e, &t);
 }
 
+/* Streams and resumes report a latency of their own (from their POST, from their GET): behind
+ * its rate, the time an operation waited for a slot past its due time counts too. */
+static void an_operations_own_latency_includes_its_wait_past_due(void **state)
+{
+    mb_engine_t e;
+    mb_target_t t;
+    work_us = 10000;
+    own_latency_us = 0; /* the operation's own measure: nothing */
+    run_engine(&e, &t, 200, 1, 40);
+    own_latency_us = -1;
+    assert_int_equal(e.total.ok, 40);
+    print_message("own latency 0, behind the rate: max %.0f us\n", (double)e.total.hist.max_us);
+    assert_true(e.total.hist.max_us > 150000); /* the 40th waited about 200 ms for its slot */
+    assert_true(e.total.hist.min_us < 1000);   /* the first was on time */
+    finish_engine(&e, &t);
+}
+
+/* In a closed loop an operation starts when it is started: its own latency is kept as it is. */
+static void a_closed_loop_keeps_an_operations_own_latency(void **state)
+{
+    mb_engine_t e;
+    mb_target_t t;
+    work_us = 1000;
+    own_latency_us = 7;
+    run_engine(&e, &t, 0, 1, 20);
+    own_latency_us = -1;
+    assert_int_equal(e.total.ok, 20);
+    assert_int_equal(e.total.hist.min_us, 7);
+    assert_int_equal(e.total.hist.max_us, 7);
+    finish_engine(&e, &t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +189,8 @@ int main(void)
         cmocka_unit_test(merged_histograms_count_both),
         cmocka_unit_test(an_open_loop_charges_no_latency_the_server_did_not_cause),
         cmocka_unit_test(an_open_loop_behind_its_rate_counts_the_queueing),
+        cmocka_unit_test(an_operations_own_latency_includes_its_wait_past_due),
+        cmocka_unit_test(a_closed_loop_keeps_an_operations_own_latency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
