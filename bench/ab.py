@@ -103,7 +103,10 @@ def main():
                 r = run_one(o.a if which == "A" else o.b, sc, o.seconds, o.mcpbench)
                 got[which].append(r[key])
                 if out:
-                    out.write(json.dumps({"ab": which, "scenario": sc, **r}) + "\n")
+                    # ab.py's scenario names the row (call-sse, resume-post...); mcpbench's own
+                    # ("call", "resume") is kept as mcpbench_scenario, not let overwrite it
+                    row = {**r, "ab": which, "scenario": sc, "mcpbench_scenario": r["scenario"]}
+                    out.write(json.dumps(row) + "\n")
         ma, mb = median(got["A"]), median(got["B"])
         ratio = mb / ma if ma else float("nan")
         print(f"{sc:10s} {key:10s} A {' '.join(f'{x:.6g}' for x in got['A'])}  |  "
