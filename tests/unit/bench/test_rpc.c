@@ -22,11 +22,25 @@ typedef struct canned {
 
 static canned_t answer;
 
+/* > 0: the body goes out chunked (Transfer-Encoding), `split` bytes a chunk */
+static size_t split;
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", answer.ctype);
-    evbuffer_add(evhttp_request_get_output_buffer(req), answer.body, strlen(answer.body));
-    evhttp_send_reply(req, 200, "OK", NULL);
+    if (!split) {
+        evbuffer_add(evhttp_request_get_output_buffer(req), answer.body, strlen(answer.body));
+        evhttp_send_reply(req, 200, "OK", NULL);
+        return;
+    }
+    evhttp_send_reply_start(req, 200, "OK");
+    struct evbuffer *chunk = evbuffer_new();
+    for (size_t off = 0, n = strlen(answer.body); off < n; off += split) {
+        evbuffer_add(chunk, answer.body + off, n - off < split ? n - off : split);
+        evhttp_send_reply_chunk(req, chunk);
+    }
+    evbuffer_free(chunk);
+    evhttp_send_reply_end(req);
 }
 
 typedef struct fixture {
@@ -152,6 +166,31 @@ static void an_sse_stream_that_ends_without_the_response_is_not_ok(void **state)
         MB_E_PROTO);
 }
 
+/* SSE lines cut anywhere by chunk boundaries, CRLF or CR line ends, data over several lines,
+ * comments and a notification before the response: the response is still found. */
+static void an_sse_answer_cut_into_small_chunks_is_read_whole(void **state)
+{
+    fixture_t *f = *state;
+    static const char *const bodies[] = {
+        ": keepalive\r\nid: 1\r\ndata:\r\n\r\nid: 2\r\ndata: "
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\r\n\r\nid: 3\r\n"
+        "data: " OK_RESULT "\r\n\r\n",
+        "id: 3\rdata: " OK_RESULT "\r\r",
+        "data: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"result\":{\"content\":[{\"type\":\"text\","
+        "\"text\":\"hello-bench\"}]}}\n\n",
+    };
+    const size_t splits[] = {1, 2, 3, 7, 64};
+    for (size_t b = 0; b < sizeof bodies / sizeof bodies[0]; b++)
+        for (size_t i = 0; i < sizeof splits / sizeof splits[0]; i++) {
+            split = splits[i];
+            assert_int_equal(verdict_of(f, "text/event-stream", bodies[b]), MB_OK);
+        }
+    /* and one cut before the event's blank line: no response */
+    split = 5;
+    assert_int_equal(verdict_of(f, "text/event-stream", "data: " OK_RESULT "\n"), MB_E_PROTO);
+    split = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +202,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_json_rpc_error_is_a_protocol_error, setup, teardown),
         cmocka_unit_test_setup_teardown(an_sse_stream_that_ends_without_the_response_is_not_ok,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(an_sse_answer_cut_into_small_chunks_is_read_whole, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
