@@ -265,6 +265,20 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     check_done(e);
 }
 
+/* Operations due within the duration (one every 1/rate s from t_begin, at most max_ops) that
+ * the run never started. 0 in a closed loop, a run bounded by count only, or one whose scenario
+ * ran out of work. */
+static int64_t due_not_started(const mb_engine_t *e)
+{
+    int64_t period = e->cfg.rate > 0 ? (int64_t)(1e6 / e->cfg.rate) : 0;
+    if (period <= 0 || e->cfg.duration_us <= 0 || e->no_more)
+        return 0;
+    int64_t due = (e->cfg.duration_us + period - 1) / period;
+    if (e->cfg.max_ops > 0 && due > e->cfg.max_ops)
+        due = e->cfg.max_ops;
+    return due > e->started ? due - e->started : 0;
+}
+
 void mb_engine_run(mb_engine_t *e)
 {
     e->t_begin = mb_now_us();
@@ -279,6 +293,7 @@ void mb_engine_run(mb_engine_t *e)
     if (!e->done)
         event_base_dispatch(e->t->base);
     e->t_stop = e->t_last_done;
+    e->due_not_started = due_not_started(e);
     event_del(e->tick);
     if (e->due)
         event_del(e->due);

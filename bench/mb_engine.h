@@ -82,6 +82,9 @@ struct mb_engine {
     int64_t started;
     int64_t t_begin, t_last_done, t_stop;
     int64_t next_due;
+    /* open loop, after the run: operations due within --duration that never started (every
+     * slot was busy until the end); their latencies, the longest, are in no percentile */
+    int64_t due_not_started;
     bool no_more, done, in_fill;
     int waiting;
     mb_stats_t total;

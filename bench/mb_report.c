@@ -76,6 +76,10 @@ void mb_result_from_engine(mb_result_t *r, const mb_engine_t *e, int cls)
     r->p99 = mb_hist_pct(&s->hist, 99) / 1000.0;
     r->max = (double)(s->hist.count ? s->hist.max_us : 0) / 1000.0;
     r->mean = mb_hist_mean(&s->hist) / 1000.0;
+    if (e->cfg.rate > 0) {
+        mb_result_num(r, "target_rate", e->cfg.rate);
+        mb_result_num(r, "due_not_started", (double)e->due_not_started);
+    }
 }
 
 void mb_result_fail(mb_result_t *r, const char *fmt, ...)

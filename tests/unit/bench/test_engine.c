@@ -99,6 +99,8 @@ static mb_op_t *test_next(mb_engine_t *e, mb_slot_t *s)
     return &t->op;
 }
 
+static int64_t run_duration_us; /* 0: bounded by max_ops only */
+
 static void run_engine(mb_engine_t *e, mb_target_t *t, double rate, int slots, int64_t max_ops)
 {
     memset(t, 0, sizeof *t);
@@ -106,6 +108,7 @@ static void run_engine(mb_engine_t *e, mb_target_t *t, double rate, int slots, i
     mb_engine_cfg_t cfg = {
         .slots = slots,
         .max_ops = max_ops,
+        .duration_us = run_duration_us,
         .rate = rate,
         .timeout_us = 5000000,
         .next_op = test_next,
@@ -181,6 +184,30 @@ static void a_closed_loop_keeps_an_operations_own_latency(void **state)
     finish_engine(&e, &t);
 }
 
+/* Behind its rate until the end, an open loop leaves due operations unstarted: they are counted. */
+static void due_operations_that_never_started_are_counted(void **state)
+{
+    mb_engine_t e;
+    mb_target_t t;
+    work_us = 10000; /* 100/s at most on 1 slot, 200/s asked for 0.4 s: 80 due, about 40 run */
+    run_duration_us = 400000;
+    run_engine(&e, &t, 200, 1, 0);
+    run_duration_us = 0;
+    print_message("80 due: %llu ok, %lld never started\n", (unsigned long long)e.total.ok,
+                  (long long)e.due_not_started);
+    assert_int_equal(e.total.ok + (uint64_t)e.due_not_started, 80);
+    assert_true(e.due_not_started >= 30);
+    finish_engine(&e, &t);
+    /* keeping up: nothing left */
+    work_us = 0;
+    run_duration_us = 200000;
+    run_engine(&e, &t, 200, 2, 0);
+    run_duration_us = 0;
+    assert_int_equal(e.total.ok + (uint64_t)e.due_not_started, 40);
+    assert_true(e.due_not_started <= 2); /* the last, due at 195 ms, may start past 200 ms */
+    finish_engine(&e, &t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +218,7 @@ int main(void)
         cmocka_unit_test(an_open_loop_behind_its_rate_counts_the_queueing),
         cmocka_unit_test(an_operations_own_latency_includes_its_wait_past_due),
         cmocka_unit_test(a_closed_loop_keeps_an_operations_own_latency),
+        cmocka_unit_test(due_operations_that_never_started_are_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
