@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A/B two mcpactord binaries side by side in one run: the server pinned to core 0, mcpbench to
 core 1, runs interleaved (A B B A A B ...) so that drift on a shared machine hits both alike.
-Prints per scenario each run's figure, the medians and the ratio B/A.
+Prints per scenario each run's figure, the medians and their ratio B/A, and the paired ratio
+(the median of each rep's B/A, whose two runs ran back to back: drift between reps cancels in
+it, not in the ratio of the medians). When the two disagree, the runs are too noisy to decide.
 
 Usage: bench/ab.py BIN_A BIN_B [--reps 3] [--seconds 8] [--mcpbench build/bench/mcpbench]
                    [--scenarios call,call-sse,handshake,resume] [--json OUT.jsonl]
@@ -77,6 +79,17 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+def compare(a, b):
+    """Medians of A and B, their ratio B/A, and the paired ratio: the median of each rep's B/A.
+    The two runs of a rep ran back to back; the medians of A and B may come from different reps,
+    so one disturbed rep can decide their ratio (A 100 50 90, B 105 52 60: medians 90 and 60,
+    0.667; each rep's ratio 1.05 1.04 0.667, paired 1.04)."""
+    ma, mb = median(a), median(b)
+    ratio = mb / ma if ma else float("nan")
+    pairs = [y / x for x, y in zip(a, b) if x]
+    return ma, mb, ratio, median(pairs) if pairs else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("a")
@@ -103,12 +116,15 @@ def main():
                 r = run_one(o.a if which == "A" else o.b, sc, o.seconds, o.mcpbench)
                 got[which].append(r[key])
                 if out:
-                    out.write(json.dumps({"ab": which, "scenario": sc, **r}) + "\n")
-        ma, mb = median(got["A"]), median(got["B"])
-        ratio = mb / ma if ma else float("nan")
+                    # ab.py's scenario names the row (call-sse, resume-post...); mcpbench's own
+                    # ("call", "resume") is kept as mcpbench_scenario, not let overwrite it
+                    row = {**r, "ab": which, "scenario": sc, "mcpbench_scenario": r["scenario"]}
+                    out.write(json.dumps(row) + "\n")
+        ma, mb, ratio, paired = compare(got["A"], got["B"])
         print(f"{sc:10s} {key:10s} A {' '.join(f'{x:.6g}' for x in got['A'])}  |  "
               f"B {' '.join(f'{x:.6g}' for x in got['B'])}  |  median A {ma:.6g} B {mb:.6g}  "
-              f"B/A {ratio:.3f} ({'higher' if higher else 'lower'} is better)", flush=True)
+              f"B/A {ratio:.3f}, paired {paired:.3f} ({'higher' if higher else 'lower'} is better)",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ struct mb_op {
     mb_engine_t *e;
     mb_slot_t *slot;
     int64_t t_start; /* when it was due (open loop) or started (closed loop) */
+    int64_t t_began; /* when a slot started it (open loop: t_start or later) */
     int64_t deadline;
     int cls;    /* class for per-class figures (mixed) */
     int status; /* the HTTP status to count with MB_E_STATUS */
@@ -81,11 +82,15 @@ struct mb_engine {
     int64_t started;
     int64_t t_begin, t_last_done, t_stop;
     int64_t next_due;
+    /* open loop, after the run: operations due within --duration that never started (every
+     * slot was busy until the end); their latencies, the longest, are in no percentile */
+    int64_t due_not_started;
     bool no_more, done, in_fill;
     int waiting;
     mb_stats_t total;
     mb_stats_t cls[MB_MAX_CLASSES];
     struct event *tick;
+    struct event *due; /* open loop: fires when the next operation is due */
     int64_t last_progress;
     uint64_t last_progress_ok;
 };
@@ -97,7 +102,10 @@ void mb_engine_free(mb_engine_t *e);
 
 /* Initializes the common fields of a new operation. */
 void mb_op_init(mb_op_t *op, void (*start)(mb_op_t *), void (*destroy)(mb_op_t *));
-/* Ends op: records it (latency_us < 0: now - t_start) and frees it through its destroy. */
+/* Ends op: records it and frees it through its destroy. latency_us < 0: now - t_start. A latency
+ * of the operation's own (from a later point: a stream's POST, a resume's GET) is charged the
+ * time the operation waited past its due time for a free slot, so an open loop behind its rate
+ * shows the queueing there too. */
 void mb_engine_op_done(mb_op_t *op, mb_err_t err, int64_t latency_us);
 /* No more operations will be offered (the scenario ran out of work). */
 void mb_engine_finish(mb_engine_t *e);
@@ -105,6 +113,10 @@ void mb_engine_finish(mb_engine_t *e);
 void mb_engine_kick(mb_engine_t *e);
 
 double mb_engine_elapsed_s(const mb_engine_t *e);
+
+/* The event loop for a run. precise_timers (open loop): timers fire to the microsecond instead
+ * of the backend's millisecond (epoll's timeout), at one timerfd_settime per loop turn. */
+struct event_base *mb_event_base_new(bool precise_timers);
 
 /* Runs the loop for `us` microseconds (idle connections keep being serviced). */
 void mb_sleep_loop(struct event_base *base, int64_t us);

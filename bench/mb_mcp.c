@@ -228,7 +228,7 @@ void mb_rpc_clear(mb_rpc_t *r)
     r->status = 0;
     r->ctype = MB_CT_NONE;
     r->sid[0] = '\0';
-    r->got_response = r->is_error = r->check_ok = false;
+    r->got_response = r->is_error = r->check_ok = r->tool_error = false;
     r->first_id[0] = '\0';
     r->has_first_id = false;
     r->notes = 0;
@@ -241,6 +241,13 @@ static bool contains(const char *p, size_t n, const char *s, size_t sl)
     if (!p || !s || n < sl)
         return false;
     return memmem(p, n, s, sl) != NULL;
+}
+
+/* A tools/call result that reports the tool's failure. An echoed text cannot fake it: inside a JSON
+ * string its quotes are escaped. */
+static bool has_tool_error(const char *p, size_t n)
+{
+    return contains(p, n, "\"isError\":true", 14) || contains(p, n, "\"isError\": true", 15);
 }
 
 static int rpc_on_event(mb_req_t *q, const mb_sse_ev_t *ev)
@@ -261,6 +268,7 @@ static int rpc_on_event(mb_req_t *q, const mb_sse_ev_t *ev)
     } else if ((kind == MB_MSG_RESPONSE || kind == MB_MSG_ERROR) && id == r->id) {
         r->got_response = true;
         r->is_error = kind == MB_MSG_ERROR;
+        r->tool_error = !r->is_error && has_tool_error(ev->data, ev->data_len);
         r->check_ok = contains(ev->data, ev->data_len, r->check, r->check_len);
         if (msg) {
             json_decref(r->response);
@@ -300,6 +308,7 @@ static void rpc_on_done(mb_req_t *q, mb_err_t err, const mb_resp_t *resp)
             r->got_response = contains(b, n, "\"result\"", 8) || contains(b, n, "\"error\"", 7);
             r->is_error = !contains(b, n, "\"result\"", 8);
         }
+        r->tool_error = !r->is_error && has_tool_error(b, n);
         r->check_ok = contains(b, n, r->check, r->check_len);
     }
     r->done(r, MB_OK);
@@ -326,6 +335,8 @@ mb_err_t mb_rpc_verdict(const mb_rpc_t *r)
         return MB_E_STATUS;
     if (!r->got_response || r->is_error)
         return MB_E_PROTO;
+    if (r->tool_error)
+        return MB_E_BODY;
     if (r->check_len && !r->check_ok)
         return MB_E_BODY;
     return MB_OK;

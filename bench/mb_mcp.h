@@ -71,6 +71,7 @@ struct mb_rpc {
     mb_ctype_t ctype;
     char sid[MB_SID_MAX];
     bool got_response, is_error, check_ok;
+    bool tool_error; /* the response is a result with "isError":true (a failed tools/call) */
     json_t *response;
     char first_id[256];
     bool has_first_id;
@@ -81,7 +82,8 @@ struct mb_rpc {
 
 /* Sends a POST with body on c, with s's session headers (s may be NULL). Clears the results. */
 void mb_rpc_post(mb_rpc_t *r, mb_conn_t *c, const mb_sess_t *s, const char *body, size_t len);
-/* The verdict for a request that expects a 200 with a successful JSON-RPC response. */
+/* The verdict for a request that expects a 200 with a successful JSON-RPC response: not a JSON-RPC
+ * error (MB_E_PROTO), not a tool result with isError true, and holding the check text (MB_E_BODY). */
 mb_err_t mb_rpc_verdict(const mb_rpc_t *r);
 void mb_rpc_clear(mb_rpc_t *r);
 

@@ -76,6 +76,10 @@ void mb_result_from_engine(mb_result_t *r, const mb_engine_t *e, int cls)
     r->p99 = mb_hist_pct(&s->hist, 99) / 1000.0;
     r->max = (double)(s->hist.count ? s->hist.max_us : 0) / 1000.0;
     r->mean = mb_hist_mean(&s->hist) / 1000.0;
+    if (e->cfg.rate > 0) {
+        mb_result_num(r, "target_rate", e->cfg.rate);
+        mb_result_num(r, "due_not_started", (double)e->due_not_started);
+    }
 }
 
 void mb_result_fail(mb_result_t *r, const char *fmt, ...)
@@ -137,7 +141,8 @@ static void print_errors(const mb_result_t *r)
             int shown = 0;
             for (int s = 0; s < 600; s++)
                 if (r->status[s])
-                    printf("%s%d x%llu", shown++ ? ", " : " [", s, (unsigned long long)r->status[s]);
+                    printf("%s%d x%llu", shown++ ? ", " : " [", s,
+                           (unsigned long long)r->status[s]);
             if (shown)
                 printf("]");
         }
@@ -170,11 +175,11 @@ static void print_table(const mb_result_t *r)
     for (int i = 0; i < r->nextra; i++) {
         const mb_extra_t *x = &r->extra[i];
         if (x->is_str)
-            printf("  %-24s%s\n", x->key, x->str);
+            printf("  %-23s %s\n", x->key, x->str);
         else if (x->num == floor(x->num) && fabs(x->num) < 1e15)
-            printf("  %-24s%s\n", x->key, fnum(b1, sizeof b1, x->num, 0));
+            printf("  %-23s %s\n", x->key, fnum(b1, sizeof b1, x->num, 0));
         else
-            printf("  %-24s%s\n", x->key, fnum(b1, sizeof b1, x->num, 3));
+            printf("  %-23s %s\n", x->key, fnum(b1, sizeof b1, x->num, 3));
     }
 }
 
@@ -266,13 +271,15 @@ void mb_report_compare(const mb_cfg_t *c, const mb_result_t *a, const mb_result_
         json_object_set_new(o, "url2", json_string(b->url));
         json_object_set_new(o, "label", json_string(a->label));
         json_object_set_new(o, "label2", json_string(b->label));
-        json_object_set_new(o, "throughput_ratio", json_real(round3(ratio(a->throughput, b->throughput))));
+        json_object_set_new(o, "throughput_ratio",
+                            json_real(round3(ratio(a->throughput, b->throughput))));
         json_object_set_new(o, "p50_ratio", json_real(round3(ratio(a->p50, b->p50))));
         json_object_set_new(o, "p90_ratio", json_real(round3(ratio(a->p90, b->p90))));
         json_object_set_new(o, "p99_ratio", json_real(round3(ratio(a->p99, b->p99))));
         json_object_set_new(o, "max_ratio", json_real(round3(ratio(a->max, b->max))));
         for (int i = 0; ratio_extras[i]; i++) {
-            const mb_extra_t *x = find_extra(a, ratio_extras[i]), *y = find_extra(b, ratio_extras[i]);
+            const mb_extra_t *x = find_extra(a, ratio_extras[i]),
+                             *y = find_extra(b, ratio_extras[i]);
             if (x && y) {
                 char k[64];
                 snprintf(k, sizeof k, "%s_ratio", ratio_extras[i]);

@@ -21,7 +21,8 @@ static const char usage_text[] =
     "Load generator for MCP Streamable HTTP servers (HTTP/1.1 keep-alive, JSON or SSE responses).\n"
     "\n"
     "scenarios:\n"
-    "  call        tools/call echo {text} on S sessions over C connections; OK = 200 + echoed text\n"
+    "  call        tools/call echo {text} on S sessions over C connections; OK = 200 + echoed text,\n"
+    "              no isError\n"
     "  call-modern the same call in the stateless 2026-07-28 era: no initialize, no session; each\n"
     "              request with params._meta and MCP-Protocol-Version, Mcp-Method, Mcp-Name\n"
     "  handshake   initialize + notifications/initialized + DELETE per session, C in parallel\n"
@@ -475,7 +476,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     raise_nofile();
     mb_progress_tty = isatty(STDOUT_FILENO) && !c.quiet && !c.json;
-    c.base = event_base_new();
+    c.base = mb_event_base_new(c.rate > 0); /* open loop: start each operation when due */
     if (!c.base) {
         fprintf(stderr, "mcpbench: cannot create an event loop\n");
         return 1;
