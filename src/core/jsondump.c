@@ -170,30 +170,68 @@ bool json_dump_into(buf_t *out, const json_t *v)
     return v && dump(out, v, 0);
 }
 
+/* A container being written by dump_deep: the next member to write. */
+typedef struct open_value {
+    const json_t *v;
+    void *iter; /* an object's next member (NULL: none left) */
+    size_t i;   /* members written */
+} open_value_t;
+
+/* dump's text at any depth, with its own stack on the heap: jansson's json_dumps recurses (and
+ * snprintfs a loop key) once a level, and a handler's result some 25,000 levels deep overflowed
+ * a thread's stack there; it also refuses a string that is not UTF-8 (_nocheck), which dump
+ * writes as it is. */
+static void dump_deep(buf_t *out, const json_t *v)
+{
+    size_t cap = 4096, n = 0;
+    open_value_t *st = xmalloc(cap * sizeof *st);
+    while (v) {
+        if (json_is_object(v) || json_is_array(v)) {
+            buf_add(out, json_is_object(v) ? "{" : "[", 1);
+            if (n == cap)
+                st = xrealloc(st, (cap *= 2) * sizeof *st);
+            st[n++] = (open_value_t){v, json_object_iter((json_t *)v), 0};
+        } else {
+            dump(out, v, 0);
+        }
+        v = NULL; /* the next value: the innermost open container's next member */
+        while (n && !v) {
+            open_value_t *o = &st[n - 1];
+            bool object = json_is_object(o->v);
+            if (object ? !o->iter : o->i == json_array_size(o->v)) {
+                buf_add(out, object ? "}" : "]", 1);
+                n--;
+                continue;
+            }
+            if (o->i++)
+                buf_add(out, ",", 1);
+            if (!object) {
+                v = json_array_get(o->v, o->i - 1);
+                continue;
+            }
+            dump_string(out, json_object_iter_key(o->iter), json_object_iter_key_len(o->iter));
+            buf_add(out, ":", 1);
+            v = json_object_iter_value(o->iter);
+            o->iter = json_object_iter_next((json_t *)o->v, o->iter);
+        }
+    }
+    free(st);
+}
+
 void json_dump_whole_into(buf_t *out, const json_t *v)
 {
     size_t mark = out->len;
     if (json_dump_into(out, v))
         return;
-    out->len = mark; /* too deep for us: jansson's text */
-    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    REQUIRE(t != NULL);
-    buf_adds(out, t);
-    free(t);
+    out->len = mark; /* too deep for the recursion: the same text from dump_deep */
+    dump_deep(out, v);
 }
 
 char *json_dump_compact(const json_t *v, size_t *len)
 {
     buf_t b = {0};
     buf_reserve(&b, 256);
-    if (!json_dump_into(&b, v)) {
-        buf_free(&b);
-        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY); /* too deep for us: jansson's */
-        REQUIRE(s != NULL);
-        if (len)
-            *len = strlen(s);
-        return s;
-    }
+    json_dump_whole_into(&b, v);
     return buf_steal(&b, len);
 }
 

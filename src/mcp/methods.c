@@ -41,7 +41,9 @@ const mcpd_registry_t *mcp_reg(void)
 static json_t *result_checked(job_t *j, json_t *r, const char *member, const char *what,
                               const char *name)
 {
-    if (!r || (json_is_object(r) && json_is_array(json_object_get(r, member))))
+    /* a run left waiting for input: whatever it returns is replaced by input_required */
+    if (!r || (json_is_object(r) && json_is_array(json_object_get(r, member))) ||
+        mcpd_ctx_input_pending(j))
         return r;
     static const char *const TYPES[] = {"an object", "an array", "a string", "an integer",
                                         "a real",    "true",     "false",    "null"};

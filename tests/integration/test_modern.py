@@ -373,6 +373,16 @@ class InputRequests(ServerTest):
         self.assertEqual(m["result"]["resultType"], "complete")
         self.assertEqual(self.server.stats()["modern_requests_live"], 0)
 
+    def test_what_a_handler_returns_while_input_is_missing_is_no_wrong_result(self):
+        # tool.h: it is replaced by input_required; a null was logged as a handler's bug
+        # ("returned null, not a CallToolResult"), hiding a real one's warning for a minute
+        res = self.first("misbehave", {"what": "pending"})
+        self.assertEqual(list(res["inputRequests"]), ["pick"], res)
+        with open(self.server.stderr_path, "rb") as f:
+            self.assertNotIn(b"the handler of misbehave returned", f.read())
+        m = self.retry(res, {"pick": accept()}, name="misbehave", args={"what": "pending"})
+        self.assertEqual(m["result"]["content"][0]["text"], "answered", m)
+
     def test_a_tampered_state_is_refused(self):
         res = self.first()
         key = next(iter(res["inputRequests"]))

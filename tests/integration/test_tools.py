@@ -569,6 +569,16 @@ class ToolContext(ServerTest):
         self.assertEqual(v, 0)
         self.assertServerHealthy()
 
+    def test_a_result_too_deep_for_jansson_s_recursion_reaches_the_client_whole(self):
+        # past 2048 levels the reply writer fell back to jansson's json_dumps, which recurses:
+        # some 25,000 levels overflowed the thread's stack and the server died (SIGSEGV)
+        s = Session(self.server)
+        r = s.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "misbehave", "arguments": {"what": "deep", "n": 60000}}})
+        self.assertEqual(r.status, 200)
+        self.assertIn(b'"v":' + b"[" * 60000 + b"0" + b"]" * 60000 + b"}", r.data)
+        self.assertServerHealthy()
+
     def test_a_result_that_is_not_a_call_tool_result_is_an_internal_error(self):
         # a handler's string went out as "result":"not an object", an object without content
         # as it was: responses no client accepts (a result is an object; content is required)

@@ -37,7 +37,8 @@
  *   misbehave {what, n}         results and calls at the edges of what the API allows: "deep"
  *                               returns a result whose structuredContent.v nests n arrays;
  *                               "string" returns a JSON string and "no_content" an object
- *                               without content, neither a CallToolResult; "bad_uri" reports
+ *                               without content, neither a CallToolResult; "pending" asks
+ *                               (input "pick") and returns null while the answer is missing; "bad_uri" reports
  *                               kit://watch/\xff updated (not UTF-8) and returns the rc;
  *                               "bad_state" stores a string that is not UTF-8 (made with
  *                               jansson's _nocheck) and returns the rc and the stored "k";
@@ -328,6 +329,14 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     }
     if (strcmp(what, "string") == 0)
         return json_string("not an object");
+    if (strcmp(what, "pending") == 0) { /* tool.h: what is returned is replaced */
+        mcpd_ctx_input_key(ctx, "pick");
+        json_t *r = mcpd_ctx_elicit(ctx, "Which one?", json_pack("{s:s}", "type", "object"), 0);
+        if (!r && mcpd_ctx_input_pending(ctx))
+            return json_null();
+        json_decref(r);
+        return mcpd_text_result("answered");
+    }
     if (strcmp(what, "no_content") == 0)
         return json_pack("{s:s}", "text", "no content array");
     if (strcmp(what, "bad_uri") == 0)

@@ -194,6 +194,66 @@ static void a_member_too_deep_for_us_is_jansson_s_text(void **state)
     json_decref(v);
 }
 
+/* The text of [[...[1]...]], depth arrays deep, built without a recursion. */
+static char *nested_text(int depth)
+{
+    char *t = malloc((size_t)depth * 2 + 2);
+    memset(t, '[', (size_t)depth);
+    t[depth] = '1';
+    memset(t + depth + 1, ']', (size_t)depth);
+    t[depth * 2 + 1] = '\0';
+    return t;
+}
+
+static void a_value_too_deep_for_jansson_s_recursion_is_written_whole(void **state)
+{
+    /* jansson's json_dumps overflowed the stack some 25,000 levels down (a handler's result
+     * took the server with it); json_decref still frees this depth */
+    enum { DEPTH = 60000 };
+    json_t *v = nested_arrays(DEPTH);
+    char *want = nested_text(DEPTH);
+    buf_t b = {0};
+    buf_adds(&b, "x");
+    json_dump_whole_into(&b, v);
+    assert_int_equal(b.len, strlen(want) + 1);
+    assert_memory_equal(b.p + 1, want, strlen(want));
+    size_t len;
+    char *got = json_dump_compact(v, &len);
+    assert_int_equal(len, strlen(want));
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    buf_free(&b);
+    json_decref(v);
+}
+
+static void a_deep_value_is_the_same_text_as_a_shallow_one(void **state)
+{
+    /* every kind of member past 2048 levels, as jansson writes them where it can */
+    json_t *inner = json_pack("{s:[i,f,s,n,b,{}],s:{s:[]},s:s}", "a", 1, 2.5, "x\"\n", 1, "o", "e",
+                              "k\u00e9", "v");
+    json_t *v = json_pack("[o,{s:o}]", inner, "deep", nested_arrays(2100));
+    char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    assert_non_null(want);
+    buf_t b = {0};
+    json_dump_whole_into(&b, v);
+    assert_int_equal(b.len, strlen(want));
+    assert_memory_equal(b.p, want, b.len);
+    free(want);
+    buf_free(&b);
+
+    /* a string jansson would refuse (_nocheck, not UTF-8) is written as dump writes it: the
+     * fallback to jansson's text aborted the server (REQUIRE) */
+    json_t *bad = json_pack("[o,o]", json_stringn_nocheck("caf\xc3", 4), nested_arrays(2100));
+    buf_t c = {0};
+    json_dump_whole_into(&c, bad);
+    assert_true(c.len > 4200);
+    assert_memory_equal(c.p, "[\"caf\xc3\",[[[", 11);
+    buf_free(&c);
+    json_decref(bad);
+    json_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +265,8 @@ int main(void)
         cmocka_unit_test(an_object_written_member_by_member_is_what_jansson_dumps),
         cmocka_unit_test(members_jansson_would_refuse_are_left_out_as_it_leaves_them),
         cmocka_unit_test(a_member_too_deep_for_us_is_jansson_s_text),
+        cmocka_unit_test(a_value_too_deep_for_jansson_s_recursion_is_written_whole),
+        cmocka_unit_test(a_deep_value_is_the_same_text_as_a_shallow_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
