@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/shard.h"
+#include "core/jsondump.h"
 #include "core/jsonparse.h"
 #include "store/eventlog.h"
 #include "store/sessionrec.h"
@@ -203,17 +204,18 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
         job_reply(j, wait_seq, NULL, "not a state operation");
         return;
     }
-    char *text = out ? json_dumps(out, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    if (out && !text) { /* a string not UTF-8 (jansson's _nocheck calls made it): no JSON text */
+    size_t len = 0;
+    char *text = out ? json_dump_storable(out, &len) : NULL;
+    if (out && !text) { /* it could not be read back: refused, the old value stays */
         json_decref(out);
         job_reply_code(j, wait_seq, NULL, MCPD_ERR_INVALID_PARAMS,
-                       "the state value has no JSON text (a string in it is not UTF-8): "
-                       "nothing was stored");
+                       "the state value cannot be stored: it nests deeper than 2048 levels or "
+                       "holds a string that is not UTF-8");
         return;
     }
     if (out) {
         owner->stored_more = true;
-        sessionrec_put_state(actor_batch(owner), owner->sid, j->state_key, text, strlen(text));
+        sessionrec_put_state(actor_batch(owner), owner->sid, j->state_key, text, len);
         free(text);
     } else {
         sessionrec_delete_state(actor_batch(owner), owner->sid, j->state_key);

@@ -2,6 +2,7 @@
 /* Compact JSON serialisation. Pure, any thread. See jsondump.h. */
 #include "core/jsondump.h"
 
+#include "core/jsonparse.h"
 #include "core/util.h"
 
 #include <stdio.h>
@@ -225,6 +226,17 @@ void json_dump_whole_into(buf_t *out, const json_t *v)
         return;
     out->len = mark; /* too deep for the recursion: the same text from dump_deep */
     dump_deep(out, v);
+}
+
+char *json_dump_storable(const json_t *v, size_t *len)
+{
+    buf_t b = {0};
+    /* from depth 1: the reader counts the outermost value as one level, json_dump_into as 0 */
+    if (!v || !dump(&b, v, 1) || !json_text_utf8(b.p, b.len)) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_steal(&b, len);
 }
 
 char *json_dump_compact(const json_t *v, size_t *len)

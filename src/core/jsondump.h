@@ -23,6 +23,11 @@ void json_dump_whole_into(buf_t *out, const json_t *v);
 /* The text of v at any depth (caller frees) and its length. */
 char *json_dump_compact(const json_t *v, size_t *len);
 
+/* The text of v (caller frees) when the store's reader reads it back (json_parse_buf): it
+ * nests at most 2048 levels and is UTF-8 (no string made by jansson's _nocheck calls that is
+ * not); else NULL. For what a plugin stores: a state value, a task's result. */
+char *json_dump_storable(const json_t *v, size_t *len);
+
 /* An object written member by member, without building it: the text is what the same members,
  * set in the same order on a jansson object (json_object_set_new / json_object_set), dump to
  * (the stored metadata of every session, actor.c). A string that json_string would refuse (NULL,

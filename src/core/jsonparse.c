@@ -119,6 +119,18 @@ static size_t utf8_seq(const unsigned char *s, const unsigned char *end)
     return n;
 }
 
+bool json_text_utf8(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        size_t n = *p < 0x80 ? 1 : utf8_seq(p, end);
+        if (!n)
+            return false;
+        p += n;
+    }
+    return true;
+}
+
 static size_t put_utf8(char *out, uint32_t cp)
 {
     if (cp < 0x80) {

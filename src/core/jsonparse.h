@@ -29,6 +29,9 @@ typedef struct json_parse_info {
 json_t *json_parse_buf_bounded(const char *buf, size_t len, size_t max_nodes,
                                json_parse_info_t *info, char *err, size_t errlen, size_t *err_pos);
 
+/* Is s[0..len) UTF-8 (shortest forms, no surrogates), as a JSON text must be? */
+bool json_text_utf8(const char *s, size_t len);
+
 /* json_stringn(s, len), or, when s is not UTF-8, a string of it with every byte that starts no
  * valid sequence replaced by U+FFFD: for the text of a message the server writes (an error
  * quoting a header's bytes, a name cut to fit inside a character), which json_stringn would

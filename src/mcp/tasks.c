@@ -38,6 +38,7 @@
 
 #include "actor/refuse.h"
 #include "core/config.h"
+#include "core/jsondump.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "store/sessionrec.h"
@@ -209,14 +210,15 @@ static int load_state(actor_t *task, const char *name, json_t **out)
     return 0;
 }
 
-/* false when value cannot be written as JSON (a string with bad UTF-8 made by a *_nocheck
- * call): nothing is stored */
+/* false when value cannot be stored to be read back (past 2048 levels, or a string with bad
+ * UTF-8 made by a *_nocheck call): nothing is stored */
 static bool put_state(actor_t *task, const char *name, const json_t *value)
 {
-    char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t len;
+    char *text = json_dump_storable(value, &len);
     if (!text)
         return false;
-    sessionrec_put_state(actor_batch(task), task->sid, name, text, strlen(text));
+    sessionrec_put_state(actor_batch(task), task->sid, name, text, len);
     free(text);
     return true;
 }
@@ -349,8 +351,10 @@ void tasks_job_done(actor_t *task, job_t *j)
             json_object_set_new(r, "resultType", json_string("complete"));
         if (!put_state(task, TASK_STATE_RESULT, r)) {
             json_decref(r);
-            task_fail(task, JSONRPC_INTERNAL_ERROR, "the tool's result is not valid JSON text",
-                      NULL, NULL);
+            task_fail(
+                task, JSONRPC_INTERNAL_ERROR,
+                "the tool's result cannot be stored: it nests deeper than 2048 levels or holds a string that is not UTF-8",
+                NULL, NULL);
             return;
         }
         mcp_state_set(&mcp_state(task)->task.result, r);

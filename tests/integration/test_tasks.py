@@ -314,6 +314,14 @@ class ErrorTexts(ServerTest):
         self.assertEqual(t.get("statusMessage"), "Tool execution failed: no such caf\ufffd", t)
 
 
+    def test_a_result_the_store_cannot_read_back_fails_the_task(self):
+        # 3000 levels were stored as the result of a completed task that no read could return
+        c = TaskClient(self.server)
+        t = c.wait(c.tool("misbehave_task", {"what": "deep", "n": 3000})["taskId"])
+        self.assertEqual(t["status"], "failed", t)
+        self.assertEqual(t["error"]["code"], -32603, t)
+        self.assertIn("nests deeper than 2048 levels", t["error"]["message"], t)
+
 class CancelFreesThePool(ServerTest):
     SERVER_FLAGS = ("--toolset", "conformance", "--tool-threads", "1")
 

@@ -610,6 +610,16 @@ class ToolContext(ServerTest):
         self.assertEqual(text_of(m), "put -5, k before")
         self.assertServerHealthy()
 
+    def test_a_state_value_deeper_than_the_store_reads_back_is_refused(self):
+        # 3000 levels were stored and acknowledged, then read back as nothing (the reader stops
+        # at 2048); some 25,000 levels overflowed the worker's stack in json_dumps
+        s = Session(self.server)
+        _, m = s.tool("misbehave", {"what": "deep_state", "n": 3000})
+        self.assertEqual(text_of(m), "put -5, k before")
+        _, m = s.tool("misbehave", {"what": "deep_state", "n": 2000})
+        self.assertEqual(text_of(m), "put 0, k another value")
+        self.assertServerHealthy()
+
     def test_a_notification_whose_params_are_not_structured_is_refused(self):
         # JSON-RPC's params are an object or an array: a string went out as it was
         s = Session(self.server, capabilities={"roots": {}})

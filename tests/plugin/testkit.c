@@ -40,6 +40,7 @@
  *                               without content, neither a CallToolResult; "pending" asks
  *                               (input "pick") and returns null while the answer is missing; "bad_uri" reports
  *                               kit://watch/\xff updated (not UTF-8) and returns the rc;
+ *                               "deep_state" stores n nested arrays (as "bad_state" does);
  *                               "bad_state" stores a string that is not UTF-8 (made with
  *                               jansson's _nocheck) and returns the rc and the stored "k";
  *                               "bad_params" sends a notification whose params are a string
@@ -341,6 +342,17 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
         return json_pack("{s:s}", "text", "no content array");
     if (strcmp(what, "bad_uri") == 0)
         return mcpd_text_resultf("updated %d", mcpd_ctx_resource_updated(ctx, "kit://watch/\xff"));
+    if (strcmp(what, "deep_state") == 0) { /* deeper than the store's reader reads back */
+        mcpd_ctx_state_put(ctx, "k", json_string("before"));
+        int rc = mcpd_ctx_state_put(ctx, "k", nested(n));
+        json_t *now = mcpd_ctx_state_get(ctx, "k");
+        json_t *r = mcpd_text_resultf("put %d, k %s", rc,
+                                      json_is_string(now) ? json_string_value(now)
+                                      : now               ? "another value"
+                                                          : "none");
+        json_decref(now);
+        return r;
+    }
     if (strcmp(what, "bad_state") == 0) {
         mcpd_ctx_state_put(ctx, "k", json_string("before"));
         int rc = mcpd_ctx_state_put(ctx, "k", json_stringn_nocheck("caf\xc3", 4));
@@ -419,6 +431,12 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
          .input_schema = "{\"type\":\"object\",\"properties\":{\"what\":{\"type\":\"string\"},"
                          "\"n\":{\"type\":\"integer\"}}}",
          .handler = misbehave},
+        {.name = "misbehave_task",
+         .description = "Test only: misbehave, which may run as a task.",
+         .input_schema = "{\"type\":\"object\",\"properties\":{\"what\":{\"type\":\"string\"},"
+                         "\"n\":{\"type\":\"integer\"}}}",
+         .handler = misbehave,
+         .flags = MCPD_TOOL_TASK},
     };
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         int rc = mcpd_register_tool(reg, &defs[i]);

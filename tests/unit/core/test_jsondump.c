@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "core/jsondump.h"
+#include "core/jsonparse.h"
 
 static void assert_same_as_jansson(json_t *v)
 {
@@ -254,6 +255,34 @@ static void a_deep_value_is_the_same_text_as_a_shallow_one(void **state)
     json_decref(v);
 }
 
+static void only_what_the_reader_reads_back_is_storable(void **state)
+{
+    (void)state;
+    size_t len;
+    json_t *v = json_pack("{s:[i,s]}", "a", 1, "caf\xc3\xa9");
+    char *t = json_dump_storable(v, &len);
+    assert_non_null(t);
+    assert_string_equal(t, "{\"a\":[1,\"caf\xc3\xa9\"]}");
+    assert_int_equal(len, strlen(t));
+    free(t);
+    json_decref(v);
+    v = nested_arrays(2047); /* 2048 values deep, the innermost 1 included */
+    t = json_dump_storable(v, &len);
+    assert_non_null(t); /* the reader's own bound: it reads it back */
+    json_t *back = json_parse_buf(t, len, NULL, 0, NULL);
+    assert_non_null(back);
+    assert_true(json_equal(back, v));
+    json_decref(back);
+    free(t);
+    json_decref(v);
+    v = nested_arrays(2048);
+    assert_null(json_dump_storable(v, NULL));
+    json_decref(v);
+    v = json_pack("[o]", json_stringn_nocheck("caf\xc3", 4)); /* cut inside a character */
+    assert_null(json_dump_storable(v, NULL));
+    json_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +296,7 @@ int main(void)
         cmocka_unit_test(a_member_too_deep_for_us_is_jansson_s_text),
         cmocka_unit_test(a_value_too_deep_for_jansson_s_recursion_is_written_whole),
         cmocka_unit_test(a_deep_value_is_the_same_text_as_a_shallow_one),
+        cmocka_unit_test(only_what_the_reader_reads_back_is_storable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
