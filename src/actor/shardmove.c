@@ -454,9 +454,8 @@ static json_t *release_report(const manifest_t *m, const char *dir, bool again)
     return r;
 }
 
-/* Writes the export (files fsynced, manifest last) of a settled shard into dir. */
-static int export_shard(int shard, const char *prefix, const char *dir, uint32_t epoch,
-                        const char *to, json_t *what, manifest_t *m, char *why, size_t whylen)
+int sm_export_shard(int shard, const char *prefix, const char *dir, uint32_t epoch, const char *to,
+                    json_t *what, manifest_t *m, char *why, size_t whylen)
 {
     memset(m, 0, sizeof *m);
     m->shard = shard;
@@ -572,7 +571,7 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     int64_t earliest;
     json_t *moved = sm_counts(prefix, &earliest);
     manifest_t m;
-    rc = export_shard(shard, prefix, dir, epoch, rq->peer, moved, &m, why, whylen);
+    rc = sm_export_shard(shard, prefix, dir, epoch, rq->peer, moved, &m, why, whylen);
     if (rc == 0)
         rc = export_leaves_room(prefix, &m, why, whylen);
     sm_crash_point("release-exported");

@@ -100,6 +100,11 @@ int sm_check_files(const char *dir, const manifest_t *m, char *why, size_t whyle
 /* The stored gauges of the shard's actors, added (sign 1) or taken away (-1). */
 void sm_adjust_gauges(const char *prefix, int sign);
 
+/* Writes the export (files fsynced, manifest last, `what` its counts) of a shard that no request
+ * changes (settled, or not served) into dir, for node `to`: 0, or an error with why. */
+int sm_export_shard(int shard, const char *prefix, const char *dir, uint32_t epoch, const char *to,
+                    json_t *what, manifest_t *m, char *why, size_t whylen);
+
 /* The shard's keys per family (new), and the earliest alarm. */
 json_t *sm_counts(const char *prefix, int64_t *earliest);
 

@@ -674,6 +674,104 @@ class GaugesOverALeftover(unittest.TestCase):
         self.assertEqual(self.gauges(self.n2), want, "a restart counts the same")
 
 
+class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
+    """A node that holds its own copy of a shard its cluster file gives another node (a restored
+    data directory: refused at start) adopts over it only with force=1. The forced adopt sets
+    that copy aside first (an export to the node itself, recorded as released to it), so an
+    adopt that fails once the copy is out of the store (here: an export whose manifest counts
+    more keys than its files hold) puts it back, recorded as held as before; the copy goes only
+    when the adopted data is in its place. It used to stay recorded as held with its data
+    deleted: a start on a file that gives it back served the shard empty (404)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.file = os.path.join(self.dir, "cluster.json")
+        a1, a2 = free_ports(2)
+        write_cluster(self.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
+                      admin={"n1": a1, "n2": a2})
+        self.n1 = Server("--cluster", self.file, "--node", "n1", "--admin-listen",
+                         f"127.0.0.1:{a1}")
+        self.addCleanup(self.n1.cleanup)
+        self.n2 = Server("--cluster", self.file, "--node", "n2", "--admin-listen",
+                         f"127.0.0.1:{a2}")
+        self.addCleanup(self.n2.cleanup)
+        bootstrap(self.n1, self.n2)
+
+    post_admin = ShardMove.post_admin
+    record = ShardMove.record
+
+    def restart_n1(self, epochs):
+        """n1 again on its cluster file with these "epochs" (n1's copy of the file)."""
+        self.n1.stop()
+        with open(self.file) as f:
+            c = json.load(f)
+        c["epochs"] = epochs
+        with open(self.file, "w") as f:
+            json.dump(c, f)
+        self.n1.start()
+
+    def test_a_failed_forced_adopt_puts_the_nodes_own_copy_back(self):
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "1")
+        # n1's data directory as it is now: its own copy of the shard, held at epoch 1
+        self.n1.stop()
+        backup = os.path.join(self.dir, "n1-backup")
+        shutil.copytree(self.n1.data_dir, backup)
+        self.n1.start()
+        # the shard goes to n2 (epoch 2), which releases it back to n1 (epoch 3)
+        for node, path in ((self.n1, f"release?shard={hexs}&to=n2"),
+                           (self.n2, f"adopt?shard={hexs}&from=n1"),
+                           (self.n1, f"finish?shard={hexs}"),
+                           (self.n2, f"release?shard={hexs}&to=n1")):
+            r = self.post_admin(node, "/shards/" + path)
+            self.assertEqual(r.status, 200, f"{path}: {r.text}")
+        # n1 starts on the restored directory and a file that says epoch 2: it refuses its copy
+        self.n1.stop()
+        shutil.rmtree(self.n1.data_dir)
+        shutil.copytree(backup, self.n1.data_dir)
+        self.restart_n1({hexs: 2})
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 1, False), rec)
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2")
+        self.assertEqual(r.status, 409, r.text)
+        self.assertIn("force=1 to replace it", json.loads(r.text)["error"])
+        # n2's export counts one key more than its files hold: refused after n1's copy is out
+        mpath = os.path.join(self.n2.data_dir, "moves", f"out-{hexs}.3", "manifest.json")
+        with open(mpath) as f:
+            good = f.read()
+        bad = json.loads(good)
+        bad["keys"] += 1
+        next(f for f in bad["families"] if f["cf"] == "sessions")["keys"] += 1
+        with open(mpath, "w") as f:
+            json.dump(bad, f)
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2&force=1")
+        self.assertEqual(r.status, 502, r.text)
+        err = json.loads(r.text)["error"]
+        self.assertIn("the manifest says", err)
+        self.assertIn(f"this node's own copy of shard {hexs} is back as it was", err)
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 1, False), rec)
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [],
+                         "nothing set aside is left once the copy is back")
+        # its data is there: a file that gives it back to n1 at epoch 1 serves it whole
+        self.restart_n1({hexs: 1})
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2",
+                         "the own copy is intact after the failed adopt")
+        # a forced adopt of the whole export replaces the copy (n2's counter was at 1)
+        with open(mpath, "w") as f:
+            f.write(good)
+        self.restart_n1({hexs: 2})
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2&force=1")
+        self.assertEqual(r.status, 200, r.text)
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 3, True), rec)
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [],
+                         "the copy set aside went with the record of the adopt")
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "the adopted data")
+
+
 class NewDataDirectory(unittest.TestCase):
     """A node's first start on a data directory without ids cannot tell a new cluster's node
     from a wiped one, or from one that a hand-edited file gives another node's shard: it serves
