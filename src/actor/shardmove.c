@@ -14,6 +14,8 @@
  *            ingest -> count every family's keys against the manifest -> record "owned at E"
  *            -> serve, and answer the requests X left in flight (answers its store refused).
  *            A crash before the record leaves unowned keys that the next adopt deletes first.
+ *            Over its own copy (force=1) the copy is first set aside as an export to itself,
+ *            recorded "released at its epoch to itself", and put back if the adopt fails.
  *   reclaim: the other node records that it will never adopt epoch E (decline) -> this node
  *            ingests its own export -> records "owned at E+1" -> serves.
  *   finish:  the other node says it holds epoch E -> the export is deleted.
@@ -23,8 +25,9 @@
  *
  * Here: the records, the start-up rule, settling, release and the queries; adopt, reclaim,
  * decline and finish in shardmove_adopt.c; the bootstrap of a new data directory (which claims
- * nothing at start) in shardmove_boot.c; the move directory in shardmove_dir.c; requests
- * to other nodes in shardmove_peer.c. */
+ * nothing at start) in shardmove_boot.c; the counts of a shard's keys and the gauges in
+ * shardmove_count.c; the move directory in shardmove_dir.c; requests to other nodes in
+ * shardmove_peer.c. */
 #include "actor/shardmove_internal.h"
 
 #include "actor/actor.h"
@@ -397,34 +400,15 @@ static int settle(int shard, long wait_ms, int64_t t0, long *rounds)
     return rc;
 }
 
-void sm_adjust_gauges(const char *prefix, int sign)
-{
-    uint64_t by[STORED__KINDS] = {0};
-    sessionrec_count_prefix(SM_STORE, prefix, SHARD_HEX, actor_meta_kind, by, STORED__KINDS);
-    STAT_ADD(sessions_stored, sign * (long long)by[STORED_SESSION]);
-    STAT_ADD(input_records_stored, sign * (long long)by[STORED_RECORD]);
-    STAT_ADD(handles_stored, sign * (long long)by[STORED_HANDLE]);
-    STAT_ADD(tasks_stored, sign * (long long)by[STORED_TASK]);
-    actors_account_stored(SM_STORE, prefix, SHARD_HEX, sign, NULL); /* the owners' shares */
-}
-
-json_t *sm_counts(const char *prefix, int64_t *earliest)
-{
-    uint64_t by[STORED__KINDS] = {0};
-    sessionrec_count_prefix(SM_STORE, prefix, SHARD_HEX, actor_meta_kind, by, STORED__KINDS);
-    uint64_t alarms = sessionrec_alarms_of_prefix(SM_STORE, prefix, SHARD_HEX, earliest);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "sessions", (json_int_t)by[STORED_SESSION], "handles",
-                     (json_int_t)by[STORED_HANDLE], "tasks", (json_int_t)by[STORED_TASK],
-                     "input_records", (json_int_t)by[STORED_RECORD], "alarms", (json_int_t)alarms);
-}
-
 /* Served here again after an abandoned release: alarms refused meanwhile run now. */
 static void serve_again(int shard, const char *prefix)
 {
     shard_set_owned(shard, true);
     int64_t due = 0;
-    sessionrec_alarms_of_prefix(SM_STORE, prefix, SHARD_HEX, &due);
-    if (due)
+    uint64_t n;
+    if (sessionrec_alarms_of_prefix(SM_STORE, prefix, SHARD_HEX, &n, &due) != 0)
+        alarms_retry(1); /* a read error hid them: every key is read again, as the scheduler's */
+    else if (due)
         alarms_hint(due);
 }
 
@@ -570,8 +554,11 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     /* 3. its keys out, from one snapshot, with the manifest (a draft until the record) */
     int64_t earliest;
     json_t *moved = sm_counts(prefix, &earliest);
-    manifest_t m;
-    rc = sm_export_shard(shard, prefix, dir, epoch, rq->peer, moved, &m, why, whylen);
+    manifest_t m = {.shard = -1};
+    if (!moved)
+        rc = sm_unreadable(why, whylen, "counting the shard's keys for its export");
+    else
+        rc = sm_export_shard(shard, prefix, dir, epoch, rq->peer, moved, &m, why, whylen);
     if (rc == 0)
         rc = export_leaves_room(prefix, &m, why, whylen);
     sm_crash_point("release-exported");

@@ -97,8 +97,9 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
     store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
     int rc = store_ingest_dir(SM_STORE, prefix, SHARD_HEX, dir, present, move, why, whylen);
     uint64_t got[CF__COUNT];
+    if (rc == 0 && store_count_prefix(SM_STORE, prefix, SHARD_HEX, got) != 0)
+        rc = sm_unreadable(why, whylen, "counting the keys it ingested");
     if (rc == 0) {
-        store_count_prefix(SM_STORE, prefix, SHARD_HEX, got);
         for (int cf = 0; cf < CF__COUNT && rc == 0; cf++) {
             if (got[cf] != m->fam[cf].keys) {
                 snprintf(why, whylen,
@@ -111,6 +112,8 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
         }
     }
     *what = rc == 0 ? sm_counts(prefix, earliest) : NULL;
+    if (rc == 0 && !*what)
+        rc = sm_unreadable(why, whylen, "counting the sessions and alarms it ingested");
     if (rc == 0 && !json_equal(*what, m->moved)) {
         snprintf(why, whylen, "the ingested keys do not hold what the release counted");
         rc = -EBADMSG;

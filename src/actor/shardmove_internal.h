@@ -97,7 +97,8 @@ int sm_read_manifest(const char *dir, manifest_t *m, char *why, size_t whylen);
 /* Every file of the manifest in dir has its size and SHA-256: 0, or -EBADMSG with why. */
 int sm_check_files(const char *dir, const manifest_t *m, char *why, size_t whylen);
 
-/* The stored gauges of the shard's actors, added (sign 1) or taken away (-1). */
+/* The stored gauges of the shard's actors, added (sign 1) or taken away (-1)
+ * (shardmove_count.c). */
 void sm_adjust_gauges(const char *prefix, int sign);
 
 /* Writes the export (files fsynced, manifest last, `what` its counts) of a shard that no request
@@ -105,8 +106,13 @@ void sm_adjust_gauges(const char *prefix, int sign);
 int sm_export_shard(int shard, const char *prefix, const char *dir, uint32_t epoch, const char *to,
                     json_t *what, manifest_t *m, char *why, size_t whylen);
 
-/* The shard's keys per family (new), and the earliest alarm. */
+/* The shard's keys per family (new), and the earliest alarm; NULL when a read error stopped a
+ * count (shardmove_count.c, as the two below). */
 json_t *sm_counts(const char *prefix, int64_t *earliest);
+
+/* A read error of this node's own store stopped `doing` (the store logged it): -EIO, with why
+ * naming this node, so that a move's answer never blames the other node's export for it. */
+int sm_unreadable(char *why, size_t whylen, const char *doing);
 
 /* The start of a step: the shard's prefix, the lock (held on return, whatever rc), the start
  * time; -EINVAL without a cluster. */

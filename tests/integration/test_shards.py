@@ -11,12 +11,14 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
 from mcptest import BINARY, Server, Session, run, wait_until
+from test_durability import restore_tables
 from test_modern import Modern
 
 N1 = range(0x000, 0x800)
@@ -770,6 +772,106 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
         self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [],
                          "the copy set aside went with the record of the adopt")
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "the adopted data")
+
+
+def corrupt_later_block(data_dir, family):
+    """Like test_durability.corrupt_tables, but four bytes a third into each table file of
+    `family`: a data block past the first, which a start that reads only the first block (the
+    alarm scheduler's seek) leaves uncached, so the next scan that reads it fails its checksum."""
+    name = b"\x16\x04" + bytes([len(family)]) + b"name" + family  # rocksdb.column.family.name
+    changed = []
+    for root, _, files in os.walk(data_dir):
+        for f_name in files:
+            path = os.path.join(root, f_name)
+            if not f_name.endswith(".sst"):
+                continue
+            with open(path, "r+b") as f:
+                data = f.read()
+                if name not in data:
+                    continue
+                at = len(data) // 3
+                f.seek(at)
+                f.write(bytes(b ^ 0xFF for b in data[at:at + 4]))
+            changed.append((path, at, data[at:at + 4]))
+    return changed
+
+
+TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "mcpd-cluster")
+
+
+class ALocalReadErrorInAnAdopt(unittest.TestCase):
+    """An adopt counts the shard's keys in its own store after ingesting them: a read error of
+    that store (here: a damaged block of the node's own alarm keys, which the alarms' count
+    reads whole) is the node's, not the export's. It is refused as this node's read error,
+    naming it (500, not 502 "damaged"), with nothing of the shard kept, and the same export is
+    adopted once the store reads again. It used to read as a count that differs from the
+    manifest: 502, the export blamed, and the tool rolled the move back for it."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.file = os.path.join(self.dir, "cluster.json")
+        a1, a2 = free_ports(2)
+        write_cluster(self.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
+                      admin={"n1": a1, "n2": a2})
+        self.n1 = Server("--cluster", self.file, "--node", "n1", "--admin-listen",
+                         f"127.0.0.1:{a1}")
+        self.addCleanup(self.n1.cleanup)
+        # one partition whatever MCPD_TEST_FLAGS says: n2's alarm keys in one table file, the
+        # damaged block past its first (a partition's smaller file may have no second block)
+        self.n2 = Server("--cluster", self.file, "--node", "n2", "--admin-listen",
+                         f"127.0.0.1:{a2}", "--store-partitions", "1")
+        self.addCleanup(self.n2.cleanup)
+        bootstrap(self.n1, self.n2)
+
+    post_admin = ShardMove.post_admin
+    record = ShardMove.record
+
+    def test_a_read_error_counting_the_adopted_keys_is_the_nodes_own(self):
+        for _ in range(400):  # n2's own sessions: their alarm keys, several blocks
+            Session(self.n2)
+        self.n2.restart()  # in a table file, open; the start reads its first block only
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(r.status, 200, r.text)
+        changed = corrupt_later_block(self.n2.data_dir, b"alarms")
+        self.assertTrue(changed, "n2's alarm keys are in a table file")
+        r = self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
+        err = json.loads(r.text).get("error", "")
+        self.assertEqual(r.status, 500, r.text)  # before: 502, "... the manifest says ..."
+        self.assertIn("n2 could not read its own store", err)
+        self.assertNotIn("damaged", err)
+        rec = self.record(self.n2, hexs)
+        self.assertEqual((rec["state"], rec["serving"]), ("none", False), rec)
+        restore_tables(changed)
+        r = self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
+        self.assertEqual(r.status, 200, r.text)
+        s.server = self.n2
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6")
+
+    def test_the_tool_rolls_back_and_names_the_node_whose_store_failed(self):
+        for _ in range(400):
+            Session(self.n2)
+        self.n2.restart()
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        changed = corrupt_later_block(self.n2.data_dir, b"alarms")
+        self.assertTrue(changed, "n2's alarm keys are in a table file")
+        p = subprocess.run([sys.executable, TOOL, "move", self.file, hexs, "n2", "--no-runtime",
+                            "--map", os.path.join(self.dir, "shards.map")],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        # before: "n2 refused the export (502: ... the manifest says 1)"
+        self.assertIn(f"n2 could not adopt it (500: n2 could not read its own store", p.stderr)
+        self.assertIn("rolled back: n1 serves it again", p.stderr)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6", "served by n1 again")
+        rec = self.record(self.n2, hexs)
+        self.assertEqual((rec["state"], rec["serving"]), ("none", False), rec)
+        self.assertGreaterEqual(rec["declined"], 2, "n2 declined the epoch it did not adopt")
+        restore_tables(changed)
 
 
 class NewDataDirectory(unittest.TestCase):
