@@ -292,6 +292,10 @@ int shardmove_init(store_t *store, const char *move_dir)
             /* the release was recorded and the process died before its local delete */
             if (store_delete_prefix(store, prefix, SHARD_HEX) == 0)
                 ncleaned++;
+            else /* kept whole (never served), as at the release: the next start tries again */
+                log_warn("shard %s: released, but deleting its local copy failed again (the "
+                         "store's error, logged); the next start tries again",
+                         prefix);
         }
     }
     /* the first start records the file's shards (and that it did: from then on a shard without
@@ -584,8 +588,8 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     sm_adjust_gauges(prefix, -1);
     STAT_ADD(alarms_pending, -json_integer_value(json_object_get(moved, "alarms")));
     if (store_delete_prefix(SM_STORE, prefix, SHARD_HEX) != 0) {
-        /* the export holds the shard; the keys left here are never served (the record says
-         * released) and the next start deletes them */
+        /* the export holds the shard; the keys left here (all: a failed delete deletes
+         * nothing) are never served (released) and the next start deletes them */
         log_warn("shard %s: released, but deleting the local copy failed", prefix);
     }
     int64_t t1 = now_mono_ms();

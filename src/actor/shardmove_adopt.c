@@ -84,8 +84,18 @@ static int fetch_files(const peer_t *p, const manifest_t *m, const char *dir, ch
     return sm_fsync_dir(dir) == 0 ? 0 : -EIO;
 }
 
+/* Deletes what was ingested of a shard that is not recorded here (not served: the next adopt
+ * deletes a leftover first), saying so when that fails. */
+static void drop_ingested(const char *prefix)
+{
+    if (store_delete_prefix(SM_STORE, prefix, SHARD_HEX) != 0)
+        log_warn("shard %s: what was ingested of it could not be deleted (the store's error, "
+                 "logged); it is not served, and the next adopt deletes it first",
+                 prefix);
+}
+
 /* Ingests the checked files of dir and counts every family's keys against the manifest; on
- * failure nothing of the shard stays. */
+ * failure nothing of the shard stays (or, where its delete fails, a leftover never served). */
 static int ingest_checked(const char *prefix, const char *dir, const manifest_t *m, bool move,
                           json_t **what, int64_t *earliest, char *why, size_t whylen)
 {
@@ -94,8 +104,16 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
         present[cf] = m->fam[cf].file;
     /* whatever an earlier stay or a crashed adopt left under the prefix goes first (not
      * owned: nobody reads it) */
-    store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
-    int rc = store_ingest_dir(SM_STORE, prefix, SHARD_HEX, dir, present, move, why, whylen);
+    int rc = store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
+    if (rc != 0) { /* its alarm keys would stay beside the ingested ones: nothing is ingested */
+        snprintf(why, whylen,
+                 "%s could not delete what it held of the shard before the ingest (its own "
+                 "store's error, logged: a read error of its alarm keys, or a refused write); "
+                 "nothing of the shard changed here: retry the move once it reads and writes",
+                 shard_node_name());
+        return -EIO;
+    }
+    rc = store_ingest_dir(SM_STORE, prefix, SHARD_HEX, dir, present, move, why, whylen);
     uint64_t got[CF__COUNT];
     if (rc == 0 && store_count_prefix(SM_STORE, prefix, SHARD_HEX, got) != 0)
         rc = sm_unreadable(why, whylen, "counting the keys it ingested");
@@ -121,7 +139,7 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
     if (rc != 0) {
         json_decref(*what);
         *what = NULL;
-        store_delete_prefix(SM_STORE, prefix, SHARD_HEX); /* nothing half-ingested stays */
+        drop_ingested(prefix); /* nothing half-ingested stays */
     }
     return rc;
 }
@@ -144,13 +162,13 @@ static int take(int shard, const char *prefix, uint32_t epoch, const char *from,
         snprintf(why, whylen,
                  "cannot read the shard's in-flight requests after ingesting it (a read error, "
                  "logged); nothing of it is kept here: retry the move");
-        store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
+        drop_ingested(prefix);
         return -EIO;
     }
     if (sm_put_record(shard, &own) != 0) {
         json_decref(inflight);
         snprintf(why, whylen, "cannot record the adoption (the store refuses writes)");
-        store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
+        drop_ingested(prefix);
         return -EIO;
     }
     if (was.state == SHARDREC_RELEASED && was.export_kept) {

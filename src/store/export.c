@@ -183,6 +183,7 @@ int store_delete_prefix(store_t *s, const char *prefix, size_t plen)
     char upper[32];
     prefix_upper(upper, prefix, plen);
     store_batch_t *b = store_batch_new(s);
+    bool unread = false;
     for (int cf = 0; cf < CF__COUNT; cf++) {
         if (cf != CF_ALARMS) {
             store_batch_delete_range(b, (store_cf_t)cf, prefix, plen, upper, plen);
@@ -195,9 +196,13 @@ int store_delete_prefix(store_t *s, const char *prefix, size_t plen)
             if (key_has_prefix(CF_ALARMS, k, kl, prefix, plen))
                 store_batch_delete(b, CF_ALARMS, k, kl);
         }
+        unread = store_iter_error(it) != 0;
         store_iter_free(it);
     }
-    int rc = store_commit(s, b);
+    /* all or nothing: the ranges without the alarm keys the scan did not reach would leave
+     * alarms of ids that are gone, which no start looks for (it finds a leftover copy by the
+     * id-keyed families) */
+    int rc = unread ? -EIO : store_commit(s, b);
     store_batch_free(b);
     return rc;
 }

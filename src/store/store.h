@@ -178,7 +178,9 @@ uint64_t store_export_estimate(store_t *s, const char *prefix, size_t plen);
 /* Whether family cf holds any key of an id starting with prefix (one seek; not the alarms): 1,
  * 0, or -EIO when a read error hid the answer. */
 int store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);
-/* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms). */
+/* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms found by a
+ * scan of every alarm key), in one commit: 0; -EIO when a read error stopped that scan (nothing
+ * is deleted: its alarm keys cannot all be named); or the commit's error. */
 int store_delete_prefix(store_t *s, const char *prefix, size_t plen);
 /* Ingests dir/<family>.sst for each family with present[cf], the keys of ids starting with
  * prefix (into that prefix's partition). move: the files are moved into the database (hard
