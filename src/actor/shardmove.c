@@ -488,6 +488,29 @@ static int export_leaves_room(const char *prefix, const manifest_t *m, char *why
     return -ENOSPC;
 }
 
+/* A release asked again (an answer was lost, or a move is re-run): the same export, or why
+ * not. */
+static int release_again(int shard, const char *prefix, const shardrec_t *rec, const char *to,
+                         json_t **report, char *why, size_t whylen)
+{
+    char dir[DIR_MAX];
+    sm_dir_of(dir, sizeof dir, true, shard, rec->epoch);
+    manifest_t m;
+    if (strcmp(rec->peer, to) != 0 || !rec->export_kept) {
+        snprintf(why, whylen, "shard %s was released at epoch %u to %s%s", prefix, rec->epoch,
+                 rec->peer,
+                 rec->export_kept ? ": finish that move, or take it back (POST /shards/reclaim)"
+                                  : ", and that move is finished");
+        return -EALREADY;
+    }
+    int rc = sm_read_manifest(dir, &m, why, whylen);
+    if (rc == 0) {
+        *report = release_report(&m, dir, true);
+        manifest_clear(&m);
+    }
+    return rc;
+}
+
 int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *why, size_t whylen)
 {
     char prefix[SHARD_HEX + 1];
@@ -500,20 +523,7 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
         goto out;
     shardrec_t rec = SM_REC[shard];
     if (rec.state == SHARDREC_RELEASED) {
-        /* asked again (an answer was lost, or a move is re-run): the same export, or why not */
-        sm_dir_of(dir, sizeof dir, true, shard, rec.epoch);
-        manifest_t m;
-        if (strcmp(rec.peer, rq->peer) != 0 || !rec.export_kept) {
-            snprintf(why, whylen, "shard %s was released at epoch %u to %s%s", prefix, rec.epoch,
-                     rec.peer,
-                     rec.export_kept ? ": finish that move, or take it "
-                                       "back (POST /shards/reclaim)"
-                                     : ", and that move is finished");
-            rc = -EALREADY;
-        } else if ((rc = sm_read_manifest(dir, &m, why, whylen)) == 0) {
-            *report = release_report(&m, dir, true);
-            manifest_clear(&m);
-        }
+        rc = release_again(shard, prefix, &rec, rq->peer, report, why, whylen);
         goto out;
     }
     if (!shard_owned(shard)) {
@@ -559,7 +569,8 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     int64_t earliest;
     json_t *moved = sm_counts(prefix, &earliest);
     manifest_t m = {.shard = -1};
-    if (!moved)
+    sm_gauges_t g = {0}; /* read whole now: taken away once released */
+    if (!moved || sm_read_gauges(prefix, &g) != 0)
         rc = sm_unreadable(why, whylen, "counting the shard's keys for its export");
     else
         rc = sm_export_shard(shard, prefix, dir, epoch, rq->peer, moved, &m, why, whylen);
@@ -579,13 +590,14 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     if (rc != 0) {
         json_decref(moved);
         manifest_clear(&m);
+        sm_gauges_free(&g);
         serve_again(shard, prefix);
         sm_remove_dir(dir);
         goto out;
     }
     sm_crash_point("release-recorded");
     /* 5. its copy here goes */
-    sm_adjust_gauges(prefix, -1);
+    sm_apply_gauges(&g, -1);
     STAT_ADD(alarms_pending, -json_integer_value(json_object_get(moved, "alarms")));
     if (store_delete_prefix(SM_STORE, prefix, SHARD_HEX) != 0) {
         /* the export holds the shard; the keys left here (all: a failed delete deletes

@@ -165,8 +165,17 @@ static int take(int shard, const char *prefix, uint32_t epoch, const char *from,
         drop_ingested(prefix);
         return -EIO;
     }
+    /* its gauges and shares, read whole before the record: a walk a read error stopped would
+     * leave them short until a restart; the move fails instead, as for the in-flight scan */
+    sm_gauges_t g;
+    if (sm_read_gauges(prefix, &g) != 0) {
+        json_decref(inflight);
+        drop_ingested(prefix);
+        return sm_unreadable(why, whylen, "counting the gauges and shares of what it ingested");
+    }
     if (sm_put_record(shard, &own) != 0) {
         json_decref(inflight);
+        sm_gauges_free(&g);
         snprintf(why, whylen, "cannot record the adoption (the store refuses writes)");
         drop_ingested(prefix);
         return -EIO;
@@ -178,7 +187,7 @@ static int take(int shard, const char *prefix, uint32_t epoch, const char *from,
         sm_dir_of(old, sizeof old, true, shard, was.epoch);
         sm_remove_dir(old);
     }
-    sm_adjust_gauges(prefix, 1);
+    sm_apply_gauges(&g, 1);
     STAT_ADD(alarms_pending, json_integer_value(json_object_get(what, "alarms")));
     sm_set_refused(shard, NULL);
     shard_set_owned(shard, true);

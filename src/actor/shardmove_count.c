@@ -1,7 +1,8 @@
 /* Threads: the shard-move thread (one step at a time, under sm_move_mu). */
 /* Shard moves: what a shard holds, counted in this node's store (the manifest's "moved", the
- * stored gauges). A count that a read error stopped is short, never a count to compare with an
- * export's or to add to the gauges: it is said as this node's read error. */
+ * stored gauges and shares). A count that a read error stopped is short, never a count to
+ * compare with an export's or to add to the gauges: it is said as this node's read error, and
+ * the step fails before its record (nothing added, nothing changed). */
 #include "actor/shardmove_internal.h"
 
 #include "actor/actor.h"
@@ -12,15 +13,30 @@
 #include <errno.h>
 #include <stdio.h>
 
-void sm_adjust_gauges(const char *prefix, int sign)
+int sm_read_gauges(const char *prefix, sm_gauges_t *g)
 {
-    uint64_t by[STORED__KINDS] = {0};
-    sessionrec_count_prefix(SM_STORE, prefix, SHARD_HEX, actor_meta_kind, by, STORED__KINDS);
-    STAT_ADD(sessions_stored, sign * (long long)by[STORED_SESSION]);
-    STAT_ADD(input_records_stored, sign * (long long)by[STORED_RECORD]);
-    STAT_ADD(handles_stored, sign * (long long)by[STORED_HANDLE]);
-    STAT_ADD(tasks_stored, sign * (long long)by[STORED_TASK]);
-    actors_account_stored(SM_STORE, prefix, SHARD_HEX, sign, NULL); /* the owners' shares */
+    *g = (sm_gauges_t){0};
+    g->shares = actors_tally_stored(SM_STORE, prefix, SHARD_HEX, g->by);
+    if (g->shares)
+        return 0;
+    *g = (sm_gauges_t){0};
+    return -EIO;
+}
+
+void sm_apply_gauges(sm_gauges_t *g, int sign)
+{
+    STAT_ADD(sessions_stored, sign * (long long)g->by[STORED_SESSION]);
+    STAT_ADD(input_records_stored, sign * (long long)g->by[STORED_RECORD]);
+    STAT_ADD(handles_stored, sign * (long long)g->by[STORED_HANDLE]);
+    STAT_ADD(tasks_stored, sign * (long long)g->by[STORED_TASK]);
+    actors_tally_apply(g->shares, sign); /* the owners' shares */
+    *g = (sm_gauges_t){0};
+}
+
+void sm_gauges_free(sm_gauges_t *g)
+{
+    actors_tally_free(g->shares);
+    *g = (sm_gauges_t){0};
 }
 
 json_t *sm_counts(const char *prefix, int64_t *earliest)
