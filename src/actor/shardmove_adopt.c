@@ -241,7 +241,11 @@ static int set_aside(int shard, const char *prefix, const shardrec_t *was, char 
     }
     int64_t earliest;
     json_t *what = sm_counts(prefix, &earliest);
-    rc = sm_export_shard(shard, prefix, dir, was->epoch, shard_node_name(), what, km, why, whylen);
+    if (!what) /* a manifest without counts would not check when it is put back */
+        rc = sm_unreadable(why, whylen, "counting its own copy of the shard to set it aside");
+    else
+        rc = sm_export_shard(shard, prefix, dir, was->epoch, shard_node_name(), what, km, why,
+                             whylen);
     json_decref(what);
     shardrec_t aside = {.state = SHARDREC_RELEASED,
                         .epoch = was->epoch,
