@@ -713,7 +713,10 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
             json.dump(c, f)
         self.n1.start()
 
-    def test_a_failed_forced_adopt_puts_the_nodes_own_copy_back(self):
+    def own_copy_refused(self):
+        """n1 holds its own copy of a session's shard at epoch 1 (a restored data directory),
+        refused on a file that says epoch 2, while n2 keeps an export of it for n1 at epoch 3.
+        Returns the session and the shard."""
         s = Session(self.n1)
         hexs = s.sid[:3]
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "1")
@@ -736,6 +739,10 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
         self.restart_n1({hexs: 2})
         rec = self.record(self.n1, hexs)
         self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 1, False), rec)
+        return s, hexs
+
+    def test_a_failed_forced_adopt_puts_the_nodes_own_copy_back(self):
+        s, hexs = self.own_copy_refused()
         r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2")
         self.assertEqual(r.status, 409, r.text)
         self.assertIn("force=1 to replace it", json.loads(r.text)["error"])
@@ -772,6 +779,38 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
         self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [],
                          "the copy set aside went with the record of the adopt")
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "the adopted data")
+
+
+    def test_a_forced_adopt_killed_after_its_ingest_keeps_the_copy_in_its_export(self):
+        s, hexs = self.own_copy_refused()
+        aside = os.path.join(self.n1.data_dir, "moves", f"out-{hexs}.1")
+        # killed after the ingest deleted the copy from the store, before the adopt's record
+        self.n1.stop()
+        self.n1.env = {"MCPD_CRASH_AT": "adopt-ingested"}
+        self.n1.start()
+        r = self.n1.request("POST", path=f"/shards/adopt?shard={hexs}&from=n2&force=1",
+                            port=self.n1.admin_port)
+        self.assertEqual(r.status, 202, r.text)
+        self.assertEqual(self.n1.proc.wait(20), -9, "killed at adopt-ingested")
+        self.n1.stop()
+        self.n1.env = {}
+        # restarted on a file that gives it the shard at epoch 1: the record says the copy is set
+        # aside (released to n1 itself), so the shard is not served (before: held at epoch 1
+        # with the copy deleted, served empty)
+        self.restart_n1({hexs: 1})
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["peer"], rec["export_kept"],
+                          rec["serving"]), ("released", 1, "n1", True, False), rec)
+        self.assertTrue(os.path.exists(os.path.join(aside, "manifest.json")),
+                        "the copy is kept in its export")
+        r, _ = s.call("tools/list")
+        misdirected(self, r, s.next_id)
+        # the adopt run again takes n2's export and deletes the copy set aside
+        self.restart_n1({hexs: 2})
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertFalse(os.path.exists(aside))
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "n2's export, served")
 
 
 def corrupt_later_block(data_dir, family):
