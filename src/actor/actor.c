@@ -136,7 +136,7 @@ static void write_meta(actor_t *a, bool rest)
     jobj_int(&m, "ns", (json_int_t)a->next_stream);
     jobj_int(&m, "lb", (json_int_t)a->log_bytes);
     jobj_int(&m, "rq", (json_int_t)a->next_req_num);
-    if (rest) /* before "p", which ends a session's record (fast_owner) */
+    if (rest) /* before "p", which ends a session's record (account.c: fast_owner) */
         jobj_bool(&m, "lx", true);
     ops->meta_put(a, &m, ACTOR_META_MIDDLE); /* a session's subscriptions */
     if (a->owner)
@@ -198,9 +198,7 @@ actor_t *actor_create_kind(worker_t *w, const char *sid, char kind)
     return a;
 }
 
-/* The owner a stored record names ("p"), or for one written before owners were kept, the
- * principal it would have had: its token's, or "a:" (an address not known). */
-static void owner_of(const json_t *m, char *out, size_t n)
+void actor_owner_of(const json_t *m, char *out, size_t n)
 {
     const char *p = json_string_value(json_object_get(m, "p"));
     const char *auth = json_string_value(json_object_get(m, "a"));
@@ -308,7 +306,7 @@ static actor_t *actor_load(worker_t *w, const char *sid, int *err)
              json_string_value(json_object_get(m, "a")) ? json_string_value(json_object_get(m, "a"))
                                                         : "");
     char owner[PRINCIPAL_NAME_MAX];
-    owner_of(m, owner, sizeof owner);
+    actor_owner_of(m, owner, sizeof owner);
     a->owner = principal_get(owner);
     a->share_given_back = json_is_false(json_object_get(m, "hs"));
     a->meta_at_rest = at_rest;
@@ -336,76 +334,6 @@ int actor_meta_kind(const char *meta, size_t len)
                                         : STORED_SESSION;
     json_decref(m);
     return kind;
-}
-
-/* The owner of a session's metadata without a parse: the value of its last "p" member, which
- * actor_write_meta writes after everything a client sent (clientInfo, capabilities,
- * subscriptions). false when there is none or it holds an escape (then the caller parses). */
-static bool fast_owner(const char *meta, size_t len, char *out, size_t n)
-{
-    const char *hit = NULL;
-    for (const char *p = meta; (p = memmem(p, len - (size_t)(p - meta), "\"p\":\"", 5)); p += 5)
-        hit = p + 5;
-    if (!hit)
-        return false;
-    const char *end = memchr(hit, '"', len - (size_t)(hit - meta));
-    if (!end || memchr(hit, '\\', (size_t)(end - hit)) || (size_t)(end - hit) >= n)
-        return false;
-    /* actor_write_meta writes the owner last: the record ends with it. A "p" inside what a
-     * client sent (a record written before owners were kept has no top-level one) is followed
-     * by more than the record's closing brace */
-    if (end + 2 != meta + len || end[1] != '}')
-        return false;
-    memcpy(out, hit, (size_t)(end - hit));
-    out[end - hit] = '\0';
-    return true;
-}
-
-struct account {
-    int sign;
-    uint64_t *by_kind;
-    bool served_only; /* the startup count: shards not served here count for nothing */
-};
-
-static void account_one(void *arg, const char *sid, const char *meta, size_t len)
-{
-    struct account *ac = arg;
-    if (ac->served_only && !shard_owns_id(sid))
-        return; /* a refused shard's copy, or a crashed adopt's leftover (deleted before any
-                   adopt): counted when it is served */
-    char owner[PRINCIPAL_NAME_MAX];
-    int kind = STORED_SESSION;
-    bool holds = true;
-    if (memmem(meta, len, "\"k\":\"", 5) || memmem(meta, len, "\"hs\":", 5) ||
-        !fast_owner(meta, len, owner, sizeof owner)) {
-        json_t *m = json_parse_buf(meta, len, NULL, 0, NULL);
-        const json_t *k = json_object_get(m, "k");
-        kind = jsonrpc_str_is(k, "r")   ? STORED_RECORD
-               : jsonrpc_str_is(k, "h") ? STORED_HANDLE
-               : jsonrpc_str_is(k, "t") ? STORED_TASK
-                                        : STORED_SESSION;
-        owner_of(m, owner, sizeof owner);
-        holds = !json_is_false(json_object_get(m, "hs"));
-        json_decref(m);
-    }
-    if (ac->by_kind)
-        ac->by_kind[kind]++;
-    int r = kind == STORED_SESSION  ? PR_SESSIONS
-            : kind == STORED_HANDLE ? PR_HANDLES
-            : kind == STORED_TASK   ? PR_TASKS
-            : kind == STORED_RECORD ? PR_RECORDS
-                                    : -1;
-    if (r >= 0 && holds)
-        principal_add(owner, (pres_t)r, ac->sign);
-    else if (r >= 0)
-        principal_add_global((pres_t)r, ac->sign); /* an older server's cancelled task */
-}
-
-int actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
-                          uint64_t by_kind[STORED__KINDS])
-{
-    struct account ac = {sign, by_kind, prefix == NULL};
-    return sessionrec_scan_meta(s, prefix, plen, account_one, &ac);
 }
 
 actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err)

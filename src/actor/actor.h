@@ -204,10 +204,22 @@ enum { STORED_SESSION = 0, STORED_RECORD, STORED_HANDLE, STORED_TASK, STORED__KI
 int actor_meta_kind(const char *meta, size_t len);
 /* Adds sign (+1, -1) times what the stored records of ids starting with prefix (plen 0: all)
  * hold of their owners' shares (principal_add), and counts them by kind into by_kind (may be
- * NULL): at startup, and when a shard leaves or comes (shardmove.c). 0, or -EIO when a read
- * error stopped the walk: the counts and shares are short. */
+ * NULL): at startup (account.c). 0, or -EIO when a read error stopped the walk: the counts and
+ * shares are short. */
 int actors_account_stored(store_t *s, const char *prefix, size_t plen, int sign,
                           uint64_t by_kind[STORED__KINDS]);
+/* The same for a shard that moves, read before anything is added (account.c): the shares its
+ * stored records hold, counted by kind into by_kind (zeroed by the caller), as a tally (new) to
+ * add later with actors_tally_apply; NULL when a read error stopped the walk (nothing added). */
+typedef struct actors_tally actors_tally_t;
+actors_tally_t *actors_tally_stored(store_t *s, const char *prefix, size_t plen,
+                                    uint64_t by_kind[STORED__KINDS]);
+/* Adds sign (+1, -1) times the tally's shares (principal_add), and frees it. */
+void actors_tally_apply(actors_tally_t *t, int sign);
+void actors_tally_free(actors_tally_t *t);
+/* The owner a stored record names ("p"), or for one written before owners were kept, the
+ * principal it would have had: its token's, or "a:" (an address not known). */
+void actor_owner_of(const json_t *m, char *out, size_t n);
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none
  * (*err 0) or when the store failed to read it (*err -EIO: not an absence, never a 404). */
 actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err);

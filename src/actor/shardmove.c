@@ -14,6 +14,8 @@
  *            ingest -> count every family's keys against the manifest -> record "owned at E"
  *            -> serve, and answer the requests X left in flight (answers its store refused).
  *            A crash before the record leaves unowned keys that the next adopt deletes first.
+ *            Over its own copy (force=1) the copy is first set aside as an export to itself,
+ *            recorded "released at its epoch to itself", and put back if the adopt fails.
  *   reclaim: the other node records that it will never adopt epoch E (decline) -> this node
  *            ingests its own export -> records "owned at E+1" -> serves.
  *   finish:  the other node says it holds epoch E -> the export is deleted.
@@ -23,8 +25,9 @@
  *
  * Here: the records, the start-up rule, settling, release and the queries; adopt, reclaim,
  * decline and finish in shardmove_adopt.c; the bootstrap of a new data directory (which claims
- * nothing at start) in shardmove_boot.c; the move directory in shardmove_dir.c; requests
- * to other nodes in shardmove_peer.c. */
+ * nothing at start) in shardmove_boot.c; the counts of a shard's keys and the gauges in
+ * shardmove_count.c; the move directory in shardmove_dir.c; requests to other nodes in
+ * shardmove_peer.c. */
 #include "actor/shardmove_internal.h"
 
 #include "actor/actor.h"
@@ -289,6 +292,10 @@ int shardmove_init(store_t *store, const char *move_dir)
             /* the release was recorded and the process died before its local delete */
             if (store_delete_prefix(store, prefix, SHARD_HEX) == 0)
                 ncleaned++;
+            else /* kept whole (never served), as at the release: the next start tries again */
+                log_warn("shard %s: released, but deleting its local copy failed again (the "
+                         "store's error, logged); the next start tries again",
+                         prefix);
         }
     }
     /* the first start records the file's shards (and that it did: from then on a shard without
@@ -397,34 +404,15 @@ static int settle(int shard, long wait_ms, int64_t t0, long *rounds)
     return rc;
 }
 
-void sm_adjust_gauges(const char *prefix, int sign)
-{
-    uint64_t by[STORED__KINDS] = {0};
-    sessionrec_count_prefix(SM_STORE, prefix, SHARD_HEX, actor_meta_kind, by, STORED__KINDS);
-    STAT_ADD(sessions_stored, sign * (long long)by[STORED_SESSION]);
-    STAT_ADD(input_records_stored, sign * (long long)by[STORED_RECORD]);
-    STAT_ADD(handles_stored, sign * (long long)by[STORED_HANDLE]);
-    STAT_ADD(tasks_stored, sign * (long long)by[STORED_TASK]);
-    actors_account_stored(SM_STORE, prefix, SHARD_HEX, sign, NULL); /* the owners' shares */
-}
-
-json_t *sm_counts(const char *prefix, int64_t *earliest)
-{
-    uint64_t by[STORED__KINDS] = {0};
-    sessionrec_count_prefix(SM_STORE, prefix, SHARD_HEX, actor_meta_kind, by, STORED__KINDS);
-    uint64_t alarms = sessionrec_alarms_of_prefix(SM_STORE, prefix, SHARD_HEX, earliest);
-    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "sessions", (json_int_t)by[STORED_SESSION], "handles",
-                     (json_int_t)by[STORED_HANDLE], "tasks", (json_int_t)by[STORED_TASK],
-                     "input_records", (json_int_t)by[STORED_RECORD], "alarms", (json_int_t)alarms);
-}
-
 /* Served here again after an abandoned release: alarms refused meanwhile run now. */
 static void serve_again(int shard, const char *prefix)
 {
     shard_set_owned(shard, true);
     int64_t due = 0;
-    sessionrec_alarms_of_prefix(SM_STORE, prefix, SHARD_HEX, &due);
-    if (due)
+    uint64_t n;
+    if (sessionrec_alarms_of_prefix(SM_STORE, prefix, SHARD_HEX, &n, &due) != 0)
+        alarms_retry(1); /* a read error hid them: every key is read again, as the scheduler's */
+    else if (due)
         alarms_hint(due);
 }
 
@@ -454,9 +442,8 @@ static json_t *release_report(const manifest_t *m, const char *dir, bool again)
     return r;
 }
 
-/* Writes the export (files fsynced, manifest last) of a settled shard into dir. */
-static int export_shard(int shard, const char *prefix, const char *dir, uint32_t epoch,
-                        const char *to, json_t *what, manifest_t *m, char *why, size_t whylen)
+int sm_export_shard(int shard, const char *prefix, const char *dir, uint32_t epoch, const char *to,
+                    json_t *what, manifest_t *m, char *why, size_t whylen)
 {
     memset(m, 0, sizeof *m);
     m->shard = shard;
@@ -501,6 +488,29 @@ static int export_leaves_room(const char *prefix, const manifest_t *m, char *why
     return -ENOSPC;
 }
 
+/* A release asked again (an answer was lost, or a move is re-run): the same export, or why
+ * not. */
+static int release_again(int shard, const char *prefix, const shardrec_t *rec, const char *to,
+                         json_t **report, char *why, size_t whylen)
+{
+    char dir[DIR_MAX];
+    sm_dir_of(dir, sizeof dir, true, shard, rec->epoch);
+    manifest_t m;
+    if (strcmp(rec->peer, to) != 0 || !rec->export_kept) {
+        snprintf(why, whylen, "shard %s was released at epoch %u to %s%s", prefix, rec->epoch,
+                 rec->peer,
+                 rec->export_kept ? ": finish that move, or take it back (POST /shards/reclaim)"
+                                  : ", and that move is finished");
+        return -EALREADY;
+    }
+    int rc = sm_read_manifest(dir, &m, why, whylen);
+    if (rc == 0) {
+        *report = release_report(&m, dir, true);
+        manifest_clear(&m);
+    }
+    return rc;
+}
+
 int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *why, size_t whylen)
 {
     char prefix[SHARD_HEX + 1];
@@ -513,20 +523,7 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
         goto out;
     shardrec_t rec = SM_REC[shard];
     if (rec.state == SHARDREC_RELEASED) {
-        /* asked again (an answer was lost, or a move is re-run): the same export, or why not */
-        sm_dir_of(dir, sizeof dir, true, shard, rec.epoch);
-        manifest_t m;
-        if (strcmp(rec.peer, rq->peer) != 0 || !rec.export_kept) {
-            snprintf(why, whylen, "shard %s was released at epoch %u to %s%s", prefix, rec.epoch,
-                     rec.peer,
-                     rec.export_kept ? ": finish that move, or take it "
-                                       "back (POST /shards/reclaim)"
-                                     : ", and that move is finished");
-            rc = -EALREADY;
-        } else if ((rc = sm_read_manifest(dir, &m, why, whylen)) == 0) {
-            *report = release_report(&m, dir, true);
-            manifest_clear(&m);
-        }
+        rc = release_again(shard, prefix, &rec, rq->peer, report, why, whylen);
         goto out;
     }
     if (!shard_owned(shard)) {
@@ -571,8 +568,12 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     /* 3. its keys out, from one snapshot, with the manifest (a draft until the record) */
     int64_t earliest;
     json_t *moved = sm_counts(prefix, &earliest);
-    manifest_t m;
-    rc = export_shard(shard, prefix, dir, epoch, rq->peer, moved, &m, why, whylen);
+    manifest_t m = {.shard = -1};
+    sm_gauges_t g = {0}; /* read whole now: taken away once released */
+    if (!moved || sm_read_gauges(prefix, &g) != 0)
+        rc = sm_unreadable(why, whylen, "counting the shard's keys for its export");
+    else
+        rc = sm_export_shard(shard, prefix, dir, epoch, rq->peer, moved, &m, why, whylen);
     if (rc == 0)
         rc = export_leaves_room(prefix, &m, why, whylen);
     sm_crash_point("release-exported");
@@ -589,17 +590,18 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
     if (rc != 0) {
         json_decref(moved);
         manifest_clear(&m);
+        sm_gauges_free(&g);
         serve_again(shard, prefix);
         sm_remove_dir(dir);
         goto out;
     }
     sm_crash_point("release-recorded");
     /* 5. its copy here goes */
-    sm_adjust_gauges(prefix, -1);
+    sm_apply_gauges(&g, -1);
     STAT_ADD(alarms_pending, -json_integer_value(json_object_get(moved, "alarms")));
     if (store_delete_prefix(SM_STORE, prefix, SHARD_HEX) != 0) {
-        /* the export holds the shard; the keys left here are never served (the record says
-         * released) and the next start deletes them */
+        /* the export holds the shard; the keys left here (all: a failed delete deletes
+         * nothing) are never served (released) and the next start deletes them */
         log_warn("shard %s: released, but deleting the local copy failed", prefix);
     }
     int64_t t1 = now_mono_ms();

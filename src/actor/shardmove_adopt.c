@@ -84,8 +84,18 @@ static int fetch_files(const peer_t *p, const manifest_t *m, const char *dir, ch
     return sm_fsync_dir(dir) == 0 ? 0 : -EIO;
 }
 
+/* Deletes what was ingested of a shard that is not recorded here (not served: the next adopt
+ * deletes a leftover first), saying so when that fails. */
+static void drop_ingested(const char *prefix)
+{
+    if (store_delete_prefix(SM_STORE, prefix, SHARD_HEX) != 0)
+        log_warn("shard %s: what was ingested of it could not be deleted (the store's error, "
+                 "logged); it is not served, and the next adopt deletes it first",
+                 prefix);
+}
+
 /* Ingests the checked files of dir and counts every family's keys against the manifest; on
- * failure nothing of the shard stays. */
+ * failure nothing of the shard stays (or, where its delete fails, a leftover never served). */
 static int ingest_checked(const char *prefix, const char *dir, const manifest_t *m, bool move,
                           json_t **what, int64_t *earliest, char *why, size_t whylen)
 {
@@ -94,11 +104,20 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
         present[cf] = m->fam[cf].file;
     /* whatever an earlier stay or a crashed adopt left under the prefix goes first (not
      * owned: nobody reads it) */
-    store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
-    int rc = store_ingest_dir(SM_STORE, prefix, SHARD_HEX, dir, present, move, why, whylen);
+    int rc = store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
+    if (rc != 0) { /* its alarm keys would stay beside the ingested ones: nothing is ingested */
+        snprintf(why, whylen,
+                 "%s could not delete what it held of the shard before the ingest (its own "
+                 "store's error, logged: a read error of its alarm keys, or a refused write); "
+                 "nothing of the shard changed here: retry the move once it reads and writes",
+                 shard_node_name());
+        return -EIO;
+    }
+    rc = store_ingest_dir(SM_STORE, prefix, SHARD_HEX, dir, present, move, why, whylen);
     uint64_t got[CF__COUNT];
+    if (rc == 0 && store_count_prefix(SM_STORE, prefix, SHARD_HEX, got) != 0)
+        rc = sm_unreadable(why, whylen, "counting the keys it ingested");
     if (rc == 0) {
-        store_count_prefix(SM_STORE, prefix, SHARD_HEX, got);
         for (int cf = 0; cf < CF__COUNT && rc == 0; cf++) {
             if (got[cf] != m->fam[cf].keys) {
                 snprintf(why, whylen,
@@ -111,6 +130,8 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
         }
     }
     *what = rc == 0 ? sm_counts(prefix, earliest) : NULL;
+    if (rc == 0 && !*what)
+        rc = sm_unreadable(why, whylen, "counting the sessions and alarms it ingested");
     if (rc == 0 && !json_equal(*what, m->moved)) {
         snprintf(why, whylen, "the ingested keys do not hold what the release counted");
         rc = -EBADMSG;
@@ -118,7 +139,7 @@ static int ingest_checked(const char *prefix, const char *dir, const manifest_t 
     if (rc != 0) {
         json_decref(*what);
         *what = NULL;
-        store_delete_prefix(SM_STORE, prefix, SHARD_HEX); /* nothing half-ingested stays */
+        drop_ingested(prefix); /* nothing half-ingested stays */
     }
     return rc;
 }
@@ -141,13 +162,22 @@ static int take(int shard, const char *prefix, uint32_t epoch, const char *from,
         snprintf(why, whylen,
                  "cannot read the shard's in-flight requests after ingesting it (a read error, "
                  "logged); nothing of it is kept here: retry the move");
-        store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
+        drop_ingested(prefix);
         return -EIO;
+    }
+    /* its gauges and shares, read whole before the record: a walk a read error stopped would
+     * leave them short until a restart; the move fails instead, as for the in-flight scan */
+    sm_gauges_t g;
+    if (sm_read_gauges(prefix, &g) != 0) {
+        json_decref(inflight);
+        drop_ingested(prefix);
+        return sm_unreadable(why, whylen, "counting the gauges and shares of what it ingested");
     }
     if (sm_put_record(shard, &own) != 0) {
         json_decref(inflight);
+        sm_gauges_free(&g);
         snprintf(why, whylen, "cannot record the adoption (the store refuses writes)");
-        store_delete_prefix(SM_STORE, prefix, SHARD_HEX);
+        drop_ingested(prefix);
         return -EIO;
     }
     if (was.state == SHARDREC_RELEASED && was.export_kept) {
@@ -157,7 +187,7 @@ static int take(int shard, const char *prefix, uint32_t epoch, const char *from,
         sm_dir_of(old, sizeof old, true, shard, was.epoch);
         sm_remove_dir(old);
     }
-    sm_adjust_gauges(prefix, 1);
+    sm_apply_gauges(&g, 1);
     STAT_ADD(alarms_pending, json_integer_value(json_object_get(what, "alarms")));
     sm_set_refused(shard, NULL);
     shard_set_owned(shard, true);
@@ -169,6 +199,105 @@ static int take(int shard, const char *prefix, uint32_t epoch, const char *from,
     return 0;
 }
 
+/* The export offered is of this shard, from `from`, for this node, and (fencing) at an epoch
+ * this node never declined, held or passed: 0, or -EALREADY with why. */
+static int check_offer(int shard, const char *prefix, const char *from, const shardrec_t *rec,
+                       const manifest_t *m, char *why, size_t whylen)
+{
+    if (m->shard != shard || strcmp(m->from, from) != 0 || strcmp(m->to, shard_node_name()) != 0) {
+        snprintf(why, whylen,
+                 "the export %s serves is shard %03x from %s to %s, not shard %s "
+                 "to this node",
+                 from, m->shard, m->from, m->to, prefix);
+        return -EALREADY;
+    }
+    if (m->epoch <= rec->declined || (rec->state != SHARDREC_NONE && m->epoch <= rec->epoch)) {
+        snprintf(why, whylen, "the export is epoch %u, but this node %s epoch %u", m->epoch,
+                 m->epoch <= rec->declined ? "declined (it was taken back at)" : "has been at",
+                 m->epoch <= rec->declined ? rec->declined : rec->epoch);
+        return -EALREADY;
+    }
+    return 0;
+}
+
+/* A forced adopt over this node's own copy of the shard (held, refused at start) sets that copy
+ * aside before the ingest deletes it: an export to this node itself in out-<shard>.<epoch>, and
+ * the record "released at its epoch to this node, export kept", fsynced first. A failed adopt
+ * puts the copy and the record back (put_back); a crash in between leaves a released record,
+ * never served, whose export holds the copy (a later adopt replaces it). So a forced adopt never
+ * leaves the shard recorded as held without its data, and the copy goes only when the adopted
+ * data is in its place. 0 with dir and *km, or an error with why (nothing changed). */
+static int set_aside(int shard, const char *prefix, const shardrec_t *was, char dir[DIR_MAX],
+                     manifest_t *km, char *why, size_t whylen)
+{
+    char what_for[80];
+    snprintf(what_for, sizeof what_for, "setting aside this node's own copy of shard %s", prefix);
+    uint64_t estimate = store_export_estimate(SM_STORE, prefix, SHARD_HEX);
+    int rc = sm_room_for(what_for, estimate, true, false, why, whylen);
+    sm_dir_of(dir, DIR_MAX, true, shard, was->epoch);
+    if (rc != 0 || (rc = sm_fresh_dir(dir, why, whylen)) != 0) {
+        dir[0] = '\0';
+        return rc;
+    }
+    int64_t earliest;
+    json_t *what = sm_counts(prefix, &earliest);
+    if (!what) /* a manifest without counts would not check when it is put back */
+        rc = sm_unreadable(why, whylen, "counting its own copy of the shard to set it aside");
+    else
+        rc = sm_export_shard(shard, prefix, dir, was->epoch, shard_node_name(), what, km, why,
+                             whylen);
+    json_decref(what);
+    shardrec_t aside = {.state = SHARDREC_RELEASED,
+                        .epoch = was->epoch,
+                        .declined = was->declined,
+                        .export_kept = true};
+    snprintf(aside.peer, sizeof aside.peer, "%s", shard_node_name());
+    if (rc == 0 && sm_put_record(shard, &aside) != 0) {
+        snprintf(why, whylen,
+                 "cannot record that this node's own copy is set aside (the store "
+                 "refuses writes)");
+        rc = -EIO;
+    }
+    if (rc != 0) {
+        manifest_clear(km);
+        sm_remove_dir(dir);
+        dir[0] = '\0';
+    }
+    return rc;
+}
+
+/* The adopt failed after set_aside: the copy in dir goes back into the store, checked as an
+ * adopt's, and the record as it was (not served: refused as before). Failing that, the record
+ * stays released to this node with the export kept. why gets what became of the copy. */
+static void put_back(int shard, const char *prefix, const shardrec_t *was, const char *dir,
+                     const manifest_t *km, char *why, size_t whylen)
+{
+    char cause[512], err[300] = "";
+    snprintf(cause, sizeof cause, "%s", why);
+    json_t *what = NULL;
+    int64_t earliest = 0;
+    int rc = ingest_checked(prefix, dir, km, false, &what, &earliest, err, sizeof err);
+    json_decref(what);
+    if (rc == 0 && sm_put_record(shard, was) != 0) {
+        snprintf(err, sizeof err, "the store refuses writes");
+        rc = -EIO;
+    }
+    if (rc == 0) {
+        sm_remove_dir(dir);
+        snprintf(why, whylen,
+                 "%s; this node's own copy of shard %s is back as it was (epoch %u, not served)",
+                 cause, prefix, was->epoch);
+        return;
+    }
+    log_warn("shard %s: the forced adopt failed and this node's own copy could not be put back "
+             "(%s): it is kept in %s",
+             prefix, err, dir);
+    snprintf(why, whylen,
+             "%s; this node's own copy of shard %s could not be put back (%s): it is kept in %s, "
+             "recorded as released to this node (not served); run the adopt again",
+             cause, prefix, err, dir);
+}
+
 int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen)
 {
     char prefix[SHARD_HEX + 1];
@@ -177,11 +306,12 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
     int rc = sm_move_begin(shard, prefix, &t0, why, whylen);
     peer_t from;
     manifest_t m = {.shard = -1};
-    char dir[DIR_MAX] = "";
+    manifest_t km = {.shard = -1}; /* its own copy, set aside in `aside` (force=1) */
+    char dir[DIR_MAX] = "", aside[DIR_MAX] = "";
     json_t *what = NULL;
+    shardrec_t rec = SM_REC[shard];
     if (rc != 0 || (rc = sm_peer_of(rq->peer, &from, why, whylen)) != 0)
         goto out;
-    shardrec_t rec = SM_REC[shard];
     /* 1. the manifest, from the node that released it */
     char url[128];
     snprintf(url, sizeof url, "/shards/export?shard=%s", prefix);
@@ -237,23 +367,10 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
     free(text);
     if (rc != 0)
         goto out;
-    if (m.shard != shard || strcmp(m.from, rq->peer) != 0 || strcmp(m.to, shard_node_name()) != 0) {
-        snprintf(why, whylen,
-                 "the export %s serves is shard %03x from %s to %s, not shard %s "
-                 "to this node",
-                 rq->peer, m.shard, m.from, m.to, prefix);
-        rc = -EALREADY;
+    /* fencing: never an epoch this node declined, holds or passed */
+    if ((rc = check_offer(shard, prefix, rq->peer, &rec, &m, why, whylen)) != 0)
         goto out;
-    }
-    /* 2. fencing: never an epoch this node declined, holds or passed */
-    if (m.epoch <= rec.declined || (rec.state != SHARDREC_NONE && m.epoch <= rec.epoch)) {
-        snprintf(why, whylen, "the export is epoch %u, but this node %s epoch %u", m.epoch,
-                 m.epoch <= rec.declined ? "declined (it was taken back at)" : "has been at",
-                 m.epoch <= rec.declined ? rec.declined : rec.epoch);
-        rc = -EALREADY;
-        goto out;
-    }
-    /* 3. room for them (the free-space floor), then its files, checked as they come */
+    /* 2. room for them (the free-space floor), then its files, checked as they come */
     char what_for[64];
     snprintf(what_for, sizeof what_for, "adopting shard %s (its export)", prefix);
     if ((rc = sm_room_for(what_for, manifest_bytes(&m), true, true, why, whylen)) != 0)
@@ -265,14 +382,18 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
     if ((rc = fetch_files(&from, &m, dir, why, whylen)) != 0)
         goto out;
     int64_t fetched = now_mono_ms();
-    /* 4. in, counted */
+    /* 3. its own copy (force=1) set aside; in, counted */
+    if (rec.state == SHARDREC_OWNED &&
+        (rc = set_aside(shard, prefix, &rec, aside, &km, why, whylen)) != 0)
+        goto out;
     int64_t earliest = 0;
     if ((rc = ingest_checked(prefix, dir, &m, true, &what, &earliest, why, whylen)) != 0)
         goto out;
     sm_crash_point("adopt-ingested");
-    /* 5. recorded, served */
+    /* 4. recorded, served */
     if ((rc = take(shard, prefix, m.epoch, rq->peer, what, earliest, why, whylen)) != 0)
         goto out;
+    aside[0] = '\0'; /* replaced: take deleted it with the record */
     int64_t t1 = now_mono_ms();
     *report = json_pack("{s:s,s:s,s:s,s:I,s:I,s:O,s:I,s:I,s:b}", "shard", prefix, "node",
                         shard_node_name(), "from", rq->peer, "epoch", (json_int_t)m.epoch, "keys",
@@ -282,6 +403,9 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
     log_info("shard %s adopted at epoch %u from %s: %llu keys in %lld ms", prefix, m.epoch,
              rq->peer, (unsigned long long)m.keys, (long long)(t1 - t0));
 out:
+    if (aside[0])
+        put_back(shard, prefix, &rec, aside, &km, why, whylen);
+    manifest_clear(&km);
     if (dir[0])
         sm_remove_dir(dir);
     store_space_recheck(SM_STORE); /* the fetched files came, and went or were ingested */

@@ -7,6 +7,7 @@
 #ifndef MCPD_ACTOR_SHARDMOVE_INTERNAL_H
 #define MCPD_ACTOR_SHARDMOVE_INTERNAL_H
 
+#include "actor/actor.h"
 #include "actor/shardmove.h"
 
 #include "core/peer.h"
@@ -97,11 +98,31 @@ int sm_read_manifest(const char *dir, manifest_t *m, char *why, size_t whylen);
 /* Every file of the manifest in dir has its size and SHA-256: 0, or -EBADMSG with why. */
 int sm_check_files(const char *dir, const manifest_t *m, char *why, size_t whylen);
 
-/* The stored gauges of the shard's actors, added (sign 1) or taken away (-1). */
-void sm_adjust_gauges(const char *prefix, int sign);
+/* The stored gauges of a shard's actors (by kind) and their owners' shares, read whole before
+ * anything is added (shardmove_count.c). A zeroed one holds nothing. */
+typedef struct {
+    uint64_t by[STORED__KINDS];
+    actors_tally_t *shares;
+} sm_gauges_t;
+/* 0, or -EIO when a read error stopped the walk (logged; *g holds nothing). */
+int sm_read_gauges(const char *prefix, sm_gauges_t *g);
+/* Adds them (sign 1) or takes them away (-1), once, and frees them; sm_gauges_free frees them
+ * unused. */
+void sm_apply_gauges(sm_gauges_t *g, int sign);
+void sm_gauges_free(sm_gauges_t *g);
 
-/* The shard's keys per family (new), and the earliest alarm. */
+/* Writes the export (files fsynced, manifest last, `what` its counts) of a shard that no request
+ * changes (settled, or not served) into dir, for node `to`: 0, or an error with why. */
+int sm_export_shard(int shard, const char *prefix, const char *dir, uint32_t epoch, const char *to,
+                    json_t *what, manifest_t *m, char *why, size_t whylen);
+
+/* The shard's keys per family (new), and the earliest alarm; NULL when a read error stopped a
+ * count (shardmove_count.c, as the two below). */
 json_t *sm_counts(const char *prefix, int64_t *earliest);
+
+/* A read error of this node's own store stopped `doing` (the store logged it): -EIO, with why
+ * naming this node, so that a move's answer never blames the other node's export for it. */
+int sm_unreadable(char *why, size_t whylen, const char *doing);
 
 /* The start of a step: the shard's prefix, the lock (held on return, whatever rc), the start
  * time; -EINVAL without a cluster. */

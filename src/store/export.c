@@ -110,16 +110,18 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
 }
 
 /* The keys of every family that belong to ids starting with prefix: counted, and with bytes
- * their keys' and values' sizes summed. */
-static void scan_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT],
-                        uint64_t *bytes)
+ * their keys' and values' sizes summed. 0, or -EIO when a read error stopped a scan (the counts
+ * are short). */
+static int scan_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT],
+                       uint64_t *bytes)
 {
     memset(keys, 0, sizeof(uint64_t) * CF__COUNT);
     if (plen == 0 || plen > 32)
-        return;
+        return 0;
+    int rc = 0;
     char upper[32];
     prefix_upper(upper, prefix, plen);
-    for (int cf = 0; cf < CF__COUNT; cf++) {
+    for (int cf = 0; cf < CF__COUNT && rc == 0; cf++) {
         bool all = cf == CF_ALARMS;
         store_iter_t *it = store_iter_new(s, (store_cf_t)cf, all ? NULL : prefix, plen,
                                           all ? NULL : upper, plen);
@@ -135,13 +137,15 @@ static void scan_prefix(store_t *s, const char *prefix, size_t plen, uint64_t ke
                 *bytes += kl + vl;
             }
         }
+        rc = store_iter_error(it);
         store_iter_free(it);
     }
+    return rc;
 }
 
-void store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT])
+int store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT])
 {
-    scan_prefix(s, prefix, plen, keys, NULL);
+    return scan_prefix(s, prefix, plen, keys, NULL);
 }
 
 /* An SST file's own blocks (index, filter, properties, footer) past its data: a few KiB for a
@@ -151,7 +155,8 @@ void store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t ke
 uint64_t store_export_estimate(store_t *s, const char *prefix, size_t plen)
 {
     uint64_t keys[CF__COUNT], bytes = 0;
-    scan_prefix(s, prefix, plen, keys, &bytes);
+    scan_prefix(s, prefix, plen, keys, &bytes); /* short on a read error: the export, which
+                                                   reads them again, fails then */
     for (int cf = 0; cf < CF__COUNT; cf++)
         if (keys[cf])
             bytes += SST_FILE_OVERHEAD;
@@ -178,6 +183,7 @@ int store_delete_prefix(store_t *s, const char *prefix, size_t plen)
     char upper[32];
     prefix_upper(upper, prefix, plen);
     store_batch_t *b = store_batch_new(s);
+    bool unread = false;
     for (int cf = 0; cf < CF__COUNT; cf++) {
         if (cf != CF_ALARMS) {
             store_batch_delete_range(b, (store_cf_t)cf, prefix, plen, upper, plen);
@@ -190,9 +196,13 @@ int store_delete_prefix(store_t *s, const char *prefix, size_t plen)
             if (key_has_prefix(CF_ALARMS, k, kl, prefix, plen))
                 store_batch_delete(b, CF_ALARMS, k, kl);
         }
+        unread = store_iter_error(it) != 0;
         store_iter_free(it);
     }
-    int rc = store_commit(s, b);
+    /* all or nothing: the ranges without the alarm keys the scan did not reach would leave
+     * alarms of ids that are gone, which no start looks for (it finds a leftover copy by the
+     * id-keyed families) */
+    int rc = unread ? -EIO : store_commit(s, b);
     store_batch_free(b);
     return rc;
 }

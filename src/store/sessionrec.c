@@ -18,9 +18,10 @@ int sessionrec_get_meta(store_t *s, const char *sid, char **text, size_t *len)
     return store_get(s, CF_SESSIONS, sid, SESSION_ID_LEN, text, len);
 }
 
-/* Counts the metadata records it walks, by kind; frees it. */
+/* Counts the metadata records it walks, by kind; frees it. *err: 0, or -EIO when a read error
+ * stopped the walk. */
 static uint64_t count_kinds(store_iter_t *it, sessionrec_kind_fn kind, uint64_t *by_kind,
-                            int nkinds)
+                            int nkinds, int *err)
 {
     uint64_t n = 0;
     for (store_iter_seek_first(it); store_iter_valid(it); store_iter_next(it)) {
@@ -31,6 +32,7 @@ static uint64_t count_kinds(store_iter_t *it, sessionrec_kind_fn kind, uint64_t 
             by_kind[k]++;
         n++;
     }
+    *err = store_iter_error(it);
     store_iter_free(it);
     return n;
 }
@@ -39,19 +41,22 @@ uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind
 {
     if (!kind)
         return store_count_keys(s, CF_SESSIONS);
-    return count_kinds(store_iter_new_scan(s, CF_SESSIONS), kind, by_kind, nkinds);
+    int err;
+    return count_kinds(store_iter_new_scan(s, CF_SESSIONS), kind, by_kind, nkinds, &err);
 }
 
-uint64_t sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen,
-                                 sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds)
+int sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen, sessionrec_kind_fn kind,
+                            uint64_t *by_kind, int nkinds)
 {
     char upper[SESSION_ID_LEN];
     if (plen == 0 || plen > sizeof upper)
         return 0;
     memcpy(upper, prefix, plen);
     upper[plen - 1]++;
-    return count_kinds(store_iter_new(s, CF_SESSIONS, prefix, plen, upper, plen), kind, by_kind,
-                       nkinds);
+    int err;
+    count_kinds(store_iter_new(s, CF_SESSIONS, prefix, plen, upper, plen), kind, by_kind, nkinds,
+                &err);
+    return err;
 }
 
 int sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionrec_meta_fn fn,
@@ -84,7 +89,8 @@ int sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionrec
     return rc;
 }
 
-uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen, int64_t *earliest)
+int sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen, uint64_t *count,
+                                int64_t *earliest)
 {
     *earliest = 0;
     uint64_t n = 0;
@@ -100,8 +106,10 @@ uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen
             *earliest = due;
         n++;
     }
+    int rc = store_iter_error(it);
     store_iter_free(it);
-    return n;
+    *count = n;
+    return rc;
 }
 
 void sessionrec_put_alarm(store_batch_t *b, int64_t due_ms, const char *sid)

@@ -22,18 +22,20 @@ int sessionrec_get_meta(store_t *s, const char *sid, char **text, size_t *len);
  * it gives each one (0..nkinds-1, into by_kind; the meaning of the metadata is the actor's). */
 typedef int (*sessionrec_kind_fn)(const char *meta, size_t len);
 uint64_t sessionrec_count(store_t *s, sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds);
-/* The same for the ids starting with prefix (a shard). */
-uint64_t sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen,
-                                 sessionrec_kind_fn kind, uint64_t *by_kind, int nkinds);
+/* The same for the ids starting with prefix (a shard), by kind only: 0, or -EIO when a read
+ * error stopped the count (by_kind short). */
+int sessionrec_count_prefix(store_t *s, const char *prefix, size_t plen, sessionrec_kind_fn kind,
+                            uint64_t *by_kind, int nkinds);
 /* Calls fn for every stored metadata record whose id starts with prefix (plen 0: every
  * record): startup and shard moves only, O(records). 0, or -EIO when a read error stopped the
  * walk (fn saw only part of them). */
 typedef void (*sessionrec_meta_fn)(void *arg, const char *sid, const char *meta, size_t len);
 int sessionrec_scan_meta(store_t *s, const char *prefix, size_t plen, sessionrec_meta_fn fn,
                          void *arg);
-/* The alarms of ids starting with prefix: how many, and the earliest due (0: none). */
-uint64_t sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen,
-                                     int64_t *earliest);
+/* The alarms of ids starting with prefix: how many (*count), and the earliest due (0: none). 0,
+ * or -EIO when a read error stopped the scan (both short). */
+int sessionrec_alarms_of_prefix(store_t *s, const char *prefix, size_t plen, uint64_t *count,
+                                int64_t *earliest);
 
 void sessionrec_put_alarm(store_batch_t *b, int64_t due_ms, const char *sid);
 void sessionrec_delete_alarm(store_batch_t *b, int64_t due_ms, const char *sid);

@@ -168,8 +168,9 @@ uint64_t store_memtable_budget(const store_t *s);
  * keys[cf] counts them. 0, or -errno with why. */
 int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char *dir,
                         uint64_t keys[CF__COUNT], char *why, size_t whylen);
-/* Counts the keys of every family that belong to ids starting with prefix (as exported). */
-void store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT]);
+/* Counts the keys of every family that belong to ids starting with prefix (as exported): 0, or
+ * -EIO when a read error stopped the count (keys short: not a count to compare). */
+int store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT]);
 /* What an export of those keys takes on disk, at most: their keys' and values' bytes (the files
  * hold them once, compressed where they compress) and a margin for each file's own blocks. An
  * O(keys) scan, as the export. */
@@ -177,7 +178,9 @@ uint64_t store_export_estimate(store_t *s, const char *prefix, size_t plen);
 /* Whether family cf holds any key of an id starting with prefix (one seek; not the alarms): 1,
  * 0, or -EIO when a read error hid the answer. */
 int store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);
-/* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms). */
+/* Deletes those keys (a range delete per id-keyed family, point deletes of the alarms found by a
+ * scan of every alarm key), in one commit: 0; -EIO when a read error stopped that scan (nothing
+ * is deleted: its alarm keys cannot all be named); or the commit's error. */
 int store_delete_prefix(store_t *s, const char *prefix, size_t plen);
 /* Ingests dir/<family>.sst for each family with present[cf], the keys of ids starting with
  * prefix (into that prefix's partition). move: the files are moved into the database (hard

@@ -11,12 +11,14 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
 from mcptest import BINARY, Server, Session, run, wait_until
+from test_durability import restore_tables
 from test_modern import Modern
 
 N1 = range(0x000, 0x800)
@@ -672,6 +674,246 @@ class GaugesOverALeftover(unittest.TestCase):
         self.assertEqual(self.gauges(self.n2), want, "what the adopt ingested, once")
         self.n2.restart()
         self.assertEqual(self.gauges(self.n2), want, "a restart counts the same")
+
+
+class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
+    """A node that holds its own copy of a shard its cluster file gives another node (a restored
+    data directory: refused at start) adopts over it only with force=1. The forced adopt sets
+    that copy aside first (an export to the node itself, recorded as released to it), so an
+    adopt that fails once the copy is out of the store (here: an export whose manifest counts
+    more keys than its files hold) puts it back, recorded as held as before; the copy goes only
+    when the adopted data is in its place. It used to stay recorded as held with its data
+    deleted: a start on a file that gives it back served the shard empty (404)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.file = os.path.join(self.dir, "cluster.json")
+        a1, a2 = free_ports(2)
+        write_cluster(self.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
+                      admin={"n1": a1, "n2": a2})
+        self.n1 = Server("--cluster", self.file, "--node", "n1", "--admin-listen",
+                         f"127.0.0.1:{a1}")
+        self.addCleanup(self.n1.cleanup)
+        self.n2 = Server("--cluster", self.file, "--node", "n2", "--admin-listen",
+                         f"127.0.0.1:{a2}")
+        self.addCleanup(self.n2.cleanup)
+        bootstrap(self.n1, self.n2)
+
+    post_admin = ShardMove.post_admin
+    record = ShardMove.record
+
+    def restart_n1(self, epochs):
+        """n1 again on its cluster file with these "epochs" (n1's copy of the file)."""
+        self.n1.stop()
+        with open(self.file) as f:
+            c = json.load(f)
+        c["epochs"] = epochs
+        with open(self.file, "w") as f:
+            json.dump(c, f)
+        self.n1.start()
+
+    def own_copy_refused(self):
+        """n1 holds its own copy of a session's shard at epoch 1 (a restored data directory),
+        refused on a file that says epoch 2, while n2 keeps an export of it for n1 at epoch 3.
+        Returns the session and the shard."""
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "1")
+        # n1's data directory as it is now: its own copy of the shard, held at epoch 1
+        self.n1.stop()
+        backup = os.path.join(self.dir, "n1-backup")
+        shutil.copytree(self.n1.data_dir, backup)
+        self.n1.start()
+        # the shard goes to n2 (epoch 2), which releases it back to n1 (epoch 3)
+        for node, path in ((self.n1, f"release?shard={hexs}&to=n2"),
+                           (self.n2, f"adopt?shard={hexs}&from=n1"),
+                           (self.n1, f"finish?shard={hexs}"),
+                           (self.n2, f"release?shard={hexs}&to=n1")):
+            r = self.post_admin(node, "/shards/" + path)
+            self.assertEqual(r.status, 200, f"{path}: {r.text}")
+        # n1 starts on the restored directory and a file that says epoch 2: it refuses its copy
+        self.n1.stop()
+        shutil.rmtree(self.n1.data_dir)
+        shutil.copytree(backup, self.n1.data_dir)
+        self.restart_n1({hexs: 2})
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 1, False), rec)
+        return s, hexs
+
+    def test_a_failed_forced_adopt_puts_the_nodes_own_copy_back(self):
+        s, hexs = self.own_copy_refused()
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2")
+        self.assertEqual(r.status, 409, r.text)
+        self.assertIn("force=1 to replace it", json.loads(r.text)["error"])
+        # n2's export counts one key more than its files hold: refused after n1's copy is out
+        mpath = os.path.join(self.n2.data_dir, "moves", f"out-{hexs}.3", "manifest.json")
+        with open(mpath) as f:
+            good = f.read()
+        bad = json.loads(good)
+        bad["keys"] += 1
+        next(f for f in bad["families"] if f["cf"] == "sessions")["keys"] += 1
+        with open(mpath, "w") as f:
+            json.dump(bad, f)
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2&force=1")
+        self.assertEqual(r.status, 502, r.text)
+        err = json.loads(r.text)["error"]
+        self.assertIn("the manifest says", err)
+        self.assertIn(f"this node's own copy of shard {hexs} is back as it was", err)
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 1, False), rec)
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [],
+                         "nothing set aside is left once the copy is back")
+        # its data is there: a file that gives it back to n1 at epoch 1 serves it whole
+        self.restart_n1({hexs: 1})
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2",
+                         "the own copy is intact after the failed adopt")
+        # a forced adopt of the whole export replaces the copy (n2's counter was at 1)
+        with open(mpath, "w") as f:
+            f.write(good)
+        self.restart_n1({hexs: 2})
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2&force=1")
+        self.assertEqual(r.status, 200, r.text)
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 3, True), rec)
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [],
+                         "the copy set aside went with the record of the adopt")
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "the adopted data")
+
+
+    def test_a_forced_adopt_killed_after_its_ingest_keeps_the_copy_in_its_export(self):
+        s, hexs = self.own_copy_refused()
+        aside = os.path.join(self.n1.data_dir, "moves", f"out-{hexs}.1")
+        # killed after the ingest deleted the copy from the store, before the adopt's record
+        self.n1.stop()
+        self.n1.env = {"MCPD_CRASH_AT": "adopt-ingested"}
+        self.n1.start()
+        r = self.n1.request("POST", path=f"/shards/adopt?shard={hexs}&from=n2&force=1",
+                            port=self.n1.admin_port)
+        self.assertEqual(r.status, 202, r.text)
+        self.assertEqual(self.n1.proc.wait(20), -9, "killed at adopt-ingested")
+        self.n1.stop()
+        self.n1.env = {}
+        # restarted on a file that gives it the shard at epoch 1: the record says the copy is set
+        # aside (released to n1 itself), so the shard is not served (before: held at epoch 1
+        # with the copy deleted, served empty)
+        self.restart_n1({hexs: 1})
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["peer"], rec["export_kept"],
+                          rec["serving"]), ("released", 1, "n1", True, False), rec)
+        self.assertTrue(os.path.exists(os.path.join(aside, "manifest.json")),
+                        "the copy is kept in its export")
+        r, _ = s.call("tools/list")
+        misdirected(self, r, s.next_id)
+        # the adopt run again takes n2's export and deletes the copy set aside
+        self.restart_n1({hexs: 2})
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertFalse(os.path.exists(aside))
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "n2's export, served")
+
+
+def corrupt_later_block(data_dir, family):
+    """Like test_durability.corrupt_tables, but four bytes a third into each table file of
+    `family`: a data block past the first, which a start that reads only the first block (the
+    alarm scheduler's seek) leaves uncached, so the next scan that reads it fails its checksum."""
+    name = b"\x16\x04" + bytes([len(family)]) + b"name" + family  # rocksdb.column.family.name
+    changed = []
+    for root, _, files in os.walk(data_dir):
+        for f_name in files:
+            path = os.path.join(root, f_name)
+            if not f_name.endswith(".sst"):
+                continue
+            with open(path, "r+b") as f:
+                data = f.read()
+                if name not in data:
+                    continue
+                at = len(data) // 3
+                f.seek(at)
+                f.write(bytes(b ^ 0xFF for b in data[at:at + 4]))
+            changed.append((path, at, data[at:at + 4]))
+    return changed
+
+
+TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "mcpd-cluster")
+
+
+class ALocalReadErrorInAnAdopt(unittest.TestCase):
+    """An adopt deletes what its node held of the shard, then counts the shard's keys in its
+    own store after ingesting them: a read error of that store (here: a damaged block of the
+    node's own alarm keys, which both the delete and the alarms' count read whole) is the
+    node's, not the export's. It is refused as this node's error, naming it (500, not 502
+    "damaged"), with nothing of the shard kept, and the same export is adopted once the store
+    reads again. It used to read as a count that differs from the manifest: 502, the export
+    blamed, and the tool rolled the move back for it."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.file = os.path.join(self.dir, "cluster.json")
+        a1, a2 = free_ports(2)
+        write_cluster(self.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
+                      admin={"n1": a1, "n2": a2})
+        self.n1 = Server("--cluster", self.file, "--node", "n1", "--admin-listen",
+                         f"127.0.0.1:{a1}")
+        self.addCleanup(self.n1.cleanup)
+        # one partition whatever MCPD_TEST_FLAGS says: n2's alarm keys in one table file, the
+        # damaged block past its first (a partition's smaller file may have no second block)
+        self.n2 = Server("--cluster", self.file, "--node", "n2", "--admin-listen",
+                         f"127.0.0.1:{a2}", "--store-partitions", "1")
+        self.addCleanup(self.n2.cleanup)
+        bootstrap(self.n1, self.n2)
+
+    post_admin = ShardMove.post_admin
+    record = ShardMove.record
+
+    def test_a_read_error_counting_the_adopted_keys_is_the_nodes_own(self):
+        for _ in range(400):  # n2's own sessions: their alarm keys, several blocks
+            Session(self.n2)
+        self.n2.restart()  # in a table file, open; the start reads its first block only
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(r.status, 200, r.text)
+        changed = corrupt_later_block(self.n2.data_dir, b"alarms")
+        self.assertTrue(changed, "n2's alarm keys are in a table file")
+        r = self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
+        err = json.loads(r.text).get("error", "")
+        self.assertEqual(r.status, 500, r.text)  # before: 502, "... the manifest says ..."
+        # its delete of what it held reads the alarm keys first, then its count
+        self.assertRegex(err, "^n2 could not (read its own store while counting|delete what it "
+                              "held of the shard before the ingest .its own store's error)")
+        self.assertNotIn("damaged", err)
+        rec = self.record(self.n2, hexs)
+        self.assertEqual((rec["state"], rec["serving"]), ("none", False), rec)
+        restore_tables(changed)
+        r = self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
+        self.assertEqual(r.status, 200, r.text)
+        s.server = self.n2
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6")
+
+    def test_the_tool_rolls_back_and_names_the_node_whose_store_failed(self):
+        for _ in range(400):
+            Session(self.n2)
+        self.n2.restart()
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        changed = corrupt_later_block(self.n2.data_dir, b"alarms")
+        self.assertTrue(changed, "n2's alarm keys are in a table file")
+        p = subprocess.run([sys.executable, TOOL, "move", self.file, hexs, "n2", "--no-runtime",
+                            "--map", os.path.join(self.dir, "shards.map")],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        # before: "n2 refused the export (502: ... the manifest says 1)"
+        self.assertRegex(p.stderr, r"n2 could not adopt it \(500: n2 could not [^;]*its own store")
+        self.assertIn("rolled back: n1 serves it again", p.stderr)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6", "served by n1 again")
+        rec = self.record(self.n2, hexs)
+        self.assertEqual((rec["state"], rec["serving"]), ("none", False), rec)
+        self.assertGreaterEqual(rec["declined"], 2, "n2 declined the epoch it did not adopt")
+        restore_tables(changed)
 
 
 class NewDataDirectory(unittest.TestCase):

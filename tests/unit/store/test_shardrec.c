@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -286,6 +287,82 @@ static void a_shards_export_holds_exactly_its_keys_and_ingests_elsewhere(void **
     assert_int_equal(manifest_file_digest("/nonexistent/x", &bytes, sha), -ENOENT);
 }
 
+/* Damages the first data block of each table file (.sst) of family `name` in dir (its first 4
+ * bytes, in place, as a failing disk would): the next read of that block fails its checksum. A
+ * file is known by its family's name in its properties block (rocksdb.column.family.name). */
+static void damage_family(const char *dir, const char *name)
+{
+    char tag[64];
+    int tl = snprintf(tag, sizeof tag, "\x16\x04%cname%s", (char)strlen(name), name);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    int damaged = 0;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".sst") != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *fp = fopen(path, "r+b");
+        assert_non_null(fp);
+        static char buf[1 << 20];
+        size_t len = fread(buf, 1, sizeof buf, fp);
+        if (memmem(buf, len, tag, (size_t)tl)) {
+            for (int i = 0; i < 4; i++)
+                buf[i] ^= (char)0xFF;
+            assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
+            assert_int_equal(fwrite(buf, 1, 4, fp), 4);
+            damaged++;
+        }
+        assert_int_equal(fclose(fp), 0);
+    }
+    closedir(d);
+    assert_true(damaged > 0);
+}
+
+/* A shard's keys, its alarm among them, in table files whose alarms' block is damaged. */
+static void shard_with_unreadable_alarms(fixture_t *f)
+{
+    put(f->s, CF_SESSIONS, "2a7aaaaa", "meta-a");
+    put(f->s, CF_STATE, "2a7aaaaa|x", "1");
+    char alarm[8 + 8];
+    memset(alarm, 0, 8);
+    memcpy(alarm + 8, "2a7aaaaa", 8);
+    store_batch_t *b = store_batch_new(f->s);
+    store_batch_put(b, CF_ALARMS, alarm, sizeof alarm, "", 0);
+    assert_int_equal(store_commit(f->s, b), 0);
+    store_batch_free(b);
+    assert_int_equal(store_flush(f->s), 0);
+    store_close(f->s);
+    damage_family(f->dir, "alarms");
+    f->s = open_in(f->dir);
+    assert_non_null(f->s);
+}
+
+/* A prefix delete names the alarm keys by a scan of them all: a read error that stopped it is
+ * not "no more alarm keys of the prefix". Before, it answered 0 having deleted the id-keyed
+ * families and left the alarm keys (which no start looks for: a leftover copy is found by the
+ * id-keyed families); now -EIO, and nothing is deleted. */
+static void a_prefix_delete_that_cannot_read_the_alarms_deletes_nothing(void **state)
+{
+    fixture_t *f = *state;
+    shard_with_unreadable_alarms(f);
+    assert_int_equal(store_delete_prefix(f->s, "2a7", 3), -EIO);
+    assert_int_equal(store_prefix_any(f->s, CF_SESSIONS, "2a7", 3), 1);
+    assert_int_equal(store_prefix_any(f->s, CF_STATE, "2a7", 3), 1);
+}
+
+/* A count of a prefix's keys that a read error stopped is short: -EIO, never a count that an
+ * adopt compares with its manifest (it blamed the other node's export). */
+static void a_prefix_count_that_cannot_read_answers_eio(void **state)
+{
+    fixture_t *f = *state;
+    shard_with_unreadable_alarms(f);
+    uint64_t counted[CF__COUNT];
+    assert_int_equal(store_count_prefix(f->s, "2a7", 3, counted), -EIO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +376,10 @@ int main(void)
         cmocka_unit_test(an_incomplete_or_altered_manifest_is_refused_with_the_reason),
         cmocka_unit_test_setup_teardown(
             a_shards_export_holds_exactly_its_keys_and_ingests_elsewhere, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_prefix_delete_that_cannot_read_the_alarms_deletes_nothing,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_prefix_count_that_cannot_read_answers_eio, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
