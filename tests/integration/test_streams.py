@@ -342,6 +342,34 @@ class Keepalive(ServerTest):
         self.assertNotIn("event:", g.raw_text)
         g.close()
 
+    def test_a_resumed_get_stream_with_the_event_store_on_carries_no_keepalive(self):
+        s = Session(self.server)
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.close()
+        time.sleep(0.2)
+        g2 = s.open_get(last_event_id=priming["id"])
+        self.assertEqual(g2.status, 200)
+        first = g2.next_event(5)
+        self.assertEqual(first["id"], priming["id"], "the resumed stream starts at its position")
+        self.assertIsNone(g2.next_event(2.5, skip_comments=False),
+                          "nothing, not even a keepalive comment, in 2.5 keepalive intervals")
+        self.assertNotIn("keepalive", g2.raw_text)
+        g2.close()
+
+    def test_a_resumed_post_stream_carries_keepalive_comments(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 3.3, "steps": 1},
+                                               "_meta": {"progressToken": 1}})
+        priming = st.next_event(5)
+        st.close()
+        g = s.open_get(last_event_id=priming["id"])
+        self.assertEqual(g.status, 200)
+        g.read_until_end(8)
+        self.assertTrue(g.ended, "the resumed POST stream ends with its response")
+        self.assertGreaterEqual(g.raw_text.count(": keepalive\n\n"), 2, g.raw_text)
+        g.close()
+
     def test_priming_and_retry_on_2025_11_25_post_streams(self):
         s = Session(self.server)
         r, _ = s.tool("slow", {"seconds": 0.05, "steps": 1}, meta={"progressToken": 1})
