@@ -762,6 +762,23 @@ class Sessions(ServerTest):
         g = self.server.request("GET", headers={"Accept": "text/event-stream", "Mcp-Session-Id": s.sid})
         self.assertEqual(g.status, 404)
 
+    def test_delete_ends_the_sessions_open_sse_streams(self):
+        s = Session(self.server)
+        g = s.open_get()
+        self.assertIsNotNone(g.next_event(5), "the GET stream opens with its priming event")
+        rid, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 4, "steps": 4},
+                                               "_meta": {"progressToken": 1}})
+        self.assertIsNotNone(st.next_message(5), "the call streams its first progress")
+        self.assertEqual(s.delete().status, 200)
+        g.read_until_end(2)
+        self.assertTrue(g.ended, "the standalone GET stream ends with its session")
+        rest = st.read_until_end(2)
+        self.assertTrue(st.ended, "the call's POST stream ends with its session")
+        self.assertFalse([e for e in rest if e.get("data") and json.loads(e["data"]).get("id") == rid],
+                         "no answer comes for a deleted session's call")
+        g.close()
+        st.close()
+
     def test_a_request_pending_when_its_session_is_deleted_gets_404_with_its_id(self):
         srv = Server("--response-mode", "json")
         self.addCleanup(srv.cleanup)

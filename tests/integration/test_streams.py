@@ -78,10 +78,36 @@ class Resume(ServerTest):
         g = s.open_get(last_event_id=priming["id"])
         replay = g.read_until_end(5)
         self.assertTrue(g.ended)
-        got = [e["data"] for e in replay if e.get("data")]
-        want = [e["data"] for e in events[1:]]
-        self.assertEqual(got, want, "the replay is exactly the events after the id, in order")
+        self.assertEqual(replay[0]["id"], priming["id"], "the resumed connection starts at its position")
+        got = [(e["id"], e["data"]) for e in replay[1:]]
+        want = [(e["id"], e["data"]) for e in events[1:]]
+        self.assertEqual(got, want, "the replay is exactly the events after the id, in order, "
+                         "under the ids they were sent with")
         g.close()
+
+    def test_a_standalone_resume_replays_the_stored_messages_under_their_ids_and_no_priming_event(self):
+        s = Session(self.server)
+        g1 = s.open_get()
+        p1 = g1.next_event(5)
+        g1.close()
+        time.sleep(0.2)
+        g2 = s.open_get()  # no Last-Event-ID: a fresh priming event, stored, and no replay
+        p2 = g2.next_event(5)
+        self.assertEqual(p2.get("data", ""), "")
+        g2.close()
+        time.sleep(0.2)
+        s.tool("notify", {"count": 2, "target": "session"})
+        g3 = s.open_get(last_event_id=p1["id"])
+        self.assertEqual(g3.next_event(5)["id"], p1["id"], "the resumed connection starts at its position")
+        replay = [g3.next_event(5) for _ in range(2)]
+        self.assertNotIn(None, replay, "both notifications are replayed")
+        prefix, seq = p2["id"].rsplit(":", 1)[0], seq_of(p2["id"])
+        self.assertEqual([e["id"] for e in replay], [f"{prefix}:{seq + k:016x}" for k in (1, 2)],
+                         "the notifications, under the ids that follow the second priming event; "
+                         "that priming event itself is not replayed")
+        self.assertEqual([json.loads(e["data"])["params"]["data"]["n"] for e in replay], [1, 2])
+        self.assertIsNone(g3.next_event(1), "nothing more")
+        g3.close()
 
     def test_a_resume_from_the_final_event_replays_nothing_and_ends(self):
         s = Session(self.server)
@@ -340,6 +366,34 @@ class Keepalive(ServerTest):
         self.assertIsNone(g.next_event(2.5, skip_comments=False))
         self.assertNotIn("keepalive", g.raw_text)
         self.assertNotIn("event:", g.raw_text)
+        g.close()
+
+    def test_a_resumed_get_stream_with_the_event_store_on_carries_no_keepalive(self):
+        s = Session(self.server)
+        g = s.open_get()
+        priming = g.next_event(5)
+        g.close()
+        time.sleep(0.2)
+        g2 = s.open_get(last_event_id=priming["id"])
+        self.assertEqual(g2.status, 200)
+        first = g2.next_event(5)
+        self.assertEqual(first["id"], priming["id"], "the resumed stream starts at its position")
+        self.assertIsNone(g2.next_event(2.5, skip_comments=False),
+                          "nothing, not even a keepalive comment, in 2.5 keepalive intervals")
+        self.assertNotIn("keepalive", g2.raw_text)
+        g2.close()
+
+    def test_a_resumed_post_stream_carries_keepalive_comments(self):
+        s = Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "slow", "arguments": {"seconds": 3.3, "steps": 1},
+                                               "_meta": {"progressToken": 1}})
+        priming = st.next_event(5)
+        st.close()
+        g = s.open_get(last_event_id=priming["id"])
+        self.assertEqual(g.status, 200)
+        g.read_until_end(8)
+        self.assertTrue(g.ended, "the resumed POST stream ends with its response")
+        self.assertGreaterEqual(g.raw_text.count(": keepalive\n\n"), 2, g.raw_text)
         g.close()
 
     def test_priming_and_retry_on_2025_11_25_post_streams(self):

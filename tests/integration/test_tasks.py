@@ -183,7 +183,10 @@ class Tasks(ServerTest):
         self.assertEqual(t["result"]["content"][0]["text"],
                          'Computation "life" completed after 1 s. Result: 42.')
         self.assertNotIn("io.modelcontextprotocol/related-task", t["result"].get("_meta", {}))
-        self.assertGreaterEqual(t["lastUpdatedAt"], t["createdAt"])
+        self.assertEqual(t["createdAt"], res["createdAt"], "createdAt does not move")
+        # the task ran 1 s: its completion moved lastUpdatedAt past its creation (ISO 8601 UTC
+        # with milliseconds: the strings order as the times)
+        self.assertGreater(t["lastUpdatedAt"], t["createdAt"], t)
         self.assertEqual(self.c.get(tid)["result"], t["result"])  # a pure read
         after = self.server.stats()
         self.assertEqual(after["tasks_created_total"], before["tasks_created_total"] + 1)

@@ -48,11 +48,20 @@ class Methods(ServerTest):
         self.assertEqual(m["error"]["code"], -32602)
 
     def test_every_tool_has_an_object_input_schema(self):
-        s = Session(self.server, )
-        _, m = s.call("tools/list")
-        for t in m["result"]["tools"]:
-            self.assertEqual(t["inputSchema"]["type"], "object")
-            self.assertTrue(t["description"])
+        s = Session(self.server)
+        tools, cursor = [], None
+        while True:  # every page (this server lists 2 tools a page)
+            _, m = s.call("tools/list", {"cursor": cursor} if cursor else {})
+            tools += m["result"]["tools"]
+            cursor = m["result"].get("nextCursor")
+            if not cursor:
+                break
+        self.assertEqual(sorted(t["name"] for t in tools),
+                         ["add", "counter", "echo", "elicit_name", "new_counter", "notify", "slow"],
+                         "every demo tool is checked")
+        for t in tools:
+            self.assertEqual(t.get("inputSchema", {}).get("type"), "object", t)
+            self.assertTrue(t.get("description"), t)
 
     def test_an_unknown_method_is_method_not_found(self):
         s = Session(self.server)
