@@ -503,6 +503,16 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
         rc = -EALREADY;
         goto out;
     }
+    if (strcmp(rec.peer, shard_node_name()) == 0) {
+        /* a forced adopt's set-aside copy: no node can decline it (force would take this node
+         * for one gone), and the shard went on past it (an export for this node elsewhere) */
+        snprintf(why, whylen,
+                 "shard %s's export here is this node's own copy, set aside by a forced adopt "
+                 "that did not finish: a reclaim never serves it; run the adopt again",
+                 prefix);
+        rc = -EALREADY;
+        goto out;
+    }
     if (rec.epoch + 1 > SHARDREC_EPOCH_MAX) {
         snprintf(why, whylen, "shard %s has used up its epochs", prefix);
         rc = -EINVAL;
