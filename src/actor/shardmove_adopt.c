@@ -486,6 +486,49 @@ static int fence_peer(const shardrec_t *rec, const char *prefix, bool force, cha
     return 0;
 }
 
+/* A forced adopt's copy set aside, taken back. No node can decline it (force would take this
+ * node for one gone for good), and the shard went on past it (an export for this node
+ * elsewhere): it is never served at a new epoch. It goes back into the store, checked, recorded
+ * as held at its own epoch and not served (refused, as before the forced adopt). */
+static int reclaim_aside(int shard, const char *prefix, const shardrec_t *rec, json_t **report,
+                         char *why, size_t whylen)
+{
+    char dir[DIR_MAX], what_for[64];
+    sm_dir_of(dir, sizeof dir, true, shard, rec->epoch);
+    snprintf(what_for, sizeof what_for, "putting back shard %s (a copy of its export)", prefix);
+    manifest_t m = {.shard = -1};
+    json_t *what = NULL;
+    int64_t earliest = 0;
+    int rc = sm_read_manifest(dir, &m, why, whylen);
+    if (rc == 0)
+        rc = sm_check_files(dir, &m, why, whylen);
+    rc = rc == -EIO ? -EBADMSG : rc;
+    if (rc == 0)
+        rc = sm_room_for(what_for, manifest_bytes(&m), false, true, why, whylen);
+    if (rc == 0)
+        rc = ingest_checked(prefix, dir, &m, false, &what, &earliest, why, whylen);
+    shardrec_t own = {.state = SHARDREC_OWNED, .epoch = rec->epoch, .declined = rec->declined};
+    if (rc == 0 && sm_put_record(shard, &own) != 0) {
+        snprintf(why, whylen, "cannot record the copy put back (the store refuses writes)");
+        drop_ingested(prefix);
+        rc = -EIO;
+    }
+    if (rc == 0) {
+        sm_remove_dir(dir);
+        snprintf(why, whylen,
+                 "its own copy set aside by a forced adopt, put back at epoch %u: not served "
+                 "until a start whose cluster file gives it this epoch",
+                 rec->epoch);
+        sm_set_refused(shard, why);
+        *report = json_pack("{s:s,s:s,s:I,s:O,s:b,s:b}", "shard", prefix, "node", shard_node_name(),
+                            "epoch", (json_int_t)rec->epoch, "moved", what, "put_back", 1,
+                            "serving", 0);
+    }
+    json_decref(what);
+    manifest_clear(&m);
+    return rc;
+}
+
 int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whylen)
 {
     char prefix[SHARD_HEX + 1];
@@ -501,6 +544,10 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
         snprintf(why, whylen, "shard %s has no export here to take back (%s at epoch %u)", prefix,
                  shardrec_state_name(rec.state), rec.epoch);
         rc = -EALREADY;
+        goto out;
+    }
+    if (strcmp(rec.peer, shard_node_name()) == 0) {
+        rc = reclaim_aside(shard, prefix, &rec, report, why, whylen);
         goto out;
     }
     if (rec.epoch + 1 > SHARDREC_EPOCH_MAX) {

@@ -812,6 +812,63 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
         self.assertFalse(os.path.exists(aside))
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "n2's export, served")
 
+    def test_a_reclaim_puts_a_copy_set_aside_back_unserved(self):
+        """The record of a copy set aside says "released to this node itself": reclaim, whose
+        fence asks the node it was released to, cannot ask this node itself, and force=1
+        (meant for a node gone for good) took that for a node that cannot be asked. It served
+        the stale copy at a new epoch, while the real export (with writes acknowledged on the
+        other node) stayed unadopted: those writes were no longer served. Now the copy goes
+        back as a failed adopt's put_back leaves it: held at its own epoch, not served."""
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "1")
+        self.n1.stop()
+        backup = os.path.join(self.dir, "n1-backup")
+        shutil.copytree(self.n1.data_dir, backup)
+        self.n1.start()
+        for node, path in ((self.n1, f"release?shard={hexs}&to=n2"),
+                           (self.n2, f"adopt?shard={hexs}&from=n1"),
+                           (self.n1, f"finish?shard={hexs}")):
+            r = self.post_admin(node, "/shards/" + path)
+            self.assertEqual(r.status, 200, f"{path}: {r.text}")
+        s.server = self.n2  # a write acknowledged at epoch 2, on n2 only
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2")
+        r = self.post_admin(self.n2, f"/shards/release?shard={hexs}&to=n1")
+        self.assertEqual(r.status, 200, r.text)
+        self.n1.stop()
+        shutil.rmtree(self.n1.data_dir)
+        shutil.copytree(backup, self.n1.data_dir)
+        self.n1.env = {"MCPD_CRASH_AT": "adopt-ingested"}
+        self.restart_n1({hexs: 2})
+        r = self.n1.request("POST", path=f"/shards/adopt?shard={hexs}&from=n2&force=1",
+                            port=self.n1.admin_port)
+        self.assertEqual(r.status, 202, r.text)
+        self.assertEqual(self.n1.proc.wait(20), -9, "killed at adopt-ingested")
+        self.n1.stop()
+        self.n1.env = {}
+        self.restart_n1({hexs: 2})
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["peer"], rec["serving"]), ("released", "n1", False))
+        r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}&force=1")
+        self.assertEqual(r.status, 200, r.text)
+        # before: served at epoch 2 with the copy's counter at 1 (the write on n2 lost)
+        a = json.loads(r.text)
+        self.assertEqual((a["epoch"], a.get("serving", True)), (1, False), r.text)
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 1, False), rec)
+        s.server = self.n1
+        r, _ = s.call("tools/list")
+        misdirected(self, r, s.next_id)
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [])
+        # the copy is whole: a start on a file that gives it epoch 1 serves it
+        self.restart_n1({hexs: 1})
+        self.assertEqual(text_of(s.tool("counter", {"by": 0})[1]), "1")
+        # and n2's export, adopted over it with force=1, serves the acknowledged write
+        self.restart_n1({hexs: 2})
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2&force=1")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "3")
+
 
 def corrupt_later_block(data_dir, family):
     """Like test_durability.corrupt_tables, but four bytes a third into each table file of
