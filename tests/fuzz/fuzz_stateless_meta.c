@@ -73,7 +73,8 @@ static void quote_all(const json_t *v, size_t outlen, int depth)
     } else if (json_is_object(v)) {
         const char *k;
         json_t *x;
-        json_object_foreach((json_t *)v, k, x) quote_all(x, outlen, depth + 1);
+        json_object_foreach((json_t *)v, k, x)
+            quote_all(x, outlen, depth + 1);
     }
 }
 
