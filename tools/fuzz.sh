@@ -26,7 +26,7 @@ if ! [[ $secs =~ ^[0-9]+$ ]] || [ "$secs" -eq 0 ]; then
   exit 2
 fi
 [ $# -gt 0 ] && shift
-all=(jsonrpc json http_checks event_id sse keys records schema auth httpscan shardmove principal cors jwt dpop upstream_lines json_bounded mcp_headers reqstate registry stateless_meta introspect)
+all=(jsonrpc json http_checks event_id sse keys records schema auth httpscan shardmove principal cors jwt dpop upstream_lines json_bounded mcp_headers reqstate registry stateless_meta introspect config_values)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 for n in "${names[@]}"; do
