@@ -146,21 +146,31 @@ static int ct_diff(const auth_entry_t *e, const unsigned char padded[AUTH_TOKEN_
     return ct_memcmp(e->token, padded, sizeof e->token) | (e->len != pl);
 }
 
+const char *auth_scheme_token(const char *h, size_t *len, bool *dpop)
+{
+    if (!h)
+        return NULL;
+    while (*h == ' ')
+        h++;
+    *dpop = strncasecmp(h, "DPoP ", 5) == 0;
+    if (!*dpop && strncasecmp(h, "Bearer ", 7) != 0)
+        return NULL;
+    h += *dpop ? 5 : 7;
+    while (*h == ' ')
+        h++;
+    size_t n = strlen(h);
+    while (n && h[n - 1] == ' ')
+        n--;
+    *len = n;
+    return n ? h : NULL;
+}
+
 const char *auth_check(const auth_t *a, const char *authorization)
 {
-    if (!authorization)
-        return NULL;
-    while (*authorization == ' ')
-        authorization++;
-    if (strncasecmp(authorization, "Bearer ", 7) != 0)
-        return NULL;
-    const unsigned char *p = (const unsigned char *)authorization + 7;
-    while (*p == ' ')
-        p++;
-    size_t pl = strlen((const char *)p);
-    while (pl && p[pl - 1] == ' ')
-        pl--;
-    return auth_check_token(a, (const char *)p, pl);
+    size_t pl = 0;
+    bool dpop = false;
+    const char *tok = auth_scheme_token(authorization, &pl, &dpop);
+    return tok && !dpop ? auth_check_token(a, tok, pl) : NULL;
 }
 
 const char *auth_check_token(const auth_t *a, const char *token, size_t pl)

@@ -31,6 +31,12 @@ extern auth_t g_auth, g_admin_auth;
 /* 0, or -1 with a message in err (the token text is never in it). */
 int auth_load(auth_t *a, const char *path, char *err, size_t errlen);
 void auth_free(auth_t *a);
+/* The token of an Authorization value "Bearer <token>" or "DPoP <token>" (RFC 6750 2.1, RFC
+ * 9449 7.1; the scheme in any case, spaces around the token cut): a pointer into h and its
+ * length (*len), *dpop telling which scheme; NULL when h is NULL, names another scheme or
+ * carries no token. What every caller that reads the header uses,
+ * before any token is checked: tests/fuzz/fuzz_auth.c holds it to a reference. */
+const char *auth_scheme_token(const char *h, size_t *len, bool *dpop);
 /* The name whose token the Authorization header value carries ("Bearer <token>"), or NULL.
  * Every entry is compared in constant time, whichever matches. */
 const char *auth_check(const auth_t *a, const char *authorization);

@@ -362,27 +362,6 @@ static void refuse(const authreq_t *a, challenge_t kind, const char *why)
         http_challenge(a->req, a->id, kind, a->need, why);
 }
 
-/* The token of "Bearer <token>" or "DPoP <token>" (RFC 9449 7.1; schemes in any case), trailing
- * spaces cut, *dpop telling which; NULL when the header is absent or names another scheme. */
-static const char *bearer(const char *h, size_t *len, bool *dpop)
-{
-    if (!h)
-        return NULL;
-    while (*h == ' ')
-        h++;
-    *dpop = strncasecmp(h, "DPoP ", 5) == 0;
-    if (!*dpop && strncasecmp(h, "Bearer ", 7) != 0)
-        return NULL;
-    h += *dpop ? 5 : 7;
-    while (*h == ' ')
-        h++;
-    size_t n = strlen(h);
-    while (n && h[n - 1] == ' ')
-        n--;
-    *len = n;
-    return n ? h : NULL;
-}
-
 /* The principal of a token: issuer, which claim names the subject, and its value, so a
  * client whose client_id equals a user's sub is not that user. */
 static void who_of(const jwt_claims_t *cl, char who[OAUTH_WHO_LEN + 1])
@@ -571,7 +550,7 @@ bool http_authorize(http_thread_t *t, struct evhttp_request *req, const char *au
     bool fits = !g_authz.on || needed_scopes(body, need, sizeof need);
     size_t len = 0;
     bool dpop = false;
-    const char *tok = bearer(authorization, &len, &dpop);
+    const char *tok = auth_scheme_token(authorization, &len, &dpop);
     if (!tok) {
         if (authorization)
             http_challenge(req, id, CH_INVALID, need,

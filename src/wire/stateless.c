@@ -5,10 +5,12 @@
 #include "core/b64.h"
 #include "core/jsonparse.h"
 #include "core/methodtable.h"
+#include "core/util.h"
 #include "wire/jsonrpc.h"
 #include "wire/proto.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const json_t *meta_of(const json_t *body)
@@ -114,9 +116,21 @@ int stateless_header_decode(const char *v, char *out, size_t outsize, size_t *ou
         memcmp(v + n - 2, SUF, 2) == 0) {
         const char *b = v + sizeof PRE - 1;
         size_t bl = n - (sizeof PRE - 1) - 2;
-        if (bl / 4 * 3 + 3 > outsize)
+        /* b64_decode may write bl / 4 * 3 + 3 bytes, up to 5 more than the value holds (its
+         * padding, then the NUL): a value that fits but leaves out no room for that is decoded
+         * aside, so what fits is accepted whatever its encoding costs */
+        size_t room = bl / 4 * 3 + 3;
+        if (bl / 4 * 3 > outsize + 1) /* more than outsize - 1 bytes, whatever the padding */
             return -1;
-        long got = b64_decode(b, bl, (unsigned char *)out, false);
+        unsigned char *dst = room <= outsize ? (unsigned char *)out : xmalloc(room);
+        long got = b64_decode(b, bl, dst, false);
+        if (got >= 0 && (size_t)got + 1 > outsize)
+            got = -1;
+        if (dst != (unsigned char *)out) {
+            if (got > 0)
+                memcpy(out, dst, (size_t)got);
+            free(dst);
+        }
         if (got < 0)
             return -1;
         out[got] = '\0';

@@ -1,9 +1,12 @@
-/* libFuzzer harness: token files, Authorization headers (src/core/auth.c). One thread: libFuzzer's.
+/* libFuzzer harness: token files, Authorization headers (src/core/auth.c: auth_parse,
+ * auth_check, auth_scheme_token). One thread: libFuzzer's.
  *
  * Input: a token file's text, then Authorization header values, separated by NUL bytes. When
  * auth_parse accepts the file, every entry is well formed, no two share a name or a token, and
  * "Bearer <token>" (in any case, with extra spaces) names the entry with that token; each header gets the answer of a plain
  * reference implementation. When it refuses, nothing is left allocated and err says why.
+ * auth_scheme_token (the scheme parse every reader of the header shares, the OAuth path's
+ * included) gives, for each header, the token a reference finds after "Bearer " or "DPoP ".
  */
 #include "fuzz.h"
 
@@ -32,6 +35,38 @@ static const char *check_ref(const auth_t *a, const char *h)
         if (a->entries[i].len == n && memcmp(a->entries[i].token, h, n) == 0)
             return a->entries[i].name;
     return NULL;
+}
+
+/* auth_scheme_token against a reference of its own: the scheme word in any case after leading
+ * spaces, then the token with the spaces around it cut. */
+static void check_scheme(const auth_t *a, const char *h)
+{
+    size_t len = (size_t)-1;
+    bool dpop = false;
+    const char *tok = auth_scheme_token(h, &len, &dpop);
+    const char *p = h;
+    while (*p == ' ')
+        p++;
+    size_t word = strncasecmp(p, "Bearer ", 7) == 0 ? 7 : strncasecmp(p, "DPoP ", 5) == 0 ? 5 : 0;
+    if (!word) {
+        FUZZ_CHECK(tok == NULL);
+        return;
+    }
+    const char *t = p + word;
+    while (*t == ' ')
+        t++;
+    size_t n = strlen(t);
+    while (n && t[n - 1] == ' ')
+        n--;
+    if (n == 0) {
+        FUZZ_CHECK(tok == NULL);
+        return;
+    }
+    FUZZ_CHECK(tok == t && len == n && dpop == (word == 5));
+    FUZZ_CHECK(tok[0] != ' ' && tok[len - 1] != ' ' && tok + len <= h + strlen(h));
+    /* a DPoP-scheme token is never what auth_check looks up */
+    if (dpop)
+        FUZZ_CHECK(auth_check(a, h) == NULL);
 }
 
 static void check_entry(const auth_t *a, size_t i)
@@ -92,8 +127,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_CHECK(rc == -1 && a.n == 0 && a.entries == NULL && err[0] != '\0');
     }
-    for (size_t i = 0; i < nh; i++)
+    for (size_t i = 0; i < nh; i++) {
         FUZZ_CHECK(auth_check(&a, hdrs[i]) == check_ref(&a, hdrs[i]));
+        check_scheme(&a, hdrs[i]);
+    }
     FUZZ_CHECK(auth_check(&a, NULL) == NULL);
     auth_free(&a);
     FUZZ_CHECK(a.n == 0 && a.entries == NULL);

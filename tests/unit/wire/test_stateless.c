@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "core/b64.h"
 #include "core/methodtable.h"
 #include "wire/jsonrpc.h"
 #include "wire/stateless.h"
@@ -94,6 +95,44 @@ static const char *check_headers(const json_t *m, const char *version, const cha
     jr_view_t v;
     jsonrpc_view(m, &v);
     return stateless_check_headers(&v, version, method, name, msg, msglen);
+}
+
+/* A value decodes whenever it fits outsize - 1 bytes, in base64 as in plain text: the buffer is
+ * not sized by the encoded length's worst case (fuzz_mcp_headers found the empty value refused
+ * with a 1-byte buffer, and a server's 4093..4096-byte names were refused in base64 alone). */
+static void a_base64_value_that_fits_the_buffer_decodes(void **state)
+{
+    (void)state;
+    char one[1], four[4];
+    size_t n = 99;
+    assert_int_equal(stateless_header_decode("=?base64?"
+                                             "?=",
+                                             one, sizeof one, &n),
+                     0);
+    assert_int_equal(n, 0);
+    assert_string_equal(one, "");
+    assert_int_equal(stateless_header_decode("=?base64?YWJj?=", four, sizeof four, &n), 0);
+    assert_int_equal(n, 3);
+    assert_string_equal(four, "abc");
+    assert_int_equal(stateless_header_decode("=?base64?YWI=?=", four, sizeof four, &n), 0);
+    assert_string_equal(four, "ab");
+    assert_int_equal(stateless_header_decode("=?base64?YWJjZA==?=", four, sizeof four, &n), -1);
+    /* the server's own size: a name of MODERN_HEADER_VALUE_MAX bytes, sent in base64 */
+    static char big[MODERN_HEADER_VALUE_MAX + 1],
+        hdr[16 + B64_ENCODED_SIZE(MODERN_HEADER_VALUE_MAX)];
+    static char out[MODERN_HEADER_VALUE_MAX + 1];
+    memset(big, '\xe9', MODERN_HEADER_VALUE_MAX);
+    for (size_t len = MODERN_HEADER_VALUE_MAX - 4; len <= MODERN_HEADER_VALUE_MAX + 1; len++) {
+        memcpy(hdr, "=?base64?", 9);
+        size_t e = b64_encode(big, len, hdr + 9, false);
+        memcpy(hdr + 9 + e, "?=", 3);
+        int want = len <= MODERN_HEADER_VALUE_MAX ? 0 : -1;
+        assert_int_equal(stateless_header_decode(hdr, out, sizeof out, &n), want);
+        if (want == 0) {
+            assert_int_equal(n, len);
+            assert_memory_equal(out, big, len);
+        }
+    }
 }
 
 static void mirrored_headers_must_match_the_body(void **state)
@@ -281,6 +320,7 @@ int main(void)
         cmocka_unit_test(the_claim_is_the_meta_key_or_a_2026_header),
         cmocka_unit_test(meta_fields_are_required_and_the_version_checked),
         cmocka_unit_test(header_values_decode_plain_and_base64),
+        cmocka_unit_test(a_base64_value_that_fits_the_buffer_decodes),
         cmocka_unit_test(mirrored_headers_must_match_the_body),
         cmocka_unit_test(only_complete_results_carry_cache_hints),
         cmocka_unit_test(handler_codes_are_those_the_revision_may_emit),
