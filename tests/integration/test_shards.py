@@ -870,6 +870,52 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "3")
 
 
+    def killed_with_its_copy_aside(self, hexs):
+        """A forced adopt on n1 killed after its ingest: n1 records its copy as released at
+        epoch 1 to itself, the export kept in out-<shard>.1; n1 runs on a file at epoch 2."""
+        self.n1.stop()
+        self.n1.env = {"MCPD_CRASH_AT": "adopt-ingested"}
+        self.n1.start()
+        r = self.n1.request("POST", path=f"/shards/adopt?shard={hexs}&from=n2&force=1",
+                            port=self.n1.admin_port)
+        self.assertEqual(r.status, 202, r.text)
+        self.assertEqual(self.n1.proc.wait(20), -9, "killed at adopt-ingested")
+        self.n1.stop()
+        self.n1.env = {}
+        self.restart_n1({hexs: 2})
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["peer"], rec["export_kept"]), ("released", "n1", True))
+
+    def tool(self, *args):
+        return subprocess.run([sys.executable, TOOL, *args, "--no-runtime", "--map",
+                               os.path.join(self.dir, "shards.map")],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_the_tool_never_routes_to_a_copy_set_aside_while_the_export_is_out_of_reach(self):
+        """A copy set aside is no export in transit: with the node that keeps the real export
+        down, `move` took it for one released by the target to itself and reclaimed it (put
+        back unserved at its own epoch), then wrote that epoch into the cluster file and routed
+        the shard there: nothing served it, and a restart served the stale copy (the writes
+        acknowledged on the other node lost)."""
+        s, hexs = self.own_copy_refused()
+        self.killed_with_its_copy_aside(hexs)
+        self.n2.stop()
+        p = self.tool("move", self.file, hexs, "n1")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("set aside", p.stderr)
+        with open(self.file) as f:
+            self.assertEqual(json.load(f).get("epochs", {}).get(hexs), 2, "the file unchanged")
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["peer"], rec["export_kept"]), ("released", "n1", True))
+        # once n2 answers, the same move adopts its export and the copy set aside goes
+        self.n2.start()
+        p = self.tool("move", self.file, hexs, "n1")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 3, True), rec)
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [])
+
+
 def corrupt_later_block(data_dir, family):
     """Like test_durability.corrupt_tables, but four bytes a third into each table file of
     `family`: a data block past the first, which a start that reads only the first block (the
