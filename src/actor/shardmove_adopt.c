@@ -645,6 +645,10 @@ int shard_finish(const shard_req_t *rq, json_t **report, char *why, size_t whyle
         rc = -EALREADY;
         goto out;
     }
+    /* a copy set aside (released to this node itself) goes once the holder named holds the
+     * shard past it: it went on without it (as take deletes an earlier stay's export) */
+    bool aside = strcmp(rec.peer, shard_node_name()) == 0;
+    const char *who = aside ? rq->peer : rec.peer;
     if (rec.export_kept) {
         /* only once the node it went to holds it: the export may be the only copy */
         peer_t to;
@@ -652,20 +656,27 @@ int shard_finish(const shard_req_t *rq, json_t **report, char *why, size_t whyle
         snprintf(url, sizeof url, "/shards/record?shard=%s", prefix);
         int status = 0;
         json_t *r = NULL;
-        if ((rc = sm_peer_of(rec.peer, &to, why, whylen)) != 0 ||
+        if (aside && !who[0]) {
+            snprintf(why, whylen,
+                     "shard %s: this node's own copy, set aside by a forced adopt, "
+                     "goes only once the node that holds it now says so: &holder=<node>",
+                     prefix);
+            rc = -EINVAL;
+            goto out;
+        }
+        if ((rc = sm_peer_of(who, &to, why, whylen)) != 0 ||
             (rc = sm_peer_json(&to, "GET", url, &status, &r, why, whylen)) != 0)
             goto out;
         const char *st = json_string_value(json_object_get(r, "state"));
         json_int_t ep = json_integer_value(json_object_get(r, "epoch"));
         bool holds = status == 200 && st &&
-                     ((strcmp(st, "owned") == 0 && ep >= rec.epoch) ||
+                     ((strcmp(st, "owned") == 0 && ep >= (json_int_t)rec.epoch + aside) ||
                       (strcmp(st, "released") == 0 && ep > rec.epoch));
         json_decref(r);
         if (!holds) {
-            snprintf(why, whylen,
-                     "%s does not hold epoch %u of shard %s (yet): the export "
-                     "stays",
-                     rec.peer, rec.epoch, prefix);
+            snprintf(why, whylen, "%s does not hold %sepoch %u of shard %s (yet): %s stays", who,
+                     aside ? "an epoch past " : "", rec.epoch, prefix,
+                     aside ? "this node's own copy, set aside by a forced adopt," : "the export");
             rc = -EALREADY;
             goto out;
         }

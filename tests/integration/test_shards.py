@@ -915,6 +915,30 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
         self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 3, True), rec)
         self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [])
 
+    def test_a_copy_set_aside_is_deleted_once_the_shard_is_held_past_it(self):
+        """After a move to n1 was rolled back to n2, n1 still kept its copy set aside: every
+        later move asked n1 to finish it, which asks the node it was released to, n1 itself (400),
+        and printed "run this move again to delete it", which never did."""
+        s, hexs = self.own_copy_refused()
+        self.killed_with_its_copy_aside(hexs)
+        # n1 promised never to adopt n2's export (epoch 3): its adopt is refused, rolled back
+        r = self.post_admin(self.n1, f"/shards/decline?shard={hexs}&epoch=3")
+        self.assertEqual(r.status, 200, r.text)
+        p = self.tool("move", self.file, hexs, "n1")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("rolled back: n2 serves it again at epoch 4", p.stderr)
+        aside = os.path.join(self.n1.data_dir, "moves", f"out-{hexs}.1")
+        self.assertTrue(os.path.exists(aside), "the copy stays set aside through the rollback")
+        p = self.tool("move", self.file, hexs, "n2")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertNotIn("run this move again", p.stderr)
+        self.assertFalse(os.path.exists(aside), "n2 holds epoch 4: the copy set aside is deleted")
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["export_kept"], rec["serving"]),
+                         ("released", False, False), rec)
+        s.server = self.n2
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "served by n2")
+
 
 def corrupt_later_block(data_dir, family):
     """Like test_durability.corrupt_tables, but four bytes a third into each table file of
