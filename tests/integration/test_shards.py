@@ -940,6 +940,20 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "served by n2")
 
 
+    def test_a_release_of_a_copy_set_aside_says_what_it_is(self):
+        """A release asked of a node whose copy is set aside was told "released at epoch 1 to
+        n1: finish that move, or take it back": finish asks n1 itself (refused) and a reclaim
+        does not serve it again; the answer now says it is the node's own copy, set aside."""
+        s, hexs = self.own_copy_refused()
+        self.killed_with_its_copy_aside(hexs)
+        r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(r.status, 409, r.text)
+        err = json.loads(r.text)["error"]
+        self.assertNotIn("finish that move", err)
+        self.assertIn("set aside by a forced adopt", err)
+        self.assertIn("POST /shards/adopt", err)
+
+
 def corrupt_later_block(data_dir, family):
     """Like test_durability.corrupt_tables, but four bytes a third into each table file of
     `family`: a data block past the first, which a start that reads only the first block (the
