@@ -149,4 +149,9 @@ int sm_peer_json(const peer_t *p, const char *method, const char *path, int *sta
 int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, char *why,
                  size_t whylen);
 
+/* Reclaim's fencing: the node rec->peer records that it will never adopt rec->epoch (decline),
+ * and its record says so; force: without its word, only when it does not answer. 0, or an
+ * error with why. */
+int sm_fence_peer(const shardrec_t *rec, const char *prefix, bool force, char *why, size_t whylen);
+
 #endif
