@@ -24,10 +24,9 @@
  * newer than anything that node holds or declined.
  *
  * Here: the records, the start-up rule, settling, release and the queries; adopt, reclaim,
- * decline and finish in shardmove_adopt.c; the bootstrap of a new data directory (which claims
- * nothing at start) in shardmove_boot.c; the counts of a shard's keys and the gauges in
- * shardmove_count.c; the move directory in shardmove_dir.c; requests to other nodes in
- * shardmove_peer.c. */
+ * decline and finish in shardmove_adopt.c; a new data directory's bootstrap (it claims nothing
+ * at start) in shardmove_boot.c; a shard's key counts and gauges in shardmove_count.c; the move
+ * directory in shardmove_dir.c; requests to other nodes in shardmove_peer.c. */
 #include "actor/shardmove_internal.h"
 
 #include "actor/actor.h"
@@ -488,8 +487,7 @@ static int export_leaves_room(const char *prefix, const manifest_t *m, char *why
     return -ENOSPC;
 }
 
-/* A release asked again (an answer was lost, or a move is re-run): the same export, or why
- * not. */
+/* A release asked again (an answer lost, a move re-run): the same export, or why not. */
 static int release_again(int shard, const char *prefix, const shardrec_t *rec, const char *to,
                          json_t **report, char *why, size_t whylen)
 {
@@ -499,8 +497,10 @@ static int release_again(int shard, const char *prefix, const shardrec_t *rec, c
     if (strcmp(rec->peer, to) != 0 || !rec->export_kept) {
         snprintf(why, whylen, "shard %s was released at epoch %u to %s%s", prefix, rec->epoch,
                  rec->peer,
-                 rec->export_kept ? ": finish that move, or take it back (POST /shards/reclaim)"
-                                  : ", and that move is finished");
+                 !rec->export_kept ? ", and that move is finished"
+                 : strcmp(rec->peer, shard_node_name()) == 0
+                     ? SM_ASIDE_WHY
+                     : ": finish that move, or take it back (POST /shards/reclaim)");
         return -EALREADY;
     }
     int rc = sm_read_manifest(dir, &m, why, whylen);

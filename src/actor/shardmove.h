@@ -24,7 +24,8 @@
 typedef struct shard_req {
     int shard;
     char peer[SHARDREC_PEER_MAX + 1]; /* release: the node it goes to; adopt: the node it
-                                         comes from; decline: the node asking */
+                                         comes from; decline: the node asking; finish:
+                                         the node that holds it past a copy set aside */
     uint32_t epoch;                   /* decline: the export's epoch */
     bool force;                       /* reclaim: without the other node's word; adopt: over
                                          this node's own (refused) copy */
@@ -68,7 +69,8 @@ int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen
 int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
 /* This node promises never to adopt the shard's export of rq->epoch (refused when it has). */
 int shard_decline(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
-/* The releasing node deletes its export once the node it went to holds the shard. */
+/* The releasing node deletes its export once the node it went to holds the shard; a copy a
+ * forced adopt set aside here (released to this node itself) once rq->peer holds a later epoch. */
 int shard_finish(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
 /* A new data directory (not bootstrapped) claims the cluster file's never-moved shards at epoch
  * 1, unless a node it can reach serves, refuses or keeps in transit one of them (then nothing:

@@ -276,7 +276,12 @@ static void put_back(int shard, const char *prefix, const shardrec_t *was, const
     snprintf(cause, sizeof cause, "%s", why);
     json_t *what = NULL;
     int64_t earliest = 0;
-    int rc = ingest_checked(prefix, dir, km, false, &what, &earliest, err, sizeof err);
+    /* room for it first (the floor): without, it stays set aside, never served, and kept */
+    char what_for[80];
+    snprintf(what_for, sizeof what_for, "putting back this node's own copy of shard %s", prefix);
+    int rc = sm_room_for(what_for, manifest_bytes(km), false, true, err, sizeof err);
+    if (rc == 0)
+        rc = ingest_checked(prefix, dir, km, false, &what, &earliest, err, sizeof err);
     json_decref(what);
     if (rc == 0 && sm_put_record(shard, was) != 0) {
         snprintf(err, sizeof err, "the store refuses writes");
@@ -417,75 +422,6 @@ out:
 
 /* ---- reclaim, decline, finish ---- */
 
-/* Reclaim's fencing: the node the shard was released to records that it will never adopt
- * rec->epoch (decline), and its record says so. force: without its word, but only when it
- * does not answer (a node that answers is alive: busy, or restarted while it declined, it may
- * still adopt the export). 0, or an error with why. */
-static int fence_peer(const shardrec_t *rec, const char *prefix, bool force, char *why,
-                      size_t whylen)
-{
-    peer_t to;
-    char url[160];
-    snprintf(url, sizeof url, "/shards/decline?shard=%s&epoch=%u&from=%s", prefix, rec->epoch,
-             shard_node_name());
-    int status = 0;
-    json_t *ans = NULL;
-    int rc = sm_peer_of(rec->peer, &to, why, whylen);
-    if (rc == 0)
-        rc = sm_peer_step(&to, url, &status, &ans, why, whylen);
-    char cause[300];
-    snprintf(cause, sizeof cause, "%s", why);
-    if (rc == -EBUSY) {
-        snprintf(why, whylen,
-                 "%s answers but did not decline epoch %u of shard %s (%s): it is alive and "
-                 "may still adopt it, so force=1 does not apply; retry when it is free",
-                 rec->peer, rec->epoch, prefix, cause);
-        return -EBUSY;
-    }
-    if (rc != 0 && !force) {
-        snprintf(why, whylen,
-                 "cannot ask %s to decline epoch %u of shard %s (%s); retry when "
-                 "it answers, or force=1 if it is gone for good and will never start on its "
-                 "data again",
-                 rec->peer, rec->epoch, prefix, cause);
-        return -EAGAIN;
-    }
-    if (rc != 0) {
-        log_warn("shard %s: taking back epoch %u without %s's word (force: %s)", prefix, rec->epoch,
-                 rec->peer, cause);
-        return 0;
-    }
-    if (status != 200) {
-        const char *err = json_string_value(json_object_get(ans, "error"));
-        snprintf(why, whylen,
-                 "%s did not decline epoch %u of shard %s (%d: %s): it holds "
-                 "it; finish the move instead",
-                 rec->peer, rec->epoch, prefix, status, err ? err : "");
-        json_decref(ans);
-        return -EALREADY;
-    }
-    json_decref(ans);
-    /* and its record says so (whatever answered that step): declined E, not holding it */
-    snprintf(url, sizeof url, "/shards/record?shard=%s", prefix);
-    json_t *r = NULL;
-    bool fenced = false;
-    if (sm_peer_json(&to, "GET", url, &status, &r, why, whylen) == 0 && status == 200) {
-        const char *st = json_string_value(json_object_get(r, "state"));
-        json_int_t ep = json_integer_value(json_object_get(r, "epoch"));
-        fenced = json_integer_value(json_object_get(r, "declined")) >= rec->epoch &&
-                 !(st && strcmp(st, "owned") == 0 && ep >= rec->epoch);
-    }
-    json_decref(r);
-    if (!fenced) {
-        snprintf(why, whylen,
-                 "%s's record of shard %s does not show epoch %u declined: "
-                 "the export stays",
-                 rec->peer, prefix, rec->epoch);
-        return -EAGAIN;
-    }
-    return 0;
-}
-
 /* A forced adopt's copy set aside, taken back. No node can decline it (force would take this
  * node for one gone for good), and the shard went on past it (an export for this node
  * elsewhere): it is never served at a new epoch. It goes back into the store, checked, recorded
@@ -568,8 +504,8 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
     snprintf(what_for, sizeof what_for, "taking back shard %s (a copy of its export)", prefix);
     if ((rc = sm_room_for(what_for, manifest_bytes(&m), false, true, why, whylen)) != 0)
         goto out;
-    /* 1. fencing: the node it was for promises never to adopt it */
-    if ((rc = fence_peer(&rec, prefix, rq->force, why, whylen)) != 0)
+    /* 1. fencing: the node it was for promises never to adopt it (shardmove_peer.c) */
+    if ((rc = sm_fence_peer(&rec, prefix, rq->force, why, whylen)) != 0)
         goto out;
     /* 2. in again, counted; recorded at a new epoch; served */
     int64_t earliest = 0;
@@ -645,6 +581,10 @@ int shard_finish(const shard_req_t *rq, json_t **report, char *why, size_t whyle
         rc = -EALREADY;
         goto out;
     }
+    /* a copy set aside (released to this node itself) goes once the holder named holds the
+     * shard past it: it went on without it (as take deletes an earlier stay's export) */
+    bool aside = strcmp(rec.peer, shard_node_name()) == 0;
+    const char *who = aside ? rq->peer : rec.peer;
     if (rec.export_kept) {
         /* only once the node it went to holds it: the export may be the only copy */
         peer_t to;
@@ -652,20 +592,27 @@ int shard_finish(const shard_req_t *rq, json_t **report, char *why, size_t whyle
         snprintf(url, sizeof url, "/shards/record?shard=%s", prefix);
         int status = 0;
         json_t *r = NULL;
-        if ((rc = sm_peer_of(rec.peer, &to, why, whylen)) != 0 ||
+        if (aside && !who[0]) {
+            snprintf(why, whylen,
+                     "shard %s: this node's own copy, set aside by a forced adopt, "
+                     "goes only once the node that holds it now says so: &holder=<node>",
+                     prefix);
+            rc = -EINVAL;
+            goto out;
+        }
+        if ((rc = sm_peer_of(who, &to, why, whylen)) != 0 ||
             (rc = sm_peer_json(&to, "GET", url, &status, &r, why, whylen)) != 0)
             goto out;
         const char *st = json_string_value(json_object_get(r, "state"));
         json_int_t ep = json_integer_value(json_object_get(r, "epoch"));
         bool holds = status == 200 && st &&
-                     ((strcmp(st, "owned") == 0 && ep >= rec.epoch) ||
+                     ((strcmp(st, "owned") == 0 && ep >= (json_int_t)rec.epoch + aside) ||
                       (strcmp(st, "released") == 0 && ep > rec.epoch));
         json_decref(r);
         if (!holds) {
-            snprintf(why, whylen,
-                     "%s does not hold epoch %u of shard %s (yet): the export "
-                     "stays",
-                     rec.peer, rec.epoch, prefix);
+            snprintf(why, whylen, "%s does not hold %sepoch %u of shard %s (yet): %s stays", who,
+                     aside ? "an epoch past " : "", rec.epoch, prefix,
+                     aside ? "this node's own copy, set aside by a forced adopt," : "the export");
             rc = -EALREADY;
             goto out;
         }

@@ -47,6 +47,13 @@ extern shardrec_boot_t SM_BOOT;
     "this node's data directory is new and not bootstrapped: it serves its cluster file's " \
     "shards once POST /shards/bootstrap (tools/mcpd-cluster bootstrap, when a cluster is "  \
     "created) claims them; a wiped data directory looks the same"
+/* What a record "released to this node itself, export kept" is, after "released at epoch E to
+ * NODE": its own copy a forced adopt set aside (set_aside), neither a move to finish nor an
+ * export to take back into service. */
+#define SM_ASIDE_WHY                                                                            \
+    " itself: its own copy, set aside by a forced adopt that did not finish; adopt the export " \
+    "that replaces it (POST /shards/adopt), or put the copy back, held and not served (POST "   \
+    "/shards/reclaim)"
 
 /* A test hook: MCPD_CRASH_AT=<point> kills the process there, as a power cut or kill -9 would
  * (tests/cluster/test_moves.py stops a move at every step). */
@@ -141,5 +148,10 @@ int sm_peer_json(const peer_t *p, const char *method, const char *path, int *sta
  * silent while the step ran, or the step did not finish in time): the peer is alive. */
 int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, char *why,
                  size_t whylen);
+
+/* Reclaim's fencing: the node rec->peer records that it will never adopt rec->epoch (decline),
+ * and its record says so; force: without its word, only when it does not answer. 0, or an
+ * error with why. */
+int sm_fence_peer(const shardrec_t *rec, const char *prefix, bool force, char *why, size_t whylen);
 
 #endif

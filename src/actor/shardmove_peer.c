@@ -1,6 +1,7 @@
 /* Threads: the shard-move thread (steps that ask another node). */
 /* Shard moves: asking another node's admin listener (its address from the cluster file, its
- * token) for a step or a record, with a deadline. The move thread (shardmove.c). */
+ * token) for a step or a record, with a deadline, and reclaim's fencing, which asks the node an
+ * export was released to. The move thread (shardmove.c). */
 #include "actor/shardmove_internal.h"
 
 #include "actor/actor.h"
@@ -117,4 +118,74 @@ int sm_peer_step(const peer_t *p, const char *path, int *status, json_t **out, c
     }
     snprintf(why, whylen, "the step on %s:%d did not finish in time", p->host, p->port);
     return -EBUSY;
+}
+
+/* ---- reclaim's fencing ---- */
+
+/* Reclaim's fencing: the node the shard was released to records that it will never adopt
+ * rec->epoch (decline), and its record says so. force: without its word, but only when it
+ * does not answer (a node that answers is alive: busy, or restarted while it declined, it may
+ * still adopt the export). 0, or an error with why. */
+int sm_fence_peer(const shardrec_t *rec, const char *prefix, bool force, char *why, size_t whylen)
+{
+    peer_t to;
+    char url[160];
+    snprintf(url, sizeof url, "/shards/decline?shard=%s&epoch=%u&from=%s", prefix, rec->epoch,
+             shard_node_name());
+    int status = 0;
+    json_t *ans = NULL;
+    int rc = sm_peer_of(rec->peer, &to, why, whylen);
+    if (rc == 0)
+        rc = sm_peer_step(&to, url, &status, &ans, why, whylen);
+    char cause[300];
+    snprintf(cause, sizeof cause, "%s", why);
+    if (rc == -EBUSY) {
+        snprintf(why, whylen,
+                 "%s answers but did not decline epoch %u of shard %s (%s): it is alive and "
+                 "may still adopt it, so force=1 does not apply; retry when it is free",
+                 rec->peer, rec->epoch, prefix, cause);
+        return -EBUSY;
+    }
+    if (rc != 0 && !force) {
+        snprintf(why, whylen,
+                 "cannot ask %s to decline epoch %u of shard %s (%s); retry when "
+                 "it answers, or force=1 if it is gone for good and will never start on its "
+                 "data again",
+                 rec->peer, rec->epoch, prefix, cause);
+        return -EAGAIN;
+    }
+    if (rc != 0) {
+        log_warn("shard %s: taking back epoch %u without %s's word (force: %s)", prefix, rec->epoch,
+                 rec->peer, cause);
+        return 0;
+    }
+    if (status != 200) {
+        const char *err = json_string_value(json_object_get(ans, "error"));
+        snprintf(why, whylen,
+                 "%s did not decline epoch %u of shard %s (%d: %s): it holds "
+                 "it; finish the move instead",
+                 rec->peer, rec->epoch, prefix, status, err ? err : "");
+        json_decref(ans);
+        return -EALREADY;
+    }
+    json_decref(ans);
+    /* and its record says so (whatever answered that step): declined E, not holding it */
+    snprintf(url, sizeof url, "/shards/record?shard=%s", prefix);
+    json_t *r = NULL;
+    bool fenced = false;
+    if (sm_peer_json(&to, "GET", url, &status, &r, why, whylen) == 0 && status == 200) {
+        const char *st = json_string_value(json_object_get(r, "state"));
+        json_int_t ep = json_integer_value(json_object_get(r, "epoch"));
+        fenced = json_integer_value(json_object_get(r, "declined")) >= rec->epoch &&
+                 !(st && strcmp(st, "owned") == 0 && ep >= rec->epoch);
+    }
+    json_decref(r);
+    if (!fenced) {
+        snprintf(why, whylen,
+                 "%s's record of shard %s does not show epoch %u declined: "
+                 "the export stays",
+                 rec->peer, prefix, rec->epoch);
+        return -EAGAIN;
+    }
+    return 0;
 }

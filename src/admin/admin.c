@@ -330,7 +330,7 @@ static void shard_step(struct evhttp_request *req, const char *op)
         {"adopt", "from", "?shard=<3 hex>&from=<node>[&force=1]"},
         {"reclaim", NULL, "?shard=<3 hex>[&force=1]"},
         {"decline", "from", "?shard=<3 hex>&epoch=<n>[&from=<node>]"},
-        {"finish", NULL, "?shard=<3 hex>"},
+        {"finish", "holder", "?shard=<3 hex>[&holder=<node>]"},
         {"bootstrap", NULL, ""},
     };
     admin_shard_step steps[] = {OPS.release, OPS.adopt,  OPS.reclaim,
@@ -361,7 +361,7 @@ static void shard_step(struct evhttp_request *req, const char *op)
     const char *peer = STEPS[i].peer_key ? query_get(&qs, STEPS[i].peer_key) : NULL;
     const char *epoch = query_get(&qs, "epoch"), *force = query_get(&qs, "force");
     int64_t ep = 0;
-    bool peer_needed = STEPS[i].peer_key && strcmp(op, "decline") != 0;
+    bool peer_needed = STEPS[i].peer_key && strcmp(op, "decline") != 0 && strcmp(op, "finish") != 0;
     bool shard_needed = strcmp(op, "bootstrap") != 0;
     if ((shard_needed && qs.shard < 0) || (peer_needed && !peer) ||
         (peer && !cluster_name_ok(peer)) ||

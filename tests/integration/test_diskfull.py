@@ -658,6 +658,74 @@ class AdoptKeepsTheFloor(MovesKeepTheFloor):
         self.assert_node_writes(self.n2)
 
 
+class PutBackKeepsTheFloor(MovesKeepTheFloor):
+    """A forced adopt over a node's own copy sets the copy aside (an export to itself) before
+    its ingest; when the adopt then fails, put_back copies it into the store again. That copy
+    was not checked against the floor: a near-full node went below --min-free-space (refusing
+    every write) to put back a copy that is kept safe in its export anyway. It now stays set
+    aside (released to the node itself, never served) when there is no room, and says why."""
+    ON_TMPFS = "n1"
+
+    def test_a_failed_forced_adopt_keeps_its_copy_aside_rather_than_go_below_the_floor(self):
+        s = self.shard_with_payload()
+        hexs = s.sid[:3]
+        self.assertEqual(counter_value(s)[1], 1)
+        self.n1.stop()
+        backup = os.path.join(self.fs.parent, "n1-backup")
+        shutil.copytree(self.n1.data_dir, backup)
+        self.n1.start()
+        for node, path in ((self.n1, f"release?shard={hexs}&to=n2"),
+                           (self.n2, f"adopt?shard={hexs}&from=n1"),
+                           (self.n1, f"finish?shard={hexs}"),
+                           (self.n2, f"release?shard={hexs}&to=n1")):
+            st, rep = move_step(node, "/shards/" + path)
+            self.assertEqual(st, 200, f"{path}: {rep}")
+        size = sum(f.get("bytes", 0) for f in rep["families"])
+        self.assertGreater(size, 2 << 20)
+        # n2's export counts one key more than its files hold: refused after n1's copy is out
+        mpath = os.path.join(self.n2.data_dir, "moves", f"out-{hexs}.3", "manifest.json")
+        with open(mpath) as f:
+            bad = json.load(f)
+        bad["keys"] += 1
+        next(f for f in bad["families"] if f["cf"] == "sessions")["keys"] += 1
+        with open(mpath, "w") as f:
+            json.dump(bad, f)
+        # n1 on its restored copy, refused on a file that says epoch 2
+        self.n1.stop()
+        shutil.rmtree(self.n1.data_dir)
+        shutil.copytree(backup, self.n1.data_dir)
+        shutil.rmtree(backup)
+        with open(self.file) as f:
+            c = json.load(f)
+        c["epochs"] = {hexs: 2}
+        with open(self.file, "w") as f:
+            json.dump(c, f)
+        self.n1.start()
+        # room for the fetched export and the copy set aside, not for a third copy
+        self.fs.fill(leave=self.FLOOR + 2 * size + size // 2)
+        st, rep = move_step(self.n1, f"/shards/adopt?shard={hexs}&from=n2&force=1")
+        self.assertEqual(st, 502, rep)
+        self.assertIn("could not be put back", rep["error"])  # before: "is back as it was"
+        self.assertIn("--min-free-space", rep["error"])
+        rec = json.loads(self.n1.admin(f"/shards/record?shard={hexs}").text)
+        self.assertEqual((rec["state"], rec["peer"], rec["export_kept"], rec["serving"]),
+                         ("released", "n1", True, False), rec)
+        # n1 stays above its floor (the failed adopt's compactions may take a moment to end;
+        # the copy put back before stayed in the store, and n1 refused every write for good)
+        def writes():
+            try:
+                return counter_value(mcptest.Session(self.n1))[:2] == (200, 1)
+            except RuntimeError:
+                return False
+        self.assertTrue(mcptest.wait_until(writes, 20), "n1 writes again")
+        # nothing is lost: with room again, a reclaim puts the copy back (held, not served)
+        self.fs.release()
+        st, rep = move_step(self.n1, f"/shards/reclaim?shard={hexs}")
+        self.assertEqual(st, 200, rep)
+        rec = json.loads(self.n1.admin(f"/shards/record?shard={hexs}").text)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 1, False), rec)
+
+
 class RefusedBeforeAMove(ClusterTmpfsCase):
     """A request whose answer the store refused is answered with a stored error once the store
     writes again; its actor was reset and remembered only in that process's memory. When its

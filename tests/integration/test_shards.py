@@ -870,6 +870,90 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "3")
 
 
+    def killed_with_its_copy_aside(self, hexs):
+        """A forced adopt on n1 killed after its ingest: n1 records its copy as released at
+        epoch 1 to itself, the export kept in out-<shard>.1; n1 runs on a file at epoch 2."""
+        self.n1.stop()
+        self.n1.env = {"MCPD_CRASH_AT": "adopt-ingested"}
+        self.n1.start()
+        r = self.n1.request("POST", path=f"/shards/adopt?shard={hexs}&from=n2&force=1",
+                            port=self.n1.admin_port)
+        self.assertEqual(r.status, 202, r.text)
+        self.assertEqual(self.n1.proc.wait(20), -9, "killed at adopt-ingested")
+        self.n1.stop()
+        self.n1.env = {}
+        self.restart_n1({hexs: 2})
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["peer"], rec["export_kept"]), ("released", "n1", True))
+
+    def tool(self, *args):
+        return subprocess.run([sys.executable, TOOL, *args, "--no-runtime", "--map",
+                               os.path.join(self.dir, "shards.map")],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_the_tool_never_routes_to_a_copy_set_aside_while_the_export_is_out_of_reach(self):
+        """A copy set aside is no export in transit: with the node that keeps the real export
+        down, `move` took it for one released by the target to itself and reclaimed it (put
+        back unserved at its own epoch), then wrote that epoch into the cluster file and routed
+        the shard there: nothing served it, and a restart served the stale copy (the writes
+        acknowledged on the other node lost)."""
+        s, hexs = self.own_copy_refused()
+        self.killed_with_its_copy_aside(hexs)
+        self.n2.stop()
+        p = self.tool("move", self.file, hexs, "n1")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("set aside", p.stderr)
+        with open(self.file) as f:
+            self.assertEqual(json.load(f).get("epochs", {}).get(hexs), 2, "the file unchanged")
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["peer"], rec["export_kept"]), ("released", "n1", True))
+        # once n2 answers, the same move adopts its export and the copy set aside goes
+        self.n2.start()
+        p = self.tool("move", self.file, hexs, "n1")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 3, True), rec)
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [])
+
+    def test_a_copy_set_aside_is_deleted_once_the_shard_is_held_past_it(self):
+        """After a move to n1 was rolled back to n2, n1 still kept its copy set aside: every
+        later move asked n1 to finish it, which asks the node it was released to, n1 itself (400),
+        and printed "run this move again to delete it", which never did."""
+        s, hexs = self.own_copy_refused()
+        self.killed_with_its_copy_aside(hexs)
+        # n1 promised never to adopt n2's export (epoch 3): its adopt is refused, rolled back
+        r = self.post_admin(self.n1, f"/shards/decline?shard={hexs}&epoch=3")
+        self.assertEqual(r.status, 200, r.text)
+        p = self.tool("move", self.file, hexs, "n1")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("rolled back: n2 serves it again at epoch 4", p.stderr)
+        aside = os.path.join(self.n1.data_dir, "moves", f"out-{hexs}.1")
+        self.assertTrue(os.path.exists(aside), "the copy stays set aside through the rollback")
+        p = self.tool("move", self.file, hexs, "n2")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertNotIn("run this move again", p.stderr)
+        self.assertFalse(os.path.exists(aside), "n2 holds epoch 4: the copy set aside is deleted")
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["export_kept"], rec["serving"]),
+                         ("released", False, False), rec)
+        s.server = self.n2
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "served by n2")
+
+
+    def test_a_release_of_a_copy_set_aside_says_what_it_is(self):
+        """A release asked of a node whose copy is set aside was told "released at epoch 1 to
+        n1: finish that move, or take it back": finish asks n1 itself (refused) and a reclaim
+        does not serve it again; the answer now says it is the node's own copy, set aside."""
+        s, hexs = self.own_copy_refused()
+        self.killed_with_its_copy_aside(hexs)
+        r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(r.status, 409, r.text)
+        err = json.loads(r.text)["error"]
+        self.assertNotIn("finish that move", err)
+        self.assertIn("set aside by a forced adopt", err)
+        self.assertIn("POST /shards/adopt", err)
+
+
 def corrupt_later_block(data_dir, family):
     """Like test_durability.corrupt_tables, but four bytes a third into each table file of
     `family`: a data block past the first, which a start that reads only the first block (the
