@@ -24,8 +24,8 @@ void json_dump_whole_into(buf_t *out, const json_t *v);
 char *json_dump_compact(const json_t *v, size_t *len);
 
 /* The text of v (caller frees) when the store's reader reads it back (json_parse_buf): it
- * nests at most 2048 levels and is UTF-8 (no string made by jansson's _nocheck calls that is
- * not); else NULL. For what a plugin stores: a state value, a task's result. */
+ * nests at most 2048 levels, is UTF-8 (no string made by jansson's _nocheck calls that is
+ * not) and has no key with a NUL in it (json_object_setn); else NULL. For what a plugin stores: a state value, a task's result. */
 char *json_dump_storable(const json_t *v, size_t *len);
 
 /* An object written member by member, without building it: the text is what the same members,

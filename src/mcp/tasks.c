@@ -210,8 +210,8 @@ static int load_state(actor_t *task, const char *name, json_t **out)
     return 0;
 }
 
-/* false when value cannot be stored to be read back (past 2048 levels, or a string with bad
- * UTF-8 made by a *_nocheck call): nothing is stored */
+/* false when value cannot be stored to be read back (past 2048 levels, a string with bad UTF-8
+ * made by a *_nocheck call, a key with a NUL in it): nothing is stored */
 static bool put_state(actor_t *task, const char *name, const json_t *value)
 {
     size_t len;
@@ -353,7 +353,8 @@ void tasks_job_done(actor_t *task, job_t *j)
             json_decref(r);
             task_fail(
                 task, JSONRPC_INTERNAL_ERROR,
-                "the tool's result cannot be stored: it nests deeper than 2048 levels or holds a string that is not UTF-8",
+                "the tool's result cannot be stored: it nests deeper than 2048 levels, or holds a "
+                "string that is not UTF-8 or a key with a NUL in it",
                 NULL, NULL);
             return;
         }

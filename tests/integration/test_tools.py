@@ -629,6 +629,14 @@ class ToolContext(ServerTest):
         self.assertEqual(text_of(m), "put 0, k another value")
         self.assertServerHealthy()
 
+    def test_a_state_value_with_a_key_the_store_cannot_read_back_is_refused(self):
+        # a key with a NUL in it (json_object_setn) was stored and acknowledged (put 0), then
+        # read back as nothing: the store's reader refuses such a key
+        s = Session(self.server)
+        _, m = s.tool("misbehave", {"what": "nul_key_state"})
+        self.assertEqual(text_of(m), "put -5, k before")
+        self.assertServerHealthy()
+
     def test_a_notification_whose_params_are_not_structured_is_refused(self):
         # JSON-RPC's params are an object or an array: a string went out as it was
         s = Session(self.server, capabilities={"roots": {}})

@@ -41,6 +41,7 @@
  *                               (input "pick") and returns null while the answer is missing; "bad_uri" reports
  *                               kit://watch/\xff updated (not UTF-8) and returns the rc;
  *                               "deep_state" stores n nested arrays (as "bad_state" does);
+ *                               "nul_key_state" an object whose key holds a NUL (the same);
  *                               "bad_state" stores a string that is not UTF-8 (made with
  *                               jansson's _nocheck) and returns the rc and the stored "k";
  *                               "bad_params" sends a notification whose params are a string
@@ -342,9 +343,16 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
         return json_pack("{s:s}", "text", "no content array");
     if (strcmp(what, "bad_uri") == 0)
         return mcpd_text_resultf("updated %d", mcpd_ctx_resource_updated(ctx, "kit://watch/\xff"));
-    if (strcmp(what, "deep_state") == 0) { /* deeper than the store's reader reads back */
+    if (strcmp(what, "deep_state") == 0 || strcmp(what, "nul_key_state") == 0) {
+        /* deeper than the store's reader reads back, or a key it refuses */
+        json_t *v = nested(n);
+        if (what[0] == 'n') {
+            json_decref(v);
+            v = json_object();
+            json_object_setn_new(v, "a\0b", 3, json_true());
+        }
         mcpd_ctx_state_put(ctx, "k", json_string("before"));
-        int rc = mcpd_ctx_state_put(ctx, "k", nested(n));
+        int rc = mcpd_ctx_state_put(ctx, "k", v);
         json_t *now = mcpd_ctx_state_get(ctx, "k");
         json_t *r = mcpd_text_resultf("put %d, k %s", rc,
                                       json_is_string(now) ? json_string_value(now)
