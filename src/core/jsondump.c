@@ -232,15 +232,28 @@ void json_dump_whole_into(buf_t *out, const json_t *v)
     dump_deep(out, v);
 }
 
-char *json_dump_storable(const json_t *v, size_t *len)
+static char *dump_storable_at(const json_t *v, int depth, size_t *len)
 {
     buf_t b = {0};
-    /* from depth 1: the reader counts the outermost value as one level, json_dump_into as 0 */
-    if (!v || !dump(&b, v, 1, true) || !json_text_utf8(b.p, b.len)) {
+    if (!v || !dump(&b, v, depth, true) || !json_text_utf8(b.p, b.len)) {
         buf_free(&b);
         return NULL;
     }
     return buf_steal(&b, len);
+}
+
+char *json_dump_storable(const json_t *v, size_t *len)
+{
+    /* from depth 1: the reader counts the outermost value as one level, json_dump_into as 0 */
+    return dump_storable_at(v, 1, len);
+}
+
+bool json_storable_at(const json_t *v, int depth)
+{
+    size_t len;
+    char *t = dump_storable_at(v, depth, &len);
+    free(t);
+    return t != NULL;
 }
 
 char *json_dump_compact(const json_t *v, size_t *len)

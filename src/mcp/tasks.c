@@ -330,6 +330,13 @@ void tasks_job_done(actor_t *task, job_t *j)
         json_t *data = j->fail_data;
         j->fail_data = NULL;
         task_fail(task, j->fail_code, j->fail_msg ? j->fail_msg : "the task failed", data, NULL);
+    } else if (json_object_size(j->input_requests) && !json_storable_at(j->input_requests, 3)) {
+        /* the metadata keeps them (level 3: "task", then "ir"): one the store's reader
+         * refuses would make the whole task unreadable, unknown at its next wake */
+        task_fail(task, JSONRPC_INTERNAL_ERROR,
+                  "the tool's input request cannot be stored: it nests too deep, or holds a "
+                  "string that is not UTF-8 or a key with a NUL in it",
+                  NULL, NULL);
     } else if (json_object_size(j->input_requests)) {
         json_object_set_new(st, "ir", j->input_requests);
         j->input_requests = NULL;

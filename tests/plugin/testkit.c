@@ -42,6 +42,7 @@
  *                               kit://watch/\xff updated (not UTF-8) and returns the rc;
  *                               "deep_state" stores n nested arrays (as "bad_state" does);
  *                               "nul_key_state" an object whose key holds a NUL (the same);
+ *                               "nul_key_elicit" elicits with a schema whose key holds a NUL;
  *                               "bad_state" stores a string that is not UTF-8 (made with
  *                               jansson's _nocheck) and returns the rc and the stored "k";
  *                               "bad_params" sends a notification whose params are a string
@@ -360,6 +361,16 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
                                                           : "none");
         json_decref(now);
         return r;
+    }
+    if (strcmp(what, "nul_key_elicit") == 0) { /* what the store's reader refuses */
+        json_t *schema = json_pack("{s:s,s:{}}", "type", "object", "properties");
+        json_object_setn_new(json_object_get(schema, "properties"), "a\0b", 3, json_object());
+        json_t *r = mcpd_ctx_elicit(ctx, "Which?", schema, 0);
+        if (!r)
+            return mcpd_ctx_input_pending(ctx) ? mcpd_text_result("input required")
+                                               : mcpd_error_result("%s", mcpd_ctx_last_error(ctx));
+        json_decref(r);
+        return mcpd_text_result("answered");
     }
     if (strcmp(what, "bad_state") == 0) {
         mcpd_ctx_state_put(ctx, "k", json_string("before"));

@@ -325,6 +325,24 @@ static void a_storable_text_reads_back_keys_and_objects_included(void **state)
     }
 }
 
+/* A value kept inside a stored text (a task's input requests, level 3 of its metadata) reads
+ * back only when it fits the reader's 2048 levels from there. */
+static void a_value_stored_inside_another_counts_the_levels_above_it(void **state)
+{
+    (void)state;
+    json_t *v = nested_arrays(2045); /* 2046 values deep: levels 3..2048 */
+    assert_true(json_storable_at(v, 3));
+    json_decref(v);
+    v = nested_arrays(2046);
+    assert_false(json_storable_at(v, 3));
+    assert_true(json_storable_at(v, 1));
+    json_decref(v);
+    v = json_object();
+    json_object_setn_new(v, "a\0b", 3, json_null());
+    assert_false(json_storable_at(v, 3));
+    json_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +358,7 @@ int main(void)
         cmocka_unit_test(a_deep_value_is_the_same_text_as_a_shallow_one),
         cmocka_unit_test(only_what_the_reader_reads_back_is_storable),
         cmocka_unit_test(a_storable_text_reads_back_keys_and_objects_included),
+        cmocka_unit_test(a_value_stored_inside_another_counts_the_levels_above_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
