@@ -37,7 +37,8 @@
  *   misbehave {what, n}         results and calls at the edges of what the API allows: "deep"
  *                               returns a result whose structuredContent.v nests n arrays;
  *                               "string" returns a JSON string and "no_content" an object
- *                               without content, neither a CallToolResult; "pending" asks
+ *                               without content, neither a CallToolResult ("nul_content" one
+ *                               whose only key is "content\0x", an array); "pending" asks
  *                               (input "pick") and returns null while the answer is missing; "bad_uri" reports
  *                               kit://watch/\xff updated (not UTF-8) and returns the rc;
  *                               "deep_state" stores n nested arrays (as "bad_state" does);
@@ -342,6 +343,11 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     }
     if (strcmp(what, "no_content") == 0)
         return json_pack("{s:s}", "text", "no content array");
+    if (strcmp(what, "nul_content") == 0) { /* a first key "content\0x": no "content" either */
+        json_t *r = json_object();
+        json_object_setn_new(r, "content\0x", 9, json_array());
+        return r;
+    }
     if (strcmp(what, "bad_uri") == 0)
         return mcpd_text_resultf("updated %d", mcpd_ctx_resource_updated(ctx, "kit://watch/\xff"));
     if (strcmp(what, "deep_state") == 0 || strcmp(what, "nul_key_state") == 0) {
