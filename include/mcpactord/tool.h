@@ -260,8 +260,9 @@ int mcpd_ctx_close_stream(mcpd_ctx_t *ctx);
 
 /* Durable per-session state, stored in the session's key range: survives hibernation and
  * restarts, deleted with the session. Keys are 1..200 bytes. A value must read back as it was
- * stored: one that nests deeper than 2048 levels, or holds a string that is not UTF-8 (made
- * with jansson's _nocheck calls), is refused (-EIO / NULL) and the old value stays. */
+ * stored: one that nests deeper than 2048 levels, holds a string that is not UTF-8 (made with
+ * jansson's _nocheck calls) or a key with a NUL in it (json_object_setn), is refused (-EIO /
+ * NULL) and the old value stays. */
 json_t *mcpd_ctx_state_get(mcpd_ctx_t *ctx, const char *key);            /* new ref or NULL */
 int mcpd_ctx_state_put(mcpd_ctx_t *ctx, const char *key, json_t *value); /* stolen; NULL deletes */
 /* Atomic read-modify-write: fn runs on the session's actor with the current value (NULL when

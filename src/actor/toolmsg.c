@@ -209,8 +209,8 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
     if (out && !text) { /* it could not be read back: refused, the old value stays */
         json_decref(out);
         job_reply_code(j, wait_seq, NULL, MCPD_ERR_INVALID_PARAMS,
-                       "the state value cannot be stored: it nests deeper than 2048 levels or "
-                       "holds a string that is not UTF-8");
+                       "the state value cannot be stored: it nests deeper than 2048 levels, or "
+                       "holds a string that is not UTF-8 or a key with a NUL in it");
         return;
     }
     if (out) {

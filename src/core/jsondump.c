@@ -104,7 +104,9 @@ static void dump_real(buf_t *out, double d)
     buf_add(out, tmp, (size_t)n);
 }
 
-static bool dump(buf_t *out, const json_t *v, int depth)
+/* storable: a key with a NUL in it fails too (the store's reader refuses one, jansson's
+ * json_object_setn takes one) */
+static bool dump(buf_t *out, const json_t *v, int depth, bool storable)
 {
     if (depth > MAX_DEPTH)
         return false;
@@ -120,12 +122,14 @@ static bool dump(buf_t *out, const json_t *v, int depth)
             key = json_object_iter_key(iter);
             klen = json_object_iter_key_len(iter);
             val = json_object_iter_value(iter);
+            if (storable && memchr(key, '\0', klen))
+                return false;
             if (!first)
                 buf_add(out, ",", 1);
             first = false;
             dump_string(out, key, klen);
             buf_add(out, ":", 1);
-            if (!dump(out, val, depth + 1))
+            if (!dump(out, val, depth + 1, storable))
                 return false;
             iter = json_object_iter_next((json_t *)v, iter);
         }
@@ -138,7 +142,7 @@ static bool dump(buf_t *out, const json_t *v, int depth)
         for (size_t i = 0; i < n; i++) {
             if (i)
                 buf_add(out, ",", 1);
-            if (!dump(out, json_array_get(v, i), depth + 1))
+            if (!dump(out, json_array_get(v, i), depth + 1, storable))
                 return false;
         }
         buf_add(out, "]", 1);
@@ -168,7 +172,7 @@ static bool dump(buf_t *out, const json_t *v, int depth)
 
 bool json_dump_into(buf_t *out, const json_t *v)
 {
-    return v && dump(out, v, 0);
+    return v && dump(out, v, 0, false);
 }
 
 /* A container being written by dump_deep: the next member to write. */
@@ -193,7 +197,7 @@ static void dump_deep(buf_t *out, const json_t *v)
                 st = xrealloc(st, (cap *= 2) * sizeof *st);
             st[n++] = (open_value_t){v, json_object_iter((json_t *)v), 0};
         } else {
-            dump(out, v, 0);
+            dump(out, v, 0, false);
         }
         v = NULL; /* the next value: the innermost open container's next member */
         while (n && !v) {
@@ -228,15 +232,28 @@ void json_dump_whole_into(buf_t *out, const json_t *v)
     dump_deep(out, v);
 }
 
-char *json_dump_storable(const json_t *v, size_t *len)
+static char *dump_storable_at(const json_t *v, int depth, size_t *len)
 {
     buf_t b = {0};
-    /* from depth 1: the reader counts the outermost value as one level, json_dump_into as 0 */
-    if (!v || !dump(&b, v, 1) || !json_text_utf8(b.p, b.len)) {
+    if (!v || !dump(&b, v, depth, true) || !json_text_utf8(b.p, b.len)) {
         buf_free(&b);
         return NULL;
     }
     return buf_steal(&b, len);
+}
+
+char *json_dump_storable(const json_t *v, size_t *len)
+{
+    /* from depth 1: the reader counts the outermost value as one level, json_dump_into as 0 */
+    return dump_storable_at(v, 1, len);
+}
+
+bool json_storable_at(const json_t *v, int depth)
+{
+    size_t len;
+    char *t = dump_storable_at(v, depth, &len);
+    free(t);
+    return t != NULL;
 }
 
 char *json_dump_compact(const json_t *v, size_t *len)

@@ -24,9 +24,12 @@ void json_dump_whole_into(buf_t *out, const json_t *v);
 char *json_dump_compact(const json_t *v, size_t *len);
 
 /* The text of v (caller frees) when the store's reader reads it back (json_parse_buf): it
- * nests at most 2048 levels and is UTF-8 (no string made by jansson's _nocheck calls that is
- * not); else NULL. For what a plugin stores: a state value, a task's result. */
+ * nests at most 2048 levels, is UTF-8 (no string made by jansson's _nocheck calls that is
+ * not) and has no key with a NUL in it (json_object_setn); else NULL. For what a plugin stores: a state value, a task's result. */
 char *json_dump_storable(const json_t *v, size_t *len);
+/* Does v read back (as json_dump_storable's text) where a stored text holds it at level depth
+ * (1: the whole text)? For a plugin's JSON kept inside metadata (a task's input requests). */
+bool json_storable_at(const json_t *v, int depth);
 
 /* An object written member by member, without building it: the text is what the same members,
  * set in the same order on a jansson object (json_object_set_new / json_object_set), dump to

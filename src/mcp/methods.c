@@ -43,7 +43,9 @@ const mcpd_registry_t *mcp_reg(void)
 static bool has_array(json_t *r, const char *member)
 {
     void *it = json_object_iter(r);
-    if (it && strcmp(json_object_iter_key(it), member) == 0)
+    /* its length too: a key may hold a NUL (json_object_setn), "content\0x" is not "content" */
+    if (it && json_object_iter_key_len(it) == strlen(member) &&
+        memcmp(json_object_iter_key(it), member, strlen(member)) == 0)
         return json_is_array(json_object_iter_value(it));
     return json_is_array(json_object_get(r, member));
 }

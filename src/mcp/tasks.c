@@ -210,8 +210,8 @@ static int load_state(actor_t *task, const char *name, json_t **out)
     return 0;
 }
 
-/* false when value cannot be stored to be read back (past 2048 levels, or a string with bad
- * UTF-8 made by a *_nocheck call): nothing is stored */
+/* false when value cannot be stored to be read back (past 2048 levels, a string with bad UTF-8
+ * made by a *_nocheck call, a key with a NUL in it): nothing is stored */
 static bool put_state(actor_t *task, const char *name, const json_t *value)
 {
     size_t len;
@@ -330,6 +330,13 @@ void tasks_job_done(actor_t *task, job_t *j)
         json_t *data = j->fail_data;
         j->fail_data = NULL;
         task_fail(task, j->fail_code, j->fail_msg ? j->fail_msg : "the task failed", data, NULL);
+    } else if (json_object_size(j->input_requests) && !json_storable_at(j->input_requests, 3)) {
+        /* the metadata keeps them (level 3: "task", then "ir"): one the store's reader
+         * refuses would make the whole task unreadable, unknown at its next wake */
+        task_fail(task, JSONRPC_INTERNAL_ERROR,
+                  "the tool's input request cannot be stored: it nests too deep, or holds a "
+                  "string that is not UTF-8 or a key with a NUL in it",
+                  NULL, NULL);
     } else if (json_object_size(j->input_requests)) {
         json_object_set_new(st, "ir", j->input_requests);
         j->input_requests = NULL;
@@ -353,7 +360,8 @@ void tasks_job_done(actor_t *task, job_t *j)
             json_decref(r);
             task_fail(
                 task, JSONRPC_INTERNAL_ERROR,
-                "the tool's result cannot be stored: it nests deeper than 2048 levels or holds a string that is not UTF-8",
+                "the tool's result cannot be stored: it nests deeper than 2048 levels, or holds a "
+                "string that is not UTF-8 or a key with a NUL in it",
                 NULL, NULL);
             return;
         }

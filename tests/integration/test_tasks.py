@@ -325,6 +325,28 @@ class ErrorTexts(ServerTest):
         self.assertEqual(t["error"]["code"], -32603, t)
         self.assertIn("nests deeper than 2048 levels", t["error"]["message"], t)
 
+class InputRequestsStored(unittest.TestCase):
+    def setUp(self):
+        self.server = Server("--plugin", os.path.abspath(
+            os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")))
+        self.c = TaskClient(self.server)
+
+    def tearDown(self):
+        self.server.cleanup()
+
+    def test_an_input_request_the_store_cannot_read_back_fails_the_task(self):
+        # its params (a schema with a key holding a NUL) went into the task's metadata, which
+        # the store's reader then refused: after a restart the acknowledged task was unknown
+        tid = self.c.tool("misbehave_task", {"what": "nul_key_elicit"})["taskId"]
+        t = self.c.wait(tid, ("input_required", "failed", "completed"))
+        self.server.restart()
+        r, m = self.c.call("tasks/get", {"taskId": tid})
+        self.assertIn("result", m, m)
+        self.assertEqual(m["result"]["status"], t["status"], m)
+        self.assertEqual(t["status"], "failed", t)
+        self.assertIn("cannot be stored", t["error"]["message"], t)
+
+
 class CancelFreesThePool(ServerTest):
     SERVER_FLAGS = ("--toolset", "conformance", "--tool-threads", "1")
 

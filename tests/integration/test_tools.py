@@ -592,7 +592,9 @@ class ToolContext(ServerTest):
         # a handler's string went out as "result":"not an object", an object without content
         # as it was: responses no client accepts (a result is an object; content is required)
         s = Session(self.server)
-        for what, type_ in (("string", "a string"), ("no_content", "an object")):
+        # ("content\0x": the first key's name was compared as a C string, and it passed)
+        for what, type_ in (("string", "a string"), ("no_content", "an object"),
+                            ("nul_content", "an object")):
             r, m = s.tool("misbehave", {"what": what})
             self.assertEqual(r.status, 200)
             self.assertNotIn("result", m, m)
@@ -627,6 +629,14 @@ class ToolContext(ServerTest):
         self.assertEqual(text_of(m), "put -5, k before")
         _, m = s.tool("misbehave", {"what": "deep_state", "n": 2000})
         self.assertEqual(text_of(m), "put 0, k another value")
+        self.assertServerHealthy()
+
+    def test_a_state_value_with_a_key_the_store_cannot_read_back_is_refused(self):
+        # a key with a NUL in it (json_object_setn) was stored and acknowledged (put 0), then
+        # read back as nothing: the store's reader refuses such a key
+        s = Session(self.server)
+        _, m = s.tool("misbehave", {"what": "nul_key_state"})
+        self.assertEqual(text_of(m), "put -5, k before")
         self.assertServerHealthy()
 
     def test_a_notification_whose_params_are_not_structured_is_refused(self):

@@ -37,10 +37,13 @@
  *   misbehave {what, n}         results and calls at the edges of what the API allows: "deep"
  *                               returns a result whose structuredContent.v nests n arrays;
  *                               "string" returns a JSON string and "no_content" an object
- *                               without content, neither a CallToolResult; "pending" asks
+ *                               without content, neither a CallToolResult ("nul_content" one
+ *                               whose only key is "content\0x", an array); "pending" asks
  *                               (input "pick") and returns null while the answer is missing; "bad_uri" reports
  *                               kit://watch/\xff updated (not UTF-8) and returns the rc;
  *                               "deep_state" stores n nested arrays (as "bad_state" does);
+ *                               "nul_key_state" an object whose key holds a NUL (the same);
+ *                               "nul_key_elicit" elicits with a schema whose key holds a NUL;
  *                               "bad_state" stores a string that is not UTF-8 (made with
  *                               jansson's _nocheck) and returns the rc and the stored "k";
  *                               "bad_params" sends a notification whose params are a string
@@ -340,11 +343,23 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     }
     if (strcmp(what, "no_content") == 0)
         return json_pack("{s:s}", "text", "no content array");
+    if (strcmp(what, "nul_content") == 0) { /* a first key "content\0x": no "content" either */
+        json_t *r = json_object();
+        json_object_setn_new(r, "content\0x", 9, json_array());
+        return r;
+    }
     if (strcmp(what, "bad_uri") == 0)
         return mcpd_text_resultf("updated %d", mcpd_ctx_resource_updated(ctx, "kit://watch/\xff"));
-    if (strcmp(what, "deep_state") == 0) { /* deeper than the store's reader reads back */
+    if (strcmp(what, "deep_state") == 0 || strcmp(what, "nul_key_state") == 0) {
+        /* deeper than the store's reader reads back, or a key it refuses */
+        json_t *v = nested(n);
+        if (what[0] == 'n') {
+            json_decref(v);
+            v = json_object();
+            json_object_setn_new(v, "a\0b", 3, json_true());
+        }
         mcpd_ctx_state_put(ctx, "k", json_string("before"));
-        int rc = mcpd_ctx_state_put(ctx, "k", nested(n));
+        int rc = mcpd_ctx_state_put(ctx, "k", v);
         json_t *now = mcpd_ctx_state_get(ctx, "k");
         json_t *r = mcpd_text_resultf("put %d, k %s", rc,
                                       json_is_string(now) ? json_string_value(now)
@@ -352,6 +367,16 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
                                                           : "none");
         json_decref(now);
         return r;
+    }
+    if (strcmp(what, "nul_key_elicit") == 0) { /* what the store's reader refuses */
+        json_t *schema = json_pack("{s:s,s:{}}", "type", "object", "properties");
+        json_object_setn_new(json_object_get(schema, "properties"), "a\0b", 3, json_object());
+        json_t *r = mcpd_ctx_elicit(ctx, "Which?", schema, 0);
+        if (!r)
+            return mcpd_ctx_input_pending(ctx) ? mcpd_text_result("input required")
+                                               : mcpd_error_result("%s", mcpd_ctx_last_error(ctx));
+        json_decref(r);
+        return mcpd_text_result("answered");
     }
     if (strcmp(what, "bad_state") == 0) {
         mcpd_ctx_state_put(ctx, "k", json_string("before"));

@@ -283,6 +283,66 @@ static void only_what_the_reader_reads_back_is_storable(void **state)
     json_decref(v);
 }
 
+/* What json_dump_storable writes, the reader reads back as the same value: a key with a NUL in
+ * it (json_object_setn takes one) the reader refuses, so the value is not storable; objects
+ * count their levels as arrays do. */
+static void a_storable_text_reads_back_keys_and_objects_included(void **state)
+{
+    (void)state;
+    json_t *v = json_object();
+    json_object_setn_new(v, "a\0b", 3, json_integer(1));
+    size_t len;
+    char *t = json_dump_storable(v, &len);
+    json_t *back = t ? json_parse_buf(t, len, NULL, 0, NULL) : NULL;
+    assert_true(t == NULL || (back && json_equal(back, v))); /* never stored unreadable */
+    assert_null(t);
+    json_decref(back);
+    free(t);
+    json_decref(v);
+    v = json_pack("[s]", "a\0b"); /* a NUL in a string value reads back: stored */
+    json_array_set_new(v, 0, json_stringn("a\0b", 3));
+    t = json_dump_storable(v, &len);
+    assert_non_null(t);
+    back = json_parse_buf(t, len, NULL, 0, NULL);
+    assert_true(back && json_equal(back, v));
+    json_decref(back);
+    free(t);
+    json_decref(v);
+    for (int n = 2046; n <= 2049; n++) { /* n objects, the innermost holding 1 */
+        v = json_integer(1);
+        for (int i = 0; i < n; i++) {
+            json_t *o = json_object();
+            json_object_set_new(o, "k", v);
+            v = o;
+        }
+        t = json_dump_storable(v, &len);
+        back = json_parse_buf(t ? t : "", t ? len : 0, NULL, 0, NULL);
+        assert_int_equal(t != NULL, n + 1 <= 2048);
+        assert_int_equal(back != NULL, n + 1 <= 2048);
+        json_decref(back);
+        free(t);
+        json_decref(v);
+    }
+}
+
+/* A value kept inside a stored text (a task's input requests, level 3 of its metadata) reads
+ * back only when it fits the reader's 2048 levels from there. */
+static void a_value_stored_inside_another_counts_the_levels_above_it(void **state)
+{
+    (void)state;
+    json_t *v = nested_arrays(2045); /* 2046 values deep: levels 3..2048 */
+    assert_true(json_storable_at(v, 3));
+    json_decref(v);
+    v = nested_arrays(2046);
+    assert_false(json_storable_at(v, 3));
+    assert_true(json_storable_at(v, 1));
+    json_decref(v);
+    v = json_object();
+    json_object_setn_new(v, "a\0b", 3, json_null());
+    assert_false(json_storable_at(v, 3));
+    json_decref(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +357,8 @@ int main(void)
         cmocka_unit_test(a_value_too_deep_for_jansson_s_recursion_is_written_whole),
         cmocka_unit_test(a_deep_value_is_the_same_text_as_a_shallow_one),
         cmocka_unit_test(only_what_the_reader_reads_back_is_storable),
+        cmocka_unit_test(a_storable_text_reads_back_keys_and_objects_included),
+        cmocka_unit_test(a_value_stored_inside_another_counts_the_levels_above_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
