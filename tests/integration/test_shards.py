@@ -617,11 +617,10 @@ class ReclaimFromALivePeer(unittest.TestCase):
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "3")
 
 
-class GaugesOverALeftover(unittest.TestCase):
-    """The stored gauges count the shards a node serves: at start they skip a shard's keys that
-    it does not serve (a crashed adopt's leftover, a refused copy), which the next adopt
-    deletes before it ingests, and that adopt adds what it ingested. alarms_pending counted
-    every stored alarm at start, so a leftover's alarms were counted twice once adopted."""
+class TwoFreshNodes(unittest.TestCase):
+    """n1 serves shards 000-00f and n2 the rest, each started fresh with its admin listener
+    (N2_FLAGS: more flags for n2), both bootstrapped."""
+    N2_FLAGS = ()
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
@@ -634,9 +633,16 @@ class GaugesOverALeftover(unittest.TestCase):
                          f"127.0.0.1:{a1}")
         self.addCleanup(self.n1.cleanup)
         self.n2 = Server("--cluster", self.file, "--node", "n2", "--admin-listen",
-                         f"127.0.0.1:{a2}")
+                         f"127.0.0.1:{a2}", *self.N2_FLAGS)
         self.addCleanup(self.n2.cleanup)
         bootstrap(self.n1, self.n2)
+
+
+class GaugesOverALeftover(TwoFreshNodes):
+    """The stored gauges count the shards a node serves: at start they skip a shard's keys that
+    it does not serve (a crashed adopt's leftover, a refused copy), which the next adopt
+    deletes before it ingests, and that adopt adds what it ingested. alarms_pending counted
+    every stored alarm at start, so a leftover's alarms were counted twice once adopted."""
 
     post_admin = ShardMove.post_admin
 
@@ -676,7 +682,7 @@ class GaugesOverALeftover(unittest.TestCase):
         self.assertEqual(self.gauges(self.n2), want, "a restart counts the same")
 
 
-class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
+class ForcedAdoptOverItsOwnCopy(TwoFreshNodes):
     """A node that holds its own copy of a shard its cluster file gives another node (a restored
     data directory: refused at start) adopts over it only with force=1. The forced adopt sets
     that copy aside first (an export to the node itself, recorded as released to it), so an
@@ -684,21 +690,6 @@ class ForcedAdoptOverItsOwnCopy(unittest.TestCase):
     more keys than its files hold) puts it back, recorded as held as before; the copy goes only
     when the adopted data is in its place. It used to stay recorded as held with its data
     deleted: a start on a file that gives it back served the shard empty (404)."""
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
-        self.addCleanup(shutil.rmtree, self.dir, True)
-        self.file = os.path.join(self.dir, "cluster.json")
-        a1, a2 = free_ports(2)
-        write_cluster(self.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
-                      admin={"n1": a1, "n2": a2})
-        self.n1 = Server("--cluster", self.file, "--node", "n1", "--admin-listen",
-                         f"127.0.0.1:{a1}")
-        self.addCleanup(self.n1.cleanup)
-        self.n2 = Server("--cluster", self.file, "--node", "n2", "--admin-listen",
-                         f"127.0.0.1:{a2}")
-        self.addCleanup(self.n2.cleanup)
-        bootstrap(self.n1, self.n2)
 
     post_admin = ShardMove.post_admin
     record = ShardMove.record
@@ -979,7 +970,7 @@ def corrupt_later_block(data_dir, family):
 TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "mcpd-cluster")
 
 
-class ALocalReadErrorInAnAdopt(unittest.TestCase):
+class ALocalReadErrorInAnAdopt(TwoFreshNodes):
     """An adopt deletes what its node held of the shard, then counts the shard's keys in its
     own store after ingesting them: a read error of that store (here: a damaged block of the
     node's own alarm keys, which both the delete and the alarms' count read whole) is the
@@ -988,22 +979,9 @@ class ALocalReadErrorInAnAdopt(unittest.TestCase):
     reads again. It used to read as a count that differs from the manifest: 502, the export
     blamed, and the tool rolled the move back for it."""
 
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
-        self.addCleanup(shutil.rmtree, self.dir, True)
-        self.file = os.path.join(self.dir, "cluster.json")
-        a1, a2 = free_ports(2)
-        write_cluster(self.file, {"n1": ["000-00f"], "n2": ["010-fff"]},
-                      admin={"n1": a1, "n2": a2})
-        self.n1 = Server("--cluster", self.file, "--node", "n1", "--admin-listen",
-                         f"127.0.0.1:{a1}")
-        self.addCleanup(self.n1.cleanup)
-        # one partition whatever MCPD_TEST_FLAGS says: n2's alarm keys in one table file, the
-        # damaged block past its first (a partition's smaller file may have no second block)
-        self.n2 = Server("--cluster", self.file, "--node", "n2", "--admin-listen",
-                         f"127.0.0.1:{a2}", "--store-partitions", "1")
-        self.addCleanup(self.n2.cleanup)
-        bootstrap(self.n1, self.n2)
+    # one partition whatever MCPD_TEST_FLAGS says: n2's alarm keys in one table file, the
+    # damaged block past its first (a partition's smaller file may have no second block)
+    N2_FLAGS = ("--store-partitions", "1")
 
     post_admin = ShardMove.post_admin
     record = ShardMove.record
