@@ -23,24 +23,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 
 import mcptest  # noqa: E402
-from mcptest import BINARY, Server, require_program  # noqa: E402
+from mcptest import BINARY, Server, free_ports, require_program  # noqa: E402
 
 TOOL = os.environ.get("MCPD_CLUSTER_TOOL", os.path.join(ROOT, "tools", "mcpd-cluster"))
 SHARDS = 4096
-
-
-def free_ports(n):
-    """n distinct free TCP ports on 127.0.0.1 (held open together so they differ)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def shard_of(ident):

@@ -11,6 +11,7 @@ MCPD_TEST_FLAGS (extra flags for every server, e.g. "--workers 2").
 import http.client
 import json
 import os
+import random
 import select
 import shutil
 import signal
@@ -20,6 +21,33 @@ import tempfile
 import threading
 import time
 import unittest
+
+
+def free_ports(n):
+    """n distinct free TCP ports on 127.0.0.1 for servers a test starts on fixed ports, below the
+    kernel's ephemeral range: a port bound to 0 comes from that range, and another test's
+    outgoing connection could take it before the server binds it ("cannot listen")."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    socks = []
+    try:
+        for port in random.sample(range(max(1024, low - 10000), low), 200):
+            so = socket.socket()
+            try:
+                so.bind(("127.0.0.1", port))
+            except OSError:
+                so.close()
+                continue
+            socks.append(so)
+            if len(socks) == n:
+                return [x.getsockname()[1] for x in socks]
+        raise RuntimeError("no free ports below the ephemeral range")
+    finally:
+        for so in socks:
+            so.close()
 
 BINARY = os.environ.get("MCPACTORD", "build/src/mcpactord")
 ACCEPT_BOTH = "application/json, text/event-stream"

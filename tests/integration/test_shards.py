@@ -17,7 +17,7 @@ import threading
 import time
 import unittest
 
-from mcptest import BINARY, Server, Session, run, wait_until
+from mcptest import BINARY, Server, Session, free_ports, run, wait_until
 from test_durability import restore_tables
 from test_modern import Modern
 
@@ -191,19 +191,6 @@ TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_test
 
 def text_of(m):
     return m["result"]["content"][0]["text"]
-
-
-def free_ports(n):
-    socks = []
-    try:
-        for _ in range(n):
-            so = socket.socket()
-            so.bind(("127.0.0.1", 0))
-            socks.append(so)
-        return [so.getsockname()[1] for so in socks]
-    finally:
-        for so in socks:
-            so.close()
 
 
 class ShardMove(unittest.TestCase):
