@@ -217,10 +217,11 @@ int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, j
 /* A server->client request (elicitation/create, sampling/createMessage, roots/list...). Blocks
  * the handler until the client answers or timeout_ms passes (<= 0: the server default).
  * Returns the client's result (new reference), or NULL with mcpd_ctx_last_error() set: the
- * method is empty or not UTF-8, params are neither an object nor an array, the client lacks the capability, no stream can carry it, the
- * client answered with an error or with a result that is not its method's (an elicitation's
- * action not accept, decline or cancel, a sampling answer without role and content, roots not
- * an array), the call was cancelled, or the wait timed out. params stolen. */
+ * method is empty or not UTF-8, params are neither an object nor an array, the client lacks
+ * the capability, no stream can carry it, the client answered with an error or with a result
+ * that is not its method's (an elicitation's action not accept, decline or cancel, a sampling
+ * answer without role and content, roots not an array), the call was cancelled, or the wait
+ * timed out. params stolen. */
 json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params,
                          int timeout_ms);
 /* elicitation/create with a message and a requestedSchema (stolen). */

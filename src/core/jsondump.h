@@ -25,7 +25,8 @@ char *json_dump_compact(const json_t *v, size_t *len);
 
 /* The text of v (caller frees) when the store's reader reads it back (json_parse_buf): it
  * nests at most 2048 levels, is UTF-8 (no string made by jansson's _nocheck calls that is
- * not) and has no key with a NUL in it (json_object_setn); else NULL. For what a plugin stores: a state value, a task's result. */
+ * not) and has no key with a NUL in it (json_object_setn); else NULL. For what a plugin
+ * stores: a state value, a task's result. */
 char *json_dump_storable(const json_t *v, size_t *len);
 /* Does v read back (as json_dump_storable's text) where a stored text holds it at level depth
  * (1: the whole text)? For a plugin's JSON kept inside metadata (a task's input requests). */

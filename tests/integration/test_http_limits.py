@@ -764,20 +764,24 @@ class SseBacklog(unittest.TestCase):
         srv = self.start(*backlog_flags(4))  # 4 places, 2 a client
         a1 = self.stream(srv, "127.0.0.3", 0)
         a2 = self.stream(srv, "127.0.0.3", 1)
+        # the call's end is seen before its HTTP thread has written its last frames
+        self.assertTrue(wait_until(lambda: srv.stats()["sse_backlogged"] == 2, 10),
+                        "both of the client's streams hold a place")
         st = srv.stats()
-        self.assertEqual(st["sse_backlogged"], 2, "both of the client's streams hold a place")
         self.assertEqual(st["sse_slow_reader_cuts_total"], 0, "neither was cut")
         a3 = self.stream(srv, "127.0.0.3", 2)
+        self.assertTrue(wait_until(lambda: srv.stats()["sse_backlog_cuts_total"] == 1, 10),
+                        "the third is cut: the client holds its share")
         st = srv.stats()
-        self.assertEqual(st["sse_backlog_cuts_total"], 1, "the third is cut: the client holds its share")
         self.assertEqual(st["sse_slow_reader_cuts_total"], 1)
         self.assertEqual(st["share_refusals_total"], 1, "a refusal by the client's share")
         self.assertEqual(st["sse_backlogged"], 2)
         self.assertFalse(a3.read_until(b'"sent %d"' % BEHIND), "the cut stream never got its answer")
         self.assertIn("its share of --sse-backlog", srv.log_tail(200000))
         b1 = self.stream(srv, "127.0.0.4", 3)  # another client falls behind too
+        self.assertTrue(wait_until(lambda: srv.stats()["sse_backlogged"] == 3, 10),
+                        "another client's stream holds a place of its own")
         st = srv.stats()
-        self.assertEqual(st["sse_backlogged"], 3, "another client's stream holds a place of its own")
         self.assertEqual(st["sse_backlog_cuts_total"], 1, "and is not cut")
         self.assertTrue(b1.read_until(b'"sent %d"' % BEHIND), "it is served to its end when read")
         self.assertTrue(a1.read_until(b'"sent %d"' % BEHIND), "so is the first client's first")
@@ -791,9 +795,10 @@ class SseBacklog(unittest.TestCase):
         srv = self.start(*backlog_flags(1, "--principal-share", "100"))
         a = self.stream(srv, "127.0.0.3", 0)
         b = self.stream(srv, "127.0.0.4", 1)
+        self.assertTrue(wait_until(lambda: srv.stats()["sse_backlog_cuts_total"] == 1, 10),
+                        "the second slow reader is cut")
         st = srv.stats()
         self.assertEqual(st["sse_backlogged"], 1, "the one place is held")
-        self.assertEqual(st["sse_backlog_cuts_total"], 1, "the second slow reader is cut")
         self.assertEqual(st["share_refusals_total"], 0, "by the cap, not a share")
         self.assertGreaterEqual(st["limit_refusals_total"], 1)
         self.assertIn("--sse-backlog is full", srv.log_tail(200000))
@@ -801,8 +806,9 @@ class SseBacklog(unittest.TestCase):
         a.sock.close()  # a client that goes away unread gives the place back with its connection
         self.assertTrue(wait_until(lambda: srv.stats()["sse_backlogged"] == 0, 10))
         c = self.stream(srv, "127.0.0.5", 2)
+        self.assertTrue(wait_until(lambda: srv.stats()["sse_backlogged"] == 1, 10),
+                        "a later slow reader takes the place")
         st = srv.stats()
-        self.assertEqual(st["sse_backlogged"], 1, "a later slow reader takes the place")
         self.assertEqual(st["sse_backlog_cuts_total"], 1, "and is not cut")
         self.assertTrue(c.read_until(b'"sent %d"' % BEHIND), "it is served to its end when read")
 
