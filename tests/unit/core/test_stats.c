@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <pthread.h>
+#include <sched.h>
 
 #include <cmocka.h>
 
@@ -196,7 +197,7 @@ static void *raise_in_turns(void *arg)
     (void)arg;
     for (int i = 0; i < TURNS; i++) {
         while (atomic_load(&turn) != 0)
-            ;
+            sched_yield(); /* three spinning threads on two busy cores: let the other run */
         STAT_INC(tool_jobs_waiting);
         atomic_store(&turn, 1);
     }
@@ -208,7 +209,7 @@ static void *lower_in_turns(void *arg)
     (void)arg;
     for (int i = 0; i < TURNS; i++) {
         while (atomic_load(&turn) != 1)
-            ;
+            sched_yield();
         STAT_DEC(tool_jobs_waiting);
         atomic_store(&turn, 0);
     }
