@@ -73,11 +73,6 @@ static int64_t mono_ms(void)
  * burst then a trickle, is cut at the next look (2 x --read-timeout at most). */
 #define HTTP_READ_MIN_RATE 4096
 
-/* How far before its deadline a request under way that evhttp drops counts as past it: the
- * deadline's start (deadline_from) is the coarse clock read a moment after the time libevent
- * armed the timeouts from (its cached time at the loop's turn). */
-#define HTTP_DEADLINE_SLACK_MS 50
-
 /* A request has begun that has not been handed over, and the deadline may run. */
 static bool request_under_way(const hlink_t *l)
 {
@@ -93,7 +88,6 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         STAT_INC(limit_refusals_total);
         log_debug("a head over --max-headers came in pieces after its framing line: its "
                   "connection is closed without an answer");
-        l->deadline_dropped = true;
         evhttp_connection_free(l->evcon); /* on_conn_close frees l and this event */
         return;
     }
@@ -119,7 +113,6 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         l->deadline_armed = evtimer_add(l->deadline, &tv) == 0;
         return;
     }
-    l->deadline_dropped = true;
     if (!silent) {
         STAT_INC(read_timeouts_total);
         log_debug("a request did not arrive whole within --read-timeout (%lld s) of its start: "
@@ -152,20 +145,6 @@ void http_deadline_start(hlink_t *l)
 
 void http_deadline_free(hlink_t *l)
 {
-    /* A request that stalled at once (a head and part of a body in one send, then nothing):
-     * evhttp's inactivity timeout, started by that read a moment after the deadline, runs out
-     * in the same loop turn, and its callback runs before the deadline's (a common timeout is
-     * activated one step later), so evhttp drops the connection. It is the same drop: counted
-     * as one (a client that closes in that last moment is counted too, as is one that closes
-     * in the last moment of a --read-timeout while its pipelined request waits behind a call). */
-    if (l->deadline && !l->deadline_dropped && l->scan && l->scan->s.request != 0 &&
-        request_under_way(l) &&
-        mono_ms() - l->deadline_from >= g_cfg.read_timeout_s * 1000 - HTTP_DEADLINE_SLACK_MS) {
-        STAT_INC(read_timeouts_total);
-        log_debug("a request did not arrive whole within --read-timeout (%lld s) of its start: "
-                  "its connection is dropped",
-                  (long long)g_cfg.read_timeout_s);
-    }
     if (l->scan)
         l->scan->link = NULL;
     if (l->deadline)

@@ -90,7 +90,6 @@ typedef struct hlink {
     int64_t deadline_bytes; /* its bytes since deadline_from (HTTP_READ_MIN_RATE) */
     uint64_t deadline_req;  /* the request whose start is deadline_from (the scanner's count) */
     bool deadline_armed;    /* the event is pending */
-    bool deadline_dropped;  /* the event dropped the connection (and counted it if it was due) */
     bool cut_now;           /* a head past --max-headers evhttp cannot be told the end of: the
                                event frees the connection at once (input.c) */
     uint8_t shadow_strikes; /* its reports while evhttp did not read, since the last answer */
