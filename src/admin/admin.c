@@ -73,6 +73,14 @@ static void send_text(struct evhttp_request *req, int status, const char *ctype,
  * over the threads' blocks, so the fields of one answer are read together). */
 #define SNAP(f) atomic_load_explicit(&snap->f, memory_order_relaxed)
 
+/* RocksDB's work still to do: flushes and compactions running or pending (in every column
+ * family), immutable memtables. 0: the store's files change only with the next write. */
+static uint64_t background_work(void)
+{
+    return store_background_work(A.store) +
+           store_property_sum(A.store, "rocksdb.compaction-pending");
+}
+
 static json_t *stats_json(void)
 {
     stats_t *snap = xmalloc(sizeof *snap);
@@ -121,6 +129,7 @@ static json_t *stats_json(void)
     json_object_set_new(rdb, "memtable_budget_bytes",
                         json_integer((json_int_t)store_memtable_budget(A.store)));
     json_object_set_new(rdb, "partitions", json_integer(store_partitions(A.store)));
+    json_object_set_new(rdb, "background_work", json_integer((json_int_t)background_work()));
     json_object_set_new(o, "rocksdb", rdb);
     free(snap);
     return o;
@@ -212,6 +221,10 @@ static void metrics_text(struct evbuffer *b)
                  (long long)store_property_sum(A.store, "rocksdb.estimate-num-keys"));
     metric_value(b, "rocksdb_sst_bytes", "gauge", "RocksDB total size of SST files.",
                  (long long)store_property_sum(A.store, "rocksdb.total-sst-files-size"));
+    metric_value(b, "rocksdb_background_work", "gauge",
+                 "RocksDB flushes and compactions running or pending, and memtables waiting for "
+                 "a flush.",
+                 (long long)background_work());
 }
 
 static admin_shard_ops_t OPS;

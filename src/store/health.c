@@ -251,8 +251,19 @@ void store_count_refused(store_t *s)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Whether RocksDB resumes writes by itself after the background error `err`, while open.
+ * RocksDB 7.8 recovers on its own from a full disk only (its SstFileManager polls the free
+ * space); any other background error (an I/O error, a failed read of a table file in a flush
+ * or a compaction, a corrupt block) stops its writes until the database is reopened, and its
+ * C API has no Resume(). */
+static bool rocksdb_resumes(const char *err)
+{
+    return strstr(err, "No space left on device") != NULL;
+}
+
 /* A write failed (or the guard refused it): counted every time, logged once per transition
- * (the end's line has the count), watched until it heals. */
+ * (the end's line has the count), watched until it heals. An error RocksDB does not resume
+ * from is logged as such, and the reason /healthz gives says a restart resumes writes. */
 void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
 {
     STAT_INC(store_errors_total);
@@ -261,20 +272,33 @@ void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
     if (!was || (s->refused_by_guard && !by_guard))
         s->refused_by_guard = by_guard; /* a RocksDB error outranks the guard's refusal */
     atomic_store_explicit(&s->refusing, was | 1ULL << part, memory_order_release);
+    bool stuck = !by_guard && !rocksdb_resumes(err);
     if (!was) {
-        snprintf(s->why, sizeof s->why, "%s", err);
         s->since_ms = now_wall_ms();
         s->refused = 0;
+        s->needs_restart = false;
+    }
+    if (stuck && !s->needs_restart) { /* first, or after a refusal that would have ended */
+        s->needs_restart = true;
+        snprintf(s->why, sizeof s->why, "%.180s; restart mcpactord to resume writes", err);
+        log_error("store: a write failed (%s); RocksDB does not resume writes after this error "
+                  "while the store is open, so every write is refused until mcpactord restarts "
+                  "(requests that need a write get 503 or a -32603 error, /healthz says 503). "
+                  "What was acknowledged is in the write-ahead log and is replayed at the "
+                  "start: check the disk (dmesg), then restart",
+                  err);
+    } else if (!was) {
+        snprintf(s->why, sizeof s->why, "%s", err);
         log_error("store: a write failed (%s); writes are refused until the store recovers "
                   "(requests that need a write get 503 or a -32603 error, /healthz says 503)",
                   err);
-        if (!s->watcher_running && !s->closing &&
-            pthread_create(&s->watcher, NULL, watcher_main, s) == 0) {
-            pthread_detach(s->watcher);
-            s->watcher_running = true;
-        }
     } else {
         log_debug("store: write refused: %s", err);
+    }
+    if (!was && !s->watcher_running && !s->closing &&
+        pthread_create(&s->watcher, NULL, watcher_main, s) == 0) {
+        pthread_detach(s->watcher);
+        s->watcher_running = true;
     }
     s->refused++;
     pthread_mutex_unlock(&s->mu);

@@ -77,6 +77,14 @@ def wait_until(pred, timeout=5, step=0.05):
     return bool(pred())
 
 
+def store_idle(server, timeout=30):
+    """Waits until the server's RocksDB has no flush or compaction running or pending (a start
+    or an ingest may begin one); true once it has none. A test that damages a table file while
+    the server runs waits for this first: a flush or compaction that reads the damage stops
+    RocksDB's writes until a restart (test_durability's test_a_flush_that_cannot_read_...)."""
+    return wait_until(lambda: server.stats()["rocksdb"]["background_work"] == 0, timeout)
+
+
 def read_to_close(sock):
     """Reads a raw socket until the server closes it, then closes it: every byte received."""
     data = b""

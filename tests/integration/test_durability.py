@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from mcptest import BINARY, Server, Session, SSEStream, run, wait_until
+from mcptest import BINARY, Server, Session, SSEStream, run, store_idle, wait_until
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 EIO_PRELOAD = os.environ.get("MCPD_EIO_PRELOAD", "build/tests/plugin/libmcpd_eio.so")
@@ -428,11 +428,60 @@ class ReadErrors(ServerCase):
     store is flushed), the restart opens them (its startup scans do not fill the block cache),
     then a data block is damaged on disk while the server runs."""
 
+    def idle_store(self):
+        """See mcptest.store_idle. A stopped server has none."""
+        if self.server.proc and self.server.proc.poll() is None:
+            self.assertTrue(store_idle(self.server), self.stats()["rocksdb"])
+
+    def corrupt(self, family):
+        self.idle_store()
+        return corrupt_tables(self.server.data_dir, family)
+
+    def failing_reads(self):
+        """Preloads tests/plugin/eio_preload.c at the next start: reads of the table files fail
+        while the returned flag file exists."""
+        flag = os.path.join(self.server.data_dir, "..", os.path.basename(self.server.data_dir)
+                            + ".eio")
+        self.addCleanup(lambda: os.path.exists(flag) and os.unlink(flag))
+        self.server.env.update({"LD_PRELOAD": os.path.abspath(EIO_PRELOAD), "MCPD_EIO_FLAG": flag,
+                                "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "")
+                                + ":verify_asan_link_order=0"})
+        return flag
+
+    def test_a_flush_that_cannot_read_its_table_back_stops_writes_until_a_restart_and_says_so(self):
+        flag = self.failing_reads()
+        self.server.flags += ["--response-mode", "sse"]
+        self.server.restart()
+        s = Session(self.server)
+        self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        self.idle_store()
+        open(flag, "w").close()  # the disk fails reads
+        # 16 MB of stored events fill a memtable: its flush writes a table file and reads it
+        # back, which fails: RocksDB stops its writes (a background error)
+        big = "x" * 60000
+        for _ in range(1000):
+            r, _ = s.tool("echo", {"text": big})
+            if r.status != 200:
+                break
+        self.assertEqual(r.status, 503, r.text)
+        os.unlink(flag)  # the disk heals, but RocksDB 7.8 resumes by itself from ENOSPC only
+        r, _ = s.tool("counter", {"by": 1})
+        self.assertEqual(r.status, 503, "nothing acknowledged that was not stored: " + r.text)
+        h = self.server.admin("/healthz")
+        self.assertEqual(h.status, 503, h.text)
+        # before: "writes are refused until the store recovers", which never happened
+        self.assertIn("restart mcpactord to resume writes", h.text)
+        self.assertIn("RocksDB does not resume writes after this error", self.server.log_tail())
+        self.server.restart()
+        self.assertTrue(self.stats()["store_writable"])
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6",
+                         "what was acknowledged is kept, and writes go on after the restart")
+
     def test_a_session_whose_record_cannot_be_read_gets_503_and_retry_after_not_404(self):
         s = Session(self.server)
         self.server.restart()
         errors = self.stats()["store_errors_total"]
-        self.assertTrue(corrupt_tables(self.server.data_dir, b"sessions"),
+        self.assertTrue(self.corrupt(b"sessions"),
                         "the session's record is in a table file after a graceful stop")
         r, m = s.call("ping")
         self.assertEqual(r.status, 503, "a read error answers 503, not 404: " + r.text)
@@ -457,7 +506,7 @@ class ReadErrors(ServerCase):
         s = Session(self.server)
         s.tool("notify", {"count": 1, "target": "request"})  # a stored POST stream
         self.server.restart()
-        self.assertTrue(corrupt_tables(self.server.data_dir, b"streams"),
+        self.assertTrue(self.corrupt(b"streams"),
                         "the stream record is in a table file after a graceful stop")
         r, m = s.call("ping")
         self.assertEqual(r.status, 503, "its next stream number is not known: " + r.text)
@@ -475,7 +524,7 @@ class ReadErrors(ServerCase):
         for _ in range(150):  # stream records enough for more than one block: the wake's scan
             s.tool("notify", {"count": 1, "target": "request"})  # reads the last one only
         self.server.restart()
-        changed = corrupt_tables(self.server.data_dir, b"streams")
+        changed = self.corrupt(b"streams")
         self.assertTrue(changed, "the stream records are in a table file after a graceful stop")
         # its standalone stream's record (the first of the session's) cannot be read: a new
         # stream would number from 1 again, over the stored events
@@ -514,7 +563,7 @@ class ReadErrors(ServerCase):
             a.tool("notify", {"count": 1, "target": "request"})  # reads the last one only)
         self.server.flags += ["--response-mode", "json"]
         self.server.restart()
-        self.assertTrue(corrupt_tables(self.server.data_dir, b"streams"))
+        self.assertTrue(self.corrupt(b"streams"))
         b, c = Session(self.server), Session(self.server)
         got = {}
         slow = threading.Thread(target=lambda: got.setdefault("a", a.tool(
@@ -540,7 +589,7 @@ class ReadErrors(ServerCase):
         g.close()
         s.tool("notify", {"count": 3, "target": "session"})
         self.server.restart()
-        self.assertTrue(corrupt_tables(self.server.data_dir, b"events"),
+        self.assertTrue(self.corrupt(b"events"),
                         "the stream's events are in a table file after a graceful stop")
         errors = self.stats()["store_errors_total"]
         g2 = s.open_get(last_event_id=priming["id"])
@@ -558,7 +607,7 @@ class ReadErrors(ServerCase):
         # events for more than one block: the stream's newest reads, its first ones do not
         s.tool("notify", {"count": 300, "target": "session"})
         self.server.restart()
-        self.assertTrue(corrupt_tables(self.server.data_dir, b"events"))
+        self.assertTrue(self.corrupt(b"events"))
         g2 = s.open_get(last_event_id=priming["id"])
         self.assertEqual(g2.status, 503, "the replay failed")
         g2.close()
@@ -578,7 +627,7 @@ class ReadErrors(ServerCase):
         self.server.kill9()
         st.close()
         tables_from_log(self.server.data_dir)
-        self.assertTrue(corrupt_tables(self.server.data_dir, b"streams"),
+        self.assertTrue(self.corrupt(b"streams"),
                         "the stream records are in a table file")
         self.server.flags += ["--workers", "0"]
         self.server.start()  # raised before: a startup scan stopped on a read error
@@ -599,7 +648,7 @@ class ReadErrors(ServerCase):
         self.server.kill9()
         st.close()
         tables_from_log(self.server.data_dir)
-        changed = corrupt_tables(self.server.data_dir, b"streams")
+        changed = self.corrupt(b"streams")
         self.assertTrue(changed, "the stream records are in a table file")
         return s, rid, priming, changed
 
@@ -627,7 +676,7 @@ class ReadErrors(ServerCase):
         r, _ = s.call("ping")
         self.assertEqual(r.status, 503, r.text)
         restore_tables(streams)
-        keys = corrupt_tables(self.server.data_dir, b"reqmap")
+        keys = self.corrupt(b"reqmap")
         self.assertTrue(keys, "the in-flight keys are in a table file")
         r, _ = s.call("ping")  # the session wakes; its recovery cannot read the in-flight keys
         self.assertEqual(r.status, 200, r.text)
@@ -652,7 +701,7 @@ class ReadErrors(ServerCase):
         self.server.kill9()
         st.close()
         tables_from_log(self.server.data_dir)
-        changed = corrupt_tables(self.server.data_dir, b"events")
+        changed = self.corrupt(b"events")
         self.assertTrue(changed, "the events are in a table file")
         # the recovery wakes the session but cannot read the stream's newest event: the
         # interrupted request waits for the session's next message
@@ -694,7 +743,7 @@ class ReadErrors(ServerCase):
         self.server.kill9()
         st.close()
         tables_from_log(self.server.data_dir)
-        changed = corrupt_tables(self.server.data_dir, b"events")
+        changed = self.corrupt(b"events")
         self.assertTrue(changed, "the events are in a table file")
         self.server.start()  # the recovery wakes the session but cannot read its stream's events
         other = s.headers({"Authorization": "Bearer bravo-token-fedcba9876543210"})
@@ -717,7 +766,7 @@ class ReadErrors(ServerCase):
         s = Session(self.server)
         self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
         self.server.restart()
-        changed = corrupt_tables(self.server.data_dir, b"state")
+        changed = self.corrupt(b"state")
         self.assertTrue(changed, "the state is in a table file after a graceful stop")
         for _ in range(2):  # the update fails and writes nothing: its retry fails the same
             r, m = s.tool("counter", {"by": 1})
@@ -739,7 +788,7 @@ class ReadErrors(ServerCase):
         self.assertEqual(c.wait(asking, ("input_required",))["status"], "input_required")
         self.server.restart()
         # the two tasks' state (the first's result, the second's arguments): one block
-        changed = corrupt_tables(self.server.data_dir, b"state")
+        changed = self.corrupt(b"state")
         self.assertTrue(changed, "the tasks' state is in a table file after a graceful stop")
         r, m = c.call("tasks/get", {"taskId": done["taskId"]})
         self.assertEqual(r.status, 503, r.text)  # before: 200, completed without its result
@@ -755,13 +804,7 @@ class ReadErrors(ServerCase):
         self.assertEqual(c.wait(asking)["result"]["content"][0]["text"], "Deleted a.txt")
 
     def test_alarms_a_read_error_left_run_once_the_disk_reads_again(self):
-        # reads of the table files fail while the flag file exists (tests/plugin/eio_preload.c)
-        flag = os.path.join(self.server.data_dir, "..", os.path.basename(self.server.data_dir)
-                            + ".eio")
-        self.addCleanup(lambda: os.path.exists(flag) and os.unlink(flag))
-        self.server.env.update({"LD_PRELOAD": os.path.abspath(EIO_PRELOAD), "MCPD_EIO_FLAG": flag,
-                                "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "")
-                                + ":verify_asan_link_order=0"})
+        flag = self.failing_reads()
         self.server.flags += ["--session-ttl", "12", "--unused-session-ttl", "12"]
         self.server.restart()
         t0 = time.time()
@@ -769,6 +812,7 @@ class ReadErrors(ServerCase):
             Session(self.server)
         self.server.restart()  # the keys in a table file; the start reads the first block
         self.assertEqual(self.stats()["alarms_pending"], 400)
+        self.idle_store()
         self.assertLess(time.time() - t0, 11, "set up before the first is due (TSan, a loaded CI)")
         open(flag, "w").close()  # the disk fails reads
         # the alarm thread wakes once they are all due: its scan reads past the first block
@@ -781,7 +825,7 @@ class ReadErrors(ServerCase):
         # before: the scan's floor had moved past the keys it did not read, and an alarm whose
         # session could not be read was dropped: none of them expired until a restart
         self.assertTrue(wait_for(lambda: self.stats()["sessions_stored"] == 0, 15),
-                        self.stats()["sessions_stored"])
+                        {k: self.stats()[k] for k in ("sessions_stored", "store_writable")})
         self.assertEqual(self.stats()["alarms_pending"], 0)
 
     def refused_start(self):
@@ -802,7 +846,7 @@ class ReadErrors(ServerCase):
         s = Session(self.server)
         self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
         self.server.stop()
-        changed = corrupt_tables(self.server.data_dir, b"sessions")
+        changed = self.corrupt(b"sessions")
         self.assertTrue(changed, "the session's record is in a table file after a graceful stop")
         cluster = os.path.join(self.server.data_dir, "cluster.json")  # removed with it
         with open(cluster, "w") as f:
@@ -821,7 +865,7 @@ class ReadErrors(ServerCase):
     def test_a_startup_scan_stopped_by_a_read_error_refuses_the_start(self):
         s = Session(self.server)
         self.server.stop()
-        self.assertTrue(corrupt_tables(self.server.data_dir, b"sessions"),
+        self.assertTrue(self.corrupt(b"sessions"),
                         "the session's record is in a table file after a graceful stop")
         self.assertEqual(self.refused_start(), 1, "the counts would be wrong: exit 1")
         log = self.server.log_tail()

@@ -17,7 +17,7 @@ import threading
 import time
 import unittest
 
-from mcptest import BINARY, Server, Session, free_ports, run, wait_until
+from mcptest import BINARY, Server, Session, free_ports, run, store_idle, wait_until
 from test_durability import restore_tables
 from test_modern import Modern
 
@@ -982,6 +982,7 @@ class ALocalReadErrorInAnAdopt(TwoFreshNodes):
         self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
         r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2")
         self.assertEqual(r.status, 200, r.text)
+        self.assertTrue(store_idle(self.n2))
         changed = corrupt_later_block(self.n2.data_dir, b"alarms")
         self.assertTrue(changed, "n2's alarm keys are in a table file")
         r = self.post_admin(self.n2, f"/shards/adopt?shard={hexs}&from=n1")
@@ -1006,6 +1007,7 @@ class ALocalReadErrorInAnAdopt(TwoFreshNodes):
         s = Session(self.n1)
         hexs = s.sid[:3]
         self.assertEqual(text_of(s.tool("counter", {"by": 5})[1]), "5")
+        self.assertTrue(store_idle(self.n2))
         changed = corrupt_later_block(self.n2.data_dir, b"alarms")
         self.assertTrue(changed, "n2's alarm keys are in a table file")
         p = subprocess.run([sys.executable, TOOL, "move", self.file, hexs, "n2", "--no-runtime",

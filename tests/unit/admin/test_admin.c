@@ -158,7 +158,8 @@ static void stats_holds_every_counter_and_the_grouped_documents(void **state)
                                 "block_cache_budget_bytes",
                                 "block_cache_bytes",
                                 "memtable_budget_bytes",
-                                "partitions"};
+                                "partitions",
+                                "background_work"};
     for (size_t i = 0; i < sizeof rdb / sizeof rdb[0]; i++)
         if (!json_is_integer(json_object_get(json_object_get(o, "rocksdb"), rdb[i])))
             fail_msg("/stats lacks rocksdb.%s", rdb[i]);
