@@ -322,15 +322,35 @@ static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
     return c ? c : (al > bl) - (al < bl);
 }
 
-/* The partition positioned at the smallest key (largest: last), or -1 when none is valid. */
+/* Whether a partition's iterator that is not valid stopped on a read error (the error is
+ * read again, and logged, by store_iter_error). */
+static bool part_failed(rocksdb_iterator_t *pit)
+{
+    char *err = NULL;
+    rocksdb_iter_get_error(pit, &err);
+    if (!err)
+        return false;
+    rocksdb_free(err);
+    return true;
+}
+
+/* The partition positioned at the smallest key (largest: last), or -1 when none is valid or one
+ * stopped on a read error: the merge ends there, as one partition's iteration would, so every
+ * key it returned sorts before what the failed partition left unread (a caller that resumes
+ * after its last key, the alarm scheduler's retry, misses nothing). */
 static void iter_pick(store_iter_t *it, bool last)
 {
     it->cur = -1;
     const char *best = NULL;
     size_t bestl = 0;
     for (int i = 0; i < it->n; i++) {
-        if (!rocksdb_iter_valid(it->it[i]))
+        if (!rocksdb_iter_valid(it->it[i])) {
+            if (it->n > 1 && part_failed(it->it[i])) {
+                it->cur = -1;
+                return;
+            }
             continue;
+        }
         size_t kl;
         const char *k = rocksdb_iter_key(it->it[i], &kl);
         int c = best ? key_cmp(k, kl, best, bestl) : 0;
@@ -397,7 +417,7 @@ const char *store_iter_value(store_iter_t *it, size_t *len)
 
 /* Every iterator is checked, by its caller (store_iter_error) or at the latest when it is freed:
  * a loop that stopped at !store_iter_valid may have stopped on a read error (an I/O error, a
- * corrupt block), and a partition's error leaves the merge to go on with the others. */
+ * corrupt block), and a partition's error ends the merge (iter_pick). */
 int store_iter_error(store_iter_t *it)
 {
     for (int i = 0; i < it->n && !it->failed; i++) {

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store_damage.h"
 #include "store_fixture.h"
 #include "store/manifest.h"
 #include "store/shardrec.h"
@@ -285,40 +286,6 @@ static void a_shards_export_holds_exactly_its_keys_and_ingests_elsewhere(void **
     assert_int_equal(manifest_file_digest(path, &bytes, again), 0);
     assert_memory_equal(sha, again, SHA256_LEN);
     assert_int_equal(manifest_file_digest("/nonexistent/x", &bytes, sha), -ENOENT);
-}
-
-/* Damages the first data block of each table file (.sst) of family `name` in dir (its first 4
- * bytes, in place, as a failing disk would): the next read of that block fails its checksum. A
- * file is known by its family's name in its properties block (rocksdb.column.family.name). */
-static void damage_family(const char *dir, const char *name)
-{
-    char tag[64];
-    int tl = snprintf(tag, sizeof tag, "\x16\x04%cname%s", (char)strlen(name), name);
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    int damaged = 0;
-    while ((e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        if (n < 5 || strcmp(e->d_name + n - 4, ".sst") != 0)
-            continue;
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *fp = fopen(path, "r+b");
-        assert_non_null(fp);
-        static char buf[1 << 20];
-        size_t len = fread(buf, 1, sizeof buf, fp);
-        if (memmem(buf, len, tag, (size_t)tl)) {
-            for (int i = 0; i < 4; i++)
-                buf[i] ^= (char)0xFF;
-            assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
-            assert_int_equal(fwrite(buf, 1, 4, fp), 4);
-            damaged++;
-        }
-        assert_int_equal(fclose(fp), 0);
-    }
-    closedir(d);
-    assert_true(damaged > 0);
 }
 
 /* A shard's keys, its alarm among them, in table files whose alarms' block is damaged. */
