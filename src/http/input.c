@@ -96,12 +96,16 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         return; /* with the endpoint, between requests, or a stream: the next request arms it */
     int64_t now = mono_ms(), timeout = g_cfg.read_timeout_s * 1000;
     int64_t left = l->deadline_from + timeout - now;
+    if (l->deadline_armed_for == l->deadline_from && left > 0)
+        left = 0; /* armed for this very deadline, and run out */
     if (left <= 0 && !silent) {
         /* evhttp is not reading (the request under way waits in its buffer for the one before
          * it, with the endpoint, not for the client), or the request keeps coming at the
          * minimum rate: its time starts again */
         struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
-        bool waiting = !bev || !event_pending(&bev->ev_read, EV_READ, NULL);
+        /* reading, or its read just timed out (active, its callback still to run: this one
+         * runs first, HTTP_PRIO_DEADLINE), is not waiting */
+        bool waiting = !bev || !event_pending(&bev->ev_read, EV_READ | EV_TIMEOUT, NULL);
         if (waiting || l->deadline_bytes >= HTTP_READ_MIN_RATE * (now - l->deadline_from) / 1000) {
             l->deadline_from = now;
             l->deadline_bytes = 0;
@@ -111,6 +115,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     if (left > 0) { /* a request begun since it was armed, or one still arriving */
         struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
         l->deadline_armed = evtimer_add(l->deadline, &tv) == 0;
+        l->deadline_armed_for = l->deadline_from;
         return;
     }
     if (!silent) {
@@ -127,8 +132,10 @@ static void deadline_arm(hlink_t *l)
 {
     l->deadline_from = mono_ms();
     l->deadline_bytes = 0;
-    if (!l->deadline_armed)
+    if (!l->deadline_armed) {
         l->deadline_armed = evtimer_add(l->deadline, l->t->read_deadline) == 0;
+        l->deadline_armed_for = l->deadline_from;
+    }
 }
 
 void http_deadline_start(hlink_t *l)
@@ -138,6 +145,9 @@ void http_deadline_start(hlink_t *l)
     l->deadline = evtimer_new(l->t->base, on_deadline, l);
     if (!l->deadline)
         return;
+    /* ahead of evhttp's inactivity timeout, which runs out with it when a request stalls at
+     * once (its head and part of its body in one read): the deadline drops it, counted */
+    event_priority_set(l->deadline, HTTP_PRIO_DEADLINE);
     l->scan->link = l;
     l->deadline_req = 1; /* the first request begins at the accept */
     deadline_arm(l);

@@ -426,6 +426,27 @@ class SlowSenders(unittest.TestCase):
         self.assertEqual(srv.stats()["read_timeouts_total"], 1)
         self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
 
+    def test_a_request_sent_in_part_at_once_then_stopped_is_dropped_and_counted(self):
+        """The common stall: a client sends a head and part of its body at once, then nothing.
+        evhttp's own inactivity timeout, started by that read, runs out with the deadline (in
+        the same loop turn when the loop is slow); the deadline goes first, so the connection is
+        dropped at --read-timeout and counted in read_timeouts_total, not dropped by evhttp
+        uncounted (3 of 3 were, before)."""
+        srv = self.start()
+        part = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{").encode()
+        socks = []
+        for _ in range(3):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            self.addCleanup(s.close)
+            s.sendall(part)
+            socks.append(s)
+        for s in socks:
+            self.assertEqual(s.recv(4096), b"", "the stalled request got an answer")
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
+        self.assertEqual(srv.stats()["read_timeouts_total"], 3,
+                         "every stalled request dropped at its deadline is counted")
+
     def test_a_later_request_on_the_connection_gets_its_own_deadline(self):
         """A request begun 1.5 s after the connection's first answer is dropped --read-timeout
         after its own start, not at the first request's deadline nor never."""
