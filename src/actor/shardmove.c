@@ -135,14 +135,20 @@ shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec
                      rec->epoch, file_epoch);
         return SHARD_SERVE;
     case SHARDREC_RELEASED:
-        if (file_mine) {
+        if (!file_mine)
+            return SHARD_NOT_MINE;
+        if (strcmp(rec->peer, shard_node_name()) == 0) /* set aside: no export in transit */
+            snprintf(why, whylen,
+                     "this node's own copy at epoch %u, set aside by a forced adopt that failed: "
+                     "kept in its move directory, not served; run the adopt again, or reclaim it "
+                     "(POST /shards/reclaim) to put it back unserved",
+                     rec->epoch);
+        else
             snprintf(why, whylen,
                      "released at epoch %u to %s (this node holds no data for "
                      "it); the cluster file, which still gives it here, is older",
                      rec->epoch, rec->peer);
-            return SHARD_REFUSE;
-        }
-        return SHARD_NOT_MINE;
+        return SHARD_REFUSE;
     case SHARDREC_NONE:
     default:
         if (!file_mine)
@@ -676,25 +682,4 @@ json_t *shardmove_summary(void)
     pthread_mutex_unlock(&sm_rec_mu);
     return json_pack("{s:o,s:o,s:b}", "refused", refused, "in_transit", transit, "bootstrapped",
                      booted);
-}
-
-int shardmove_export_path(int shard, const char *file, char *path, size_t len)
-{
-    pthread_mutex_lock(&sm_rec_mu);
-    shardrec_t r = SM_REC[shard];
-    pthread_mutex_unlock(&sm_rec_mu);
-    if (r.state != SHARDREC_RELEASED || !r.export_kept)
-        return -ENOENT; /* a draft (not recorded yet) or a finished move is never served */
-    bool known = file == NULL;
-    for (int cf = 0; cf < CF__COUNT && !known; cf++) {
-        char want[64];
-        snprintf(want, sizeof want, "%s.sst", store_cf_name((store_cf_t)cf));
-        known = strcmp(file, want) == 0;
-    }
-    if (!known)
-        return -ENOENT;
-    char dir[DIR_MAX];
-    sm_dir_of(dir, sizeof dir, true, shard, r.epoch);
-    int n = snprintf(path, len, "%s/%s", dir, file ? file : MANIFEST_NAME);
-    return n < 0 || (size_t)n >= len ? -ENOENT : 0;
 }

@@ -1,4 +1,5 @@
-/* Threads: main thread at start (the sweep); the shard-move thread (steps). */
+/* Threads: main thread at start (the sweep); the shard-move thread (steps); the admin thread
+ * (shardmove_export_path, for a peer fetching an export). */
 /* Shard moves: the move directory. Only files this code writes, in directories it names: an
  * export's directory per shard and epoch, its manifest (written and fsynced before anything
  * refers to it) and the checks of the files against it. The move thread (shardmove.c). */
@@ -219,4 +220,26 @@ int sm_check_files(const char *dir, const manifest_t *m, char *why, size_t whyle
         }
     }
     return 0;
+}
+
+/* The admin thread, for a peer fetching an export: see shardmove.h. */
+int shardmove_export_path(int shard, const char *file, char *path, size_t len)
+{
+    pthread_mutex_lock(&sm_rec_mu);
+    shardrec_t r = SM_REC[shard];
+    pthread_mutex_unlock(&sm_rec_mu);
+    if (r.state != SHARDREC_RELEASED || !r.export_kept)
+        return -ENOENT; /* a draft (not recorded yet) or a finished move is never served */
+    bool known = file == NULL;
+    for (int cf = 0; cf < CF__COUNT && !known; cf++) {
+        char want[64];
+        snprintf(want, sizeof want, "%s.sst", store_cf_name((store_cf_t)cf));
+        known = strcmp(file, want) == 0;
+    }
+    if (!known)
+        return -ENOENT;
+    char dir[DIR_MAX];
+    sm_dir_of(dir, sizeof dir, true, shard, r.epoch);
+    int n = snprintf(path, len, "%s/%s", dir, file ? file : MANIFEST_NAME);
+    return n < 0 || (size_t)n >= len ? -ENOENT : 0;
 }

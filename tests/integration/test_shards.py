@@ -781,6 +781,13 @@ class ForcedAdoptOverItsOwnCopy(TwoFreshNodes):
                           rec["serving"]), ("released", 1, "n1", True, False), rec)
         self.assertTrue(os.path.exists(os.path.join(aside, "manifest.json")),
                         "the copy is kept in its export")
+        # before: "released at epoch 1 to n1 (this node holds no data for it)"
+        self.assertIn("own copy at epoch 1, set aside by a forced adopt", rec["refused"])
+        # before: "in transit: ... to n1: run `move ... n1` to finish it", which said "lost"
+        p = subprocess.run([sys.executable, TOOL, "status", self.file], capture_output=True,
+                           text=True, timeout=60)
+        self.assertIn(f"set aside: {hexs} (epoch 1): n1's own copy", p.stdout)
+        self.assertNotIn(f"in transit: {hexs} (epoch 1)", p.stdout)  # n2's epoch 3 is
         r, _ = s.call("tools/list")
         misdirected(self, r, s.next_id)
         # the adopt run again takes n2's export and deletes the copy set aside
