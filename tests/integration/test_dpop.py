@@ -10,7 +10,6 @@ import http.client
 import http.server
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import time
 import unittest
 import uuid
 
-from mcptest import ACCEPT_BOTH, Server, require_program
+from mcptest import ACCEPT_BOTH, Server, free_ports, require_program
 
 
 def b64u(b):
@@ -124,11 +123,10 @@ class Dpop(unittest.TestCase):
 
         cls.httpd.RequestHandlerClass = Handler
         threading.Thread(target=cls.httpd.serve_forever, daemon=True).start()
-        # a port of its own, so a restart keeps the resource URL the tokens are for
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        sock.close()
+        # a port of its own, so a restart keeps the resource URL the tokens are for (below the
+        # ephemeral range: one bound to 0 was taken by another test's connection before the
+        # server bound it, "cannot listen on 127.0.0.1:52831: address already in use")
+        port = free_ports(1)[0]
         cls.resource = "http://127.0.0.1:%d/mcp" % port
         # a gateway path, /mcp/gw, whose process no test here starts (a GET of an unknown session)
         cls.server = Server("--auth-issuer", cls.issuer, "--cors-origin", "http://app.example",

@@ -203,8 +203,9 @@ static void due_operations_that_never_started_are_counted(void **state)
     run_duration_us = 200000;
     run_engine(&e, &t, 200, 2, 0);
     run_duration_us = 0;
+    /* every due operation ran or is counted; how many ran depends on the machine's load (a
+     * loaded CI under ASan fell behind: 8 never started), so no bound on either */
     assert_int_equal(e.total.ok + (uint64_t)e.due_not_started, 40);
-    assert_true(e.due_not_started <= 2); /* the last, due at 195 ms, may start past 200 ms */
     finish_engine(&e, &t);
 }
 
