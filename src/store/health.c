@@ -7,7 +7,8 @@
  * A full disk (or any write error). RocksDB's answer to a failed write-ahead-log append is a
  * background error: every later write is refused at once, without touching the log, until its
  * error recovery succeeds (for ENOSPC its SstFileManager polls the free space every 5 s and
- * resumes once a memtable's worth is free: it flushes the memtables and starts a new log). Two
+ * resumes once a memtable's worth is free: it flushes the memtables and starts a new log). It
+ * recovers from nothing else while open (rocksdb_resumes below): the log and /healthz say so. Two
  * things would abort the process instead, because Debian's librocksdb keeps its assertions and
  * a WritableFileWriter that saw an error asserts at its next append or flush:
  *   - RocksDB's own info LOG, written on the same disk: a failed append there is followed by
@@ -190,7 +191,12 @@ void store_mark_writable(store_t *s, int part, const char *how)
         s->on_writable();
 }
 
-/* One tiny write: succeeds once RocksDB has recovered from its background error. */
+static void note_stuck(store_t *s, const char *err);
+static bool rocksdb_resumes(const char *err);
+
+/* One tiny write: succeeds once RocksDB has recovered from its background error. One that
+ * fails with an error RocksDB does not resume from is noted (the refusal may have begun as the
+ * guard's, or as a full disk's whose recovery then failed otherwise). */
 static bool probe_write(store_t *s, int part)
 {
     static const char key[] = "mcpd-write-probe";
@@ -200,6 +206,10 @@ static bool probe_write(store_t *s, int part)
     rocksdb_put_cf(s->part[part].db, s->wopts, s->part[part].cf[0], key, sizeof key - 1, v,
                    (size_t)n, &err);
     if (err) {
+        pthread_mutex_lock(&s->mu);
+        if (!rocksdb_resumes(err) && !s->needs_restart)
+            note_stuck(s, err);
+        pthread_mutex_unlock(&s->mu);
         rocksdb_free(err);
         return false;
     }
@@ -255,15 +265,45 @@ void store_count_refused(store_t *s)
  * RocksDB 7.8 recovers on its own from a full disk only (its SstFileManager polls the free
  * space); any other background error (an I/O error, a failed read of a table file in a flush
  * or a compaction, a corrupt block) stops its writes until the database is reopened, and its
- * C API has no Resume(). */
+ * C API has no Resume(). "No space left on device" is RocksDB's own subcode text. */
 static bool rocksdb_resumes(const char *err)
 {
     return strstr(err, "No space left on device") != NULL;
 }
 
+/* Under mu: the refusal is one RocksDB does not resume from (err, its message): /healthz's
+ * reason and one log line say what ends it. A damaged table file (RocksDB's "Corruption")
+ * stays damaged: a restart resumes writes only until RocksDB reads it again (its next
+ * compaction, or the start's first write), so the remedy is the read error's (operating.md). */
+static void note_stuck(store_t *s, const char *err)
+{
+    s->needs_restart = true;
+    if (strncmp(err, "Corruption", 10) == 0) {
+        snprintf(s->why, sizeof s->why,
+                 "%.150s; a table file is damaged: restore --data-dir from a backup, or move it "
+                 "aside",
+                 err);
+        log_error("store: a write failed (%s): RocksDB met a damaged table file and does not "
+                  "resume writes while the store is open, so every write is refused (requests "
+                  "that need a write get 503 or a -32603 error, /healthz says 503). A restart "
+                  "resumes them only until RocksDB reads that file again: check the disk "
+                  "(dmesg), then restore --data-dir from a backup, or move it aside and start on "
+                  "a new one",
+                  err);
+        return;
+    }
+    snprintf(s->why, sizeof s->why, "%.180s; restart mcpactord to resume writes", err);
+    log_error("store: a write failed (%s); RocksDB does not resume writes after this error while "
+              "the store is open, so every write is refused until mcpactord restarts (requests "
+              "that need a write get 503 or a -32603 error, /healthz says 503). What was "
+              "acknowledged is in the write-ahead log and is replayed at the start: check the "
+              "disk (dmesg), then restart",
+              err);
+}
+
 /* A write failed (or the guard refused it): counted every time, logged once per transition
  * (the end's line has the count), watched until it heals. An error RocksDB does not resume
- * from is logged as such, and the reason /healthz gives says a restart resumes writes. */
+ * from is logged as such, and the reason /healthz gives says what ends it (note_stuck). */
 void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
 {
     STAT_INC(store_errors_total);
@@ -272,21 +312,13 @@ void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
     if (!was || (s->refused_by_guard && !by_guard))
         s->refused_by_guard = by_guard; /* a RocksDB error outranks the guard's refusal */
     atomic_store_explicit(&s->refusing, was | 1ULL << part, memory_order_release);
-    bool stuck = !by_guard && !rocksdb_resumes(err);
     if (!was) {
         s->since_ms = now_wall_ms();
         s->refused = 0;
         s->needs_restart = false;
     }
-    if (stuck && !s->needs_restart) { /* first, or after a refusal that would have ended */
-        s->needs_restart = true;
-        snprintf(s->why, sizeof s->why, "%.180s; restart mcpactord to resume writes", err);
-        log_error("store: a write failed (%s); RocksDB does not resume writes after this error "
-                  "while the store is open, so every write is refused until mcpactord restarts "
-                  "(requests that need a write get 503 or a -32603 error, /healthz says 503). "
-                  "What was acknowledged is in the write-ahead log and is replayed at the "
-                  "start: check the disk (dmesg), then restart",
-                  err);
+    if (!by_guard && !rocksdb_resumes(err) && !s->needs_restart) {
+        note_stuck(s, err); /* first, or after a refusal that would have ended */
     } else if (!was) {
         snprintf(s->why, sizeof s->why, "%s", err);
         log_error("store: a write failed (%s); writes are refused until the store recovers "

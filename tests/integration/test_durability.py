@@ -477,6 +477,31 @@ class ReadErrors(ServerCase):
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6",
                          "what was acknowledged is kept, and writes go on after the restart")
 
+    def test_a_compaction_that_meets_a_damaged_block_says_the_data_directory_is_damaged(self):
+        """A corrupt block stays corrupt: a restart resumes writes only until RocksDB reads it
+        again, so the reason says what does end it (a backup, or a new directory)."""
+        self.server.flags += ["--response-mode", "sse"]
+        self.server.restart()
+        s = Session(self.server)
+        for _ in range(3):  # three table files of events (each graceful stop flushes one),
+            for c in [s] + [Session(self.server) for _ in range(3)]:  # whose keys overlap
+                c.tool("echo", {"text": "e"})
+            self.server.restart()
+        self.assertTrue(self.corrupt(b"events"), "the events are in table files")
+        # 16 MB of events: a fourth table file, and the compaction of the four reads the damage
+        big = "x" * 60000
+        for _ in range(1000):
+            r, _ = s.tool("echo", {"text": big})
+            if r.status != 200:
+                break
+        self.assertTrue(wait_until(lambda: self.server.admin("/healthz").status == 503, 30))
+        h = self.server.admin("/healthz")
+        # before: "restart mcpactord to resume writes", which resumed them until the next
+        # compaction (or, at the third restart, refused the start)
+        self.assertIn("Corruption", h.text)
+        self.assertIn("a table file is damaged: restore --data-dir from a backup", h.text)
+        self.assertIn("RocksDB met a damaged table file", self.server.log_tail())
+
     def test_a_session_whose_record_cannot_be_read_gets_503_and_retry_after_not_404(self):
         s = Session(self.server)
         self.server.restart()

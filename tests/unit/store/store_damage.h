@@ -4,13 +4,16 @@
 #define MCPD_TESTS_UNIT_STORE_DAMAGE_H
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Damages the first data block of each table file (.sst) of family `name` in dir (its first 4
- * bytes, in place, as a failing disk would): the next read of that block fails its checksum. A
- * file is known by its family's name in its properties block (rocksdb.column.family.name). */
-static void damage_family(const char *dir, const char *name)
+/* Damages a data block of each table file (.sst) of family `name` in dir (4 bytes, in place,
+ * as a failing disk would): the first (at the file's start), or one in the middle of the file
+ * (middle: a scan reads blocks before it first). The next read of that block fails its
+ * checksum. A file is known by its family's name in its properties block
+ * (rocksdb.column.family.name). */
+static void damage_family_at(const char *dir, const char *name, bool middle)
 {
     char tag[64];
     int tl = snprintf(tag, sizeof tag, "\x16\x04%cname%s", (char)strlen(name), name);
@@ -26,19 +29,26 @@ static void damage_family(const char *dir, const char *name)
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         FILE *fp = fopen(path, "r+b");
         assert_non_null(fp);
-        static char buf[1 << 20];
+        static char buf[4 << 20];
         size_t len = fread(buf, 1, sizeof buf, fp);
         if (memmem(buf, len, tag, (size_t)tl)) {
+            long at = middle ? (long)len / 2 : 0;
             for (int i = 0; i < 4; i++)
-                buf[i] ^= (char)0xFF;
-            assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
-            assert_int_equal(fwrite(buf, 1, 4, fp), 4);
+                buf[at + i] ^= (char)0xFF;
+            assert_int_equal(fseek(fp, at, SEEK_SET), 0);
+            assert_int_equal(fwrite(buf + at, 1, 4, fp), 4);
             damaged++;
         }
         assert_int_equal(fclose(fp), 0);
     }
     closedir(d);
     assert_true(damaged > 0);
+}
+
+/* The first data block of each table file of family `name` (damage_family_at). */
+static void damage_family(const char *dir, const char *name)
+{
+    damage_family_at(dir, name, false);
 }
 
 #endif

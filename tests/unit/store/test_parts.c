@@ -230,6 +230,51 @@ static void a_merged_scan_ends_at_a_partitions_read_error(void **state)
     rm_tree(dir);
 }
 
+static void collect_due(void *arg, int64_t due, const char *sid)
+{
+    (void)sid;
+    int64_t *got = arg; /* got[0]: how many; then the dues */
+    got[1 + got[0]++] = due;
+}
+
+/* The same when the failed partition had returned keys first (a block in the middle of its
+ * file): the merge ends before any key past the first that partition could not read. */
+static void a_merged_scan_ends_where_a_partition_fails_mid_way(void **state)
+{
+    (void)state;
+    enum { PER = 1500 };
+    char dir[64], p1[256];
+    int n = 2;
+    store_t *s = fresh_store(dir, sizeof dir, &n);
+    store_batch_t *b = store_batch_new(s);
+    for (int p = 0; p < 2; p++) {
+        for (int i = 0; i < PER; i++) {
+            char sid[SESSION_ID_LEN + 1];
+            make_id(sid, p, i); /* shard p: partition p; dues interleaved */
+            sessionrec_put_alarm(b, 1000 + 2 * i + p, sid);
+        }
+    }
+    assert_int_equal(store_commit(s, b), 0);
+    store_batch_free(b);
+    assert_int_equal(store_flush(s), 0);
+    store_close(s);
+    part_path(p1, sizeof p1, dir, 1);
+    damage_family_at(p1, "alarms", true);
+    s = open_parts(dir, &n);
+    assert_non_null(s);
+    static int64_t got[1 + 2 * PER];
+    got[0] = 0;
+    assert_int_equal(sessionrec_scan_alarms(s, 0, 1000000, collect_due, got), -EIO);
+    int64_t from1 = 0;
+    for (int64_t i = 0; i < got[0]; i++)
+        from1 += got[1 + i] % 2 == 1;
+    assert_true(from1 > 0);                      /* partition 1 failed mid-way, not at the seek */
+    int64_t first_unread = 1000 + 2 * from1 + 1; /* partition 1's next due */
+    assert_true(got[got[0]] < first_unread);     /* before: 3998, the last of all */
+    store_close(s);
+    rm_tree(dir);
+}
+
 static void iterators_merge_the_partitions(void **state)
 {
     (void)state;
@@ -692,6 +737,7 @@ int main(void)
         cmocka_unit_test(records_land_in_their_partition),
         cmocka_unit_test(iterators_merge_the_partitions),
         cmocka_unit_test(a_merged_scan_ends_at_a_partitions_read_error),
+        cmocka_unit_test(a_merged_scan_ends_where_a_partition_fails_mid_way),
         cmocka_unit_test(the_recorded_count_wins),
         cmocka_unit_test(a_shard_moves_between_counts),
         cmocka_unit_test(a_batch_the_guard_refuses_stores_nothing),
