@@ -154,6 +154,7 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
         http_gate_closed(l->t);
     }
     principal_unref(l->principal);
+    http_deadline_closed(l);
     http_deadline_free(l);
     http_scan_detach(l->scan); /* its bufferevent is freed after this callback */
     http_backlog_give(l);

@@ -88,6 +88,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         STAT_INC(limit_refusals_total);
         log_debug("a head over --max-headers came in pieces after its framing line: its "
                   "connection is closed without an answer");
+        l->deadline_dropped = true;
         evhttp_connection_free(l->evcon); /* on_conn_close frees l and this event */
         return;
     }
@@ -96,16 +97,12 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         return; /* with the endpoint, between requests, or a stream: the next request arms it */
     int64_t now = mono_ms(), timeout = g_cfg.read_timeout_s * 1000;
     int64_t left = l->deadline_from + timeout - now;
-    if (l->deadline_armed_for == l->deadline_from && left > 0)
-        left = 0; /* armed for this very deadline, and run out */
     if (left <= 0 && !silent) {
         /* evhttp is not reading (the request under way waits in its buffer for the one before
          * it, with the endpoint, not for the client), or the request keeps coming at the
          * minimum rate: its time starts again */
         struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
-        /* reading, or its read just timed out (active, its callback still to run: this one
-         * runs first, HTTP_PRIO_DEADLINE), is not waiting */
-        bool waiting = !bev || !event_pending(&bev->ev_read, EV_READ | EV_TIMEOUT, NULL);
+        bool waiting = !bev || !event_pending(&bev->ev_read, EV_READ, NULL);
         if (waiting || l->deadline_bytes >= HTTP_READ_MIN_RATE * (now - l->deadline_from) / 1000) {
             l->deadline_from = now;
             l->deadline_bytes = 0;
@@ -115,7 +112,6 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     if (left > 0) { /* a request begun since it was armed, or one still arriving */
         struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
         l->deadline_armed = evtimer_add(l->deadline, &tv) == 0;
-        l->deadline_armed_for = l->deadline_from;
         return;
     }
     if (!silent) {
@@ -124,7 +120,21 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
                   "its connection is dropped",
                   (long long)g_cfg.read_timeout_s);
     }
+    l->deadline_dropped = true;
     evhttp_connection_free(l->evcon); /* on_conn_close frees l and this event */
+}
+
+void http_deadline_closed(hlink_t *l)
+{
+    if (!l->scan || !l->deadline || l->deadline_dropped || !request_under_way(l))
+        return;
+    /* the read event's last result: libevent sets it at each activation and leaves it */
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
+    if (!bev || !(bev->ev_read.ev_res & EV_TIMEOUT))
+        return;
+    STAT_INC(read_timeouts_total);
+    log_debug("a request stopped coming for --read-timeout (%lld s): its connection is dropped",
+              (long long)g_cfg.read_timeout_s);
 }
 
 /* The request deadline_req began now. */
@@ -132,10 +142,8 @@ static void deadline_arm(hlink_t *l)
 {
     l->deadline_from = mono_ms();
     l->deadline_bytes = 0;
-    if (!l->deadline_armed) {
+    if (!l->deadline_armed)
         l->deadline_armed = evtimer_add(l->deadline, l->t->read_deadline) == 0;
-        l->deadline_armed_for = l->deadline_from;
-    }
 }
 
 void http_deadline_start(hlink_t *l)
@@ -145,9 +153,6 @@ void http_deadline_start(hlink_t *l)
     l->deadline = evtimer_new(l->t->base, on_deadline, l);
     if (!l->deadline)
         return;
-    /* ahead of evhttp's inactivity timeout, which runs out with it when a request stalls at
-     * once (its head and part of its body in one read): the deadline drops it, counted */
-    event_priority_set(l->deadline, HTTP_PRIO_DEADLINE);
     l->scan->link = l;
     l->deadline_req = 1; /* the first request begins at the accept */
     deadline_arm(l);

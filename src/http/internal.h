@@ -90,17 +90,14 @@ typedef struct hlink {
     int64_t deadline_bytes; /* its bytes since deadline_from (HTTP_READ_MIN_RATE) */
     uint64_t deadline_req;  /* the request whose start is deadline_from (the scanner's count) */
     bool deadline_armed;    /* the event is pending */
-    /* the deadline_from the event was last armed for: when it fires for that one, the time
-     * has run out by libevent's clock, which on_deadline trusts (its own coarse clock, read a
-     * moment after the loop's, may say a few ms are left) */
-    int64_t deadline_armed_for;
-    bool cut_now;                 /* a head past --max-headers evhttp cannot be told the end of: the
+    bool deadline_dropped;  /* the deadline freed the connection (counted there) */
+    bool cut_now;           /* a head past --max-headers evhttp cannot be told the end of: the
                                event frees the connection at once (input.c) */
-    uint8_t shadow_strikes;       /* its reports while evhttp did not read, since the last answer */
-    principal_t *backlog;         /* its output is far behind its SSE reader: the principal (a
+    uint8_t shadow_strikes; /* its reports while evhttp did not read, since the last answer */
+    principal_t *backlog;   /* its output is far behind its SSE reader: the principal (a
                                reference) that holds one --sse-backlog place for it (backlog.c);
                                NULL: none */
-    struct evbuffer *backlog_out; /* its output, watched while backlog is set */
+    struct evbuffer *backlog_out;         /* its output, watched while backlog is set */
     struct evbuffer_cb_entry *backlog_cb; /* the watch; NULL: none (backlog.c) */
     bool linger;  /* refused while its client may still send: lingers at its close (linger.c) */
     bool own_bev; /* its bufferevent is http_on_new_bev's (BEV_OPT_CLOSE_ON_FREE): seen at accept */
@@ -163,14 +160,6 @@ struct http_thread {
     bool stopping;
     int64_t drain_until_us; /* http_stop: unsent output is written until then (0: not yet) */
 };
-
-/* An HTTP thread's loop has two priorities: its read deadlines run at HTTP_PRIO_DEADLINE, ahead
- * of everything else (evhttp's own events and every other event run at the default, 1). A
- * deadline is a common timeout: one heap event wakes its queue, whose callback then activates
- * the deadlines that are due. At one priority they would run after an evhttp timeout that ran
- * out in the same loop turn, which drops the connection uncounted (input.c). */
-#define HTTP_PRIORITIES 2
-#define HTTP_PRIO_DEADLINE 0
 
 /* The HTTP threads (listener.c sets them up); the Host/Origin allow-lists. (The connections
  * holding one of the --max-connections places are counted by core/principal.c, per address.) */
@@ -300,6 +289,11 @@ void http_scan_detach(hscan_t *h);
  * (nothing without a scanner); the deadline goes before the connection does. */
 void http_deadline_start(hlink_t *l);
 void http_deadline_free(hlink_t *l);
+/* input.c: l's connection closes (on_conn_close, before http_deadline_free). A request under way
+ * that evhttp's own inactivity timeout dropped counts in read_timeouts_total as the deadline's
+ * drops do: the two run out together when a request stalls at once (its head and part of its
+ * body in one read, then nothing), and evhttp's callback may run first. */
+void http_deadline_closed(hlink_t *l);
 /* Drops the connections accepted as the loop ended (after evhttp_free). */
 void http_fresh_free(http_thread_t *t);
 /* evhttp callbacks: a new connection's bufferevent, the connections picked up after it, the

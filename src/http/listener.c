@@ -130,11 +130,8 @@ int http_init(int n, const char *host, int port, int *bound_port)
         if (port == 0)
             port = bound_port_of(t->fd);                 /* the other threads join the same port */
         t->base = loop_base_new(g_cfg.n_upstreams == 0); /* mq.h: fork and the change list */
-        /* before any event: the read deadlines run ahead of evhttp's own timeouts (input.c) */
-        if (!t->base || event_base_priority_init(t->base, HTTP_PRIORITIES) != 0)
-            return -1;
         t->http = evhttp_new(t->base);
-        if (!t->http || mq_init(&t->inbox) != 0)
+        if (!t->base || !t->http || mq_init(&t->inbox) != 0)
             return -1;
         /* every method reaches the callbacks, so that every answer is the server's, counted:
          * CONNECT is refused at once (http_refuse_connect), TRACE gets 405 like PUT, and the

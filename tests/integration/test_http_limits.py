@@ -446,6 +446,22 @@ class SlowSenders(unittest.TestCase):
         self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
         self.assertEqual(srv.stats()["read_timeouts_total"], 3,
                          "every stalled request dropped at its deadline is counted")
+        # and nothing else: a client that closes in the middle of its request, and a keep-alive
+        # connection silent after its answer (evhttp's inactivity timeout drops it)
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        s.sendall(part)
+        s.close()
+        body = json.dumps(INITIALIZE).encode()
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        self.addCleanup(s.close)
+        s.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
+                   f"Content-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+        self.assertTrue(s.recv(65536).startswith(b"HTTP/1.1 200"))
+        while s.recv(65536):  # the rest of the answer, then the close
+            pass
+        self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == 0))
+        self.assertEqual(srv.stats()["read_timeouts_total"], 3)
 
     def test_a_later_request_on_the_connection_gets_its_own_deadline(self):
         """A request begun 1.5 s after the connection's first answer is dropped --read-timeout
