@@ -85,6 +85,15 @@ void sm_shard_hex(int shard, char out[SHARD_HEX + 1])
     out[SHARD_HEX] = '\0';
 }
 
+void sm_aside_why(char *why, size_t whylen, uint32_t epoch)
+{
+    snprintf(why, whylen,
+             "this node's own copy at epoch %u, set aside by a forced adopt that failed: kept in "
+             "its move directory, not served; run the adopt again, or reclaim it (POST "
+             "/shards/reclaim) to put it back unserved",
+             epoch);
+}
+
 void sm_set_refused(int shard, const char *why)
 {
     pthread_mutex_lock(&sm_rec_mu);
@@ -138,11 +147,7 @@ shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec
         if (!file_mine)
             return SHARD_NOT_MINE;
         if (strcmp(rec->peer, shard_node_name()) == 0) /* set aside: no export in transit */
-            snprintf(why, whylen,
-                     "this node's own copy at epoch %u, set aside by a forced adopt that failed: "
-                     "kept in its move directory, not served; run the adopt again, or reclaim it "
-                     "(POST /shards/reclaim) to put it back unserved",
-                     rec->epoch);
+            sm_aside_why(why, whylen, rec->epoch);
         else
             snprintf(why, whylen,
                      "released at epoch %u to %s (this node holds no data for "

@@ -297,6 +297,9 @@ static void put_back(int shard, const char *prefix, const shardrec_t *was, const
     log_warn("shard %s: the forced adopt failed and this node's own copy could not be put back "
              "(%s): it is kept in %s",
              prefix, err, dir);
+    char aside[300];
+    sm_aside_why(aside, sizeof aside, was->epoch);
+    sm_set_refused(shard, aside); /* /shards says what it is now, as a start would */
     snprintf(why, whylen,
              "%s; this node's own copy of shard %s could not be put back (%s): it is kept in %s, "
              "recorded as released to this node (not served); run the adopt again",

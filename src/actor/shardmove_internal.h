@@ -65,6 +65,10 @@ void sm_shard_hex(int shard, char out[SHARD_HEX + 1]);
 /* Why the shard is refused (NULL: it is not), under sm_rec_mu. */
 void sm_set_refused(int shard, const char *why);
 
+/* Why a copy set aside by a failed forced adopt (its record released to this node itself) is
+ * refused: at a start (shard_decide) and when put_back cannot take it back. */
+void sm_aside_why(char *why, size_t whylen, uint32_t epoch);
+
 /* Writes the record, then keeps it here: 0, or the store's error (nothing changed). */
 int sm_put_record(int shard, const shardrec_t *r);
 

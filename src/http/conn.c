@@ -149,12 +149,12 @@ static void on_conn_close(struct evhttp_connection *evcon, void *arg)
         principal_give(l->principal, PR_CONNECTIONS);
     ptrmap_del(&l->t->links, evcon);
     STAT_DEC(connections_open);
+    http_deadline_closed(l);     /* before a linger takes the socket over (its read event reset) */
     if (!http_linger_start(l)) { /* a lingering socket keeps both until it closes (linger.c) */
         principal_give(l->principal, PR_OPEN);
         http_gate_closed(l->t);
     }
     principal_unref(l->principal);
-    http_deadline_closed(l);
     http_deadline_free(l);
     http_scan_detach(l->scan); /* its bufferevent is freed after this callback */
     http_backlog_give(l);

@@ -79,6 +79,14 @@ static bool request_under_way(const hlink_t *l)
     return l->scan->s.request > l->scan->served && !l->sse;
 }
 
+/* evhttp is writing an answer: it reads then only to see a close (its read callback unset),
+ * so a whole request waiting behind that answer is the client not reading, not a slow sender:
+ * neither the deadline nor the close counts it (the connection goes either way). */
+static bool evhttp_writing(const struct bufferevent *bev)
+{
+    return bev->readcb == NULL;
+}
+
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     hlink_t *l = arg;
@@ -102,7 +110,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
          * it, with the endpoint, not for the client), or the request keeps coming at the
          * minimum rate: its time starts again */
         struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
-        bool waiting = !bev || !event_pending(&bev->ev_read, EV_READ, NULL);
+        bool waiting = !bev || evhttp_writing(bev) || !event_pending(&bev->ev_read, EV_READ, NULL);
         if (waiting || l->deadline_bytes >= HTTP_READ_MIN_RATE * (now - l->deadline_from) / 1000) {
             l->deadline_from = now;
             l->deadline_bytes = 0;
@@ -130,7 +138,7 @@ void http_deadline_closed(hlink_t *l)
         return;
     /* the read event's last result: libevent sets it at each activation and leaves it */
     struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
-    if (!bev || !(bev->ev_read.ev_res & EV_TIMEOUT))
+    if (!bev || evhttp_writing(bev) || !(bev->ev_read.ev_res & EV_TIMEOUT))
         return;
     STAT_INC(read_timeouts_total);
     log_debug("a request stopped coming for --read-timeout (%lld s): its connection is dropped",

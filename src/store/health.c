@@ -191,8 +191,8 @@ void store_mark_writable(store_t *s, int part, const char *how)
         s->on_writable();
 }
 
-static void note_stuck(store_t *s, const char *err);
-static bool rocksdb_resumes(const char *err);
+static void note_stuck(store_t *s, int part, const char *err);
+static bool stuck_news(const store_t *s, const char *err);
 
 /* One tiny write: succeeds once RocksDB has recovered from its background error. One that
  * fails with an error RocksDB does not resume from is noted (the refusal may have begun as the
@@ -207,8 +207,8 @@ static bool probe_write(store_t *s, int part)
                    (size_t)n, &err);
     if (err) {
         pthread_mutex_lock(&s->mu);
-        if (!rocksdb_resumes(err) && !s->needs_restart)
-            note_stuck(s, err);
+        if (stuck_news(s, err))
+            note_stuck(s, part, err);
         pthread_mutex_unlock(&s->mu);
         rocksdb_free(err);
         return false;
@@ -271,34 +271,57 @@ static bool rocksdb_resumes(const char *err)
     return strstr(err, "No space left on device") != NULL;
 }
 
-/* Under mu: the refusal is one RocksDB does not resume from (err, its message): /healthz's
- * reason and one log line say what ends it. A damaged table file (RocksDB's "Corruption")
- * stays damaged: a restart resumes writes only until RocksDB reads it again (its next
- * compaction, or the start's first write), so the remedy is the read error's (operating.md). */
-static void note_stuck(store_t *s, const char *err)
+/* Whether err is RocksDB's "Corruption": a block that failed its checksum, or a file it
+ * could not make sense of. */
+static bool is_corruption(const char *err)
+{
+    return strncmp(err, "Corruption", 10) == 0;
+}
+
+/* Under mu: partition `part` refuses with an error RocksDB does not resume from (err, its
+ * message): /healthz's reason and one log line say what ends it. A restart first, in either
+ * case: what was acknowledged is in the write-ahead log. A "Corruption" may be a damaged table
+ * file, which a restart meets again (its next compaction, or the start itself is refused);
+ * or bytes that came back wrong once, or a flush's or compaction's own new file, which it
+ * does not (that file was never installed): so the restore comes only when it comes back. */
+static void note_stuck(store_t *s, int part, const char *err)
 {
     s->needs_restart = true;
-    if (strncmp(err, "Corruption", 10) == 0) {
+    s->stuck_corrupt = is_corruption(err);
+    char where[32] = "";
+    if (s->nparts > 1)
+        snprintf(where, sizeof where, " (partition %d)", part);
+    if (s->stuck_corrupt) {
         snprintf(s->why, sizeof s->why,
-                 "%.150s; a table file is damaged: restore --data-dir from a backup, or move it "
-                 "aside",
-                 err);
-        log_error("store: a write failed (%s): RocksDB met a damaged table file and does not "
-                  "resume writes while the store is open, so every write is refused (requests "
-                  "that need a write get 503 or a -32603 error, /healthz says 503). A restart "
-                  "resumes them only until RocksDB reads that file again: check the disk "
-                  "(dmesg), then restore --data-dir from a backup, or move it aside and start on "
-                  "a new one",
-                  err);
+                 "%.120s%s; restart mcpactord; if it comes back, a table file is damaged: restore "
+                 "--data-dir from a backup, or move it aside",
+                 err, where);
+        log_error("store: a write failed%s (%s): RocksDB met data that failed its checks and does "
+                  "not resume writes while the store is open, so every write is refused "
+                  "(requests that need a write get 503 or a -32603 error, /healthz says 503). "
+                  "Restart mcpactord (what was acknowledged is in the write-ahead log); if the "
+                  "error comes back (the next compaction, or a refused start), a table file is "
+                  "damaged: check the disk (dmesg), then restore --data-dir from a backup, or "
+                  "move it aside and start on a new one",
+                  where, err);
         return;
     }
-    snprintf(s->why, sizeof s->why, "%.180s; restart mcpactord to resume writes", err);
-    log_error("store: a write failed (%s); RocksDB does not resume writes after this error while "
-              "the store is open, so every write is refused until mcpactord restarts (requests "
-              "that need a write get 503 or a -32603 error, /healthz says 503). What was "
-              "acknowledged is in the write-ahead log and is replayed at the start: check the "
-              "disk (dmesg), then restart",
-              err);
+    snprintf(s->why, sizeof s->why, "%.180s%s; restart mcpactord to resume writes", err, where);
+    log_error("store: a write failed%s (%s); RocksDB does not resume writes after this error "
+              "while the store is open, so every write is refused until mcpactord restarts "
+              "(requests that need a write get 503 or a -32603 error, /healthz says 503). What "
+              "was acknowledged is in the write-ahead log and is replayed at the start: check "
+              "the disk (dmesg), then restart",
+              where, err);
+}
+
+/* Under mu: whether err is news for note_stuck: the first error RocksDB does not resume from,
+ * or a corruption after an I/O error (its advice goes further). */
+static bool stuck_news(const store_t *s, const char *err)
+{
+    if (rocksdb_resumes(err))
+        return false;
+    return !s->needs_restart || (is_corruption(err) && !s->stuck_corrupt);
 }
 
 /* A write failed (or the guard refused it): counted every time, logged once per transition
@@ -316,9 +339,10 @@ void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
         s->since_ms = now_wall_ms();
         s->refused = 0;
         s->needs_restart = false;
+        s->stuck_corrupt = false;
     }
-    if (!by_guard && !rocksdb_resumes(err) && !s->needs_restart) {
-        note_stuck(s, err); /* first, or after a refusal that would have ended */
+    if (!by_guard && stuck_news(s, err)) {
+        note_stuck(s, part, err); /* first, or after a refusal that would have ended */
     } else if (!was) {
         snprintf(s->why, sizeof s->why, "%s", err);
         log_error("store: a write failed (%s); writes are refused until the store recovers "

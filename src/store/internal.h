@@ -69,6 +69,7 @@ struct store {
     atomic_llong space_checked; /* monotonic ms of the last statvfs */
     bool refused_by_guard;      /* under mu: the last refusal was the guard's, not RocksDB's */
     bool needs_restart;         /* under mu: RocksDB's error is one it does not resume from */
+    bool stuck_corrupt;         /* under mu: and it is a "Corruption" (note_stuck) */
     /* under mu: the failed reads of the current episode (store_read_failed) and the monotonic
      * ms of the last one (0: none yet) */
     long long read_failures;

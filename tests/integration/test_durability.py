@@ -479,7 +479,8 @@ class ReadErrors(ServerCase):
 
     def test_a_compaction_that_meets_a_damaged_block_says_the_data_directory_is_damaged(self):
         """A corrupt block stays corrupt: a restart resumes writes only until RocksDB reads it
-        again, so the reason says what does end it (a backup, or a new directory)."""
+        again, so the reason says what ends it if it comes back (a backup, or a new
+        directory)."""
         self.server.flags += ["--response-mode", "sse"]
         self.server.restart()
         s = Session(self.server)
@@ -496,11 +497,12 @@ class ReadErrors(ServerCase):
                 break
         self.assertTrue(wait_until(lambda: self.server.admin("/healthz").status == 503, 30))
         h = self.server.admin("/healthz")
-        # before: "restart mcpactord to resume writes", which resumed them until the next
-        # compaction (or, at the third restart, refused the start)
+        # before: "restart mcpactord to resume writes" alone, which resumed them until the
+        # next compaction (or, at the third restart, refused the start)
         self.assertIn("Corruption", h.text)
-        self.assertIn("a table file is damaged: restore --data-dir from a backup", h.text)
-        self.assertIn("RocksDB met a damaged table file", self.server.log_tail())
+        self.assertIn("if it comes back, a table file is damaged: restore --data-dir from a "
+                      "backup", h.text)
+        self.assertIn("RocksDB met data that failed its checks", self.server.log_tail())
 
     def test_a_session_whose_record_cannot_be_read_gets_503_and_retry_after_not_404(self):
         s = Session(self.server)
