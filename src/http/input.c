@@ -39,7 +39,8 @@
  * per call with libevent's locks): a request's start is noted, and the event, armed by the
  * first request after it last fired, looks when it fires: a request under way past its deadline
  * drops the connection unless it keeps coming at HTTP_READ_MIN_RATE or waits for evhttp
- * (pipelined behind one with the endpoint), whose time starts again; one begun later re-arms it
+ * (pipelined behind one with the endpoint, or whole behind an answer evhttp is writing), whose
+ * time starts again; one begun later re-arms it
  * for what it has left; none leaves it unarmed until the next request begins. So a busy
  * connection wakes once per --read-timeout, and a quiet one not at all after its last wake-up. */
 #include "http/internal.h"
@@ -79,12 +80,14 @@ static bool request_under_way(const hlink_t *l)
     return l->scan->s.request > l->scan->served && !l->sse;
 }
 
-/* evhttp is writing an answer: it reads then only to see a close (its read callback unset),
- * so a whole request waiting behind that answer is the client not reading, not a slow sender:
- * neither the deadline nor the close counts it (the connection goes either way). */
-static bool evhttp_writing(const struct bufferevent *bev)
+/* A whole request waits behind an answer evhttp is writing: evhttp reads then only to see a
+ * close (its read callback unset, from the reply's start to its end), and the scanner stands
+ * after the request's end. That is the client not reading the answer, not a slow sender:
+ * neither the deadline nor the close counts it (the connection goes either way). A part of a
+ * request there is a stalled sender still. */
+static bool waits_behind_answer(const hlink_t *l, const struct bufferevent *bev)
 {
-    return bev->readcb == NULL;
+    return bev->readcb == NULL && httpscan_between(&l->scan->s);
 }
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
@@ -110,7 +113,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
          * it, with the endpoint, not for the client), or the request keeps coming at the
          * minimum rate: its time starts again */
         struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
-        bool waiting = !bev || evhttp_writing(bev) || !event_pending(&bev->ev_read, EV_READ, NULL);
+        bool waiting = !bev || waits_behind_answer(l, bev) ||
+                       !event_pending(&bev->ev_read, EV_READ, NULL);
         if (waiting || l->deadline_bytes >= HTTP_READ_MIN_RATE * (now - l->deadline_from) / 1000) {
             l->deadline_from = now;
             l->deadline_bytes = 0;
@@ -138,7 +142,7 @@ void http_deadline_closed(hlink_t *l)
         return;
     /* the read event's last result: libevent sets it at each activation and leaves it */
     struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
-    if (!bev || evhttp_writing(bev) || !(bev->ev_read.ev_res & EV_TIMEOUT))
+    if (!bev || waits_behind_answer(l, bev) || !(bev->ev_read.ev_res & EV_TIMEOUT))
         return;
     STAT_INC(read_timeouts_total);
     log_debug("a request stopped coming for --read-timeout (%lld s): its connection is dropped",

@@ -290,13 +290,13 @@ static void note_stuck(store_t *s, int part, const char *err)
     s->stuck_corrupt = is_corruption(err);
     char where[32] = "";
     if (s->nparts > 1)
-        snprintf(where, sizeof where, " (partition %d)", part);
+        snprintf(where, sizeof where, "partition %d: ", part);
     if (s->stuck_corrupt) {
         snprintf(s->why, sizeof s->why,
-                 "%.120s%s; restart mcpactord; if it comes back, a table file is damaged: restore "
+                 "%s%.120s; restart mcpactord; if it comes back, a table file is damaged: restore "
                  "--data-dir from a backup, or move it aside",
-                 err, where);
-        log_error("store: a write failed%s (%s): RocksDB met data that failed its checks and does "
+                 where, err);
+        log_error("store: a write failed (%s%s): RocksDB met data that failed its checks and does "
                   "not resume writes while the store is open, so every write is refused "
                   "(requests that need a write get 503 or a -32603 error, /healthz says 503). "
                   "Restart mcpactord (what was acknowledged is in the write-ahead log); if the "
@@ -306,8 +306,8 @@ static void note_stuck(store_t *s, int part, const char *err)
                   where, err);
         return;
     }
-    snprintf(s->why, sizeof s->why, "%.180s%s; restart mcpactord to resume writes", err, where);
-    log_error("store: a write failed%s (%s); RocksDB does not resume writes after this error "
+    snprintf(s->why, sizeof s->why, "%s%.180s; restart mcpactord to resume writes", where, err);
+    log_error("store: a write failed (%s%s); RocksDB does not resume writes after this error "
               "while the store is open, so every write is refused until mcpactord restarts "
               "(requests that need a write get 503 or a -32603 error, /healthz says 503). What "
               "was acknowledged is in the write-ahead log and is replayed at the start: check "

@@ -60,6 +60,11 @@ void httpscan_init(httpscan_t *s)
     s->state = ST_REQ;
 }
 
+bool httpscan_between(const httpscan_t *s)
+{
+    return s->state == ST_REQ;
+}
+
 /* Whether the state is in a head, after its first byte. */
 static bool in_head(const httpscan_t *s)
 {

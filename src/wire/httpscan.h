@@ -43,6 +43,7 @@
 #define MCPD_WIRE_HTTPSCAN_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef enum {
@@ -97,6 +98,9 @@ uint64_t httpscan_cut_at(const httpscan_t *s, uint64_t held, const char **end);
 const char *httpscan_body_end(const httpscan_t *s);
 /* A fresh connection: the next byte begins its first request. */
 void httpscan_init(httpscan_t *s);
+/* Whether the scanner stands between two requests: the last request begun has ended (whole),
+ * and no byte of another has come. */
+bool httpscan_between(const httpscan_t *s);
 /* Scans the next n bytes of the connection. Returns s->status; once it is not
  * HTTPSCAN_RUNNING, later calls change nothing. */
 httpscan_status_t httpscan_feed(httpscan_t *s, const void *data, size_t n);
