@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 
+#include "../store/store_damage.h"
 #include "../store/store_fixture.h"
 #include "actor/actor.h"
 #include "core/principal.h"
@@ -70,32 +71,6 @@ static void a_shards_tally_is_added_only_when_applied(void **state)
     assert_int_equal(principal_total(PR_SESSIONS), 0);
 }
 
-/* Damages the first data block of every table file in dir (its first 4 bytes, in place, as a
- * failing disk would): the next read of that block fails its checksum. */
-static void damage_tables(const char *dir)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        if (n < 5 || strcmp(e->d_name + n - 4, ".sst") != 0)
-            continue;
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        FILE *fp = fopen(path, "r+b");
-        assert_non_null(fp);
-        unsigned char head[4];
-        assert_int_equal(fread(head, 1, sizeof head, fp), sizeof head);
-        for (size_t i = 0; i < sizeof head; i++)
-            head[i] ^= 0xFF;
-        assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
-        assert_int_equal(fwrite(head, 1, sizeof head, fp), sizeof head);
-        assert_int_equal(fclose(fp), 0);
-    }
-    closedir(d);
-}
-
 /* An adopt's (or a release's) recount of the gauges and shares used to add what it read as it
  * walked and to go on past a read error: short until a restart. A tally that a read error
  * stopped is no tally: NULL, and nothing is added (the move fails before its record). */
@@ -105,7 +80,7 @@ static void a_tally_that_a_read_error_stopped_adds_nothing(void **state)
     put_sessions(f->s);
     assert_int_equal(store_flush(f->s), 0);
     store_close(f->s);
-    damage_tables(f->dir);
+    damage_family_at(f->dir, NULL, false);
     f->s = open_in(f->dir);
     assert_non_null(f->s);
     uint64_t by[STORED__KINDS] = {0};

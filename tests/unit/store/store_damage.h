@@ -8,15 +8,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Damages a data block of each table file (.sst) of family `name` in dir (4 bytes, in place,
- * as a failing disk would): the first (at the file's start), or one in the middle of the file
- * (middle: a scan reads blocks before it first). The next read of that block fails its
- * checksum. A file is known by its family's name in its properties block
- * (rocksdb.column.family.name). */
-static void damage_family_at(const char *dir, const char *name, bool middle)
+/* Damages a data block of each table file (.sst) of family `name` in dir, or of every table
+ * file when name is NULL (4 bytes, in place, as a failing disk would): the first (at the file's
+ * start), or one in the middle of the file (middle: a scan reads blocks before it first). The
+ * next read of that block fails its checksum. A file is known by its family's name in its
+ * properties block (rocksdb.column.family.name). */
+static inline void damage_family_at(const char *dir, const char *name, bool middle)
 {
-    char tag[64];
-    int tl = snprintf(tag, sizeof tag, "\x16\x04%cname%s", (char)strlen(name), name);
+    char tag[64] = "";
+    int tl = name ? snprintf(tag, sizeof tag, "\x16\x04%cname%s", (char)strlen(name), name) : 0;
     DIR *d = opendir(dir);
     assert_non_null(d);
     struct dirent *e;
@@ -31,7 +31,7 @@ static void damage_family_at(const char *dir, const char *name, bool middle)
         assert_non_null(fp);
         static char buf[4 << 20];
         size_t len = fread(buf, 1, sizeof buf, fp);
-        if (memmem(buf, len, tag, (size_t)tl)) {
+        if (len >= 4 && (!name || memmem(buf, len, tag, (size_t)tl))) {
             long at = middle ? (long)len / 2 : 0;
             for (int i = 0; i < 4; i++)
                 buf[at + i] ^= (char)0xFF;
@@ -46,7 +46,7 @@ static void damage_family_at(const char *dir, const char *name, bool middle)
 }
 
 /* The first data block of each table file of family `name` (damage_family_at). */
-static void damage_family(const char *dir, const char *name)
+static inline void damage_family(const char *dir, const char *name)
 {
     damage_family_at(dir, name, false);
 }
