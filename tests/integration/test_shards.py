@@ -788,6 +788,8 @@ class ForcedAdoptOverItsOwnCopy(TwoFreshNodes):
                            text=True, timeout=60)
         self.assertIn(f"set aside: {hexs} (epoch 1): n1's own copy", p.stdout)
         self.assertNotIn(f"in transit: {hexs} (epoch 1)", p.stdout)  # n2's epoch 3 is
+        # said once: before, also as "refuses ...: ... own copy ..." (and counted twice)
+        self.assertNotIn(f"refuses {hexs}", p.stdout)
         r, _ = s.call("tools/list")
         misdirected(self, r, s.next_id)
         # the adopt run again takes n2's export and deletes the copy set aside
