@@ -133,6 +133,8 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(client_responses_unknown_total, counter, "Client responses to unknown server requests.")      \
     X(store_write_batches_total, counter, "RocksDB write batches committed.")                       \
     X(store_errors_total, counter, "RocksDB read or write errors, and writes refused for space.")   \
+    X(store_probes_total, counter,                                                                  \
+      "Probe writes made to a store that refuses writes, to see whether it heals.")                 \
     X(turns_refused_total, counter,                                                                 \
       "Worker turns whose writes the store refused (their replies became errors).")                 \
     X(auth_jwt_verified_total, counter,                                                             \

@@ -1,6 +1,7 @@
 /* Threads: any thread (commits, reads); its own watcher thread (store-probe). */
 /* The store's write health: RocksDB's background errors, the free-space guard, and the watcher
- * that probes a refusing store until it heals; and the log of failed reads. Any thread (commits
+ * that probes a refusing store until it heals (not a partition whose error RocksDB does not
+ * resume from: only a restart ends that, and the watcher sleeps); and the log of failed reads. Any thread (commits
  * and reads run on the workers and tool threads); the watcher is a thread of its own
  * ("store-probe"), started at the first refusal.
  *
@@ -181,6 +182,7 @@ void store_mark_writable(store_t *s, int part, const char *how)
     bool changed = was == 1ULL << part; /* the last partition that refused */
     if (was & 1ULL << part)
         atomic_store_explicit(&s->refusing, was & ~(1ULL << part), memory_order_release);
+    s->stuck_parts &= ~(1ULL << part);
     if (changed) {
         log_info("store: writes succeed again (%s) after %lld s of refusals (%lld writes "
                  "refused); serving normally",
@@ -203,6 +205,7 @@ static bool probe_write(store_t *s, int part)
     char v[24];
     int n = snprintf(v, sizeof v, "%lld", (long long)now_wall_ms());
     char *err = NULL;
+    STAT_INC(store_probes_total);
     rocksdb_put_cf(s->part[part].db, s->wopts, s->part[part].cf[0], key, sizeof key - 1, v,
                    (size_t)n, &err);
     if (err) {
@@ -222,6 +225,12 @@ static void *watcher_main(void *arg)
     log_set_thread_name("store-probe");
     pthread_mutex_lock(&s->mu);
     while (!s->closing && atomic_load(&s->refusing)) {
+        if (!(atomic_load(&s->refusing) & ~s->stuck_parts)) {
+            /* every refusing partition waits for a restart: no probe would succeed, so none
+             * is made (woken by another partition's refusal, or the close) */
+            pthread_cond_wait(&s->cv, &s->mu);
+            continue;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_sec += PROBE_INTERVAL_MS / 1000;
@@ -229,6 +238,7 @@ static void *watcher_main(void *arg)
         if (s->closing || !atomic_load(&s->refusing))
             break;
         bool by_guard = s->refused_by_guard;
+        unsigned long long stuck = s->stuck_parts;
         pthread_mutex_unlock(&s->mu);
         /* no write until the space is back: a probe that failed on a fresh log writer is
          * what RocksDB cannot recover from (the file comment) */
@@ -238,7 +248,7 @@ static void *watcher_main(void *arg)
                            : (s->min_free > ROCKSDB_RESUME_FREE_BYTES ? s->min_free
                                                                       : ROCKSDB_RESUME_FREE_BYTES);
         if (f < 0 || f >= need) {
-            unsigned long long parts = atomic_load(&s->refusing);
+            unsigned long long parts = atomic_load(&s->refusing) & ~stuck;
             for (int i = 0; i < s->nparts; i++)
                 if (parts & 1ULL << i && probe_write(s, i))
                     store_mark_writable(s, i,
@@ -288,6 +298,7 @@ static void note_stuck(store_t *s, int part, const char *err)
 {
     s->needs_restart = true;
     s->stuck_corrupt = is_corruption(err);
+    s->stuck_parts |= 1ULL << part;
     char where[32] = "";
     if (s->nparts > 1)
         snprintf(where, sizeof where, "partition %d: ", part);
@@ -340,6 +351,9 @@ void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
         s->refused = 0;
         s->needs_restart = false;
         s->stuck_corrupt = false;
+        s->stuck_parts = 0;
+    } else if (!(was & 1ULL << part)) {
+        pthread_cond_broadcast(&s->cv); /* a watcher waiting on stuck partitions probes it */
     }
     if (!by_guard && stuck_news(s, err)) {
         note_stuck(s, part, err); /* first, or after a refusal that would have ended */

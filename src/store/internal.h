@@ -70,6 +70,9 @@ struct store {
     bool refused_by_guard;      /* under mu: the last refusal was the guard's, not RocksDB's */
     bool needs_restart;         /* under mu: RocksDB's error is one it does not resume from */
     bool stuck_corrupt;         /* under mu: and it is a "Corruption" (note_stuck) */
+    /* under mu: the partitions refusing for such an error; the watcher does not probe them
+     * (nothing but a restart ends it) */
+    unsigned long long stuck_parts;
     /* under mu: the failed reads of the current episode (store_read_failed) and the monotonic
      * ms of the last one (0: none yet) */
     long long read_failures;

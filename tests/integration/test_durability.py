@@ -472,6 +472,10 @@ class ReadErrors(ServerCase):
         # before: "writes are refused until the store recovers", which never happened
         self.assertIn("restart mcpactord to resume writes", h.text)
         self.assertIn("RocksDB does not resume writes after this error", self.server.log_tail())
+        # and no probe write is made any more: none could succeed (before: one a second)
+        probes = self.stats()["store_probes_total"]
+        time.sleep(3)
+        self.assertEqual(self.stats()["store_probes_total"], probes)
         self.server.restart()
         self.assertTrue(self.stats()["store_writable"])
         self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "6",
