@@ -158,6 +158,17 @@ class Moves(unittest.TestCase):
         self.assertDone(sh, "n1")
         self.assertEqual(self.counter(s), "3")
 
+    def test_a_move_elsewhere_deletes_the_export_a_move_stopped_after_its_flip_left(self):
+        s = self.session_on("n2", 4)
+        sh = shard_of(s.sid)
+        self.move(sh, "n1", "--stop-after", "flip")
+        self.assertEqual(len(self.c.nodes["n2"].moves()), 1, "n2 keeps its export until finish")
+        # on to n3 from n1: the owner and the target keep no export, yet n2 still does (before:
+        # never asked, its export stayed for good)
+        self.move(sh, "n3")
+        self.assertDone(sh, "n3", epoch_at_least=3)
+        self.assertEqual(self.counter(s), "4")
+
     # ---- a node dies inside a step ----
 
     def crash_inside(self, victim, point, owner, to, then):
