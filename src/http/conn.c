@@ -414,9 +414,8 @@ void http_end_stream(hconn_t *c)
         bufferevent_set_timeouts(bev, &rt, &rt);
         bufferevent_setwatermark(bev, EV_READ, 0, 0);
     }
-    struct evhttp_connection *evcon = evhttp_request_get_connection(c->req);
-    if (evcon) /* noted first: evhttp may free it at once (HTTP/1.0), and its close unnotes it */
-        http_flush_soon(evcon);
+    /* noted first: evhttp may free it at once (HTTP/1.0), and its close unnotes it */
+    http_flush_soon(c->req);
     evhttp_send_reply_end(c->req);
     http_hconn_free(c);
 }

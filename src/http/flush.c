@@ -34,8 +34,25 @@
  * when input waits while evhttp does not read, epoll reports it at every poll, and the shadow
  * goes at the second report (on_shadow), so the loop does not spin; an answer brings it back.
  * It is freed in the connection's close callback, before evhttp closes the descriptor.
+ *
+ * An answer the socket does not take whole has no read timeout while the bufferevent writes the
+ * rest. evhttp reads during an answer only to see a close: from the answer's start
+ * (evhttp_write_buffer) to its end it enables reading with the connection's read timeout, and
+ * that timer is not started again by the bytes written (libevent's read and write events time
+ * out apart; the client, taking an answer, sends nothing). So an answer that took longer than
+ * --read-timeout to go, to a client reading it steadily on a slow link, was cut there, its
+ * client left with a part of it, and nothing counted (a 1 MB answer read at ~200 KB/s, an SSE
+ * response ending with a big event alike). So when flush_one leaves output for the bufferevent,
+ * the read timeout is lifted (the write timeout, --read-timeout of no progress, stays: a client
+ * that stops reading is still dropped), and it comes back when the answer is done, in the
+ * request's completion callback, before evhttp reads the next request (an idle keep-alive
+ * connection is dropped by it). A request under way behind the answer is still held to its
+ * deadline (input.c), which does not rest on evhttp's timeout. An answer written whole at once,
+ * the usual case, costs only the callback's pointer.
  */
 #include "http/internal.h"
+
+#include "core/config.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -44,14 +61,34 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-void http_flush_soon(struct evhttp_connection *evcon)
+/* req's answer is written whole (evhttp_send_done, before it reads the next request on the
+ * connection or frees it): the read timeout flush_one lifted comes back. */
+static void on_answered(struct evhttp_request *req, void *arg)
+{
+    (void)req;
+    hlink_t *l = arg;
+    if (!l->read_lifted)
+        return;
+    l->read_lifted = false;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(l->evcon);
+    struct timeval rt = {g_cfg.read_timeout_s, 0};
+    if (bev) /* as evhttp_set_timeout set them: --read-timeout both ways */
+        bufferevent_set_timeouts(bev, &rt, &rt);
+}
+
+void http_flush_soon(struct evhttp_request *req)
 {
     http_thread_t *t = g_http_self;
-    if (!t || !t->flush_ev)
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    if (!t || !t->flush_ev || !evcon)
         return;
     hlink_t *l = ptrmap_get(&t->links, evcon);
-    if (!l || l->flush_pprev)
-        return; /* not one of ours, or noted already */
+    if (!l)
+        return; /* not one of ours */
+    /* the connection outlives the call: evhttp calls it only while the connection is there */
+    evhttp_request_set_on_complete_cb(req, on_answered, l);
+    if (l->flush_pprev)
+        return; /* noted already */
     if (!t->flush_head)
         event_active(t->flush_ev, EV_TIMEOUT, 1);
     l->flush_next = t->flush_head;
@@ -153,8 +190,14 @@ static void flush_one(hlink_t *l)
     if (!evbuffer_get_length(out))
         return;
     int n = http_write_now(bev);
-    if (n <= 0 || evbuffer_get_length(out))
-        return; /* the bufferevent's write event, enabled already, does the rest */
+    if (n <= 0 || evbuffer_get_length(out)) {
+        /* the bufferevent's write event, enabled already, does the rest: with no read timeout
+         * meanwhile (see the file comment); the write timeout stays --read-timeout */
+        struct timeval wt = {g_cfg.read_timeout_s, 0};
+        bufferevent_set_timeouts(bev, NULL, &wt);
+        l->read_lifted = true;
+        return;
+    }
     /* all written: evhttp's write callback (the answer done; the next request read) runs as
      * after the bufferevent's own write. It may free l and the connection: l is looked up again
      * by the connection (no connection is made meanwhile, so the address names no other). */

@@ -94,6 +94,7 @@ typedef struct hlink {
     bool cut_now;           /* a head past --max-headers evhttp cannot be told the end of: the
                                event frees the connection at once (input.c) */
     uint8_t shadow_strikes; /* its reports while evhttp did not read, since the last answer */
+    bool read_lifted;       /* its answer is being written with no read timeout (flush.c) */
     principal_t *backlog;   /* its output is far behind its SSE reader: the principal (a
                                reference) that holds one --sse-backlog place for it (backlog.c);
                                NULL: none */
@@ -318,8 +319,10 @@ void http_on_mcp(struct evhttp_request *req, void *arg);
 void http_on_other(struct evhttp_request *req, void *arg);
 
 /* flush.c: an answer's bytes written to the socket later in the loop iteration that made it
- * (no epoll round trip); http_flush_forget when the connection closes. */
-void http_flush_soon(struct evhttp_connection *evcon);
+ * (no epoll round trip), with no read timeout while what the socket did not take goes (call it
+ * before evhttp_send_reply or evhttp_send_reply_end: req is its request, still on its
+ * connection); http_flush_forget when the connection closes. */
+void http_flush_soon(struct evhttp_request *req);
 void http_flush_forget(hlink_t *l);
 void http_on_flush(evutil_socket_t fd, short what, void *arg);
 /* Writes what bev's output holds to its socket now, as its own write event would: the bytes

@@ -125,9 +125,7 @@ void http_send_reply(struct evhttp_request *req, int status, const char *ctype, 
         evbuffer_add(b, body, len);
     stats_count_status(status);
     /* noted first: evhttp_send_reply frees a request whose connection is gone */
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    if (evcon)
-        http_flush_soon(evcon);
+    http_flush_soon(req);
     evhttp_send_reply(req, status, reason_of(status), NULL);
 }
 

@@ -642,6 +642,67 @@ class SlowSenders(unittest.TestCase):
             got += d
         self.assertEqual(srv.stats()["read_timeouts_total"], 0)
 
+    def test_a_long_answer_to_a_slow_steady_reader_is_not_cut(self):
+        """While evhttp writes an answer it reads only to see a close, with the read timeout
+        started at the answer's start and not again by the bytes written: an answer that took
+        longer than --read-timeout to go to a client reading it steadily (sending nothing) was
+        cut there, the client left with a part (a JSON answer, and an SSE response ending with a
+        big event alike), and nothing counted. The read timeout is lifted while such an answer
+        goes (the write timeout stays), and comes back after it: the idle connection is dropped.
+
+        Sizes, for a --read-timeout of 3: the socket takes up to net.ipv4.tcp_wmem's most at
+        once and reports room again only once a third of that has gone, so the reader takes all
+        of it a second (a third in 0.33 s: the write timeout, 3 s without progress, is far), and
+        the answer is what the socket buffers take plus 5 s of that reading."""
+        wmem = min(max(tcp_wmem_max(), 4 * MIB), 6 * MIB)
+        rate = wmem  # bytes a second
+        size = int(wmem + MIB + 5 * rate)
+        text = "x" * size
+        for mode in ("json", "sse"):
+            with self.subTest(mode=mode):
+                srv = Server("--read-timeout", "3", "--max-body", str(size + MIB),
+                             "--response-mode", mode)
+                self.addCleanup(srv.cleanup)
+                sess = Session(srv)
+                head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+                body = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                   "params": {"name": "echo", "arguments": {"text": text}}}).encode()
+                sock = socket.socket()
+                self.addCleanup(sock.close)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 * 1024)
+                sock.connect(("127.0.0.1", srv.port))
+                sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                             f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                sock.settimeout(30)
+                data, t0, whole = bytearray(), None, 0  # whole: its length; -1 chunked
+                while not (0 < whole <= len(data) or
+                           (whole < 0 and data.endswith(b"\r\n0\r\n\r\n"))):
+                    d = sock.recv(256 * 1024)
+                    self.assertTrue(d, f"{mode}: the answer was cut after {len(data)} bytes")
+                    if t0 is None:
+                        t0 = time.monotonic()  # the call's run is over: the answer comes
+                    data += d
+                    if whole == 0 and b"\r\n\r\n" in data:
+                        hd = bytes(data[:data.index(b"\r\n\r\n")])
+                        lines = hd.decode().lower().split("\r\n")
+                        self.assertEqual(lines[0], "http/1.1 200 ok")
+                        clen = [ln.split(":")[1] for ln in lines if ln.startswith("content-length:")]
+                        whole = len(hd) + 4 + int(clen[0]) if clen else -1
+                    ahead = len(data) / rate - (time.monotonic() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)  # steady: `rate` bytes a second, never faster
+                took = time.monotonic() - t0
+                self.assertIn(b"text/event-stream" if mode == "sse" else b"application/json",
+                              data[:400])
+                self.assertIn(text.encode(), data, f"{mode}: the whole text came")
+                self.assertGreater(took, 5, "the answer took longer than --read-timeout to go")
+                self.assertEqual(srv.stats()["read_timeouts_total"], 0)
+                # the read timeout is back once the answer is written: the idle connection goes
+                sock.settimeout(60)
+                self.assertEqual(sock.recv(4096), b"", "the keep-alive connection is dropped")
+                sock.close()
+                srv.cleanup()
+
 
 def vm_rss(pid):
     """The process's resident memory, bytes (/proc/PID/status)."""
