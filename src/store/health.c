@@ -1,9 +1,9 @@
 /* Threads: any thread (commits, reads); its own watcher thread (store-probe). */
 /* The store's write health: RocksDB's background errors, the free-space guard, and the watcher
  * that probes a refusing store until it heals (not a partition whose error RocksDB does not
- * resume from: only a restart ends that, and the watcher sleeps); and the log of failed reads. Any thread (commits
- * and reads run on the workers and tool threads); the watcher is a thread of its own
- * ("store-probe"), started at the first refusal.
+ * resume from: only a restart ends that, and the watcher sleeps); and the log of failed reads.
+ * Any thread (commits and reads run on the workers and tool threads); the watcher is a thread
+ * of its own ("store-probe"), started at the first refusal.
  *
  * A full disk (or any write error). RocksDB's answer to a failed write-ahead-log append is a
  * background error: every later write is refused at once, without touching the log, until its
