@@ -108,8 +108,10 @@ class Server:
         self.proc = None
         self.port = None
         self.admin_port = None
-        self.stderr_path = log_path or os.path.join(self.data_dir, "..",
-                                                    os.path.basename(self.data_dir) + ".log")
+        # beside the data directory, named without "..": cleanup unlinks it after the
+        # directory is gone (through "dir/.." that failed, and every log stayed in /tmp)
+        self.stderr_path = log_path or os.path.normpath(os.path.join(
+            self.data_dir, "..", os.path.basename(self.data_dir) + ".log"))
         self.start()
 
     def command(self):

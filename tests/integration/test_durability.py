@@ -440,8 +440,8 @@ class ReadErrors(ServerCase):
     def failing_reads(self):
         """Preloads tests/plugin/eio_preload.c at the next start: reads of the table files fail
         while the returned flag file exists."""
-        flag = os.path.join(self.server.data_dir, "..", os.path.basename(self.server.data_dir)
-                            + ".eio")
+        flag = os.path.normpath(os.path.join(self.server.data_dir, "..",
+                                             os.path.basename(self.server.data_dir) + ".eio"))
         self.addCleanup(lambda: os.path.exists(flag) and os.unlink(flag))
         self.server.env.update({"LD_PRELOAD": os.path.abspath(EIO_PRELOAD), "MCPD_EIO_FLAG": flag,
                                 "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "")
@@ -762,8 +762,8 @@ class ReadErrors(ServerCase):
                       got["message"]["error"]["message"])
 
     def test_another_tokens_request_leaves_a_sessions_recovery_to_its_own_client(self):
-        tokens = os.path.join(self.server.data_dir, "..",
-                              os.path.basename(self.server.data_dir) + ".tokens")
+        tokens = os.path.normpath(os.path.join(self.server.data_dir, "..",
+                                               os.path.basename(self.server.data_dir) + ".tokens"))
         with open(tokens, "w") as f:
             f.write("a:alpha-token-0123456789abcdef\nb:bravo-token-fedcba9876543210\n")
         os.chmod(tokens, 0o600)
