@@ -2,6 +2,7 @@
 import http.client
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -129,8 +130,10 @@ class Authentication(unittest.TestCase):
 
 class TokenFiles(unittest.TestCase):
     def start(self, *flags):
+        d = tempfile.mkdtemp(prefix="mcpd-never-")
+        self.addCleanup(shutil.rmtree, d, True)
         return subprocess.run([BINARY, "--listen", "127.0.0.1:0", "--admin-listen", "off",
-                               "--data-dir", tempfile.mkdtemp(prefix="mcpd-never-"), *flags],
+                               "--data-dir", d, *flags],
                               capture_output=True, text=True, timeout=10)
 
     def test_a_token_file_readable_by_others_is_refused(self):
