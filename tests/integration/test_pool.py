@@ -1,6 +1,7 @@
 """One client must not lock out the rest (issue 21, section 2), the tool pool's part: its shares
-per principal, and cancellation of a call nobody can receive. Timing checks use generous bounds:
-the hogs run 6 s, the other principal's call must finish in under 2 s. (A file of its own so that
+per principal, and cancellation of a call nobody can receive. The checks are causal, not timed:
+the other principal's call is answered before any hog could have ended (HOG_S after the first
+hog was sent), so it did not wait for a hog's thread. (A file of its own so that
 meson runs it beside test_fairness.py: together they took 85 s, mostly waiting; apart, 59 s and
 26 s.)"""
 import json
@@ -12,7 +13,6 @@ from test_fairness import EXT, TOKEN_A, TOKEN_B, in_threads, modern_call, token_
 from test_modern import Modern
 
 HOG_S = 6
-PROMPT_S = 2.0
 
 
 def slow_stream(session, i, seconds=HOG_S):
@@ -40,6 +40,12 @@ class PoolShares(ServerTest):
     def other_client(self):
         return Session(From(self.server))
 
+    def assertBeforeAHogEnded(self, sent, what="the other client"):
+        """Now is before any hog sent at or after `sent` (monotonic) could have ended."""
+        waited = time.monotonic() - sent
+        self.assertLess(waited, HOG_S, f"{what} was answered {waited:.2f} s after the first hog "
+                        f"was sent: it waited for a hog's thread")
+
     def busy_waiting(self):
         st = self.server.stats()
         return st["tool_threads_busy"], st["tool_jobs_waiting"]
@@ -51,6 +57,7 @@ class PoolShares(ServerTest):
 
     def test_two_sessions_with_two_long_calls_each_leave_a_thread_for_another_client(self):
         hogs = [Session(self.server), Session(self.server)]
+        sent = time.monotonic()
         streams = []
         for h in hogs:
             for i in range(2):
@@ -60,28 +67,30 @@ class PoolShares(ServerTest):
         took = self.timed_counter(self.other_client())
         print(f"another client's counter took {took:.3f} s while two sessions ran 2 x {HOG_S} s each",
               flush=True)
-        self.assertLess(took, PROMPT_S, f"the other client waited {took:.2f} s for a tool thread")
+        self.assertBeforeAHogEnded(sent)
         self.drain(streams)
 
     def test_one_client_with_many_sessions_holds_its_share_only(self):
         hogs = [Session(self.server) for _ in range(4)]  # one call each, one address
+        sent = time.monotonic()
         streams = [slow_stream(h, 0)[1] for h in hogs]
         self.assertTrue(wait_until(lambda: self.busy_waiting() == (2, 2), 5), self.server.stats())
         took = self.timed_counter(self.other_client())
         print(f"another client's counter took {took:.3f} s while one client's four sessions "
               f"called {HOG_S} s each", flush=True)
-        self.assertLess(took, PROMPT_S, f"the other client waited {took:.2f} s for a tool thread")
+        self.assertBeforeAHogEnded(sent)
         self.drain(streams)
 
     def test_four_stateless_calls_leave_a_thread_for_another_client(self):
         results = []
+        sent = time.monotonic()
         calls = in_threads([lambda: results.append(modern_call(
             self.server, "slow", {"seconds": HOG_S, "steps": 1})) for _ in range(4)])
         time.sleep(0.5)
         took = self.timed_counter(self.other_client())
         print(f"another client's counter took {took:.3f} s while four stateless calls ran {HOG_S} s",
               flush=True)
-        self.assertLess(took, PROMPT_S, f"the other client waited {took:.2f} s for a tool thread")
+        self.assertBeforeAHogEnded(sent)
         for t in calls:
             t.join(HOG_S * 3)
         self.assertEqual(len(results), 4)
@@ -92,6 +101,7 @@ class PoolShares(ServerTest):
         c = Modern(self.server)
         caps = {"extensions": {EXT: {}}}
         ids = []
+        sent = time.monotonic()
         for i in range(8):
             r, m, _ = c.result("tools/call", {"name": "slow_compute",
                                               "arguments": {"seconds": HOG_S, "label": str(i)}}, caps=caps)
@@ -100,7 +110,7 @@ class PoolShares(ServerTest):
         time.sleep(0.3)
         took = self.timed_counter(self.other_client())
         print(f"another client's counter took {took:.3f} s while eight {HOG_S} s tasks ran", flush=True)
-        self.assertLess(took, PROMPT_S, f"the other client waited {took:.2f} s behind the tasks")
+        self.assertBeforeAHogEnded(sent)
         stats = self.server.stats()
         self.assertLessEqual(stats["tool_threads_busy"], 4)
         self.assertGreaterEqual(stats["tool_jobs_waiting"], 5, stats)  # 8 tasks, 2 (their share) run
@@ -135,13 +145,13 @@ class PoolSharesOff(ServerTest):
 
     def test_one_session_runs_on_every_thread(self):
         s = Session(self.server)
-        t0 = time.time()
-        streams = [slow_stream(s, i, 2)[1] for i in range(2)]
+        streams = [slow_stream(s, i, 3)[1] for i in range(2)]
+        # both run at once (never, had the second waited for the first: no clock in this)
+        self.assertTrue(wait_until(lambda: self.server.stats()["tool_threads_busy"] == 2, 10),
+                        self.server.stats())
         for st in streams:
             st.read_until_end(15)
             st.close()
-        took = time.time() - t0
-        self.assertLess(took, 3.5, f"two 2 s calls on two threads took {took:.1f} s: they did not run at once")
 
 
 class PoolSharesByToken(ServerTest):
@@ -159,6 +169,7 @@ class PoolSharesByToken(ServerTest):
 
     def test_one_tokens_sessions_share_its_threads(self):
         streams = []
+        sent = time.monotonic()
         for _ in range(2):  # each session may run --session-jobs (2): 4 jobs, all alice's
             s = Session(self.server, token=TOKEN_A)
             for i in range(2):
@@ -170,7 +181,9 @@ class PoolSharesByToken(ServerTest):
         took = time.time() - t0
         print(f"bob's counter took {took:.3f} s while alice ran 4 x {HOG_S} s", flush=True)
         self.assertEqual(m["result"]["content"][0]["text"], "1")
-        self.assertLess(took, PROMPT_S, f"bob waited {took:.2f} s behind alice's calls")
+        waited = time.monotonic() - sent
+        self.assertLess(waited, HOG_S, f"bob was answered {waited:.2f} s after alice's first call "
+                        "was sent: he waited for one of her threads")
         for st in streams:
             st.read_until_end(HOG_S * 3)
             st.close()
@@ -184,6 +197,7 @@ class CancelOnClose(ServerTest):
 
     def test_a_closed_connection_cancels_the_call_and_frees_its_thread(self):
         a = Session(self.server)
+        sent = time.monotonic()
         _, st = slow_stream(a, 0, 30)
         st.next_event(5)  # the first progress: it runs on the only thread
         st.close()
@@ -193,7 +207,9 @@ class CancelOnClose(ServerTest):
         took = time.time() - t0
         print(f"the next call took {took:.3f} s after the first one's client went", flush=True)
         self.assertEqual(m["result"]["content"][0]["text"], "1")
-        self.assertLess(took, PROMPT_S, "the closed call still held the only tool thread")
+        waited = time.monotonic() - sent
+        self.assertLess(waited, 30, "answered only once the closed call could have ended: it "
+                        "still held the only tool thread")
 
 
 class NoCancelOnCloseWithTheStore(ServerTest):
