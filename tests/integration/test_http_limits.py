@@ -1128,7 +1128,7 @@ class RefusalsOfTheParser(unittest.TestCase):
             took = time.monotonic() - t0
         finally:
             sock.close()
-        self.assertLess(took, 2, "the connection was held to --read-timeout")
+        self.assertLess(took, 8, "the connection was held to --read-timeout (30 s)")
         self.assertEqual(self.srv.stats()["read_timeouts_total"], before, "counted as a slow request too")
 
     def test_a_refusal_never_sent_is_not_counted(self):

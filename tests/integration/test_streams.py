@@ -623,7 +623,8 @@ class JsonAnswerAfterItsMessages(ServerTest):
         started = time.monotonic()
         _, m = s.tool("echo", {"text": "not held"})
         self.assertEqual(text_of(m), "not held")
-        self.assertLess(time.monotonic() - started, 2.0)
+        # held, it would wait for the unread GET stream: for good
+        self.assertLess(time.monotonic() - started, 10)
         g.sock.close()
 
     def test_a_closed_get_stream_lets_what_it_held_go(self):
