@@ -182,6 +182,8 @@ void store_mark_writable(store_t *s, int part, const char *how)
     bool changed = was == 1ULL << part; /* the last partition that refused */
     if (was & 1ULL << part)
         atomic_store_explicit(&s->refusing, was & ~(1ULL << part), memory_order_release);
+    if (s->stuck_parts & 1ULL << part)
+        pthread_cond_broadcast(&s->cv); /* a watcher in its untimed wait looks again */
     s->stuck_parts &= ~(1ULL << part);
     if (changed) {
         log_info("store: writes succeed again (%s) after %lld s of refusals (%lld writes "
@@ -195,6 +197,7 @@ void store_mark_writable(store_t *s, int part, const char *how)
 
 static void note_stuck(store_t *s, int part, const char *err);
 static bool stuck_news(const store_t *s, const char *err);
+static bool rocksdb_resumes(const char *err);
 
 /* One tiny write: succeeds once RocksDB has recovered from its background error. One that
  * fails with an error RocksDB does not resume from is noted (the refusal may have begun as the
@@ -212,6 +215,8 @@ static bool probe_write(store_t *s, int part)
         pthread_mutex_lock(&s->mu);
         if (stuck_news(s, err))
             note_stuck(s, part, err);
+        if (!rocksdb_resumes(err))
+            s->stuck_parts |= 1ULL << part; /* a second partition's too (stuck_news: once) */
         pthread_mutex_unlock(&s->mu);
         rocksdb_free(err);
         return false;
@@ -352,11 +357,20 @@ void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
         s->needs_restart = false;
         s->stuck_corrupt = false;
         s->stuck_parts = 0;
+        if (s->watcher_running)
+            pthread_cond_broadcast(&s->cv); /* one still in its untimed wait */
     } else if (!(was & 1ULL << part)) {
         pthread_cond_broadcast(&s->cv); /* a watcher waiting on stuck partitions probes it */
     }
     if (!by_guard && stuck_news(s, err)) {
         note_stuck(s, part, err); /* first, or after a refusal that would have ended */
+    } else if (!by_guard && !rocksdb_resumes(err)) {
+        /* another partition stuck (stuck_news is news once): logged once, not probed */
+        if (!(s->stuck_parts & 1ULL << part))
+            log_error("store: partition %d fails too (%s): the same restart ends it", part, err);
+        else
+            log_debug("store: write refused: %s", err);
+        s->stuck_parts |= 1ULL << part;
     } else if (!was) {
         snprintf(s->why, sizeof s->why, "%s", err);
         log_error("store: a write failed (%s); writes are refused until the store recovers "

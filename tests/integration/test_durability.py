@@ -909,5 +909,38 @@ class ReadErrors(ServerCase):
         self.assertIn("restore --data-dir from a backup", log, "the refusal names the remedy")
 
 
+class StuckPartitions(ServerCase):
+    """ReadErrors' failing disk under a store of two partitions (a new data directory)."""
+    FLAGS = ("--store-partitions", "2")
+    failing_reads = ReadErrors.failing_reads
+    idle_store = ReadErrors.idle_store
+
+    def test_every_partition_stuck_is_logged_once_and_none_is_probed(self):
+        """A failing disk fails every partition: each is logged at its error, once, and the
+        watcher probes none of them (only the first was noted: the others were probed once a
+        second for good, and said at debug level)."""
+        flag = self.failing_reads()
+        self.server.flags += ["--response-mode", "sse"]
+        self.server.restart()
+        sessions = [Session(self.server) for _ in range(16)]  # in both partitions
+        for s in sessions:
+            s.tool("counter", {"by": 1})
+        self.idle_store()
+        open(flag, "w").close()
+        big = "x" * 60000
+        for _ in range(500):  # until every session's partition refuses
+            sessions = [s for s in sessions if s.tool("echo", {"text": big})[0].status == 200]
+            if not sessions:
+                break
+        self.assertEqual(sessions, [], "every partition refuses writes")
+        os.unlink(flag)
+        log = self.server.log_tail(20000)
+        self.assertIn("RocksDB does not resume writes after this error", log)
+        self.assertIn("fails too", log)
+        probes = self.stats()["store_probes_total"]
+        time.sleep(3)
+        self.assertEqual(self.stats()["store_probes_total"], probes)
+
+
 if __name__ == "__main__":
     run()
