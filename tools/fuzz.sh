@@ -26,7 +26,7 @@ if ! [[ $secs =~ ^[0-9]+$ ]] || [ "$secs" -eq 0 ]; then
   exit 2
 fi
 [ $# -gt 0 ] && shift
-all=(jsonrpc json http_checks event_id sse keys records schema auth httpscan shardmove principal cors jwt dpop upstream_lines json_bounded mcp_headers reqstate registry stateless_meta introspect config_values mcp_params)
+all=(jsonrpc json http_checks event_id sse keys records schema auth httpscan shardmove principal cors jwt dpop upstream_lines json_bounded mcp_headers reqstate registry stateless_meta introspect config_values mcp_params admin_host cluster_file session_meta issuer_metadata)
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 for n in "${names[@]}"; do
@@ -65,7 +65,7 @@ ninja -C "$build" fuzz >/dev/null
 out=$build/fuzz-out
 dict_for() {
   case $1 in
-    json | jsonrpc | keys | records | schema | shardmove | upstream_lines | json_bounded | reqstate | stateless_meta | introspect | mcp_params) echo tests/fuzz/dict/json.dict ;;
+    json | jsonrpc | keys | records | schema | shardmove | upstream_lines | json_bounded | reqstate | stateless_meta | introspect | mcp_params | cluster_file | session_meta | issuer_metadata) echo tests/fuzz/dict/json.dict ;;
     *) echo tests/fuzz/dict/http.dict ;;
   esac
 }

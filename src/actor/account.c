@@ -42,6 +42,24 @@ static bool fast_owner(const char *meta, size_t len, char *out, size_t n)
     return true;
 }
 
+int actor_meta_unit(const char *meta, size_t len, char *out, size_t n, bool *holds)
+{
+    *holds = true;
+    if (!memmem(meta, len, "\"k\":\"", 5) && !memmem(meta, len, "\"hs\":", 5) &&
+        fast_owner(meta, len, out, n))
+        return STORED_SESSION;
+    json_t *m = json_parse_buf(meta, len, NULL, 0, NULL);
+    const json_t *k = json_object_get(m, "k");
+    int kind = jsonrpc_str_is(k, "r")   ? STORED_RECORD
+               : jsonrpc_str_is(k, "h") ? STORED_HANDLE
+               : jsonrpc_str_is(k, "t") ? STORED_TASK
+                                        : STORED_SESSION;
+    actor_owner_of(m, out, n);
+    *holds = !json_is_false(json_object_get(m, "hs"));
+    json_decref(m);
+    return kind;
+}
+
 /* One record's unit of a share, read and not yet added (a shard's tally). */
 typedef struct {
     char owner[PRINCIPAL_NAME_MAX];
@@ -76,20 +94,8 @@ static void account_one(void *arg, const char *sid, const char *meta, size_t len
         return; /* a refused shard's copy, or a crashed adopt's leftover (deleted before any
                    adopt): counted when it is served */
     char owner[PRINCIPAL_NAME_MAX];
-    int kind = STORED_SESSION;
-    bool holds = true;
-    if (memmem(meta, len, "\"k\":\"", 5) || memmem(meta, len, "\"hs\":", 5) ||
-        !fast_owner(meta, len, owner, sizeof owner)) {
-        json_t *m = json_parse_buf(meta, len, NULL, 0, NULL);
-        const json_t *k = json_object_get(m, "k");
-        kind = jsonrpc_str_is(k, "r")   ? STORED_RECORD
-               : jsonrpc_str_is(k, "h") ? STORED_HANDLE
-               : jsonrpc_str_is(k, "t") ? STORED_TASK
-                                        : STORED_SESSION;
-        actor_owner_of(m, owner, sizeof owner);
-        holds = !json_is_false(json_object_get(m, "hs"));
-        json_decref(m);
-    }
+    bool holds;
+    int kind = actor_meta_unit(meta, len, owner, sizeof owner, &holds);
     if (ac->by_kind)
         ac->by_kind[kind]++;
     int r = kind == STORED_SESSION  ? PR_SESSIONS

@@ -220,6 +220,11 @@ void actors_tally_free(actors_tally_t *t);
 /* The owner a stored record names ("p"), or for one written before owners were kept, the
  * principal it would have had: its token's, or "a:" (an address not known). */
 void actor_owner_of(const json_t *m, char *out, size_t n);
+/* What the startup count takes from one stored record (account.c, without a parse where it can:
+ * the owner from the record's last member, the kind from "k"): its kind (actor_meta_kind's), its
+ * owner (actor_owner_of's of the parsed record, into out[n]) and whether it holds a unit of
+ * the owner's share (false: "hs": false). */
+int actor_meta_unit(const char *meta, size_t len, char *out, size_t n, bool *holds);
 /* The actor sid names on w, woken from the store when it hibernates; NULL when there is none
  * (*err 0) or when the store failed to read it (*err -EIO: not an absence, never a 404). */
 actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err);

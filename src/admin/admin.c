@@ -36,7 +36,6 @@ static struct {
     pthread_t thread;
     store_t *store;
     bool running;
-    bool loopback;  /* bound to a loopback address: the Host must name one */
     char host[256]; /* the address it is bound to (--admin-listen's host) */
 } A;
 
@@ -522,13 +521,15 @@ static bool host_is(const char *host, const char *name)
     return strncasecmp(host, name, n) == 0 && (host[n] == '\0' || host[n] == ':');
 }
 
-/* A Host this loopback listener answers: a loopback name, or the address it is bound to */
-static bool names_loopback(const char *host)
+bool admin_host_ok(const char *bound, const char *host)
 {
+    if (!host || !host_is_loopback(bound))
+        return true;
+    /* a loopback name, or the address it is bound to (an IPv6 address bracketed in a Host) */
     char bracketed[260];
-    snprintf(bracketed, sizeof bracketed, "[%s]", A.host); /* an IPv6 address in a Host */
+    snprintf(bracketed, sizeof bracketed, "[%s]", bound);
     return host_is(host, "localhost") || host_is(host, "127.0.0.1") || host_is(host, "[::1]") ||
-           host_is(host, A.host) || host_is(host, bracketed);
+           host_is(host, bound) || host_is(host, bracketed);
 }
 
 /* Why a request is refused as a browser's (NULL: it is not). The admin API moves shards and
@@ -543,8 +544,7 @@ static const char *browser_refusal(struct evhttp_request *req)
     if (evhttp_find_header(in, "Origin") || (site && strcmp(site, "none") != 0))
         return "forbidden: the admin listener answers no web page's request (it carried Origin "
                "or Sec-Fetch-Site)\n";
-    const char *host = evhttp_find_header(in, "Host");
-    if (A.loopback && host && !names_loopback(host))
+    if (!admin_host_ok(A.host, evhttp_find_header(in, "Host")))
         return "forbidden: this admin listener is on loopback; the Host header must name "
                "localhost, 127.0.0.1, [::1] or its own address\n";
     return NULL;
@@ -617,8 +617,6 @@ int admin_start(const char *host, int port, store_t *store, int *bound_port)
 {
     A.store = store;
     snprintf(A.host, sizeof A.host, "%s", host);
-    A.loopback = strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
-                 strcmp(host, "localhost") == 0;
     char id[SESSION_ID_LEN + 1];
     if (session_id_new(id) != 0)
         session_id_fast(id);

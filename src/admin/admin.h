@@ -36,5 +36,10 @@ typedef struct admin_shard_ops {
 } admin_shard_ops_t;
 void admin_set_shard_ops(const admin_shard_ops_t *ops);
 void admin_stop(void);
+/* For tests: whether a request with this Host header (NULL: none) may reach a listener bound to
+ * bound (--admin-listen's host). Only a loopback listener (host_is_loopback) looks: its Host
+ * must name localhost, 127.0.0.1, [::1] or bound itself (bracketed or not), with any port or
+ * none, in any case, so a page that rebinds its own DNS name to 127.0.0.1 gets no answer. */
+bool admin_host_ok(const char *bound, const char *host);
 
 #endif

@@ -233,9 +233,7 @@ static int apply_my_node(config_t *c, const char *file, json_t *root, json_t *me
         return -1;
     /* the admin listener serves whole shards (exports) and moves them: off loopback, only with
      * a token */
-    bool loopback = strncmp(c->admin_host, "127.", 4) == 0 || strcmp(c->admin_host, "::1") == 0 ||
-                    strcmp(c->admin_host, "localhost") == 0;
-    if (c->admin_enabled && !loopback && !c->admin_token[0]) {
+    if (c->admin_enabled && !host_is_loopback(c->admin_host) && !c->admin_token[0]) {
         char msg[400];
         snprintf(msg, sizeof msg,
                  "this node's admin listener %.200s is not on loopback: give "

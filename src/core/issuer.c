@@ -242,12 +242,37 @@ static void next_metadata(void)
 
 /* A URL the issuer's metadata may name: https://, or http:// for an http:// issuer (an https
  * issuer's keys never come over plain HTTP). */
-static bool http_url(const json_t *v)
+static bool http_url(const json_t *v, bool https)
 {
     if (!json_is_string(v))
         return false;
     const char *u = json_string_value(v);
-    return strncmp(u, "https://", 8) == 0 || (!ISS.https && strncmp(u, "http://", 7) == 0);
+    return strncmp(u, "https://", 8) == 0 || (!https && strncmp(u, "http://", 7) == 0);
+}
+
+int iss_metadata_check(const char *issuer, bool https, bool introspect, const char *body,
+                       size_t len, char **jwks_uri, char **introspection_endpoint, const char **why)
+{
+    json_t *doc = json_parse_buf_bounded(body, len, 4096, NULL, NULL, 0, NULL);
+    const json_t *iss = json_object_get(doc, "issuer"), *ju = json_object_get(doc, "jwks_uri");
+    if (!json_is_string(iss) || json_string_length(iss) != strlen(issuer) ||
+        memcmp(json_string_value(iss), issuer, json_string_length(iss)) != 0) {
+        /* RFC 8414 3.3: a document for another issuer is not ours, whoever serves it */
+        *why = doc ? "its issuer is not the configured --auth-issuer" : "not JSON";
+        json_decref(doc);
+        return -1;
+    }
+    if (!http_url(ju, https)) {
+        *why = https ? "no https:// jwks_uri" : "no http(s):// jwks_uri";
+        json_decref(doc);
+        return -1;
+    }
+    *jwks_uri = xstrdup(json_string_value(ju));
+    const json_t *ie = json_object_get(doc, "introspection_endpoint");
+    *introspection_endpoint = introspect && http_url(ie, https) ? xstrdup(json_string_value(ie))
+                                                                : NULL;
+    json_decref(doc);
+    return 0;
 }
 
 static void on_metadata(fetch_t *f, int status, const char *body, size_t len, const char *cc)
@@ -262,35 +287,22 @@ static void on_metadata(fetch_t *f, int status, const char *body, size_t len, co
         next_metadata();
         return;
     }
-    char err[160];
-    json_t *doc = json_parse_buf_bounded(body, len, 4096, NULL, err, sizeof err, NULL);
-    const json_t *iss = json_object_get(doc, "issuer"), *ju = json_object_get(doc, "jwks_uri");
-    if (!json_is_string(iss) || json_string_length(iss) != strlen(ISS.issuer) ||
-        memcmp(json_string_value(iss), ISS.issuer, json_string_length(iss)) != 0) {
-        /* RFC 8414 3.3: a document for another issuer is not ours, whoever serves it */
-        iss_chain_fail("metadata", f->url,
-                       doc ? "its issuer is not the configured --auth-issuer" : "not JSON");
-        json_decref(doc);
-        next_metadata();
-        return;
-    }
-    if (!http_url(ju)) {
-        iss_chain_fail("metadata", f->url,
-                       ISS.https ? "no https:// jwks_uri" : "no http(s):// jwks_uri");
-        json_decref(doc);
+    char *ju, *ie;
+    const char *why;
+    if (iss_metadata_check(ISS.issuer, ISS.https, ISS.basic != NULL, body, len, &ju, &ie, &why) !=
+        0) {
+        iss_chain_fail("metadata", f->url, why);
         next_metadata();
         return;
     }
     free(ISS.jwks_uri);
-    ISS.jwks_uri = xstrdup(json_string_value(ju));
-    const json_t *ie = json_object_get(doc, "introspection_endpoint");
-    if (ISS.basic && http_url(ie)) {
+    ISS.jwks_uri = ju;
+    if (ie) {
         free(ISS.introspection_endpoint);
-        ISS.introspection_endpoint = xstrdup(json_string_value(ie));
+        ISS.introspection_endpoint = ie;
     } else if (ISS.basic && !ISS.introspection_endpoint) {
         iss_chain_fail("metadata", f->url, "no usable introspection_endpoint (--auth-introspect)");
     }
-    json_decref(doc);
     iss_http_call(ISS.jwks_uri, NULL, JWKS_MAX_LEN, on_jwks, NULL);
 }
 

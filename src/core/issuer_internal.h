@@ -83,6 +83,15 @@ void iss_introspect(issuer_wait_t *w);
 /* --auth-fetch-timeout in milliseconds: the bound of one fetch, and of one wait. */
 int64_t iss_timeout_ms(void);
 
+/* The checks on an authorization server's metadata document (RFC 8414; on_metadata's, pure):
+ * body parsed as JSON (4096 values at most), its "issuer" byte for byte the configured issuer,
+ * its "jwks_uri" an https:// URL (or http:// for an http:// issuer: https false). 0 with
+ * *jwks_uri (malloc'd) and *introspection_endpoint (malloc'd when introspect and the document
+ * names one that passes the same URL check, else NULL); -1 with *why, the outputs untouched. */
+int iss_metadata_check(const char *issuer, bool https, bool introspect, const char *body,
+                       size_t len, char **jwks_uri, char **introspection_endpoint,
+                       const char **why);
+
 /* A formatted, allocated string. */
 char *iss_strf(const char *f, ...) __attribute__((format(printf, 1, 2)));
 

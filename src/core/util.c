@@ -4,11 +4,15 @@
 #include "core/shard.h"
 
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 
 void require_failed(const char *cond, const char *file, int line)
@@ -352,4 +356,24 @@ int parse_host_port(const char *s, char *host, size_t hostlen, int *port)
     host[hl] = '\0';
     *port = (int)p;
     return 0;
+}
+
+bool host_is_loopback(const char *host)
+{
+    if (strcasecmp(host, "localhost") == 0)
+        return true;
+    struct addrinfo hints = {.ai_flags = AI_NUMERICHOST}, *res = NULL;
+    if (!*host || getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
+        return false;
+    bool lo = false;
+    if (res->ai_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)res->ai_addr;
+        lo = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    } else if (res->ai_family == AF_INET6) {
+        const struct in6_addr *a =
+            &((const struct sockaddr_in6 *)(const void *)res->ai_addr)->sin6_addr;
+        lo = IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    freeaddrinfo(res);
+    return lo;
 }

@@ -71,5 +71,10 @@ int cpus_usable(void);
 int parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
 /* "HOST:PORT" (HOST may be "[v6]"), port 0..65535. Writes host into host[hostlen]. */
 int parse_host_port(const char *s, char *host, size_t hostlen, int *port);
+/* Whether a listener bound to host (as parse_host_port writes it: no brackets) is reachable from
+ * this machine only: "localhost" (any case), or a numeric address (as getaddrinfo reads one
+ * without DNS: "127.1" too) in 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. A name that only
+ * starts with "127." is not: it resolves wherever its DNS says. */
+bool host_is_loopback(const char *host);
 
 #endif

@@ -250,6 +250,24 @@ static void healthz_mint_is_503_while_the_node_owns_no_shard(void **state)
     lb_answer_free(&a);
 }
 
+/* The Host check against DNS rebinding (admin_host_ok), without a listener. */
+static void a_loopback_listener_answers_loopback_hosts_only(void **state)
+{
+    assert_true(admin_host_ok("127.0.0.1", "localhost:8081"));
+    assert_true(admin_host_ok("127.0.0.1", "LOCALHOST"));
+    assert_true(admin_host_ok("127.0.0.1", "[::1]:8081"));
+    assert_true(admin_host_ok("127.0.0.2", "127.0.0.2:8081"));
+    assert_true(admin_host_ok("::1", "[::1]"));
+    assert_true(admin_host_ok("127.0.0.1", NULL));
+    assert_false(admin_host_ok("127.0.0.1", "attacker.example:8081"));
+    assert_false(admin_host_ok("127.0.0.1", "localhost.attacker.example"));
+    assert_false(admin_host_ok("127.0.0.1", "127.0.0.1.nip.io:8081"));
+    assert_false(admin_host_ok("localhost", ""));
+    /* off loopback the Host names no address to check it against */
+    assert_true(admin_host_ok("0.0.0.0", "attacker.example"));
+    assert_true(admin_host_ok("10.1.2.3", "attacker.example"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -258,6 +276,7 @@ int main(void)
         cmocka_unit_test(stats_holds_every_counter_and_the_grouped_documents),
         cmocka_unit_test(metrics_is_prometheus_text_with_every_counter),
         cmocka_unit_test(healthz_mint_is_503_while_the_node_owns_no_shard),
+        cmocka_unit_test(a_loopback_listener_answers_loopback_hosts_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -188,6 +188,29 @@ static void a_missing_port_is_rejected(void **state)
     assert_int_equal(port, -1);
 }
 
+/* Regression (tests/fuzz corpus cluster_file/regression_admin_dns_name_127): any host that
+ * started with "127." was taken as loopback, so a cluster file's admin listener on a DNS name
+ * such as 127.attacker.example ran without --admin-token wherever the name resolved. */
+static void only_localhost_and_numeric_loopback_addresses_are_loopback(void **state)
+{
+    assert_true(host_is_loopback("127.0.0.1"));
+    assert_true(host_is_loopback("127.0.0.2"));
+    assert_true(host_is_loopback("127.1"));
+    assert_true(host_is_loopback("::1"));
+    assert_true(host_is_loopback("::ffff:127.0.0.1"));
+    assert_true(host_is_loopback("localhost"));
+    assert_true(host_is_loopback("LocalHost"));
+    assert_false(host_is_loopback("127.attacker.example"));
+    assert_false(host_is_loopback("127.0.0.1.nip.io"));
+    assert_false(host_is_loopback("127."));
+    assert_false(host_is_loopback("128.0.0.1"));
+    assert_false(host_is_loopback("0.0.0.0"));
+    assert_false(host_is_loopback("::"));
+    assert_false(host_is_loopback("[::1]")); /* parse_host_port leaves no brackets */
+    assert_false(host_is_loopback("localhost.attacker.example"));
+    assert_false(host_is_loopback(""));
+}
+
 static void a_port_out_of_range_or_malformed_is_rejected(void **state)
 {
     char host[64];
@@ -322,6 +345,7 @@ int main(void)
         cmocka_unit_test(host_and_port_are_split),
         cmocka_unit_test(a_bracketed_ipv6_host_loses_its_brackets),
         cmocka_unit_test(a_missing_port_is_rejected),
+        cmocka_unit_test(only_localhost_and_numeric_loopback_addresses_are_loopback),
         cmocka_unit_test(a_port_out_of_range_or_malformed_is_rejected),
         cmocka_unit_test(an_empty_host_is_rejected),
         cmocka_unit_test(a_host_too_long_for_the_buffer_is_rejected),
