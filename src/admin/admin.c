@@ -39,9 +39,11 @@ static struct {
     char host[256]; /* the address it is bound to (--admin-listen's host) */
 } A;
 
-/* Sends what the output buffer holds. A HEAD gets the length a GET would and no body: evhttp
- * (2.1.12) writes the output buffer after the head whatever the method, and a body after a HEAD
- * reply is read as the start of the next response on the connection. */
+/* Sends what the output buffer holds, with no read timeout until it is written (conns.c: an
+ * export file to a peer on a slow link takes as long as it takes). A HEAD gets the length a GET
+ * would and no body: evhttp (2.1.12) writes the output buffer after the head whatever the
+ * method, and a body after a HEAD reply is read as the start of the next response on the
+ * connection. */
 static void send_reply(struct evhttp_request *req, int status, const char *reason)
 {
     struct evbuffer *b = evhttp_request_get_output_buffer(req);
@@ -51,6 +53,7 @@ static void send_reply(struct evhttp_request *req, int status, const char *reaso
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Length", n);
         evbuffer_drain(b, evbuffer_get_length(b));
     }
+    admin_conns_answer_unhurried(req);
     evhttp_send_reply(req, status, reason, NULL);
 }
 
@@ -624,7 +627,7 @@ int admin_start(const char *host, int port, store_t *store, int *bound_port)
     A.base = event_base_new();
     A.http = evhttp_new(A.base);
     evhttp_set_gencb(A.http, on_request, NULL);
-    evhttp_set_timeout(A.http, 30);
+    evhttp_set_timeout(A.http, (int)g_cfg.read_timeout_s); /* answers: conns.c */
     /* every admin request is a GET: a body is refused (413) before it is buffered, and the
      * header block is small, so nothing is read in bulk before the --admin-token check */
     evhttp_set_max_body_size(A.http, 1024);

@@ -6,10 +6,10 @@
  *
  * Why. The admin listener is loopback by default, but a node whose Prometheus scrapes it from
  * another host listens on a reachable address, where anyone may open connections (the
- * --admin-token check comes with a request, and evhttp keeps a silent connection for its 30 s
- * timeout). Unbounded, they took the descriptors the store and the MCP endpoint need (main.c
- * fits --max-connections with FD_RESERVE_MORE for the admin listener and the rest). A flood now
- * waits for the cap's places, and the MCP endpoint and the store keep theirs.
+ * --admin-token check comes with a request, and evhttp keeps a silent connection for
+ * --read-timeout). Unbounded, they took the descriptors the store and the MCP endpoint need
+ * (main.c fits --max-connections with FD_RESERVE_MORE for the admin listener and the rest). A
+ * flood now waits for the cap's places, and the MCP endpoint and the store keep theirs.
  *
  * How (as http/gate.c for the MCP listeners, on one thread): a connection counts from its
  * accept (on_new_bev, inside libevent's accept loop: evhttp lets us make its bufferevent, and
@@ -17,9 +17,21 @@
  * evhttp calls as it frees the connection. The connection is taken from its bufferevent later
  * in the same loop iteration (on_fresh; libevent 2.1 calls nothing with a new connection). A
  * connection freed before that counts out there. A close releases the listener just before
- * the closed descriptor goes, so for a moment cap + 1 descriptors may be open. */
+ * the closed descriptor goes, so for a moment cap + 1 descriptors may be open.
+ *
+ * An answer is written with no read timeout (admin_conns_answer_unhurried), as on the MCP
+ * listener (http/flush.c): evhttp reads during an answer only to see a close, enabling reading
+ * with the connection's read timeout (--read-timeout) at the answer's start
+ * (evhttp_write_buffer), and the bytes written do not start that timer again (libevent's read
+ * and write events time out apart; the client, taking the answer, sends nothing). So an export
+ * file that took longer than --read-timeout to go to a peer reading it steadily on a slow link
+ * (a few hundred MB at 10 MB/s) was cut there, and the peer's adopt failed, each retry alike.
+ * The write timeout (--read-timeout without progress) stays, so a client that stops reading is
+ * still dropped; the read timeout comes back in the request's completion callback, before evhttp
+ * reads the next request, so an idle keep-alive connection is dropped as before. */
 #include "admin/conns.h"
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/util.h"
@@ -27,6 +39,8 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+
+#include <sys/time.h>
 
 static struct {
     struct event_base *base;
@@ -114,4 +128,27 @@ void admin_conns_free(void)
     if (C.fresh_ev)
         event_free(C.fresh_ev);
     C.fresh_ev = NULL;
+}
+
+/* req's answer is written whole (evhttp_send_done, before it reads the next request on the
+ * connection or frees it): the read timeout comes back. */
+static void on_answered(struct evhttp_request *req, void *arg)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    struct timeval t = {g_cfg.read_timeout_s, 0};
+    if (bev) /* as evhttp_set_timeout set them: --read-timeout both ways */
+        bufferevent_set_timeouts(bev, &t, &t);
+}
+
+void admin_conns_answer_unhurried(struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    if (!bev)
+        return; /* its connection is gone: evhttp_send_reply frees the request */
+    /* before evhttp_send_reply, whose bufferevent_enable(EV_READ|EV_WRITE) takes these */
+    struct timeval t = {g_cfg.read_timeout_s, 0};
+    bufferevent_set_timeouts(bev, NULL, &t);
+    evhttp_request_set_on_complete_cb(req, on_answered, NULL);
 }

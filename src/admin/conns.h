@@ -1,11 +1,13 @@
 /* The admin listener's connection cap (conns.c): ADMIN_MAX_CONNECTIONS open at once; past it
- * new connections wait in the kernel's backlog. Admin thread only, but for init and free. */
+ * new connections wait in the kernel's backlog. Its answers' timeouts while they are written.
+ * Admin thread only, but for init and free. */
 #ifndef MCPD_ADMIN_CONNS_H
 #define MCPD_ADMIN_CONNS_H
 
 #include "core/acceptguard.h"
 
 struct evhttp;
+struct evhttp_request;
 struct event_base;
 
 #define ADMIN_MAX_CONNECTIONS 32
@@ -14,5 +16,8 @@ struct event_base;
 int admin_conns_init(struct evhttp *http, struct event_base *base, accept_guard_t *guard);
 /* Once the loop has ended, before evhttp_free. */
 void admin_conns_free(void);
+/* req's answer is written with no read timeout (the write timeout stays), which comes back when
+ * it is done; call it just before evhttp_send_reply. */
+void admin_conns_answer_unhurried(struct evhttp_request *req);
 
 #endif

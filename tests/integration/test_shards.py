@@ -19,6 +19,7 @@ import unittest
 
 from mcptest import BINARY, Server, Session, free_ports, run, store_idle, wait_until
 from test_durability import restore_tables
+from test_http_limits import MIB, tcp_wmem_max
 from test_modern import Modern
 
 N1 = range(0x000, 0x800)
@@ -623,6 +624,108 @@ class TwoFreshNodes(unittest.TestCase):
                          f"127.0.0.1:{a2}", *self.N2_FLAGS)
         self.addCleanup(self.n2.cleanup)
         bootstrap(self.n1, self.n2)
+
+
+class SlowExportReader(unittest.TestCase):
+    """A peer fetching a large export file on a slow link reads it steadily and sends nothing
+    meanwhile. evhttp writes an answer with reading enabled under the connection's read timeout
+    (--read-timeout on the admin listener too), started at the answer's start and not again by
+    the bytes written: an export file that took longer than that to go was cut there, so the
+    adopt failed, and was retried, and failed again. The read timeout is lifted while an admin
+    answer goes (the write timeout stays: a peer that stops reading is still dropped) and comes
+    back after it (an idle keep-alive connection is dropped).
+
+    Sizes, for a --read-timeout of T (as test_http_limits' long answer to a slow steady
+    reader): the socket takes up to net.ipv4.tcp_wmem's most at once and reports room again
+    once a third of it has gone; the reader takes `rate` (wmem / (T / 3)) a second, a third of
+    wmem in T / 9 s (the write timeout, T without progress, is far), and the file is what the
+    socket buffers take plus T + 2 seconds of that reading (T 3: ~28 MB, read in ~7 s)."""
+    TIMEOUT = 3  # the nodes' --read-timeout; None: the default, 30 (a run of ~40 s)
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpd-shards-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        f = os.path.join(self.dir, "cluster.json")
+        a1, a2 = free_ports(2)
+        write_cluster(f, {"n1": ["000-00f"], "n2": ["010-fff"]}, admin={"n1": a1, "n2": a2})
+        t = ("--read-timeout", str(self.TIMEOUT)) if self.TIMEOUT else ()
+        self.n1 = Server("--cluster", f, "--node", "n1", "--admin-listen", f"127.0.0.1:{a1}",
+                         "--response-mode", "sse", "--max-body", str(4 * MIB), *t)
+        self.addCleanup(self.n1.cleanup)
+        self.n2 = Server("--cluster", f, "--node", "n2", "--admin-listen", f"127.0.0.1:{a2}", *t)
+        self.addCleanup(self.n2.cleanup)
+        bootstrap(self.n1, self.n2)
+
+    def export_request(self, path):
+        sock = socket.socket()
+        self.addCleanup(sock.close)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 * 1024)
+        sock.connect(("127.0.0.1", self.n1.admin_port))
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.n1.admin_port}\r\n\r\n"
+                     .encode())
+        return sock
+
+    def test_an_export_file_read_steadily_by_a_slow_peer_is_not_cut(self):
+        timeout = self.TIMEOUT or 30
+        wmem = min(max(tcp_wmem_max(), 4 * MIB), 6 * MIB)
+        rate = wmem * 3 // timeout  # bytes a second
+        size = wmem + MIB + (timeout + 2) * rate
+        # a session's stored events, incompressible, in one shard's events.sst: SSE responses
+        # of echo calls (a stored response each)
+        s = Session(self.n1)
+        hexs = "%03x" % shard(s.sid)
+        piece = 3 * MIB
+        for _ in range(size // piece + 1):
+            text = base64.b64encode(os.urandom(piece * 3 // 4)).decode()
+            r, m = s.tool("echo", {"text": text}, timeout=60)
+            self.assertEqual(text_of(m), text)
+        r = admin_step(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(r.status, 200, r.text)
+        big = max(json.loads(r.text)["families"], key=lambda f: f.get("bytes", 0))
+        self.assertGreater(big["bytes"], size, big)
+        path = f"/shards/export?shard={hexs}&file={big['file']}"
+        # a peer that stops reading is still dropped (the write timeout stays)
+        stalled = self.export_request(path)
+        stalled_at = time.monotonic()
+        sock = self.export_request(path)
+        sock.settimeout(30)
+        data, t0, whole = bytearray(), None, 0
+        while not 0 < whole <= len(data):
+            d = sock.recv(256 * 1024)
+            if t0 is None:
+                t0 = time.monotonic()
+            if not d:
+                self.fail(f"the export file was cut after {len(data)} bytes of {big['bytes']} "
+                          f"(+ the head), {time.monotonic() - t0:.1f} s after the first")
+            data += d
+            if whole == 0 and b"\r\n\r\n" in data:
+                hd = bytes(data[:data.index(b"\r\n\r\n")]).decode().lower().split("\r\n")
+                self.assertEqual(hd[0], "http/1.1 200 ok")
+                clen = [ln.split(":")[1] for ln in hd if ln.startswith("content-length:")]
+                whole = data.index(b"\r\n\r\n") + 4 + int(clen[0])
+            ahead = len(data) / rate - (time.monotonic() - t0)
+            if ahead > 0:
+                time.sleep(ahead)  # steady: `rate` bytes a second, never faster
+        took = time.monotonic() - t0
+        body = bytes(data[whole - big["bytes"]:])
+        self.assertEqual(len(body), big["bytes"])
+        self.assertEqual(hashlib.sha256(body).hexdigest(), big["sha256"])
+        self.assertGreater(took, timeout + 1, "the file took longer than --read-timeout to go")
+        # the read timeout is back once the answer is written: the idle connection goes
+        sock.settimeout(30 + 3 * timeout)
+        try:
+            self.assertEqual(sock.recv(4096), b"", "the keep-alive connection is dropped")
+        except socket.timeout:
+            self.fail("the idle keep-alive connection was kept past --read-timeout")
+        time.sleep(max(0.0, stalled_at + 2 * timeout - time.monotonic()))
+        got = 0
+        stalled.settimeout(30)
+        try:
+            while d := stalled.recv(1 << 20):
+                got += len(d)
+        except ConnectionResetError:
+            pass
+        self.assertLess(got, big["bytes"], "the peer that read nothing was dropped")
 
 
 class GaugesOverALeftover(TwoFreshNodes):
