@@ -37,6 +37,7 @@ static struct {
     store_t *store;
     bool running;
     char host[256]; /* the address it is bound to (--admin-listen's host) */
+    bool loopback;  /* the address it bound is a loopback one (admin_host_ok) */
 } A;
 
 /* Sends what the output buffer holds, with no read timeout until it is written (conns.c: an
@@ -524,9 +525,9 @@ static bool host_is(const char *host, const char *name)
     return strncasecmp(host, name, n) == 0 && (host[n] == '\0' || host[n] == ':');
 }
 
-bool admin_host_ok(const char *bound, const char *host)
+bool admin_host_ok(const char *bound, bool loopback, const char *host)
 {
-    if (!host || !host_is_loopback(bound))
+    if (!host || !loopback)
         return true;
     /* a loopback name, or the address it is bound to (an IPv6 address bracketed in a Host) */
     char bracketed[260];
@@ -547,7 +548,7 @@ static const char *browser_refusal(struct evhttp_request *req)
     if (evhttp_find_header(in, "Origin") || (site && strcmp(site, "none") != 0))
         return "forbidden: the admin listener answers no web page's request (it carried Origin "
                "or Sec-Fetch-Site)\n";
-    if (!admin_host_ok(A.host, evhttp_find_header(in, "Host")))
+    if (!admin_host_ok(A.host, A.loopback, evhttp_find_header(in, "Host")))
         return "forbidden: this admin listener is on loopback; the Host header must name "
                "localhost, 127.0.0.1, [::1] or its own address\n";
     return NULL;
@@ -627,7 +628,7 @@ int admin_start(const char *host, int port, store_t *store, int *bound_port)
     A.base = event_base_new();
     A.http = evhttp_new(A.base);
     evhttp_set_gencb(A.http, on_request, NULL);
-    evhttp_set_timeout(A.http, (int)g_cfg.read_timeout_s); /* answers: conns.c */
+    evhttp_set_timeout(A.http, admin_conns_timeout_s()); /* answers: conns.c */
     /* every admin request is a GET: a body is refused (413) before it is buffered, and the
      * header block is small, so nothing is read in bulk before the --admin-token check */
     evhttp_set_max_body_size(A.http, 1024);
@@ -643,6 +644,7 @@ int admin_start(const char *host, int port, store_t *store, int *bound_port)
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     getsockname(evhttp_bound_socket_get_fd(b), (struct sockaddr *)&ss, &sl);
+    A.loopback = sockaddr_is_loopback((struct sockaddr *)&ss); /* not from the name: it resolved */
     *bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                            : ntohs(((struct sockaddr_in *)&ss)->sin_port);
     A.running = true;

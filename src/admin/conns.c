@@ -136,9 +136,14 @@ static void on_answered(struct evhttp_request *req, void *arg)
 {
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-    struct timeval t = {g_cfg.read_timeout_s, 0};
-    if (bev) /* as evhttp_set_timeout set them: --read-timeout both ways */
+    struct timeval t = {admin_conns_timeout_s(), 0};
+    if (bev) /* as evhttp_set_timeout set them: admin_conns_timeout_s both ways */
         bufferevent_set_timeouts(bev, &t, &t);
+}
+
+int admin_conns_timeout_s(void)
+{
+    return g_cfg.read_timeout_s < 30 ? (int)g_cfg.read_timeout_s : 30;
 }
 
 void admin_conns_answer_unhurried(struct evhttp_request *req)
@@ -148,7 +153,7 @@ void admin_conns_answer_unhurried(struct evhttp_request *req)
     if (!bev)
         return; /* its connection is gone: evhttp_send_reply frees the request */
     /* before evhttp_send_reply, whose bufferevent_enable(EV_READ|EV_WRITE) takes these */
-    struct timeval t = {g_cfg.read_timeout_s, 0};
+    struct timeval t = {admin_conns_timeout_s(), 0};
     bufferevent_set_timeouts(bev, NULL, &t);
     evhttp_request_set_on_complete_cb(req, on_answered, NULL);
 }

@@ -19,5 +19,8 @@ void admin_conns_free(void);
 /* req's answer is written with no read timeout (the write timeout stays), which comes back when
  * it is done; call it just before evhttp_send_reply. */
 void admin_conns_answer_unhurried(struct evhttp_request *req);
+/* The admin listener's read and write timeout: --read-timeout, at most 30 s (a longer one for
+ * slow MCP uploads does not let silent connections hold the admin's places longer). */
+int admin_conns_timeout_s(void);
 
 #endif

@@ -365,15 +365,20 @@ bool host_is_loopback(const char *host)
     struct addrinfo hints = {.ai_flags = AI_NUMERICHOST}, *res = NULL;
     if (!*host || getaddrinfo(host, NULL, &hints, &res) != 0 || !res)
         return false;
-    bool lo = false;
-    if (res->ai_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)res->ai_addr;
-        lo = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
-    } else if (res->ai_family == AF_INET6) {
-        const struct in6_addr *a =
-            &((const struct sockaddr_in6 *)(const void *)res->ai_addr)->sin6_addr;
-        lo = IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-    }
+    bool lo = sockaddr_is_loopback(res->ai_addr);
     freeaddrinfo(res);
     return lo;
+}
+
+bool sockaddr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)sa;
+        return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
 }

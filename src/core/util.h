@@ -76,5 +76,8 @@ int parse_host_port(const char *s, char *host, size_t hostlen, int *port);
  * without DNS: "127.1" too) in 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. A name that only
  * starts with "127." is not: it resolves wherever its DNS says. */
 bool host_is_loopback(const char *host);
+struct sockaddr;
+/* Whether sa (AF_INET or AF_INET6) is in 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. */
+bool sockaddr_is_loopback(const struct sockaddr *sa);
 
 #endif

@@ -8,7 +8,8 @@
  * over). The selector's low 3 bits pick the bound address (--admin-listen's host) from a list of
  * loopback and other addresses; with its high bit the bound address is the input's first
  * NUL-separated field instead (under 256 bytes, as parse_host_port leaves it in the
- * configuration), and the Host what follows.
+ * configuration), and the Host what follows. Bit 0x40: the listener's socket is on loopback
+ * whatever its name says (a name /etc/hosts maps to 127.0.1.1); otherwise its name decides.
  *   - host_is_loopback agrees with a plain reference: "localhost" (any case), a dotted-quad
  *     IPv4 address in 127/8 or ::1 (inet_pton) is loopback; what it takes as loopback is one of
  *     those, or an IPv4 address in the short or hex forms inet_aton reads (127.1), or ::1 or
@@ -103,15 +104,16 @@ static char *with(const char *s, const char *tail)
     return r;
 }
 
-static void check(const char *bound, const char *host)
+static void check(const char *bound, bool socket_lo, const char *host)
 {
     bool lo = host_is_loopback(bound);
     if (surely_loopback(bound))
         FUZZ_CHECK(lo);
     if (lo)
         FUZZ_CHECK(maybe_loopback(bound));
-    FUZZ_CHECK(admin_host_ok(bound, NULL));
-    bool ok = admin_host_ok(bound, host);
+    lo = lo || socket_lo; /* what the bound socket says (admin_start): a numeric name agrees */
+    FUZZ_CHECK(admin_host_ok(bound, lo, NULL));
+    bool ok = admin_host_ok(bound, lo, host);
     if (!lo) {
         FUZZ_CHECK(ok);
         return;
@@ -122,16 +124,16 @@ static void check(const char *bound, const char *host)
         if (isalpha((unsigned char)*p))
             *p = (char)(islower((unsigned char)*p) ? toupper((unsigned char)*p)
                                                    : tolower((unsigned char)*p));
-    FUZZ_CHECK(admin_host_ok(bound, flipped) == ok);
+    FUZZ_CHECK(admin_host_ok(bound, lo, flipped) == ok);
     free(flipped);
     if (!ok)
         return;
     char *port = with(host, ":8080");
-    FUZZ_CHECK(admin_host_ok(bound, port));
+    FUZZ_CHECK(admin_host_ok(bound, lo, port));
     free(port);
     if (!strchr(host, ':')) {
         char *rebound = with(host, ".evil.example");
-        FUZZ_CHECK(!admin_host_ok(bound, rebound));
+        FUZZ_CHECK(!admin_host_ok(bound, lo, rebound));
         free(rebound);
     }
 }
@@ -153,7 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     size_t len;
     char *host = fuzz_rest(&in, &len); /* its first NUL ends it */
-    check(bound ? bound : BOUND[sel & 7], host);
+    check(bound ? bound : BOUND[sel & 7], (sel & 0x40) != 0, host);
     free(host);
     free(bound);
     return 0;

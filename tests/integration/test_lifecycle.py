@@ -249,8 +249,8 @@ class Admin(unittest.TestCase):
         self.assertLess(sent, 50 << 20, "the admin listener read the whole body")
         self.assertLess(self.server.stats()["rss_bytes"] - rss0, 16 << 20)
 
-    def _raw_admin(self, method, path, headers):
-        sock = socket.create_connection(("127.0.0.1", self.server.admin_port), timeout=10)
+    def _raw_admin(self, method, path, headers, server=None, addr="127.0.0.1"):
+        sock = socket.create_connection((addr, (server or self.server).admin_port), timeout=10)
         try:
             head = f"{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: 0\r\n"
             head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
@@ -286,6 +286,26 @@ class Admin(unittest.TestCase):
             self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), (host, reply[:200]))
         reply = self._raw_admin("GET", "/healthz", {"Host": "evil.example", "Origin": "https://evil.example"})
         self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), reply[:200])
+
+    def test_a_listener_bound_by_a_name_on_loopback_checks_the_host_too(self):
+        """Whether the listener is on loopback is its socket's address, not its name's text:
+        bound by the machine's own name (/etc/hosts maps it to 127.0.0.1 or 127.0.1.1), a
+        rebound page's Host was let through."""
+        name = socket.gethostname()
+        try:
+            addr = socket.gethostbyname(name)
+        except OSError:
+            self.skipTest(f"{name} does not resolve")
+        if not addr.startswith("127.") or name.lower() == "localhost":
+            self.skipTest(f"{name} is not a loopback name here ({addr})")
+        srv = Server("--admin-listen", f"{name}:0")
+        self.addCleanup(srv.cleanup)
+        port = srv.admin_port
+        reply = self._raw_admin("GET", "/stats", {"Host": f"evil.example:{port}"}, srv, addr)
+        self.assertTrue(reply.startswith(b"HTTP/1.1 403 "), reply[:200])
+        for host in (f"{name}:{port}", f"localhost:{port}"):
+            reply = self._raw_admin("GET", "/stats", {"Host": host}, srv, addr)
+            self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), (host, reply[:200]))
 
     def test_unknown_admin_paths_get_404(self):
         self.assertEqual(self.server.admin("/nope").status, 404)

@@ -253,19 +253,22 @@ static void healthz_mint_is_503_while_the_node_owns_no_shard(void **state)
 /* The Host check against DNS rebinding (admin_host_ok), without a listener. */
 static void a_loopback_listener_answers_loopback_hosts_only(void **state)
 {
-    assert_true(admin_host_ok("127.0.0.1", "localhost:8081"));
-    assert_true(admin_host_ok("127.0.0.1", "LOCALHOST"));
-    assert_true(admin_host_ok("127.0.0.1", "[::1]:8081"));
-    assert_true(admin_host_ok("127.0.0.2", "127.0.0.2:8081"));
-    assert_true(admin_host_ok("::1", "[::1]"));
-    assert_true(admin_host_ok("127.0.0.1", NULL));
-    assert_false(admin_host_ok("127.0.0.1", "attacker.example:8081"));
-    assert_false(admin_host_ok("127.0.0.1", "localhost.attacker.example"));
-    assert_false(admin_host_ok("127.0.0.1", "127.0.0.1.nip.io:8081"));
-    assert_false(admin_host_ok("localhost", ""));
+    assert_true(admin_host_ok("127.0.0.1", true, "localhost:8081"));
+    assert_true(admin_host_ok("127.0.0.1", true, "LOCALHOST"));
+    assert_true(admin_host_ok("127.0.0.1", true, "[::1]:8081"));
+    assert_true(admin_host_ok("127.0.0.2", true, "127.0.0.2:8081"));
+    assert_true(admin_host_ok("::1", true, "[::1]"));
+    assert_true(admin_host_ok("127.0.0.1", true, NULL));
+    assert_false(admin_host_ok("127.0.0.1", true, "attacker.example:8081"));
+    assert_false(admin_host_ok("127.0.0.1", true, "localhost.attacker.example"));
+    assert_false(admin_host_ok("127.0.0.1", true, "127.0.0.1.nip.io:8081"));
+    assert_false(admin_host_ok("localhost", true, ""));
     /* off loopback the Host names no address to check it against */
-    assert_true(admin_host_ok("0.0.0.0", "attacker.example"));
-    assert_true(admin_host_ok("10.1.2.3", "attacker.example"));
+    assert_true(admin_host_ok("0.0.0.0", false, "attacker.example"));
+    assert_true(admin_host_ok("10.1.2.3", false, "attacker.example"));
+    /* a name bound to a loopback address (its socket says so): checked, the name allowed */
+    assert_false(admin_host_ok("vm", true, "evil.example"));
+    assert_true(admin_host_ok("vm", true, "vm:8081"));
 }
 
 int main(void)

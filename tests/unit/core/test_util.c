@@ -1,4 +1,6 @@
 /* Unit tests: ids, integer and address parsing, hashing (src/core/util.c). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -211,6 +213,24 @@ static void only_localhost_and_numeric_loopback_addresses_are_loopback(void **st
     assert_false(host_is_loopback(""));
 }
 
+/* The admin listener takes its Host check from the address it bound (a name such as the
+ * machine's own in /etc/hosts binds 127.0.1.1; its text said nothing). */
+static void a_bound_address_in_127_8_or_at_1_is_loopback(void **state)
+{
+    struct sockaddr_in v4 = {.sin_family = AF_INET};
+    struct sockaddr_in6 v6 = {.sin6_family = AF_INET6};
+    inet_pton(AF_INET, "127.0.1.1", &v4.sin_addr);
+    assert_true(sockaddr_is_loopback((struct sockaddr *)&v4));
+    inet_pton(AF_INET, "10.0.0.1", &v4.sin_addr);
+    assert_false(sockaddr_is_loopback((struct sockaddr *)&v4));
+    inet_pton(AF_INET6, "::1", &v6.sin6_addr);
+    assert_true(sockaddr_is_loopback((struct sockaddr *)&v6));
+    inet_pton(AF_INET6, "::ffff:127.0.0.1", &v6.sin6_addr);
+    assert_true(sockaddr_is_loopback((struct sockaddr *)&v6));
+    inet_pton(AF_INET6, "::", &v6.sin6_addr);
+    assert_false(sockaddr_is_loopback((struct sockaddr *)&v6));
+}
+
 static void a_port_out_of_range_or_malformed_is_rejected(void **state)
 {
     char host[64];
@@ -346,6 +366,8 @@ int main(void)
         cmocka_unit_test(a_bracketed_ipv6_host_loses_its_brackets),
         cmocka_unit_test(a_missing_port_is_rejected),
         cmocka_unit_test(only_localhost_and_numeric_loopback_addresses_are_loopback),
+        cmocka_unit_test(a_bound_address_in_127_8_or_at_1_is_loopback),
+        cmocka_unit_test(a_bound_address_in_127_8_or_at_1_is_loopback),
         cmocka_unit_test(a_port_out_of_range_or_malformed_is_rejected),
         cmocka_unit_test(an_empty_host_is_rejected),
         cmocka_unit_test(a_host_too_long_for_the_buffer_is_rejected),
