@@ -37,7 +37,8 @@ static struct {
     store_t *store;
     bool running;
     char host[256]; /* the address it is bound to (--admin-listen's host) */
-    bool loopback;  /* the address it bound is a loopback one (admin_host_ok) */
+    char addr[64];  /* the address it bound, numeric */
+    bool loopback;  /* and it is a loopback one (admin_host_ok) */
 } A;
 
 /* Sends what the output buffer holds, with no read timeout until it is written (conns.c: an
@@ -525,15 +526,21 @@ static bool host_is(const char *host, const char *name)
     return strncasecmp(host, name, n) == 0 && (host[n] == '\0' || host[n] == ':');
 }
 
-bool admin_host_ok(const char *bound, bool loopback, const char *host)
+bool admin_host_ok(const char *bound, const char *addr, bool loopback, const char *host)
 {
     if (!host || !loopback)
         return true;
-    /* a loopback name, or the address it is bound to (an IPv6 address bracketed in a Host) */
-    char bracketed[260];
-    snprintf(bracketed, sizeof bracketed, "[%s]", bound);
-    return host_is(host, "localhost") || host_is(host, "127.0.0.1") || host_is(host, "[::1]") ||
-           host_is(host, bound) || host_is(host, bracketed);
+    if (host_is(host, "localhost") || host_is(host, "127.0.0.1") || host_is(host, "[::1]"))
+        return true;
+    /* the name it was bound by, or the address it bound (IPv6 bracketed in a Host) */
+    const char *own[2] = {bound, addr};
+    for (int i = 0; i < 2; i++) {
+        char bracketed[260];
+        snprintf(bracketed, sizeof bracketed, "[%s]", own[i] ? own[i] : "");
+        if (own[i] && own[i][0] && (host_is(host, own[i]) || host_is(host, bracketed)))
+            return true;
+    }
+    return false;
 }
 
 /* Why a request is refused as a browser's (NULL: it is not). The admin API moves shards and
@@ -548,7 +555,7 @@ static const char *browser_refusal(struct evhttp_request *req)
     if (evhttp_find_header(in, "Origin") || (site && strcmp(site, "none") != 0))
         return "forbidden: the admin listener answers no web page's request (it carried Origin "
                "or Sec-Fetch-Site)\n";
-    if (!admin_host_ok(A.host, A.loopback, evhttp_find_header(in, "Host")))
+    if (!admin_host_ok(A.host, A.addr, A.loopback, evhttp_find_header(in, "Host")))
         return "forbidden: this admin listener is on loopback; the Host header must name "
                "localhost, 127.0.0.1, [::1] or its own address\n";
     return NULL;
@@ -641,9 +648,13 @@ int admin_start(const char *host, int port, store_t *store, int *bound_port)
     if (accept_guard_init(&A.guard, evhttp_bound_socket_get_listener(b), "admin") != 0 ||
         admin_conns_init(A.http, A.base, &A.guard) != 0)
         return -1;
-    struct sockaddr_storage ss;
+    struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof ss;
-    getsockname(evhttp_bound_socket_get_fd(b), (struct sockaddr *)&ss, &sl);
+    if (getsockname(evhttp_bound_socket_get_fd(b), (struct sockaddr *)&ss, &sl) != 0 ||
+        sockaddr_numeric((struct sockaddr *)&ss, sl, A.addr, sizeof A.addr) != 0) {
+        log_error("admin listener on %s:%d: cannot read the address it bound", host, port);
+        return -1;
+    }
     A.loopback = sockaddr_is_loopback((struct sockaddr *)&ss); /* not from the name: it resolved */
     *bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                            : ntohs(((struct sockaddr_in *)&ss)->sin_port);

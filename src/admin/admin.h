@@ -37,11 +37,11 @@ typedef struct admin_shard_ops {
 void admin_set_shard_ops(const admin_shard_ops_t *ops);
 void admin_stop(void);
 /* For tests: whether a request with this Host header (NULL: none) may reach a listener bound to
- * bound (--admin-listen's host); loopback: the address it bound is a loopback one (its socket's,
- * whatever name bound it: "localhost", the machine's own name in /etc/hosts). Only a loopback
- * listener looks: its Host must name localhost, 127.0.0.1, [::1] or bound itself (bracketed or
- * not), with any port or none, in any case, so a page that rebinds its own DNS name to
- * 127.0.0.1 gets no answer. */
-bool admin_host_ok(const char *bound, bool loopback, const char *host);
+ * bound (--admin-listen's host) at addr (the address it bound, numeric; NULL: unknown);
+ * loopback: addr is a loopback one (its socket's, whatever name bound it: "localhost", the
+ * machine's own name in /etc/hosts). Only a loopback listener looks: its Host must name
+ * localhost, 127.0.0.1, [::1], bound or addr (bracketed or not), with any port or none, in any
+ * case, so a page that rebinds its own DNS name to 127.0.0.1 gets no answer. */
+bool admin_host_ok(const char *bound, const char *addr, bool loopback, const char *host);
 
 #endif

@@ -7,7 +7,7 @@
  * Why. The admin listener is loopback by default, but a node whose Prometheus scrapes it from
  * another host listens on a reachable address, where anyone may open connections (the
  * --admin-token check comes with a request, and evhttp keeps a silent connection for
- * --read-timeout). Unbounded, they took the descriptors the store and the MCP endpoint need
+ * admin_conns_timeout_s: --read-timeout, at most 30 s). Unbounded, they took the descriptors the store and the MCP endpoint need
  * (main.c fits --max-connections with FD_RESERVE_MORE for the admin listener and the rest). A
  * flood now waits for the cap's places, and the MCP endpoint and the store keep theirs.
  *
@@ -21,12 +21,12 @@
  *
  * An answer is written with no read timeout (admin_conns_answer_unhurried), as on the MCP
  * listener (http/flush.c): evhttp reads during an answer only to see a close, enabling reading
- * with the connection's read timeout (--read-timeout) at the answer's start
+ * with the connection's read timeout (admin_conns_timeout_s) at the answer's start
  * (evhttp_write_buffer), and the bytes written do not start that timer again (libevent's read
  * and write events time out apart; the client, taking the answer, sends nothing). So an export
- * file that took longer than --read-timeout to go to a peer reading it steadily on a slow link
+ * file that took longer than that to go to a peer reading it steadily on a slow link
  * (a few hundred MB at 10 MB/s) was cut there, and the peer's adopt failed, each retry alike.
- * The write timeout (--read-timeout without progress) stays, so a client that stops reading is
+ * The write timeout (as long, without progress) stays, so a client that stops reading is
  * still dropped; the read timeout comes back in the request's completion callback, before evhttp
  * reads the next request, so an idle keep-alive connection is dropped as before. */
 #include "admin/conns.h"

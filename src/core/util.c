@@ -370,6 +370,13 @@ bool host_is_loopback(const char *host)
     return lo;
 }
 
+int sockaddr_numeric(const struct sockaddr *sa, unsigned len, char *out, size_t outlen)
+{
+    return getnameinfo(sa, (socklen_t)len, out, (socklen_t)outlen, NULL, 0, NI_NUMERICHOST) == 0
+               ? 0
+               : -1;
+}
+
 bool sockaddr_is_loopback(const struct sockaddr *sa)
 {
     if (sa->sa_family == AF_INET) {

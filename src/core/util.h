@@ -79,5 +79,7 @@ bool host_is_loopback(const char *host);
 struct sockaddr;
 /* Whether sa (AF_INET or AF_INET6) is in 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. */
 bool sockaddr_is_loopback(const struct sockaddr *sa);
+/* sa's address as numbers ("127.0.1.1", "::1"), into out: 0, or -1. */
+int sockaddr_numeric(const struct sockaddr *sa, unsigned len, char *out, size_t outlen);
 
 #endif

@@ -199,6 +199,17 @@ static void note_stuck(store_t *s, int part, const char *err);
 static bool stuck_news(const store_t *s, const char *err);
 static bool rocksdb_resumes(const char *err);
 
+/* Under mu: partition `part` refuses for an error RocksDB does not resume from, after another
+ * (stuck_news is news once): logged once, and not probed. */
+static void note_stuck_too(store_t *s, int part, const char *err)
+{
+    if (!(s->stuck_parts & 1ULL << part))
+        log_error("store: partition %d fails too (%s): the same restart ends it", part, err);
+    else
+        log_debug("store: write refused: %s", err);
+    s->stuck_parts |= 1ULL << part;
+}
+
 /* One tiny write: succeeds once RocksDB has recovered from its background error. One that
  * fails with an error RocksDB does not resume from is noted (the refusal may have begun as the
  * guard's, or as a full disk's whose recovery then failed otherwise). */
@@ -215,8 +226,8 @@ static bool probe_write(store_t *s, int part)
         pthread_mutex_lock(&s->mu);
         if (stuck_news(s, err))
             note_stuck(s, part, err);
-        if (!rocksdb_resumes(err))
-            s->stuck_parts |= 1ULL << part; /* a second partition's too (stuck_news: once) */
+        else if (!rocksdb_resumes(err))
+            note_stuck_too(s, part, err);
         pthread_mutex_unlock(&s->mu);
         rocksdb_free(err);
         return false;
@@ -365,12 +376,7 @@ void store_mark_refusing(store_t *s, int part, const char *err, bool by_guard)
     if (!by_guard && stuck_news(s, err)) {
         note_stuck(s, part, err); /* first, or after a refusal that would have ended */
     } else if (!by_guard && !rocksdb_resumes(err)) {
-        /* another partition stuck (stuck_news is news once): logged once, not probed */
-        if (!(s->stuck_parts & 1ULL << part))
-            log_error("store: partition %d fails too (%s): the same restart ends it", part, err);
-        else
-            log_debug("store: write refused: %s", err);
-        s->stuck_parts |= 1ULL << part;
+        note_stuck_too(s, part, err);
     } else if (!was) {
         snprintf(s->why, sizeof s->why, "%s", err);
         log_error("store: a write failed (%s); writes are refused until the store recovers "

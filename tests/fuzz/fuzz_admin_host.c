@@ -112,8 +112,8 @@ static void check(const char *bound, bool socket_lo, const char *host)
     if (lo)
         FUZZ_CHECK(maybe_loopback(bound));
     lo = lo || socket_lo; /* what the bound socket says (admin_start): a numeric name agrees */
-    FUZZ_CHECK(admin_host_ok(bound, lo, NULL));
-    bool ok = admin_host_ok(bound, lo, host);
+    FUZZ_CHECK(admin_host_ok(bound, NULL, lo, NULL));
+    bool ok = admin_host_ok(bound, NULL, lo, host);
     if (!lo) {
         FUZZ_CHECK(ok);
         return;
@@ -124,16 +124,16 @@ static void check(const char *bound, bool socket_lo, const char *host)
         if (isalpha((unsigned char)*p))
             *p = (char)(islower((unsigned char)*p) ? toupper((unsigned char)*p)
                                                    : tolower((unsigned char)*p));
-    FUZZ_CHECK(admin_host_ok(bound, lo, flipped) == ok);
+    FUZZ_CHECK(admin_host_ok(bound, NULL, lo, flipped) == ok);
     free(flipped);
     if (!ok)
         return;
     char *port = with(host, ":8080");
-    FUZZ_CHECK(admin_host_ok(bound, lo, port));
+    FUZZ_CHECK(admin_host_ok(bound, NULL, lo, port));
     free(port);
     if (!strchr(host, ':')) {
         char *rebound = with(host, ".evil.example");
-        FUZZ_CHECK(!admin_host_ok(bound, lo, rebound));
+        FUZZ_CHECK(!admin_host_ok(bound, NULL, lo, rebound));
         free(rebound);
     }
 }

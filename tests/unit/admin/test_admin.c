@@ -250,25 +250,32 @@ static void healthz_mint_is_503_while_the_node_owns_no_shard(void **state)
     lb_answer_free(&a);
 }
 
-/* The Host check against DNS rebinding (admin_host_ok), without a listener. */
+/* The Host check against DNS rebinding (admin_host_ok), without a listener: bound at addr. */
+static bool admin_host_ok_t(const char *bound, bool loopback, const char *host)
+{
+    return admin_host_ok(bound, loopback ? "127.0.1.1" : "10.0.0.9", loopback, host);
+}
 static void a_loopback_listener_answers_loopback_hosts_only(void **state)
 {
-    assert_true(admin_host_ok("127.0.0.1", true, "localhost:8081"));
-    assert_true(admin_host_ok("127.0.0.1", true, "LOCALHOST"));
-    assert_true(admin_host_ok("127.0.0.1", true, "[::1]:8081"));
-    assert_true(admin_host_ok("127.0.0.2", true, "127.0.0.2:8081"));
-    assert_true(admin_host_ok("::1", true, "[::1]"));
-    assert_true(admin_host_ok("127.0.0.1", true, NULL));
-    assert_false(admin_host_ok("127.0.0.1", true, "attacker.example:8081"));
-    assert_false(admin_host_ok("127.0.0.1", true, "localhost.attacker.example"));
-    assert_false(admin_host_ok("127.0.0.1", true, "127.0.0.1.nip.io:8081"));
-    assert_false(admin_host_ok("localhost", true, ""));
+    assert_true(admin_host_ok_t("127.0.0.1", true, "localhost:8081"));
+    assert_true(admin_host_ok_t("127.0.0.1", true, "LOCALHOST"));
+    assert_true(admin_host_ok_t("127.0.0.1", true, "[::1]:8081"));
+    assert_true(admin_host_ok_t("127.0.0.2", true, "127.0.0.2:8081"));
+    assert_true(admin_host_ok_t("::1", true, "[::1]"));
+    assert_true(admin_host_ok_t("127.0.0.1", true, NULL));
+    assert_false(admin_host_ok_t("127.0.0.1", true, "attacker.example:8081"));
+    assert_false(admin_host_ok_t("127.0.0.1", true, "localhost.attacker.example"));
+    assert_false(admin_host_ok_t("127.0.0.1", true, "127.0.0.1.nip.io:8081"));
+    assert_false(admin_host_ok_t("localhost", true, ""));
     /* off loopback the Host names no address to check it against */
-    assert_true(admin_host_ok("0.0.0.0", false, "attacker.example"));
-    assert_true(admin_host_ok("10.1.2.3", false, "attacker.example"));
+    assert_true(admin_host_ok_t("0.0.0.0", false, "attacker.example"));
+    assert_true(admin_host_ok_t("10.1.2.3", false, "attacker.example"));
     /* a name bound to a loopback address (its socket says so): checked, the name allowed */
-    assert_false(admin_host_ok("vm", true, "evil.example"));
-    assert_true(admin_host_ok("vm", true, "vm:8081"));
+    assert_false(admin_host_ok_t("vm", true, "evil.example"));
+    assert_true(admin_host_ok_t("vm", true, "vm:8081"));
+    assert_true(admin_host_ok_t("vm", true, "127.0.1.1:8081")); /* the address it bound */
+    assert_true(admin_host_ok("::1", "::1", true, "[::1]:8081"));
+    assert_false(admin_host_ok("vm", NULL, true, "[]"));
 }
 
 int main(void)

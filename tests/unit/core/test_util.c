@@ -367,7 +367,6 @@ int main(void)
         cmocka_unit_test(a_missing_port_is_rejected),
         cmocka_unit_test(only_localhost_and_numeric_loopback_addresses_are_loopback),
         cmocka_unit_test(a_bound_address_in_127_8_or_at_1_is_loopback),
-        cmocka_unit_test(a_bound_address_in_127_8_or_at_1_is_loopback),
         cmocka_unit_test(a_port_out_of_range_or_malformed_is_rejected),
         cmocka_unit_test(an_empty_host_is_rejected),
         cmocka_unit_test(a_host_too_long_for_the_buffer_is_rejected),
