@@ -303,7 +303,7 @@ class Admin(unittest.TestCase):
         port = srv.admin_port
         reply = self._raw_admin("GET", "/stats", {"Host": f"evil.example:{port}"}, srv, addr)
         self.assertTrue(reply.startswith(b"HTTP/1.1 403 "), reply[:200])
-        for host in (f"{name}:{port}", f"localhost:{port}"):
+        for host in (f"{name}:{port}", f"{addr}:{port}", f"localhost:{port}"):
             reply = self._raw_admin("GET", "/stats", {"Host": host}, srv, addr)
             self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), (host, reply[:200]))
 
