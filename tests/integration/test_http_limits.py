@@ -210,14 +210,29 @@ class FileDescriptors(unittest.TestCase):
             resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
         srv = self.start(preexec=low_limit)
         pid = srv.proc.pid
-        fit = int(re.search(r"--max-connections 10000 is lowered to (\d+)", srv.log_tail(20000)).group(1))
-        store_budget = 1024 // 4  # one partition: a quarter of the limit
+        log = srv.log_tail(20000)
+        fit = int(re.search(r"--max-connections 10000 is lowered to (\d+)", log).group(1))
+        # what the store may open in all (a quarter of the limit, over its partitions), of which
+        # it holds some already: those are in the count of open descriptors too
+        store_budget = int(re.search(r"\((\d+) for the store's", log).group(1))
         # the flooding address holds its share (--principal-share 50) twice over, open
         held = 2 * max(1, fit // 2)
         socks = connect_many(srv.port, held, source="127.0.0.3")
         self.addCleanup(lambda: [s.close() for s in socks])
         self.assertTrue(wait_until(lambda: srv.stats()["connections_open"] == held, 10))
         log0 = log_size(srv)
+        data = os.path.realpath(srv.data_dir) + os.sep
+
+        def store_fds():
+            n = 0
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                try:
+                    n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith(data)
+                except OSError:
+                    pass
+            return n
+        store_open = store_fds()
+        self.assertGreater(store_open, 0, "the store's files are open")
         peak = 0
         for _ in range(5):
             os.kill(pid, signal.SIGSTOP)  # the burst waits in the backlog, all at once
@@ -236,7 +251,11 @@ class FileDescriptors(unittest.TestCase):
         st = srv.stats()
         self.assertEqual(st["accept_pauses_total"], 0, "accept() never failed: the process never "
                          "ran out of descriptors")
-        self.assertLessEqual(peak + store_budget, 1024, f"{peak} descriptors open at the burst's peak")
+        # at the peak the store could still open the rest of its budget (before: the budget in
+        # full on top of the peak, which counts the store's open files twice: 1031 with three
+        # partitions, whose logs and manifests are open three times over)
+        self.assertLessEqual(peak - store_open + store_budget, 1024,
+                             f"{peak} descriptors open at the burst's peak, {store_open} the store's")
         self.assertGreaterEqual(st["accept_holds_total"], 1, "the holds are counted")
         with open(srv.stderr_path, "rb") as f:
             f.seek(log0)
