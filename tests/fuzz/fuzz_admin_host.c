@@ -76,17 +76,18 @@ static bool maybe_loopback(const char *b)
 }
 
 /* The reference Host check on a loopback listener: the Host, cut at each ':' (and whole), is
- * one of the names. */
+ * one of the names (the bound one only when it is not empty). */
 static bool ref_names(const char *bound, const char *host)
 {
     char br[300];
     snprintf(br, sizeof br, "[%s]", bound);
     const char *names[5] = {"localhost", "127.0.0.1", "[::1]", bound, br};
+    int count = bound[0] ? 5 : 3; /* an empty name names nothing (admin_host_ok) */
     size_t n = strlen(host);
     for (size_t cut = 0; cut <= n; cut++) {
         if (cut < n && host[cut] != ':')
             continue;
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < count; i++)
             if (strlen(names[i]) == cut && strncasecmp(host, names[i], cut) == 0)
                 return true;
     }

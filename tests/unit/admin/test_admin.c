@@ -276,6 +276,7 @@ static void a_loopback_listener_answers_loopback_hosts_only(void **state)
     assert_true(admin_host_ok_t("vm", true, "127.0.1.1:8081")); /* the address it bound */
     assert_true(admin_host_ok("::1", "::1", true, "[::1]:8081"));
     assert_false(admin_host_ok("vm", NULL, true, "[]"));
+    assert_false(admin_host_ok("", NULL, true, "")); /* an empty name names nothing */
 }
 
 int main(void)
