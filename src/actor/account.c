@@ -49,11 +49,7 @@ int actor_meta_unit(const char *meta, size_t len, char *out, size_t n, bool *hol
         fast_owner(meta, len, out, n))
         return STORED_SESSION;
     json_t *m = json_parse_buf(meta, len, NULL, 0, NULL);
-    const json_t *k = json_object_get(m, "k");
-    int kind = jsonrpc_str_is(k, "r")   ? STORED_RECORD
-               : jsonrpc_str_is(k, "h") ? STORED_HANDLE
-               : jsonrpc_str_is(k, "t") ? STORED_TASK
-                                        : STORED_SESSION;
+    int kind = actor_kind_of(m);
     actor_owner_of(m, out, n);
     *holds = !json_is_false(json_object_get(m, "hs"));
     json_decref(m);

@@ -327,13 +327,18 @@ int actor_meta_kind(const char *meta, size_t len)
     if (!memmem(meta, len, "\"k\":\"", 5))
         return STORED_SESSION;
     json_t *m = json_parse_buf(meta, len, NULL, 0, NULL);
-    const json_t *k = json_object_get(m, "k");
-    int kind = jsonrpc_str_is(k, "r")   ? STORED_RECORD
-               : jsonrpc_str_is(k, "h") ? STORED_HANDLE
-               : jsonrpc_str_is(k, "t") ? STORED_TASK
-                                        : STORED_SESSION;
+    int kind = actor_kind_of(m);
     json_decref(m);
     return kind;
+}
+
+int actor_kind_of(const json_t *m)
+{
+    const json_t *k = json_object_get(m, "k");
+    return jsonrpc_str_is(k, "r")   ? STORED_RECORD
+           : jsonrpc_str_is(k, "h") ? STORED_HANDLE
+           : jsonrpc_str_is(k, "t") ? STORED_TASK
+                                    : STORED_SESSION;
 }
 
 actor_t *actor_find_or_load(worker_t *w, const char *sid, int *err)

@@ -202,6 +202,8 @@ actor_t *actor_create_kind(worker_t *w, const char *sid, char kind);
 /* What stored metadata (actor_write_meta's) belongs to: the startup counts (sessionrec_count). */
 enum { STORED_SESSION = 0, STORED_RECORD, STORED_HANDLE, STORED_TASK, STORED__KINDS };
 int actor_meta_kind(const char *meta, size_t len);
+/* The same of parsed metadata (NULL: a session). */
+int actor_kind_of(const json_t *m);
 /* Adds sign (+1, -1) times what the stored records of ids starting with prefix (plen 0: all)
  * hold of their owners' shares (principal_add), and counts them by kind into by_kind (may be
  * NULL): at startup (account.c). 0, or -EIO when a read error stopped the walk: the counts and
