@@ -519,48 +519,6 @@ static void healthz(struct evhttp_request *req, bool mint)
     }
 }
 
-/* host[:port] names "name" (any port or none) */
-static bool host_is(const char *host, const char *name)
-{
-    size_t n = strlen(name);
-    return strncasecmp(host, name, n) == 0 && (host[n] == '\0' || host[n] == ':');
-}
-
-bool admin_host_ok(const char *bound, const char *addr, bool loopback, const char *host)
-{
-    if (!host || !loopback)
-        return true;
-    if (host_is(host, "localhost") || host_is(host, "127.0.0.1") || host_is(host, "[::1]"))
-        return true;
-    /* the name it was bound by, or the address it bound (IPv6 bracketed in a Host) */
-    const char *own[2] = {bound, addr};
-    for (int i = 0; i < 2; i++) {
-        char bracketed[260];
-        snprintf(bracketed, sizeof bracketed, "[%s]", own[i] ? own[i] : "");
-        if (own[i] && own[i][0] && (host_is(host, own[i]) || host_is(host, bracketed)))
-            return true;
-    }
-    return false;
-}
-
-/* Why a request is refused as a browser's (NULL: it is not). The admin API moves shards and
- * reads the node's state: no web page may reach it. Browsers send Origin on every POST and
- * cross-origin request, and Sec-Fetch-Site on every request (only "none" where the user typed
- * the address); curl, HAProxy, Prometheus and the nodes' own calls send neither. A page that
- * rebinds its DNS name to 127.0.0.1 sends its own name as Host. */
-static const char *browser_refusal(struct evhttp_request *req)
-{
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    const char *site = evhttp_find_header(in, "Sec-Fetch-Site");
-    if (evhttp_find_header(in, "Origin") || (site && strcmp(site, "none") != 0))
-        return "forbidden: the admin listener answers no web page's request (it carried Origin "
-               "or Sec-Fetch-Site)\n";
-    if (!admin_host_ok(A.host, A.addr, A.loopback, evhttp_find_header(in, "Host")))
-        return "forbidden: this admin listener is on loopback; the Host header must name "
-               "localhost, 127.0.0.1, [::1] or its own address\n";
-    return NULL;
-}
-
 static void on_request(struct evhttp_request *req, void *arg)
 {
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
@@ -572,7 +530,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         healthz(req, strcmp(path, "/healthz/mint") == 0);
         return;
     }
-    const char *refusal = browser_refusal(req);
+    const char *refusal = admin_browser_refusal(req, A.host, A.addr, A.loopback);
     if (refusal) {
         send_text(req, 403, "text/plain", refusal);
         return;

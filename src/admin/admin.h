@@ -43,5 +43,15 @@ void admin_stop(void);
  * localhost, 127.0.0.1, [::1], bound or addr (bracketed or not), with any port or none, in any
  * case, so a page that rebinds its own DNS name to 127.0.0.1 gets no answer. */
 bool admin_host_ok(const char *bound, const char *addr, bool loopback, const char *host);
+/* Why a request is refused as a browser's (NULL: it is not; browser.c). The admin API moves
+ * shards and reads the node's state: no web page may reach it. Browsers send Origin on every
+ * POST and cross-origin request, and Sec-Fetch-Site on every request (only "none" where the user
+ * typed the address); curl, HAProxy, Prometheus and the nodes' own calls send neither. A page
+ * that rebinds its DNS name to 127.0.0.1 sends its own name as Host: admin_host_ok, for a
+ * listener on a wildcard address ("0.0.0.0", "::") by the connection's own address, with the
+ * machine's name (gethostname) as its bound name. */
+struct evhttp_request;
+const char *admin_browser_refusal(struct evhttp_request *req, const char *bound, const char *addr,
+                                  bool loopback);
 
 #endif

@@ -158,6 +158,20 @@ class PortInUse(unittest.TestCase):
         self.assertEqual(s.call("ping")[0].status, 200)
 
 
+def _a_non_loopback_address():
+    """An IPv4 address of this machine's that is not a loopback one (None: there is none): the
+    one a datagram to a documentation address would leave from (nothing is sent)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("198.51.100.1", 9))
+        addr = s.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        s.close()
+    return None if addr.startswith("127.") or addr == "0.0.0.0" else addr
+
+
 class Admin(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -306,6 +320,28 @@ class Admin(unittest.TestCase):
         for host in (f"{name}:{port}", f"{addr}:{port}", f"localhost:{port}"):
             reply = self._raw_admin("GET", "/stats", {"Host": host}, srv, addr)
             self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), (host, reply[:200]))
+
+    def test_a_listener_on_a_wildcard_address_checks_the_host_of_a_loopback_connection(self):
+        """A listener on 0.0.0.0 takes loopback connections too: a page that rebinds its name
+        to 127.0.0.1 reached it with its own name as Host. A connection over loopback is checked
+        as a loopback listener's (the machine's own name allowed); one that arrives at another
+        address of the machine is not (it names whatever the client used)."""
+        srv = Server("--admin-listen", "0.0.0.0:0")
+        self.addCleanup(srv.cleanup)
+        port = srv.admin_port
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}"):
+            reply = self._raw_admin("GET", "/stats", {"Host": host}, srv)
+            self.assertTrue(reply.startswith(b"HTTP/1.1 403 "), (host, reply[:200]))
+            self.assertIn(b"reached over loopback", reply)
+        name = socket.gethostname()
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"{name}:{port}", name.upper()):
+            reply = self._raw_admin("GET", "/stats", {"Host": host}, srv)
+            self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), (host, reply[:200]))
+        other = _a_non_loopback_address()
+        if other is None:
+            self.skipTest("no address but loopback here for the rest")
+        reply = self._raw_admin("GET", "/stats", {"Host": f"evil.example:{port}"}, srv, other)
+        self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), (other, reply[:200]))
 
     def test_unknown_admin_paths_get_404(self):
         self.assertEqual(self.server.admin("/nope").status, 404)

@@ -1,0 +1,84 @@
+/* Threads: the admin thread (a request's check); tests and fuzzers call admin_host_ok. */
+/* Whether a request to the admin listener is a web page's (see admin.h). */
+#include "admin/admin.h"
+
+#include "core/util.h"
+
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* host[:port] names "name" (any port or none) */
+static bool host_is(const char *host, const char *name)
+{
+    size_t n = strlen(name);
+    return strncasecmp(host, name, n) == 0 && (host[n] == '\0' || host[n] == ':');
+}
+
+bool admin_host_ok(const char *bound, const char *addr, bool loopback, const char *host)
+{
+    if (!host || !loopback)
+        return true;
+    if (host_is(host, "localhost") || host_is(host, "127.0.0.1") || host_is(host, "[::1]"))
+        return true;
+    /* the name it was bound by, or the address it bound (IPv6 bracketed in a Host) */
+    const char *own[2] = {bound, addr};
+    for (int i = 0; i < 2; i++) {
+        char bracketed[260];
+        snprintf(bracketed, sizeof bracketed, "[%s]", own[i] ? own[i] : "");
+        if (own[i] && own[i][0] && (host_is(host, own[i]) || host_is(host, bracketed)))
+            return true;
+    }
+    return false;
+}
+
+/* A listener on a wildcard address takes connections to every address the machine has, loopback
+ * among them: such a connection is checked as a loopback listener's would be, with the address
+ * it arrived at, and the machine's own name (a local Prometheus that names it, /etc/hosts mapping
+ * it to 127.0.1.1) in place of a bound name. false: the connection is not a loopback one. */
+static bool wildcard_by_loopback(struct evhttp_request *req, char *addr, size_t n, char *name,
+                                 size_t nn)
+{
+    struct evhttp_connection *c = evhttp_request_get_connection(req);
+    struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+    struct sockaddr_storage ss = {0};
+    socklen_t sl = sizeof ss;
+    if (!bev || getsockname(bufferevent_getfd(bev), (struct sockaddr *)&ss, &sl) != 0)
+        return true; /* unknown: checked as loopback (the stricter) */
+    if (!sockaddr_is_loopback((struct sockaddr *)&ss))
+        return false;
+    if (sockaddr_numeric((struct sockaddr *)&ss, sl, addr, n) != 0)
+        addr[0] = '\0';
+    if (gethostname(name, nn) != 0)
+        name[0] = '\0';
+    name[nn - 1] = '\0';
+    return true;
+}
+
+const char *admin_browser_refusal(struct evhttp_request *req, const char *bound, const char *addr,
+                                  bool loopback)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *site = evhttp_find_header(in, "Sec-Fetch-Site");
+    if (evhttp_find_header(in, "Origin") || (site && strcmp(site, "none") != 0))
+        return "forbidden: the admin listener answers no web page's request (it carried Origin "
+               "or Sec-Fetch-Site)\n";
+    char local[64], name[256];
+    const char *host = evhttp_find_header(in, "Host");
+    if (host && !loopback && (strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "::") == 0) &&
+        wildcard_by_loopback(req, local, sizeof local, name, sizeof name)) {
+        bound = name;
+        addr = local;
+        loopback = true;
+    }
+    if (!admin_host_ok(bound, addr, loopback, host))
+        return "forbidden: this admin listener is reached over loopback; the Host header must "
+               "name localhost, 127.0.0.1, [::1] or its own address\n";
+    return NULL;
+}
