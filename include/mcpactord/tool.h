@@ -71,6 +71,11 @@ json_t *mcpd_text_contentn(const char *text, size_t len);
 
 /* ---- tools -------------------------------------------------------------------------- */
 
+/* The deepest a handler's result may nest (an object or array is a level, the result itself
+ * the first): a deeper one, from any handler (tool, resource, prompt, completion), is the
+ * handler's error, answered -32603 saying so (logged), and freed without recursion. */
+#define MCPD_RESULT_MAX_DEPTH 50000
+
 /* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error. A result
  * that is not an object with a "content" array (as a resource read's needs "contents" and a
  * prompt's "messages") is the handler's error: the call is answered -32603 saying so (logged).

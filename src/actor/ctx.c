@@ -8,6 +8,7 @@
 #include "actor/msg.h"
 #include "actor/worker.h"
 #include "core/config.h"
+#include "core/jsondeep.h"
 #include "core/jsonparse.h"
 #include "core/log.h"
 #include "core/shard.h"
@@ -198,9 +199,27 @@ static json_t *send_and_wait_to(job_t *j, wmsg_t *m, long wait_ms, bool until_an
     return reply;
 }
 
+/* A result past MCPD_RESULT_MAX_DEPTH: the handler's error (-32603), freed before json_decref,
+ * which recurses once a level, touches it; a run waiting for input gets null (replaced). */
+static json_t *depth_checked(job_t *j, json_t *r)
+{
+    if (!r || json_depth_within(r, MCPD_RESULT_MAX_DEPTH))
+        return r;
+    json_decref_deep(r);
+    if (mcpd_ctx_input_pending(j))
+        return json_null();
+    mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL,
+                       "the handler returned a result nested deeper than %d levels",
+                       MCPD_RESULT_MAX_DEPTH);
+    static _Atomic long long warned_us;
+    if (log_due(&warned_us, 60 * 1000000LL)) /* a plugin's bug: said once a minute, not a call */
+        log_warn("%s (said at most once a minute)", j->err);
+    return NULL;
+}
+
 void job_run(job_t *j)
 {
-    json_t *r = j->run(j);
+    json_t *r = depth_checked(j, j->run(j));
     if (!r && j->err_code == 0)
         mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL, "the handler failed without saying why");
     j->result = r;

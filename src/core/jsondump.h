@@ -17,8 +17,8 @@
 bool json_dump_into(buf_t *out, const json_t *v);
 /* Appends v (not NULL) whole at any depth: past 2048, the same text from a writer that keeps
  * its own stack on the heap (slower; jansson's json_dumps recurses and overflowed a thread's
- * stack some 25,000 levels down). For a value nobody bounded, such as a handler's result: a
- * partial text would be no JSON at all. */
+ * stack some 25,000 levels down). For a value bounded past 2048, such as a handler's result
+ * (50,000 levels, actor/ctx.c): a partial text would be no JSON at all. */
 void json_dump_whole_into(buf_t *out, const json_t *v);
 /* The text of v at any depth (caller frees) and its length. */
 char *json_dump_compact(const json_t *v, size_t *len);

@@ -131,8 +131,10 @@ void pool_timer_arm(pool_t *pl);
 /* pool_req.c */
 /* An upstream request (elicitation, sampling, roots) on p: an input request of its job. */
 void mrtr_upstream_request(pproc_t *p, json_t *msg);
-/* Answers job's open call with input_required (its pending requests and a requestState). */
-void mrtr_answer_input_required(pjob_t *job);
+/* Answers job's open call with input_required (its pending requests and a requestState);
+ * false when its requestState cannot be made: the call is answered -32603 and the job aborted
+ * (freed: pool_job_abort). */
+bool mrtr_answer_input_required(pjob_t *job);
 /* A retry with params.requestState: true when it was handled (attached to its exchange, or
  * refused); false: run it as a new request (its exchange is gone). */
 bool mrtr_retry(pool_t *pl, pjob_t *fresh, const json_t *params);

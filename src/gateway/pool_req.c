@@ -50,7 +50,7 @@ static bool may_ask(const char *method)
            strcmp(method, "resources/read") == 0;
 }
 
-void mrtr_answer_input_required(pjob_t *job)
+bool mrtr_answer_input_required(pjob_t *job)
 {
     if (!job->xid[0])
         session_id_fast(job->xid);
@@ -67,6 +67,12 @@ void mrtr_answer_input_required(pjob_t *job)
                                 job->method, "d", job->digest, "p", job->principal);
     char *token = reqstate_mint(reqstate_process_key(), payload);
     json_decref(payload);
+    if (!token) { /* no input_required without its token: the exchange ends, the client told */
+        json_decref(asks);
+        pool_job_abort(job, "cannot make the requestState of this input request (out of "
+                            "memory); the call ends here");
+        return false;
+    }
     json_t *result = json_pack("{s:s, s:o, s:s}", "resultType", "input_required", "inputRequests",
                                asks, "requestState", token);
     free(token);
@@ -74,6 +80,7 @@ void mrtr_answer_input_required(pjob_t *job)
     job->touched_us = now_mono_us();
     pool_answer(job, json_pack("{s:s, s:o}", "jsonrpc", "2.0", "result",
                                pool_decorate(job->pool, job, result)));
+    return true;
 }
 
 void mrtr_upstream_request(pproc_t *p, json_t *msg)
@@ -119,9 +126,10 @@ void mrtr_upstream_request(pproc_t *p, json_t *msg)
                                   method, "params",
                                   json_is_object(params) ? json_incref(params) : json_object()));
     job->touched_us = now_mono_us();
+    pool_t *pl = job->pool; /* the job is freed when its answer cannot be made */
     if (job->a)
         mrtr_answer_input_required(job);
-    pool_timer_arm(job->pool);
+    pool_timer_arm(pl);
 }
 
 /* A retry refused: -32602 with why. */

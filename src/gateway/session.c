@@ -328,6 +328,13 @@ static void client_requests(actor_t *a, gw_sess_t *gs, wmsg_t *m, int requests)
     stream_settle(a, s, true);
 }
 
+/* True when the request msg goes to the upstream; false when it is answered here: a method
+ * that holds U+0000 is no name an upstream can be sent (client_requests answers -32601). */
+static bool forwards(const json_t *msg)
+{
+    return jsonrpc_cstr(json_object_get(msg, "method")) != NULL;
+}
+
 void gw_post(actor_t *a, wmsg_t *m)
 {
     gw_sess_t *gs = gs_of(a);
@@ -338,10 +345,11 @@ void gw_post(actor_t *a, wmsg_t *m)
     }
     json_t *body = m->u.post.body;
     bool batch = json_is_array(body);
-    int requests = 0;
+    int requests = 0, forwarded = 0;
     for (size_t i = 0; i < m->u.post.n; i++) {
         jr_kind_t k = (jr_kind_t)m->u.post.kinds[i];
         requests += k == JR_REQUEST || k == JR_INVALID;
+        forwarded += k == JR_REQUEST && forwards(batch ? json_array_get(body, i) : body);
     }
     if (requests > 0 && actor_requests_in_flight(a) + requests > g_cfg.max_streams) {
         STAT_INC(limit_refusals_total);
@@ -351,11 +359,12 @@ void gw_post(actor_t *a, wmsg_t *m)
                           "1");
         return;
     }
-    /* only a request starts a process: a notification or a response for a process that has
-     * gone has nobody to reach (its maps went with it) and is dropped */
+    /* only a request the upstream is sent starts a process: a notification or a response for
+     * a process that has gone has nobody to reach (its maps went with it) and is dropped, and
+     * a request answered here (an invalid batch item, a method holding U+0000) needs none */
     char err[300];
     bool full;
-    if (requests > 0 && !gs_ensure(gs, &full, err, sizeof err)) {
+    if (forwarded > 0 && !gs_ensure(gs, &full, err, sizeof err)) {
         char msg[400];
         snprintf(msg, sizeof msg, "cannot start the upstream %s: %s", gw_name(gs), err);
         if (full)

@@ -508,6 +508,20 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
         reqstate_digest(json_object_get(mr, "b"), digest);
         json_object_set_new(mr, "d", json_string(digest));
     }
+    int64_t exp = now_wall_ms() + g_state_ttl_ms;
+    json_t *payload = json_pack("{s:s,s:I,s:I,s:O,s:O,s:s}", "r", rec->sid, "n", n, "e",
+                                (json_int_t)exp, "m", json_object_get(mr, "m"), "d",
+                                json_object_get(mr, "d"), "p", a->auth_name);
+    char *token = reqstate_mint(reqstate_process_key(), payload);
+    json_decref(payload);
+    if (!token) { /* no input_required without its token, and no exchange that no token names */
+        actor_delete(rec);
+        mcp_answer_error(a, c, JSONRPC_INTERNAL_ERROR,
+                         "cannot make the requestState of this input request (out of memory); "
+                         "the call ends here",
+                         NULL);
+        return;
+    }
     /* the answers its requests took: what its next run needs (the client sends only the
      * latest round's); an answer nothing asked for is not kept */
     json_t *answers = j->answers_taken;
@@ -518,15 +532,9 @@ void modern_input_required(actor_t *a, call_t *c, job_t *j)
                             answers ? json_incref(answers) : json_object(), "m",
                             json_object_get(mr, "m"), "d", json_object_get(mr, "d"), "o",
                             json_object_get(mr, "o"), "k", asked));
-    int64_t exp = now_wall_ms() + g_state_ttl_ms;
     actor_alarm_set(rec, exp); /* its expiry; the metadata (with the record) goes in this turn */
     actor_persist_meta(rec);
     worker_note_activity(w, rec);
-    json_t *payload = json_pack("{s:s,s:I,s:I,s:O,s:O,s:s}", "r", rec->sid, "n", n, "e",
-                                (json_int_t)exp, "m", json_object_get(mr, "m"), "d",
-                                json_object_get(mr, "d"), "p", a->auth_name);
-    char *token = reqstate_mint(reqstate_process_key(), payload);
-    json_decref(payload);
     json_t *result = json_object();
     json_object_set_new(result, "resultType", json_string("input_required"));
     json_object_set_new(result, "inputRequests", j->input_requests);

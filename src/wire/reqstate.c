@@ -20,7 +20,9 @@ unsigned char *reqstate_process_key(void)
 
 char *reqstate_mint(const unsigned char key[REQSTATE_KEY_LEN], const json_t *payload)
 {
-    char *text = json_dumps(payload, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = payload ? json_dumps(payload, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (!text)
+        return NULL;
     size_t tl = strlen(text);
     char *out = xmalloc(B64_ENCODED_SIZE(tl) + 1 + B64_ENCODED_SIZE(SHA256_LEN));
     size_t n = b64_encode(text, tl, out, true);

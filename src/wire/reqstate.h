@@ -20,7 +20,9 @@
 /* The process's key (REQSTATE_KEY_LEN bytes), written once at start by the main thread
  * (modern_state_key_init) before the workers run; read by any thread after. */
 unsigned char *reqstate_process_key(void);
-/* A new token for payload (borrowed); malloc'd. */
+/* A new token for payload (borrowed); malloc'd. NULL when payload has no JSON text: NULL
+ * itself, a value json_dumps refuses (a string that is not UTF-8), or json_dumps's allocation
+ * failed. The caller answers an error then and hands out no token. */
 char *reqstate_mint(const unsigned char key[REQSTATE_KEY_LEN], const json_t *payload);
 /* Verifies token: 0 with *payload (new reference); -EBADMSG when malformed or its mac does not
  * verify (tampered, or minted with another key); -ETIME when it verifies but has expired. */

@@ -464,6 +464,31 @@ class GatewayTest(unittest.TestCase):
         self.assertEqual(self.server.stats().get("upstreams_started_total"), started + 1)
         s.delete()
 
+    def test_a_request_answered_here_starts_no_process(self):
+        # a method holding U+0000 (-32601) and an invalid batch item (-32600) are answered by
+        # the gateway, with their ids, as on /mcp: no process is started for them
+        s = self.session("2025-03-26")
+        pid = int(s.init_result["serverInfo"]["version"])
+        s.tool("crash")
+        self.assertTrue(wait_gone(pid))
+        started = self.server.stats().get("upstreams_started_total")
+        r, msg = s.call("tools/li\u0000st")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(msg["error"]["code"], -32601, msg)
+        self.assertEqual(msg["id"], s.next_id, msg)  # the id echoed
+        r = s.post([{"jsonrpc": "1.0", "id": 8, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 9, "method": "ping\u0000"}])
+        self.assertEqual(r.status, 200, r.text)
+        by_id = {m.get("id"): m for m in r.messages()}
+        self.assertEqual(by_id[8]["error"]["code"], -32600, by_id)
+        self.assertEqual(by_id[9]["error"]["code"], -32601, by_id)
+        self.assertEqual(self.server.stats().get("upstreams_started_total"), started,
+                         "a request answered by the gateway started an upstream process")
+        r, msg = s.call("tools/list")  # a request for the upstream does start one
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(self.server.stats().get("upstreams_started_total"), started + 1)
+        s.delete()
+
     def test_what_waits_for_a_restarting_process_is_bounded_in_bytes(self):
         srv = Server("--upstream", f"pys={sys.executable} {self.script} --slow-init")
         try:

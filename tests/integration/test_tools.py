@@ -583,12 +583,31 @@ class ToolContext(ServerTest):
 
     def test_a_result_too_deep_for_jansson_s_recursion_reaches_the_client_whole(self):
         # past 2048 levels the reply writer fell back to jansson's json_dumps, which recurses:
-        # some 25,000 levels overflowed the thread's stack and the server died (SIGSEGV)
+        # some 25,000 levels overflowed the thread's stack and the server died (SIGSEGV).
+        # 49,998 arrays in structuredContent.v: the result nests 50,000 levels, the most a
+        # result may (MCPD_RESULT_MAX_DEPTH)
         s = Session(self.server)
+        n = 49998
         r = s.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                    "params": {"name": "misbehave", "arguments": {"what": "deep", "n": 60000}}})
+                    "params": {"name": "misbehave", "arguments": {"what": "deep", "n": n}}})
         self.assertEqual(r.status, 200)
-        self.assertIn(b'"v":' + b"[" * 60000 + b"0" + b"]" * 60000 + b"}", r.data)
+        self.assertIn(b'"v":' + b"[" * n + b"0" + b"]" * n + b"}", r.data)
+        self.assertServerHealthy()
+
+    def test_a_result_nested_past_the_bound_is_an_internal_error_and_the_server_lives(self):
+        # 300,000 levels: the worker's json_decref of the result recursed once a level and
+        # overflowed its stack (SIGSEGV in libjansson); one level past MCPD_RESULT_MAX_DEPTH
+        # (50,000) is refused as well, freed without recursion
+        s = Session(self.server)
+        for n in (300000, 49999):
+            r, m = s.tool("misbehave", {"what": "deep", "n": n})
+            self.assertEqual(r.status, 200)
+            self.assertIsNotNone(m, f"no parsable response: {r.data[:60]!r}")
+            self.assertNotIn("result", m, str(m)[:200])
+            self.assertEqual(m["id"], s.next_id, m)
+            self.assertEqual(m["error"]["code"], -32603, m)
+            self.assertEqual(m["error"]["message"],
+                             "the handler returned a result nested deeper than 50000 levels")
         self.assertServerHealthy()
 
     def test_a_result_that_is_not_a_call_tool_result_is_an_internal_error(self):

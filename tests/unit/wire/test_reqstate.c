@@ -344,6 +344,32 @@ static void a_whole_real_digests_as_its_integer(void **state)
     json_decref(y);
 }
 
+static void *no_memory(size_t n)
+{
+    (void)n;
+    return NULL;
+}
+
+static void a_payload_without_json_text_makes_no_token(void **state)
+{
+    (void)state;
+    /* json_dumps' NULL was read by strlen: the process died instead of refusing */
+    assert_null(reqstate_mint(KEY, NULL));
+    json_t *p = payload("alice", NOW + 60000);
+    json_object_set_new(p, "p", json_stringn_nocheck("\xff", 1)); /* not UTF-8 */
+    assert_null(reqstate_mint(KEY, p));
+    json_decref(p);
+    p = payload("alice", NOW + 60000);
+    json_set_alloc_funcs(no_memory, free); /* json_dumps' buffer cannot be had */
+    char *tok = reqstate_mint(KEY, p);
+    json_set_alloc_funcs(malloc, free);
+    assert_null(tok);
+    tok = reqstate_mint(KEY, p); /* with memory again, the same payload is a token */
+    assert_non_null(tok);
+    free(tok);
+    json_decref(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +385,7 @@ int main(void)
         cmocka_unit_test(peek_names_the_record_without_verifying_and_only_a_valid_id),
         cmocka_unit_test(the_digest_is_of_canonical_json_so_key_order_does_not_matter),
         cmocka_unit_test(a_whole_real_digests_as_its_integer),
+        cmocka_unit_test(a_payload_without_json_text_makes_no_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
