@@ -438,10 +438,10 @@ static int reclaim_aside(int shard, const char *prefix, const shardrec_t *rec, j
     manifest_t m = {.shard = -1};
     json_t *what = NULL;
     int64_t earliest = 0;
+    /* a file missing or differing is the copy's damage (502); a read error, this node's (500) */
     int rc = sm_read_manifest(dir, &m, why, whylen);
     if (rc == 0)
         rc = sm_check_files(dir, &m, why, whylen);
-    rc = rc == -EIO ? -EBADMSG : rc;
     if (rc == 0)
         rc = sm_room_for(what_for, manifest_bytes(&m), false, true, why, whylen);
     if (rc == 0)
@@ -496,11 +496,11 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
     }
     char dir[DIR_MAX];
     sm_dir_of(dir, sizeof dir, true, shard, rec.epoch);
+    /* its own files, as it wrote them: a file missing or differing is the export's damage
+     * (502); a read error is this node's disk (500), and nobody is asked anything yet */
     if ((rc = sm_read_manifest(dir, &m, why, whylen)) != 0 ||
-        (rc = sm_check_files(dir, &m, why, whylen)) != 0) {
-        rc = rc == -EIO ? -EBADMSG : rc;
+        (rc = sm_check_files(dir, &m, why, whylen)) != 0)
         goto out;
-    }
     /* room for it (the ingest copies: the export stays the shard's data until the record),
      * before the other node is asked anything */
     char what_for[64];
