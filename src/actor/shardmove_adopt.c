@@ -232,7 +232,10 @@ static int set_aside(int shard, const char *prefix, const shardrec_t *was, char 
 {
     char what_for[80];
     snprintf(what_for, sizeof what_for, "setting aside this node's own copy of shard %s", prefix);
-    uint64_t estimate = store_export_estimate(SM_STORE, prefix, SHARD_HEX);
+    uint64_t estimate;
+    dir[0] = '\0';
+    if (store_export_estimate(SM_STORE, prefix, SHARD_HEX, &estimate) != 0)
+        return sm_unreadable(why, whylen, "sizing its own copy of the shard to set it aside");
     int rc = sm_room_for(what_for, estimate, true, false, why, whylen);
     sm_dir_of(dir, DIR_MAX, true, shard, was->epoch);
     if (rc != 0 || (rc = sm_fresh_dir(dir, why, whylen)) != 0) {
