@@ -552,10 +552,18 @@ int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *wh
         goto out;
     }
     /* room for its export, before anything changes (what settling adds, the hibernations'
-     * metadata, is small; the export's size as written is checked again before the record) */
+     * metadata, is small; the export's size as written is checked again before the record).
+     * A read error of the shard's keys here is this node's: the release stops before it
+     * settles anything (the export would meet the same error) */
     char what[64];
     snprintf(what, sizeof what, "the export of shard %s", prefix);
-    uint64_t estimate = store_export_estimate(SM_STORE, prefix, SHARD_HEX);
+    uint64_t estimate;
+    if (store_export_estimate(SM_STORE, prefix, SHARD_HEX, &estimate) != 0) {
+        char doing[80];
+        snprintf(doing, sizeof doing, "sizing %s", what);
+        rc = sm_unreadable(why, whylen, doing);
+        goto out;
+    }
     if ((rc = sm_room_for(what, estimate, true, false, why, whylen)) != 0)
         goto out;
     sm_dir_of(dir, sizeof dir, true, shard, epoch);

@@ -59,9 +59,11 @@ shard_verdict_t shard_decide(bool file_mine, uint32_t file_epoch, const shardrec
  *   -EALREADY the shard's state forbids it (not served here, released elsewhere, ...)
  *   -EBUSY   its actors did not settle within wait_ms (served here again)
  *   -EAGAIN  the other node could not be reached, or is busy: retry
- *   -EBADMSG the export is incomplete or damaged (nothing adopted)
+ *   -EBADMSG the export (the other node's for an adopt, its own for a reclaim) is incomplete
+ *            or damaged: a file missing, or differing from its manifest (nothing adopted)
  *   -ENOSPC  its files would leave less than --min-free-space free (nothing changed)
- *   -EIO     a local write failed (nothing changed) */
+ *   -EIO     this node's own store or disk failed a read or a write (nothing changed; why
+ *            names this node) */
 int shard_release(const shard_req_t *rq, long wait_ms, json_t **report, char *why, size_t whylen);
 int shard_adopt(const shard_req_t *rq, json_t **report, char *why, size_t whylen);
 /* The releasing node takes its export back (the adopt failed): the node it was for must first

@@ -232,7 +232,10 @@ static int set_aside(int shard, const char *prefix, const shardrec_t *was, char 
 {
     char what_for[80];
     snprintf(what_for, sizeof what_for, "setting aside this node's own copy of shard %s", prefix);
-    uint64_t estimate = store_export_estimate(SM_STORE, prefix, SHARD_HEX);
+    uint64_t estimate;
+    dir[0] = '\0';
+    if (store_export_estimate(SM_STORE, prefix, SHARD_HEX, &estimate) != 0)
+        return sm_unreadable(why, whylen, "sizing its own copy of the shard to set it aside");
     int rc = sm_room_for(what_for, estimate, true, false, why, whylen);
     sm_dir_of(dir, DIR_MAX, true, shard, was->epoch);
     if (rc != 0 || (rc = sm_fresh_dir(dir, why, whylen)) != 0) {
@@ -438,10 +441,10 @@ static int reclaim_aside(int shard, const char *prefix, const shardrec_t *rec, j
     manifest_t m = {.shard = -1};
     json_t *what = NULL;
     int64_t earliest = 0;
+    /* a file missing or differing is the copy's damage (502); a read error, this node's (500) */
     int rc = sm_read_manifest(dir, &m, why, whylen);
     if (rc == 0)
         rc = sm_check_files(dir, &m, why, whylen);
-    rc = rc == -EIO ? -EBADMSG : rc;
     if (rc == 0)
         rc = sm_room_for(what_for, manifest_bytes(&m), false, true, why, whylen);
     if (rc == 0)
@@ -496,11 +499,11 @@ int shard_reclaim(const shard_req_t *rq, json_t **report, char *why, size_t whyl
     }
     char dir[DIR_MAX];
     sm_dir_of(dir, sizeof dir, true, shard, rec.epoch);
+    /* its own files, as it wrote them: a file missing or differing is the export's damage
+     * (502); a read error is this node's disk (500), and nobody is asked anything yet */
     if ((rc = sm_read_manifest(dir, &m, why, whylen)) != 0 ||
-        (rc = sm_check_files(dir, &m, why, whylen)) != 0) {
-        rc = rc == -EIO ? -EBADMSG : rc;
+        (rc = sm_check_files(dir, &m, why, whylen)) != 0)
         goto out;
-    }
     /* room for it (the ingest copies: the export stays the shard's data until the record),
      * before the other node is asked anything */
     char what_for[64];

@@ -178,25 +178,46 @@ int sm_write_manifest(const char *dir, const manifest_t *m, char *why, size_t wh
     return 0;
 }
 
+/* A file of this node's own export that its disk failed to read (err: the errno): said as this
+ * node's read error, naming it, never as the export's damage; logged. -EIO. */
+static int own_file_unreadable(const char *path, int err, char *why, size_t whylen)
+{
+    log_error("shard moves: reading %s failed: %s (a read error of this node's disk)", path,
+              strerror(err));
+    snprintf(why, whylen,
+             "%s could not read its own export (%s: %s): a read error of this node's disk, "
+             "logged, not damage of the export; nothing of the shard changed here: retry once it "
+             "reads",
+             shard_node_name(), path, strerror(err));
+    return -EIO;
+}
+
 int sm_read_manifest(const char *dir, manifest_t *m, char *why, size_t whylen)
 {
     char path[2048];
     snprintf(path, sizeof path, "%s/" MANIFEST_NAME, dir);
     FILE *f = fopen(path, "re");
     if (!f) {
-        snprintf(why, whylen, "cannot read %s: %s", path, strerror(errno));
+        int e = errno;
         manifest_clear(m);
-        return -EIO;
+        if (e != ENOENT)
+            return own_file_unreadable(path, e, why, whylen);
+        snprintf(why, whylen, "the export is incomplete: %s: %s", path, strerror(e));
+        return -EBADMSG;
     }
     char *text = xmalloc(1 << 16);
     size_t n = fread(text, 1, (1 << 16) - 1, f);
+    bool failed = ferror(f) != 0;
+    int e = errno;
     fclose(f);
-    int rc = manifest_parse(text, n, m, why, whylen);
+    int rc = failed ? own_file_unreadable(path, e ? e : EIO, why, whylen)
+                    : manifest_parse(text, n, m, why, whylen);
+    if (failed)
+        manifest_clear(m);
     free(text);
     return rc;
 }
 
-/* Every file of the manifest in dir has its size and SHA-256: 0, or -EBADMSG with why. */
 int sm_check_files(const char *dir, const manifest_t *m, char *why, size_t whylen)
 {
     for (int cf = 0; cf < CF__COUNT; cf++) {
@@ -207,6 +228,8 @@ int sm_check_files(const char *dir, const manifest_t *m, char *why, size_t whyle
         uint64_t bytes;
         unsigned char sha[SHA256_LEN];
         int rc = manifest_file_digest(path, &bytes, sha);
+        if (rc != 0 && rc != -ENOENT) /* there, and this node's disk fails to read it */
+            return own_file_unreadable(path, -rc, why, whylen);
         if (rc != 0) {
             snprintf(why, whylen, "the export is incomplete: %s: %s", path, strerror(-rc));
             return -EBADMSG;

@@ -103,10 +103,18 @@ int sm_fresh_dir(const char *dir, char *why, size_t whylen);
 /* dir/manifest.json, written whole (temporary file, fsync, rename, fsync of the directory). */
 int sm_write_manifest(const char *dir, const manifest_t *m, char *why, size_t whylen);
 
-/* dir/manifest.json, parsed: 0, or an error with why. */
+/* An export of this node's own (its release's, or its copy set aside), read back from its move
+ * directory. A file that is missing, or that differs from its manifest, is the export's fault:
+ * -EBADMSG ("incomplete", "damaged"). A file there that this node's disk fails to read (EIO) is
+ * this node's: -EIO, why naming the node and the read error (logged), as sm_unreadable says a
+ * read error of its store; nothing is changed by either. */
+
+/* dir/manifest.json, parsed: 0; -EBADMSG with why when it is missing or does not parse; -EIO
+ * with why when it cannot be read. */
 int sm_read_manifest(const char *dir, manifest_t *m, char *why, size_t whylen);
 
-/* Every file of the manifest in dir has its size and SHA-256: 0, or -EBADMSG with why. */
+/* Every file of the manifest in dir has its size and SHA-256: 0; -EBADMSG with why when one is
+ * missing or differs; -EIO with why when one cannot be read. */
 int sm_check_files(const char *dir, const manifest_t *m, char *why, size_t whylen);
 
 /* The stored gauges of a shard's actors (by kind) and their owners' shares, read whole before

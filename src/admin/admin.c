@@ -277,7 +277,7 @@ static int step_status(int rc)
     case -EALREADY:
         return 409;
     case -EBADMSG:
-        return 502; /* the export it was given is incomplete or damaged */
+        return 502; /* the export (a peer's, or its own reclaimed) is incomplete or damaged */
     case -ENOSPC:
         return 507; /* its files would take the node below --min-free-space */
     case -EBUSY:

@@ -152,15 +152,19 @@ int store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t key
  * small file; a margin, not a measure. */
 #define SST_FILE_OVERHEAD (64u << 10)
 
-uint64_t store_export_estimate(store_t *s, const char *prefix, size_t plen)
+int store_export_estimate(store_t *s, const char *prefix, size_t plen, uint64_t *bytes)
 {
-    uint64_t keys[CF__COUNT], bytes = 0;
-    scan_prefix(s, prefix, plen, keys, &bytes); /* short on a read error: the export, which
-                                                   reads them again, fails then */
+    uint64_t keys[CF__COUNT];
+    *bytes = 0;
+    int rc = scan_prefix(s, prefix, plen, keys, bytes);
+    if (rc != 0) { /* short: an estimate that would let an export past the space it needs */
+        *bytes = 0;
+        return rc;
+    }
     for (int cf = 0; cf < CF__COUNT; cf++)
         if (keys[cf])
-            bytes += SST_FILE_OVERHEAD;
-    return bytes;
+            *bytes += SST_FILE_OVERHEAD;
+    return 0;
 }
 
 int store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen)

@@ -171,10 +171,11 @@ int store_export_prefix(store_t *s, const char *prefix, size_t plen, const char 
 /* Counts the keys of every family that belong to ids starting with prefix (as exported): 0, or
  * -EIO when a read error stopped the count (keys short: not a count to compare). */
 int store_count_prefix(store_t *s, const char *prefix, size_t plen, uint64_t keys[CF__COUNT]);
-/* What an export of those keys takes on disk, at most: their keys' and values' bytes (the files
- * hold them once, compressed where they compress) and a margin for each file's own blocks. An
- * O(keys) scan, as the export. */
-uint64_t store_export_estimate(store_t *s, const char *prefix, size_t plen);
+/* What an export of those keys takes on disk, at most, in *bytes: their keys' and values' bytes
+ * (the files hold them once, compressed where they compress) and a margin for each file's own
+ * blocks. An O(keys) scan, as the export. 0, or -EIO when a read error stopped the scan (logged;
+ * *bytes is 0: no estimate, and the export would meet the same error). */
+int store_export_estimate(store_t *s, const char *prefix, size_t plen, uint64_t *bytes);
 /* Whether family cf holds any key of an id starting with prefix (one seek; not the alarms): 1,
  * 0, or -EIO when a read error hid the answer. */
 int store_prefix_any(store_t *s, store_cf_t cf, const char *prefix, size_t plen);

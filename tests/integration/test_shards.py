@@ -976,6 +976,46 @@ class ForcedAdoptOverItsOwnCopy(TwoFreshNodes):
         rec = self.record(self.n1, hexs)
         self.assertEqual((rec["state"], rec["peer"], rec["export_kept"]), ("released", "n1", True))
 
+    def test_a_read_error_of_its_own_copy_set_aside_is_this_nodes_not_the_exports(self):
+        """A reclaim of the copy set aside checks its files as a reclaim does, and a forced
+        adopt sizes the copy it sets aside: a read error of n1's disk in either is n1's (500,
+        naming it), not the export's (502, which the tool answers by rolling back), and nothing
+        changes. The check called any failed read "incomplete"; the size was read short."""
+        s, hexs = self.own_copy_refused()
+        self.killed_with_its_copy_aside(hexs)
+        flag = failing_reads(self.n1)
+        self.addCleanup(lambda: os.path.exists(flag) and os.unlink(flag))
+        self.restart_n1({hexs: 2})
+        self.assertTrue(store_idle(self.n1))
+        open(flag, "w").close()
+        r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}&force=1")
+        err = json.loads(r.text).get("error", "")
+        self.assertEqual(r.status, 500, r.text)  # before: 502, "the export is incomplete: ..."
+        self.assertRegex(err, "^n1 could not read its own export ")
+        self.assertNotIn("incomplete", err)
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["peer"], rec["export_kept"], rec["serving"]),
+                         ("released", "n1", True, False), rec)
+        os.unlink(flag)
+        r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}&force=1")
+        self.assertEqual(r.status, 200, r.text)
+        # held again at epoch 1, not served: a forced adopt sets it aside, and cannot size it
+        self.restart_n1({hexs: 2})  # none of the copy's blocks cached
+        self.assertTrue(store_idle(self.n1))
+        open(flag, "w").close()
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2&force=1")
+        err = json.loads(r.text).get("error", "")
+        self.assertEqual(r.status, 500, r.text)
+        # before: the size read short, the export begun, "... while counting its own copy ..."
+        self.assertRegex(err, "^n1 could not read its own store while sizing its own copy")
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", 1, False), rec)
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [])
+        os.unlink(flag)
+        r = self.post_admin(self.n1, f"/shards/adopt?shard={hexs}&from=n2&force=1")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "2", "n2's export, served")
+
     def tool(self, *args):
         return subprocess.run([sys.executable, TOOL, *args, "--no-runtime", "--map",
                                os.path.join(self.dir, "shards.map")],
@@ -1134,6 +1174,102 @@ class ALocalReadErrorInAnAdopt(TwoFreshNodes):
         self.assertEqual((rec["state"], rec["serving"]), ("none", False), rec)
         self.assertGreaterEqual(rec["declined"], 2, "n2 declined the epoch it did not adopt")
         restore_tables(changed)
+
+
+EIO_PRELOAD = os.environ.get("MCPD_EIO_PRELOAD", "build/tests/plugin/libmcpd_eio.so")
+
+
+def failing_reads(node):
+    """Preloads tests/plugin/eio_preload.c into node from its next start: its reads of .sst
+    files (RocksDB's table files, its exports' files) fail with EIO while the returned flag
+    file exists (as test_durability's ReadErrors)."""
+    flag = os.path.normpath(node.data_dir) + ".eio"
+    node.env.update({"LD_PRELOAD": os.path.abspath(EIO_PRELOAD), "MCPD_EIO_FLAG": flag,
+                     "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "")
+                     + ":verify_asan_link_order=0"})
+    return flag
+
+
+class ALocalReadErrorOfItsOwnShard(TwoFreshNodes):
+    """A read error of n1's own disk, met by a step on n1's own data (its store, or the export it
+    wrote itself), is n1's error: 500, its answer naming n1 and the read error, never 502 "the
+    export is incomplete or damaged" (which says that what a peer sent is bad, and which the
+    tool answers by rolling the move back); nothing of the shard changes, and the same step
+    goes through once the disk reads again. A reclaim checked its own export's files and called
+    any read failure "incomplete" (502); a release's size estimate ignored a read error of the
+    shard's keys, and the release went on to settle the shard's actors before failing on the
+    same read."""
+
+    post_admin = ShardMove.post_admin
+    record = ShardMove.record
+
+    def setUp(self):
+        super().setUp()
+        self.flag = failing_reads(self.n1)
+        self.addCleanup(lambda: os.path.exists(self.flag) and os.unlink(self.flag))
+        self.n1.restart()
+
+    def disk_fails(self, node):
+        self.assertTrue(store_idle(node), node.stats()["rocksdb"])  # nothing reads behind it
+        open(self.flag, "w").close()
+
+    def test_a_reclaim_that_cannot_read_its_own_export_says_so_and_keeps_it(self):
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        self.assertEqual(text_of(s.tool("counter", {"by": 4})[1]), "4")
+        r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(r.status, 200, r.text)
+        epoch = json.loads(r.text)["epoch"]
+        self.disk_fails(self.n1)
+        r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}")
+        err = json.loads(r.text).get("error", "")
+        # before: 502, "the export is incomplete: .../out-<shard>.<epoch>/....sst: Input/output
+        # error"
+        self.assertEqual(r.status, 500, r.text)
+        self.assertRegex(err, "^n1 could not read its own export ")
+        self.assertIn("Input/output error", err)
+        self.assertNotIn("incomplete", err)
+        self.assertNotIn("damaged", err)
+        self.assertIn("a read error", self.n1.log_tail())
+        # nothing changed: the export is kept, n2 was not asked to decline it
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["export_kept"], rec["serving"]),
+                         ("released", epoch, True, False), rec)
+        self.assertLess(self.record(self.n2, hexs)["declined"], epoch)
+        os.unlink(self.flag)
+        r = self.post_admin(self.n1, f"/shards/reclaim?shard={hexs}")
+        self.assertEqual(r.status, 200, r.text)
+        self.assertEqual(json.loads(r.text)["epoch"], epoch + 1)
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "5", "served on n1 again")
+
+    def test_a_release_that_cannot_size_its_export_changes_nothing(self):
+        s = Session(self.n1)
+        hexs = s.sid[:3]
+        self.assertEqual(text_of(s.tool("counter", {"by": 2})[1]), "2")
+        self.n1.restart()  # the shard's keys in table files, none of their blocks cached
+        g = s.open_get()  # the session awake, with a stream that a settle would end
+        self.assertEqual(g.status, 200)
+        self.addCleanup(g.close)
+        self.assertIsNotNone(g.next_event(5), "its priming event")
+        hib = self.n1.stats()["hibernations_total"]
+        epoch = self.record(self.n1, hexs)["epoch"]
+        self.disk_fails(self.n1)
+        r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        err = json.loads(r.text).get("error", "")
+        self.assertEqual(r.status, 500, r.text)
+        # before: the same read error met after the settle, "... while counting the shard's
+        # keys for its export", its actors hibernated and their streams ended meanwhile
+        self.assertRegex(err, "^n1 could not read its own store while sizing the export of shard")
+        self.assertEqual(self.n1.stats()["hibernations_total"], hib, "no actor was settled")
+        self.assertIsNone(g.next_event(0.5), "the session's stream is not ended")
+        self.assertFalse(g.ended, "the session's stream is not ended")
+        os.unlink(self.flag)
+        rec = self.record(self.n1, hexs)
+        self.assertEqual((rec["state"], rec["epoch"], rec["serving"]), ("owned", epoch, True), rec)
+        self.assertEqual(os.listdir(os.path.join(self.n1.data_dir, "moves")), [])
+        self.assertEqual(text_of(s.tool("counter", {"by": 1})[1]), "3", "still served on n1")
+        r = self.post_admin(self.n1, f"/shards/release?shard={hexs}&to=n2")
+        self.assertEqual(r.status, 200, r.text)
 
 
 class NewDataDirectory(unittest.TestCase):
