@@ -49,8 +49,11 @@ bool admin_host_ok(const char *bound, const char *addr, bool loopback, const cha
  * typed the address); curl, HAProxy, Prometheus and the nodes' own calls send neither. A page
  * that rebinds its DNS name to 127.0.0.1 sends its own name as Host: admin_host_ok, for a
  * listener on a wildcard address ("0.0.0.0", "::") by the connection's own address, with the
- * machine's name (gethostname) as its bound name. */
+ * machine's names (gethostname, and the canonical name it resolves to) as its bound name. */
 struct evhttp_request;
+/* Reads the machine's names (gethostname and its canonical name) for a wildcard listener's
+ * check; at the start, before the admin thread runs (a lookup, once). */
+void admin_browser_names(void);
 const char *admin_browser_refusal(struct evhttp_request *req, const char *bound, const char *addr,
                                   bool loopback);
 

@@ -7,6 +7,7 @@
 #include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,26 +39,51 @@ bool admin_host_ok(const char *bound, const char *addr, bool loopback, const cha
     return false;
 }
 
+/* The machine's own names: gethostname's, and the canonical name it resolves to (/etc/hosts'
+ * first name on a Debian host: "127.0.1.1 host.example.com host"), read once at the start
+ * (admin_browser_names, before the admin thread runs): no lookup per request. */
+static char own_names[2][256];
+
+void admin_browser_names(void)
+{
+    memset(own_names, 0, sizeof own_names);
+    if (gethostname(own_names[0], sizeof own_names[0] - 1) != 0) {
+        own_names[0][0] = '\0';
+        return;
+    }
+    struct addrinfo hints = {.ai_flags = AI_CANONNAME}, *res = NULL;
+    if (getaddrinfo(own_names[0], NULL, &hints, &res) == 0 && res && res->ai_canonname)
+        snprintf(own_names[1], sizeof own_names[1], "%s", res->ai_canonname);
+    if (res)
+        freeaddrinfo(res);
+}
+
 /* A listener on a wildcard address takes connections to every address the machine has, loopback
  * among them: such a connection is checked as a loopback listener's would be, with the address
- * it arrived at, and the machine's own name (a local Prometheus that names it, /etc/hosts mapping
- * it to 127.0.1.1) in place of a bound name. false: the connection is not a loopback one. */
-static bool wildcard_by_loopback(struct evhttp_request *req, char *addr, size_t n, char *name,
-                                 size_t nn)
+ * it arrived at (addr[n]), and the machine's own names (a local Prometheus that names it,
+ * /etc/hosts mapping it to 127.0.1.1) in place of a bound name. false: the connection is not a
+ * loopback one. */
+static bool wildcard_by_loopback(struct evhttp_request *req, char *addr, size_t n)
 {
     struct evhttp_connection *c = evhttp_request_get_connection(req);
     struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
     struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof ss;
+    addr[0] = '\0'; /* read by admin_host_ok whatever happens below */
     if (!bev || getsockname(bufferevent_getfd(bev), (struct sockaddr *)&ss, &sl) != 0)
         return true; /* unknown: checked as loopback (the stricter) */
     if (!sockaddr_is_loopback((struct sockaddr *)&ss))
         return false;
-    if (sockaddr_numeric((struct sockaddr *)&ss, sl, addr, n) != 0)
+    struct sockaddr_in v4 = {.sin_family = AF_INET};
+    const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&ss;
+    if (ss.ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+        /* a v4 connection to a dual-stack "::": the address its client wrote, 127.x.y.z */
+        memcpy(&v4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+        if (sockaddr_numeric((struct sockaddr *)&v4, sizeof v4, addr, n) != 0)
+            addr[0] = '\0';
+    } else if (sockaddr_numeric((struct sockaddr *)&ss, sl, addr, n) != 0) {
         addr[0] = '\0';
-    if (gethostname(name, nn) != 0)
-        name[0] = '\0';
-    name[nn - 1] = '\0';
+    }
     return true;
 }
 
@@ -69,11 +95,13 @@ const char *admin_browser_refusal(struct evhttp_request *req, const char *bound,
     if (evhttp_find_header(in, "Origin") || (site && strcmp(site, "none") != 0))
         return "forbidden: the admin listener answers no web page's request (it carried Origin "
                "or Sec-Fetch-Site)\n";
-    char local[64], name[256];
+    char local[64];
     const char *host = evhttp_find_header(in, "Host");
     if (host && !loopback && (strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "::") == 0) &&
-        wildcard_by_loopback(req, local, sizeof local, name, sizeof name)) {
-        bound = name;
+        wildcard_by_loopback(req, local, sizeof local)) {
+        if (own_names[1][0] && admin_host_ok(own_names[1], local, true, host))
+            return NULL;
+        bound = own_names[0];
         addr = local;
         loopback = true;
     }

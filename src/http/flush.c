@@ -192,7 +192,12 @@ static void flush_one(hlink_t *l)
     int n = http_write_now(bev);
     if (n <= 0 || evbuffer_get_length(out)) {
         /* the bufferevent's write event, enabled already, does the rest: with no read timeout
-         * meanwhile (see the file comment); the write timeout stays --read-timeout */
+         * meanwhile (see the file comment); the write timeout stays --read-timeout, counted
+         * from now: libevent times the events added in a callback from the time it read when
+         * the loop woke, and evhttp_send_reply enabled writing at the end of the work that made
+         * the answer (a loop that worked for longer than --read-timeout to make it timed the
+         * write out at once and cut the answer after the socket's first fill) */
+        event_base_update_cache_time(bufferevent_get_base(bev));
         struct timeval wt = {g_cfg.read_timeout_s, 0};
         bufferevent_set_timeouts(bev, NULL, &wt);
         l->read_lifted = true;

@@ -13,6 +13,7 @@
 #include "core/jsondump.h"
 #include "core/jsonparse.h"
 #include "core/config.h"
+#include "core/jsondeep.h"
 #include "core/log.h"
 #include "wire/jsonrpc.h"
 #include "wire/stateless.h"
@@ -59,7 +60,7 @@ static json_t *result_checked(job_t *j, json_t *r, const char *member, const cha
     static const char *const TYPES[] = {"an object", "an array", "a string", "an integer",
                                         "a real",    "true",     "false",    "null"};
     const char *type = TYPES[json_typeof(r)];
-    json_decref(r);
+    json_decref_deep(r); /* as deep as it came: depth_checked has not seen it yet */
     mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL,
                        "the handler of %s returned %s, not a %s (an object with a \"%s\" array)",
                        name, type, what, member);

@@ -326,17 +326,20 @@ class Admin(unittest.TestCase):
         to 127.0.0.1 reached it with its own name as Host. A connection over loopback is checked
         as a loopback listener's (the machine's own name allowed); one that arrives at another
         address of the machine is not (it names whatever the client used)."""
-        srv = Server("--admin-listen", "0.0.0.0:0")
-        self.addCleanup(srv.cleanup)
-        port = srv.admin_port
-        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}"):
-            reply = self._raw_admin("GET", "/stats", {"Host": host}, srv)
-            self.assertTrue(reply.startswith(b"HTTP/1.1 403 "), (host, reply[:200]))
-            self.assertIn(b"reached over loopback", reply)
         name = socket.gethostname()
-        for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"{name}:{port}", name.upper()):
-            reply = self._raw_admin("GET", "/stats", {"Host": host}, srv)
-            self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), (host, reply[:200]))
+        for listen in ("0.0.0.0:0", "[::]:0"):  # "::" takes IPv4 too, as ::ffff:127.x.y.z
+            srv = Server("--admin-listen", listen)
+            self.addCleanup(srv.cleanup)
+            port = srv.admin_port
+            for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}",
+                         f"[::ffff:127.0.0.2]:{port}"):
+                reply = self._raw_admin("GET", "/stats", {"Host": host}, srv, "127.0.0.2")
+                self.assertTrue(reply.startswith(b"HTTP/1.1 403 "), (listen, host, reply[:200]))
+                self.assertIn(b"reached over loopback", reply)
+            for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"{name}:{port}", name.upper(),
+                         f"127.0.0.2:{port}"):
+                reply = self._raw_admin("GET", "/stats", {"Host": host}, srv, "127.0.0.2")
+                self.assertTrue(reply.startswith(b"HTTP/1.1 200 "), (listen, host, reply[:200]))
         other = _a_non_loopback_address()
         if other is None:
             self.skipTest("no address but loopback here for the rest")

@@ -609,6 +609,14 @@ class ToolContext(ServerTest):
             self.assertEqual(m["error"]["message"],
                              "the handler returned a result nested deeper than 50000 levels")
         self.assertServerHealthy()
+        # a deep value that is not a CallToolResult was freed recursively where its shape is
+        # refused, before the depth was looked at (SIGSEGV at 300,000 levels)
+        for n in (300000, 1000):
+            r, m = s.tool("misbehave", {"what": "deep_bare", "n": n})
+            self.assertEqual(r.status, 200)
+            self.assertEqual(m["error"]["code"], -32603, m)
+            self.assertIn("returned an array, not a CallToolResult", m["error"]["message"])
+        self.assertServerHealthy()
 
     def test_a_result_that_is_not_a_call_tool_result_is_an_internal_error(self):
         # a handler's string went out as "result":"not an object", an object without content

@@ -35,7 +35,8 @@
  *   resource kit://item/{id}    reads "item <id>" for the id "here"; any other id is reported
  *                               not found by the handler (MCPD_ERR_RESOURCE_NOT_FOUND);
  *   misbehave {what, n}         results and calls at the edges of what the API allows: "deep"
- *                               returns a result whose structuredContent.v nests n arrays;
+ *                               returns a result whose structuredContent.v nests n arrays
+ *                               ("deep_bare": n nested arrays, not a CallToolResult);
  *                               "string" returns a JSON string and "no_content" an object
  *                               without content, neither a CallToolResult ("nul_content" one
  *                               whose only key is "content\0x", an array); "pending" asks
@@ -331,6 +332,8 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
         json_object_set_new(r, "structuredContent", json_pack("{s:o}", "v", nested(n)));
         return r;
     }
+    if (strcmp(what, "deep_bare") == 0)
+        return nested(n);
     if (strcmp(what, "string") == 0)
         return json_string("not an object");
     if (strcmp(what, "pending") == 0) { /* tool.h: what is returned is replaced */
