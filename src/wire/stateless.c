@@ -22,6 +22,11 @@ bool stateless_claims(const json_t *body, const char *version_hdr)
 {
     if (json_is_object(body) && json_object_get(meta_of(body), META_PROTOCOL_VERSION))
         return true;
+    size_t i;
+    const json_t *item;
+    json_array_foreach(body, i, item) /* a batch claims it when one of its messages does */
+        if (json_is_object(item) && json_object_get(meta_of(item), META_PROTOCOL_VERSION))
+            return true;
     /* "2026-07-28" and every later date; a session-era version never compares that high */
     return version_hdr && strcmp(version_hdr, "2026") >= 0 && !proto_find(version_hdr);
 }

@@ -31,8 +31,9 @@
 /* Longest decoded Mcp-Name / Mcp-Param-* value the server compares (bytes). */
 #define MODERN_HEADER_VALUE_MAX 4096
 
-/* True when body (a single message, any shape) claims the modern era: params._meta holds the
- * protocol-version key, or version_hdr (NULL when absent) is a 2026 or later version. */
+/* True when body (a message of any shape, or a batch) claims the modern era: its params._meta
+ * (a batch: one of its messages') holds the protocol-version key, or version_hdr (NULL when
+ * absent) is a 2026 or later version. */
 bool stateless_claims(const json_t *body, const char *version_hdr);
 
 /* Every version this server speaks, newest first, modern included (a new array). */

@@ -33,6 +33,13 @@ static void the_claim_is_the_meta_key_or_a_2026_header(void **state)
     assert_false(stateless_claims(plain, "2025-03-26"));
     assert_true(stateless_claims(plain, "2026-07-28"));
     assert_true(stateless_claims(plain, "2027-01-01"));
+    /* a batch: by the header, or by one of its messages' _meta */
+    json_t *batch = json_pack("[O]", plain);
+    assert_false(stateless_claims(batch, NULL));
+    assert_true(stateless_claims(batch, "2026-07-28"));
+    json_array_append(batch, m);
+    assert_true(stateless_claims(batch, NULL));
+    json_decref(batch);
     json_decref(m);
     json_decref(plain);
 }
