@@ -100,6 +100,58 @@ int stateless_check_meta(const json_t *params, char *msg, size_t msglen, json_t 
     return 0;
 }
 
+/* The maps whose members are settings objects too (ClientCapabilities.extensions and
+ * .experimental: { [key: string]: JSONObject }). */
+static bool is_map_of_settings(const char *key)
+{
+    return strcmp(key, "extensions") == 0 || strcmp(key, "experimental") == 0;
+}
+
+static bool caps_all_objects(const json_t *caps)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)caps, k, v) {
+        if (!json_is_object(v))
+            return false;
+        if (is_map_of_settings(k)) {
+            const char *k2;
+            const json_t *v2;
+            json_object_foreach((json_t *)v, k2, v2)
+                if (!json_is_object(v2))
+                    return false;
+        }
+    }
+    return true;
+}
+
+json_t *stateless_declared_caps(json_t *caps)
+{
+    if (!json_is_object(caps))
+        return NULL;
+    if (caps_all_objects(caps)) /* what clients send: kept as it is, no copy */
+        return json_incref(caps);
+    json_t *out = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(caps, k, v) {
+        if (!json_is_object(v))
+            continue;
+        if (!is_map_of_settings(k)) {
+            json_object_set(out, k, v);
+            continue;
+        }
+        json_t *m = json_object();
+        const char *k2;
+        json_t *v2;
+        json_object_foreach(v, k2, v2)
+            if (json_is_object(v2))
+                json_object_set(m, k2, v2);
+        json_object_set_new(out, k, m);
+    }
+    return out;
+}
+
 /* A plain header value: visible ASCII, spaces and tabs only inside. */
 static bool plain_ok(const char *v, size_t n)
 {

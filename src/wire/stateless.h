@@ -31,6 +31,12 @@
 /* Longest decoded Mcp-Name / Mcp-Param-* value the server compares (bytes). */
 #define MODERN_HEADER_VALUE_MAX 4096
 
+/* The capabilities of a request's _meta clientCapabilities as declared (a new reference; NULL
+ * when caps is not an object): the schema types each capability, and each entry of its
+ * extensions and experimental maps, as an object, so a member that holds anything else (null,
+ * true, a string) declares nothing and is left out. caps itself when nothing is left out. */
+json_t *stateless_declared_caps(json_t *caps);
+
 /* True when body (a message of any shape, or a batch) claims the modern era: its params._meta
  * (a batch: one of its messages') holds the protocol-version key, or version_hdr (NULL when
  * absent) is a 2026 or later version. */

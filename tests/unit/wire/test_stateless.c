@@ -22,6 +22,28 @@ static json_t *req(const char *method, const char *version, json_t *extra_params
                      params);
 }
 
+/* a capability (or an extension's settings) that is not an object declares nothing */
+static void a_capability_that_is_not_an_object_is_left_out(void **state)
+{
+    (void)state;
+    json_t *clean = json_pack("{s:{},s:{s:{}}}", "elicitation", "extensions", "x/y");
+    json_t *got = stateless_declared_caps(clean);
+    assert_ptr_equal(got, clean); /* nothing left out: no copy */
+    json_decref(got);
+    json_t *dirty = json_pack("{s:n,s:b,s:{s:{}},s:{s:n,s:{}},s:{s:s}}", "elicitation", "sampling",
+                              1, "roots", "listChanged", "extensions", "a/tasks", "b/ok",
+                              "experimental", "z", "on");
+    got = stateless_declared_caps(dirty);
+    json_t *want = json_pack("{s:{s:{}},s:{s:{}},s:{}}", "roots", "listChanged", "extensions",
+                             "b/ok", "experimental");
+    assert_true(json_equal(got, want));
+    assert_null(stateless_declared_caps(NULL));
+    json_decref(got);
+    json_decref(want);
+    json_decref(dirty);
+    json_decref(clean);
+}
+
 static void the_claim_is_the_meta_key_or_a_2026_header(void **state)
 {
     (void)state;
@@ -325,6 +347,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_claim_is_the_meta_key_or_a_2026_header),
+        cmocka_unit_test(a_capability_that_is_not_an_object_is_left_out),
         cmocka_unit_test(meta_fields_are_required_and_the_version_checked),
         cmocka_unit_test(header_values_decode_plain_and_base64),
         cmocka_unit_test(a_base64_value_that_fits_the_buffer_decodes),
