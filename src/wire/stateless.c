@@ -201,14 +201,6 @@ int stateless_header_decode(const char *v, char *out, size_t outsize, size_t *ou
     return 0;
 }
 
-/* The body's value Mcp-Name mirrors (the method's target in the method table), or NULL when
- * the method has none. */
-static const json_t *name_source(const json_t *params, const char *method, const char **field)
-{
-    *field = method_rule(stats_method_of(method))->target;
-    return *field ? json_object_get(params, *field) : NULL;
-}
-
 const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
                                     const char *method_hdr, const char *name_hdr, char *msg,
                                     size_t msglen)
@@ -239,11 +231,15 @@ const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
                  method_hdr, q);
         return msg;
     }
-    const char *field;
-    const json_t *src = name_source(v->params, method_hdr, &field);
-    if (!src)
+    /* Mcp-Name mirrors the params member the method table names as the method's target */
+    const char *field = method_rule(stats_method_of(method_hdr))->target;
+    if (!field)
         return NULL;
-    if (!name_hdr) {
+    const json_t *src = json_object_get(v->params, field);
+    if (src && !json_is_string(src))
+        return NULL; /* invalid params (the method's -32602: SEP-2663 for a taskId), which no
+                        header value can mirror: the method answers it, whatever the header */
+    if (!name_hdr) { /* required whatever the body holds (SEP-2243) */
         snprintf(msg, msglen, "Header mismatch: the Mcp-Name header is required for %s",
                  method_hdr);
         return msg;
@@ -256,8 +252,9 @@ const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
                  "malformed =?base64?...?= (non-ASCII values are sent base64-encoded)");
         return msg;
     }
-    if (!json_is_string(src) || json_string_length(src) != dl ||
-        memcmp(json_string_value(src), dec, dl) != 0) {
+    if (!src)
+        return NULL; /* no target in the body: the method's own -32602 */
+    if (json_string_length(src) != dl || memcmp(json_string_value(src), dec, dl) != 0) {
         jsonrpc_quote_name(src, q, sizeof q);
         snprintf(msg, msglen,
                  "Header mismatch: Mcp-Name header value '%.60s' does not match params.%s '%s'",

@@ -61,7 +61,11 @@ int stateless_header_decode(const char *v, char *out, size_t outsize, size_t *ou
  * present and equal to the _meta claim, Mcp-Method equal to method, Mcp-Name equal to the
  * params member the method table names as the method's target (params.name for tools/call
  * and prompts/get, params.uri for resources/read, params.taskId for the tasks methods:
- * SEP-2663's routing header). NULL when they hold; else the HeaderMismatch message in msg. */
+ * SEP-2663's routing header). Mcp-Name is required for such a method whatever the body
+ * holds, except when the target is there but not a string: that is invalid params, which the
+ * method answers (-32602), so no header is compared with it; a target that is absent is the
+ * method's -32602 too once the header is there and well formed. NULL when they hold; else the
+ * HeaderMismatch message in msg. */
 const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
                                     const char *method_hdr, const char *name_hdr, char *msg,
                                     size_t msglen);

@@ -179,6 +179,18 @@ static void mirrored_headers_must_match_the_body(void **state)
     assert_non_null(check_headers(m, "2026-07-28", "tools/call", NULL, msg, sizeof msg));
     assert_non_null(check_headers(m, "2026-07-28", "tools/call", "add", msg, sizeof msg));
     json_decref(m);
+    /* Mcp-Name is required whatever the body holds; a name that is not a string is the
+     * method's invalid params (checked there), whatever the header */
+    m = req("tools/call", "2026-07-28", json_object());
+    assert_non_null(check_headers(m, "2026-07-28", "tools/call", NULL, msg, sizeof msg));
+    assert_non_null(strstr(msg, "Mcp-Name header is required"));
+    assert_null(check_headers(m, "2026-07-28", "tools/call", "echo", msg, sizeof msg));
+    assert_non_null(check_headers(m, "2026-07-28", "tools/call", "bad\x01", msg, sizeof msg));
+    json_decref(m);
+    m = req("tools/call", "2026-07-28", json_pack("{s:i}", "name", 5));
+    assert_null(check_headers(m, "2026-07-28", "tools/call", NULL, msg, sizeof msg));
+    assert_null(check_headers(m, "2026-07-28", "tools/call", "5", msg, sizeof msg));
+    json_decref(m);
     /* no Mcp-Name for a method without a name */
     m = req("tools/list", "2026-07-28", NULL);
     assert_null(check_headers(m, "2026-07-28", "tools/list", NULL, msg, sizeof msg));
