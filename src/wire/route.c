@@ -59,7 +59,7 @@ static void by_session(const char *sid, route_t *r)
  * probing a removed method (its 404 is the stateless path's); with protocolVersion it opens a
  * session. A batch that claims the revision takes the path too: it is refused there (-32600,
  * the revision has no batches), not as a session-era request without its session. */
-static bool takes_stateless_path(const route_in_t *in)
+bool route_takes_stateless(const route_in_t *in)
 {
     return in->stateless_on && !in->session_id && in->body &&
            stateless_claims(in->body, in->version) &&
@@ -79,7 +79,7 @@ void route_request(const route_in_t *in, route_t *r)
             by_session(in->session_id, r);
         return;
     }
-    if (takes_stateless_path(in))
+    if (route_takes_stateless(in))
         r->kind = ROUTE_STATELESS;
     else if (!in->is_init)
         by_session(in->session_id, r);
