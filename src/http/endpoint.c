@@ -291,6 +291,7 @@ void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t 
     if (who && who[0])
         str_copy(c->who, sizeof c->who, who);
     c->id = id ? json_deep_copy(id) : NULL;
+    c->modern = m->type == WM_POST && m->u.post.modern;
     m->u.client.conn = http_ref_of(c);
     m->u.client.recv_us = now_mono_us();
     STAT_INC(requests_handed_total);

@@ -805,6 +805,8 @@ class ListenShutdown(unittest.TestCase):
             last = st.next_message(timeout=5)["message"]
             self.assertEqual(last["id"], 9)
             self.assertEqual(last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 9)
+            self.assertIsNone(st.next_message(timeout=5), "nothing after the closing result")
+            self.assertTrue(st.ended)
             st.close()
         finally:
             server.cleanup()
