@@ -345,7 +345,7 @@ void gw_pool_modern(worker_t *w, wmsg_t *m)
     str_copy(job->principal, sizeof job->principal, a->auth_name);
     str_copy(job->method, sizeof job->method, jsonrpc_cstr(v.method));
     json_t *meta = json_object_get(v.params, "_meta");
-    job->caps = json_incref(json_object_get(meta, META_CLIENT_CAPS));
+    job->caps = stateless_declared_caps(json_object_get(meta, META_CLIENT_CAPS));
     job->log_min = pool_level_index(json_object_get(meta, META_LOG_LEVEL));
     job->client_progress = json_incref(json_object_get(meta, "progressToken"));
     job->progress = json_incref(job->client_progress);

@@ -510,6 +510,26 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
     return true;
 }
 
+void http_end_stream_at_stop(hconn_t *c)
+{
+    if (c->modern && c->id) {
+        /* SHOULD: the final response terminates the stream; a client that cannot resume it
+         * learns why the call ended, as a pending JSON answer does (its 503's body) */
+        json_t *e = jsonrpc_error(c->id, MCP_ERR_BAD_REQUEST, "the server is shutting down", NULL);
+        size_t len;
+        char *text = jsonrpc_dump(e, &len);
+        json_decref(e);
+        buf_t b = {0};
+        sse_frame_event(&b, NULL, text, len);
+        free(text);
+        bool kept = sse_write(c, b.p, b.len);
+        buf_free(&b);
+        if (!kept)
+            return; /* cut for a slow reader: c is freed */
+    }
+    http_end_stream(c);
+}
+
 static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 {
     hconn_t *c = arg;

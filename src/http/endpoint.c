@@ -42,7 +42,7 @@
 
 /* ---- request handling ---- */
 
-enum { H_FIRST_WINS = 0, H_ONCE, H_FRAMING, H_CODING };
+enum { H_FIRST_WINS = 0, H_ONCE, H_MIRROR, H_FRAMING, H_CODING };
 
 /* /mcp/NAME of --upstream NAME: 1 + its index; 0 for any other path. */
 static uint8_t upstream_of_path(struct evhttp_request *req)
@@ -61,7 +61,9 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
     h->upstream = upstream_of_path(req);
     /* H_ONCE: a second copy is refused: a proxy in front may act on a different one than we
      * do (the session, the version, the Host checked against DNS rebinding, the token, the
-     * media type, the resume point); H_FRAMING: the same for the headers that frame the body,
+     * media type, the resume point); H_MIRROR: the same for the headers 2026-07-28 mirrors
+     * from the body, whose repetition that revision answers as a malformed header (-32020,
+     * endpoint_modern.c); H_FRAMING: the same for the headers that frame the body,
      * which makes the connection unusable; H_CODING: every copy is looked at (a body coded
      * twice lists its codings in two headers) */
     static const struct {
@@ -76,12 +78,12 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
         {"Content-Type", 12, offsetof(rhdr_t, content_type), H_ONCE},
         {"Content-Length", 14, offsetof(rhdr_t, content_length), H_FRAMING},
         {"Mcp-Session-Id", 14, offsetof(rhdr_t, session_id), H_ONCE},
-        {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version), H_ONCE},
+        {"MCP-Protocol-Version", 20, offsetof(rhdr_t, version), H_MIRROR},
         {"Authorization", 13, offsetof(rhdr_t, authorization), H_ONCE},
         {"Last-Event-ID", 13, offsetof(rhdr_t, last_event_id), H_ONCE},
         {"Transfer-Encoding", 17, offsetof(rhdr_t, transfer_encoding), H_FRAMING},
-        {"Mcp-Method", 10, offsetof(rhdr_t, mcp_method), H_ONCE},
-        {"Mcp-Name", 8, offsetof(rhdr_t, mcp_name), H_ONCE},
+        {"Mcp-Method", 10, offsetof(rhdr_t, mcp_method), H_MIRROR},
+        {"Mcp-Name", 8, offsetof(rhdr_t, mcp_name), H_MIRROR},
         {"Content-Encoding", 16, offsetof(rhdr_t, coding), H_CODING},
     };
     struct evkeyval *kv;
@@ -100,6 +102,10 @@ static void read_headers(struct evhttp_request *req, rhdr_t *h)
                 } else if (WANT[i].rule != H_FIRST_WINS) {
                     if (!h->twice)
                         h->twice = WANT[i].name;
+                    const char **which = WANT[i].rule == H_MIRROR ? &h->twice_mirror
+                                                                  : &h->twice_plain;
+                    if (!*which)
+                        *which = WANT[i].name;
                     h->twice_framing |= WANT[i].rule == H_FRAMING;
                 }
                 break;
@@ -128,15 +134,30 @@ static bool refuse_framing(http_thread_t *t, struct evhttp_request *req, const r
     return true;
 }
 
-/* A header that must come once came twice: 400 (the connection stays usable). True when
- * refused. */
-static bool refuse_repeated(struct evhttp_request *req, const json_t *id, const rhdr_t *h)
+/* A header that must come once came twice: 400 + -32000 (the connection stays usable). A
+ * 2026-07-28 request whose repeated headers are all ones it mirrors from the body goes on:
+ * its header checks answer -32020 (endpoint_modern.c). True when refused. */
+static bool refuse_repeated(struct evhttp_request *req, const pbody_t *b, const rhdr_t *h)
 {
     if (!h->twice)
         return false;
+    const char *name = h->twice;
+    if (h->twice_mirror && evhttp_request_get_command(req) == EVHTTP_REQ_POST &&
+        route_takes_stateless(
+            &(route_in_t){.verb = ROUTE_POST,
+                          .stateless_on = g_cfg.modern,
+                          .session_id = h->session_id,
+                          .version = h->version,
+                          .body = b->json,
+                          .view = &b->v,
+                          .is_init = jsonrpc_str_is(b->v.method, "initialize")})) {
+        if (!h->twice_plain)
+            return false;
+        name = h->twice_plain;
+    }
     char msg[160];
-    snprintf(msg, sizeof msg, "Bad Request: the %s header was sent more than once", h->twice);
-    http_reply_error(req, id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
+    snprintf(msg, sizeof msg, "Bad Request: the %s header was sent more than once", name);
+    http_reply_error(req, b->id, 400, MCP_ERR_BAD_REQUEST, msg, NULL);
     return true;
 }
 
@@ -270,6 +291,7 @@ void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t 
     if (who && who[0])
         str_copy(c->who, sizeof c->who, who);
     c->id = id ? json_deep_copy(id) : NULL;
+    c->modern = m->type == WM_POST && m->u.post.modern;
     m->u.client.conn = http_ref_of(c);
     m->u.client.recv_us = now_mono_us();
     STAT_INC(requests_handed_total);
@@ -536,7 +558,7 @@ static void handle_mcp(http_thread_t *t, struct evhttp_request *req, const rhdr_
         http_reply_link_refused(t, req, id); /* 503 (the cap) or 429 (its address's share) */
         return;
     }
-    if (refuse_repeated(req, id, h))
+    if (refuse_repeated(req, b, h))
         return;
     const char *origin = h->origin;
     if (!hostcheck_origin_ok(&g_hostcheck, origin)) {

@@ -24,8 +24,11 @@ typedef struct rhdr {
     const char *coding; /* the first Content-Encoding that names a coding other than identity */
     bool mcp_param;     /* at least one Mcp-Param-* header came */
     const char *twice;  /* the first header that must come once and came again, or NULL */
-    bool twice_framing; /* Content-Length or Transfer-Encoding came again */
-    uint8_t upstream;   /* the path is /mcp/NAME of --upstream NAME: 1 + its index; 0: /mcp */
+    const char *twice_plain;  /* the same among those 2026-07-28 does not mirror, or NULL */
+    const char *twice_mirror; /* the first of MCP-Protocol-Version, Mcp-Method, Mcp-Name that
+                                 came again (a 2026-07-28 request: -32020), or NULL */
+    bool twice_framing;       /* Content-Length or Transfer-Encoding came again */
+    uint8_t upstream;         /* the path is /mcp/NAME of --upstream NAME: 1 + its index; 0: /mcp */
 } rhdr_t;
 
 /* A POST body, parsed once before any check so that every refusal can echo the request's id

@@ -81,6 +81,20 @@ void ep_handle_modern(http_thread_t *t, struct evhttp_request *req, const rhdr_t
                       const char *who, hlink_t *link, pbody_t *b, route_t *r)
 {
     const json_t *id = b->id;
+    if (h->twice_mirror) { /* (endpoint.c refused the other repeated headers with -32000) */
+        char msg[160];
+        snprintf(msg, sizeof msg, "Header mismatch: the %s header was sent more than once",
+                 h->twice_mirror);
+        http_reply_error(req, id, 400, MCP_ERR_HEADER_MISMATCH, msg, NULL);
+        return;
+    }
+    if (json_is_array(b->json)) {
+        http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
+                         "Invalid Request: batches are not part of protocol version " MODERN_VERSION
+                         " (a POST carries one request or notification)",
+                         NULL);
+        return;
+    }
     if (b->kind == JR_RESPONSE) {
         http_reply_error(req, NULL, 400, JSONRPC_INVALID_REQUEST,
                          "Invalid Request: a 2026-07-28 POST carries one request or notification, "

@@ -125,8 +125,9 @@ struct hconn {
     struct event *keepalive;
     struct event *idle; /* a standalone GET stream without keepalive: ended when it has sent
                            nothing for --get-idle-timeout (the client resumes) */
-    json_t *id; /* the request's id, for an answer of our own at shutdown (a copy: the body is
+    json_t *id;  /* the request's id, for an answer of our own at shutdown (a copy: the body is
                    the actor's), or NULL */
+    bool modern; /* a 2026-07-28 request: its stream has no event ids and cannot be resumed */
 };
 
 struct http_thread {
@@ -239,6 +240,10 @@ void http_notify_closed(hconn_t *c);
 void http_notify_ended(hconn_t *c);
 /* Ends the SSE response c carries and frees c. */
 void http_end_stream(hconn_t *c);
+/* The same at shutdown: a 2026-07-28 request's stream (which no client can resume) gets its
+ * request's final response first, the error a pending JSON answer gets ("the server is
+ * shutting down"); a session-era stream just ends (its client resumes from the event log). */
+void http_end_stream_at_stop(hconn_t *c);
 /* A body of this many JSON values or more was parsed on thread t (NULL: not an HTTP thread),
  * or a slow SSE reader's unsent bytes were dropped: a second later, once it is freed, the heap
  * pages it took go back to the kernel (glibc keeps them in the thread's arena otherwise). */

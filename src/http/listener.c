@@ -244,7 +244,7 @@ static void on_quiesce_streams(evutil_socket_t fd, short what, void *arg)
     unlisten(t);
     for (uint32_t i = 0; i < t->nslots; i++)
         if (t->slots[i] && t->slots[i]->state == H_SSE)
-            http_end_stream(t->slots[i]);
+            http_end_stream_at_stop(t->slots[i]);
     for (size_t i = 0; i < t->links.cap; i++)
         if (t->links.keys[i])
             http_fence_end(t->links.vals[i]);
@@ -260,7 +260,7 @@ static void on_quiesce(evutil_socket_t fd, short what, void *arg)
         if (!c)
             continue;
         if (c->state == H_SSE) {
-            http_end_stream(c);
+            http_end_stream_at_stop(c);
         } else {
             http_reply_retry(c->req, c->id, MCP_ERR_BAD_REQUEST, "the server is shutting down",
                              "5");

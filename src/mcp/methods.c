@@ -245,6 +245,15 @@ static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
     json_t *empty = NULL;
     if (!args)
         args = empty = json_object();
+    /* SEP-2243: the mirrored Mcp-Param-* headers before the arguments' own checks: a header
+     * that disagrees with the body is refused whatever the body holds (an intermediary may have
+     * acted on the header) */
+    if (actor_one_request(a) && t->param_headers &&
+        modern_check_params(t->input_schema, args, mcp_modern_param_hdrs(a), why, sizeof why)) {
+        json_decref(empty);
+        mcp_answer_error(a, c, MCP_ERR_HEADER_MISMATCH, why, NULL);
+        return;
+    }
     if (!schema_validate_args(t->input_schema, args, why, sizeof why)) {
         char msg[400];
         snprintf(msg, sizeof msg, "Invalid arguments for tool %s: %s", t->name, why);
@@ -253,12 +262,6 @@ static void mcp_on_tools_call(actor_t *a, call_t *c, json_t *params)
             mcp_answer(a, c, mcpd_error_result("%s", msg));
         else
             mcp_answer_error(a, c, JSONRPC_INVALID_PARAMS, msg, NULL);
-        return;
-    }
-    if (actor_one_request(a) && t->param_headers &&
-        modern_check_params(t->input_schema, args, mcp_modern_param_hdrs(a), why, sizeof why)) {
-        json_decref(empty);
-        mcp_answer_error(a, c, MCP_ERR_HEADER_MISMATCH, why, NULL);
         return;
     }
     /* the handler owns its arguments: taken out of the request, never shared. A 2026-07-28

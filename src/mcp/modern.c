@@ -662,7 +662,7 @@ void mcp_handle_modern(worker_t *w, wmsg_t *m)
     actor_t *a = actor_create_kind(w, m->sid, ACTOR_REQUEST);
     STAT_INC(modern_requests_total);
     a->proto = proto_modern();
-    a->client_caps = json_incref(mv[0]);
+    a->client_caps = stateless_declared_caps(mv[0]); /* a null capability declares nothing */
     json_t *ci = mv[1];
     a->client_info = json_is_object(ci) ? json_incref(ci) : NULL;
     /* without a level in _meta, no log message is sent for the request */

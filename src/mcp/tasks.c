@@ -123,7 +123,9 @@ json_t *tasks_detailed(const char *task_id, const json_t *st, const json_t *resu
 
 bool tasks_declared(const actor_t *a)
 {
-    return json_object_get(json_object_get(a->client_caps, "extensions"), TASKS_EXTENSION) != NULL;
+    /* (a 2026-07-28 request's capabilities hold objects only: stateless_declared_caps) */
+    return json_is_object(
+        json_object_get(json_object_get(a->client_caps, "extensions"), TASKS_EXTENSION));
 }
 
 void tasks_answer_missing_extension(actor_t *a, call_t *c)

@@ -10,7 +10,8 @@
  *      does not take the 2026-07-28 path; without it only initialize is served (a new id,
  *      minted in a shard this node owns), and GET/DELETE answer 405 when 2026-07-28 is on.
  *   2. A POST without Mcp-Session-Id that claims 2026-07-28 (stateless_claims) and is not an
- *      initialize carrying params.protocolVersion is stateless. It names, for the node:
+ *      initialize carrying params.protocolVersion is stateless (a batch too, which is refused
+ *      there). It names, for the node:
  *      a. Mcp-Param-Handle, a state handle: its shard must be served here; it never picks
  *         the worker (a handle is read from the store by whichever worker serves the call);
  *      b. for tasks/ methods, params.taskId: the task's shard and worker (Mcp-Name mirrors it);
@@ -56,10 +57,11 @@ static void by_session(const char *sid, route_t *r)
 
 /* An initialize that carries the modern claim and no params.protocolVersion is a modern client
  * probing a removed method (its 404 is the stateless path's); with protocolVersion it opens a
- * session. */
-static bool takes_stateless_path(const route_in_t *in)
+ * session. A batch that claims the revision takes the path too: it is refused there (-32600,
+ * the revision has no batches), not as a session-era request without its session. */
+bool route_takes_stateless(const route_in_t *in)
 {
-    return in->stateless_on && !in->session_id && in->body && !json_is_array(in->body) &&
+    return in->stateless_on && !in->session_id && in->body &&
            stateless_claims(in->body, in->version) &&
            (!in->is_init || !json_object_get(in->view->params, "protocolVersion"));
 }
@@ -77,7 +79,7 @@ void route_request(const route_in_t *in, route_t *r)
             by_session(in->session_id, r);
         return;
     }
-    if (takes_stateless_path(in))
+    if (route_takes_stateless(in))
         r->kind = ROUTE_STATELESS;
     else if (!in->is_init)
         by_session(in->session_id, r);

@@ -58,6 +58,12 @@ typedef struct route {
                                         picks the node before key does, never the worker */
 } route_t;
 
+/* True when a POST takes the 2026-07-28 path (route_request's ROUTE_STATELESS): 2026-07-28 is
+ * on, no Mcp-Session-Id, the body claims the revision and is not an initialize carrying
+ * params.protocolVersion. Usable before the body's checks (is_init: its method is
+ * initialize). */
+bool route_takes_stateless(const route_in_t *in);
+
 /* The era and the session decision. A POST must have passed the body's checks (is_init is
  * known, a batch holds no initialize). ROUTE_STATELESS here means the request takes the
  * 2026-07-28 path: route_stateless names its task or record once its metadata holds (so a

@@ -22,6 +22,11 @@ bool stateless_claims(const json_t *body, const char *version_hdr)
 {
     if (json_is_object(body) && json_object_get(meta_of(body), META_PROTOCOL_VERSION))
         return true;
+    size_t i;
+    const json_t *item;
+    json_array_foreach(body, i, item) /* a batch claims it when one of its messages does */
+        if (json_is_object(item) && json_object_get(meta_of(item), META_PROTOCOL_VERSION))
+            return true;
     /* "2026-07-28" and every later date; a session-era version never compares that high */
     return version_hdr && strcmp(version_hdr, "2026") >= 0 && !proto_find(version_hdr);
 }
@@ -95,6 +100,58 @@ int stateless_check_meta(const json_t *params, char *msg, size_t msglen, json_t 
     return 0;
 }
 
+/* The maps whose members are settings objects too (ClientCapabilities.extensions and
+ * .experimental: { [key: string]: JSONObject }). */
+static bool is_map_of_settings(const char *key)
+{
+    return strcmp(key, "extensions") == 0 || strcmp(key, "experimental") == 0;
+}
+
+static bool caps_all_objects(const json_t *caps)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)caps, k, v) {
+        if (!json_is_object(v))
+            return false;
+        if (is_map_of_settings(k)) {
+            const char *k2;
+            const json_t *v2;
+            json_object_foreach((json_t *)v, k2, v2)
+                if (!json_is_object(v2))
+                    return false;
+        }
+    }
+    return true;
+}
+
+json_t *stateless_declared_caps(json_t *caps)
+{
+    if (!json_is_object(caps))
+        return NULL;
+    if (caps_all_objects(caps)) /* what clients send: kept as it is, no copy */
+        return json_incref(caps);
+    json_t *out = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(caps, k, v) {
+        if (!json_is_object(v))
+            continue;
+        if (!is_map_of_settings(k)) {
+            json_object_set(out, k, v);
+            continue;
+        }
+        json_t *m = json_object();
+        const char *k2;
+        json_t *v2;
+        json_object_foreach(v, k2, v2)
+            if (json_is_object(v2))
+                json_object_set(m, k2, v2);
+        json_object_set_new(out, k, m);
+    }
+    return out;
+}
+
 /* A plain header value: visible ASCII, spaces and tabs only inside. */
 static bool plain_ok(const char *v, size_t n)
 {
@@ -144,14 +201,6 @@ int stateless_header_decode(const char *v, char *out, size_t outsize, size_t *ou
     return 0;
 }
 
-/* The body's value Mcp-Name mirrors (the method's target in the method table), or NULL when
- * the method has none. */
-static const json_t *name_source(const json_t *params, const char *method, const char **field)
-{
-    *field = method_rule(stats_method_of(method))->target;
-    return *field ? json_object_get(params, *field) : NULL;
-}
-
 const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
                                     const char *method_hdr, const char *name_hdr, char *msg,
                                     size_t msglen)
@@ -182,11 +231,15 @@ const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
                  method_hdr, q);
         return msg;
     }
-    const char *field;
-    const json_t *src = name_source(v->params, method_hdr, &field);
-    if (!src)
+    /* Mcp-Name mirrors the params member the method table names as the method's target */
+    const char *field = method_rule(stats_method_of(method_hdr))->target;
+    if (!field)
         return NULL;
-    if (!name_hdr) {
+    const json_t *src = json_object_get(v->params, field);
+    if (src && !json_is_string(src))
+        return NULL; /* invalid params (the method's -32602: SEP-2663 for a taskId), which no
+                        header value can mirror: the method answers it, whatever the header */
+    if (!name_hdr) { /* required whatever the body holds (SEP-2243) */
         snprintf(msg, msglen, "Header mismatch: the Mcp-Name header is required for %s",
                  method_hdr);
         return msg;
@@ -199,8 +252,9 @@ const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
                  "malformed =?base64?...?= (non-ASCII values are sent base64-encoded)");
         return msg;
     }
-    if (!json_is_string(src) || json_string_length(src) != dl ||
-        memcmp(json_string_value(src), dec, dl) != 0) {
+    if (!src)
+        return NULL; /* no target in the body: the method's own -32602 */
+    if (json_string_length(src) != dl || memcmp(json_string_value(src), dec, dl) != 0) {
         jsonrpc_quote_name(src, q, sizeof q);
         snprintf(msg, msglen,
                  "Header mismatch: Mcp-Name header value '%.60s' does not match params.%s '%s'",

@@ -31,8 +31,15 @@
 /* Longest decoded Mcp-Name / Mcp-Param-* value the server compares (bytes). */
 #define MODERN_HEADER_VALUE_MAX 4096
 
-/* True when body (a single message, any shape) claims the modern era: params._meta holds the
- * protocol-version key, or version_hdr (NULL when absent) is a 2026 or later version. */
+/* The capabilities of a request's _meta clientCapabilities as declared (a new reference; NULL
+ * when caps is not an object): the schema types each capability, and each entry of its
+ * extensions and experimental maps, as an object, so a member that holds anything else (null,
+ * true, a string) declares nothing and is left out. caps itself when nothing is left out. */
+json_t *stateless_declared_caps(json_t *caps);
+
+/* True when body (a message of any shape, or a batch) claims the modern era: its params._meta
+ * (a batch: one of its messages') holds the protocol-version key, or version_hdr (NULL when
+ * absent) is a 2026 or later version. */
 bool stateless_claims(const json_t *body, const char *version_hdr);
 
 /* Every version this server speaks, newest first, modern included (a new array). */
@@ -54,7 +61,11 @@ int stateless_header_decode(const char *v, char *out, size_t outsize, size_t *ou
  * present and equal to the _meta claim, Mcp-Method equal to method, Mcp-Name equal to the
  * params member the method table names as the method's target (params.name for tools/call
  * and prompts/get, params.uri for resources/read, params.taskId for the tasks methods:
- * SEP-2663's routing header). NULL when they hold; else the HeaderMismatch message in msg. */
+ * SEP-2663's routing header). Mcp-Name is required for such a method whatever the body
+ * holds, except when the target is there but not a string: that is invalid params, which the
+ * method answers (-32602), so no header is compared with it; a target that is absent is the
+ * method's -32602 too once the header is there and well formed. NULL when they hold; else the
+ * HeaderMismatch message in msg. */
 const char *stateless_check_headers(const jr_view_t *v, const char *version_hdr,
                                     const char *method_hdr, const char *name_hdr, char *msg,
                                     size_t msglen);

@@ -4,11 +4,13 @@ hints, per-request capabilities and log level, cancellation by closing the respo
 Every refusal is checked for its HTTP status, its JSON-RPC code and the echoed id, and the same
 server is checked to still serve a session-era client."""
 import base64
+import http.client
+import json
 import os
 import time
 import unittest
 
-from mcptest import ACCEPT_BOTH, SSEStream, Server, ServerTest, Session, run
+from mcptest import ACCEPT_BOTH, Response, SSEStream, Server, ServerTest, Session, run
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")
 V = "2026-07-28"
@@ -803,6 +805,160 @@ class ListenShutdown(unittest.TestCase):
             last = st.next_message(timeout=5)["message"]
             self.assertEqual(last["id"], 9)
             self.assertEqual(last["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 9)
+            self.assertIsNone(st.next_message(timeout=5), "nothing after the closing result")
+            self.assertTrue(st.ended)
+            st.close()
+        finally:
+            server.cleanup()
+
+
+def raw_post(server, body, headers):
+    """A POST whose headers are a list of (name, value) pairs: a header may come twice."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    data = json.dumps(body).encode()
+    conn.putrequest("POST", "/mcp")
+    for k, v in headers + [("Content-Length", str(len(data)))]:
+        conn.putheader(k, v)
+    conn.endheaders(data)
+    resp = conn.getresponse()
+    out = Response(resp.status, resp.getheaders(), resp.read())
+    conn.close()
+    return out
+
+
+class RefusalOrder(ServerTest):
+    """Which check answers when a 2026-07-28 request fails more than one (SEP-2243's header
+    checks come before the body's own), and what the session era answers for the same input."""
+    SERVER_FLAGS = ("--toolset", "demo,conformance")
+
+    def setUp(self):
+        self.c = Modern(self.server)
+
+    def assertError(self, r, status, code, rid):
+        self.assertEqual(r.status, status, r.text)
+        body = r.json()
+        self.assertEqual((body["error"]["code"], body["id"]), (code, rid), body)
+        return body["error"]
+
+    def test_a_param_header_that_disagrees_is_32020_even_when_the_arguments_fail_the_schema(self):
+        p = {"name": "test_custom_header", "arguments": {"region": 7}}
+        r, rid = self.c.request("tools/call", p, headers={"Mcp-Param-Region": "us"})
+        err = self.assertError(r, 400, -32020, rid)
+        self.assertIn("Mcp-Param-Region", err["message"])
+        r, rid = self.c.request("tools/call", p)  # the argument is set, its header is not
+        self.assertError(r, 400, -32020, rid)
+        # headers that agree: the schema's answer, a tool error
+        _, m, _ = self.c.result("tools/call", {"name": "test_custom_header", "arguments": {}})
+        self.assertTrue(m["result"]["isError"], m)
+        # the session era has no Mcp-Param-* headers: the schema's tool error, as before
+        s = Session(self.server)
+        _, m = s.call("tools/call", {"name": "test_custom_header", "arguments": {"region": 7}},
+                      headers={"Mcp-Param-Region": "us"})
+        self.assertTrue(m["result"]["isError"], m)
+
+    def test_a_batch_is_an_invalid_request_in_this_revision(self):
+        h = self.c.headers("tools/list", {})
+        one = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}
+        for batch in ([one], [one, dict(one, id=2)]):
+            r = self.server.request("POST", batch, h)
+            err = self.assertError(r, 400, -32600, None)
+            self.assertIn("batch", err["message"])
+        # items that claim the revision in their _meta, without the header: the same
+        del h["MCP-Protocol-Version"]
+        r = self.server.request("POST", [one], h)
+        self.assertError(r, 400, -32600, None)
+        # the session era: a batch without a session still needs one; with one it is served
+        plain = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        r = self.server.request("POST", [plain], {"Content-Type": "application/json",
+                                                  "Accept": ACCEPT_BOTH})
+        self.assertError(r, 400, -32000, None)
+        self.assertIn("Mcp-Session-Id", r.json()["error"]["message"])
+        s = Session(self.server, version="2025-03-26")
+        r = s.post([plain])
+        self.assertEqual(r.status, 200, r.text)
+        self.assertIn("tools", r.messages()[0]["result"])
+
+    def test_a_capability_that_is_not_an_object_is_not_declared(self):
+        for caps, tool, need in (({"elicitation": None}, "elicit_name", "elicitation"),
+                                 ({"elicitation": "yes"}, "elicit_name", "elicitation"),
+                                 ({"sampling": None}, "test_input_required_result_sampling", "sampling"),
+                                 ({"sampling": []}, "test_input_required_result_sampling", "sampling")):
+            r, rid = self.c.request("tools/call", {"name": tool, "arguments": {}}, caps=caps)
+            err = self.assertError(r, 400, -32021, rid)
+            self.assertEqual(err["data"]["requiredCapabilities"], {need: {}}, caps)
+        # declared as an object, it is declared
+        _, m, _ = self.c.result("tools/call", {"name": "elicit_name", "arguments": {}}, caps=ELICIT)
+        self.assertEqual(m["result"]["resultType"], "input_required", m)
+        # a request that needs no capability is served whatever the others hold
+        _, m, _ = self.c.result("tools/list", caps={"elicitation": None, "roots": 5})
+        self.assertIn("tools", m["result"])
+
+    def test_a_missing_name_header_is_32020_whatever_the_body_holds(self):
+        for p in ({"arguments": {}}, {"name": 5, "arguments": {}}, {"name": "echo"}):
+            r, rid = self.c.request("tools/call", p, drop=("Mcp-Name",))
+            if isinstance(p.get("name"), int):
+                # a name that is not a string is the method's -32602, before any header check
+                r2 = r.json()
+                self.assertEqual((r.status, r2["error"]["code"], r2["id"]), (200, -32602, rid), r2)
+                continue
+            self.assertError(r, 400, -32020, rid)
+        for p in ({"uri": None}, {}):
+            r, rid = self.c.request("resources/read", p, drop=("Mcp-Name",))
+            if "uri" in p:
+                self.assertEqual(r.json()["error"]["code"], -32602, r.text)
+            else:
+                self.assertError(r, 400, -32020, rid)
+        # with the header but no name in the body: the method's own -32602, as before
+        r, m, _ = self.c.result("tools/call", {"arguments": {}}, headers={"Mcp-Name": "echo"})
+        self.assertEqual((r.status, m["error"]["code"]), (200, -32602), m)
+
+    def test_a_repeated_mirrored_header_is_32020_and_keeps_its_session_era_answer(self):
+        body = {"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": meta()}}
+        base = [("Content-Type", "application/json"), ("Accept", ACCEPT_BOTH),
+                ("MCP-Protocol-Version", V), ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo")]
+        for name, value in (("Mcp-Name", "echo"), ("Mcp-Method", "tools/call"),
+                            ("MCP-Protocol-Version", V), ("mcp-name", "add")):
+            r = raw_post(self.server, body, base + [(name, value)])
+            err = self.assertError(r, 400, -32020, 41)
+            self.assertIn("more than once", err["message"], name)
+        # a repeated header the revision does not mirror keeps its -32000
+        r = raw_post(self.server, body, base + [("Content-Type", "application/json")])
+        self.assertError(r, 400, -32000, 41)
+        # the session era: -32000, as before
+        s = Session(self.server)
+        plain = {"jsonrpc": "2.0", "id": 42, "method": "tools/list"}
+        sess = [("Content-Type", "application/json"), ("Accept", ACCEPT_BOTH),
+                ("Mcp-Session-Id", s.sid), ("MCP-Protocol-Version", s.version)]
+        for extra in ([("MCP-Protocol-Version", s.version)], [("Mcp-Method", "tools/list")] * 2,
+                      [("Mcp-Name", "x")] * 2):
+            r = raw_post(self.server, plain, sess + extra)
+            err = self.assertError(r, 400, -32000, 42)
+            self.assertIn("more than once", err["message"], extra)
+
+
+class CallStreamShutdown(unittest.TestCase):
+    def test_a_streaming_call_ends_with_an_error_response_at_shutdown(self):
+        server = Server()
+        try:
+            params = {"name": "slow", "arguments": {"seconds": 30, "steps": 300},
+                      "_meta": dict(meta(), progressToken="p")}
+            body = {"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": params}
+            st = SSEStream(server.port, "POST", Modern(server).headers("tools/call", params), body)
+            self.assertEqual(st.next_message(timeout=5)["message"]["method"], "notifications/progress")
+            rc, _ = server.stop()
+            self.assertEqual(rc, 0)
+            last = None
+            while True:
+                e = st.next_message(timeout=5)
+                if e is None:
+                    break
+                last = e["message"]
+            self.assertIsNotNone(last, "the stream carried nothing after the progress")
+            self.assertEqual(last.get("id"), 12, last)
+            self.assertEqual(last["error"]["code"], -32000, last)
+            self.assertIn("shutting down", last["error"]["message"])
+            self.assertTrue(st.ended, "the stream ends after its response")
             st.close()
         finally:
             server.cleanup()

@@ -151,8 +151,32 @@ class Tasks(ServerTest):
                                   ("tasks/cancel", {})):
                 r, m = self.c.call(method, dict(taskId=tid, **extra))
                 self.assertError(r, m, 200, -32602)
-        r, m = self.c.call("tasks/get", {"taskId": 7}, headers={"Mcp-Name": "7"})
-        self.assertEqual(r.status, 400, r.text)  # the header mirrors a string only: -32020
+
+
+    def test_a_task_id_that_is_not_a_string_is_32602_before_the_header_checks(self):
+        for tid in (5, None, {"id": "x"}):
+            for method, extra in (("tasks/get", {}), ("tasks/update", {"inputResponses": {}}),
+                                  ("tasks/cancel", {})):
+                for hdrs, drop in (({"Mcp-Name": "5"}, ()), ({}, ("Mcp-Name",))):
+                    r, m = self.c.call(method, dict(taskId=tid, **extra), headers=hdrs, drop=drop)
+                    err = self.assertError(r, m, 200, -32602)
+                    self.assertIn("taskId must be a string", err["message"], (method, tid))
+                    self.assertEqual(m["id"], self.c.next_id)
+        # without the declaration the gate comes first, whatever the id
+        r, m = self.c.call("tasks/get", {"taskId": 5}, caps={}, headers={"Mcp-Name": "5"})
+        self.assertError(r, m, 400, -32021)
+
+    def test_an_extension_declared_as_a_non_object_is_not_declared(self):
+        for value in (None, True, "yes"):
+            caps = {"elicitation": {}, "extensions": {EXT: value}}
+            res = self.c.tool("slow_compute", {"seconds": 0, "label": "sync"}, caps=caps)
+            self.assertEqual(res["resultType"], "complete", value)  # not a task
+            r, m = self.c.call("tasks/get", {"taskId": "0" * 32}, caps=caps)
+            self.assertError(r, m, 400, -32021)
+            r, m = self.c.call("tools/call", {"name": "failing_job", "arguments": {}}, caps=caps)
+            self.assertError(r, m, 400, -32021)
+        r, m = self.c.call("tasks/get", {"taskId": "0" * 32}, caps={"extensions": None})
+        self.assertError(r, m, 400, -32021)
 
     def test_the_name_header_must_mirror_the_task_id(self):
         tid = self.c.tool("slow_compute", {"seconds": 60, "label": "hdr"})["taskId"]

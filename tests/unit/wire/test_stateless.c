@@ -22,6 +22,28 @@ static json_t *req(const char *method, const char *version, json_t *extra_params
                      params);
 }
 
+/* a capability (or an extension's settings) that is not an object declares nothing */
+static void a_capability_that_is_not_an_object_is_left_out(void **state)
+{
+    (void)state;
+    json_t *clean = json_pack("{s:{},s:{s:{}}}", "elicitation", "extensions", "x/y");
+    json_t *got = stateless_declared_caps(clean);
+    assert_ptr_equal(got, clean); /* nothing left out: no copy */
+    json_decref(got);
+    json_t *dirty = json_pack("{s:n,s:b,s:{s:{}},s:{s:n,s:{}},s:{s:s}}", "elicitation", "sampling",
+                              1, "roots", "listChanged", "extensions", "a/tasks", "b/ok",
+                              "experimental", "z", "on");
+    got = stateless_declared_caps(dirty);
+    json_t *want = json_pack("{s:{s:{}},s:{s:{}},s:{}}", "roots", "listChanged", "extensions",
+                             "b/ok", "experimental");
+    assert_true(json_equal(got, want));
+    assert_null(stateless_declared_caps(NULL));
+    json_decref(got);
+    json_decref(want);
+    json_decref(dirty);
+    json_decref(clean);
+}
+
 static void the_claim_is_the_meta_key_or_a_2026_header(void **state)
 {
     (void)state;
@@ -33,6 +55,13 @@ static void the_claim_is_the_meta_key_or_a_2026_header(void **state)
     assert_false(stateless_claims(plain, "2025-03-26"));
     assert_true(stateless_claims(plain, "2026-07-28"));
     assert_true(stateless_claims(plain, "2027-01-01"));
+    /* a batch: by the header, or by one of its messages' _meta */
+    json_t *batch = json_pack("[O]", plain);
+    assert_false(stateless_claims(batch, NULL));
+    assert_true(stateless_claims(batch, "2026-07-28"));
+    json_array_append(batch, m);
+    assert_true(stateless_claims(batch, NULL));
+    json_decref(batch);
     json_decref(m);
     json_decref(plain);
 }
@@ -149,6 +178,18 @@ static void mirrored_headers_must_match_the_body(void **state)
     assert_non_null(check_headers(m, "2026-07-28", "tools/list", "echo", msg, sizeof msg));
     assert_non_null(check_headers(m, "2026-07-28", "tools/call", NULL, msg, sizeof msg));
     assert_non_null(check_headers(m, "2026-07-28", "tools/call", "add", msg, sizeof msg));
+    json_decref(m);
+    /* Mcp-Name is required whatever the body holds; a name that is not a string is the
+     * method's invalid params (checked there), whatever the header */
+    m = req("tools/call", "2026-07-28", json_object());
+    assert_non_null(check_headers(m, "2026-07-28", "tools/call", NULL, msg, sizeof msg));
+    assert_non_null(strstr(msg, "Mcp-Name header is required"));
+    assert_null(check_headers(m, "2026-07-28", "tools/call", "echo", msg, sizeof msg));
+    assert_non_null(check_headers(m, "2026-07-28", "tools/call", "bad\x01", msg, sizeof msg));
+    json_decref(m);
+    m = req("tools/call", "2026-07-28", json_pack("{s:i}", "name", 5));
+    assert_null(check_headers(m, "2026-07-28", "tools/call", NULL, msg, sizeof msg));
+    assert_null(check_headers(m, "2026-07-28", "tools/call", "5", msg, sizeof msg));
     json_decref(m);
     /* no Mcp-Name for a method without a name */
     m = req("tools/list", "2026-07-28", NULL);
@@ -318,6 +359,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_claim_is_the_meta_key_or_a_2026_header),
+        cmocka_unit_test(a_capability_that_is_not_an_object_is_left_out),
         cmocka_unit_test(meta_fields_are_required_and_the_version_checked),
         cmocka_unit_test(header_values_decode_plain_and_base64),
         cmocka_unit_test(a_base64_value_that_fits_the_buffer_decodes),
