@@ -450,6 +450,24 @@ static void cut_stream(hconn_t *c, bool slow_reader)
     http_trim_soon(g_http_self);   /* the drained pages go back to the kernel */
 }
 
+/* SSE bytes into the connection's output, framed as evhttp_send_reply_chunk would (a hex size
+ * line, the bytes, CRLF) but without its evbuffer_add_printf and a buffer per frame; evhttp's
+ * write callback is already set from the reply's start. */
+static void put_frame(const hconn_t *c, struct evbuffer *out, const char *data, size_t len)
+{
+    if (c->chunked) {
+        char head[20];
+        size_t n = hex_put(head, len, 0);
+        head[n++] = '\r';
+        head[n++] = '\n';
+        evbuffer_add(out, head, n);
+        evbuffer_add(out, data, len);
+        evbuffer_add(out, "\r\n", 2);
+    } else {
+        evbuffer_add(out, data, len); /* HTTP/1.0: the body runs to the connection's close */
+    }
+}
+
 /* Writes SSE bytes; false when the stream was cut for a slow reader (c is freed). */
 static bool sse_write(hconn_t *c, const char *data, size_t len)
 {
@@ -474,26 +492,13 @@ static bool sse_write(hconn_t *c, const char *data, size_t len)
         cut_stream(c, true);
         return false;
     }
-    /* straight into the connection's output, framed as evhttp_send_reply_chunk would (a hex
-     * size line, the bytes, CRLF) but without its evbuffer_add_printf and a buffer per frame;
-     * evhttp's write callback is already set from the reply's start */
     if (!len)
         return true;
     if (c->idle) {
         struct timeval tv = {g_cfg.get_idle_timeout_s, 0};
         evtimer_add(c->idle, &tv); /* it is not idle: the count starts again */
     }
-    if (c->chunked) {
-        char head[20];
-        size_t n = hex_put(head, len, 0);
-        head[n++] = '\r';
-        head[n++] = '\n';
-        evbuffer_add(out, head, n);
-        evbuffer_add(out, data, len);
-        evbuffer_add(out, "\r\n", 2);
-    } else {
-        evbuffer_add(out, data, len); /* HTTP/1.0: the body runs to the connection's close */
-    }
+    put_frame(c, out, data, len);
     /* far behind: the connection holds an --sse-backlog place, or is cut when none is free.
      * Judged after the frame went in, so that a stream's last frame counts too, and after the
      * socket has taken what it will: the loop writes at most 16 KiB a turn (libevent's max
@@ -522,10 +527,13 @@ void http_end_stream_at_stop(hconn_t *c)
         buf_t b = {0};
         sse_frame_event(&b, NULL, text, len);
         free(text);
-        bool kept = sse_write(c, b.p, b.len);
+        /* put in whatever the reader's lag: the stream ends now and what it holds is drained
+         * for a bounded time (http_end_stream), where sse_write would cut a slow reader (an
+         * abortive close: every queued byte lost, this one too) */
+        struct bufferevent *bev = conn_bev(c);
+        if (bev)
+            put_frame(c, bufferevent_get_output(bev), b.p, b.len);
         buf_free(&b);
-        if (!kept)
-            return; /* cut for a slow reader: c is freed */
     }
     http_end_stream(c);
 }

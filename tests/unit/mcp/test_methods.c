@@ -434,6 +434,32 @@ static void a_session_only_method_is_not_found_in_2026_with_404(void **state)
     json_decref(answer);
 }
 
+/* An integer x-mcp-header against a body's integral real: equal (2.0 is 2). The headers are
+ * compared before the schema check, which would turn 2.0 into 2, so the comparison takes it. */
+static void an_integer_param_header_matches_an_integral_real_in_the_body(void **state)
+{
+    (void)state;
+    json_t *schema = json_loads("{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+                                "\"integer\",\"x-mcp-header\":\"N\"}}}",
+                                0, NULL);
+    json_t *hdrs = json_pack("{s:s}", "n", "2");
+    char why[256];
+    static const char *const same[] = {"{\"n\":2}", "{\"n\":2.0}", "{\"n\":2e0}"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        json_t *args = json_loads(same[i], JSON_DECODE_ANY, NULL);
+        assert_null(modern_check_params(schema, args, hdrs, why, sizeof why));
+        json_decref(args);
+    }
+    static const char *const other[] = {"{\"n\":2.5}", "{\"n\":3.0}", "{\"n\":1e300}"};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        json_t *args = json_loads(other[i], JSON_DECODE_ANY, NULL);
+        assert_non_null(modern_check_params(schema, args, hdrs, why, sizeof why));
+        json_decref(args);
+    }
+    json_decref(hdrs);
+    json_decref(schema);
+}
+
 static void every_method_has_a_handler_in_its_eras_and_none_elsewhere(void **state)
 {
     (void)state;
@@ -615,6 +641,7 @@ int main(void)
         T(a_session_only_method_is_not_found_in_2026_with_404),
         T(an_input_record_unreadable_at_the_calls_end_is_deleted_unread),
         cmocka_unit_test(every_method_has_a_handler_in_its_eras_and_none_elsewhere),
+        cmocka_unit_test(an_integer_param_header_matches_an_integral_real_in_the_body),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
