@@ -478,28 +478,6 @@ bool mcpd_ctx_input_pending(const mcpd_ctx_t *ctx)
     return atomic_load(&((mcpd_ctx_t *)ctx)->input_pending);
 }
 
-unsigned job_caps_of(const json_t *caps)
-{
-    static const jkey_t KEYS[] = {JKEY("elicitation"), JKEY("sampling"), JKEY("roots")};
-    json_t *v[3];
-    json_pick(caps, KEYS, 3, v); /* per call: one walk, none for empty capabilities */
-    return (v[0] ? JOB_CAP_ELICITATION : 0u) | (v[1] ? JOB_CAP_SAMPLING : 0u) |
-           (v[2] ? JOB_CAP_ROOTS : 0u);
-}
-
-bool mcpd_ctx_client_supports(const mcpd_ctx_t *ctx, const char *capability)
-{
-    if (!capability)
-        return false;
-    if (strcmp(capability, "elicitation") == 0)
-        return ctx->client_caps & JOB_CAP_ELICITATION;
-    if (strcmp(capability, "sampling") == 0)
-        return ctx->client_caps & JOB_CAP_SAMPLING;
-    if (strcmp(capability, "roots") == 0)
-        return ctx->client_caps & JOB_CAP_ROOTS;
-    return false;
-}
-
 int mcpd_ctx_close_stream(mcpd_ctx_t *ctx)
 {
     const char *why = NULL;

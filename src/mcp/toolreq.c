@@ -71,7 +71,7 @@ void mcp_tool_request(actor_t *a, job_t *j, wmsg_t *m)
         return;
     }
     const char *cap = stateless_input_capability(method);
-    if (cap && !json_object_get(a->client_caps, cap)) {
+    if (cap && !json_is_object(json_object_get(a->client_caps, cap))) { /* null: not declared */
         char why[160];
         snprintf(why, sizeof why, "the client did not declare the %s capability", cap);
         if (j->modern && !j->fail_code) {
