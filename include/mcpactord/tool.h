@@ -251,9 +251,10 @@ int mcpd_ctx_input_key(mcpd_ctx_t *ctx, const char *key);
 /* True once a request of this run was left unanswered (2026-07-28: the call will end with an
  * input_required result). */
 bool mcpd_ctx_input_pending(const mcpd_ctx_t *ctx);
-/* True when the client declared the capability ("elicitation", "sampling", "roots": an object; null declares nothing) for this
- * call: its session's initialize, or the request's own _meta in 2026-07-28. A request that
- * needs one the client lacks fails (2026-07-28: the whole call answers -32021). */
+/* True when the client declared the capability ("elicitation", "sampling", "roots") for this
+ * call, as an object (null declares nothing): its session's initialize, or the request's own
+ * _meta in 2026-07-28. A request that needs one the client lacks fails (2026-07-28: the whole
+ * call answers -32021). */
 bool mcpd_ctx_client_supports(const mcpd_ctx_t *ctx, const char *capability);
 
 /* Ends the HTTP connection that carries the call's response stream, without ending the call
