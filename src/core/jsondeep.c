@@ -5,6 +5,7 @@
 #include "core/util.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     const json_t *v;
@@ -30,8 +31,9 @@ bool json_depth_within(const json_t *v, int max)
         return true;
     if (max < 1)
         return false;
-    size_t cap = 64, n = 0;
-    open_level_t *st = xmalloc(cap * sizeof *st);
+    /* on the C stack for the usual result (a call's: no allocation), the heap past 64 levels */
+    open_level_t local[64], *st = local;
+    size_t cap = sizeof local / sizeof local[0], n = 0;
     st[n++] = (open_level_t){v, json_is_object(v) ? json_object_iter((json_t *)v) : NULL, 0};
     bool within = true;
     while (n) {
@@ -46,11 +48,18 @@ bool json_depth_within(const json_t *v, int max)
             within = false;
             break;
         }
-        if (n == cap)
-            st = xrealloc(st, (cap *= 2) * sizeof *st);
+        if (n == cap) {
+            open_level_t *grown = xmalloc(cap * 2 * sizeof *st);
+            memcpy(grown, st, cap * sizeof *st);
+            if (st != local)
+                free(st);
+            st = grown;
+            cap *= 2;
+        }
         st[n++] = (open_level_t){m, json_is_object(m) ? json_object_iter((json_t *)m) : NULL, 0};
     }
-    free(st);
+    if (st != local)
+        free(st);
     return within;
 }
 

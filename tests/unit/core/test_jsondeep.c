@@ -53,6 +53,12 @@ static void a_million_levels_are_measured_and_freed_without_recursion(void **sta
 {
     (void)state;
     /* json_decref recursed once a level: some 250,000 overflowed an 8 MiB stack */
+    for (int n = 63; n <= 130; n++) { /* around the first 64 levels kept on the C stack */
+        json_t *w = nested(n);
+        assert_true(json_depth_within(w, n));
+        assert_false(json_depth_within(w, n - 1));
+        json_decref(w);
+    }
     json_t *v = nested(1000000);
     assert_false(json_depth_within(v, 50000));
     assert_true(json_depth_within(v, 1000000));
