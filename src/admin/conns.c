@@ -152,7 +152,9 @@ void admin_conns_answer_unhurried(struct evhttp_request *req)
     struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
     if (!bev)
         return; /* its connection is gone: evhttp_send_reply frees the request */
-    /* before evhttp_send_reply, whose bufferevent_enable(EV_READ|EV_WRITE) takes these */
+    /* before evhttp_send_reply, whose bufferevent_enable(EV_READ|EV_WRITE) takes these, from
+     * the time now (libevent's is the loop's wake-up: a slow answer's write timed out at once) */
+    event_base_update_cache_time(bufferevent_get_base(bev));
     struct timeval t = {admin_conns_timeout_s(), 0};
     bufferevent_set_timeouts(bev, NULL, &t);
     evhttp_request_set_on_complete_cb(req, on_answered, NULL);

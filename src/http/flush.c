@@ -193,11 +193,7 @@ static void flush_one(hlink_t *l)
     if (n <= 0 || evbuffer_get_length(out)) {
         /* the bufferevent's write event, enabled already, does the rest: with no read timeout
          * meanwhile (see the file comment); the write timeout stays --read-timeout, counted
-         * from now: libevent times the events added in a callback from the time it read when
-         * the loop woke, and evhttp_send_reply enabled writing at the end of the work that made
-         * the answer (a loop that worked for longer than --read-timeout to make it timed the
-         * write out at once and cut the answer after the socket's first fill) */
-        event_base_update_cache_time(bufferevent_get_base(bev));
+         * from now (http_on_flush) */
         struct timeval wt = {g_cfg.read_timeout_s, 0};
         bufferevent_set_timeouts(bev, NULL, &wt);
         l->read_lifted = true;
@@ -219,6 +215,13 @@ void http_on_flush(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     http_thread_t *t = arg;
+    /* libevent times an event added in a callback from the time it read when the loop woke: a
+     * turn that worked for longer than --read-timeout to make its answers had the write event
+     * evhttp_send_reply enabled (and, for an answer written whole, the read event of the next
+     * request, and a linger's timer) already past due, so the next turn timed it out: the
+     * answer cut after the socket's first fill, the keep-alive connection closed under its
+     * client's next request. Read the clock again, once a pass. */
+    event_base_update_cache_time(t->base);
     hlink_t *l;
     while ((l = t->flush_head) != NULL) {
         http_flush_forget(l);
