@@ -72,7 +72,14 @@ class Moves(unittest.TestCase):
         return n
 
     def session_on(self, owner, by):
-        """A session through HAProxy whose shard the file gives to owner, its counter at by."""
+        """A session through HAProxy whose shard the file gives to owner, its counter at by.
+        New sessions go to be_any, whose check of a restarted owner comes up apart from
+        be_<owner>'s (restart waits for that one): until it is up no session lands there."""
+        from clustertest import server_status
+        deadline = time.time() + 15
+        while not (server_status(self.c.socket, "be_any", owner) or "").startswith("UP"):
+            self.assertLess(time.time(), deadline, f"be_any/{owner} never came up")
+            time.sleep(0.1)
         for _ in range(60):
             s = Session(self.hp)
             if self.c.owner(s.sid) == owner:
