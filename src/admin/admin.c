@@ -614,8 +614,7 @@ int admin_start(const char *host, int port, store_t *store, int *bound_port)
         return -1;
     }
     A.loopback = sockaddr_is_loopback((struct sockaddr *)&ss); /* not from the name: it resolved */
-    if (!A.loopback && (strcmp(A.addr, "0.0.0.0") == 0 || strcmp(A.addr, "::") == 0))
-        admin_browser_names(); /* a wildcard listener's loopback connections name the machine */
+    admin_browser_init(A.addr);
     *bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                                            : ntohs(((struct sockaddr_in *)&ss)->sin_port);
     A.running = true;

@@ -51,9 +51,10 @@ bool admin_host_ok(const char *bound, const char *addr, bool loopback, const cha
  * listener on a wildcard address ("0.0.0.0", "::") by the connection's own address, with the
  * machine's names (gethostname, and the canonical name it resolves to) as its bound name. */
 struct evhttp_request;
-/* Reads the machine's names (gethostname and its canonical name) for a wildcard listener's
- * check; at the start, before the admin thread runs (a lookup, once). */
-void admin_browser_names(void);
+/* Notes whether the listener bound a wildcard address (addr, numeric) and, if so, reads the
+ * machine's names (gethostname and its canonical name: a lookup, once) for its check; at the
+ * start, before the admin thread runs. */
+void admin_browser_init(const char *addr);
 const char *admin_browser_refusal(struct evhttp_request *req, const char *bound, const char *addr,
                                   bool loopback);
 

@@ -41,12 +41,16 @@ bool admin_host_ok(const char *bound, const char *addr, bool loopback, const cha
 
 /* The machine's own names: gethostname's, and the canonical name it resolves to (/etc/hosts'
  * first name on a Debian host: "127.0.1.1 host.example.com host"), read once at the start
- * (admin_browser_names, before the admin thread runs): no lookup per request. */
+ * (admin_browser_init, before the admin thread runs): no lookup per request. */
 static char own_names[2][256];
+static bool wildcard; /* the listener's address is 0.0.0.0 or :: */
 
-void admin_browser_names(void)
+void admin_browser_init(const char *addr)
 {
     memset(own_names, 0, sizeof own_names);
+    wildcard = strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "::") == 0;
+    if (!wildcard)
+        return; /* only a wildcard listener's connections name the machine */
     if (gethostname(own_names[0], sizeof own_names[0] - 1) != 0) {
         own_names[0][0] = '\0';
         return;
@@ -97,8 +101,7 @@ const char *admin_browser_refusal(struct evhttp_request *req, const char *bound,
                "or Sec-Fetch-Site)\n";
     char local[64];
     const char *host = evhttp_find_header(in, "Host");
-    if (host && !loopback && (strcmp(addr, "0.0.0.0") == 0 || strcmp(addr, "::") == 0) &&
-        wildcard_by_loopback(req, local, sizeof local)) {
+    if (host && wildcard && wildcard_by_loopback(req, local, sizeof local)) {
         if (own_names[1][0] && admin_host_ok(own_names[1], local, true, host))
             return NULL;
         bound = own_names[0];
