@@ -585,6 +585,10 @@ static void start_sse(hconn_t *c, hmsg_t *m)
         STAT_INC(streams_open_get);
     else
         STAT_INC(streams_open_post);
+    /* the timers below count from the loop's cached time, read when the turn began: a turn
+     * that worked long before this (a replay, actors on this thread) would start them already
+     * part spent, or past due (as http_on_flush's answers would be) */
+    event_base_update_cache_time(c->t->base);
     if (c->evcon) {
         if (c->link)
             c->link->sse = c;
