@@ -447,10 +447,9 @@ bool gw_slot_take(gw_sess_t *gs, principal_t *owner, const char *sid, char *err,
 {
     /* a session stored before owners were kept counts as its own principal, as in the pool */
     principal_t *p = owner ? principal_ref(owner) : principal_of('s', sid);
-    int rc = principal_take(p, PR_UPSTREAMS);
+    int rc = principal_take_counted(p, PR_UPSTREAMS);
     if (rc != 0) {
         principal_unref(p);
-        STAT_INC(limit_refusals_total);
         if (rc == -EDQUOT)
             snprintf(err, errlen,
                      "this client runs %lld upstream processes, its share of --upstream-max "

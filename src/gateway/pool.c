@@ -126,10 +126,9 @@ static const upstream_cbs_t CBS = {.on_message = on_message,
 pproc_t *pool_proc_start(pool_t *pl, bool *full, char *err, size_t errlen)
 {
     *full = false;
-    int rc = principal_take(pl->who, PR_UPSTREAMS);
+    int rc = principal_take_counted(pl->who, PR_UPSTREAMS);
     if (rc != 0) {
         *full = true;
-        STAT_INC(limit_refusals_total);
         snprintf(err, errlen,
                  rc == -EDQUOT ? "the pool holds its share of --upstream-max (--principal-share)"
                                : "%lld upstream processes are running (--upstream-max)",

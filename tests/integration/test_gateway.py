@@ -1081,6 +1081,9 @@ class GatewayAuthTest(unittest.TestCase):
             self.assertEqual(r.header("retry-after"), "5")
             self.assertIn("share of --upstream-max", r.text)
             self.assertIsNone(r.header("mcp-session-id"))
+            st = srv.stats()
+            self.assertEqual((st["limit_refusals_total"], st["share_refusals_total"]), (1, 1),
+                             "a refusal by the client's share counts as one")
             bob = Session(srv, path="/mcp/py", token="tok-bob-0123456789abcdef0")
             r, msg = bob.tool("echo", {"text": "bob"})
             self.assertIn("result", msg, r.text)
