@@ -38,6 +38,8 @@ typedef struct parser {
     size_t nodes;     /* values made so far */
     size_t max_nodes; /* 0: no limit */
     bool too_many;
+    const char *id_at; /* bounded: the top-level object's scalar "id" (json_parse_info_t) */
+    size_t id_len;
 } parser_t;
 
 static json_t *fail(parser_t *ps, const char *why)
@@ -388,12 +390,19 @@ static json_t *parse_object(parser_t *ps)
             return fail(ps, "':' expected");
         }
         ps->p++;
+        skip_ws(ps);
+        const char *at = ps->p;
         json_t *val = parse_value(ps);
         if (!val) {
             if (key != kbuf)
                 free(key);
             json_decref(obj);
             return NULL;
+        }
+        if (ps->max_nodes && ps->depth == 1 && kl == 2 && key[0] == 'i' && key[1] == 'd' &&
+            !json_is_object(val) && !json_is_array(val)) {
+            ps->id_at = at; /* the top level's (its depth is 1 inside) */
+            ps->id_len = (size_t)(ps->p - at);
         }
         /* validated UTF-8 already: the nocheck form skips jansson's second pass */
         json_object_setn_new_nocheck(obj, key, kl, val);
@@ -506,7 +515,13 @@ json_t *json_parse_buf(const char *buf, size_t len, char *err, size_t errlen, si
 json_t *json_parse_buf_bounded(const char *buf, size_t len, size_t max_nodes,
                                json_parse_info_t *info, char *err, size_t errlen, size_t *err_pos)
 {
-    parser_t ps = {buf, buf + len, buf, err, errlen, err_pos, 0, NULL, 0, 0, max_nodes, false};
+    parser_t ps = {.p = buf,
+                   .end = buf + len,
+                   .start = buf,
+                   .err = err,
+                   .errlen = errlen,
+                   .err_pos = err_pos,
+                   .max_nodes = max_nodes};
     if (err && errlen)
         err[0] = '\0';
     json_t *v = parse_value(&ps);
@@ -521,6 +536,8 @@ json_t *json_parse_buf_bounded(const char *buf, size_t len, size_t max_nodes,
     if (info) {
         info->nodes = ps.nodes;
         info->too_many = ps.too_many;
+        info->id_off = ps.too_many && ps.id_at ? (size_t)(ps.id_at - buf) : 0;
+        info->id_len = ps.too_many && ps.id_at ? ps.id_len : 0;
     }
     return v;
 }

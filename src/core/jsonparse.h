@@ -17,10 +17,14 @@
 json_t *json_parse_buf(const char *buf, size_t len, char *err, size_t errlen, size_t *err_pos);
 
 /* What json_parse_buf_bounded saw: the values it counted (only when bounded), and whether it
- * stopped because there were more than max_nodes. */
+ * stopped because there were more than max_nodes. When it stopped so, and the text is an object
+ * whose member "id" (a string, number, true, false or null) came before the stop, id_off and
+ * id_len are that value's text in buf (the last such member's), for a refusal that echoes the
+ * request's id; id_len 0: none read. */
 typedef struct json_parse_info {
     size_t nodes;
     bool too_many;
+    size_t id_off, id_len;
 } json_parse_info_t;
 /* The same with at most max_nodes values (every object, array, string, number, true, false
  * and null counts one; 0: no limit): past it the parse stops at once and fails ("too many JSON

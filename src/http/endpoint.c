@@ -348,6 +348,24 @@ static bool validate_body(struct evhttp_request *req, const pbody_t *b, bool *is
     return true;
 }
 
+/* The id of a body refused past --max-json-nodes, where the parse read it before it stopped
+ * (json_parse_info_t) and it is a valid id: a new reference, or NULL (the answer's id null). */
+static json_t *too_many_id(struct evhttp_request *req, const json_parse_info_t *info)
+{
+    if (!info->id_len)
+        return NULL;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    const char *data = (const char *)evbuffer_pullup(in, -1); /* one piece already: parse_body */
+    if (!data || info->id_off + info->id_len > evbuffer_get_length(in))
+        return NULL;
+    json_t *id = json_parse_buf(data + info->id_off, info->id_len, NULL, 0, NULL);
+    if (id && !jsonrpc_id_valid(id)) {
+        json_decref(id);
+        id = NULL;
+    }
+    return id;
+}
+
 static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,
                         const char *who, hlink_t *link, pbody_t *b)
 {
@@ -384,7 +402,9 @@ static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr
                  "(--max-json-nodes)",
                  (long long)g_cfg.max_json_nodes);
         STAT_INC(limit_refusals_total);
-        http_reply_error(req, NULL, 413, JSONRPC_INVALID_REQUEST, msg, NULL);
+        json_t *read_id = too_many_id(req, &b->info);
+        http_reply_error(req, read_id, 413, JSONRPC_INVALID_REQUEST, msg, NULL);
+        json_decref(read_id);
         return;
     }
     if (!b->json) {

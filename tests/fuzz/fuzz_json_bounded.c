@@ -9,7 +9,8 @@
  * string, number, true, false and null, keys not; a duplicate key's replaced value too, so the
  * count is the value's own exactly when jansson finds no duplicate key) and within the limit;
  * a body within the limit is accepted when the unbounded parser accepts it; a refusal for too
- * many values has counted one past the limit; any other refusal is the unbounded parser's,
+ * many values has counted one past the limit (and the "id" it located, if any, is a scalar's
+ * text in the body, the whole object's "id"); any other refusal is the unbounded parser's,
  * with its message and position. The whole body
  * as a string through json_stringn_lossy is valid UTF-8, is the body itself when the body is
  * UTF-8, and keeps every byte of a valid sequence; each other byte becomes U+FFFD. */
@@ -42,13 +43,28 @@ static bool no_duplicate_keys(const char *body, size_t len)
     return v != NULL;
 }
 
+/* A refusal's located id: a scalar's whole text within the body, and, when the whole body is an
+ * object without duplicate keys, its "id" member. */
+static void check_id_span(const char *body, size_t len, const json_parse_info_t *info,
+                          const json_t *whole)
+{
+    if (!info->id_len)
+        return;
+    FUZZ_CHECK(info->id_off < len && info->id_len <= len - info->id_off);
+    json_t *id = json_parse_buf(body + info->id_off, info->id_len, NULL, 0, NULL);
+    FUZZ_CHECK(id && !json_is_object(id) && !json_is_array(id));
+    if (whole && json_is_object(whole) && no_duplicate_keys(body, len))
+        FUZZ_CHECK(json_equal(id, json_object_get(whole, "id")));
+    json_decref(id);
+}
+
 static void check_bounded(const char *body, size_t len, size_t max)
 {
     char err0[160], err1[160];
     size_t pos0 = 0, pos1 = 0;
     json_t *v = json_parse_buf(body, len, NULL, 0, NULL);
     /* counted without a limit that bites: what the body costs */
-    json_parse_info_t all = {(size_t)-1, true};
+    json_parse_info_t all = {.nodes = (size_t)-1, .too_many = true};
     json_t *v0 = json_parse_buf_bounded(body, len, SIZE_MAX, &all, err0, sizeof err0, &pos0);
     FUZZ_CHECK((v0 == NULL) == (v == NULL) && !all.too_many);
     if (v0) {
@@ -59,16 +75,18 @@ static void check_bounded(const char *body, size_t len, size_t max)
         if (all.nodes != c)
             FUZZ_CHECK(!no_duplicate_keys(body, len));
     }
-    json_parse_info_t info = {(size_t)-1, true};
+    json_parse_info_t info = {.nodes = (size_t)-1, .too_many = true};
     json_t *v1 = json_parse_buf_bounded(body, len, max, &info, err1, sizeof err1, &pos1);
     if (v1) {
         FUZZ_CHECK(v0 != NULL && json_equal(v0, v1) && json_typeof(v0) == json_typeof(v1));
-        FUZZ_CHECK(!info.too_many && info.nodes == all.nodes && info.nodes <= max);
+        FUZZ_CHECK(!info.too_many && info.nodes == all.nodes && info.nodes <= max &&
+                   info.id_len == 0);
     } else {
         FUZZ_CHECK(err1[0] != '\0' && pos1 <= len);
         FUZZ_CHECK(!v0 || all.nodes > max);
         if (info.too_many) {
             FUZZ_CHECK(info.nodes == max + 1 && strcmp(err1, "too many JSON values") == 0);
+            check_id_span(body, len, &info, v0);
         } else {
             FUZZ_CHECK(v0 == NULL && info.nodes <= max);
             FUZZ_CHECK(strcmp(err0, err1) == 0 && pos0 == pos1);

@@ -116,7 +116,22 @@ class JsonNodesFlag(ServerTest):
                     "params": {"name": "echo", "arguments": {"text": "y", "pad": list(range(70))}}})
         self.assertEqual(r.status, 413, r.text)
         self.assertEqual(r.json()["error"]["code"], -32600)
-        self.assertIsNone(r.json()["id"])  # the body was not read to its end: no id to trust
+        self.assertEqual(r.json()["id"], 77, "the id came before the bound: it is echoed")
+        # an id after the values past the bound is not read: null
+        text = ('{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":'
+                '{"text":"y","pad":%s}},"id":"late"}' % json.dumps(list(range(70))))
+        r = s.post(text)
+        self.assertEqual(r.status, 413, r.text)
+        self.assertIsNone(r.json()["id"])
+        # an id that is not a valid one (an object) is not echoed either
+        r = s.post('{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call","params":{"name":"echo",'
+                   '"arguments":{"pad":%s}}}' % json.dumps(list(range(70))))
+        self.assertEqual(r.status, 413, r.text)
+        self.assertIsNone(r.json()["id"])
+        r = s.post('{"jsonrpc":"2.0","id":"%s","method":"tools/call","params":{"name":"echo",'
+                   '"arguments":{"pad":%s}}}' % ("x" * 300, json.dumps(list(range(70)))))
+        self.assertEqual(r.status, 413, r.text)
+        self.assertIsNone(r.json()["id"], "an id longer than 256 bytes is not echoed")
 
 
 TESTKIT = os.environ.get("MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")

@@ -216,6 +216,45 @@ static void the_node_bound_counts_every_value(void **state)
     /* a malformed body within the bound is a parse error, not too_many */
     assert_null(json_parse_buf_bounded("[1,", 3, 10, &info, err, sizeof err, &pos));
     assert_false(info.too_many);
+    assert_int_equal(info.id_len, 0);
+}
+
+/* Past the bound, the top-level object's scalar "id" read before the stop is located (for the
+ * refusal's answer); one after it, a nested one, a container, or a parse within the bound
+ * locate none. */
+static void a_refusal_past_the_bound_locates_the_id_read_before_it(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *id; /* NULL: none located */
+    } cases[] = {
+        {"{\"jsonrpc\":\"2.0\",\"id\": \"a b\" ,\"p\":[1,2,3,4,5,6,7,8]}", "\"a b\""},
+        {"{\"id\":-7.5e1,\"p\":[1,2,3,4,5,6,7,8]}", "-7.5e1"},
+        {"{\"id\":1,\"id\":null,\"p\":[1,2,3,4,5,6,7,8]}", "null"},
+        {"{\"p\":[1,2,3,4,5,6,7,8],\"id\":3}", NULL},
+        {"{\"q\":{\"id\":4},\"p\":[1,2,3,4,5,6,7,8]}", NULL},
+        {"{\"id\":[4],\"p\":[1,2,3,4,5,6,7,8]}", NULL},
+        {"[{\"id\":4},1,2,3,4,5,6,7,8]", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *t = cases[i].text;
+        json_parse_info_t info;
+        assert_null(json_parse_buf_bounded(t, strlen(t), 6, &info, NULL, 0, NULL));
+        assert_true(info.too_many);
+        if (!cases[i].id) {
+            assert_int_equal(info.id_len, 0);
+            continue;
+        }
+        assert_int_equal(info.id_len, strlen(cases[i].id));
+        assert_memory_equal(t + info.id_off, cases[i].id, info.id_len);
+    }
+    json_parse_info_t info;
+    const char *ok = "{\"id\":1}";
+    json_t *v = json_parse_buf_bounded(ok, strlen(ok), 6, &info, NULL, 0, NULL);
+    assert_non_null(v);
+    assert_int_equal(info.id_len, 0);
+    json_decref(v);
 }
 
 static void long_keys_and_strings_round_trip(void **state)
@@ -337,6 +376,7 @@ int main(void)
         cmocka_unit_test(nesting_is_bounded_like_jansson),
         cmocka_unit_test(an_error_points_at_the_problem),
         cmocka_unit_test(the_node_bound_counts_every_value),
+        cmocka_unit_test(a_refusal_past_the_bound_locates_the_id_read_before_it),
         cmocka_unit_test(long_keys_and_strings_round_trip),
         cmocka_unit_test(pick_agrees_with_object_get),
         cmocka_unit_test(lossy_strings_are_always_utf8),
