@@ -1,6 +1,7 @@
-/* What the files of the shard moves share (shardmove.c: the records, the start-up rule,
- * settling and release; shardmove_adopt.c: adopt, reclaim, decline, finish; shardmove_dir.c: the
- * move directory; shardmove_peer.c: another node's admin listener). The threads are
+/* What the files of the shard moves share (shardmove.c: the records, settling and release;
+ * shardmove_start.c: the start-up rule and the start; shardmove_adopt.c: adopt, reclaim,
+ * decline, finish; shardmove_dir.c: the move directory; shardmove_peer.c: another node's admin
+ * listener). The threads are
  * shardmove.c's: main at start, then the admin listener's move thread (one step at a time,
  * under sm_move_mu) and its loop (queries, under sm_rec_mu only). Nothing outside these files
  * includes it. */

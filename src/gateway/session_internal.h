@@ -1,5 +1,5 @@
-/* What session.c and ops.c share: a gateway session's state (docs/design/gateway.md). Worker
- * threads. */
+/* What session.c, session_client.c and ops.c share: a gateway session's state
+ * (docs/design/gateway.md). Worker threads. */
 #ifndef MCPD_GATEWAY_SESSION_INTERNAL_H
 #define MCPD_GATEWAY_SESSION_INTERNAL_H
 
@@ -110,10 +110,16 @@ bool gw_is_answer(const json_t *msg);
 /* msg (taken) to the process, or to the queue until it answered initialize. -1: the process
  * is gone or does not read (its queue is full). */
 int gs_send(gw_sess_t *gs, json_t *msg);
+/* A request to the upstream under the session's next gateway id (*id), params (if any)
+ * referenced: new. */
+json_t *request_to_up(gw_sess_t *gs, const char *method, json_t *params, uint64_t *id);
+/* A session woken, or whose process ended: a new process, initialized with the stored
+ * initialize. false when it cannot be started (err says why; *full: past --upstream-max). */
+bool gs_ensure(gw_sess_t *gs, bool *full, char *err, size_t errlen);
 /* ops.c: msg (taken) to the process once the turn's writes are committed (dropped if the
  * store refused them and reset the session: its process is stopped) */
 void gs_send_after_commit(gw_sess_t *gs, json_t *msg);
-/* an initialize on /mcp/NAME; a POST to a gateway session */
+/* an initialize on /mcp/NAME; session_client.c: a POST to a gateway session */
 void gw_initialize(worker_t *w, wmsg_t *m);
 void gw_post(actor_t *a, wmsg_t *m);
 /* ops.c: an upstream notifications/cancelled mapped to the client's id (see ops.c); true:

@@ -1,5 +1,5 @@
 /* Unit tests: the start-up rule that settles a node's shard records against its cluster file
- * (shard_decide, src/actor/shardmove.c). */
+ * (shard_decide, src/actor/shardmove_start.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
