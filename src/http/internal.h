@@ -328,6 +328,12 @@ void http_on_other(struct evhttp_request *req, void *arg);
  * before evhttp_send_reply or evhttp_send_reply_end: req is its request, still on its
  * connection); http_flush_forget when the connection closes. */
 void http_flush_soon(struct evhttp_request *req);
+/* What a connection's input may hold while the rest of an answer the socket did not take whole
+ * goes: evhttp reads then only to see a close and keeps what it reads, so a client pipelining
+ * behind an answer it does not read had all it sent read into memory. Reading stops here (the
+ * bufferevent's read high-water mark) until the answer is written: the rest waits in the
+ * kernel (flush.c). Fixed, not a flag, as conn.c's SSE_INPUT_MAX. */
+#define HTTP_ANSWER_INPUT_MAX (64 * 1024)
 void http_flush_forget(hlink_t *l);
 void http_on_flush(evutil_socket_t fd, short what, void *arg);
 /* Writes what bev's output holds to its socket now, as its own write event would: the bytes

@@ -4,6 +4,7 @@ reader that does not read. Real binary, real sockets, loopback addresses only.""
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -782,6 +783,69 @@ class SlowReaders(unittest.TestCase):
             cuts = f.read().count(b"SSE reader too slow")
         self.assertEqual(cuts, len(sessions), "every stream was cut for its slow reader")
         self.assertLess(after - before, 24 * mb, "what was queued for the slow readers is freed")
+
+    def test_a_client_pipelining_behind_an_answer_it_does_not_read_is_not_read_on(self):
+        """While evhttp writes an answer it reads the connection only to see a close, and keeps
+        what it reads: a client that did not read a big answer and kept pipelining requests
+        behind it had all it sent read into the server's memory (the 64 MiB this test sends, in 4 s,
+        the RSS up 61 MiB; 167 MiB in 20 s), bounded only by the write timeout, which a
+        client reading a little now and then never meets. Reading stops once
+        HTTP_ANSWER_INPUT_MAX waits: the rest waits in the kernel and the client's sends block;
+        the connection serves every request once its answer has gone; others are served
+        meanwhile."""
+        # RSS under a sanitizer measures the sanitizer (quarantine, shadow memory): bytes only
+        sanitized = any(os.environ.get(v) for v in ("ASAN_OPTIONS", "TSAN_OPTIONS"))
+        srv = Server("--read-timeout", "10", "--max-body", str(32 * MIB))
+        self.addCleanup(srv.cleanup)
+        pid = srv.proc.pid
+        sess = Session(srv)
+        head = "".join(f"{k}: {v}\r\n" for k, v in sess.headers().items())
+
+        def post(msg):
+            body = json.dumps(msg).encode()
+            return (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n{head}"
+                    f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        sock = socket.socket()
+        self.addCleanup(sock.close)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", srv.port))
+        sock.sendall(post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                           "params": {"name": "echo", "arguments": {"text": "x" * (9 * MIB)}}}))
+        time.sleep(1)  # the answer fills both socket buffers and waits
+        before = vm_rss(pid)
+        ping = post({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"pad": "y" * 65536}})
+        sock.setblocking(False)
+        sent, pings, t0 = 0, 0, time.monotonic()
+        while time.monotonic() - t0 < 4 and sent < 64 * MIB:  # bounded: 4 s, 64 MiB
+            if not select.select([], [sock], [], 0.05)[1]:
+                continue
+            try:
+                sent += sock.send(ping[sent % len(ping):])
+            except BlockingIOError:
+                continue
+            pings = sent // len(ping)
+        grew = vm_rss(pid) - before
+        print(f"pipelined behind an unread answer: {sent / MIB:.1f} MiB sent in 4 s, the server's "
+              f"RSS {grew / MIB:+.1f} MiB", flush=True)
+        self.assertEqual(served_from(srv, "127.0.0.2"), 200, "another client is served meanwhile")
+        self.assertLess(sent, 16 * MIB, "the server kept reading behind the unread answer")
+        if not sanitized:
+            self.assertLess(grew, 16 * MIB)
+        # the client reads: the answer comes whole, then an answer to every whole ping
+        sock.setblocking(True)
+        sock.settimeout(20)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, MIB)  # (4 KiB: 20 s to read)
+        if sent % len(ping):
+            sock.sendall(ping[sent % len(ping):])
+            pings += 1
+        got = bytearray()
+        while got.count(b"HTTP/1.1 200 OK") < 1 + pings:
+            d = sock.recv(1 << 20)
+            self.assertTrue(d, f"the connection was closed after {got.count(b'HTTP/1.1 ')} answers")
+            got += d
+        self.assertNotIn(b"HTTP/1.1 4", got)
+        self.assertNotIn(b"HTTP/1.1 5", got)
+        self.assertEqual(srv.stats()["read_timeouts_total"], 0)
 
 
 MIB = 1 << 20
