@@ -36,7 +36,8 @@
  *                               not found by the handler (MCPD_ERR_RESOURCE_NOT_FOUND);
  *   misbehave {what, n}         results and calls at the edges of what the API allows: "deep"
  *                               returns a result whose structuredContent.v nests n arrays
- *                               ("deep_bare": n nested arrays, not a CallToolResult);
+ *                               ("deep_bare": n nested arrays, not a CallToolResult;
+ *                               "deep_late": "deep" after a log message and {ms} ms);
  *                               "string" returns a JSON string and "no_content" an object
  *                               without content, neither a CallToolResult ("nul_content" one
  *                               whose only key is "content\0x", an array); "pending" asks
@@ -407,6 +408,13 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     }
     if (strcmp(what, "deep_bare") == 0)
         return nested(n);
+    if (strcmp(what, "deep_late") == 0) { /* "deep" after a log message and ms milliseconds */
+        mcpd_ctx_logf(ctx, "info", "started");
+        mcpd_ctx_sleep_ms(ctx, (long)json_integer_value(json_object_get(args, "ms")));
+        json_t *r = mcpd_text_result("deep");
+        json_object_set_new(r, "structuredContent", json_pack("{s:o}", "v", nested(n)));
+        return r;
+    }
     if (strcmp(what, "deep_update") == 0 || strncmp(what, "deep_handle", 11) == 0)
         return misbehave_deep_state(ctx, what, n);
     json_t *deep = strncmp(what, "deep_", 5) == 0 ? misbehave_deep(ctx, what, n) : NULL;
@@ -535,7 +543,7 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
         {.name = "misbehave",
          .description = "Test only: a handler that breaks the tool API's rules.",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"what\":{\"type\":\"string\"},"
-                         "\"n\":{\"type\":\"integer\"}}}",
+                         "\"n\":{\"type\":\"integer\"},\"ms\":{\"type\":\"integer\"}}}",
          .handler = misbehave},
         {.name = "misbehave_task",
          .description = "Test only: misbehave, which may run as a task.",
