@@ -71,10 +71,19 @@ json_t *mcpd_text_contentn(const char *text, size_t len);
 
 /* ---- tools -------------------------------------------------------------------------- */
 
-/* The deepest a handler's result may nest (an object or array is a level, the result itself
- * the first): a deeper one, from any handler (tool, resource, prompt, completion), is the
- * handler's error, answered -32603 saying so (logged), and freed without recursion. */
+/* The deepest a JSON value a plugin hands the server may nest (an object or array is a level,
+ * the value itself the first). A handler's result, log data (mcpd_ctx_log) and a notification's
+ * or request's params (mcpd_ctx_notify, mcpd_ctx_request, elicit, sample) are sent, and stored
+ * as the text sent, at most MCPD_RESULT_MAX_DEPTH deep: a deeper result, from any handler
+ * (tool, resource, prompt, completion), is the handler's error, answered -32603 saying so
+ * (logged); a deeper data or params is refused by its call (-EINVAL, or NULL with
+ * mcpd_ctx_last_error() set) and nothing is sent. A state value is stored to be read again, and
+ * the server's reader stops at 2048 levels counting every value, a scalar too: a state value
+ * nested deeper than MCPD_STATE_MAX_DEPTH objects and arrays (put, or returned by an update's
+ * fn) is refused (-EIO / NULL) and the old value stays. A refused value is freed without
+ * recursion (jansson's json_decref recurses once a level). */
 #define MCPD_RESULT_MAX_DEPTH 50000
+#define MCPD_STATE_MAX_DEPTH 2047
 
 /* Returns a CallToolResult object (new reference), or NULL after mcpd_ctx_set_error. A result
  * that is not an object with a "content" array (as a resource read's needs "contents" and a
@@ -210,19 +219,22 @@ bool mcpd_ctx_has_progress(const mcpd_ctx_t *ctx);
 int mcpd_ctx_progress(mcpd_ctx_t *ctx, double progress, double total, const char *message);
 
 /* notifications/message at `level` (debug .. emergency); dropped below the session's
- * logging/setLevel threshold. data is stolen. */
+ * logging/setLevel threshold. data is stolen. 0, or -EINVAL for an unknown level or data
+ * nested deeper than MCPD_RESULT_MAX_DEPTH (nothing is sent). */
 int mcpd_ctx_log(mcpd_ctx_t *ctx, const char *level, const char *logger, json_t *data);
 int mcpd_ctx_logf(mcpd_ctx_t *ctx, const char *level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Any server notification; params stolen (may be NULL). -EINVAL for a method that is empty or
- * not UTF-8, or params that are neither an object nor an array (nothing is sent). */
+ * not UTF-8, or params that are neither an object nor an array or nest deeper than
+ * MCPD_RESULT_MAX_DEPTH (nothing is sent). */
 int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params);
 
 /* A server->client request (elicitation/create, sampling/createMessage, roots/list...). Blocks
  * the handler until the client answers or timeout_ms passes (<= 0: the server default).
  * Returns the client's result (new reference), or NULL with mcpd_ctx_last_error() set: the
- * method is empty or not UTF-8, params are neither an object nor an array, the client lacks
+ * method is empty or not UTF-8, params are neither an object nor an array or nest deeper than
+ * MCPD_RESULT_MAX_DEPTH (an elicitation's schema is one level down in them), the client lacks
  * the capability, no stream can carry it, the client answered with an error or with a result
  * that is not its method's (an elicitation's action not accept, decline or cancel, a sampling
  * answer without role and content, roots not an array), the call was cancelled, or the wait
@@ -267,9 +279,9 @@ int mcpd_ctx_close_stream(mcpd_ctx_t *ctx);
 
 /* Durable per-session state, stored in the session's key range: survives hibernation and
  * restarts, deleted with the session. Keys are 1..200 bytes. A value must read back as it was
- * stored: one that nests deeper than 2048 levels, holds a string that is not UTF-8 (made with
- * jansson's _nocheck calls) or a key with a NUL in it (json_object_setn), is refused (-EIO /
- * NULL) and the old value stays. */
+ * stored: one that nests deeper than MCPD_STATE_MAX_DEPTH (2047) levels, holds a string that is
+ * not UTF-8 (made with jansson's _nocheck calls) or a key with a NUL in it (json_object_setn),
+ * is refused (-EIO / NULL) and the old value stays. */
 json_t *mcpd_ctx_state_get(mcpd_ctx_t *ctx, const char *key);            /* new ref or NULL */
 int mcpd_ctx_state_put(mcpd_ctx_t *ctx, const char *key, json_t *value); /* stolen; NULL deletes */
 /* Atomic read-modify-write: fn runs on the session's actor with the current value (NULL when

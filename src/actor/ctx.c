@@ -203,9 +203,8 @@ static json_t *send_and_wait_to(job_t *j, wmsg_t *m, long wait_ms, bool until_an
  * which recurses once a level, touches it; a run waiting for input gets null (replaced). */
 static json_t *depth_checked(job_t *j, json_t *r)
 {
-    if (!r || json_depth_within(r, MCPD_RESULT_MAX_DEPTH))
+    if (!json_drop_if_deeper(r, MCPD_RESULT_MAX_DEPTH))
         return r;
-    json_decref_deep(r);
     if (mcpd_ctx_input_pending(j))
         return json_null();
     mcpd_ctx_set_error(j, MCPD_ERR_INTERNAL,
@@ -343,6 +342,8 @@ static bool level_valid(const char *level)
 
 int mcpd_ctx_log(mcpd_ctx_t *ctx, const char *level, const char *logger, json_t *data)
 {
+    if (json_drop_if_deeper(data, MCPD_RESULT_MAX_DEPTH)) /* as a result: tool.h */
+        return -EINVAL;
     if (!level_valid(level)) {
         json_decref(data);
         return -EINVAL;
@@ -379,6 +380,8 @@ static json_t *method_string(const char *method)
 
 int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params)
 {
+    if (json_drop_if_deeper(params, MCPD_RESULT_MAX_DEPTH))
+        return -EINVAL;
     json_t *name = method_string(method);
     /* JSON-RPC's params are structured: an object or an array, or none */
     if (!name || (params && !json_is_object(params) && !json_is_array(params))) {
@@ -393,6 +396,11 @@ int mcpd_ctx_notify(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, j
 json_t *mcpd_ctx_request(mcpd_ctx_t *ctx, mcpd_target_t target, const char *method, json_t *params,
                          int timeout_ms)
 {
+    if (json_drop_if_deeper(params, MCPD_RESULT_MAX_DEPTH)) {
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "a request's params nest deeper than %d levels",
+                           MCPD_RESULT_MAX_DEPTH);
+        return NULL;
+    }
     json_t *name = method_string(method);
     if (!name) { /* the protocol layer reads the method as a C string: it is always there */
         json_decref(params);
@@ -528,6 +536,12 @@ static json_t *state_op(mcpd_ctx_t *ctx, state_op_t op, const char *key, json_t 
 static json_t *state_op_on(mcpd_ctx_t *ctx, const char *handle, state_op_t op, const char *key,
                            json_t *value, mcpd_state_update_fn fn, void *arg)
 {
+    if (json_drop_if_deeper(value, MCPD_STATE_MAX_DEPTH)) { /* what the store reads back */
+        mcpd_ctx_set_error(ctx, MCPD_ERR_INVALID_PARAMS,
+                           "the state value cannot be stored: it nests deeper than %d levels",
+                           MCPD_STATE_MAX_DEPTH);
+        return NULL;
+    }
     if (handle && ctx->inline_mode) {
         json_decref(value);
         mcpd_ctx_set_error(ctx, MCPD_ERR_INTERNAL, "a non-blocking tool cannot use handles");

@@ -21,12 +21,47 @@ static bool is_response(const json_t *msg)
            (json_object_get(msg, "result") || json_object_get(msg, "error"));
 }
 
+/* The id of a response as jsonrpc_result_into writes one (the id before the result), read
+ * without the result: a handler's may nest 50,000 levels (MCPD_RESULT_MAX_DEPTH), past the
+ * 2048 that json_parse_buf reads. NULL when text is no such response. */
+static json_t *written_response_id(const char *text, size_t len)
+{
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
+    const size_t hl = sizeof head - 1;
+    if (len <= hl || memcmp(text, head, hl) != 0)
+        return NULL;
+    /* the first `,"` ends the id: inside a JSON string a quote is escaped */
+    const char *end = memmem(text + hl, len - hl, mid, sizeof mid - 1);
+    return end ? json_parse_buf(text + hl, (size_t)(end - (text + hl)), NULL, 0, NULL) : NULL;
+}
+
+/* collect_ids for data the parser refused: each response of it (a batch's, one by one, cut
+ * apart by jsonrpc_text_len, which does not recurse) as the server writes them. */
+static void collect_written_ids(json_t *ids, const char *data, size_t len)
+{
+    bool batch = data[0] == '[';
+    for (size_t i = batch ? 1 : 0; i < len;) {
+        size_t n = jsonrpc_text_len(data + i, len - i);
+        json_t *id = written_response_id(data + i, n);
+        if (id)
+            json_array_append_new(ids, id);
+        if (!batch)
+            return;
+        for (i += n; i < len && (data[i] == ',' || data[i] == ']');)
+            i++;
+    }
+}
+
 /* Appends the ids of the responses in one event's data to ids. */
 static void collect_ids(json_t *ids, const char *data, size_t len)
 {
     if (len == 0)
         return;
     json_t *msg = json_parse_buf(data, len, NULL, 0, NULL);
+    if (!msg) {
+        collect_written_ids(ids, data, len);
+        return;
+    }
     size_t n = json_is_array(msg) ? json_array_size(msg) : 1;
     for (size_t i = 0; i < n; i++) {
         json_t *one = json_is_array(msg) ? json_array_get(msg, i) : msg;

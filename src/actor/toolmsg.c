@@ -10,6 +10,7 @@
 #include "actor/refuse.h"
 #include "core/buf.h"
 #include "core/config.h"
+#include "core/jsondeep.h"
 #include "core/log.h"
 #include "core/shard.h"
 #include "core/jsondump.h"
@@ -205,11 +206,15 @@ static void state_apply(actor_t *owner, job_t *j, uint32_t wait_seq)
         return;
     }
     size_t len = 0;
-    char *text = out ? json_dump_storable(out, &len) : NULL;
-    if (out && !text) { /* it could not be read back: refused, the old value stays */
-        json_decref(out);
+    /* a put's value was measured by its call (ctx.c); an update's fn returns one here */
+    char *text = out && json_depth_within(out, MCPD_STATE_MAX_DEPTH) ? json_dump_storable(out, &len)
+                                                                     : NULL;
+    if (out && !text) {
+        /* it could not be read back: refused, the old value stays; freed without recursion
+         * (json_decref recurses once a level) */
+        json_decref_deep(out);
         job_reply_code(j, wait_seq, NULL, MCPD_ERR_INVALID_PARAMS,
-                       "the state value cannot be stored: it nests deeper than 2048 levels, or "
+                       "the state value cannot be stored: it nests deeper than 2047 levels, or "
                        "holds a string that is not UTF-8 or a key with a NUL in it");
         return;
     }

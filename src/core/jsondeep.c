@@ -90,3 +90,11 @@ void json_decref_deep(json_t *v)
     }
     free(st);
 }
+
+bool json_drop_if_deeper(json_t *v, int max)
+{
+    if (json_depth_within(v, max))
+        return false;
+    json_decref_deep(v);
+    return true;
+}

@@ -356,6 +356,35 @@ class FreeSpaceFloor(TmpfsCase):
         self.assertEqual(counter_value(s)[1], acked + 1)
 
 
+class DeepResultRefused(TmpfsCase):
+    """A refused turn answers each response it held, however deep its result."""
+    FLAGS = ("--min-free-space", str(8 << 20), "--plugin", os.path.abspath(os.environ.get(
+        "MCPD_TESTKIT_PLUGIN", "build/tests/plugin/libmcpd_testkit.so")))
+
+    def test_a_streamed_call_whose_deep_result_is_refused_gets_its_error(self):
+        # the refusal found the responses of the turn by parsing their text, and the parser
+        # stops at 2048 levels: a result 3000 deep (a handler's may nest 50,000) was no
+        # response to it, and the stream ended without any answer to the call
+        s = mcptest.Session(self.server)
+        rid, st = s.stream_post("tools/call", {"name": "misbehave", "arguments": {
+            "what": "deep_late", "n": 3000, "ms": 3000}})
+        first = st.next_message(5)
+        self.assertEqual(first["message"].get("method"), "notifications/message", first)
+        self.fs.fill(leave=4 << 20)  # under the floor: the turn of the result is refused
+        msgs = []
+        while True:
+            e = st.next_message(15)
+            if e is None:
+                break
+            msgs.append(e["message"])
+        st.close()
+        final = [m for m in msgs if m.get("id") == rid]
+        self.assertEqual(len(final), 1, f"the call got one answer on its stream: {msgs}")
+        self.assertEqual(final[0]["error"]["code"], -32603, final[0])
+        self.assertIn("Storage unavailable", final[0]["error"]["message"])
+        self.assertGreater(self.server.stats()["turns_refused_total"], 0)
+
+
 class QuietLog(TmpfsCase):
     """While writes are refused the log says so once when it starts and once when it ends,
     with the count, however many requests are refused in between (it wrote a line per

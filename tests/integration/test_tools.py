@@ -664,6 +664,72 @@ class ToolContext(ServerTest):
         self.assertEqual(text_of(m), "put 0, k another value")
         self.assertServerHealthy()
 
+    def test_a_state_value_too_deep_for_json_decref_is_refused_and_the_server_lives(self):
+        # 300,000 levels: the refused value was freed by json_decref, which recurses once a
+        # level, and the server died (SIGSEGV) for each of the four ways to store one; one
+        # level past MCPD_STATE_MAX_DEPTH (2047 arrays around a number: the reader's 2048
+        # levels count the number) is refused the same way
+        s = Session(self.server)
+        for what in ("deep_state", "deep_update", "deep_handle", "deep_handle_update"):
+            for n in (300000, 2048):
+                r, m = s.tool("misbehave", {"what": what, "n": n})
+                self.assertIsNotNone(m, f"{what} {n}: no answer ({r.data[:60]!r})")
+                self.assertEqual(text_of(m), "put -5, k before", f"{what} {n}")
+            _, m = s.tool("misbehave", {"what": what, "n": 2047})
+            self.assertEqual(text_of(m), "put 0, k another value", what)
+        self.assertServerHealthy()
+
+    def test_log_data_and_params_past_the_bound_are_refused_and_nothing_is_sent(self):
+        # 300,000 levels: the message was freed by json_decref once sent (or once refused)
+        # and the server died (SIGSEGV); past MCPD_RESULT_MAX_DEPTH (50,000) they are refused
+        # as a result that deep is
+        s = Session(self.server, capabilities={"roots": {}, "elicitation": {}, "sampling": {}})
+        refused = "request a request's params nest deeper than 50000 levels"
+        for n in (300000, 50001):
+            for what, said in (("deep_log", "log -22"), ("deep_notify", "notify -22"),
+                               ("deep_request", refused), ("deep_elicit", refused),
+                               ("deep_sample", refused)):
+                r, m = s.tool("misbehave", {"what": what, "n": n})
+                self.assertIsNotNone(m, f"{what} {n}: no answer ({r.data[:60]!r})")
+                self.assertEqual(text_of(m), said, f"{what} {n}")
+                self.assertEqual([x for x in r.messages() if "id" not in x or "method" in x], [],
+                                 f"{what} {n}: nothing is sent")
+        # params {"x": 49,999 arrays} nest 50,001 levels: an elicitation's schema is one level
+        # down in them
+        _, m = s.tool("misbehave", {"what": "deep_elicit", "n": 49999})
+        self.assertEqual(text_of(m), refused)
+        self.assertServerHealthy()
+
+    def test_log_data_and_params_at_the_bound_go_out_whole_and_replay_whole(self):
+        # what is sent is stored as its text: a resumed stream replays it as it was, at a
+        # depth the server's reader (2048 levels) would not read
+        s = Session(self.server)
+        for what, method in (("deep_log", "notifications/message"),
+                             ("deep_notify", "notifications/kit")):
+            rid, st = s.stream_post("tools/call", {"name": "misbehave",
+                                                   "arguments": {"what": what, "n": 50000}})
+            events = []
+            while not events or f'"id":{rid}' not in events[-1].get("data", ""):
+                e = st.next_event(10)
+                self.assertIsNotNone(e, f"{what}: the stream ended early")
+                events.append(e)
+            st.close()
+            nested = "[" * 50000 + "0" + "]" * 50000
+            sent = [e for e in events if method in e.get("data", "")]
+            self.assertEqual(len(sent), 1, what)
+            self.assertIn(nested, sent[0]["data"], what)
+            self.assertIn('"text":"%s 0"' % what[5:], events[-1]["data"])
+            g = s.open_get(events[0]["id"])  # the priming event: everything after it again
+            replayed = []
+            while len(replayed) < 2:
+                e = g.next_event(10)
+                self.assertIsNotNone(e, f"{what}: the replay ended early")
+                if e.get("data"):
+                    replayed.append(e)
+            g.close()
+            self.assertEqual(replayed[0]["data"], sent[0]["data"], what)
+        self.assertServerHealthy()
+
     def test_a_state_value_with_a_key_the_store_cannot_read_back_is_refused(self):
         # a key with a NUL in it (json_object_setn) was stored and acknowledged (put 0), then
         # read back as nothing: the store's reader refuses such a key

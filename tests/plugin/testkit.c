@@ -36,13 +36,20 @@
  *                               not found by the handler (MCPD_ERR_RESOURCE_NOT_FOUND);
  *   misbehave {what, n}         results and calls at the edges of what the API allows: "deep"
  *                               returns a result whose structuredContent.v nests n arrays
- *                               ("deep_bare": n nested arrays, not a CallToolResult);
+ *                               ("deep_bare": n nested arrays, not a CallToolResult;
+ *                               "deep_late": "deep" after a log message and {ms} ms);
  *                               "string" returns a JSON string and "no_content" an object
  *                               without content, neither a CallToolResult ("nul_content" one
  *                               whose only key is "content\0x", an array); "pending" asks
  *                               (input "pick") and returns null while the answer is missing; "bad_uri" reports
  *                               kit://watch/\xff updated (not UTF-8) and returns the rc;
  *                               "deep_state" stores n nested arrays (as "bad_state" does);
+ *                               "deep_update", "deep_handle" and "deep_handle_update" the
+ *                               same through state_update, a handle's state_put and a
+ *                               handle's state_update; "deep_log", "deep_notify" hand n
+ *                               nested arrays to mcpd_ctx_log / mcpd_ctx_notify (return the
+ *                               rc), "deep_request" (roots/list params), "deep_elicit" and
+ *                               "deep_sample" (params.x) to a request (return what it got);
  *                               "nul_key_state" an object whose key holds a NUL (the same);
  *                               "nul_key_elicit" elicits with a schema whose key holds a NUL;
  *                               "bad_state" stores a string that is not UTF-8 (made with
@@ -320,6 +327,73 @@ static json_t *nested(long n)
     return v;
 }
 
+static json_t *nested_of(json_t *current, void *arg)
+{
+    (void)current; /* borrowed */
+    return nested(*(const long *)arg);
+}
+
+/* "deep_*": a value of n nested arrays handed to the API where the server keeps or sends it;
+ * says what each call returned (NULL when what names none of them). */
+static json_t *misbehave_deep(mcpd_ctx_t *ctx, const char *what, long n)
+{
+    if (strcmp(what, "deep_log") == 0)
+        return mcpd_text_resultf("log %d", mcpd_ctx_log(ctx, "info", "kit", nested(n)));
+    if (strcmp(what, "deep_notify") == 0)
+        return mcpd_text_resultf("notify %d", mcpd_ctx_notify(ctx, MCPD_TARGET_REQUEST,
+                                                              "notifications/kit", nested(n)));
+    json_t *answer = NULL;
+    if (strcmp(what, "deep_request") == 0)
+        answer = mcpd_ctx_request(ctx, MCPD_TARGET_REQUEST, "roots/list", nested(n), 2000);
+    else if (strcmp(what, "deep_elicit") == 0)
+        answer = mcpd_ctx_elicit(ctx, "Deep?", json_pack("{s:o}", "x", nested(n)), 2000);
+    else if (strcmp(what, "deep_sample") == 0)
+        answer = mcpd_ctx_sample(ctx, json_pack("{s:o}", "x", nested(n)), 2000);
+    else
+        return NULL;
+    bool answered = answer != NULL;
+    json_decref(answer);
+    return mcpd_text_resultf("request %s", answered ? "answered"
+                                           : mcpd_ctx_input_pending(ctx)
+                                               ? "input required"
+                                               : mcpd_ctx_last_error(ctx));
+}
+
+/* "deep_update" / "deep_handle" / "deep_handle_update": as "deep_state", through
+ * mcpd_ctx_state_update, a handle's state_put or a handle's state_update. */
+static json_t *misbehave_deep_state(mcpd_ctx_t *ctx, const char *what, long n)
+{
+    char h[MCPD_HANDLE_LEN + 1];
+    bool on_handle = strncmp(what, "deep_handle", 11) == 0;
+    if (on_handle && mcpd_ctx_handle_new(ctx, h) != 0)
+        return mcpd_error_result("handle_new: %s", mcpd_ctx_last_error(ctx));
+    int rc;
+    if (on_handle) {
+        mcpd_ctx_handle_state_put(ctx, h, "k", json_string("before"));
+        if (strcmp(what, "deep_handle") == 0) {
+            rc = mcpd_ctx_handle_state_put(ctx, h, "k", nested(n));
+        } else {
+            json_t *r = mcpd_ctx_handle_state_update(ctx, h, "k", nested_of, &n);
+            rc = r ? 0 : -5;
+            json_decref(r);
+        }
+    } else {
+        mcpd_ctx_state_put(ctx, "k", json_string("before"));
+        json_t *r = mcpd_ctx_state_update(ctx, "k", nested_of, &n);
+        rc = r ? 0 : -5;
+        json_decref(r);
+    }
+    json_t *now = on_handle ? mcpd_ctx_handle_state_get(ctx, h, "k") : mcpd_ctx_state_get(ctx, "k");
+    json_t *r = mcpd_text_resultf("put %d, k %s", rc,
+                                  json_is_string(now) ? json_string_value(now)
+                                  : now               ? "another value"
+                                                      : "none");
+    json_decref(now);
+    if (on_handle)
+        mcpd_ctx_handle_delete(ctx, h);
+    return r;
+}
+
 static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
 {
     (void)userdata;
@@ -334,6 +408,18 @@ static json_t *misbehave(mcpd_ctx_t *ctx, json_t *args, void *userdata)
     }
     if (strcmp(what, "deep_bare") == 0)
         return nested(n);
+    if (strcmp(what, "deep_late") == 0) { /* "deep" after a log message and ms milliseconds */
+        mcpd_ctx_logf(ctx, "info", "started");
+        mcpd_ctx_sleep_ms(ctx, (long)json_integer_value(json_object_get(args, "ms")));
+        json_t *r = mcpd_text_result("deep");
+        json_object_set_new(r, "structuredContent", json_pack("{s:o}", "v", nested(n)));
+        return r;
+    }
+    if (strcmp(what, "deep_update") == 0 || strncmp(what, "deep_handle", 11) == 0)
+        return misbehave_deep_state(ctx, what, n);
+    json_t *deep = strncmp(what, "deep_", 5) == 0 ? misbehave_deep(ctx, what, n) : NULL;
+    if (deep)
+        return deep;
     if (strcmp(what, "string") == 0)
         return json_string("not an object");
     if (strcmp(what, "pending") == 0) { /* tool.h: what is returned is replaced */
@@ -457,7 +543,7 @@ int mcpd_plugin_init(mcpd_registry_t *reg, int api_version)
         {.name = "misbehave",
          .description = "Test only: a handler that breaks the tool API's rules.",
          .input_schema = "{\"type\":\"object\",\"properties\":{\"what\":{\"type\":\"string\"},"
-                         "\"n\":{\"type\":\"integer\"}}}",
+                         "\"n\":{\"type\":\"integer\"},\"ms\":{\"type\":\"integer\"}}}",
          .handler = misbehave},
         {.name = "misbehave_task",
          .description = "Test only: misbehave, which may run as a task.",

@@ -133,6 +133,53 @@ static void response_ids_are_found_across_split_data_lines_and_batches(void **st
     json_decref(ids);
 }
 
+/* "{"jsonrpc":"2.0","id":ID,"result":{"v":[[...0...]]}}" with n arrays, as the server writes a
+ * handler's result (malloc'd). */
+static char *deep_response(const char *id, int n)
+{
+    size_t cap = strlen(id) + 2 * (size_t)n + 64;
+    char *t = malloc(cap);
+    size_t len = (size_t)snprintf(t, cap, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"v\":", id);
+    memset(t + len, '[', (size_t)n);
+    len += (size_t)n;
+    t[len++] = '0';
+    memset(t + len, ']', (size_t)n);
+    len += (size_t)n;
+    memcpy(t + len, "}}", 3);
+    return t;
+}
+
+static void the_id_of_a_response_too_deep_to_parse_is_found(void **state)
+{
+    (void)state;
+    /* a result past the parser's 2048 levels (a handler's may nest 50,000): its stream got no
+     * error at all when its turn was refused */
+    char *one = deep_response("\"a,\\\",\\\"result\\\":\"", 3000); /* id "a,\",\"result\":" */
+    char *two = deep_response("7", 50000);
+    size_t cap = strlen(one) + strlen(two) + 64;
+    char *sse = malloc(cap);
+    snprintf(sse, cap, "data: %s\n\n", one);
+    json_t *ids = refuse_response_ids_in_sse(sse, strlen(sse));
+    assert_int_equal(json_array_size(ids), 1);
+    assert_string_equal(json_string_value(json_array_get(ids, 0)), "a,\",\"result\":");
+    json_decref(ids);
+    /* a batch's, each of them; a reply of one answers with its id */
+    snprintf(sse, cap, "data: [%s,{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}},%s]", one, two);
+    ids = refuse_response_ids_in_sse(sse, strlen(sse));
+    assert_int_equal(json_array_size(ids), 3);
+    assert_int_equal(json_integer_value(json_array_get(ids, 1)), 5);
+    assert_int_equal(json_integer_value(json_array_get(ids, 2)), 7);
+    json_decref(ids);
+    hmsg_t *m = refuse_frame(frame(HM_REPLY, two), REFUSE_MESSAGE);
+    json_t *b = body_of(m);
+    assert_int_equal(json_integer_value(json_object_get(b, "id")), 7);
+    json_decref(b);
+    hmsg_free(m);
+    free(sse);
+    free(one);
+    free(two);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +191,7 @@ int main(void)
         cmocka_unit_test(sse_bytes_without_a_response_are_dropped),
         cmocka_unit_test(the_end_of_a_stream_is_kept),
         cmocka_unit_test(response_ids_are_found_across_split_data_lines_and_batches),
+        cmocka_unit_test(the_id_of_a_response_too_deep_to_parse_is_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

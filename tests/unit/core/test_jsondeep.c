@@ -95,6 +95,18 @@ static void a_shared_member_outlives_the_value_it_was_in(void **state)
     json_decref(held);
 }
 
+static void a_value_past_the_bound_is_dropped_and_one_within_kept(void **state)
+{
+    (void)state;
+    json_t *within = nested(2047);
+    assert_false(json_drop_if_deeper(within, 2047));
+    assert_int_equal(within->refcount, 1); /* untouched: still the caller's */
+    json_decref(within);
+    assert_false(json_drop_if_deeper(NULL, 0));
+    assert_true(json_drop_if_deeper(nested(2048), 2047));
+    assert_true(json_drop_if_deeper(nested(300000), 50000)); /* freed without recursion */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -102,6 +114,7 @@ int main(void)
         cmocka_unit_test(the_deepest_member_counts_wherever_it_is),
         cmocka_unit_test(a_million_levels_are_measured_and_freed_without_recursion),
         cmocka_unit_test(a_shared_member_outlives_the_value_it_was_in),
+        cmocka_unit_test(a_value_past_the_bound_is_dropped_and_one_within_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
