@@ -10,6 +10,10 @@
  * admin_conns_timeout_s: --read-timeout, at most 30 s). Unbounded, they took the descriptors the store and the MCP endpoint need
  * (main.c fits --max-connections with FD_RESERVE_MORE for the admin listener and the rest). A
  * flood now waits for the cap's places, and the MCP endpoint and the store keep theirs.
+ * One address holds at most ADMIN_ADDRESS_SHARE of the places (its next connections are
+ * closed as they come, on_fresh): a client that opens silent connections from one host cannot
+ * fill the cap and keep a load balancer's /healthz or a scrape from another one waiting (up to
+ * admin_conns_timeout_s a cycle) in the backlog.
  *
  * How (as http/gate.c for the MCP listeners, on one thread): a connection counts from its
  * accept (on_new_bev, inside libevent's accept loop: evhttp lets us make its bufferevent, and
@@ -40,7 +44,17 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+
+/* A connection's place: the address it came from (IPv4 as itself, v4-mapped too). */
+typedef struct {
+    bool used;
+    unsigned char addr[16];
+    size_t len;
+} place_t;
 
 static struct {
     struct event_base *base;
@@ -51,6 +65,8 @@ static struct {
     int open;          /* from accept to the close callback */
     bool held;         /* the listener is held at the cap */
     int64_t last_hold; /* now_mono_ms of the last hold, for the log's episodes */
+    place_t places[ADMIN_MAX_CONNECTIONS + 1]; /* of the connections past on_fresh */
+    int64_t last_share;                        /* now_mono_ms of the last share refusal */
 } C;
 
 static void closed(void)
@@ -64,7 +80,64 @@ static void closed(void)
 
 static void on_close(struct evhttp_connection *evcon, void *arg)
 {
+    place_t *pl = arg;
+    if (pl)
+        pl->used = false;
     closed();
+}
+
+/* The address fd's peer connects from (len 0: unknown, counted in no share). */
+static void peer_of(evutil_socket_t fd, place_t *out)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    out->len = 0;
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        memcpy(out->addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+        out->len = 4;
+    } else if (ss.ss_family == AF_INET6) {
+        const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+        bool mapped = IN6_IS_ADDR_V4MAPPED(a);
+        out->len = mapped ? 4 : 16;
+        memcpy(out->addr, mapped ? a->s6_addr + 12 : a->s6_addr, out->len);
+    }
+}
+
+/* A place for the connection from `from`, or NULL when its address holds its share already. */
+static place_t *take_place(const place_t *from)
+{
+    int held = 0;
+    place_t *free_one = NULL;
+    for (int i = 0; i < ADMIN_MAX_CONNECTIONS + 1; i++) {
+        place_t *pl = &C.places[i];
+        if (!pl->used)
+            free_one = free_one ? free_one : pl;
+        else if (from->len && pl->len == from->len && !memcmp(pl->addr, from->addr, pl->len))
+            held++;
+    }
+    if (from->len && held >= ADMIN_ADDRESS_SHARE)
+        return NULL;
+    if (free_one) { /* always: there are no more counted connections than places */
+        *free_one = *from;
+        free_one->used = true;
+    }
+    return free_one;
+}
+
+static void refuse_past_share(struct evhttp_connection *evcon)
+{
+    int64_t now = now_mono_ms();
+    if (!C.last_share || now - C.last_share >= ACCEPT_QUIET_MS)
+        log_warn("an address holds %d of the admin listener's %d connections, its share: its "
+                 "next ones are closed at once (logged once until %d s pass without one; "
+                 "admin_share_closes_total counts them)",
+                 ADMIN_ADDRESS_SHARE, ADMIN_MAX_CONNECTIONS, ACCEPT_QUIET_MS / 1000);
+    C.last_share = now;
+    STAT_INC(admin_share_closes_total);
+    evhttp_connection_set_closecb(evcon, on_close, NULL);
+    evhttp_connection_free(evcon); /* no request read yet: the accept was this iteration */
 }
 
 static void on_fresh(evutil_socket_t fd, short what, void *arg)
@@ -73,10 +146,17 @@ static void on_fresh(evutil_socket_t fd, short what, void *arg)
         struct bufferevent *bev = C.fresh[i];
         void *evcon = NULL;
         bufferevent_getcb(bev, NULL, NULL, NULL, &evcon); /* NULL: evhttp freed it already */
-        if (evcon)
-            evhttp_connection_set_closecb(evcon, on_close, NULL);
-        else
+        if (evcon) {
+            place_t from;
+            peer_of(bufferevent_getfd(bev), &from);
+            place_t *pl = take_place(&from);
+            if (pl)
+                evhttp_connection_set_closecb(evcon, on_close, pl);
+            else
+                refuse_past_share(evcon);
+        } else {
             closed();
+        }
         bufferevent_decref(bev);
     }
     C.nfresh = 0;

@@ -1,5 +1,5 @@
 /* The admin listener's connection cap (conns.c): ADMIN_MAX_CONNECTIONS open at once; past it
- * new connections wait in the kernel's backlog. Its answers' timeouts while they are written.
+ * new connections wait in the kernel's backlog; ADMIN_ADDRESS_SHARE of them from one address. Its answers' timeouts while they are written.
  * Admin thread only, but for init and free. */
 #ifndef MCPD_ADMIN_CONNS_H
 #define MCPD_ADMIN_CONNS_H
@@ -11,6 +11,10 @@ struct evhttp_request;
 struct event_base;
 
 #define ADMIN_MAX_CONNECTIONS 32
+/* Of which one address holds at most this many: its next connections are closed at once, so
+ * a client holding silent connections cannot keep a health check or a scrape from another
+ * address waiting at the cap. */
+#define ADMIN_ADDRESS_SHARE (ADMIN_MAX_CONNECTIONS / 2)
 
 /* Counts http's connections and holds guard's listener at the cap. 0, or -1 (out of memory). */
 int admin_conns_init(struct evhttp *http, struct event_base *base, accept_guard_t *guard);

@@ -76,6 +76,9 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
     X(admin_accept_holds_total, counter,                                                            \
       "Times the admin listener stopped accepting: 32 connections were open on it (it accepts "     \
       "again once one closes).")                                                                    \
+    X(admin_share_closes_total, counter,                                                            \
+      "Admin connections closed at once because their address held 16 of the admin listener's "     \
+      "32 places already.")                                                                         \
     X(get_streams_idle_ended_total, counter,                                                        \
       "Standalone GET streams ended after --get-idle-timeout without a write (clients resume).")    \
     X(misdirected_total, counter, "Requests for a shard this node does not serve (503, -32010).")   \

@@ -354,7 +354,8 @@ class AdminConnections(unittest.TestCase):
         pid = srv.proc.pid
         fds0 = len(os.listdir(f"/proc/{pid}/fd"))
         log0 = log_size(srv)
-        flood = connect_many(srv.admin_port, 150)  # within the backlog (128) past the cap
+        # within the backlog (128) past the cap; from ten addresses, each under its share (16)
+        flood = [c for i in range(10) for c in connect_many(srv.admin_port, 15, f"127.0.0.{10 + i}")]
         self.addCleanup(lambda: [s.close() for s in flood])
         time.sleep(1)  # the admin loop accepts what it will
         fds = len(os.listdir(f"/proc/{pid}/fd"))
@@ -369,11 +370,50 @@ class AdminConnections(unittest.TestCase):
             lines = [ln for ln in f.read().decode(errors="replace").splitlines()
                      if "admin listener stops accepting" in ln]
         self.assertEqual(len(lines), 1, f"one line for the episode: {lines[:3]}")
+        self.assertEqual(srv.stats()["admin_share_closes_total"], 0, "no address past its share")
         # every place is free again: 31 silent connections and a request on the 32nd
-        again = connect_many(srv.admin_port, 31)
+        again = connect_many(srv.admin_port, 16, "127.0.0.10") + connect_many(srv.admin_port, 15, "127.0.0.11")
         self.addCleanup(lambda: [s.close() for s in again])
         self.assertTrue(wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) >= fds0 + 31, 5))
         self.assertEqual(srv.admin("/healthz").status, 200, "the 32nd place is free")
+
+
+    def test_one_address_holds_at_most_half_the_admin_places(self):
+        """One address's silent connections past 16 are closed as they come: another address's
+        /healthz is answered at once, not after a wait at the cap (limits audit: 40 silent
+        connections from one address held a probe from another for up to --read-timeout)."""
+        srv = Server("--read-timeout", "10")
+        self.addCleanup(srv.cleanup)
+        hog = connect_many(srv.admin_port, 40, "127.0.0.3")
+        self.addCleanup(lambda: [s.close() for s in hog])
+        # within 3 s (well before --read-timeout's 10): those closed are readable (at their end)
+        closed, t0 = set(), time.monotonic()
+        while len(closed) < 24 and time.monotonic() - t0 < 3:
+            readable, _, _ = select.select([s for s in hog if s not in closed], [], [], 0.2)
+            closed.update(readable)
+        time.sleep(0.5)  # none more: the rest are kept
+        closed.update(select.select([s for s in hog if s not in closed], [], [], 0)[0])
+        self.assertEqual(len(hog) - len(closed), 16, "16 kept, the rest closed at once")
+        t0 = time.monotonic()
+        r = From(srv, "127.0.0.2").request("GET", path="/healthz", port=srv.admin_port, timeout=5)
+        self.assertEqual(r.status, 200)
+        self.assertLess(time.monotonic() - t0, 2, "answered without a wait at the cap")
+        st = srv.stats()
+        self.assertEqual(st["admin_share_closes_total"], 24)
+        self.assertEqual(srv.log_tail(100000).count("its share: its next ones are closed"), 1,
+                         "said once for the episode")
+        fds_held = len(os.listdir(f"/proc/{srv.proc.pid}/fd"))
+        for s in hog:
+            s.close()
+        self.assertTrue(wait_until(lambda: len(os.listdir(f"/proc/{srv.proc.pid}/fd")) <= fds_held - 16, 5),
+                        "the server closed the 16 it kept")
+        # the places come back: 16 more from the same address are kept
+        again = connect_many(srv.admin_port, 16, "127.0.0.3")
+        self.addCleanup(lambda: [s.close() for s in again])
+        for s in again:
+            s.settimeout(0.5)
+            with self.assertRaises(socket.timeout, msg="kept: nothing to read, not closed"):
+                s.recv(1)
 
 
 class Trickler:
