@@ -21,18 +21,30 @@ static bool is_response(const json_t *msg)
            (json_object_get(msg, "result") || json_object_get(msg, "error"));
 }
 
-/* The id of a response as jsonrpc_result_into writes one (the id before the result), read
- * without the result: a handler's may nest 50,000 levels (MCPD_RESULT_MAX_DEPTH), past the
- * 2048 that json_parse_buf reads. NULL when text is no such response. */
+/* The id of a response as the server writes one (the id before the result or the error),
+ * read without the rest: a handler's result may nest 50,000 levels (MCPD_RESULT_MAX_DEPTH),
+ * past the 2048 that json_parse_buf reads. NULL when text is no such response (or its id is
+ * not one a request may have, as is_response). */
 static json_t *written_response_id(const char *text, size_t len)
 {
-    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
     const size_t hl = sizeof head - 1;
     if (len <= hl || memcmp(text, head, hl) != 0)
         return NULL;
     /* the first `,"` ends the id: inside a JSON string a quote is escaped */
-    const char *end = memmem(text + hl, len - hl, mid, sizeof mid - 1);
-    return end ? json_parse_buf(text + hl, (size_t)(end - (text + hl)), NULL, 0, NULL) : NULL;
+    const char *end = memmem(text + hl, len - hl, ",\"", 2);
+    if (!end)
+        return NULL;
+    size_t rest = len - (size_t)(end - text);
+    if (!(rest > 10 && !memcmp(end, ",\"result\":", 10)) &&
+        !(rest > 9 && !memcmp(end, ",\"error\":", 9)))
+        return NULL;
+    json_t *id = json_parse_buf(text + hl, (size_t)(end - (text + hl)), NULL, 0, NULL);
+    if (id && !jsonrpc_id_valid(id)) {
+        json_decref(id);
+        id = NULL;
+    }
+    return id;
 }
 
 /* collect_ids for data the parser refused: each response of it (a batch's, one by one, cut

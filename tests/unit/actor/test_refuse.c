@@ -139,6 +139,7 @@ static char *deep_response(const char *id, int n)
 {
     size_t cap = strlen(id) + 2 * (size_t)n + 64;
     char *t = malloc(cap);
+    assert_non_null(t);
     size_t len = (size_t)snprintf(t, cap, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"v\":", id);
     memset(t + len, '[', (size_t)n);
     len += (size_t)n;
@@ -158,6 +159,7 @@ static void the_id_of_a_response_too_deep_to_parse_is_found(void **state)
     char *two = deep_response("7", 50000);
     size_t cap = strlen(one) + strlen(two) + 64;
     char *sse = malloc(cap);
+    assert_non_null(sse);
     snprintf(sse, cap, "data: %s\n\n", one);
     json_t *ids = refuse_response_ids_in_sse(sse, strlen(sse));
     assert_int_equal(json_array_size(ids), 1);
@@ -169,6 +171,17 @@ static void the_id_of_a_response_too_deep_to_parse_is_found(void **state)
     assert_int_equal(json_array_size(ids), 3);
     assert_int_equal(json_integer_value(json_array_get(ids, 1)), 5);
     assert_int_equal(json_integer_value(json_array_get(ids, 2)), 7);
+    json_decref(ids);
+    /* an error response beside it is one of the batch's too (not a batch of one); an id no
+     * request may have (null, a real) is none */
+    snprintf(sse, cap,
+             "data: [%s,{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{\"code\":1,\"message\":\"x\"}},"
+             "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}},{\"jsonrpc\":\"2.0\",\"id\":1.5,"
+             "\"result\":{}}]",
+             one);
+    ids = refuse_response_ids_in_sse(sse, strlen(sse));
+    assert_int_equal(json_array_size(ids), 2);
+    assert_int_equal(json_integer_value(json_array_get(ids, 1)), 2);
     json_decref(ids);
     hmsg_t *m = refuse_frame(frame(HM_REPLY, two), REFUSE_MESSAGE);
     json_t *b = body_of(m);
