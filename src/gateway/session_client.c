@@ -13,16 +13,21 @@
 
 #include <stdio.h>
 
-/* A client's notification: forwarded (a cancellation with the upstream's id). */
-static void client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
+/* A client's notification: forwarded (a cancellation with the upstream's id). False when it
+ * could not be (more than a restarting process may have waiting: gs_send), so that the POST is
+ * not answered 202 for it. */
+static bool client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
 {
     const json_t *method = json_object_get(msg, "method");
     STAT_INC(requests_total[SM_notification]);
     if (jsonrpc_str_is(method, "notifications/initialized")) {
         a->initialized = true;
         if (gs->noted)
-            return; /* this process has it already (the gateway sent it after a restart) */
+            return true; /* this process has it already (the gateway sent it after a restart) */
+        if (gs_send(gs, json_incref(msg)) != 0)
+            return false; /* not noted: the client's retry is sent */
         gs->noted = true;
+        return true;
     }
     if (jsonrpc_str_is(method, "notifications/cancelled")) {
         json_t *params = json_object_get(msg, "params");
@@ -33,20 +38,22 @@ static void client_notification(actor_t *a, gw_sess_t *gs, json_t *msg)
                 continue;
             call_t *c = gw_find_call(a, o->stream, rid);
             if (c && c->method == SM_initialize)
-                return; /* initialize is never cancelled */
+                return true; /* initialize is never cancelled */
             json_t *copy = json_deep_copy(msg);
             json_object_set_new(json_object_get(copy, "params"), "requestId",
                                 json_integer((json_int_t)o->up_id));
+            /* the call ends here whether or not the process hears of it (its answer would
+             * be dropped): the client's cancel is done */
             gs_send(gs, copy);
             *op = o->next; /* before the drop: its hook (gw_call_dropped) finds nothing more */
             out_free(o);
             if (c)
                 actor_drop_call(a, c);
-            return;
+            return true;
         }
-        return; /* nothing of ours: dropped */
+        return true; /* nothing of ours: dropped */
     }
-    gs_send(gs, json_incref(msg));
+    return gs_send(gs, json_incref(msg)) == 0;
 }
 
 /* The requests of a POST body: calls on one stream, forwarded with gateway ids. */
@@ -147,16 +154,24 @@ void gw_post(actor_t *a, wmsg_t *m)
                               JSONRPC_INTERNAL_ERROR, msg);
         return;
     }
+    size_t refused = 0;
     for (size_t i = 0; i < m->u.post.n && gs->u; i++) {
         json_t *msg = batch ? json_array_get(body, i) : body;
         jr_kind_t k = (jr_kind_t)m->u.post.kinds[i];
         if (k == JR_NOTIFICATION)
-            client_notification(a, gs, msg);
+            refused += !client_notification(a, gs, msg);
         else if (k == JR_RESPONSE)
             gw_client_response(a, gs, msg);
     }
     if (requests == 0) {
-        actor_reply(a->w, m->u.client.conn, 202, NULL, NULL);
+        if (refused) /* not 202 for what the process will not get (gs_send logged it) */
+            actor_reply_retry(a->w, m->u.client.conn, NULL, 503,
+                              "Service Unavailable: the upstream's process is starting and holds "
+                              "all it may have waiting; the notification was not delivered: "
+                              "retry shortly",
+                              "1");
+        else
+            actor_reply(a->w, m->u.client.conn, 202, NULL, NULL);
         return;
     }
     client_requests(a, gs, m, requests);

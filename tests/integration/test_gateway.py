@@ -503,6 +503,14 @@ class GatewayTest(unittest.TestCase):
             r, msg = s.tool("echo", {"text": "y" * (2 << 20)})
             self.assertEqual(r.status, 200, r.text)
             self.assertIn("cannot take this request", msg["error"]["message"])
+            # a notification that does not fit is not acknowledged (202) but refused: retry
+            r = s.post({"jsonrpc": "2.0", "method": "notifications/roots/list_changed",
+                        "params": {"pad": "z" * (2 << 20)}})
+            self.assertEqual(r.status, 503, r.text)
+            self.assertEqual(r.header("retry-after"), "1")
+            self.assertIn("not delivered", r.json()["error"]["message"])
+            r = s.post({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+            self.assertEqual(r.status, 202, "one that fits waits for the process")
             e = st.next_message()  # the first one goes through once the process is ready
             while "id" not in e["message"]:  # (echo's log notification comes first)
                 e = st.next_message()
