@@ -6,8 +6,9 @@
  * session's id, and the list of the bucket's other sessions with requests queued (made when
  * a second session of the bucket has a request queued at the same time, freed when its count
  * is back to 0). The lock is a word taken with one exchange: what is done under it is a compare
- * of the id and an add (the list's entries are made and freed outside it), so a thread that
- * finds it taken spins a little, then yields (its holder may have lost its CPU). */
+ * of the id and an add (and a walk of the list, where the bucket has one; its entries are made
+ * and freed outside the lock), so a thread that finds it taken spins a little, then yields (its
+ * holder may have lost its CPU). */
 #include "actor/mbox.h"
 
 #include "core/util.h"

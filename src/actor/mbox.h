@@ -12,13 +12,11 @@
 
 #include "core/util.h"
 
-#include <stdint.h>
-
 #define MBOX_BUCKETS 1024
 
 typedef struct mbox mbox_t;
 
-/* Main thread: an empty table; mbox_free frees it (nothing may be counted in then). */
+/* Main thread: an empty table; mbox_free frees it, with the entries of what is still counted. */
 mbox_t *mbox_new(void);
 void mbox_free(mbox_t *mb);
 
