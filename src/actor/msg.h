@@ -75,7 +75,8 @@ typedef struct wm_client {
 typedef struct wmsg {
     mq_node_t link;
     wmsg_type_t type;
-    bool counted;                 /* counted against the session's mailbox bound */
+    uint16_t mbox;                /* counted in its session's mailbox count (worker_admit): 1 +
+                                     the count's bucket (actor/mbox.h); 0: not counted */
     uint8_t upstream;             /* WM_POST, WM_GET, WM_DELETE: the request came on /mcp/NAME of
                                   --upstream NAME: 1 + its index (the gateway's); 0: /mcp */
     char sid[SESSION_ID_LEN + 1]; /* the session it is for */

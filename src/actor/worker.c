@@ -3,11 +3,10 @@
 /* Actor workers. Each worker thread runs its own event_base; see worker.h for the turn.
  *
  * Mailbox bound: an HTTP thread admits a request only while the session's count of queued,
- * unprocessed requests is below --mailbox; the count lives in a per-worker array of atomic
- * counters indexed by a hash of the session id (4096 shards), so admission needs no lock and
- * no lookup of the actor. Two sessions share a shard with probability 1/4096; they then share
- * the bound, which errs on the side of refusing. Internal messages (tool output, closed
- * connections) are never refused: they must not be lost.
+ * unhandled requests is below --mailbox; the count is the session's own, kept by its full id in
+ * the worker's table of counts (mbox.c: a bucket with a lock of its own, no lookup of the
+ * actor), so another session's requests never count against it. Internal messages (tool
+ * output, closed connections) are never refused: they must not be lost.
  */
 #include "actor/worker_internal.h"
 
@@ -38,11 +37,6 @@ static _Thread_local worker_t *t_current; /* worker_current() */
 static store_t *STORE;
 static const actor_ops_t *OPS;
 static frame_sink_fn SINK;
-
-static unsigned mbox_shard(const char *sid)
-{
-    return (unsigned)(hash_id(sid, SESSION_ID_LEN) >> 40) % MBOX_SHARDS;
-}
 
 worker_t *worker_for_session(const char *sid)
 {
@@ -191,18 +185,24 @@ void workers_broadcast(json_t *note, int what)
     json_decref(note);
 }
 
-bool worker_admit(worker_t *w, wmsg_t *m)
+admit_t worker_admit(worker_t *w, wmsg_t *m)
 {
-    unsigned s = mbox_shard(m->sid);
-    int depth = atomic_fetch_add_explicit(&w->mbox[s], 1, memory_order_relaxed) + 1;
-    if (depth > g_cfg.mailbox) {
-        atomic_fetch_sub_explicit(&w->mbox[s], 1, memory_order_relaxed);
+    /* what a backed-up worker holds in all: the bound that 4096 counts shared by the sessions
+     * of their buckets gave (until 2026-12), a relaxed load of the line the push writes next */
+    if (atomic_load_explicit(&w->inbox.depth, memory_order_relaxed) >=
+        (size_t)g_cfg.mailbox * WORKER_QUEUE_MAX) {
         STAT_INC(mailbox_full_total);
-        return false;
+        return ADMIT_WORKER_FULL;
+    }
+    unsigned b = mbox_bucket(m->sid);
+    int depth = mbox_add(w->mbox, b, m->sid, (int)g_cfg.mailbox);
+    if (depth == 0) {
+        STAT_INC(mailbox_full_total);
+        return ADMIT_SESSION_FULL;
     }
     stats_note_mailbox_depth(depth);
-    m->counted = true;
-    return true;
+    m->mbox = (uint16_t)(b + 1);
+    return ADMIT_OK;
 }
 
 void worker_touch(worker_t *w, struct actor *a)
@@ -458,11 +458,13 @@ void worker_turn_end(worker_t *w)
 
 static void handle(worker_t *w, wmsg_t *m)
 {
-    bool counted = m->counted;
-    unsigned shard = counted ? mbox_shard(m->sid) : 0;
+    unsigned b = m->mbox;
+    char sid[SESSION_ID_LEN];
+    if (b)
+        memcpy(sid, m->sid, SESSION_ID_LEN);
     actor_dispatch(w, m); /* takes m */
-    if (counted)
-        atomic_fetch_sub_explicit(&w->mbox[shard], 1, memory_order_relaxed);
+    if (b)
+        mbox_done(w->mbox, b - 1, sid);
 }
 
 void worker_deliver(worker_t *w, wmsg_t *m, bool now)
@@ -549,8 +551,7 @@ int workers_start(int n, store_t *store, const actor_ops_t *ops, frame_sink_fn s
         worker_trim_init(w);
         worker_table_init(w);
         w->epoch = 1; /* a new actor's mark (0) is never current */
-        for (int s = 0; s < MBOX_SHARDS; s++)
-            atomic_init(&w->mbox[s], 0);
+        w->mbox = mbox_new();
     }
     for (int i = 0; i < n && !host_bases; i++) {
         if (pthread_create(&W[i].thread, NULL, worker_main, &W[i]) != 0)
@@ -672,6 +673,7 @@ void workers_stop(void)
         mq_destroy(&W[i].inbox);
         store_batch_free(W[i].batch);
         free(W[i].out);
+        mbox_free(W[i].mbox);
         free(W[i].buckets);
         jshare_clear(&W[i].shared);
         slab_destroy(&W[i].actors);

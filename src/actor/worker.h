@@ -110,8 +110,12 @@ void worker_place_on_thread(char *sid, uint32_t http_thread);
 void worker_push(worker_t *w, wmsg_t *m);
 /* Runs m at once when `now` is true (the caller is w's own thread: inline jobs), else pushes. */
 void worker_deliver(worker_t *w, wmsg_t *m, bool now);
-/* HTTP threads: admission against the session's mailbox bound. true = admitted (m->counted). */
-bool worker_admit(worker_t *w, wmsg_t *m);
+/* HTTP threads: admission against the mailbox bounds: --mailbox requests of the session queued
+ * (counted by its id), and WORKER_QUEUE_MAX times that in the worker's inbox. ADMIT_OK: admitted
+ * (m->mbox: counted in); else refused, and why. */
+#define WORKER_QUEUE_MAX 4096
+typedef enum { ADMIT_OK, ADMIT_SESSION_FULL, ADMIT_WORKER_FULL } admit_t;
+admit_t worker_admit(worker_t *w, wmsg_t *m);
 
 /* The worker whose turn the calling thread runs now (NULL outside one). A callback on a
  * worker's loop brackets its work with worker_enter/worker_leave (nesting restores the

@@ -7,6 +7,7 @@
 #include "actor/worker.h"
 
 #include "actor/job.h"
+#include "actor/mbox.h"
 #include "core/jshare.h"
 #include "core/mq.h"
 #include "core/principal.h"
@@ -20,8 +21,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-#define MBOX_SHARDS 4096
 
 typedef struct outq {
     mq_node_t *first, *last;
@@ -44,7 +43,7 @@ struct worker {
     store_batch_t *batch;
     outq_t *out; /* one per HTTP thread */
     int n_http;
-    atomic_int mbox[MBOX_SHARDS];
+    mbox_t *mbox; /* its sessions' mailbox counts (mbox.h) */
     /* actor table: chained hash on the session id, chains through actor->hnext */
     struct actor **buckets;
     size_t nbuckets, nactors;

@@ -61,7 +61,7 @@ extern const double stats_latency_bounds[STATS_LATENCY_BUCKETS];
       "Timer callbacks run (hibernation, alarms, keepalive, JSON window, trim).")                   \
     X(mailbox_depth_max, gauge, "Deepest session mailbox seen since start.")                        \
     X(mailbox_full_total, counter,                                                                  \
-      "Requests refused with 503 because a session mailbox was full.")                              \
+      "Requests refused with 503: a session mailbox, or a worker's inbox, was full.")               \
     X(connections_open, gauge, "Client connections open on the MCP endpoint.")                      \
     X(read_timeouts_total, counter,                                                                 \
       "Connections dropped because a request had begun and not arrived whole --read-timeout "       \

@@ -276,12 +276,19 @@ void ep_submit(http_thread_t *t, struct evhttp_request *req, wmsg_t *m, pbody_t 
     const json_t *id = b ? b->id : NULL; /* in the tree this thread parsed, or m's (copied below) */
     if (b)
         hand_body(req, m, b, local);
-    if (!worker_admit(w, m)) {
+    admit_t why = worker_admit(w, m);
+    if (why != ADMIT_OK) {
         char msg[160];
-        snprintf(
-            msg, sizeof msg,
-            "Server busy: this session has %lld messages queued (the --mailbox limit); retry shortly",
-            (long long)g_cfg.mailbox);
+        if (why == ADMIT_SESSION_FULL)
+            snprintf(msg, sizeof msg,
+                     "Server busy: this session has %lld messages queued (the --mailbox limit); "
+                     "retry shortly",
+                     (long long)g_cfg.mailbox);
+        else
+            snprintf(msg, sizeof msg,
+                     "Server busy: its worker has %lld messages queued (%d times --mailbox); "
+                     "retry shortly",
+                     (long long)g_cfg.mailbox * WORKER_QUEUE_MAX, WORKER_QUEUE_MAX);
         http_reply_retry(req, id, MCP_ERR_BAD_REQUEST, msg, "1");
         wmsg_free(m);
         return;

@@ -2,6 +2,7 @@
 and plugins."""
 import json
 import os
+import resource
 import socket
 import shutil
 import signal
@@ -396,6 +397,24 @@ class Plugin(unittest.TestCase):
         self.assertIn("/nonexistent/plugin.so", r.stderr)
 
 
+def hash_id(sid):
+    """src/core/util.c's hash_id of a session id, which picks the bucket of the worker's table
+    of mailbox counts a session's count is in (src/actor/mbox.c, mbox_bucket)."""
+    m = (1 << 64) - 1
+    b = sid.encode()
+    h = 0x9E3779B97F4A7C15 ^ len(b)
+    i = 0
+    while i + 8 <= len(b):
+        h = ((h ^ int.from_bytes(b[i:i + 8], "little")) * 0xFF51AFD7ED558CCD) & m
+        h ^= h >> 32
+        i += 8
+    for c in b[i:]:
+        h = ((h ^ c) * 1099511628211) & m
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & m
+    return h ^ (h >> 33)
+
+
 class Mailbox(unittest.TestCase):
     def test_a_full_mailbox_gets_503_with_retry_after_and_the_session_recovers(self):
         # separate worker threads: with actors on the HTTP threads, a stalled actor stalls its
@@ -430,6 +449,83 @@ class Mailbox(unittest.TestCase):
             self.assertEqual(s.call("ping")[0].status, 200)
             self.assertEqual(other.call("ping")[0].status, 200)
         finally:
+            server.cleanup()
+
+    def test_a_session_in_the_bucket_of_a_full_one_is_served(self):
+        # --mailbox 1: session a, stalled in a tool, has its one request queued; session b,
+        # whose id is in the same bucket of the worker's counts (hash_id's bits 40.. modulo
+        # 1024; modulo 4096 they were one shared count before), has none: a's next request is
+        # refused, b's is served once the stall ends
+        server = Server("--plugin", os.path.abspath(TESTKIT), "--mailbox", "1", "--workers", "1")
+        try:
+            seen, pair = {}, None
+            for _ in range(400):  # a pair of 4096 buckets among 400 ids: all but certain
+                s = Session(server, initialized=False)
+                bucket = (hash_id(s.sid) >> 40) % 4096
+                if bucket in seen:
+                    pair = (seen[bucket], s)
+                    break
+                seen[bucket] = s
+            self.assertIsNotNone(pair, "no two of 400 session ids share a bucket")
+            a, b = pair
+            a.notify("notifications/initialized")
+            b.notify("notifications/initialized")
+            base = server.stats()["tool_calls_total"]
+            blocker = threading.Thread(target=lambda: a.tool("stall", {"ms": 1500}))
+            blocker.start()
+            self.assertTrue(wait_until(lambda: server.stats()["tool_calls_total"] > base, 5))
+            r, _ = a.call("ping")
+            self.assertEqual(r.status, 503, r.text)
+            self.assertIn("1 messages queued", json.loads(r.text)["error"]["message"])
+            r, _ = b.call("ping")
+            self.assertEqual(r.status, 200, r.text)
+            blocker.join()
+            self.assertEqual(server.stats()["mailbox_full_total"], 1)
+            self.assertEqual(a.call("ping")[0].status, 200)
+        finally:
+            server.cleanup()
+
+    def test_a_worker_queues_at_most_4096_times_the_mailbox_in_all(self):
+        # --mailbox 1: 4096 requests of as many sessions (ids no session has: each is refused
+        # only by its worker, 404) wait behind a stalled tool call; the next one, of a session
+        # with nothing queued, is refused for the worker's bound; once drained, it is served
+        # 4096 connections open here and at the server (which takes twice --max-connections)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 12000:
+            self.skipTest(f"RLIMIT_NOFILE's hard limit {hard} is below 12000")
+        if soft != resource.RLIM_INFINITY and soft < 8192:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (8192, hard))
+        server = Server("--plugin", os.path.abspath(TESTKIT), "--mailbox", "1", "--workers", "1",
+                        "--principal-share", "100", "--log-level", "warn")
+        socks = []
+        try:
+            s, other = Session(server), Session(server)
+            base = server.stats()["tool_calls_total"]
+            blocker = threading.Thread(target=lambda: s.tool("stall", {"ms": 4000}, timeout=30))
+            blocker.start()
+            self.assertTrue(wait_until(lambda: server.stats()["tool_calls_total"] > base, 5))
+            handed = server.stats()["requests_handed_total"]
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+            for _ in range(4096):
+                c = socket.create_connection(("127.0.0.1", server.port))
+                c.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % server.port +
+                          b"Content-Type: application/json\r\n"
+                          b"Accept: application/json, text/event-stream\r\n"
+                          b"MCP-Protocol-Version: " + s.version.encode() + b"\r\n"
+                          b"Mcp-Session-Id: " + os.urandom(16).hex().encode() + b"\r\n"
+                          b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+                socks.append(c)
+            self.assertTrue(wait_until(
+                lambda: server.stats()["requests_handed_total"] >= handed + 4096, 20))
+            r, _ = other.call("ping")
+            self.assertEqual(r.status, 503, r.text)
+            self.assertIn("its worker has 4096 messages queued",
+                          json.loads(r.text)["error"]["message"])
+            blocker.join()
+            self.assertEqual(other.call("ping")[0].status, 200)
+        finally:
+            for c in socks:
+                c.close()
             server.cleanup()
 
 

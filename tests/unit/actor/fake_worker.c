@@ -113,9 +113,9 @@ void worker_deliver(worker_t *w, wmsg_t *m, bool now)
 {
     unreachable(__func__);
 }
-bool worker_admit(worker_t *w, wmsg_t *m)
+admit_t worker_admit(worker_t *w, wmsg_t *m)
 {
-    return true;
+    return ADMIT_OK;
 }
 worker_t *worker_current(void)
 {
