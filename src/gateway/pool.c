@@ -126,7 +126,9 @@ static const upstream_cbs_t CBS = {.on_message = on_message,
 pproc_t *pool_proc_start(pool_t *pl, bool *full, char *err, size_t errlen)
 {
     *full = false;
-    int rc = principal_take_counted(pl->who, PR_UPSTREAMS);
+    /* not counted as a refusal here: the waiting requests may be served by the processes
+     * running (pool_pump); pool_fail_waiting counts those it refuses */
+    int rc = principal_take(pl->who, PR_UPSTREAMS);
     if (rc != 0) {
         *full = true;
         snprintf(err, errlen,

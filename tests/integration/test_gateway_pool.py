@@ -215,6 +215,26 @@ class PoolTest(unittest.TestCase):
                 self.assertGreater(took, 1.9)  # one after the other, on one process
             self.assertEqual(srv.stats()["upstreams_running"], n)
 
+    def test_requests_that_wait_for_a_process_are_not_counted_as_refused(self):
+        # the pool holds its share of --upstream-max (1 of 2): the others wait for that one and
+        # are all served; a start it could not make while one ran refused nobody (review of
+        # 3bdad7f: every pump counted a refusal, 7 for these three calls)
+        srv = self.start("--upstream-pool", "2", "--upstream-max", "2", "--principal-share", "50")
+        out = []
+        threads = [threading.Thread(target=lambda c=c: out.append(c.tool("sleep", {"s": 0.3})[1]))
+                   for c in (Client(srv), Client(From(srv, "127.0.0.2")),
+                             Client(From(srv, "127.0.0.3")))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(len(out), 3)
+        for m in out:
+            self.assertIn("result", m, m)
+        st = srv.stats()
+        self.assertEqual((st["limit_refusals_total"], st["share_refusals_total"]), (0, 0))
+        self.assertEqual(st["upstreams_started_total"], 1)
+
     def test_an_upstream_error_code_is_one_this_revision_may_emit(self):
         # the upstream speaks an older revision: -32002 (resource not found) goes out as -32602
         # and -32042 (URL elicitation) as -32603, which 2026-07-28 must use instead; others stay
