@@ -399,10 +399,12 @@ static json_t *parse_object(parser_t *ps)
             json_decref(obj);
             return NULL;
         }
-        if (ps->max_nodes && ps->depth == 1 && kl == 2 && key[0] == 'i' && key[1] == 'd' &&
-            !json_is_object(val) && !json_is_array(val)) {
-            ps->id_at = at; /* the top level's (its depth is 1 inside) */
-            ps->id_len = (size_t)(ps->p - at);
+        if (ps->max_nodes && ps->depth == 1 && kl == 2 && key[0] == 'i' && key[1] == 'd') {
+            /* the top level's (its depth is 1 inside); a later "id" replaces an earlier one,
+             * as in the value, a container too (then none is located) */
+            bool scalar = !json_is_object(val) && !json_is_array(val);
+            ps->id_at = scalar ? at : NULL;
+            ps->id_len = scalar ? (size_t)(ps->p - at) : 0;
         }
         /* validated UTF-8 already: the nocheck form skips jansson's second pass */
         json_object_setn_new_nocheck(obj, key, kl, val);

@@ -19,8 +19,9 @@ json_t *json_parse_buf(const char *buf, size_t len, char *err, size_t errlen, si
 /* What json_parse_buf_bounded saw: the values it counted (only when bounded), and whether it
  * stopped because there were more than max_nodes. When it stopped so, and the text is an object
  * whose member "id" (a string, number, true, false or null) came before the stop, id_off and
- * id_len are that value's text in buf (the last such member's), for a refusal that echoes the
- * request's id; id_len 0: none read. */
+ * id_len are that value's text in buf (the last "id" member's, as the value would hold; none
+ * when that one is an object or array), for a refusal that echoes the request's id; id_len 0:
+ * none read. */
 typedef struct json_parse_info {
     size_t nodes;
     bool too_many;

@@ -235,6 +235,7 @@ static void a_refusal_past_the_bound_locates_the_id_read_before_it(void **state)
         {"{\"p\":[1,2,3,4,5,6,7,8],\"id\":3}", NULL},
         {"{\"q\":{\"id\":4},\"p\":[1,2,3,4,5,6,7,8]}", NULL},
         {"{\"id\":[4],\"p\":[1,2,3,4,5,6,7,8]}", NULL},
+        {"{\"id\":1,\"id\":{},\"p\":[1,2,3,4,5,6,7,8]}", NULL},
         {"[{\"id\":4},1,2,3,4,5,6,7,8]", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
