@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 typedef struct more {
     struct more *next;
@@ -35,6 +36,7 @@ typedef struct bucket {
 
 struct mbox {
     bucket_t b[MBOX_BUCKETS];
+    uint64_t seed; /* mbox_bucket's */
 };
 
 static inline void cpu_relax(void)
@@ -78,7 +80,17 @@ mbox_t *mbox_new(void)
     memset(mb, 0, sizeof *mb);
     for (int i = 0; i < MBOX_BUCKETS; i++)
         atomic_init(&mb->b[i].lock, 0);
+    const char *fixed = getenv("MCPD_MBOX_SEED"); /* tests: ids they place in one bucket */
+    if (fixed && *fixed)
+        mb->seed = strtoull(fixed, NULL, 16);
+    else if (getrandom(&mb->seed, sizeof mb->seed, 0) != (ssize_t)sizeof mb->seed)
+        mb->seed = (uint64_t)now_mono_us() * 0x9e3779b97f4a7c15ULL ^ (uintptr_t)mb;
     return mb;
+}
+
+unsigned mbox_bucket(const mbox_t *mb, const char *sid)
+{
+    return (unsigned)(hash_id_seeded(sid, SESSION_ID_LEN, mb->seed) >> 40) % MBOX_BUCKETS;
 }
 
 void mbox_free(mbox_t *mb)
@@ -219,7 +231,7 @@ void mbox_done(mbox_t *mb, unsigned bi, const char *sid)
 
 int mbox_count(mbox_t *mb, const char *sid)
 {
-    bucket_t *b = &mb->b[mbox_bucket(sid)];
+    bucket_t *b = &mb->b[mbox_bucket(mb, sid)];
     bucket_lock(b);
     int *c = find(b, sid);
     int n = c ? *c : 0;

@@ -20,11 +20,11 @@ typedef struct mbox mbox_t;
 mbox_t *mbox_new(void);
 void mbox_free(mbox_t *mb);
 
-/* The bucket of a session id (SESSION_ID_LEN characters): what mbox_add and mbox_done take. */
-static inline unsigned mbox_bucket(const char *sid)
-{
-    return (unsigned)(hash_id(sid, SESSION_ID_LEN) >> 40) % MBOX_BUCKETS;
-}
+/* The bucket of a session id (SESSION_ID_LEN characters) in mb: what mbox_add and mbox_done
+ * take. Hashed with the table's own random seed (read at mbox_new; the environment's
+ * MCPD_MBOX_SEED, 16 hex digits, for tests): a client that sends ids of its choosing cannot
+ * put them all in one bucket, whose list every count would walk. */
+unsigned mbox_bucket(const mbox_t *mb, const char *sid);
 
 /* Any thread: counts one more request of sid (in its bucket b, mbox_bucket's) unless that
  * would pass limit. The session's count with it, or 0 when refused (nothing counted). */

@@ -194,7 +194,7 @@ admit_t worker_admit(worker_t *w, wmsg_t *m)
         STAT_INC(mailbox_full_total);
         return ADMIT_WORKER_FULL;
     }
-    unsigned b = mbox_bucket(m->sid);
+    unsigned b = mbox_bucket(w->mbox, m->sid);
     int depth = mbox_add(w->mbox, b, m->sid, (int)g_cfg.mailbox);
     if (depth == 0) {
         STAT_INC(mailbox_full_total);

@@ -172,7 +172,12 @@ uint64_t hash_bytes(const void *data, size_t len)
 
 uint64_t hash_id(const char *id, size_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+    return hash_id_seeded(id, n, 0x9e3779b97f4a7c15ULL);
+}
+
+uint64_t hash_id_seeded(const char *id, size_t n, uint64_t seed)
+{
+    uint64_t h = seed ^ n;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;

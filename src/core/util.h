@@ -42,6 +42,9 @@ uint64_t hash_bytes(const void *data, size_t len);
  * call hashed its session's id about 4 times, some 200 instructions each). Never stored or
  * sent, so it may change between versions; what is (session_tag) stays on hash_bytes. */
 uint64_t hash_id(const char *id, size_t n);
+/* The same from another starting state: with a secret seed, where an id's bucket must not be
+ * one a client can choose (actor/mbox.c). */
+uint64_t hash_id_seeded(const char *id, size_t n, uint64_t seed);
 
 /* Allocation that aborts on failure: out of memory is not a recoverable condition here. */
 /* The value of a lowercase hex digit, -1 for any other character. */

@@ -397,12 +397,16 @@ class Plugin(unittest.TestCase):
         self.assertIn("/nonexistent/plugin.so", r.stderr)
 
 
-def hash_id(sid):
-    """src/core/util.c's hash_id of a session id, which picks the bucket of the worker's table
-    of mailbox counts a session's count is in (src/actor/mbox.c, mbox_bucket)."""
+MBOX_SEED = 0x0123456789ABCDEF  # the server's MCPD_MBOX_SEED in the tests that place ids
+
+
+def hash_id(sid, seed=MBOX_SEED):
+    """src/core/util.c's hash_id_seeded of a session id, which picks the bucket of the worker's
+    table of mailbox counts a session's count is in (src/actor/mbox.c, mbox_bucket: seeded by
+    MCPD_MBOX_SEED here, a random seed of the table's own otherwise)."""
     m = (1 << 64) - 1
     b = sid.encode()
-    h = 0x9E3779B97F4A7C15 ^ len(b)
+    h = seed ^ len(b)
     i = 0
     while i + 8 <= len(b):
         h = ((h ^ int.from_bytes(b[i:i + 8], "little")) * 0xFF51AFD7ED558CCD) & m
@@ -453,15 +457,16 @@ class Mailbox(unittest.TestCase):
 
     def test_a_session_in_the_bucket_of_a_full_one_is_served(self):
         # --mailbox 1: session a, stalled in a tool, has its one request queued; session b,
-        # whose id is in the same bucket of the worker's counts (hash_id's bits 40.. modulo
-        # 1024; modulo 4096 they were one shared count before), has none: a's next request is
-        # refused, b's is served once the stall ends
-        server = Server("--plugin", os.path.abspath(TESTKIT), "--mailbox", "1", "--workers", "1")
+        # whose id is in the same bucket of the worker's counts (hash_id_seeded's bits 40..
+        # modulo 1024; one count shared by the bucket's sessions before), has none: a's next
+        # request is refused, b's is served once the stall ends
+        server = Server("--plugin", os.path.abspath(TESTKIT), "--mailbox", "1", "--workers", "1",
+                        env={"MCPD_MBOX_SEED": "%016x" % MBOX_SEED})
         try:
             seen, pair = {}, None
-            for _ in range(400):  # a pair of 4096 buckets among 400 ids: all but certain
+            for _ in range(400):  # a pair of 1024 buckets among 400 ids: all but certain
                 s = Session(server, initialized=False)
-                bucket = (hash_id(s.sid) >> 40) % 4096
+                bucket = (hash_id(s.sid) >> 40) % 1024
                 if bucket in seen:
                     pair = (seen[bucket], s)
                     break

@@ -18,7 +18,7 @@
 #include "core/util.h"
 
 /* Fills ids[0..n) with distinct session ids (lowercase hex) that share one bucket. */
-static unsigned same_bucket(char ids[][SESSION_ID_LEN + 1], int n)
+static unsigned same_bucket(const mbox_t *mb, char ids[][SESSION_ID_LEN + 1], int n)
 {
     unsigned want = 0;
     int got = 0;
@@ -26,11 +26,40 @@ static unsigned same_bucket(char ids[][SESSION_ID_LEN + 1], int n)
         char id[SESSION_ID_LEN + 1];
         snprintf(id, sizeof id, "%032lx", k * 2654435761UL + 17);
         if (got == 0)
-            want = mbox_bucket(id);
-        if (mbox_bucket(id) == want)
+            want = mbox_bucket(mb, id);
+        if (mbox_bucket(mb, id) == want)
             memcpy(ids[got++], id, sizeof id);
     }
     return want;
+}
+
+/* Each table hashes with a seed of its own: a client cannot know which ids share a bucket (a
+ * list every count walks); the environment's seed makes one for tests. */
+static void test_the_bucket_of_an_id_is_the_tables_own(void **state)
+{
+    (void)state;
+    mbox_t *one = mbox_new(), *two = mbox_new();
+    char ids[64][SESSION_ID_LEN + 1];
+    same_bucket(one, ids, 64);
+    unsigned first = mbox_bucket(two, ids[0]);
+    int same = 0;
+    for (int i = 1; i < 64; i++)
+        same += mbox_bucket(two, ids[i]) == first;
+    assert_true(same < 8); /* 63 ids of one bucket in one table: ~0.06 share one in another */
+    mbox_free(one);
+    mbox_free(two);
+    setenv("MCPD_MBOX_SEED", "0123456789abcdef", 1);
+    one = mbox_new();
+    two = mbox_new();
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(mbox_bucket(one, ids[i]), mbox_bucket(two, ids[i]));
+    assert_int_equal(mbox_bucket(one, ids[0]),
+                     (unsigned)(hash_id_seeded(ids[0], SESSION_ID_LEN, 0x0123456789abcdefULL) >>
+                                40) %
+                         MBOX_BUCKETS);
+    unsetenv("MCPD_MBOX_SEED");
+    mbox_free(one);
+    mbox_free(two);
 }
 
 static void test_sessions_of_one_bucket_count_apart(void **state)
@@ -38,7 +67,7 @@ static void test_sessions_of_one_bucket_count_apart(void **state)
     (void)state;
     mbox_t *mb = mbox_new();
     char ids[3][SESSION_ID_LEN + 1];
-    unsigned b = same_bucket(ids, 3);
+    unsigned b = same_bucket(mb, ids, 3);
     /* the first session fills its limit: its next request is refused, the others' are not */
     assert_int_equal(mbox_add(mb, b, ids[0], 2), 1);
     assert_int_equal(mbox_add(mb, b, ids[0], 2), 2);
@@ -77,7 +106,7 @@ static void test_a_full_table_frees_its_entries(void **state)
     (void)state;
     mbox_t *mb = mbox_new();
     char ids[8][SESSION_ID_LEN + 1];
-    unsigned b = same_bucket(ids, 8);
+    unsigned b = same_bucket(mb, ids, 8);
     for (int i = 0; i < 8; i++)
         assert_int_equal(mbox_add(mb, b, ids[i], 1), 1);
     /* freed with the table while counted: no leak (ASan) */
@@ -119,7 +148,7 @@ static void test_threads_on_sessions_of_one_bucket(void **state)
     (void)state;
     mbox_t *mb = mbox_new();
     char ids[THREADS][SESSION_ID_LEN + 1];
-    unsigned b = same_bucket(ids, THREADS);
+    unsigned b = same_bucket(mb, ids, THREADS);
     atomic_int in[THREADS];
     arg_t a[THREADS];
     pthread_t t[THREADS];
@@ -144,7 +173,7 @@ static void test_threads_on_one_session(void **state)
     (void)state;
     mbox_t *mb = mbox_new();
     char ids[2][SESSION_ID_LEN + 1];
-    unsigned b = same_bucket(ids, 2);
+    unsigned b = same_bucket(mb, ids, 2);
     assert_int_equal(mbox_add(mb, b, ids[1], 1), 1);
     atomic_int in;
     atomic_init(&in, 0);
@@ -168,6 +197,7 @@ static void test_threads_on_one_session(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_the_bucket_of_an_id_is_the_tables_own),
         cmocka_unit_test(test_sessions_of_one_bucket_count_apart),
         cmocka_unit_test(test_a_full_table_frees_its_entries),
         cmocka_unit_test(test_threads_on_sessions_of_one_bucket),
