@@ -49,7 +49,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-/* A connection's place: the address it came from (IPv4 as itself, v4-mapped too). */
+/* A connection's place: the address it came from (IPv4 as itself, v4-mapped too; IPv6 by its
+ * /64, which one host may hold whole). */
 typedef struct {
     bool used;
     unsigned char addr[16];
@@ -100,7 +101,7 @@ static void peer_of(evutil_socket_t fd, place_t *out)
     } else if (ss.ss_family == AF_INET6) {
         const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
         bool mapped = IN6_IS_ADDR_V4MAPPED(a);
-        out->len = mapped ? 4 : 16;
+        out->len = mapped ? 4 : 8; /* an IPv6 client's /64: one host may have all of it */
         memcpy(out->addr, mapped ? a->s6_addr + 12 : a->s6_addr, out->len);
     }
 }
@@ -150,10 +151,18 @@ static void on_fresh(evutil_socket_t fd, short what, void *arg)
             place_t from;
             peer_of(bufferevent_getfd(bev), &from);
             place_t *pl = take_place(&from);
-            if (pl)
+            if (pl) {
                 evhttp_connection_set_closecb(evcon, on_close, pl);
-            else
+                /* what the connection's client sends is read up to a mark, for good: evhttp
+                 * keeps reading during an answer (to see a close), its own error answers
+                 * too, and a client that pipelined requests without reading the answers had
+                 * every byte held (512 MiB in 8 s of /healthz requests, unauthenticated). An
+                 * admin request needs at most its head (8 KiB) and body (1 KiB); past the mark
+                 * the kernel holds the rest, read again as evhttp takes what it holds */
+                bufferevent_setwatermark(bev, EV_READ, 0, ADMIN_INPUT_MAX);
+            } else {
                 refuse_past_share(evcon);
+            }
         } else {
             closed();
         }
@@ -220,9 +229,6 @@ static void on_answered(struct evhttp_request *req, void *arg)
     if (!bev)
         return;
     bufferevent_set_timeouts(bev, &t, &t); /* as evhttp_set_timeout set them: both ways */
-    /* reading again in full: evhttp then parses what waits (evhttp_start_read_ schedules a
-     * read when its input holds bytes) */
-    bufferevent_setwatermark(bev, EV_READ, 0, 0);
 }
 
 int admin_conns_timeout_s(void)
@@ -241,10 +247,5 @@ void admin_conns_answer_unhurried(struct evhttp_request *req)
     event_base_update_cache_time(bufferevent_get_base(bev));
     struct timeval t = {admin_conns_timeout_s(), 0};
     bufferevent_set_timeouts(bev, NULL, &t);
-    /* what the client sends behind the request (pipelined) is read only up to a mark until
-     * the answer is written: evhttp keeps reading during an answer (to see a close), and a
-     * client that sent requests without reading their answers had every byte held (512 MiB
-     * in 8 s of /healthz requests, unauthenticated). Past the mark the kernel holds the rest */
-    bufferevent_setwatermark(bev, EV_READ, 0, ADMIN_ANSWER_INPUT_MAX);
     evhttp_request_set_on_complete_cb(req, on_answered, NULL);
 }

@@ -11,20 +11,19 @@ struct evhttp_request;
 struct event_base;
 
 #define ADMIN_MAX_CONNECTIONS 32
-/* Of which one address holds at most this many: its next connections are closed at once, so
+/* Of which one address (an IPv6 /64) holds at most this many: its next connections are closed at once, so
  * a client holding silent connections cannot keep a health check or a scrape from another
  * address waiting at the cap. */
 #define ADMIN_ADDRESS_SHARE (ADMIN_MAX_CONNECTIONS / 2)
-/* A connection's unread input held while an answer is written (its pipelined requests). */
-#define ADMIN_ANSWER_INPUT_MAX (64 * 1024)
+/* A connection's input read and not yet parsed, at most (its pipelined requests). */
+#define ADMIN_INPUT_MAX (64 * 1024)
 
 /* Counts http's connections and holds guard's listener at the cap. 0, or -1 (out of memory). */
 int admin_conns_init(struct evhttp *http, struct event_base *base, accept_guard_t *guard);
 /* Once the loop has ended, before evhttp_free. */
 void admin_conns_free(void);
-/* req's answer is written with no read timeout (the write timeout stays) and at most
- * ADMIN_ANSWER_INPUT_MAX bytes read behind it; both come back when it is done; call it just
- * before evhttp_send_reply. */
+/* req's answer is written with no read timeout (the write timeout stays), which comes back when
+ * it is done; call it just before evhttp_send_reply. */
 void admin_conns_answer_unhurried(struct evhttp_request *req);
 /* The admin listener's read and write timeout: --read-timeout, at most 30 s (a longer one for
  * slow MCP uploads does not let silent connections hold the admin's places longer). */

@@ -166,9 +166,9 @@ void gw_post(actor_t *a, wmsg_t *m)
     if (requests == 0) {
         if (refused) /* not 202 for what the process will not get (gs_send logged it) */
             actor_reply_retry(a->w, m->u.client.conn, NULL, 503,
-                              "Service Unavailable: the upstream's process is starting and holds "
-                              "all it may have waiting; the notification was not delivered: "
-                              "retry shortly",
+                              "Service Unavailable: the upstream's process holds all it may have "
+                              "waiting (it is starting, or does not read its input); the "
+                              "notification was not delivered: retry shortly",
                               "1");
         else
             actor_reply(a->w, m->u.client.conn, 202, NULL, NULL);
