@@ -39,12 +39,7 @@ static json_t *written_response_id(const char *text, size_t len)
     if (!(rest > 10 && !memcmp(end, ",\"result\":", 10)) &&
         !(rest > 9 && !memcmp(end, ",\"error\":", 9)))
         return NULL;
-    json_t *id = json_parse_buf(text + hl, (size_t)(end - (text + hl)), NULL, 0, NULL);
-    if (id && !jsonrpc_id_valid(id)) {
-        json_decref(id);
-        id = NULL;
-    }
-    return id;
+    return jsonrpc_id_parse(text + hl, (size_t)(end - (text + hl)));
 }
 
 /* collect_ids for data the parser refused: each response of it (a batch's, one by one, cut

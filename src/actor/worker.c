@@ -187,8 +187,8 @@ void workers_broadcast(json_t *note, int what)
 
 admit_t worker_admit(worker_t *w, wmsg_t *m)
 {
-    /* what a backed-up worker holds in all: the bound that 4096 counts shared by the sessions
-     * of their buckets gave (until 2026-12), a relaxed load of the line the push writes next */
+    /* what a backed-up worker holds in all, a relaxed load of the line the push writes next:
+     * the inbox's waiting messages (with the batch the worker has taken, twice that at most) */
     if (atomic_load_explicit(&w->inbox.depth, memory_order_relaxed) >=
         (size_t)g_cfg.mailbox * WORKER_QUEUE_MAX) {
         STAT_INC(mailbox_full_total);

@@ -65,10 +65,11 @@ void pool_fail_waiting(pool_t *pl, const char *msg, bool full)
     pjob_t *head;
     while ((head = pl->wait_head)) {
         unqueue(pl, head);
-        if (full) /* each request refused for --upstream-max (the pool's, not a client's share) */
+        if (full) { /* each request refused for --upstream-max (the pool's, not a client's) */
             STAT_INC(limit_refusals_total);
-        if (full && head->a && head->a->calls && !head->a->calls->stream->sse)
-            stream_set_reply_status(head->a->calls->stream, 503, "5");
+            if (head->a && head->a->calls && !head->a->calls->stream->sse)
+                stream_set_reply_status(head->a->calls->stream, 503, "5");
+        }
         pool_answer_error(head, full ? MCP_ERR_OVERLOADED : JSONRPC_INTERNAL_ERROR, msg);
         pool_job_free(head);
     }

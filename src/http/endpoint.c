@@ -365,12 +365,7 @@ static json_t *too_many_id(struct evhttp_request *req, const json_parse_info_t *
     const char *data = (const char *)evbuffer_pullup(in, -1); /* one piece already: parse_body */
     if (!data || info->id_off + info->id_len > evbuffer_get_length(in))
         return NULL;
-    json_t *id = json_parse_buf(data + info->id_off, info->id_len, NULL, 0, NULL);
-    if (id && !jsonrpc_id_valid(id)) {
-        json_decref(id);
-        id = NULL;
-    }
-    return id;
+    return jsonrpc_id_parse(data + info->id_off, info->id_len);
 }
 
 static void handle_post(http_thread_t *t, struct evhttp_request *req, const rhdr_t *h,

@@ -70,6 +70,16 @@ bool jsonrpc_id_valid(const json_t *id)
            (json_is_string(id) && json_string_length(id) <= JSONRPC_MAX_ID_BYTES);
 }
 
+json_t *jsonrpc_id_parse(const char *text, size_t len)
+{
+    json_t *id = json_parse_buf(text, len, NULL, 0, NULL);
+    if (id && !jsonrpc_id_valid(id)) {
+        json_decref(id);
+        id = NULL;
+    }
+    return id;
+}
+
 size_t jsonrpc_batch_repeats(const json_t *batch, signed char *kinds)
 {
     size_t n = json_array_size(batch), found = 0;

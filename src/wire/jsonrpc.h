@@ -72,6 +72,9 @@ void jsonrpc_view(const json_t *msg, jr_view_t *v);
  * (core/jsonparse.h), so it is refused as 1.5 is: the answer must echo the id exactly, and a
  * double cannot hold 9223372036854775809. */
 bool jsonrpc_id_valid(const json_t *id);
+/* An id read from its own text (text[0..len), as a message holds it), when it is a valid one: a
+ * new reference, else NULL. For an id located in a message that is not parsed whole. */
+json_t *jsonrpc_id_parse(const char *text, size_t len);
 /* Marks as JR_INVALID each request of a batch (an array whose items' kinds are kinds[]) whose
  * id an earlier request of the batch has (7 and "7" differ). JSON-RPC asks for unique ids, and
  * the in-flight index keys a request by its stream and id (actor/stream.c): the requests of a

@@ -435,15 +435,7 @@ class AdminConnections(unittest.TestCase):
         one = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{srv.admin_port}\r\n\r\n".encode()
         many = one * 1000
         before = vm_rss(pid)
-        sock.setblocking(False)
-        sent, t0 = 0, time.monotonic()
-        while time.monotonic() - t0 < 4 and sent < 64 * MIB:  # bounded: 4 s, 64 MiB
-            if not select.select([], [sock], [], 0.05)[1]:
-                continue
-            try:
-                sent += sock.send(many[sent % len(many):])
-            except BlockingIOError:
-                continue
+        sent = send_unread(sock, many)  # bounded: 4 s, 64 MiB
         grew = vm_rss(pid) - before
         print(f"admin requests pipelined unread: {sent / MIB:.1f} MiB sent in 4 s, the server's "
               f"RSS {grew / MIB:+.1f} MiB", flush=True)
@@ -826,6 +818,21 @@ def vm_rss(pid):
     raise AssertionError("no VmRSS")
 
 
+def send_unread(sock, data, seconds=4, most=64 << 20):
+    """Sends data again and again on sock (made non-blocking) for `seconds` or until `most`
+    bytes, reading nothing; returns the bytes sent (the last copy may be cut)."""
+    sock.setblocking(False)
+    sent, t0 = 0, time.monotonic()
+    while time.monotonic() - t0 < seconds and sent < most:
+        if not select.select([], [sock], [], 0.05)[1]:
+            continue
+        try:
+            sent += sock.send(data[sent % len(data):])
+        except BlockingIOError:
+            continue
+    return sent
+
+
 class SlowReaders(unittest.TestCase):
     """An SSE reader cut for not reading (--sse-buffer) takes its queued bytes with it."""
 
@@ -903,16 +910,8 @@ class SlowReaders(unittest.TestCase):
         time.sleep(1)  # the answer fills both socket buffers and waits
         before = vm_rss(pid)
         ping = post({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"pad": "y" * 65536}})
-        sock.setblocking(False)
-        sent, pings, t0 = 0, 0, time.monotonic()
-        while time.monotonic() - t0 < 4 and sent < 64 * MIB:  # bounded: 4 s, 64 MiB
-            if not select.select([], [sock], [], 0.05)[1]:
-                continue
-            try:
-                sent += sock.send(ping[sent % len(ping):])
-            except BlockingIOError:
-                continue
-            pings = sent // len(ping)
+        sent = send_unread(sock, ping)  # bounded: 4 s, 64 MiB
+        pings = sent // len(ping)
         grew = vm_rss(pid) - before
         print(f"pipelined behind an unread answer: {sent / MIB:.1f} MiB sent in 4 s, the server's "
               f"RSS {grew / MIB:+.1f} MiB", flush=True)
